@@ -1,0 +1,33 @@
+"""Errors with the exit codes of DESIGN.md section 3.
+
+Exit codes: 0 success; 1 the workload failed; 2 bad usage or an invalid
+profile; 3 ``--strict`` and a shim stayed inert.
+"""
+
+EXIT_OK = 0
+EXIT_WORKLOAD = 1
+EXIT_USAGE = 2
+EXIT_INERT = 3
+
+
+class CapshimError(Exception):
+    """An error the command line reports as one line and an exit code.
+
+    Attributes:
+        exit_code: the process exit code to use (see the module constants).
+    """
+
+    exit_code = EXIT_USAGE
+
+    def __init__(self, message: str, exit_code: int | None = None):
+        super().__init__(message)
+        if exit_code is not None:
+            self.exit_code = exit_code
+
+
+class UsageError(CapshimError):
+    """Bad usage: a flag, file or value the user gave is wrong (exit 2)."""
+
+
+class BuildError(CapshimError):
+    """A native shim could not be built (exit 2): names the compiler command."""

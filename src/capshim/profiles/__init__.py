@@ -1,0 +1,343 @@
+"""Profiles: named, versioned, schema-checked sets of capability answers.
+
+A profile is a TOML file::
+
+    name = "vulkan-paravirt"      # [a-z0-9][a-z0-9._-]*
+    api = "vulkan"                # "vulkan" or "metal"
+    direction = "lower"           # "raise" answers, or "lower" them
+    version = 1                   # the profile's own version, an integer >= 1
+    description = "one line: what this profile is for"
+
+    [capabilities]                # keys under the API's own names (catalog.py)
+    maxComputeSharedMemorySize = 16384
+    shaderFloat16 = false
+
+    [extensions]                  # Vulkan only: false hides, true or a spec
+    VK_KHR_cooperative_matrix = false   # version (>= 1) adds
+
+The schema (built from ``catalog.py`` and checked with ``jsonschema``) rejects
+unknown keys, wrong types and numbers written as strings; then the direction
+is checked: a ``raise`` profile may not turn a feature off or hide an
+extension, a ``lower`` profile may not turn one on or add one, and Metal
+profiles are raise-only (the Metal shim never lowers an answer).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import tomllib
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+
+from capshim.errors import CapshimError
+from capshim.profiles.catalog import FLAG_NAMES, KEYS
+
+__all__ = ["Profile", "ProfileError", "load", "builtin_names", "parse_version"]
+
+NAME_RE = r"^[a-z0-9][a-z0-9._-]{0,63}$"
+EXTENSION_RE = r"^VK_[A-Za-z0-9_]+$"
+VERSION_RE = r"^(0|[1-9][0-9]{0,2})\.(0|[1-9][0-9]{0,3})(\.(0|[1-9][0-9]{0,3}))?$"
+U32_MAX = 0xFFFFFFFF
+U64_MAX = 0xFFFFFFFFFFFFFFFF
+
+
+class ProfileError(CapshimError):
+    """An invalid profile (exit 2).
+
+    Attributes:
+        source: the file path or ``builtin:NAME``.
+        key: the dotted key at fault (``capabilities.shaderFloat16``), or None.
+        value: the offending value as written, or None.
+        reason: why it is rejected.
+    """
+
+    def __init__(self, source: str, key: str | None, value: Any, reason: str):
+        self.source, self.key, self.value, self.reason = source, key, value, reason
+        parts = [f"profile {source}"]
+        if key is not None:
+            parts.append(f"key '{key}'")
+        if value is not None:
+            parts.append(f"value {value!r}")
+        parts.append(reason)
+        super().__init__(": ".join(parts))
+
+
+def _kind_schema(api: str, kind: str, key: str) -> dict:
+    if kind == "bool":
+        return {"type": "boolean"}
+    if kind == "u32":
+        return {"type": "integer", "minimum": 0, "maximum": U32_MAX}
+    if kind == "u64":
+        return {"type": "integer", "minimum": 0, "maximum": U64_MAX}
+    if kind == "version":
+        return {"anyOf": [{"type": "integer", "minimum": 0, "maximum": U32_MAX},
+                          {"type": "string", "pattern": VERSION_RE}]}
+    if kind == "flags":
+        names = sorted(FLAG_NAMES.get(key, {}))
+        return {"anyOf": [{"type": "integer", "minimum": 0, "maximum": U32_MAX},
+                          {"type": "array", "items": {"enum": names}, "uniqueItems": True}]}
+    if kind == "family":
+        return {"type": "integer", "minimum": 1001, "maximum": 1999}
+    if kind == "families":
+        fam = {"type": "integer", "anyOf": [{"minimum": 2001, "maximum": 2999},
+                                            {"minimum": 3001, "maximum": 3999},
+                                            {"minimum": 5001, "maximum": 5999}]}
+        return {"type": "array", "items": fam, "uniqueItems": True}
+    raise AssertionError(f"unknown kind {kind} for {api}.{key}")
+
+
+def schema(api: str) -> dict:
+    """The JSON Schema (draft 2020-12) of a profile for ``api``.
+
+    Raises:
+        KeyError: when ``api`` is not "vulkan" or "metal".
+    """
+    caps = {k: _kind_schema(api, kind, k) for k, kind in KEYS[api].items()}
+    props: dict[str, Any] = {
+        "name": {"type": "string", "pattern": NAME_RE},
+        "api": {"enum": sorted(KEYS)},
+        "direction": {"enum": ["raise", "lower"]},
+        "version": {"type": "integer", "minimum": 1},
+        "description": {"type": "string", "minLength": 1, "maxLength": 200, "pattern": r"^[^\n]*$"},
+        "capabilities": {"type": "object", "properties": caps, "additionalProperties": False},
+    }
+    if api == "vulkan":
+        props["extensions"] = {
+            "type": "object",
+            "propertyNames": {"pattern": EXTENSION_RE},
+            "additionalProperties": {"anyOf": [{"type": "boolean"},
+                                               {"type": "integer", "minimum": 1, "maximum": U32_MAX}]},
+        }
+    return {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "type": "object",
+        "properties": props,
+        "required": ["name", "api", "direction", "version", "description"],
+        "additionalProperties": False,
+    }
+
+
+def parse_version(text: str | int) -> int:
+    """A Vulkan version "MAJOR.MINOR[.PATCH]" or an integer, as VK_MAKE_API_VERSION(0, ...).
+
+    Source: Vulkan specification, VK_MAKE_API_VERSION (variant 0, major << 22,
+    minor << 12, patch).
+    """
+    if isinstance(text, int):
+        return text
+    parts = [int(p) for p in text.split(".")] + [0]
+    return (parts[0] << 22) | (parts[1] << 12) | parts[2]
+
+
+def format_version(v: int) -> str:
+    """VK_API_VERSION_MAJOR.MINOR.PATCH of a packed Vulkan version."""
+    return f"{(v >> 22) & 0x7F}.{(v >> 12) & 0x3FF}.{v & 0xFFF}"
+
+
+@dataclass(frozen=True)
+class Profile:
+    """A resolved, valid profile.
+
+    Attributes:
+        name, api, direction, version, description: as in the file.
+        capabilities: key -> int (booleans as 0/1, versions packed, flag lists
+            or'ed into a mask); units as the API defines them (bytes for sizes).
+        extensions: Vulkan extension name -> spec version to report (0: hide).
+        source: the file path, or ``builtin:NAME``.
+        text: the file's text exactly as read (what the evidence bundle keeps).
+    """
+
+    name: str
+    api: str
+    direction: str
+    version: int
+    description: str
+    capabilities: dict[str, int] = field(default_factory=dict)
+    extensions: dict[str, int] = field(default_factory=dict)
+    source: str = ""
+    text: str = ""
+
+    @property
+    def sha256(self) -> str:
+        """SHA-256 (hex) of the profile's text."""
+        return hashlib.sha256(self.text.encode()).hexdigest()
+
+    def to_dict(self) -> dict:
+        """The resolved profile as plain JSON-ready data."""
+        return {
+            "name": self.name, "api": self.api, "direction": self.direction,
+            "version": self.version, "description": self.description,
+            "capabilities": dict(self.capabilities), "extensions": dict(self.extensions),
+            "source": self.source, "sha256": self.sha256,
+        }
+
+
+def _first_error(errors) -> jsonschema.ValidationError:
+    errs = sorted(errors, key=lambda e: (list(e.absolute_path), e.message))
+    return errs[0]
+
+
+def _check_schema(data: dict, source: str) -> None:
+    api = data.get("api")
+    if api not in KEYS:
+        raise ProfileError(source, "api", api, f"must be one of {', '.join(sorted(KEYS))}")
+    validator = jsonschema.Draft202012Validator(schema(api))
+    errors = list(validator.iter_errors(data))
+    if not errors:
+        return
+    err = _first_error(errors)
+    path = [str(p) for p in err.absolute_path]
+    if err.validator == "additionalProperties":
+        extra = sorted(set(err.instance) - set(err.schema.get("properties", {})))
+        key = ".".join(path + [extra[0]]) if extra else ".".join(path)
+        where = "capability" if path == ["capabilities"] else "key"
+        known = f" for api '{api}'" if path == ["capabilities"] else ""
+        raise ProfileError(source, key, None, f"unknown {where}{known}")
+    if err.validator == "required":
+        missing = err.message.split("'")[1] if "'" in err.message else err.message
+        raise ProfileError(source, missing, None, "required key is missing")
+    if err.validator == "propertyNames":
+        raise ProfileError(source, ".".join(path), err.instance,
+                           "not an extension name (VK_...)")
+    key = ".".join(path) or None
+    value = err.instance
+    kind = None
+    if len(path) == 2 and path[0] == "capabilities":
+        kind = KEYS[api].get(path[1])
+    reason = _reason(err, kind)
+    raise ProfileError(source, key, value, reason)
+
+
+def _reason(err: jsonschema.ValidationError, kind: str | None) -> str:
+    expected = {
+        "bool": "expected true or false",
+        "u32": "expected a whole number 0..4294967295",
+        "u64": "expected a whole number 0..18446744073709551615",
+        "version": "expected a version like \"1.3.230\" or a whole number",
+        "flags": "expected a whole number or a list of flag names",
+        "family": "expected an Apple family number 1001..1999",
+        "families": "expected a list of Mac (2xxx), Common (3xxx) or Metal (5xxx) family numbers",
+    }
+    if kind in expected:
+        return expected[kind]
+    if err.validator in ("enum", "pattern", "type", "minimum", "maximum", "anyOf", "minLength", "maxLength"):
+        return err.message
+    return err.message
+
+
+def _resolve(data: dict, source: str, text: str) -> Profile:
+    api, direction = data["api"], data["direction"]
+    caps: dict[str, int] = {}
+    for key, value in data.get("capabilities", {}).items():
+        kind = KEYS[api][key]
+        where = f"capabilities.{key}"
+        if kind == "bool":
+            if direction == "raise" and value is False:
+                raise ProfileError(source, where, value, "a 'raise' profile cannot turn a feature off")
+            if direction == "lower" and value is True:
+                raise ProfileError(source, where, value, "a 'lower' profile cannot turn a feature on")
+            caps[key] = int(value)
+        elif kind == "version":
+            caps[key] = parse_version(value)
+        elif kind == "flags":
+            if isinstance(value, list):
+                bits = FLAG_NAMES[key]
+                mask = 0
+                for name in value:
+                    mask |= bits[name]
+                caps[key] = mask
+            else:
+                caps[key] = value
+        elif kind == "families":
+            caps[key] = sorted(value)
+        else:
+            caps[key] = value
+    exts: dict[str, int] = {}
+    for name, value in data.get("extensions", {}).items():
+        where = f"extensions.{name}"
+        spec = 0 if value is False else (1 if value is True else value)
+        if direction == "raise" and spec == 0:
+            raise ProfileError(source, where, value, "a 'raise' profile cannot hide an extension")
+        if direction == "lower" and spec != 0:
+            raise ProfileError(source, where, value, "a 'lower' profile can only hide an extension (false)")
+        exts[name] = spec
+    if api == "metal" and direction != "raise":
+        raise ProfileError(source, "direction", direction, "Metal profiles are raise-only")
+    return Profile(name=data["name"], api=api, direction=direction, version=data["version"],
+                   description=data["description"], capabilities=caps, extensions=exts,
+                   source=source, text=text)
+
+
+def parse(text: str, source: str) -> Profile:
+    """Parse and validate a profile's TOML text.
+
+    Raises:
+        ProfileError: naming ``source``, the key, the value and the reason.
+    """
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ProfileError(source, None, None, f"not valid TOML: {exc}") from None
+    _check_schema(data, source)
+    return _resolve(data, source, text)
+
+
+def _builtin_dir():
+    return resources.files("capshim.profiles") / "builtin"
+
+
+def builtin_names() -> list[str]:
+    """Names of the profiles that ship in the package, sorted."""
+    return sorted(p.name[:-5] for p in _builtin_dir().iterdir() if p.name.endswith(".toml"))
+
+
+def load(ref: str | Path) -> Profile:
+    """Load a profile by built-in name or by file path.
+
+    A reference that names an existing file (or contains a path separator or
+    ends in ``.toml``) is a file; otherwise it is a built-in name.
+
+    Raises:
+        ProfileError: unknown built-in name, unreadable file, or invalid profile.
+    """
+    ref_s = str(ref)
+    path = Path(ref_s)
+    if path.is_file() or "/" in ref_s or ref_s.endswith(".toml"):
+        try:
+            text = path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise ProfileError(ref_s, None, None, f"cannot read: {exc.strerror if isinstance(exc, OSError) else exc}") from None
+        return parse(text, ref_s)
+    if ref_s in builtin_names():
+        text = (_builtin_dir() / f"{ref_s}.toml").read_text(encoding="utf-8")
+        return parse(text, f"builtin:{ref_s}")
+    raise ProfileError(ref_s, None, None,
+                       f"no such profile file or built-in profile (built-in: {', '.join(builtin_names())})")
+
+
+def to_toml(profile: Profile) -> str:
+    """Write a profile back as TOML text (used for generated profiles)."""
+    lines = [f'name = "{profile.name}"', f'api = "{profile.api}"',
+             f'direction = "{profile.direction}"', f"version = {profile.version}",
+             f'description = "{profile.description}"', "", "[capabilities]"]
+    kinds = KEYS[profile.api]
+    for key, value in profile.capabilities.items():
+        kind = kinds[key]
+        if kind == "bool":
+            lines.append(f"{key} = {'true' if value else 'false'}")
+        elif kind == "families":
+            lines.append(f"{key} = [{', '.join(str(v) for v in value)}]")
+        elif kind == "version":
+            lines.append(f'{key} = "{format_version(value)}"')
+        else:
+            lines.append(f"{key} = {value}")
+    if profile.extensions:
+        lines += ["", "[extensions]"]
+        for name, spec in profile.extensions.items():
+            lines.append(f"{name} = {spec if spec else 'false'}")
+    return "\n".join(lines) + "\n"
