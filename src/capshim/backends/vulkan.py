@@ -1,0 +1,291 @@
+"""The Vulkan backend: the capshim layer (two roles), its configuration, and the probe.
+
+The layer library (``native/vulkan/layer.c``) is enabled for one process
+through the Vulkan loader's own variables: ``VK_ADD_LAYER_PATH`` (the folder
+of our two manifests) and ``VK_INSTANCE_LAYERS`` (Vulkan loader,
+LoaderInterfaceArchitecture.md, "Table of Debug Environment Variables").
+
+Roles:
+    device  ``VK_LAYER_CAPSHIM_device``, next to the driver: ``--simulate``.
+    app     ``VK_LAYER_CAPSHIM_app``, next to the application: ``--profile``.
+
+Chain order: the app role must sit above the device role. The Debian 12
+loader (1.3.239) orders explicit layers by where it found their manifests
+(the order of ``VK_ADD_LAYER_PATH``) and ignores the order of
+``VK_INSTANCE_LAYERS`` (measured here); newer loaders order by
+``VK_INSTANCE_LAYERS``, first entry nearest the application. Each manifest
+therefore has its own folder, and both variables list the app role first, so
+either rule gives the right chain; every run checks it again from the status
+file's ``entered`` fields (:mod:`capshim.status`).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import shutil
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from capshim import profiles
+from capshim.errors import CapshimError, UsageError
+from capshim.native import build as nb
+from capshim.profiles import Profile, format_version
+
+LAYER_APP = "VK_LAYER_CAPSHIM_app"
+LAYER_DEVICE = "VK_LAYER_CAPSHIM_device"
+ROLES = {"app": (LAYER_APP, "CAPSHIM_VK_APP_CONFIG"), "device": (LAYER_DEVICE, "CAPSHIM_VK_DEVICE_CONFIG")}
+LIBRARY = "libcapshim_vulkan.so"
+PROBE = "capshim-vk-probe"
+SOURCES = ["layer.c", "config.c", "status.c", "probe.c", "fuzz_config.c", "caps_table.h", "config.h", "status.h"]
+
+
+@dataclass(frozen=True)
+class VulkanBuild:
+    """Paths of a built Vulkan shim.
+
+    Attributes:
+        dir: the cache folder.
+        library: the layer shared library (both roles).
+        probe: the probe program.
+        manifest_dirs: role -> folder holding that role's manifest (for VK_ADD_LAYER_PATH).
+        fuzz_driver: the configuration parser's standalone fuzz driver (ASan+UBSan).
+    """
+
+    dir: Path
+    library: Path
+    probe: Path
+    fuzz_driver: Path
+
+    @property
+    def manifest_dirs(self) -> dict[str, Path]:
+        return {role: self.dir / "manifests" / role for role in ROLES}
+
+
+def _manifest(layer: str, role: str, library: Path) -> dict:
+    # Layer manifest format 1.2.0 (LoaderLayerInterface.md): "functions" renames
+    # the entry points, so one library serves two layers with separate state.
+    return {
+        "file_format_version": "1.2.0",
+        "layer": {
+            "name": layer,
+            "type": "GLOBAL",
+            "library_path": str(library),
+            "api_version": "1.4.0",
+            "implementation_version": "1",
+            "description": f"capshim capability layer, {role} role",
+            "functions": {
+                "vkNegotiateLoaderLayerInterfaceVersion": f"capshim_{role}_NegotiateLoaderLayerInterfaceVersion",
+                "vkGetInstanceProcAddr": f"capshim_{role}_GetInstanceProcAddr",
+                "vkGetDeviceProcAddr": f"capshim_{role}_GetDeviceProcAddr",
+            },
+        },
+    }
+
+
+def _commands(cc: str) -> dict[str, list[str]]:
+    common = [cc, "-std=gnu11", "-O2", "-g", *nb.WARNINGS]
+    return {
+        LIBRARY: [*common, "-fPIC", "-fvisibility=hidden", "-shared", "-Wl,-z,defs", "-o", LIBRARY,
+                  "layer.c", "config.c", "status.c", "-lpthread"],
+        PROBE: [*common, "-o", PROBE, "probe.c", "config.c", "status.c", "-lvulkan", "-lpthread"],
+        "fuzz_config": [*common, "-O1", "-fsanitize=address,undefined", "-fno-sanitize-recover=all",
+                        "-o", "fuzz_config", "fuzz_config.c", "config.c"],
+    }
+
+
+def build(force: bool = False) -> VulkanBuild:
+    """Build the layer, the probe and the fuzz driver (warnings are errors); reuse a cached build.
+
+    Raises:
+        BuildError: no compiler, missing Vulkan headers (libvulkan-dev), or a
+            compile error; the message names the command.
+    """
+    src = nb.source_dir("vulkan")
+    cmds = _commands(nb.compiler())
+    # The manifest layout is part of the build: bump it when _manifest or the folders change.
+    final = nb.build_dir("vulkan", [src / s for s in SOURCES], [*cmds.values(), ["manifest-layout", "2"]])
+    result = VulkanBuild(final, final / LIBRARY, final / PROBE, final / "fuzz_config")
+    if final.is_dir() and not force and result.library.is_file() and result.probe.is_file():
+        return result
+    if not Path("/usr/include/vulkan/vulkan.h").is_file() and not os.environ.get("CPATH"):
+        raise CapshimError("Vulkan headers not found (/usr/include/vulkan/vulkan.h): "
+                           "install libvulkan-dev (./setup.sh does)")
+    tmp = nb.new_tmp(final)
+    for s in SOURCES:
+        (tmp / s).write_bytes((src / s).read_bytes())
+    for cmd in cmds.values():
+        nb.run_compiler(cmd, tmp)
+    for role, (layer, _env) in ROLES.items():
+        data = _manifest(layer, role, final / LIBRARY)
+        (tmp / "manifests" / role).mkdir(parents=True)
+        (tmp / "manifests" / role / f"{layer}.json").write_text(json.dumps(data, indent=2) + "\n")
+    if force and final.is_dir():
+        shutil.rmtree(final)
+    nb.publish(tmp, final)
+    return result
+
+
+def render_config(profile: Profile) -> str:
+    """The layer's key=value configuration for a Vulkan profile (format: native/vulkan/config.h)."""
+    if profile.api != "vulkan":
+        raise UsageError(f"profile {profile.source}: api is '{profile.api}', the Vulkan layer needs 'vulkan'")
+    lines = [f"# capshim profile {profile.name} version {profile.version} sha256 {profile.sha256}",
+             f"direction={profile.direction}"]
+    lines += [f"{k}={v}" for k, v in profile.capabilities.items()]
+    lines += [f"extension.{k}={v}" for k, v in profile.extensions.items()]
+    return "\n".join(lines) + "\n"
+
+
+def launch_env(profile: Profile | None, simulate: Profile | None, status_file: Path, run_dir: Path,
+               quiet: bool = False) -> dict[str, str]:
+    """Environment variables to add so one process runs with the layer roles asked for.
+
+    Args:
+        profile: the app-role profile (``--profile``), or None.
+        simulate: the device-role profile (``--simulate``), or None.
+        status_file: where the layers append their JSON-lines status.
+        run_dir: a folder for this run's configuration files (must exist).
+        quiet: set CAPSHIM_QUIET=1 (no stderr banner).
+
+    Returns:
+        A dict of variables to add to (or replace in) the process environment;
+        ``VK_ADD_LAYER_PATH`` and ``VK_INSTANCE_LAYERS`` keep any value already
+        in ``os.environ``.
+
+    Raises:
+        UsageError: a profile whose api is not "vulkan".
+        BuildError / CapshimError: the layer cannot be built or does not load.
+    """
+    b = build()
+    env: dict[str, str] = {"CAPSHIM_STATUS_FILE": str(status_file)}
+    if quiet:
+        env["CAPSHIM_QUIET"] = "1"
+    roles = []
+    for role, prof in (("app", profile), ("device", simulate)):
+        if prof is None:
+            continue
+        layer, var = ROLES[role]
+        cfg = run_dir / f"vulkan-{role}.cfg"
+        cfg.write_text(render_config(prof))
+        env[var] = str(cfg)
+        roles.append(role)
+    if not roles:
+        return {}
+    # App role first in both lists (module docstring: chain order).
+    paths = [str(b.manifest_dirs[r]) for r in roles]
+    prev_path = os.environ.get("VK_ADD_LAYER_PATH")
+    env["VK_ADD_LAYER_PATH"] = os.pathsep.join(paths + ([prev_path] if prev_path else []))
+    layers = [ROLES[r][0] for r in roles]
+    prev_layers = os.environ.get("VK_INSTANCE_LAYERS")
+    env["VK_INSTANCE_LAYERS"] = ":".join(layers + ([prev_layers] if prev_layers else []))
+    return env
+
+
+def requested_layers(profile: Profile | None, simulate: Profile | None) -> list[str]:
+    """Layer names a run with these profiles asks for."""
+    out = []
+    if profile is not None:
+        out.append(LAYER_APP)
+    if simulate is not None:
+        out.append(LAYER_DEVICE)
+    return out
+
+
+def probe(profile: Profile | None = None, simulate: Profile | None = None, device: int = 0,
+          create_device: list[str] | None = None, extra_env: dict[str, str] | None = None) -> dict:
+    """What one process sees through the layers asked for.
+
+    Returns:
+        The probe's JSON: ``device`` (name, driver, type, apiVersion ...),
+        ``capabilities`` (Vulkan key -> value; null when the structure holding
+        it was not queried because the device does not report it), ``extensions``
+        (name -> spec version), and ``shim`` (layer name -> {"state", "reason"}
+        for both roles: active, inert, invalid or absent).
+
+    Raises:
+        CapshimError: the probe failed (no Vulkan driver, bad device index).
+    """
+    from capshim import status as st
+
+    b = build()
+    with tempfile.TemporaryDirectory(prefix="capshim-probe-") as td:
+        tdp = Path(td)
+        status_file = tdp / "status.jsonl"
+        env = dict(os.environ)
+        for var in ("CAPSHIM_TARGET_PID", "CAPSHIM_VK_APP_CONFIG", "CAPSHIM_VK_DEVICE_CONFIG"):
+            env.pop(var, None)
+        env.update(launch_env(profile, simulate, status_file, tdp, quiet=True))
+        env.update(extra_env or {})
+        cmd = [str(b.probe), "--device", str(device)]
+        if create_device:
+            cmd += ["--create-device", ",".join(create_device)]
+        proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
+        try:
+            data = json.loads(proc.stdout)
+        except ValueError:
+            raise CapshimError(f"the Vulkan probe printed no JSON (exit {proc.returncode}): "
+                               f"{proc.stderr.strip()[-500:]}") from None
+        if "error" in data:
+            raise CapshimError(f"Vulkan probe: {data['error']} (is a Vulkan driver installed? "
+                               "try: vulkaninfo --summary)")
+        report = st.read(status_file)
+        data["shim"] = {
+            layer: st.classify(report, layer, requested=layer in requested_layers(profile, simulate)).to_dict()
+            for layer in (LAYER_APP, LAYER_DEVICE)
+        }
+        data["stderr"] = proc.stderr
+        return data
+
+
+def restore_profile(stock: dict, simulate: Profile, name: str | None = None) -> Profile:
+    """A ``raise`` profile that answers, over ``simulate``, the stock values a probe saw.
+
+    For each capability ``simulate`` lowers it restores the stock value (a
+    feature only when the stock answer was true), and for each extension it
+    hides that the stock device has, it re-adds it with the stock spec
+    version. Together with ``--simulate`` this reproduces the seed's
+    "unlocked guest" arm.
+
+    Args:
+        stock: a :func:`probe` result without layers.
+        simulate: the device-role profile.
+    """
+    caps, exts = [], []
+    kinds = profiles.catalog.VULKAN_KEYS
+    for key in simulate.capabilities:
+        val = stock["capabilities"].get(key)
+        if val is None or (kinds[key] == "bool" and val is not True):
+            continue
+        if kinds[key] == "bool":
+            caps.append(f"{key} = true")
+        elif kinds[key] == "version":
+            caps.append(f'{key} = "{val}"')
+        else:
+            caps.append(f"{key} = {int(val)}")
+    for ext in simulate.extensions:
+        if ext in stock["extensions"]:
+            exts.append(f"{ext} = {int(stock['extensions'][ext])}")
+    pname = name or f"unlock-{simulate.name}"
+    text = "\n".join([
+        f'name = "{pname}"', 'api = "vulkan"', 'direction = "raise"', "version = 1",
+        f'description = "Restore over {simulate.name} the stock answers of {stock["device"]["name"]}"',
+        "", "[capabilities]", *caps, "", "[extensions]", *exts, "",
+    ])
+    return profiles.parse(text, f"generated:{pname}")
+
+
+def probe_rows(data: dict) -> dict[str, object]:
+    """Flatten a probe result to ``key -> display value`` rows (capabilities, then extensions)."""
+    rows: dict[str, object] = {}
+    for k, v in data["capabilities"].items():
+        rows[k] = v
+    for k, v in sorted(data["extensions"].items()):
+        rows[f"extension {k}"] = v
+    return rows
+
+
+__all__ = ["build", "render_config", "launch_env", "probe", "restore_profile",
+           "LAYER_APP", "LAYER_DEVICE", "VulkanBuild", "format_version"]

@@ -1,0 +1,1 @@
+"""Native sources of the shims (C), one folder per API, and the build helper."""

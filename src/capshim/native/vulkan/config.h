@@ -1,0 +1,67 @@
+/* capshim Vulkan layer configuration: a strict key=value parser.
+ *
+ * No Vulkan dependency, so it builds and fuzzes in isolation (fuzz_config.c).
+ *
+ * Format, one entry per line ('\n'), no spaces, no carriage returns:
+ *   # comment             ignored, as are empty lines
+ *   direction=lower       required, exactly once: "raise" or "lower"
+ *   KEY=NUMBER            a known capability key (see caps_table.h)
+ *   extension.NAME=NUMBER an extension's spec version to report; 0 hides it
+ * Numbers parse whole with base 0 (decimal, 0x hex, 0 octal): no sign, no
+ * spaces, no trailing bytes, no overflow. Booleans are 0 or 1; 32-bit kinds
+ * must fit in 32 bits. A key may appear once. Anything else is an invalid
+ * configuration: the parser fills err with the line number and the reason.
+ */
+#ifndef CAPSHIM_CONFIG_H
+#define CAPSHIM_CONFIG_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define CAPSHIM_MAX_VALUES 128
+#define CAPSHIM_MAX_EXTENSIONS 64
+#define CAPSHIM_KEY_MAX 96
+#define CAPSHIM_EXT_NAME_MAX 256 /* VK_MAX_EXTENSION_NAME_SIZE */
+#define CAPSHIM_LINE_MAX 400
+#define CAPSHIM_CONFIG_MAX_BYTES 65536
+
+enum { CAPSHIM_RAISE = 1, CAPSHIM_LOWER = -1 };
+
+struct capshim_keyspec {
+    const char *name;
+    int kind; /* enum capshim_kind: 1 bool, 2 u32, 3 flags, 4 version */
+};
+
+struct capshim_value {
+    char key[CAPSHIM_KEY_MAX];
+    int kind;
+    uint64_t value;
+};
+
+struct capshim_ext {
+    char name[CAPSHIM_EXT_NAME_MAX];
+    uint32_t spec_version; /* 0: hide */
+};
+
+struct capshim_config {
+    int direction;
+    size_t nvalues;
+    struct capshim_value values[CAPSHIM_MAX_VALUES];
+    size_t nexts;
+    struct capshim_ext exts[CAPSHIM_MAX_EXTENSIONS];
+};
+
+/* Parse len bytes of text. Returns 0 and fills out on success; returns -1 and
+ * writes a NUL-terminated reason into err (errlen bytes) on failure, leaving
+ * out zeroed. Never reads past text + len. */
+int capshim_config_parse(const char *text, size_t len, const struct capshim_keyspec *keys, size_t nkeys,
+                         struct capshim_config *out, char *err, size_t errlen);
+
+/* Strict whole-string unsigned parse, base 0. Returns 0 on success. */
+int capshim_parse_u64(const char *s, uint64_t *out);
+
+/* Lookups into a parsed configuration; NULL when absent. */
+const struct capshim_value *capshim_config_value(const struct capshim_config *cfg, const char *key);
+const struct capshim_ext *capshim_config_ext(const struct capshim_config *cfg, const char *name);
+
+#endif

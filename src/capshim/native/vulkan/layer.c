@@ -1,0 +1,660 @@
+/* capshim Vulkan capability layer.
+ *
+ * One library, two layers: VK_LAYER_CAPSHIM_device (next to the driver,
+ * simulates a weaker GPU) and VK_LAYER_CAPSHIM_app (next to the application,
+ * the shim proper). The loader opens the library once; each manifest names
+ * its own entry points through its "functions" field (Vulkan loader,
+ * LoaderLayerInterface.md, "Layer Manifest File Format"), and each role keeps
+ * its own configuration and its own next-in-chain pointers.
+ *
+ * It patches the answers of vkGetPhysicalDeviceProperties(2), ...Features(2)
+ * (walking the pNext chains: structures it does not know pass untouched) and
+ * vkEnumerateDeviceExtensionProperties. Everything else passes through.
+ *
+ * Configuration (one spelling per source):
+ *   CAPSHIM_VK_DEVICE_CONFIG / CAPSHIM_VK_APP_CONFIG  path of a key=value file
+ *                                                    (config.h gives the format)
+ *   CAPSHIM_STATUS_FILE   JSON-lines status events (status.h)
+ *   CAPSHIM_QUIET=1       no stderr banner
+ *   CAPSHIM_TARGET_PID    when set and not this process's pid, the layer stays
+ *                         stock (a child of the launched command) ...
+ *   CAPSHIM_INHERIT=1     ... unless this is set.
+ * An invalid configuration leaves the process on its stock answers and is
+ * reported; the layer never aborts the host process.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <vulkan/vk_layer.h>
+#include <vulkan/vulkan.h>
+
+#include "caps_table.h"
+#include "config.h"
+#include "status.h"
+
+#define EXPORT __attribute__((visibility("default")))
+#define MAX_LOGGED 512
+#define MAX_CHAIN 256
+
+enum { ROLE_DEVICE = 0, ROLE_APP = 1, NUM_ROLES = 2 };
+enum { STATE_ACTIVE = 1, STATE_INVALID = 2, STATE_SKIPPED = 3 };
+
+struct inst {
+    void *key;
+    VkInstance instance;
+    PFN_vkGetInstanceProcAddr gipa;
+    PFN_vkDestroyInstance destroy;
+    PFN_vkCreateDevice create_device;
+    PFN_vkGetPhysicalDeviceProperties props;
+    PFN_vkGetPhysicalDeviceProperties2 props2;
+    PFN_vkGetPhysicalDeviceProperties2 props2khr;
+    PFN_vkGetPhysicalDeviceFeatures feats;
+    PFN_vkGetPhysicalDeviceFeatures2 feats2;
+    PFN_vkGetPhysicalDeviceFeatures2 feats2khr;
+    PFN_vkEnumerateDeviceExtensionProperties enum_exts;
+    struct inst *next;
+};
+
+struct dev {
+    void *key;
+    PFN_vkGetDeviceProcAddr gdpa;
+    PFN_vkDestroyDevice destroy;
+    struct dev *next;
+};
+
+struct logged {
+    const char *query;
+    const char *key;
+    uint32_t stock, reported;
+};
+
+struct role {
+    const char *layer_name;
+    const char *config_env;
+    pthread_once_t once;
+    int state;
+    struct capshim_config cfg;
+    pthread_mutex_t lock;
+    struct inst *instances;
+    struct dev *devices;
+    struct logged logged[MAX_LOGGED];
+    size_t nlogged;
+    int log_full_reported;
+    int banner_done;
+};
+
+static struct role roles[NUM_ROLES] = {
+    {"VK_LAYER_CAPSHIM_device", "CAPSHIM_VK_DEVICE_CONFIG", PTHREAD_ONCE_INIT, 0, {0}, PTHREAD_MUTEX_INITIALIZER,
+     NULL, NULL, {{0}}, 0, 0, 0},
+    {"VK_LAYER_CAPSHIM_app", "CAPSHIM_VK_APP_CONFIG", PTHREAD_ONCE_INIT, 0, {0}, PTHREAD_MUTEX_INITIALIZER, NULL,
+     NULL, {{0}}, 0, 0, 0},
+};
+
+/* ---------- configuration ---------- */
+
+static struct capshim_keyspec keyspecs[CAPSHIM_NUM_FIELDS];
+static size_t nkeyspecs;
+static pthread_once_t keyspecs_once = PTHREAD_ONCE_INIT;
+
+static void build_keyspecs(void) {
+    for (size_t i = 0; i < CAPSHIM_NUM_FIELDS; i++) {
+        int dup = 0;
+        for (size_t k = 0; k < nkeyspecs; k++)
+            if (strcmp(keyspecs[k].name, capshim_fields[i].key) == 0) dup = 1;
+        if (!dup) {
+            keyspecs[nkeyspecs].name = capshim_fields[i].key;
+            keyspecs[nkeyspecs].kind = capshim_fields[i].kind;
+            nkeyspecs++;
+        }
+    }
+}
+
+static void event_simple(struct role *r, const char *event) {
+    struct capshim_json j;
+    capshim_json_begin(&j, event, "vulkan", r->layer_name);
+    capshim_json_str(&j, "process", capshim_process_name());
+    capshim_json_end_and_write(&j);
+}
+
+static void config_rejected(struct role *r, const char *source, const char *reason) {
+    struct capshim_json j;
+    r->state = STATE_INVALID;
+    capshim_json_begin(&j, "config", "vulkan", r->layer_name);
+    capshim_json_bool(&j, "accepted", 0);
+    capshim_json_str(&j, "source", source);
+    capshim_json_str(&j, "reason", reason);
+    capshim_json_end_and_write(&j);
+    if (getenv("CAPSHIM_QUIET") == NULL || strcmp(getenv("CAPSHIM_QUIET"), "1") != 0)
+        fprintf(stderr, "capshim-vulkan: %s: invalid configuration (%s): %s; answers stay stock\n", r->layer_name,
+                source, reason);
+}
+
+static int read_file(const char *path, char *buf, size_t cap, size_t *len, char *err, size_t errlen) {
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        snprintf(err, errlen, "cannot open: %s", strerror(errno));
+        return -1;
+    }
+    size_t n = 0;
+    for (;;) {
+        if (n == cap) {
+            close(fd);
+            snprintf(err, errlen, "larger than %zu bytes", cap - 1);
+            return -1;
+        }
+        ssize_t got = read(fd, buf + n, cap - n);
+        if (got < 0) {
+            if (errno == EINTR) continue;
+            snprintf(err, errlen, "cannot read: %s", strerror(errno));
+            close(fd);
+            return -1;
+        }
+        if (got == 0) break;
+        n += (size_t)got;
+    }
+    close(fd);
+    *len = n;
+    return 0;
+}
+
+static void role_init(struct role *r) {
+    (void)pthread_once(&keyspecs_once, build_keyspecs);
+    event_simple(r, "loaded");
+    const char *target = getenv("CAPSHIM_TARGET_PID");
+    const char *inherit = getenv("CAPSHIM_INHERIT");
+    if (target != NULL && !(inherit != NULL && strcmp(inherit, "1") == 0)) {
+        uint64_t pid = 0;
+        if (capshim_parse_u64(target, &pid) != 0 || pid != (uint64_t)getpid()) {
+            struct capshim_json j;
+            r->state = STATE_SKIPPED;
+            capshim_json_begin(&j, "skipped", "vulkan", r->layer_name);
+            capshim_json_str(&j, "process", capshim_process_name());
+            capshim_json_str(&j, "reason", "child of the launched process (CAPSHIM_TARGET_PID); run with --inherit to shim children");
+            capshim_json_end_and_write(&j);
+            return;
+        }
+    }
+    const char *path = getenv(r->config_env);
+    if (path == NULL || path[0] == '\0') {
+        char reason[96];
+        snprintf(reason, sizeof reason, "%s is not set", r->config_env);
+        config_rejected(r, r->config_env, reason);
+        return;
+    }
+    static char buf[NUM_ROLES][CAPSHIM_CONFIG_MAX_BYTES + 1];
+    char err[256];
+    size_t len = 0;
+    char *mine = buf[r == &roles[ROLE_APP] ? ROLE_APP : ROLE_DEVICE];
+    if (read_file(path, mine, CAPSHIM_CONFIG_MAX_BYTES + 1, &len, err, sizeof err) != 0 ||
+        capshim_config_parse(mine, len, keyspecs, nkeyspecs, &r->cfg, err, sizeof err) != 0) {
+        config_rejected(r, path, err);
+        return;
+    }
+    r->state = STATE_ACTIVE;
+    struct capshim_json j;
+    capshim_json_begin(&j, "config", "vulkan", r->layer_name);
+    capshim_json_bool(&j, "accepted", 1);
+    capshim_json_str(&j, "source", path);
+    capshim_json_str(&j, "direction", r->cfg.direction == CAPSHIM_RAISE ? "raise" : "lower");
+    capshim_json_u64(&j, "values", r->cfg.nvalues);
+    capshim_json_u64(&j, "extensions", r->cfg.nexts);
+    capshim_json_end_and_write(&j);
+}
+
+static void init_device_role(void) { role_init(&roles[ROLE_DEVICE]); }
+static void init_app_role(void) { role_init(&roles[ROLE_APP]); }
+
+static void ensure_init(struct role *r) {
+    (void)pthread_once(&r->once, r == &roles[ROLE_APP] ? init_app_role : init_device_role);
+}
+
+static void banner(struct role *r) {
+    int quiet = getenv("CAPSHIM_QUIET") != NULL && strcmp(getenv("CAPSHIM_QUIET"), "1") == 0;
+    pthread_mutex_lock(&r->lock);
+    int done = r->banner_done;
+    r->banner_done = 1;
+    pthread_mutex_unlock(&r->lock);
+    if (done || quiet) return;
+    char line[1024];
+    int n = snprintf(line, sizeof line, "capshim-vulkan: %s active in %s[%ld]: %s", r->layer_name,
+                     capshim_process_name(), (long)getpid(), r->cfg.direction == CAPSHIM_RAISE ? "raise" : "lower");
+    size_t shown = 0;
+    for (size_t i = 0; i < r->cfg.nvalues && n > 0 && (size_t)n < sizeof line - 64; i++, shown++) {
+        if (shown == 6) break;
+        n += snprintf(line + n, sizeof line - (size_t)n, " %s=%llu", r->cfg.values[i].key,
+                      (unsigned long long)r->cfg.values[i].value);
+    }
+    if (n > 0 && (size_t)n < sizeof line - 64 && r->cfg.nvalues > shown)
+        n += snprintf(line + n, sizeof line - (size_t)n, " (+%zu more)", r->cfg.nvalues - shown);
+    if (n > 0 && (size_t)n < sizeof line - 64 && r->cfg.nexts > 0)
+        snprintf(line + n, sizeof line - (size_t)n, "; %zu extension(s) %s", r->cfg.nexts,
+                 r->cfg.direction == CAPSHIM_RAISE ? "added" : "hidden");
+    fprintf(stderr, "%s\n", line);
+}
+
+/* ---------- bookkeeping ---------- */
+
+static void *dispatch_key(const void *handle) {
+    if (handle == NULL) return NULL;
+    void *key;
+    memcpy(&key, handle, sizeof key);
+    return key;
+}
+
+static struct inst *find_inst_by_key(struct role *r, void *key) {
+    pthread_mutex_lock(&r->lock);
+    struct inst *i = r->instances;
+    while (i != NULL && i->key != key) i = i->next;
+    pthread_mutex_unlock(&r->lock);
+    return i;
+}
+
+static struct dev *find_dev(struct role *r, void *key) {
+    pthread_mutex_lock(&r->lock);
+    struct dev *d = r->devices;
+    while (d != NULL && d->key != key) d = d->next;
+    pthread_mutex_unlock(&r->lock);
+    return d;
+}
+
+static void log_change(struct role *r, const char *query, const char *key, uint32_t stock, uint32_t reported) {
+    pthread_mutex_lock(&r->lock);
+    for (size_t i = 0; i < r->nlogged; i++) {
+        struct logged *l = &r->logged[i];
+        if (l->stock == stock && l->reported == reported && strcmp(l->query, query) == 0 && strcmp(l->key, key) == 0) {
+            pthread_mutex_unlock(&r->lock);
+            return;
+        }
+    }
+    int full = r->nlogged >= MAX_LOGGED;
+    int report_full = full && !r->log_full_reported;
+    if (!full) r->logged[r->nlogged++] = (struct logged){query, key, stock, reported};
+    if (report_full) r->log_full_reported = 1;
+    pthread_mutex_unlock(&r->lock);
+    struct capshim_json j;
+    if (report_full) {
+        capshim_json_begin(&j, "changed_log_full", "vulkan", r->layer_name);
+        capshim_json_end_and_write(&j);
+    }
+    if (full) return;
+    capshim_json_begin(&j, "changed", "vulkan", r->layer_name);
+    capshim_json_str(&j, "query", query);
+    capshim_json_str(&j, "key", key);
+    capshim_json_u64(&j, "stock", stock);
+    capshim_json_u64(&j, "reported", reported);
+    capshim_json_end_and_write(&j);
+}
+
+/* ---------- patching ---------- */
+
+static uint32_t apply(int kind, int direction, uint32_t stock, uint64_t cfg64) {
+    uint32_t cfg = (uint32_t)cfg64;
+    int raise = direction == CAPSHIM_RAISE;
+    switch (kind) {
+    case CAPSHIM_BOOL:
+        if (raise) return (stock || cfg) ? (stock ? stock : VK_TRUE) : VK_FALSE;
+        return (stock && cfg) ? stock : VK_FALSE;
+    case CAPSHIM_FLAGS:
+        return raise ? (stock | cfg) : (stock & cfg);
+    case CAPSHIM_U32:
+    case CAPSHIM_VERSION:
+    default:
+        if (raise) return stock > cfg ? stock : cfg;
+        return stock < cfg ? stock : cfg;
+    }
+}
+
+static void patch_struct(struct role *r, uint32_t stype, void *base, const char *query) {
+    if (base == NULL) return;
+    for (size_t i = 0; i < CAPSHIM_NUM_FIELDS; i++) {
+        const struct capshim_field *f = &capshim_fields[i];
+        if (f->stype != stype) continue;
+        const struct capshim_value *v = capshim_config_value(&r->cfg, f->key);
+        if (v == NULL) continue;
+        unsigned char *p = (unsigned char *)base + f->offset;
+        uint32_t stock;
+        memcpy(&stock, p, sizeof stock);
+        uint32_t rep = apply(f->kind, r->cfg.direction, stock, v->value);
+        if (rep != stock) {
+            memcpy(p, &rep, sizeof rep);
+            log_change(r, query, f->key, stock, rep);
+        }
+    }
+}
+
+static void patch_chain(struct role *r, void *pnext, const char *query) {
+    VkBaseOutStructure *s = (VkBaseOutStructure *)pnext;
+    for (int n = 0; s != NULL && n < MAX_CHAIN; n++, s = s->pNext) patch_struct(r, (uint32_t)s->sType, s, query);
+}
+
+static void do_props(struct role *r, VkPhysicalDevice pd, VkPhysicalDeviceProperties *p) {
+    struct inst *i = find_inst_by_key(r, dispatch_key(pd));
+    if (i == NULL || i->props == NULL) return;
+    i->props(pd, p);
+    patch_struct(r, CAPSHIM_STYPE_BASE_PROPERTIES, p, "vkGetPhysicalDeviceProperties");
+}
+
+static void do_props2(struct role *r, VkPhysicalDevice pd, VkPhysicalDeviceProperties2 *p, int khr) {
+    struct inst *i = find_inst_by_key(r, dispatch_key(pd));
+    if (i == NULL) return;
+    PFN_vkGetPhysicalDeviceProperties2 fn = khr ? (i->props2khr ? i->props2khr : i->props2)
+                                                : (i->props2 ? i->props2 : i->props2khr);
+    if (fn == NULL || p == NULL) return;
+    fn(pd, p);
+    patch_struct(r, CAPSHIM_STYPE_BASE_PROPERTIES, &p->properties, "vkGetPhysicalDeviceProperties2");
+    patch_chain(r, p->pNext, "vkGetPhysicalDeviceProperties2");
+}
+
+static void do_feats(struct role *r, VkPhysicalDevice pd, VkPhysicalDeviceFeatures *f) {
+    struct inst *i = find_inst_by_key(r, dispatch_key(pd));
+    if (i == NULL || i->feats == NULL) return;
+    i->feats(pd, f);
+    patch_struct(r, CAPSHIM_STYPE_BASE_FEATURES, f, "vkGetPhysicalDeviceFeatures");
+}
+
+static void do_feats2(struct role *r, VkPhysicalDevice pd, VkPhysicalDeviceFeatures2 *f, int khr) {
+    struct inst *i = find_inst_by_key(r, dispatch_key(pd));
+    if (i == NULL) return;
+    PFN_vkGetPhysicalDeviceFeatures2 fn = khr ? (i->feats2khr ? i->feats2khr : i->feats2)
+                                              : (i->feats2 ? i->feats2 : i->feats2khr);
+    if (fn == NULL || f == NULL) return;
+    fn(pd, f);
+    patch_struct(r, CAPSHIM_STYPE_BASE_FEATURES, &f->features, "vkGetPhysicalDeviceFeatures2");
+    patch_chain(r, f->pNext, "vkGetPhysicalDeviceFeatures2");
+}
+
+static VkResult do_enum_exts(struct role *r, VkPhysicalDevice pd, const char *layer, uint32_t *count,
+                             VkExtensionProperties *props) {
+    if (layer != NULL && strcmp(layer, r->layer_name) == 0) {
+        if (count == NULL) return VK_INCOMPLETE;
+        *count = 0;
+        return VK_SUCCESS;
+    }
+    struct inst *i = find_inst_by_key(r, dispatch_key(pd));
+    if (i == NULL || i->enum_exts == NULL) return VK_ERROR_INITIALIZATION_FAILED;
+    if (layer != NULL || count == NULL) return i->enum_exts(pd, layer, count, props);
+    /* Fetch the list from below. */
+    VkExtensionProperties *below = NULL;
+    uint32_t n = 0;
+    VkResult res = VK_INCOMPLETE;
+    for (int tries = 0; tries < 8 && res == VK_INCOMPLETE; tries++) {
+        res = i->enum_exts(pd, NULL, &n, NULL);
+        if (res != VK_SUCCESS) return res;
+        free(below);
+        below = calloc((size_t)n + r->cfg.nexts + 1, sizeof *below);
+        if (below == NULL) return i->enum_exts(pd, layer, count, props); /* fail safe: stock */
+        res = i->enum_exts(pd, NULL, &n, below);
+    }
+    if (res != VK_SUCCESS) {
+        free(below);
+        return res;
+    }
+    /* Hide (lower) or add (raise). The buffer has room for every addition. */
+    uint32_t m = 0;
+    for (uint32_t k = 0; k < n; k++) {
+        const struct capshim_ext *e = capshim_config_ext(&r->cfg, below[k].extensionName);
+        if (e != NULL && r->cfg.direction == CAPSHIM_LOWER && e->spec_version == 0) {
+            log_change(r, "vkEnumerateDeviceExtensionProperties", e->name, below[k].specVersion, 0);
+            continue;
+        }
+        below[m++] = below[k];
+    }
+    if (r->cfg.direction == CAPSHIM_RAISE) {
+        for (size_t x = 0; x < r->cfg.nexts; x++) {
+            const struct capshim_ext *e = &r->cfg.exts[x];
+            int present = 0;
+            for (uint32_t k = 0; k < m; k++)
+                if (strcmp(below[k].extensionName, e->name) == 0) present = 1;
+            if (present || e->spec_version == 0) continue;
+            memset(&below[m], 0, sizeof below[m]);
+            memcpy(below[m].extensionName, e->name, strlen(e->name) + 1);
+            below[m].specVersion = e->spec_version;
+            m++;
+            log_change(r, "vkEnumerateDeviceExtensionProperties", e->name, 0, e->spec_version);
+        }
+    }
+    if (props == NULL) {
+        *count = m;
+        free(below);
+        return VK_SUCCESS;
+    }
+    uint32_t copy = *count < m ? *count : m;
+    memcpy(props, below, (size_t)copy * sizeof *props);
+    *count = copy;
+    free(below);
+    return copy < m ? VK_INCOMPLETE : VK_SUCCESS;
+}
+
+/* ---------- instance and device creation ---------- */
+
+/* Order in which the roles' vkCreateInstance were entered: the layer nearer
+ * the application is entered first. Reported so the launcher can check that
+ * the app role sits above the device role. */
+static unsigned long create_seq;
+
+static VkResult do_create_instance(struct role *r, const VkInstanceCreateInfo *ci, const VkAllocationCallbacks *a,
+                                   VkInstance *out) {
+    ensure_init(r);
+    unsigned long position = __atomic_add_fetch(&create_seq, 1, __ATOMIC_SEQ_CST);
+    VkLayerInstanceCreateInfo *chain = (VkLayerInstanceCreateInfo *)ci->pNext;
+    while (chain != NULL &&
+           !(chain->sType == VK_STRUCTURE_TYPE_LOADER_INSTANCE_CREATE_INFO && chain->function == VK_LAYER_LINK_INFO))
+        chain = (VkLayerInstanceCreateInfo *)chain->pNext;
+    if (chain == NULL || chain->u.pLayerInfo == NULL) return VK_ERROR_INITIALIZATION_FAILED;
+    PFN_vkGetInstanceProcAddr gipa = chain->u.pLayerInfo->pfnNextGetInstanceProcAddr;
+    chain->u.pLayerInfo = chain->u.pLayerInfo->pNext;
+    PFN_vkCreateInstance create = (PFN_vkCreateInstance)gipa(VK_NULL_HANDLE, "vkCreateInstance");
+    if (create == NULL) return VK_ERROR_INITIALIZATION_FAILED;
+    VkResult res = create(ci, a, out);
+    if (res != VK_SUCCESS) return res;
+    struct inst *i = calloc(1, sizeof *i);
+    PFN_vkDestroyInstance destroy = (PFN_vkDestroyInstance)gipa(*out, "vkDestroyInstance");
+    if (i == NULL) {
+        if (destroy != NULL) destroy(*out, a);
+        *out = VK_NULL_HANDLE;
+        return VK_ERROR_OUT_OF_HOST_MEMORY;
+    }
+    i->key = dispatch_key(*out);
+    i->instance = *out;
+    i->gipa = gipa;
+    i->destroy = destroy;
+    i->create_device = (PFN_vkCreateDevice)gipa(*out, "vkCreateDevice");
+    i->props = (PFN_vkGetPhysicalDeviceProperties)gipa(*out, "vkGetPhysicalDeviceProperties");
+    i->props2 = (PFN_vkGetPhysicalDeviceProperties2)gipa(*out, "vkGetPhysicalDeviceProperties2");
+    i->props2khr = (PFN_vkGetPhysicalDeviceProperties2)gipa(*out, "vkGetPhysicalDeviceProperties2KHR");
+    i->feats = (PFN_vkGetPhysicalDeviceFeatures)gipa(*out, "vkGetPhysicalDeviceFeatures");
+    i->feats2 = (PFN_vkGetPhysicalDeviceFeatures2)gipa(*out, "vkGetPhysicalDeviceFeatures2");
+    i->feats2khr = (PFN_vkGetPhysicalDeviceFeatures2)gipa(*out, "vkGetPhysicalDeviceFeatures2KHR");
+    i->enum_exts = (PFN_vkEnumerateDeviceExtensionProperties)gipa(*out, "vkEnumerateDeviceExtensionProperties");
+    pthread_mutex_lock(&r->lock);
+    i->next = r->instances;
+    r->instances = i;
+    pthread_mutex_unlock(&r->lock);
+    if (r->state == STATE_ACTIVE) {
+        struct capshim_json j;
+        char installed[768];
+        int n = snprintf(installed, sizeof installed, "[");
+        const struct {
+            const char *name;
+            int ok;
+        } hooks[] = {
+            {"vkGetPhysicalDeviceProperties", i->props != NULL},
+            {"vkGetPhysicalDeviceProperties2", i->props2 != NULL || i->props2khr != NULL},
+            {"vkGetPhysicalDeviceFeatures", i->feats != NULL},
+            {"vkGetPhysicalDeviceFeatures2", i->feats2 != NULL || i->feats2khr != NULL},
+            {"vkEnumerateDeviceExtensionProperties", i->enum_exts != NULL},
+        };
+        int first = 1;
+        for (size_t h = 0; h < sizeof hooks / sizeof hooks[0]; h++) {
+            if (!hooks[h].ok || n < 0 || (size_t)n >= sizeof installed - 64) continue;
+            n += snprintf(installed + n, sizeof installed - (size_t)n, "%s\"%s\"", first ? "" : ",", hooks[h].name);
+            first = 0;
+        }
+        if (n > 0 && (size_t)n < sizeof installed - 2) snprintf(installed + n, sizeof installed - (size_t)n, "]");
+        capshim_json_begin(&j, "hooks", "vulkan", r->layer_name);
+        capshim_json_raw(&j, "installed", installed);
+        capshim_json_u64(&j, "entered", position);
+        capshim_json_end_and_write(&j);
+        banner(r);
+    }
+    return VK_SUCCESS;
+}
+
+static void do_destroy_instance(struct role *r, VkInstance instance, const VkAllocationCallbacks *a) {
+    void *key = dispatch_key(instance);
+    pthread_mutex_lock(&r->lock);
+    struct inst **pp = &r->instances, *found = NULL;
+    while (*pp != NULL) {
+        if ((*pp)->key == key) {
+            found = *pp;
+            *pp = found->next;
+            break;
+        }
+        pp = &(*pp)->next;
+    }
+    pthread_mutex_unlock(&r->lock);
+    if (found == NULL) return;
+    if (found->destroy != NULL) found->destroy(instance, a);
+    free(found);
+}
+
+static VkResult do_create_device(struct role *r, VkPhysicalDevice pd, const VkDeviceCreateInfo *ci,
+                                 const VkAllocationCallbacks *a, VkDevice *out) {
+    VkLayerDeviceCreateInfo *chain = (VkLayerDeviceCreateInfo *)ci->pNext;
+    while (chain != NULL &&
+           !(chain->sType == VK_STRUCTURE_TYPE_LOADER_DEVICE_CREATE_INFO && chain->function == VK_LAYER_LINK_INFO))
+        chain = (VkLayerDeviceCreateInfo *)chain->pNext;
+    if (chain == NULL || chain->u.pLayerInfo == NULL) return VK_ERROR_INITIALIZATION_FAILED;
+    PFN_vkGetInstanceProcAddr gipa = chain->u.pLayerInfo->pfnNextGetInstanceProcAddr;
+    PFN_vkGetDeviceProcAddr gdpa = chain->u.pLayerInfo->pfnNextGetDeviceProcAddr;
+    struct inst *i = find_inst_by_key(r, dispatch_key(pd));
+    if (i == NULL) return VK_ERROR_INITIALIZATION_FAILED;
+    PFN_vkCreateDevice create = (PFN_vkCreateDevice)gipa(i->instance, "vkCreateDevice");
+    if (create == NULL) return VK_ERROR_INITIALIZATION_FAILED;
+    chain->u.pLayerInfo = chain->u.pLayerInfo->pNext;
+    VkResult res = create(pd, ci, a, out);
+    if (res != VK_SUCCESS) return res;
+    struct dev *d = calloc(1, sizeof *d);
+    PFN_vkDestroyDevice destroy = (PFN_vkDestroyDevice)gdpa(*out, "vkDestroyDevice");
+    if (d == NULL) {
+        if (destroy != NULL) destroy(*out, a);
+        *out = VK_NULL_HANDLE;
+        return VK_ERROR_OUT_OF_HOST_MEMORY;
+    }
+    d->key = dispatch_key(*out);
+    d->gdpa = gdpa;
+    d->destroy = destroy;
+    pthread_mutex_lock(&r->lock);
+    d->next = r->devices;
+    r->devices = d;
+    pthread_mutex_unlock(&r->lock);
+    return VK_SUCCESS;
+}
+
+static void do_destroy_device(struct role *r, VkDevice device, const VkAllocationCallbacks *a) {
+    void *key = dispatch_key(device);
+    pthread_mutex_lock(&r->lock);
+    struct dev **pp = &r->devices, *found = NULL;
+    while (*pp != NULL) {
+        if ((*pp)->key == key) {
+            found = *pp;
+            *pp = found->next;
+            break;
+        }
+        pp = &(*pp)->next;
+    }
+    pthread_mutex_unlock(&r->lock);
+    if (found == NULL) return;
+    if (found->destroy != NULL) found->destroy(device, a);
+    free(found);
+}
+
+/* ---------- per-role entry points ---------- */
+
+#define ROLE_FUNCS(R, IDX)                                                                                       \
+    static VKAPI_ATTR VkResult VKAPI_CALL R##_CreateInstance(const VkInstanceCreateInfo *ci,                     \
+                                                             const VkAllocationCallbacks *a, VkInstance *out) {  \
+        return do_create_instance(&roles[IDX], ci, a, out);                                                      \
+    }                                                                                                            \
+    static VKAPI_ATTR void VKAPI_CALL R##_DestroyInstance(VkInstance i, const VkAllocationCallbacks *a) {        \
+        do_destroy_instance(&roles[IDX], i, a);                                                                  \
+    }                                                                                                            \
+    static VKAPI_ATTR VkResult VKAPI_CALL R##_CreateDevice(VkPhysicalDevice pd, const VkDeviceCreateInfo *ci,    \
+                                                           const VkAllocationCallbacks *a, VkDevice *out) {      \
+        return do_create_device(&roles[IDX], pd, ci, a, out);                                                    \
+    }                                                                                                            \
+    static VKAPI_ATTR void VKAPI_CALL R##_DestroyDevice(VkDevice d, const VkAllocationCallbacks *a) {            \
+        do_destroy_device(&roles[IDX], d, a);                                                                    \
+    }                                                                                                            \
+    static VKAPI_ATTR void VKAPI_CALL R##_Props(VkPhysicalDevice pd, VkPhysicalDeviceProperties *p) {            \
+        do_props(&roles[IDX], pd, p);                                                                            \
+    }                                                                                                            \
+    static VKAPI_ATTR void VKAPI_CALL R##_Props2(VkPhysicalDevice pd, VkPhysicalDeviceProperties2 *p) {          \
+        do_props2(&roles[IDX], pd, p, 0);                                                                        \
+    }                                                                                                            \
+    static VKAPI_ATTR void VKAPI_CALL R##_Props2KHR(VkPhysicalDevice pd, VkPhysicalDeviceProperties2 *p) {       \
+        do_props2(&roles[IDX], pd, p, 1);                                                                        \
+    }                                                                                                            \
+    static VKAPI_ATTR void VKAPI_CALL R##_Feats(VkPhysicalDevice pd, VkPhysicalDeviceFeatures *f) {              \
+        do_feats(&roles[IDX], pd, f);                                                                            \
+    }                                                                                                            \
+    static VKAPI_ATTR void VKAPI_CALL R##_Feats2(VkPhysicalDevice pd, VkPhysicalDeviceFeatures2 *f) {            \
+        do_feats2(&roles[IDX], pd, f, 0);                                                                        \
+    }                                                                                                            \
+    static VKAPI_ATTR void VKAPI_CALL R##_Feats2KHR(VkPhysicalDevice pd, VkPhysicalDeviceFeatures2 *f) {         \
+        do_feats2(&roles[IDX], pd, f, 1);                                                                        \
+    }                                                                                                            \
+    static VKAPI_ATTR VkResult VKAPI_CALL R##_EnumExts(VkPhysicalDevice pd, const char *layer, uint32_t *count,  \
+                                                       VkExtensionProperties *props) {                          \
+        return do_enum_exts(&roles[IDX], pd, layer, count, props);                                               \
+    }                                                                                                            \
+    EXPORT VKAPI_ATTR PFN_vkVoidFunction VKAPI_CALL capshim_##R##_GetDeviceProcAddr(VkDevice d, const char *n) { \
+        if (n == NULL) return NULL;                                                                              \
+        if (strcmp(n, "vkGetDeviceProcAddr") == 0) return (PFN_vkVoidFunction)capshim_##R##_GetDeviceProcAddr;   \
+        if (strcmp(n, "vkDestroyDevice") == 0) return (PFN_vkVoidFunction)R##_DestroyDevice;                     \
+        struct dev *dv = find_dev(&roles[IDX], dispatch_key(d));                                                 \
+        return (dv != NULL && dv->gdpa != NULL) ? dv->gdpa(d, n) : NULL;                                         \
+    }                                                                                                            \
+    EXPORT VKAPI_ATTR PFN_vkVoidFunction VKAPI_CALL capshim_##R##_GetInstanceProcAddr(VkInstance in,             \
+                                                                                      const char *n) {           \
+        struct role *r = &roles[IDX];                                                                            \
+        if (n == NULL) return NULL;                                                                              \
+        ensure_init(r);                                                                                          \
+        if (strcmp(n, "vkGetInstanceProcAddr") == 0) return (PFN_vkVoidFunction)capshim_##R##_GetInstanceProcAddr; \
+        if (strcmp(n, "vkCreateInstance") == 0) return (PFN_vkVoidFunction)R##_CreateInstance;                   \
+        if (strcmp(n, "vkDestroyInstance") == 0) return (PFN_vkVoidFunction)R##_DestroyInstance;                 \
+        if (strcmp(n, "vkCreateDevice") == 0) return (PFN_vkVoidFunction)R##_CreateDevice;                       \
+        if (strcmp(n, "vkGetDeviceProcAddr") == 0) return (PFN_vkVoidFunction)capshim_##R##_GetDeviceProcAddr;   \
+        if (r->state == STATE_ACTIVE) {                                                                          \
+            if (strcmp(n, "vkGetPhysicalDeviceProperties") == 0) return (PFN_vkVoidFunction)R##_Props;           \
+            if (strcmp(n, "vkGetPhysicalDeviceProperties2") == 0) return (PFN_vkVoidFunction)R##_Props2;         \
+            if (strcmp(n, "vkGetPhysicalDeviceProperties2KHR") == 0) return (PFN_vkVoidFunction)R##_Props2KHR;   \
+            if (strcmp(n, "vkGetPhysicalDeviceFeatures") == 0) return (PFN_vkVoidFunction)R##_Feats;             \
+            if (strcmp(n, "vkGetPhysicalDeviceFeatures2") == 0) return (PFN_vkVoidFunction)R##_Feats2;           \
+            if (strcmp(n, "vkGetPhysicalDeviceFeatures2KHR") == 0) return (PFN_vkVoidFunction)R##_Feats2KHR;     \
+            if (strcmp(n, "vkEnumerateDeviceExtensionProperties") == 0) return (PFN_vkVoidFunction)R##_EnumExts; \
+        }                                                                                                        \
+        if (in == VK_NULL_HANDLE) return NULL;                                                                   \
+        struct inst *i = find_inst_by_key(r, dispatch_key(in));                                                  \
+        return (i != NULL && i->gipa != NULL) ? i->gipa(in, n) : NULL;                                           \
+    }                                                                                                            \
+    EXPORT VKAPI_ATTR VkResult VKAPI_CALL capshim_##R##_NegotiateLoaderLayerInterfaceVersion(                    \
+        VkNegotiateLayerInterface *v) {                                                                          \
+        if (v == NULL || v->sType != LAYER_NEGOTIATE_INTERFACE_STRUCT) return VK_ERROR_INITIALIZATION_FAILED;    \
+        ensure_init(&roles[IDX]);                                                                                \
+        if (v->loaderLayerInterfaceVersion > 2) v->loaderLayerInterfaceVersion = 2;                              \
+        if (v->loaderLayerInterfaceVersion >= 2) {                                                               \
+            v->pfnGetInstanceProcAddr = capshim_##R##_GetInstanceProcAddr;                                       \
+            v->pfnGetDeviceProcAddr = capshim_##R##_GetDeviceProcAddr;                                           \
+            v->pfnGetPhysicalDeviceProcAddr = NULL;                                                              \
+        }                                                                                                        \
+        return VK_SUCCESS;                                                                                       \
+    }
+
+ROLE_FUNCS(device, ROLE_DEVICE)
+ROLE_FUNCS(app, ROLE_APP)

@@ -1,0 +1,138 @@
+"""Read the shims' status files and classify each shim as active, inert, invalid or absent.
+
+The native shims append one JSON object per line to ``CAPSHIM_STATUS_FILE``
+(DESIGN.md section 3). Events (all carry ``shim``, ``pid``; Vulkan ones also
+``layer``):
+
+    loaded      the shim was loaded into a process
+    config      ``accepted`` true/false, with ``reason`` when rejected
+    hooks       the query hooks were installed (Vulkan: an instance was
+                created through the layer; ``entered`` gives the chain order)
+    changed     one answer changed: ``query``, ``key``, ``stock``, ``reported``
+    skipped     a child of the launched process stayed stock (no --inherit)
+    env_scrubbed  (Metal) the injection variables were removed at load
+
+States:
+    active   loaded, configuration accepted, hooks installed, in the right order
+    invalid  the configuration was rejected, or the Vulkan roles sat in the
+             wrong order: the process kept its stock answers
+    inert    asked for, but never loaded or never hooked anything (the loader
+             skipped the layer, the program is not a Vulkan/Metal program, a
+             SIP-protected binary dropped DYLD_INSERT_LIBRARIES...)
+    absent   not asked for
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ACTIVE, INERT, INVALID, ABSENT = "active", "inert", "invalid", "absent"
+
+
+@dataclass
+class StatusReport:
+    """Parsed events of one status file.
+
+    Attributes:
+        events: the JSON objects in file order.
+        bad_lines: 1-based numbers of lines that were not JSON objects.
+    """
+
+    events: list[dict] = field(default_factory=list)
+    bad_lines: list[int] = field(default_factory=list)
+
+    def for_shim(self, name: str) -> list[dict]:
+        """Events of one shim: a Vulkan layer name, or "metal"."""
+        return [e for e in self.events if e.get("layer") == name or (e.get("shim") == name and "layer" not in e)]
+
+    def changes(self, name: str) -> list[dict]:
+        """The ``changed`` events of one shim."""
+        return [e for e in self.for_shim(name) if e.get("event") == "changed"]
+
+
+@dataclass
+class ShimState:
+    """The classification of one shim in one run.
+
+    Attributes:
+        state: active, inert, invalid or absent.
+        reason: why, in words.
+        changes: number of distinct answers the shim changed.
+    """
+
+    state: str
+    reason: str
+    changes: int = 0
+
+    def to_dict(self) -> dict:
+        """JSON-ready form."""
+        return {"state": self.state, "reason": self.reason, "changes": self.changes}
+
+
+def read(path: Path | str) -> StatusReport:
+    """Parse a status file; a missing file is an empty report (nothing loaded)."""
+    report = StatusReport()
+    try:
+        text = Path(path).read_text(encoding="utf-8", errors="replace")
+    except FileNotFoundError:
+        return report
+    for n, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            ev = json.loads(line)
+        except ValueError:
+            report.bad_lines.append(n)
+            continue
+        if isinstance(ev, dict):
+            report.events.append(ev)
+        else:
+            report.bad_lines.append(n)
+    return report
+
+
+def classify(report: StatusReport, name: str, requested: bool = True, target_pid: int | None = None) -> ShimState:
+    """Classify one shim (a Vulkan layer name or "metal") from a run's status report.
+
+    Args:
+        report: the parsed status file.
+        name: ``VK_LAYER_CAPSHIM_app``, ``VK_LAYER_CAPSHIM_device`` or ``metal``.
+        requested: whether the run asked for this shim; False gives ``absent``.
+        target_pid: when given, only events of that process count.
+    """
+    if not requested:
+        return ShimState(ABSENT, "not requested")
+    events = [e for e in report.for_shim(name) if target_pid is None or e.get("pid") == target_pid]
+    events = [e for e in events if e.get("event") != "skipped"]
+    changes = len({(e.get("query"), e.get("key"), e.get("stock"), e.get("reported"))
+                   for e in events if e.get("event") == "changed"})
+    rejected = [e for e in events if e.get("event") == "config" and e.get("accepted") is False]
+    if rejected:
+        return ShimState(INVALID, f"configuration rejected: {rejected[0].get('reason', '?')}", changes)
+    if not any(e.get("event") == "loaded" for e in events):
+        return ShimState(INERT, "never loaded (the loader did not find or enable it, or the program "
+                                "made no GPU API call)", changes)
+    hooks = [e for e in events if e.get("event") == "hooks"]
+    if not hooks:
+        return ShimState(INERT, "loaded but installed no hooks (no instance/device was created through it)",
+                         changes)
+    if name.startswith("VK_LAYER_CAPSHIM_"):
+        order = _order_problem(report, target_pid)
+        if order:
+            return ShimState(INVALID, order, changes)
+    return ShimState(ACTIVE, f"{changes} answer(s) changed", changes)
+
+
+def _order_problem(report: StatusReport, target_pid: int | None) -> str | None:
+    """The Vulkan app role must be entered before (sit above) the device role."""
+    by_pid: dict[object, dict[str, int]] = {}
+    for e in report.events:
+        if e.get("event") == "hooks" and "entered" in e and (target_pid is None or e.get("pid") == target_pid):
+            by_pid.setdefault(e.get("pid"), {})[e.get("layer")] = e["entered"]
+    for seen in by_pid.values():
+        app, dev = seen.get("VK_LAYER_CAPSHIM_app"), seen.get("VK_LAYER_CAPSHIM_device")
+        if app is not None and dev is not None and app > dev:
+            return "layer order: VK_LAYER_CAPSHIM_app sat below VK_LAYER_CAPSHIM_device"
+    return None
