@@ -201,9 +201,9 @@ def _check_schema(data: dict, source: str) -> None:
     if err.validator == "required":
         missing = err.message.split("'")[1] if "'" in err.message else err.message
         raise ProfileError(source, missing, None, "required key is missing")
-    if err.validator == "propertyNames":
-        raise ProfileError(source, ".".join(path), err.instance,
-                           "not an extension name (VK_...)")
+    if "propertyNames" in err.schema_path:
+        raise ProfileError(source, ".".join(path + [str(err.instance)]), None,
+                           "not an extension name (VK_ followed by letters, digits and _)")
     key = ".".join(path) or None
     value = err.instance
     kind = None

@@ -1,0 +1,40 @@
+"""Shared fixtures: the built Vulkan shim and the stock probe of this machine's device.
+
+These tests use the real Vulkan loader and the machine's real driver
+(lavapipe on a CPU-only machine, installed by ./setup.sh).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="session")
+def vk_build():
+    from capshim.backends import vulkan
+
+    return vulkan.build()
+
+
+@pytest.fixture(scope="session")
+def stock_probe(vk_build):
+    from capshim.backends import vulkan
+
+    return vulkan.probe()
+
+
+def run_capshim(*args: str, env: dict | None = None, cwd: Path | None = None, timeout: int = 600,
+                input: str | None = None) -> subprocess.CompletedProcess:
+    """Run ``python -m capshim.cli ARGS`` in a child process; stdout and stderr kept apart."""
+    full_env = dict(os.environ)
+    full_env["PYTHONPATH"] = str(REPO / "src") + os.pathsep + full_env.get("PYTHONPATH", "")
+    full_env.update(env or {})
+    return subprocess.run([sys.executable, "-m", "capshim.cli", *args], capture_output=True, text=True,
+                          env=full_env, cwd=cwd, timeout=timeout, input=input)

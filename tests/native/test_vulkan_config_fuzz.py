@@ -1,0 +1,88 @@
+"""The layer's configuration parser, in isolation, under AddressSanitizer and UBSan.
+
+The standalone fuzz driver (native/vulkan/fuzz_config.c, built with
+-fsanitize=address,undefined) parses each file it is given; it aborts when a
+parse result breaks the parser's contract. Here it runs over hand-picked
+edge cases and a few thousand seeded random mutations of a valid file.
+"""
+
+from __future__ import annotations
+
+import random
+import subprocess
+
+VALID = b"# capshim\ndirection=lower\nmaxComputeSharedMemorySize=16384\nshaderFloat16=0\n" \
+        b"subgroupSupportedOperations=0xff\napiVersion=4206592\nextension.VK_KHR_cooperative_matrix=0\n"
+
+EDGE = {
+    "valid": (VALID, "ok (4 values, 1 extensions)"),
+    "empty": (b"", "invalid: key 'direction' is missing"),
+    "nul": (b"direction=lower\x00\nshaderFloat16=0\n", "invalid: line 1: byte 0x00"),
+    "long_line": (b"direction=lower\n" + b"#" + b"a" * 5000 + b"\n", "invalid: line 2: line longer"),
+    "overflow": (b"direction=raise\nmaxComputeSharedMemorySize=18446744073709551616\n", "not a whole number"),
+    "u64_max": (b"direction=raise\nmaxComputeSharedMemorySize=18446744073709551615\n", "does not fit in 32 bits"),
+    "hex_ok": (b"direction=raise\nmaxComputeSharedMemorySize=0x3F1\n", "ok (1 values, 0 extensions)"),
+    "bare_0x": (b"direction=raise\nmaxComputeSharedMemorySize=0x\n", "not a whole number"),
+    "plus": (b"direction=raise\nmaxComputeSharedMemorySize=+5\n", "not a whole number"),
+    "trailing": (b"direction=raise\nmaxComputeSharedMemorySize=1009x\n", "not a whole number"),
+    "no_newline_end": (b"direction=raise\nshaderFloat16=1", "ok (1 values, 0 extensions)"),
+    "many_exts": (b"direction=lower\n" + b"".join(b"extension.VK_E%d=0\n" % i for i in range(65)),
+                  "more than 64 extensions"),
+    "ext_too_long": (b"direction=lower\nextension.VK_" + b"A" * 300 + b"=0\n", "is not an extension name"),
+    "big": (b"direction=lower\n" + b"#\n" * 40000, "larger than"),
+    "utf8_comment": ("# café\ndirection=lower\n".encode(), "ok (0 values, 0 extensions)"),
+    "utf8_key": ("direction=lower\ncafé=1\n".encode(), "only printable ASCII"),
+}
+
+
+def _run(driver, paths):
+    proc = subprocess.run([str(driver), *map(str, paths)], capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "runtime error" not in proc.stderr and "AddressSanitizer" not in proc.stderr, proc.stderr[-3000:]
+    return proc.stdout.splitlines()
+
+
+def test_edge_cases(vk_build, tmp_path):
+    paths = []
+    for name, (data, _) in EDGE.items():
+        p = tmp_path / name
+        p.write_bytes(data)
+        paths.append(p)
+    lines = _run(vk_build.fuzz_driver, paths)
+    assert len(lines) == len(EDGE)
+    for (name, (_, want)), line in zip(EDGE.items(), lines):
+        assert line.startswith(f"{tmp_path / name}: "), line
+        assert want in line, (name, line)
+
+
+def _mutate(rng: random.Random, data: bytes) -> bytes:
+    b = bytearray(data)
+    for _ in range(rng.randint(1, 8)):
+        op = rng.randrange(5)
+        pos = rng.randrange(len(b) + 1)
+        if op == 0 and b:
+            b[min(pos, len(b) - 1)] = rng.randrange(256)
+        elif op == 1:
+            b[pos:pos] = bytes(rng.randrange(256) for _ in range(rng.randint(1, 16)))
+        elif op == 2 and b:
+            del b[pos:pos + rng.randint(1, 16)]
+        elif op == 3:
+            b[pos:pos] = rng.choice([b"=", b"\n", b"0x", b"extension.", b"direction=raise\n", b"9" * 25, b"\r"])
+        else:
+            b = b[: rng.randrange(len(b) + 1)]
+    return bytes(b)
+
+
+def test_seeded_random_mutations_never_break_the_contract(vk_build, tmp_path):
+    rng = random.Random(20261130)
+    paths = []
+    for i in range(3000):
+        p = tmp_path / f"m{i}"
+        p.write_bytes(_mutate(rng, VALID))
+        paths.append(p)
+    results = []
+    for chunk in range(0, len(paths), 500):
+        results += _run(vk_build.fuzz_driver, paths[chunk:chunk + 500])
+    assert len(results) == len(paths)
+    verdicts = {"ok" if ": ok (" in r else "invalid" if ": invalid: " in r else "?" for r in results}
+    assert verdicts == {"ok", "invalid"}

@@ -1,0 +1,118 @@
+"""Profiles: the schema, the direction rules, the built-ins and the CLI's errors."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from capshim import profiles
+from capshim.profiles.catalog import VULKAN_KEYS
+from tests.conftest import run_capshim
+
+HEAD = 'name = "t"\napi = "{api}"\ndirection = "{direction}"\nversion = 1\ndescription = "test"\n'
+
+
+def prof(api="vulkan", direction="raise", body=""):
+    return HEAD.format(api=api, direction=direction) + body
+
+
+def test_builtins_load_and_match_the_brief():
+    assert profiles.builtin_names() == ["metal-apple9", "vulkan-paravirt"]
+    m = profiles.load("metal-apple9")
+    assert (m.api, m.direction) == ("metal", "raise")
+    assert m.capabilities == {"appleFamilyMax": 1009, "maxThreadgroupMemoryLength": 65536}
+    v = profiles.load("vulkan-paravirt")
+    assert (v.api, v.direction) == ("vulkan", "lower")
+    assert v.capabilities["shaderFloat16"] == 0
+    assert v.capabilities["integerDotProduct4x8BitPackedSignedAccelerated"] == 0
+    assert 0 < v.capabilities["maxComputeSharedMemorySize"] < 32768
+    assert v.extensions == {"VK_KHR_cooperative_matrix": 0, "VK_NV_cooperative_matrix2": 0,
+                            "VK_KHR_shader_bfloat16": 0}
+
+
+@pytest.mark.parametrize("text, key, reason", [
+    (prof("metal", body='[capabilities]\nappleFamilyMax = "1009x"\n'), "capabilities.appleFamilyMax", "Apple family"),
+    (prof("metal", body="[capabilities]\nappleFamilyMax = 999\n"), "capabilities.appleFamilyMax", "1001..1999"),
+    (prof(body="[capabilities]\nmaxComputeSharedMemorySize = \"65536\"\n"),
+     "capabilities.maxComputeSharedMemorySize", "whole number"),
+    (prof(body="[capabilities]\nmaxComputeSharedMemorySize = 4294967296\n"),
+     "capabilities.maxComputeSharedMemorySize", "whole number"),
+    (prof(body="[capabilities]\nnotACapability = 1\n"), "capabilities.notACapability", "unknown capability"),
+    (prof(body="colour = 1\n"), "colour", "unknown key"),
+    (prof(body="[capabilities]\nshaderFloat16 = 1\n"), "capabilities.shaderFloat16", "true or false"),
+    (prof(body="[capabilities]\nshaderFloat16 = false\n"), "capabilities.shaderFloat16", "cannot turn a feature off"),
+    (prof(direction="lower", body="[capabilities]\nshaderFloat16 = true\n"), "capabilities.shaderFloat16",
+     "cannot turn a feature on"),
+    (prof(body="[extensions]\nVK_KHR_cooperative_matrix = false\n"), "extensions.VK_KHR_cooperative_matrix",
+     "cannot hide"),
+    (prof(direction="lower", body="[extensions]\nVK_KHR_cooperative_matrix = 2\n"),
+     "extensions.VK_KHR_cooperative_matrix", "can only hide"),
+    (prof(body="[extensions]\nnot_an_extension = true\n"), "extensions.not_an_extension", "not an extension name"),
+    (prof("metal", "lower", "[capabilities]\nmaxThreadgroupMemoryLength = 1\n"), "direction", "raise-only"),
+    (prof(body="[capabilities]\nsubgroupSupportedOperations = [\"basic\", \"teleport\"]\n"),
+     "capabilities.subgroupSupportedOperations", "flag names"),
+    (HEAD.format(api="cuda", direction="raise"), "api", "must be one of"),
+    ('name = "t"\napi = "vulkan"\n', "description", "missing"),
+])
+def test_invalid_profiles_name_key_value_and_reason(text, key, reason):
+    with pytest.raises(profiles.ProfileError) as exc:
+        profiles.parse(text, "bad.toml")
+    assert exc.value.key == key
+    assert reason in exc.value.reason
+    assert "bad.toml" in str(exc.value)
+
+
+def test_values_resolve_to_numbers():
+    p = profiles.parse(prof(body='[capabilities]\napiVersion = "1.3.230"\n'
+                                 'subgroupSupportedOperations = ["basic", "vote", "quad"]\n'
+                                 "maxComputeSharedMemorySize = 0x10000\n"
+                                 "[extensions]\nVK_KHR_cooperative_matrix = 2\nVK_KHR_shader_bfloat16 = true\n"),
+                       "x.toml")
+    assert p.capabilities["apiVersion"] == (1 << 22) | (3 << 12) | 230
+    assert p.capabilities["subgroupSupportedOperations"] == 0x1 | 0x2 | 0x80
+    assert p.capabilities["maxComputeSharedMemorySize"] == 65536
+    assert p.extensions == {"VK_KHR_cooperative_matrix": 2, "VK_KHR_shader_bfloat16": 1}
+
+
+def test_to_toml_round_trips():
+    p = profiles.load("vulkan-paravirt")
+    q = profiles.parse(profiles.to_toml(p), "rt.toml")
+    assert (q.capabilities, q.extensions, q.direction) == (p.capabilities, p.extensions, p.direction)
+
+
+def test_cli_check_exit_codes(tmp_path):
+    good = tmp_path / "good.toml"
+    good.write_text(prof(body="[capabilities]\nmaxComputeSharedMemorySize = 65536\n"))
+    r = run_capshim("profile", "check", str(good))
+    assert r.returncode == 0, r.stderr
+    bad = tmp_path / "bad.toml"
+    bad.write_text(prof("metal", body='[capabilities]\nappleFamilyMax = "1009x"\n'))
+    r = run_capshim("profile", "check", str(bad))
+    assert r.returncode == 2
+    assert "capabilities.appleFamilyMax" in r.stderr and "1009x" in r.stderr and str(bad) in r.stderr
+    assert "Traceback" not in r.stderr
+    r = run_capshim("profile", "check", str(tmp_path / "missing.toml"))
+    assert r.returncode == 2 and "cannot read" in r.stderr
+    broken = tmp_path / "broken.toml"
+    broken.write_text("name = \n")
+    r = run_capshim("profile", "check", str(broken))
+    assert r.returncode == 2 and "not valid TOML" in r.stderr
+
+
+def test_cli_profiles_and_show():
+    r = run_capshim("profiles", "--json")
+    assert r.returncode == 0
+    names = [p["name"] for p in json.loads(r.stdout)]
+    assert names == ["metal-apple9", "vulkan-paravirt"]
+    r = run_capshim("profile", "show", "metal-apple9")
+    assert json.loads(r.stdout)["capabilities"]["appleFamilyMax"] == 1009
+    r = run_capshim("profile", "show", "no-such-profile")
+    assert r.returncode == 2 and "no such profile" in r.stderr
+
+
+def test_catalog_has_the_keys_the_brief_names():
+    for key in ["maxComputeSharedMemorySize", "subgroupSize", "subgroupSupportedOperations", "shaderFloat16",
+                "storageBuffer16BitAccess", "shaderInt8", "integerDotProduct4x8BitPackedSignedAccelerated",
+                "cooperativeMatrix", "shaderBFloat16Type"]:
+        assert key in VULKAN_KEYS
