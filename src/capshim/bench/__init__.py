@@ -1,0 +1,1 @@
+"""``capshim bench``: arms, workloads, statistics, path attestation and evidence."""

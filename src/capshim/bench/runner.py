@@ -1,0 +1,354 @@
+"""Run the arms of a benchmark, interleaved, and write the evidence bundle.
+
+Method (after pyperf and hyperfine): every arm run is its own process; arm runs
+are interleaved (A B C A B C ...) so drift hits every arm alike; ``warmup``
+rounds run first and are not recorded; each run's stdout (llama-bench JSON),
+stderr and shim status file are kept in the bundle; the statistics are medians
+of per-repetition samples (llama-bench's ``samples_ts``, never ``avg_ts``).
+
+A run that crashes, is killed or times out is recorded with its exit code or
+signal and the others go on; Ctrl-C stops the bench and still writes a valid
+bundle of what finished.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+
+from capshim import __version__, launch
+from capshim.bench import attest, llamabench
+from capshim.bench.arms import Arm
+from capshim.errors import CapshimError
+from capshim.evidence import Bundle, sha256_file
+
+
+@dataclass
+class Workload:
+    """What each arm run executes.
+
+    Attributes:
+        kind: "llama-bench" (a command printing llama-bench JSON) or "builtin".
+        argv: the command.
+        env: variables every arm's process gets (device selection, shader cache).
+        binary: the workload binary hashed into metadata (None when unknown).
+        model: the model file hashed into metadata (None when unknown).
+        check_output: compare each arm's generated token ids with the reference arm.
+        versions: tool versions to record.
+    """
+
+    kind: str
+    argv: list[str]
+    env: dict[str, str] = field(default_factory=dict)
+    binary: Path | None = None
+    model: Path | None = None
+    check_output: bool = False
+    versions: dict[str, str] = field(default_factory=dict)
+
+
+def llama_bench_workload(argv: list[str], check_output: bool = False) -> Workload:
+    """A user's command. For ``llama-bench`` without ``-o``, ``-o json`` is added.
+
+    Raises:
+        CapshimError: the program is not found.
+    """
+    if not argv:
+        raise CapshimError("no workload command after --")
+    exe = shutil.which(argv[0]) if "/" not in argv[0] else argv[0]
+    if exe is None or not os.access(exe, os.X_OK):
+        raise CapshimError(f"workload '{argv[0]}': not found or not executable")
+    argv = list(argv)
+    if "llama-bench" in Path(argv[0]).name and "-o" not in argv and "--output" not in argv:
+        argv += ["-o", "json"]
+    model = None
+    for flag in ("-m", "--model"):
+        if flag in argv[:-1]:
+            cand = Path(argv[argv.index(flag) + 1])
+            if cand.is_file():
+                model = cand
+    return Workload("llama-bench", argv, binary=Path(exe).resolve(), model=model, check_output=check_output)
+
+
+@dataclass
+class RunResult:
+    """One finished (or failed) arm run."""
+
+    arm: str
+    run: int
+    exit_code: int | None
+    signal: str | None
+    timed_out: bool
+    seconds: float
+    records: list[dict]
+    path: dict
+    shim_states: dict[str, dict]
+    token_ids: list[int] | None
+    error: str | None = None
+
+    def info(self) -> dict:
+        """The ``runs`` entry of the arm in summary.json."""
+        return {"run": self.run, "exit_code": self.exit_code, "signal": self.signal, "timed_out": self.timed_out,
+                "seconds": round(self.seconds, 3), "error": self.error, "shims": self.shim_states}
+
+
+def _run_one(bundle: Bundle, arm: Arm, n: int, workload: Workload, timeout: float, work: Path,
+             record: bool = True) -> RunResult:
+    run_dir = work / f"{arm.name}-{n}{'' if record else '-warmup'}"
+    status_file = bundle.status_file(arm.name, n) if record else run_dir / "status.jsonl"
+    lc = launch.prepare(workload.argv, arm.profile, arm.simulate, run_dir=run_dir, status_file=status_file)
+    env = lc.env()
+    env.update(workload.env)
+    out_path = bundle.raw_json(arm.name, n) if record else run_dir / "stdout.json"
+    err_path = bundle.raw_stderr(arm.name, n) if record else run_dir / "stderr.txt"
+    t0 = time.monotonic()
+    timed_out = False
+    with open(out_path, "wb") as out, open(err_path, "wb") as err:
+        proc = subprocess.Popen(lc.exec_argv, env=env, stdout=out, stderr=err, stdin=subprocess.DEVNULL,
+                                start_new_session=True)
+        try:
+            rc = proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            timed_out = True
+            _kill(proc)
+            rc = proc.wait()
+        except KeyboardInterrupt:
+            _kill(proc)
+            proc.wait()
+            raise
+    seconds = time.monotonic() - t0
+    sig = signal.Signals(-rc).name if rc < 0 and -rc in signal.Signals._value2member_map_ else None
+    exit_code = rc if rc >= 0 else None
+    stdout = out_path.read_text(encoding="utf-8", errors="replace")
+    stderr = err_path.read_text(encoding="utf-8", errors="replace")
+    records: list[dict] = []
+    error = None
+    tokens = None
+    if rc == 0 and not timed_out:
+        try:
+            rows = llamabench.parse_output(stdout, str(out_path))
+            records = llamabench.to_records(rows, arm.name, n)
+            for row in rows:
+                out_check = row.get("capshim_output")
+                if isinstance(out_check, dict) and isinstance(out_check.get("token_ids"), list):
+                    tokens = out_check["token_ids"]
+                    break
+        except CapshimError as exc:
+            error = str(exc)
+    elif timed_out:
+        error = f"timed out after {timeout:g} s"
+    else:
+        error = f"killed by {sig}" if sig else f"exit {rc}"
+        tail = [line for line in stderr.strip().splitlines() if line.strip()][-1:]
+        if tail:
+            error += f": {tail[0][:300]}"
+    states = {name: s.to_dict() for name, s in lc.states().items()}
+    return RunResult(arm.name, n, exit_code, sig, timed_out, seconds, records, attest.parse_path(stderr), states,
+                     tokens, error)
+
+
+def _kill(proc: subprocess.Popen) -> None:
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        try:
+            os.killpg(proc.pid, sig)
+        except (ProcessLookupError, PermissionError):
+            return
+        try:
+            proc.wait(timeout=5)
+            return
+        except subprocess.TimeoutExpired:
+            continue
+
+
+def _arm_state(arm: Arm, results: list[RunResult]) -> str:
+    ok = [r for r in results if r.error is None]
+    if results and not ok:
+        return "failed"
+    if not arm.shimmed:
+        return "native"
+    shim_states = [s["state"] for r in results for s in r.shim_states.values()]
+    if "invalid" in shim_states:
+        return "invalid"
+    if "inert" in shim_states or not shim_states:
+        return "inert"
+    return "active"
+
+
+@dataclass
+class BenchResult:
+    """What :func:`run_bench` produced."""
+
+    summary: dict
+    bundle: Path
+    interrupted: bool
+    failed_runs: int
+    non_shim_arms: list[str]
+
+
+def run_bench(arms: list[Arm], workload: Workload, baseline: str, out: Path, repetitions: int = 10,
+              warmup: int = 1, timeout: float = 900.0, host_arm: str | None = None, host: dict | None = None,
+              reference_arm: str | None = None, extra_metadata: dict | None = None,
+              console: Console | None = None) -> BenchResult:
+    """Run every arm ``repetitions`` times, interleaved, and write the evidence bundle at ``out``.
+
+    Args:
+        arms: the arms, resolved (no pending ``restore``).
+        workload: what each run executes.
+        baseline: the arm speedups are relative to.
+        out: the bundle folder (must not exist or be empty).
+        repetitions: recorded runs per arm (each run is one process).
+        warmup: unrecorded runs per arm before the recorded ones.
+        timeout: seconds one run may take before it is killed (recorded as timed out).
+        host_arm: an arm of this bench that plays the bare-metal host ("% of host").
+        host: a host baseline measured elsewhere (analysis.host_from_file), used when host_arm is None.
+        reference_arm: the arm whose token ids the others must match (correctness gate);
+            default host_arm, else baseline.
+        extra_metadata: merged into metadata.json.
+        console: where progress goes (stderr by default).
+
+    Returns:
+        BenchResult with the summary (summary.json content) and the bundle path.
+
+    Raises:
+        CapshimError: the bundle folder cannot be created, or bad arms/baseline.
+    """
+    console = console or Console(stderr=True)
+    names = [a.name for a in arms]
+    if len(set(names)) != len(names):
+        raise CapshimError(f"arm names must be unique: {', '.join(names)}")
+    if baseline not in names:
+        raise CapshimError(f"--baseline {baseline!r} is not an arm ({', '.join(names)})")
+    if host_arm is not None and host_arm not in names:
+        raise CapshimError(f"host arm {host_arm!r} is not an arm ({', '.join(names)})")
+    meta = {
+        "capshim_version": __version__,
+        "started_utc": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "command_line": sys.argv,
+        "method": {"repetitions": repetitions, "warmup_runs_per_arm": warmup, "order": "interleaved",
+                   "process_per_run": True, "timeout_s": timeout, "statistic": "median of samples_ts"},
+        "baseline": baseline, "host_arm": host_arm, "host_baseline": (host or {}).get("source"),
+        "workload": {"kind": workload.kind, "argv": workload.argv, "env": workload.env,
+                     "binary": str(workload.binary) if workload.binary else None,
+                     "binary_sha256": sha256_file(workload.binary) if workload.binary else None,
+                     "model": str(workload.model) if workload.model else None,
+                     "model_sha256": _model_sha(workload.model),
+                     "versions": workload.versions},
+        "arms": {a.name: a.spec() for a in arms},
+        "shims": _shim_hashes(arms),
+    }
+    meta.update(extra_metadata or {})
+    bundle = Bundle.create(out, meta)
+    results: dict[str, list[RunResult]] = {a.name: [] for a in arms}
+    interrupted = False
+    total = len(arms) * (warmup + repetitions)
+    work = Path(tempfile.mkdtemp(prefix="capshim-bench-"))
+    progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                        TextColumn("ETA"), TimeRemainingColumn(), console=console, transient=False)
+    try:
+        with progress:
+            task = progress.add_task("bench", total=total)
+            for rnd in range(warmup + repetitions):
+                record = rnd >= warmup
+                n = rnd - warmup + 1
+                for arm in arms:
+                    what = f"{arm.name} run {n}/{repetitions}" if record else f"{arm.name} warm-up {rnd + 1}/{warmup}"
+                    progress.update(task, description=what)
+                    res = _run_one(bundle, arm, n if record else rnd + 1, workload, timeout, work, record)
+                    if record:
+                        results[arm.name].append(res)
+                        bundle.metadata["arms"][arm.name].setdefault("runs", []).append(
+                            {"run": n, "argv": res and _argv_for(arm, workload)})
+                    if res.error:
+                        console.print(f"[yellow]{arm.name} {'run ' + str(n) if record else 'warm-up'}: {res.error}[/]")
+                    progress.advance(task)
+    except KeyboardInterrupt:
+        interrupted = True
+        console.print("[red]interrupted: writing the bundle of the runs that finished[/]")
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    return _finish(bundle, arms, results, workload, baseline, host_arm, host, reference_arm, interrupted)
+
+
+def _argv_for(arm: Arm, workload: Workload) -> list[str]:
+    return list(workload.argv)
+
+
+def _model_sha(model: Path | None) -> str | None:
+    if model is None:
+        return None
+    side = model.with_name(model.name + ".sha256")
+    try:
+        if side.is_file() and side.stat().st_mtime >= model.stat().st_mtime:
+            return side.read_text().split()[0]
+    except OSError:
+        pass
+    return sha256_file(model)
+
+
+def _shim_hashes(arms: list[Arm]) -> dict:
+    out = {}
+    apis = {p.api for a in arms for p in (a.profile, a.simulate) if p is not None}
+    if any(a.restore for a in arms):
+        apis.add("vulkan")
+    if "vulkan" in apis:
+        from capshim.backends import vulkan
+
+        b = vulkan.build()
+        out["vulkan_layer"] = {"path": str(b.library), "sha256": sha256_file(b.library)}
+    if "metal" in apis:
+        from capshim.backends import metal
+
+        for name, path in metal.build().items():
+            if Path(path).is_file():
+                out[f"metal_{name}"] = {"path": str(path), "sha256": sha256_file(path)}
+    return out
+
+
+def _finish(bundle: Bundle, arms: list[Arm], results: dict[str, list[RunResult]], workload: Workload,
+            baseline: str, host_arm: str | None, host: dict | None, reference_arm: str | None,
+            interrupted: bool) -> BenchResult:
+    records = [rec for rs in results.values() for r in rs for rec in r.records]
+    arm_info: dict[str, dict] = {}
+    for arm in arms:
+        rs = results[arm.name]
+        ok = [r for r in rs if r.error is None]
+        info = {"spec": arm.spec(), "state": _arm_state(arm, rs), "path": ok[0].path if ok else {},
+                "runs": [r.info() for r in rs]}
+        arm_info[arm.name] = info
+    # Correctness gate: every arm's generated tokens must equal the reference arm's.
+    ref = reference_arm or host_arm or baseline
+    ref_tokens = next((r.token_ids for r in results.get(ref, []) if r.token_ids is not None), None)
+    if workload.check_output:
+        for arm in arms:
+            toks = [r.token_ids for r in results[arm.name] if r.token_ids is not None]
+            info = arm_info[arm.name]
+            if ref_tokens is None or not toks:
+                info["output_check"] = "not checked (no token ids)"
+                continue
+            same = all(t == ref_tokens for t in toks)
+            info["output_check"] = f"same tokens as {ref}" if same else f"tokens differ from {ref}"
+            if not same and info["state"] in ("native", "active"):
+                info["state"] = "wrong-output"
+    host_dict = host
+    if host_arm is not None:
+        tests: dict[str, list[float]] = {}
+        for rec in records:
+            if rec["arm"] == host_arm:
+                tests.setdefault(rec["test"], []).append(rec["tok_s"])
+        host_dict = {"name": host_arm, "tests": tests, "path": arm_info[host_arm]["path"],
+                     "source": f"arm {host_arm} of this bench"}
+    failed = sum(1 for rs in results.values() for r in rs if r.error)
+    summary = bundle.finalize(records, arm_info, baseline, host_dict, interrupted=interrupted,
+                              metadata_update={"failed_runs": failed}, title="capshim bench")
+    bad = [a for a, i in arm_info.items() if i["state"] in ("inert", "invalid", "failed", "wrong-output")]
+    return BenchResult(summary, bundle.root, interrupted, failed, bad)
