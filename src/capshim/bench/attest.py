@@ -94,7 +94,7 @@ def _parse_metal(body: str, out: dict) -> None:
         return
     m = _METAL_NAME.search(body)
     if m and body.lstrip().startswith("GPU name"):
-        for k in [k for k in out if k.startswith("gpu_family")]:
+        for k in [k for k in out if k.startswith("gpu_famil")]:
             del out[k]  # a new device init lists its families afresh
         out["gpu_name"] = m.group("name")
         return

@@ -109,7 +109,7 @@ def parse_output(text: str, source: str) -> list[dict]:
     if isinstance(text, bytes):  # be lenient with callers passing raw bytes
         text = text.decode("utf-8", errors="replace")
     text = text.replace("\ufeff", "")
-    text = _NONFINITE.sub(lambda m: ("-" if m.group(1) else "") + ("NaN" if m.group(2).lower() == "nan" else "Infinity"), text)
+    text = _NONFINITE.sub(lambda m: "NaN" if m.group(2).lower() == "nan" else m.group(1) + "Infinity", text)
     decoder = json.JSONDecoder()
     rows: list[dict] = []
     bad: list[tuple[int, int, str]] = []  # (line number, offset, decoder message)
