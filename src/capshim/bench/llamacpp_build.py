@@ -76,7 +76,7 @@ def _download_sdist(version: str, dest: Path) -> Path:
         return found[0]
     _say(f"downloading the llama-cpp-python {version} source distribution from PyPI (about 75 MB)")
     _run([sys.executable, "-m", "pip", "download", "--no-deps", "--no-binary", ":all:",
-          "--no-build-isolation", f"llama-cpp-python=={version}", "-d", str(dest)],
+          f"llama-cpp-python=={version}", "-d", str(dest)],
          log=dest / "pip-download.log")
     found = sorted(dest.glob(f"llama_cpp_python-{version}.tar.gz"))
     if not found:
