@@ -6,7 +6,7 @@
 set -euo pipefail
 cd "$(dirname "$0")"
 
-APT_PACKAGES=(build-essential python3-venv python3-dev mesa-vulkan-drivers libvulkan-dev
+APT_PACKAGES=(build-essential cmake python3-venv python3-dev mesa-vulkan-drivers libvulkan-dev
               vulkan-tools vulkan-validationlayers gobjc)
 missing=()
 for p in "${APT_PACKAGES[@]}"; do

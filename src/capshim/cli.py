@@ -197,6 +197,109 @@ def probe_cmd(api, profile_ref, simulate_ref, device, compare, show_all, as_json
         click.echo(json.dumps(out, indent=2))
     else:
         pr.print_probe(out, compare=compare, show_all=show_all)
+# --- report / evidence ---
+
+
+def _parse_arm_option(value: str) -> tuple[str, list[str]]:
+    from capshim.errors import UsageError
+
+    name, sep, files = value.partition("=")
+    name = name.strip()
+    paths = [f.strip() for f in files.split(",") if f.strip()]
+    if not sep or not name or not paths:
+        raise UsageError(f"--arm {value!r}: expected NAME=FILE.json[,FILE.json...]")
+    return name, paths
+
+
+@main.command("report")
+@click.argument("bundles", nargs=-1, type=click.Path())
+@click.option("--arm", "arm_opts", multiple=True, metavar="NAME=FILE[,FILE...]",
+              help="An arm from llama-bench -o json/jsonl files made elsewhere (one run per file; "
+                   "a .stderr beside a file gives the attested path). Repeatable; the first is the baseline.")
+@click.option("--host", "host_file", type=click.Path(), help="Host baseline: a llama-bench JSON file or a bundle.")
+@click.option("--baseline", help="The arm speedups are relative to (with --arm; default the first).")
+@click.option("--format", "fmt", type=click.Choice(["md", "html"]), help="Print or write Markdown or HTML.")
+@click.option("--output", "-o", type=click.Path(), help="Write the report to this file (and a chart beside it).")
+@click.option("--chart", type=click.Path(), help="Write the chart PNG to this path.")
+@click.option("--json", "as_json", is_flag=True, help="Print the summary JSON (one summary, or a list).")
+@click.option("--title", help="Report title.")
+def report_cmd(bundles, arm_opts, host_file, baseline, fmt, output, chart, as_json, title):
+    """Show the seed-style table of bundles (merged), or of llama-bench files made elsewhere.
+
+    \b
+    capshim report BUNDLE [BUNDLE...] [--format md|html] [--output PATH]
+    capshim report --arm stock=stock.json --arm shim=pp.json,tg.json --host host.json
+    """
+    from pathlib import Path
+
+    from capshim import report
+    from capshim.errors import UsageError
+
+    if bundles and arm_opts:
+        raise UsageError("give bundle folders or --arm files, not both")
+    if not bundles and not arm_opts:
+        raise UsageError("give one or more bundle folders, or --arm NAME=FILE.json")
+    if baseline and not arm_opts:
+        raise UsageError("--baseline applies to --arm files (a bundle keeps its own baseline)")
+    if arm_opts:
+        summaries = [report.report_from_files([_parse_arm_option(a) for a in arm_opts], host_file, baseline)]
+        labels = None
+    else:
+        if host_file:
+            raise UsageError("--host applies to --arm files (a bundle keeps its own host baseline)")
+        summaries = [report.load_summary(b) for b in bundles]
+        labels = [Path(b).resolve().name for b in bundles]
+    if as_json:
+        click.echo(json.dumps(summaries[0] if len(summaries) == 1 else summaries, indent=2))
+        return
+    if output and not fmt:
+        fmt = "html" if output.lower().endswith((".html", ".htm")) else "md"
+    if output and not chart:
+        chart = str(Path(output).with_suffix(".png"))
+    chart_ref = None
+    if chart:
+        report.draw_chart(summaries, chart, labels, title=title)
+        chart_ref = (Path(chart).name if output and Path(chart).parent.resolve() == Path(output).parent.resolve()
+                     else str(chart))
+    if fmt == "md":
+        text = report.render_markdown(summaries, labels, title=title)
+        if chart_ref:
+            text += f"\n![chart]({chart_ref})\n"
+    elif fmt == "html":
+        text = report.render_html(summaries, labels, title=title, chart=chart_ref)
+    else:
+        from rich.console import Console
+
+        Console().print(report.render_rich(summaries, labels, title=title))
+        return
+    if output:
+        try:
+            Path(output).write_text(text, encoding="utf-8")
+        except OSError as exc:
+            raise UsageError(f"--output {output}: cannot write: {exc.strerror or exc}") from None
+        click.echo(f"wrote {output}" + (f" and {chart}" if chart else ""), err=True)
+    else:
+        click.echo(text, nl=False)
+
+
+@main.group("evidence")
+def evidence_grp():
+    """Evidence bundles: verify their checksums."""
+
+
+@evidence_grp.command("verify")
+@click.argument("bundle", type=click.Path())
+def evidence_verify(bundle):
+    """Check every file of BUNDLE against its SHA256SUMS: exit 0 when all match, 1 naming each bad file."""
+    from capshim import evidence
+    from capshim.errors import EXIT_WORKLOAD
+
+    problems = evidence.verify(bundle)
+    if problems:
+        for p in problems:
+            click.echo(f"{bundle}: {p}", err=True)
+        raise SystemExit(EXIT_WORKLOAD)
+    click.echo(f"ok: {bundle}: every file matches SHA256SUMS")
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -1,0 +1,190 @@
+"""Read ``llama-bench`` machine output (``-o json`` or ``-o jsonl``).
+
+Source of the format: llama.cpp ``tools/llama-bench/llama-bench.cpp``
+(``json_printer``, ``jsonl_printer``, and the markdown printer's ``test``
+column). ``-o json`` prints one array of row objects; ``-o jsonl`` prints one
+object per line. Each row holds the configuration (``n_prompt``, ``n_gen``,
+``n_depth`` ...), ``avg_ts``/``stddev_ts`` and the per-repetition
+``samples_ns`` and ``samples_ts`` (tokens per second). capshim always uses
+``samples_ts`` (one value per repetition), never ``avg_ts``: the published
+figures are medians of samples (DESIGN.md section 1).
+
+Stdout may carry other lines (backend init lines when a library prints to
+stdout, a UTF-8 byte-order mark, blank lines): every JSON value that starts at
+the beginning of a line is decoded and the llama-bench rows kept.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from pathlib import Path
+
+from capshim.errors import CapshimError
+
+__all__ = ["LlamaBenchError", "parse_output", "load_file", "test_name", "to_records"]
+
+
+class LlamaBenchError(CapshimError):
+    """llama-bench output could not be read; the message names the source and what is wrong (exit 2)."""
+
+
+# C's printf writes non-finite doubles as nan/-nan/inf; JSON has no such tokens.
+_NONFINITE = re.compile(r"(?<=[\[:,\s])(-?)(nan|inf)(?=[\s,\]}])", re.IGNORECASE)
+
+
+def test_name(n_prompt: int, n_gen: int, n_depth: int = 0) -> str:
+    """The llama-bench test name of a row.
+
+    ``pp<n_prompt>`` when only a prompt is processed, ``tg<n_gen>`` when only
+    tokens are generated, ``pp<n>+tg<m>`` when both, plus `` @ d<n_depth>`` when
+    the context was pre-filled (llama-bench.cpp, markdown printer, field
+    ``test``).
+    """
+    if n_prompt > 0 and n_gen == 0:
+        name = f"pp{n_prompt}"
+    elif n_gen > 0 and n_prompt == 0:
+        name = f"tg{n_gen}"
+    else:
+        name = f"pp{n_prompt}+tg{n_gen}"
+    if n_depth > 0:
+        name += f" @ d{n_depth}"
+    return name
+
+
+_ROW_HINT = re.compile(r'"(samples_ts|n_prompt|build_commit)"')
+
+
+def _is_row(value) -> bool:
+    return isinstance(value, dict) and ("samples_ts" in value or "n_prompt" in value or "avg_ts" in value)
+
+
+def _check_row(row: dict, index: int, source: str) -> dict:
+    where = f"{source}: row {index}"
+    for key in ("n_prompt", "n_gen"):
+        if key not in row:
+            raise LlamaBenchError(f"{where}: key '{key}' is missing (not llama-bench -o json output?)")
+        if not isinstance(row[key], int) or isinstance(row[key], bool) or row[key] < 0:
+            raise LlamaBenchError(f"{where}: key '{key}' must be a whole number >= 0, got {row[key]!r}")
+    depth = row.get("n_depth", 0)  # older llama-bench builds have no n_depth
+    if not isinstance(depth, int) or isinstance(depth, bool) or depth < 0:
+        raise LlamaBenchError(f"{where}: key 'n_depth' must be a whole number >= 0, got {depth!r}")
+    if "samples_ts" not in row:
+        raise LlamaBenchError(
+            f"{where}: key 'samples_ts' is missing; capshim needs the per-repetition samples "
+            "(llama-bench builds from mid-2024 on print them) and never uses avg_ts")
+    samples = row["samples_ts"]
+    if not isinstance(samples, list) or not samples:
+        raise LlamaBenchError(f"{where}: key 'samples_ts' must be a non-empty list, got {samples!r}")
+    for i, v in enumerate(samples):
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v <= 0:
+            raise LlamaBenchError(f"{where}: samples_ts[{i}] must be a finite number > 0 tok/s, got {v!r}")
+    out = dict(row)
+    out["samples_ts"] = [float(v) for v in samples]
+    out["test"] = test_name(row["n_prompt"], row["n_gen"], depth)
+    return out
+
+
+def parse_output(text: str, source: str) -> list[dict]:
+    """Parse llama-bench ``-o json`` or ``-o jsonl`` output.
+
+    Args:
+        text: what llama-bench printed on stdout (str; a leading UTF-8 BOM,
+            blank lines and non-JSON lines are tolerated).
+        source: the file or stream name used in error messages.
+
+    Returns:
+        One dict per llama-bench row, in output order: the row's own keys
+        (``n_prompt``, ``n_gen``, ``samples_ts`` as floats in tok/s, ``samples_ns``
+        in nanoseconds, ...) plus ``"test"``, the llama-bench test name
+        (``pp512``, ``tg128``, ``pp512+tg128``, ``pp512 @ d512``).
+
+    Raises:
+        LlamaBenchError: no row was found, a JSON value that starts a line is
+            cut off or malformed and no row inside it could be recovered, or a row
+            lacks ``n_prompt``/``n_gen``/``samples_ts`` or has a bad value. The
+            message names ``source``, the line or row and the key.
+    """
+    if isinstance(text, bytes):  # be lenient with callers passing raw bytes
+        text = text.decode("utf-8", errors="replace")
+    text = text.replace("\ufeff", "")
+    text = _NONFINITE.sub(lambda m: "NaN" if m.group(2).lower() == "nan" else m.group(1) + "Infinity", text)
+    decoder = json.JSONDecoder()
+    rows: list[dict] = []
+    bad: list[tuple[int, int, str]] = []  # (line number, offset, decoder message)
+    consumed_to = 0
+    offset = 0
+    for lineno, line in enumerate(text.split("\n"), 1):
+        start, offset = offset, offset + len(line) + 1
+        stripped = line.lstrip()
+        if start < consumed_to or not stripped or stripped[0] not in "[{":
+            continue
+        at = start + (len(line) - len(stripped))
+        try:
+            value, end = decoder.raw_decode(text, at)
+        except json.JSONDecodeError as exc:
+            bad.append((lineno, at, exc.msg))
+            continue
+        consumed_to = end
+        if isinstance(value, list) and value and all(isinstance(v, dict) for v in value):
+            rows.extend(v for v in value if _is_row(v))
+        elif _is_row(value):
+            rows.append(value)
+    # An array whose decoding failed (junk inside it, or a run cut off) has its
+    # objects recovered one by one above; an object that itself fails to decode
+    # and looks like a llama-bench row means a cut-off or corrupted row.
+    for lineno, at, msg in bad:
+        if text[at] == "{" and _ROW_HINT.search(text, at, at + 4000):
+            raise LlamaBenchError(f"{source}: line {lineno}: malformed or cut-off llama-bench row ({msg})")
+    if not rows:
+        if bad:
+            lineno, _, msg = bad[0]
+            raise LlamaBenchError(f"{source}: line {lineno}: malformed or cut-off JSON ({msg}); "
+                                  "no complete llama-bench row found")
+        raise LlamaBenchError(f"{source}: no llama-bench rows found (expected the output of "
+                              "llama-bench -o json or -o jsonl on stdout)")
+    return [_check_row(r, i, source) for i, r in enumerate(rows)]
+
+
+def load_file(path: str | Path) -> list[dict]:
+    """Read a file of llama-bench ``-o json``/``-o jsonl`` output; see :func:`parse_output`.
+
+    Raises:
+        LlamaBenchError: the file cannot be read (names the path and the OS
+            error) or its content is not llama-bench output.
+    """
+    p = Path(path)
+    try:
+        data = p.read_bytes()
+    except OSError as exc:
+        raise LlamaBenchError(f"{p}: cannot read llama-bench output: {exc.strerror or exc}") from None
+    return parse_output(data.decode("utf-8", errors="replace"), str(p))
+
+
+_PER_RUN_KEYS = {"test_time", "avg_ns", "stddev_ns", "avg_ts", "stddev_ts", "samples_ns", "samples_ts"}
+
+
+def to_records(rows: list[dict], arm: str, run: int) -> list[dict]:
+    """Flatten parsed rows into analysis records, one per repetition.
+
+    Returns:
+        ``[{"arm": arm, "run": run, "sample": i, "test": row["test"], "tok_s": v}, ...]``
+        with ``sample`` counting from 1 within each test of the run, in tok/s.
+    """
+    out = []
+    seen: dict[str, dict] = {}
+    count: dict[str, int] = {}
+    for row in rows:
+        prev = seen.setdefault(row["test"], row)
+        if prev is not row:
+            differ = sorted(k for k in set(prev) | set(row)
+                            if k not in _PER_RUN_KEYS and prev.get(k) != row.get(k))
+            if differ:
+                raise LlamaBenchError(
+                    f"arm {arm!r} run {run}: two rows for test {row['test']!r} differ in "
+                    f"{', '.join(differ)}; run one configuration per command so samples are comparable")
+        for v in row["samples_ts"]:
+            count[row["test"]] = count.get(row["test"], 0) + 1
+            out.append({"arm": arm, "run": run, "sample": count[row["test"]], "test": row["test"], "tok_s": float(v)})
+    return out

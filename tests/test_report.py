@@ -1,0 +1,181 @@
+"""Analysis and reports: the seed's published figures reproduced exactly, flags, CLI."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from click.testing import CliRunner
+
+from _report_paths import FIXTURES, cua_dir
+from capshim import report
+from capshim.bench.analysis import AnalysisError, analyze, host_from_file
+from capshim.cli import main
+
+# (model folder, file prefix) -> published figures (DESIGN.md section 1)
+PUBLISHED = {
+    ("2026-08-09-m1-ultra", "tiny", "tiny-host-minimal", "tiny-stock-minimal", "tiny-safe-shim-10x-final"): {
+        "pp512": ("4871.99", "431.86", "4786.70", "11.08x", "98.25%"),
+        "tg128": ("286.71", "12.63", "206.60", "16.36x", "72.06%"),
+    },
+    ("2026-08-10-m1-ultra-gemma4", "gemma4", "gemma4-host-10x", "gemma4-stock-10x", "gemma4-safe-shim-10x"): {
+        "pp512": ("517.88", "71.66", "515.76", "7.20x", "99.59%"),
+        "tg128": ("52.38", "3.41", "49.67", "14.54x", "94.82%"),
+    },
+}
+
+
+def _cua_summary(folder, host, stock, shim):
+    d = cua_dir() / folder
+    return report.report_from_files([("stock", [str(d / f"{stock}.json")]),
+                                     ("unlocked", [str(d / f"{shim}.json")])], host=str(d / f"{host}.json"))
+
+
+@pytest.mark.parametrize("key", list(PUBLISHED), ids=[k[1] for k in PUBLISHED])
+def test_cua_published_figures_reproduced_exactly(key):
+    folder, _, host, stock, shim = key
+    s = _cua_summary(folder, host, stock, shim)
+    tab = report.table([s])
+    cols = tab["columns"]
+    cell = {(r["arm"], r["test"]): dict(zip(cols, r["cells"])) for r in tab["rows"]}
+    sp = "speedup vs stock (95% CI)"
+    for test, (h, st, un, speed, pct) in PUBLISHED[key].items():
+        assert cell[("host", test)]["median tok/s"] == h
+        assert cell[("stock", test)]["median tok/s"] == st
+        assert cell[("unlocked", test)]["median tok/s"] == un
+        assert cell[("unlocked", test)][sp].split(" ")[0] == speed
+        assert cell[("unlocked", test)]["% of host"].split(" ")[0] == pct
+        # the interval brackets the point value
+        cmp = s["arms"]["unlocked"]["tests"][test]["speedup"]
+        assert cmp["ci95"][0] <= cmp["value"] <= cmp["ci95"][1]
+        # path attestation: stock guest Apple5 without simdgroup mm, shimmed guest Apple9 with it
+        assert cell[("stock", test)]["GPU family"] == "Apple5 (1005)"
+        assert cell[("stock", test)]["simdgroup mm"] == "no"
+        assert cell[("unlocked", test)]["GPU family"] == "Apple9 (1009)"
+        assert cell[("unlocked", test)]["simdgroup mm"] == "yes"
+        assert cell[("host", test)]["GPU family"] == "Apple7 (1007)"
+    md = report.render_markdown([s])
+    for test, (h, st, un, speed, pct) in PUBLISHED[key].items():
+        assert f"| {un} |" in md and f"| {speed} [" in md and f"| {pct} [" in md
+
+
+def test_cua_cli_markdown_and_json():
+    d = cua_dir() / "2026-08-09-m1-ultra"
+    args = ["report", "--arm", f"stock={d / 'tiny-stock-minimal.json'}",
+            "--arm", f"unlocked={d / 'tiny-safe-shim-10x-final.json'}", "--host", str(d / "tiny-host-minimal.json")]
+    r = CliRunner().invoke(main, args + ["--format", "md"])
+    assert r.exit_code == 0, r.output
+    assert "| unlocked | pp512 | 4786.70 |" in r.output and "Apple5 (1005)" in r.output
+    r = CliRunner().invoke(main, args + ["--json"])
+    data = json.loads(r.output)
+    assert round(data["arms"]["unlocked"]["tests"]["tg128"]["speedup"]["value"], 2) == 16.36
+    assert data["arms"]["stock"]["path"]["metal"]["simdgroup_mm"] is False
+
+
+def test_pp_and_tg_from_separate_files(tmp_path):
+    src = json.loads((FIXTURES / "cua" / "tiny-safe-shim-10x-final.json").read_text())
+    (tmp_path / "pp.json").write_text(json.dumps([src[0]]))
+    (tmp_path / "tg.json").write_text(json.dumps([src[1]]))
+    (tmp_path / "pp.stderr").write_text((FIXTURES / "cua" / "tiny-safe-shim-10x-final.stderr").read_text())
+    s = report.report_from_files([("stock", [str(FIXTURES / "cua" / "tiny-stock-minimal.json")]),
+                                  ("shim", [str(tmp_path / "pp.json"), str(tmp_path / "tg.json")])])
+    shim = s["arms"]["shim"]
+    assert sorted(shim["tests"]) == ["pp512", "tg128"]
+    assert round(shim["tests"]["pp512"]["median"], 2) == 4786.70
+    assert shim["path"]["metal"]["gpu_family"] == "Apple9"
+    assert s["host"] is None and shim["tests"]["pp512"]["pct_of_host"] is None
+
+
+def _records(arm, test, values, run=1):
+    return [{"arm": arm, "run": run, "sample": i, "test": test, "tok_s": v} for i, v in enumerate(values, 1)]
+
+
+STOCK_PATH = {"vulkan": {"device_name": "llvmpipe", "fp16": False, "shared_memory": 16384}}
+FULL_PATH = {"vulkan": {"device_name": "llvmpipe", "fp16": True, "shared_memory": 32768}}
+
+
+def _arms():
+    ok = [{"run": 1, "exit_code": 0, "signal": None, "timed_out": False}]
+    return {
+        "vm-stock": {"spec": {"simulate": "vulkan-paravirt"}, "state": "active", "path": STOCK_PATH, "runs": ok},
+        "vm-unlocked": {"spec": {}, "state": "active", "path": FULL_PATH, "runs": ok},
+        "same": {"spec": {}, "state": "active", "path": STOCK_PATH, "runs": ok},
+        "dud": {"spec": {}, "state": "inert", "path": FULL_PATH, "runs": ok},
+        "crashy": {"spec": {}, "state": "failed", "path": {},
+                   "runs": ok + [{"run": 2, "exit_code": None, "signal": "SIGSEGV", "timed_out": False},
+                                 {"run": 3, "exit_code": None, "signal": None, "timed_out": True}]},
+    }
+
+
+def _synthetic_summary(host=None):
+    recs = (_records("vm-stock", "pp64", [10, 11, 12]) + _records("vm-unlocked", "pp64", [20, 22, 24])
+            + _records("same", "pp64", [10, 10, 11]) + _records("dud", "pp64", [30, 31, 32])
+            + _records("crashy", "pp64", [5, 6]))
+    return analyze(recs, _arms(), "vm-stock", host)
+
+
+def test_flags_inert_failed_and_path_unchanged():
+    s = _synthetic_summary()
+    a = s["arms"]
+    assert a["vm-unlocked"]["shim_result"] is True and a["vm-unlocked"]["path_unchanged"] is False
+    assert a["vm-unlocked"]["flags"] == []
+    assert a["vm-unlocked"]["tests"]["pp64"]["speedup"]["value"] == 2.0
+    assert a["same"]["path_unchanged"] is True and any("path unchanged" in f for f in a["same"]["flags"])
+    assert a["dud"]["shim_result"] is False and "inert: not a shim result" in a["dud"]["flags"]
+    assert any("2 of 3 runs failed" in f and "SIGSEGV" in f and "timed out" in f for f in a["crashy"]["flags"])
+    tab = report.table([s])
+    marked = {r["arm"] for r in tab["rows"] if r["marked"]}
+    assert marked == {"dud", "crashy"}
+    state = dict(zip(tab["columns"], next(r for r in tab["rows"] if r["arm"] == "dud")["cells"]))["state"]
+    assert state == "inert (NOT a shim result)"
+    md = report.render_markdown([s])
+    assert "~~dud~~" in md and "NOT a shim result" in md
+    html = report.render_html([s])
+    assert 'class="marked"' in html and "<td>vm-unlocked</td>" in html
+
+
+def test_host_percent_and_host_from_bundle(tmp_path):
+    host = {"name": "bare", "tests": {"pp64": [40.0, 40.0, 40.0]}, "path": FULL_PATH, "source": "h.json"}
+    s = _synthetic_summary(host)
+    assert s["arms"]["vm-unlocked"]["tests"]["pp64"]["pct_of_host"]["value"] == pytest.approx(55.0)
+    (tmp_path / "summary.json").write_text(json.dumps(s))
+    h = host_from_file(tmp_path)
+    assert h["tests"] == {"pp64": [10.0, 11.0, 12.0]} and h["path"] == STOCK_PATH
+
+
+def test_analysis_errors_name_the_problem(tmp_path):
+    with pytest.raises(AnalysisError, match="baseline arm 'nope'"):
+        analyze([], _arms(), "nope")
+    with pytest.raises(AnalysisError, match="record 0: arm 'ghost'"):
+        analyze(_records("ghost", "pp64", [1.0]), _arms(), "vm-stock")
+    with pytest.raises(AnalysisError, match=r"record 0 .*tok_s must be"):
+        analyze(_records("vm-stock", "pp64", [float("nan")]), _arms(), "vm-stock")
+    with pytest.raises(AnalysisError, match="state 'weird'"):
+        analyze([], {"a": {"state": "weird"}}, "a")
+    (tmp_path / "summary.json").write_text("{")
+    with pytest.raises(AnalysisError, match=r"summary\.json: invalid JSON"):
+        host_from_file(tmp_path)
+
+
+def test_cli_errors_exit_2_without_traceback(tmp_path):
+    r = CliRunner().invoke(main, ["report", "--arm", "justaname"])
+    assert r.exit_code == 2 and "expected NAME=FILE.json" in r.output and "Traceback" not in r.output
+    r = CliRunner().invoke(main, ["report", str(tmp_path)])
+    assert r.exit_code == 2 and "summary.json" in r.output
+    r = CliRunner().invoke(main, ["report"])
+    assert r.exit_code == 2
+
+
+def test_merge_bundles_and_write_html_with_chart(tmp_path):
+    s = _synthetic_summary()
+    for name in ("day1", "day2"):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "summary.json").write_text(json.dumps(s))
+    out = tmp_path / "r.html"
+    r = CliRunner().invoke(main, ["report", str(tmp_path / "day1"), str(tmp_path / "day2"), "--output", str(out)])
+    assert r.exit_code == 0, r.output
+    text = out.read_text()
+    assert "<th>bundle</th>" in text and "<td>day1</td>" in text and "<td>day2</td>" in text
+    assert (tmp_path / "r.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    r = CliRunner().invoke(main, ["report", str(tmp_path / "day1")])
+    assert r.exit_code == 0 and "vm-unlocked" in r.output
