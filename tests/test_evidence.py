@@ -9,7 +9,7 @@ import subprocess
 import pytest
 from click.testing import CliRunner
 
-from _report_paths import FIXTURES
+from tests._report_paths import FIXTURES
 from capshim import evidence
 from capshim.bench import llamabench
 from capshim.bench.attest import parse_path

@@ -7,7 +7,7 @@ import json
 import pytest
 from click.testing import CliRunner
 
-from _report_paths import FIXTURES, cua_dir
+from tests._report_paths import FIXTURES, cua_dir
 from capshim import report
 from capshim.bench.analysis import AnalysisError, analyze, host_from_file
 from capshim.cli import main

@@ -197,6 +197,8 @@ def probe_cmd(api, profile_ref, simulate_ref, device, compare, show_all, as_json
         click.echo(json.dumps(out, indent=2))
     else:
         pr.print_probe(out, compare=compare, show_all=show_all)
+
+
 # --- report / evidence ---
 
 

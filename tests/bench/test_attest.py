@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from _report_paths import FIXTURES
+from tests._report_paths import FIXTURES
 from capshim.bench.attest import display_value, parse_path, same_path
 
 CUA = FIXTURES / "cua"

@@ -7,7 +7,7 @@ import statistics
 
 import pytest
 
-from _report_paths import FIXTURES
+from tests._report_paths import FIXTURES
 from capshim.bench import llamabench
 from capshim.bench.llamabench import LlamaBenchError, parse_output
 

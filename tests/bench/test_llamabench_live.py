@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from _report_paths import FIXTURES
+from tests._report_paths import FIXTURES
 from capshim.bench import analysis, attest, llamabench
 from capshim.bench.llamacpp_build import ensure_llama_bench
 
