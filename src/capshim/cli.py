@@ -304,5 +304,78 @@ def evidence_verify(bundle):
     click.echo(f"ok: {bundle}: every file matches SHA256SUMS")
 
 
+# --- bench ---
+
+
+@main.command("bench", context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})
+@click.option("--arm", "arm_opts", multiple=True, metavar="NAME=SPEC",
+              help="An arm: NAME= (stock), NAME=simulate:P, NAME=profile:P, NAME=simulate:P,profile:Q; "
+                   "profile:restore answers the stock values P lowered. Repeat for each arm.")
+@click.option("--baseline", help="The arm speedups are relative to (default: vm-stock / stock / the first arm).")
+@click.option("--host-baseline", type=click.Path(), metavar="PATH",
+              help="Bare-metal host numbers measured elsewhere: a bundle or a llama-bench JSON file.")
+@click.option("--host-arm", metavar="NAME", help="An arm of this bench that plays the host (default: native).")
+@click.option("--repetitions", "-r", type=click.IntRange(1, 1000), default=None,
+              help="Recorded runs per arm, one process each [default: 10; 5 for the built-in workload on a CPU device].")
+@click.option("--warmup", type=click.IntRange(0, 100), default=1, show_default=True,
+              help="Unrecorded warm-up runs per arm.")
+@click.option("--timeout", type=click.FloatRange(1), default=900, show_default=True, help="Seconds one run may take.")
+@click.option("--out", type=click.Path(file_okay=False), help="Evidence bundle folder [default: ./capshim-bench-DATE-TIME].")
+@click.option("--model", metavar="PATH|PRESET",
+              help="Built-in workload: a GGUF file, or a preset (tiny, tinyllama-1.1b) [default: tiny].")
+@click.option("--n-prompt", "-p", type=click.IntRange(1), default=512, show_default=True, help="Built-in: prompt tokens (pp test).")
+@click.option("--n-gen", "-n", type=click.IntRange(1), default=128, show_default=True, help="Built-in: generated tokens (tg test).")
+@click.option("--check-output/--no-check-output", default=None,
+              help="Compare generated token ids of every arm with the host/baseline arm [default: on for the built-in workload].")
+@click.option("--strict", is_flag=True, help="Exit 3 when an arm's shim stayed inert or invalid.")
+@click.option("--json", "as_json", is_flag=True, help="Print summary.json on stdout instead of the table.")
+@click.argument("command", nargs=-1, type=click.UNPROCESSED)
+def bench_cmd(arm_opts, baseline, host_baseline, host_arm, repetitions, warmup, timeout, out, model, n_prompt, n_gen,
+              check_output, strict, as_json, command):
+    """Benchmark arms (stock, simulated, shimmed) A/B, interleaved, and write an evidence bundle.
+
+    \b
+    With no arguments: the embedded default. On Linux, llama.cpp (Vulkan) on a
+    small synthetic model, three arms: native, vm-stock (--simulate
+    vulkan-paravirt) and vm-unlocked (vm-stock plus a profile restoring the
+    native answers). On macOS: stock and metal-apple9.
+    With -- CMD ARGS: any llama-bench command (-o json is added when missing).
+
+    \b
+    Examples:
+      capshim bench
+      capshim bench --arm stock= --arm apple9=profile:metal-apple9 -- llama-bench -m m.gguf -p 512 -n 128 -r 10
+      capshim bench -r 5 --host-baseline host-llama-bench.json -- llama-bench -m m.gguf
+    """
+    from pathlib import Path
+
+    from capshim.bench import plan
+    from capshim.report import render_rich
+
+    argv = list(command)
+    if argv and argv[0] == "--":
+        argv = argv[1:]
+    p = plan.make_plan(arm_opts, baseline, host_arm, host_baseline, repetitions, model, n_prompt, n_gen,
+                       check_output, argv, platform=sys.platform)
+    stamp = __import__("datetime").datetime.now().strftime("%Y%m%d-%H%M%S")
+    out_dir = Path(out) if out else Path(f"capshim-bench-{stamp}")
+    result = plan.execute(p, out_dir, warmup=warmup, timeout=timeout)
+    if as_json:
+        click.echo(json.dumps(result.summary, indent=2))
+    else:
+        from rich.console import Console
+
+        Console().print(render_rich([result.summary], title=p.title))
+    click.echo(f"evidence bundle: {result.bundle}  (check it: capshim evidence verify {result.bundle})", err=True)
+    for name in result.non_shim_arms:
+        click.echo(f"capshim: arm {name} is {result.summary['arms'][name]['state']}: not a shim result", err=True)
+    if result.interrupted:
+        sys.exit(130)
+    if strict and any(result.summary["arms"][a]["state"] in ("inert", "invalid") for a in result.non_shim_arms):
+        sys.exit(3)
+    if result.failed_runs:
+        sys.exit(1)
+
+
 if __name__ == "__main__":  # pragma: no cover
     sys.exit(main())

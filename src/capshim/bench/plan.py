@@ -1,0 +1,163 @@
+"""Resolve ``capshim bench`` options into arms, a workload and a device, then run.
+
+The embedded default (no arguments) on Linux: the built-in llama.cpp workload
+(:mod:`capshim.bench.builtin`, through cyllama's Vulkan build) on the ``tiny``
+synthetic model, with arms ``native``, ``vm-stock`` and ``vm-unlocked``
+(:func:`capshim.bench.arms.default_arms`). The Vulkan device is chosen from a
+stock probe: the first GPU; on a CPU-only machine lavapipe, with
+``GGML_VK_VISIBLE_DEVICES`` set to its index (llama.cpp skips CPU-type Vulkan
+devices otherwise: ggml-vulkan.cpp, device enumeration).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from capshim import profiles
+from capshim.bench import arms as arms_mod
+from capshim.bench.arms import Arm
+from capshim.bench.runner import BenchResult, Workload, llama_bench_workload, run_bench
+from capshim.errors import CapshimError, UsageError
+
+MODEL_PRESETS = ("tiny", "tinyllama-1.1b")
+
+
+@dataclass
+class Plan:
+    """A resolved bench: what :func:`execute` runs."""
+
+    arms: list[Arm]
+    workload: Workload
+    baseline: str
+    host_arm: str | None
+    host: dict | None
+    repetitions: int
+    title: str
+    device: dict | None
+
+
+def _pick_vulkan_device(stock: dict) -> tuple[int, dict]:
+    """Index of the first non-CPU device in probe order, else 0 (lavapipe)."""
+    from capshim.backends import vulkan
+
+    names = stock.get("devices") or [stock["device"]["name"]]
+    for i in range(len(names)):
+        data = stock if i == stock["device"]["index"] else vulkan.probe(device=i)
+        if data["device"]["type"] != "cpu":
+            return i, data
+    return 0, stock if stock["device"]["index"] == 0 else vulkan.probe(device=0)
+
+
+def _builtin_workload(model: str | None, n_prompt: int, n_gen: int, check_output: bool) -> Workload:
+    from capshim.bench import builtin
+    from capshim.bench import model as model_mod
+
+    ref = model or "tiny"
+    if ref in MODEL_PRESETS:
+        path = model_mod.ensure_model(ref)
+    else:
+        path = Path(ref)
+        if not path.is_file():
+            raise UsageError(f"--model {ref}: no such file, and not a preset ({', '.join(MODEL_PRESETS)})")
+    env = builtin.worker_env()
+    versions = {}
+    try:
+        from importlib.metadata import version
+
+        for dist in ("cyllama-vulkan", "cyllama", "gguf"):
+            try:
+                versions[dist] = version(dist)
+            except Exception:  # noqa: BLE001 - not installed is fine
+                pass
+    except ImportError:
+        pass
+    binary = None
+    try:
+        import importlib.util
+
+        spec = importlib.util.find_spec("cyllama.llama.llama_cpp")
+        if spec is not None and spec.origin:
+            binary = Path(spec.origin)
+    except (ImportError, ValueError):
+        binary = None
+    argv = builtin.worker_command(path, n_prompt=n_prompt, n_gen=n_gen, repetitions=1)
+    return Workload("builtin", argv, env=env, binary=binary, model=path, check_output=check_output,
+                    versions=versions)
+
+
+def make_plan(arm_opts: tuple[str, ...] | list[str], baseline: str | None, host_arm: str | None,
+              host_baseline: str | None, repetitions: int | None, model: str | None, n_prompt: int, n_gen: int,
+              check_output: bool | None, argv: list[str], platform: str) -> Plan:
+    """Turn the command line into a Plan.
+
+    Raises:
+        UsageError: bad arms, baseline, model or workload command (exit 2).
+        CapshimError: the stock probe failed (no Vulkan driver).
+    """
+    if arm_opts:
+        arms = [arms_mod.parse(o) for o in arm_opts]
+        default_baseline, default_host = arms[0].name, None
+        if any(a.name == "native" and not a.shimmed for a in arms):
+            default_host = "native"
+    else:
+        arms, default_baseline, default_host = arms_mod.default_arms(platform)
+    names = [a.name for a in arms]
+    if len(set(names)) != len(names):
+        raise UsageError(f"--arm: arm names must be unique ({', '.join(names)})")
+    baseline = baseline or ("vm-stock" if "vm-stock" in names and not arm_opts else default_baseline)
+    if baseline not in names:
+        raise UsageError(f"--baseline {baseline!r} is not an arm ({', '.join(names)})")
+    host = None
+    if host_baseline:
+        from capshim.bench.analysis import host_from_file
+
+        host = host_from_file(host_baseline)
+        host_arm = None
+    else:
+        host_arm = host_arm or default_host
+        if host_arm is not None and host_arm not in names:
+            raise UsageError(f"--host-arm {host_arm!r} is not an arm ({', '.join(names)})")
+    if model and argv:
+        raise UsageError("--model is for the built-in workload; a command after -- brings its own model")
+    device = None
+    uses_vulkan = any(p is not None and p.api == "vulkan" for a in arms for p in (a.profile, a.simulate)) or any(
+        a.restore for a in arms) or (not argv and platform != "darwin")
+    extra_env: dict[str, str] = {}
+    if uses_vulkan:
+        from capshim.backends import vulkan
+
+        stock = vulkan.probe()
+        index, chosen = _pick_vulkan_device(stock)
+        device = chosen["device"]
+        if chosen["device"]["type"] == "cpu" and "GGML_VK_VISIBLE_DEVICES" not in os.environ:
+            extra_env["GGML_VK_VISIBLE_DEVICES"] = str(index)
+        for a in arms:
+            if a.restore:
+                a.profile = vulkan.restore_profile(chosen, a.simulate)
+                a.restore = False
+    if argv:
+        workload = llama_bench_workload(argv, check_output=bool(check_output))
+        reps = repetitions or 10
+    else:
+        workload = _builtin_workload(model, n_prompt, n_gen, check_output if check_output is not None else True)
+        cpu = device is not None and device.get("type") == "cpu"
+        reps = repetitions or (5 if cpu else 10)
+    workload.env.update(extra_env)
+    title = "capshim bench"
+    if device:
+        title += f" — {device['name']}"
+    return Plan(arms, workload, baseline, host_arm, host, reps, title, device)
+
+
+def execute(plan: Plan, out: Path, warmup: int = 1, timeout: float = 900.0) -> BenchResult:
+    """Run a Plan (see :func:`capshim.bench.runner.run_bench`)."""
+    if out.exists() and any(out.iterdir()):
+        raise UsageError(f"--out {out}: folder exists and is not empty")
+    return run_bench(plan.arms, plan.workload, plan.baseline, out, repetitions=plan.repetitions, warmup=warmup,
+                     timeout=timeout, host_arm=plan.host_arm, host=plan.host,
+                     extra_metadata={"device": plan.device, "title": plan.title})
+
+
+__all__ = ["make_plan", "execute", "Plan", "MODEL_PRESETS", "profiles", "CapshimError"]
