@@ -1,0 +1,1 @@
+"""Benchmarks: workloads, parsing, statistics, path attestation."""
