@@ -1,0 +1,490 @@
+"""The built-in llama.cpp workload: one process per arm run, llama-bench JSON out.
+
+Run as ``python -m capshim.bench.builtin --model PATH [--n-prompt 512]
+[--n-gen 128] [--repetitions 1] [--threads N] [--ngl 99] [--seed 0]``.
+
+It loads the model through ``cyllama.llama.llama_cpp`` (the low-level
+llama.cpp binding of the ``cyllama-vulkan`` wheel), runs one untimed pass that
+also serves as the correctness probe (the prompt, then ``n_gen`` greedy
+tokens), then per repetition a prompt-processing test (``n_prompt`` tokens
+from an empty cache) and a generation test (``n_gen`` single-token decodes from
+an empty cache, the first token BOS, each next one the argmax), the same
+tests llama-bench runs (``tools/llama-bench/llama-bench.cpp``: ``test_prompt``
+and ``test_gen``). Times come from llama.cpp's own perf counters
+(``llama_perf_context``: ``t_p_eval_ms``/``n_p_eval`` for batches of more
+than one token, ``t_eval_ms``/``n_eval`` for single tokens; read through
+``LlamaContext.get_perf_data()``, the same keys in cyllama 0.2.18 and 0.7.0).
+
+STDOUT gets exactly one JSON array in llama-bench's ``-o json`` row format,
+one row per test (``pp<n_prompt>``, ``tg<n_gen>``), each with an extra key
+``capshim_output`` (greedy token ids, logits digest, smallest top-1 margin).
+Everything else, llama.cpp's logs included (its default logger writes every
+line, the ``ggml_vulkan: 0 = ...`` device line too, to stderr), goes to
+STDERR: file descriptor 1 is pointed at stderr while llama.cpp runs, so no
+native print can reach stdout.
+
+Exit codes (DESIGN.md section 3): 0 success; 1 the workload failed (model
+did not load, a decode failed); 2 bad usage (bad flag, missing model file).
+Errors are one line on stderr, ``capshim-builtin: error: ...``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import statistics
+import sys
+import time
+from pathlib import Path
+
+PROG = "capshim-builtin"
+EXIT_WORKLOAD = 1
+EXIT_USAGE = 2
+
+
+class WorkerError(Exception):
+    """An expected failure: reported as one line with its exit code."""
+
+    def __init__(self, message: str, exit_code: int = EXIT_WORKLOAD):
+        super().__init__(message)
+        self.exit_code = exit_code
+
+
+# --------------------------------------------------------------------------
+# what the bench orchestration calls
+
+
+def worker_env(cache_dir: Path | None = None) -> dict[str, str]:
+    """Environment variables the bench should set for every worker run.
+
+    ``MESA_SHADER_CACHE_DIR`` points Mesa's on-disk shader cache (used by
+    lavapipe, RADV, ANV) at ``<cache_dir>/mesa-shader-cache``, so only the first
+    run compiles llama.cpp's Vulkan pipelines (measured on lavapipe, 2 cores:
+    about 30 s cold, a few seconds warm); ``MESA_SHADER_CACHE_DISABLE=false``
+    makes sure it is on. The cache is keyed by the shader and driver, so arms
+    that select different shaders do not share wrong entries. NVIDIA's
+    driver keeps its own cache (``__GL_SHADER_DISK_CACHE_PATH``), set to
+    ``<cache_dir>/nv-shader-cache`` too. ``PYTHONUNBUFFERED=1`` keeps stderr
+    lines in order with llama.cpp's.
+
+    Args:
+        cache_dir: the capshim cache folder (default ``capshim_cache_dir()``,
+            i.e. ``$XDG_CACHE_HOME/capshim``). The sub-folders are created.
+
+    Returns:
+        A dict of variable -> value to add to the worker's environment. It does
+        not set ``GGML_VK_VISIBLE_DEVICES``: picking the device is the bench's.
+    """
+    from capshim.bench.model import capshim_cache_dir
+
+    base = Path(cache_dir) if cache_dir is not None else capshim_cache_dir()
+    mesa = base / "mesa-shader-cache"
+    nv = base / "nv-shader-cache"
+    for d in (mesa, nv):
+        d.mkdir(parents=True, exist_ok=True)
+    return {
+        "MESA_SHADER_CACHE_DIR": str(mesa),
+        "MESA_SHADER_CACHE_DISABLE": "false",
+        "__GL_SHADER_DISK_CACHE": "1",
+        "__GL_SHADER_DISK_CACHE_PATH": str(nv),
+        "__GL_SHADER_DISK_CACHE_SKIP_CLEANUP": "1",
+        "PYTHONUNBUFFERED": "1",
+    }
+
+
+def worker_command(
+    model: Path | str,
+    n_prompt: int = 512,
+    n_gen: int = 128,
+    repetitions: int = 1,
+    threads: int | None = None,
+    ngl: int = 99,
+    seed: int = 0,
+    flash_attn: int = -1,
+    python: str | None = None,
+) -> list[str]:
+    """The argv of one worker run: ``[python, -m, capshim.bench.builtin, ...]``.
+
+    Args:
+        model: GGUF model path (``capshim.bench.model.ensure_model()`` for the
+            synthetic ones).
+        n_prompt: prompt tokens of the pp test (0 skips it).
+        n_gen: generated tokens of the tg test (0 skips it).
+        repetitions: timed repetitions of each test in this process.
+        threads: CPU threads (default: the worker's CPU affinity count).
+        ngl: layers offloaded to the GPU (llama.cpp ``n_gpu_layers``).
+        seed: seed of the deterministic prompt token ids.
+        flash_attn: llama.cpp ``flash_attn_type``: -1 auto, 0 off, 1 on.
+        python: interpreter (default ``sys.executable``).
+
+    The child needs ``capshim`` importable: the bench passes its own
+    ``PYTHONPATH`` or runs from an installed package.
+    """
+    cmd = [python or sys.executable, "-m", "capshim.bench.builtin", "--model", str(model),
+           "--n-prompt", str(n_prompt), "--n-gen", str(n_gen),
+           "--repetitions", str(repetitions), "--ngl", str(ngl), "--seed", str(seed)]
+    if threads is not None:
+        cmd += ["--threads", str(threads)]
+    if flash_attn != -1:
+        cmd += ["--flash-attn", str(flash_attn)]
+    return cmd
+
+
+def prompt_tokens(n_prompt: int, n_vocab: int, bos: int | None, seed: int = 0) -> list[int]:
+    """Deterministic prompt token ids: BOS (when the model has one), then ids
+    from a 64-bit LCG (Knuth's MMIX constants) over the non-special range
+    ``[3, n_vocab)``."""
+    out: list[int] = []
+    if n_prompt <= 0:
+        return out
+    if bos is not None and bos >= 0:
+        out.append(bos)
+    x = (seed * 0x9E3779B97F4A7C15 + 1) & 0xFFFFFFFFFFFFFFFF
+    lo = 3 if n_vocab > 3 else 0
+    while len(out) < n_prompt:
+        x = (x * 6364136223846793005 + 1442695040888963407) & 0xFFFFFFFFFFFFFFFF
+        out.append(lo + (x >> 33) % (n_vocab - lo))
+    return out
+
+
+# --------------------------------------------------------------------------
+# the worker
+
+
+def _parse_args(argv: list[str] | None) -> argparse.Namespace:
+    ap = argparse.ArgumentParser(
+        prog="python -m capshim.bench.builtin",
+        description="capshim's built-in llama.cpp benchmark; prints llama-bench JSON rows.",
+    )
+    ap.add_argument("--model", required=True, help="GGUF model file")
+    ap.add_argument("--n-prompt", type=int, default=512, help="prompt tokens (0: no pp test)")
+    ap.add_argument("--n-gen", type=int, default=128, help="generated tokens (0: no tg test)")
+    ap.add_argument("--repetitions", type=int, default=1, help="timed repetitions per test")
+    ap.add_argument("--threads", type=int, default=None, help="CPU threads")
+    ap.add_argument("--ngl", type=int, default=99, help="layers on the GPU")
+    ap.add_argument("--seed", type=int, default=0, help="seed of the prompt token ids")
+    ap.add_argument("--n-batch", type=int, default=2048, help="logical batch size")
+    ap.add_argument("--n-ubatch", type=int, default=512, help="physical batch size")
+    ap.add_argument("--flash-attn", type=int, choices=(-1, 0, 1), default=-1,
+                    help="flash attention: -1 auto (llama.cpp's default), 0 off, 1 on")
+    args = ap.parse_args(argv)
+    for name in ("n_prompt", "n_gen"):
+        if getattr(args, name) < 0:
+            ap.error(f"--{name.replace('_', '-')} must be >= 0")
+    if args.n_prompt == 0 and args.n_gen == 0:
+        ap.error("--n-prompt and --n-gen are both 0: nothing to run")
+    if args.repetitions < 1:
+        ap.error("--repetitions must be >= 1")
+    if args.threads is not None and args.threads < 1:
+        ap.error("--threads must be >= 1")
+    if args.n_batch < 1 or args.n_ubatch < 1:
+        ap.error("--n-batch and --n-ubatch must be >= 1")
+    return args
+
+
+def _get(obj, name: str, default=None):
+    """An attribute that is a property in one cyllama version and a method in another."""
+    value = getattr(obj, name, default)
+    return value() if callable(value) else value
+
+
+def _model_class(cy):
+    """LlamaModel with an ``n_vocab`` attribute.
+
+    cyllama 0.2.18's ``LlamaContext.get_logits_ith`` reads ``self.model.n_vocab``,
+    which its ``LlamaModel`` lacks (AttributeError); a subclass adds it.
+    """
+    base = cy.LlamaModel
+    if hasattr(base, "n_vocab"):
+        return base
+    try:
+        class _Model(base):  # type: ignore[misc, valid-type]
+            @property
+            def n_vocab(self):
+                return self.get_vocab().n_vocab
+    except TypeError:  # a final extension type
+        return base
+    return _Model
+
+
+def _build_info(cy) -> tuple[str, int]:
+    """(build_commit, build_number) of the llama.cpp inside cyllama."""
+    commit = ""
+    try:
+        commit = str(cy.ggml_commit())
+    except Exception:
+        pass
+    number = 0
+    try:
+        import cyllama
+
+        cfg = json.loads((Path(cyllama.__file__).parent / "build_config.json").read_text())
+        tag = str(cfg["versions"]["llama_cpp_version"])  # e.g. "b9190"
+        number = int(tag.lstrip("b"))
+    except Exception:
+        pass
+    return commit, number
+
+
+def _devices(cy) -> tuple[str, str]:
+    """(cpu_info, gpu_info) as llama-bench names them: device descriptions."""
+    cpu, gpu = [], []
+    try:
+        for d in cy.ggml_backend_dev_info():
+            kind = str(d.get("type", ""))
+            (cpu if kind == "CPU" else gpu if kind in ("GPU", "iGPU") else []).append(
+                str(d.get("description", d.get("name", ""))))
+    except Exception:
+        pass
+    return ", ".join(cpu), ", ".join(gpu)
+
+
+def _now() -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+
+
+def _stats(samples_ns: list[int], n_tokens: int) -> dict:
+    """llama-bench's avg/stddev (sample stddev, 0 for one sample) of ns and tok/s."""
+    ts = [n_tokens * 1e9 / ns for ns in samples_ns]
+    sd = statistics.stdev if len(samples_ns) > 1 else (lambda _: 0.0)
+    return {
+        "avg_ns": int(round(statistics.fmean(samples_ns))),
+        "stddev_ns": int(round(sd(samples_ns))),
+        "avg_ts": round(statistics.fmean(ts), 6),
+        "stddev_ts": round(sd(ts), 6),
+        "samples_ns": [int(x) for x in samples_ns],
+        "samples_ts": [round(x, 6) for x in ts],
+    }
+
+
+class _Runner:
+    """One loaded model and context, with the tests."""
+
+    def __init__(self, args: argparse.Namespace):
+        import numpy as np
+
+        self.np = np
+        self.args = args
+        try:
+            import cyllama.llama.llama_cpp as cy
+        except ImportError as exc:
+            raise WorkerError(f"cannot import cyllama (pip install cyllama-vulkan): {exc}") from None
+        self.cy = cy
+        cy.ggml_backend_load_all()  # prints the ggml_vulkan device lines to stderr
+        mp = cy.LlamaModelParams()
+        mp.n_gpu_layers = args.ngl
+        try:
+            self.model = _model_class(cy)(str(args.model), mp)
+        except Exception as exc:
+            raise WorkerError(f"llama.cpp could not load {args.model}: {exc}") from None
+        self.vocab = self.model.get_vocab()
+        self.n_vocab = int(_get(self.vocab, "n_vocab"))
+        bos = _get(self.vocab, "token_bos")
+        self.bos = int(bos) if bos is not None and int(bos) >= 0 else None
+        cp = cy.LlamaContextParams()
+        n_ctx = max(args.n_prompt, 1) + args.n_gen + 1
+        cp.n_ctx = (n_ctx + 255) // 256 * 256
+        cp.n_batch = args.n_batch
+        cp.n_ubatch = min(args.n_ubatch, args.n_batch)
+        cp.n_threads = args.threads
+        cp.n_threads_batch = args.threads
+        cp.no_perf = False
+        if hasattr(cp, "flash_attn_type"):
+            cp.flash_attn_type = args.flash_attn
+        try:
+            self.ctx = cy.LlamaContext(self.model, cp)
+        except Exception as exc:
+            raise WorkerError(f"llama.cpp could not create a context: {exc}") from None
+        self.flash_attn = int(_get(cp, "flash_attn_type", -1))
+        self.n_batch, self.n_ubatch = int(cp.n_batch), int(cp.n_ubatch)
+        self.prompt = prompt_tokens(args.n_prompt, self.n_vocab, self.bos, args.seed)
+
+    # -- llama.cpp calls
+    def _clear(self) -> None:
+        self.ctx.kv_cache_clear()
+
+    def _decode(self, tokens: list[int], pos: int) -> None:
+        rc = self.ctx.decode(self.cy.llama_batch_get_one(tokens, pos))
+        if isinstance(rc, int) and rc != 0:
+            raise WorkerError(f"llama_decode returned {rc}")
+
+    def _logits(self):
+        lg = self.ctx.get_logits_ith(-1)
+        if lg is None:
+            raise WorkerError("llama.cpp returned no logits")
+        return self.np.asarray(lg, dtype=self.np.float32)
+
+    def _perf(self) -> dict:
+        self.ctx.synchronize()
+        return dict(self.ctx.get_perf_data())
+
+    def _prompt(self) -> None:
+        for i in range(0, len(self.prompt), self.n_batch):
+            self._decode(self.prompt[i:i + self.n_batch], i)
+
+    # -- passes
+    def correctness_pass(self) -> dict:
+        """Untimed warm-up: prompt, then n_gen greedy tokens (each one decoded).
+
+        Returns the capshim_output record: greedy token ids, SHA-256 of the
+        float32 logits of every step, smallest top-1 minus top-2 logit.
+        """
+        np = self.np
+        self._clear()
+        digest = hashlib.sha256()
+        ids: list[int] = []
+        margins: list[float] = []
+        pos = 0
+        if self.prompt:
+            self._prompt()
+            pos = len(self.prompt)
+        else:
+            self._decode([self.bos if self.bos is not None else 0], 0)
+            pos = 1
+        steps = max(self.args.n_gen, 1)
+        for _ in range(steps):
+            lg = self._logits()
+            if not np.all(np.isfinite(lg)):
+                digest.update(lg.tobytes())
+                ids.append(-1)
+                margins.append(float("nan"))
+            else:
+                digest.update(lg.tobytes())
+                top2 = np.partition(lg, -2)[-2:]
+                margins.append(float(top2[1] - top2[0]))
+                ids.append(int(np.argmax(lg)))
+            self._decode([max(ids[-1], 0)], pos)  # also warms the single-token path
+            pos += 1
+        finite = [m for m in margins if m == m]
+        return {
+            "token_ids": ids[: self.args.n_gen] if self.args.n_gen else ids[:1],
+            "logits_sha256": digest.hexdigest(),
+            "top1_margin_min": round(min(finite), 6) if finite else None,
+            "nonfinite_logits": len(finite) < len(margins),
+        }
+
+    def test_prompt(self) -> int:
+        """One pp test from an empty cache; its time in ns (perf counters)."""
+        self._clear()
+        before = self._perf()
+        self._prompt()
+        after = self._perf()
+        n = after["n_p_eval"] - before["n_p_eval"]
+        if n != len(self.prompt):
+            raise WorkerError(f"perf counters saw {n} prompt tokens, expected {len(self.prompt)}")
+        return int(round((after["t_p_eval_ms"] - before["t_p_eval_ms"]) * 1e6))
+
+    def test_gen(self) -> int:
+        """One tg test from an empty cache: n_gen single-token decodes, greedy."""
+        self._clear()
+        before = self._perf()
+        token = self.bos if self.bos is not None else 0
+        for pos in range(self.args.n_gen):
+            self._decode([token], pos)
+            token = int(self.np.argmax(self._logits()))
+        after = self._perf()
+        n = after["n_eval"] - before["n_eval"]
+        if n != self.args.n_gen:
+            raise WorkerError(f"perf counters saw {n} generated tokens, expected {self.args.n_gen}")
+        return int(round((after["t_eval_ms"] - before["t_eval_ms"]) * 1e6))
+
+
+def run(args: argparse.Namespace) -> list[dict]:
+    """Run the worker's passes and return the llama-bench rows (no printing).
+
+    Raises:
+        WorkerError: the model did not load or a decode failed.
+    """
+    r = _Runner(args)
+    cy = r.cy
+    commit, number = _build_info(cy)
+    cpu_info, gpu_info = _devices(cy)
+    output = r.correctness_pass()
+    common = {
+        "build_commit": commit,
+        "build_number": number,
+        "cpu_info": cpu_info,
+        "gpu_info": gpu_info,
+        "backends": "Vulkan" if gpu_info else "CPU",
+        "model_filename": str(args.model),
+        "model_type": str(_get(r.model, "desc", "")),
+        "model_size": int(_get(r.model, "size", 0)),
+        "model_n_params": int(_get(r.model, "n_params", 0)),
+        "n_batch": r.n_batch,
+        "n_ubatch": r.n_ubatch,
+        "n_threads": args.threads,
+        "cpu_mask": "0x0",
+        "cpu_strict": False,
+        "poll": 50,
+        "type_k": "f16",
+        "type_v": "f16",
+        "n_gpu_layers": args.ngl,
+        "split_mode": "layer",
+        "main_gpu": 0,
+        "no_kv_offload": False,
+        "flash_attn": r.flash_attn,
+        "tensor_split": "0.00",
+        "use_mmap": True,
+        "embeddings": False,
+    }
+    tests = []
+    if args.n_prompt > 0:
+        tests.append((args.n_prompt, 0, r.test_prompt))
+    if args.n_gen > 0:
+        tests.append((0, args.n_gen, r.test_gen))
+    rows = []
+    for n_prompt, n_gen, fn in tests:
+        test_time = _now()
+        samples = [fn() for _ in range(args.repetitions)]
+        if any(s <= 0 for s in samples):
+            raise WorkerError(f"perf counters gave a non-positive time: {samples}")
+        rows.append({**common, "n_prompt": n_prompt, "n_gen": n_gen, "n_depth": 0,
+                     "test_time": test_time, **_stats(samples, n_prompt + n_gen),
+                     "capshim_output": output})
+    return rows
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point: parse, run, print the JSON array on the real stdout.
+
+    Returns the exit code (0, 1 or 2); argparse exits 2 itself on bad flags.
+    """
+    args = _parse_args(argv)
+    if args.threads is None:
+        try:
+            args.threads = len(os.sched_getaffinity(0))
+        except (AttributeError, OSError):
+            args.threads = os.cpu_count() or 1
+    model = Path(args.model)
+    if not model.is_file():
+        print(f"{PROG}: error: model file not found: {model}", file=sys.stderr)
+        return EXIT_USAGE
+    # Keep stdout for the JSON only: point fd 1 at stderr while llama.cpp runs.
+    sys.stdout.flush()
+    real_stdout = os.dup(1)
+    os.dup2(2, 1)
+    try:
+        rows = run(args)
+    except WorkerError as exc:
+        print(f"{PROG}: error: {exc}", file=sys.stderr)
+        return exc.exit_code
+    except Exception as exc:  # an unexpected failure inside llama.cpp or cyllama
+        if os.environ.get("CAPSHIM_DEBUG"):
+            import traceback
+
+            traceback.print_exc()
+        print(f"{PROG}: error: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return EXIT_WORKLOAD
+    finally:
+        sys.stdout.flush()
+        sys.stderr.flush()
+    with os.fdopen(real_stdout, "w") as out:
+        json.dump(rows, out, indent=1)
+        out.write("\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
