@@ -365,7 +365,10 @@ def bench_cmd(arm_opts, baseline, host_baseline, host_arm, repetitions, warmup, 
     else:
         from rich.console import Console
 
-        Console().print(render_rich([result.summary], title=p.title))
+        console = Console()
+        if not console.is_terminal:
+            console = Console(width=220)  # a file or pipe: don't wrap the table to 80 columns
+        console.print(render_rich([result.summary], title=p.title))
     click.echo(f"evidence bundle: {result.bundle}  (check it: capshim evidence verify {result.bundle})", err=True)
     for name in result.non_shim_arms:
         click.echo(f"capshim: arm {name} is {result.summary['arms'][name]['state']}: not a shim result", err=True)
