@@ -6,6 +6,7 @@
  *   new CLASS...       [[CLASS alloc] init] each (hook path 1 entry)
  *   create             MTLCreateSystemDefaultDevice()
  *   copyall            MTLCopyAllDevices()
+ *   create-then-new C  MTLCreateSystemDefaultDevice(), then [[C alloc] init]
  *   threads N CLASS    N threads create CLASS devices at once and query them
  *   env                the injection and configuration variables as seen
  *                      after load, then a child (this driver, "new
@@ -134,6 +135,15 @@ int main(int argc, char **argv)
         id dev = MTLCreateSystemDefaultDevice();
         print_device(dev);
         standin_free(dev);
+        return 0;
+    }
+    if (strcmp(argv[1], "create-then-new") == 0 && argc == 3) {
+        id dev = MTLCreateSystemDefaultDevice();
+        print_device(dev);
+        id other = make(argv[2]);
+        print_device(other);
+        standin_free(dev);
+        standin_free(other);
         return 0;
     }
     if (strcmp(argv[1], "copyall") == 0) {
