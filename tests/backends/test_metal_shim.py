@@ -319,3 +319,10 @@ def test_probe_compare_against_the_stand_in(shim):
     stock_only = metal.run_probe(a["probe"], a["shim"], None, inject_var="LD_PRELOAD",
                                  framework=a["standin"], base_env=base)
     assert stock_only == {"api": "metal", "stock": r["stock"]}
+
+
+def test_lume_spelling_without_family_is_invalid(shim):
+    r = shim.run(["new", "CSParavirtDevice"], {"LUME_METAL_MAX_THREADGROUP_MEMORY": "65536"})
+    assert r.one()["maxThreadgroupMemoryLength"] == 32768
+    assert r.of("config")[0]["reason"] == \
+        "LUME_METAL_APPLE_FAMILY_MAX is required with the LUME_METAL_* spelling"

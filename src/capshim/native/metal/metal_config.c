@@ -128,6 +128,8 @@ int capshim_json_escape(char *buf, size_t cap, size_t *len, const char *text,
 static void reason_value(char *out, size_t cap, const char *value)
 {
     size_t o = 0, i = 0;
+    if (value == NULL)
+        value = "";
     for (; value[i] != '\0' && i < REASON_VALUE_MAX && o + 1 < cap; i++) {
         unsigned char c = (unsigned char)value[i];
         out[o++] = (c >= 0x20 && c < 0x7f) ? (char)c : '?';
@@ -260,6 +262,12 @@ static void parse_lume_form(capshim_lookup_fn lookup, void *ctx,
     int r = get_u64(lookup, ctx, fam, &cfg->apple_family_max, cfg);
     if (r < 0)
         return;
+    if (r == 0) {
+        size_t len = 0;
+        (void)capshim_buf_printf(cfg->reason, sizeof cfg->reason, &len,
+                                 "%s is required with the LUME_METAL_* spelling", fam);
+        return;
+    }
     if (!apple_family_ok(cfg, fam, lookup(fam, ctx), cfg->apple_family_max))
         return;
     cfg->has_apple_family_max = 1;

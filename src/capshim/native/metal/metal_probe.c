@@ -70,5 +70,9 @@ int main(int argc, char **argv)
     fputs("\"answers\":", stdout);
     mq_print_device(stdout, dev);
     fputs("}\n", stdout);
+    SEL rel;
+    mq_generic_fn release = mq_imp(dev, "release", &rel);
+    if (release != NULL)
+        ((void (*)(id, SEL))release)(dev, rel); /* MTLCreateSystemDefaultDevice returns +1 */
     return fflush(stdout) == 0 ? 0 : 1;
 }

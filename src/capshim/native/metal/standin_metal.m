@@ -35,12 +35,14 @@ __attribute__((objc_root_class))
 + (id)alloc;
 - (id)init;
 - (void)free;
+- (void)release;
 @end
 
 @implementation CSObject
 + (id)alloc { return class_createInstance(self, 0); }
 - (id)init { return self; }
 - (void)free { object_dispose(self); }
+- (void)release { [self free]; }
 @end
 
 @interface CSString : CSObject
