@@ -86,7 +86,8 @@ struct slot {
 };
 static struct slot g_slots[MAX_SLOTS];
 static atomic_size_t g_nslots;
-static Class g_failed[MAX_SLOTS];
+#define MAX_SEEN 64          /* classes examined and left alone */
+static Class g_failed[MAX_SEEN];
 static size_t g_nfailed;
 
 struct changed { int query; long long key; unsigned long long stock, reported; };
@@ -399,7 +400,7 @@ static void patch_class(Class cls, const char *path)
     if (reason != NULL || n_todo == 0) {
         /* Remembered so that it is examined (and reported) once. A class
          * with nothing to do inherits every hook from a patched class. */
-        if (g_nfailed < MAX_SLOTS)
+        if (g_nfailed < MAX_SEEN)
             g_failed[g_nfailed++] = cls;
         pthread_mutex_unlock(&g_lock);
         if (reason != NULL)
@@ -421,7 +422,7 @@ static void patch_class(Class cls, const char *path)
         for (int q = 0; q < 3; q++)
             if (done[q])
                 restore(cls, sels[q], origs[q]);
-        if (g_nfailed < MAX_SLOTS)
+        if (g_nfailed < MAX_SEEN)
             g_failed[g_nfailed++] = cls;
         pthread_mutex_unlock(&g_lock);
         hooks_event(path, cls, installed, 0, missing, 0,
