@@ -153,7 +153,7 @@ def run_cmd(profile_ref, simulate_ref, inherit, strict, quiet, status_file, comm
         if profile is not None and profile.api == "metal":
             from capshim.backends import metal
 
-            for warning in metal.warn_target(argv):
+            for warning in metal.profile_warnings(profile) + metal.warn_target(argv):
                 click.echo(f"capshim: warning: {warning}", err=True)
         rc = launch.run(lc)
         bad = {n: s for n, s in lc.states().items() if s.state != "active"}
@@ -193,7 +193,7 @@ def probe_cmd(api, profile_ref, simulate_ref, device, compare, show_all, as_json
         if prof is not None and prof.api != api:
             raise CapshimError(f"{flag} {prof.source}: api is '{prof.api}', but --api is '{api}'")
     out = pr.run_probe(api, profile, simulate, device=device, compare=compare)
-    if as_json:
+    if as_json or api == "metal":
         click.echo(json.dumps(out, indent=2))
     else:
         pr.print_probe(out, compare=compare, show_all=show_all)
@@ -377,6 +377,83 @@ def bench_cmd(arm_opts, baseline, host_baseline, host_arm, repetitions, warmup, 
     if strict and any(result.summary["arms"][a]["state"] in ("inert", "invalid") for a in result.non_shim_arms):
         sys.exit(3)
     if result.failed_runs:
+# --- Metal ---
+
+@main.group("launchagent")
+def launchagent_grp():
+    """macOS: start one program with the Metal shim from a LaunchAgent.
+
+    \b
+    capshim launchagent install --profile metal-apple9 --label com.example.llama \\
+        [--dry-run] -- /opt/llama/llama-server -m model.gguf
+    capshim launchagent uninstall --label com.example.llama
+    """
+
+
+@launchagent_grp.command("install", context_settings={"ignore_unknown_options": True})
+@click.option("--profile", "profile_ref", required=True, help="Metal profile: built-in name or file.")
+@click.option("--label", required=True, help="launchd label, e.g. com.example.llama.")
+@click.option("--dry-run", is_flag=True, help="Print the plist; write and load nothing.")
+@click.argument("argv", nargs=-1, type=click.UNPROCESSED)
+def launchagent_install(profile_ref, label, dry_run, argv):
+    """Write ~/Library/LaunchAgents/LABEL.plist for PROGRAM ARGS (after '--'),
+    lint it with plutil and bootstrap it (never launchctl setenv)."""
+    from capshim import launchagent, profiles
+
+    res = launchagent.install(profiles.load(profile_ref), label, list(argv), dry_run=dry_run)
+    for w in res["warnings"]:
+        click.echo(f"capshim: warning: {w}", err=True)
+    if dry_run:
+        click.echo(res["plist"], nl=False)
+        click.echo(f"# would write {res['path']} and run:", err=True)
+        for cmd in res["commands"]:
+            click.echo("#   " + " ".join(cmd), err=True)
+    else:
+        click.echo(f"installed and loaded {res['path']}")
+
+
+@launchagent_grp.command("uninstall")
+@click.option("--label", required=True, help="The label given to install.")
+def launchagent_uninstall(label):
+    """Boot the agent out and remove its plist and its copy of the shim."""
+    from capshim import launchagent
+
+    res = launchagent.uninstall(label)
+    for path in res["removed"]:
+        click.echo(f"removed {path}")
+
+
+@main.command("host")
+@click.argument("action", type=click.Choice(["status", "enable", "disable"]))
+def host_cmd(action):
+    """macOS host only: show, set or remove ForceUnrestrictedDeviceFeatureLevel
+    (com.apple.gpusw.ParavirtualizedGraphics) for the VMs this Mac runs."""
+    from capshim import host
+
+    click.echo(host.run(action)["message"])
+
+
+@main.command("verify")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
+def verify_cmd(as_json):
+    """Check the built Metal shim: architectures, signature, exports,
+    forbidden strings, SHA256SUMS, and that answers change with a profile and
+    stay stock with a broken one. Exit 1 when a check failed; checks that need
+    macOS are listed as skipped, never as passed."""
+    from capshim.backends import metal
+
+    checks = metal.verify()
+    if as_json:
+        click.echo(json.dumps(checks, indent=2))
+    else:
+        from rich.console import Console
+        from rich.table import Table
+
+        table = Table("check", "status", "detail")
+        for c in checks:
+            table.add_row(c["check"], c["status"], c["detail"])
+        Console().print(table)
+    if any(c["status"] == "failed" for c in checks):
         sys.exit(1)
 
 

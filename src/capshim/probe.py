@@ -36,14 +36,17 @@ def run_probe(api: str, profile: Profile | None, simulate: Profile | None, devic
         CapshimError: the probe failed; UsageError: --compare without a profile.
     """
     be = _backend(api)
+    if api == "metal":
+        if simulate is not None:
+            from capshim.errors import UsageError
+
+            raise UsageError("--simulate is Vulkan only: the Metal shim never lowers an answer")
+        return be.probe(profile, compare=compare)
     if api == "vulkan":
         def once(p, s):
             data = be.probe(profile=p, simulate=s, device=device)
             data.pop("stderr", None)
             return data
-    else:
-        def once(p, s):
-            return be.probe(profile=p)
     if not compare:
         return once(profile, simulate)
     if profile is None and simulate is None:

@@ -114,7 +114,9 @@ def classify(report: StatusReport, name: str, requested: bool = True, target_pid
     if not any(e.get("event") == "loaded" for e in events):
         return ShimState(INERT, "never loaded (the loader did not find or enable it, or the program "
                                 "made no GPU API call)", changes)
-    hooks = [e for e in events if e.get("event") == "hooks"]
+    # A hooks event with an empty "installed" list (Metal: the private entry
+    # point was missing and no device class has been patched) is not a hook.
+    hooks = [e for e in events if e.get("event") == "hooks" and e.get("installed")]
     if not hooks:
         return ShimState(INERT, "loaded but installed no hooks (no instance/device was created through it)",
                          changes)

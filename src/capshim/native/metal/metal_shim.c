@@ -1,0 +1,725 @@
+/*
+ * capshim Metal shim: changes, inside one process, the capability answers of
+ * Metal devices (DESIGN.md sections 2-4). Plain C against the Objective-C
+ * runtime API only (class lookup, class_getInstanceMethod,
+ * method_setImplementation, class_addMethod); no Metal headers.
+ *
+ * macOS: built as a universal (arm64, arm64e) dylib and injected with
+ * DYLD_INSERT_LIBRARIES. Linux: the same source built against the GNU
+ * Objective-C runtime and injected with LD_PRELOAD, to test its logic with
+ * stand-in device classes.
+ *
+ * Hook path 1: replace -[_MTLDevice initGPUFamilySupport] (private); on its
+ * first call for a device, patch that device's concrete class once, then call
+ * the original. Hook path 2, when that class or method is missing: patch the
+ * class of the devices MTLCreateSystemDefaultDevice / MTLCopyAllDevices
+ * return (interposed).
+ *
+ * Answers: supportsFamily: is true for Apple families 1001..ceiling and
+ * families the configuration forces, otherwise the original answer;
+ * maxThreadgroupMemoryLength and recommendedMaxWorkingSetSize return
+ * max(original, configured) and are replaced only when configured. Nothing
+ * is ever lowered. Anything missing or invalid leaves the stock answers and
+ * is reported in the status file (CAPSHIM_STATUS_FILE, JSON lines).
+ */
+#if !defined(__APPLE__)
+#define _GNU_SOURCE
+#endif
+
+#include "metal_config.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <objc/runtime.h>
+
+#if defined(__APPLE__)
+#define INJECT_VAR "DYLD_INSERT_LIBRARIES"
+#define RUNTIME_NAME "apple"
+#else
+#define INJECT_VAR "LD_PRELOAD"
+#define RUNTIME_NAME "gnu"
+#endif
+
+#define HIDDEN __attribute__((visibility("hidden")))
+#define MAX_SLOTS 8          /* device classes one process may patch */
+#define MAX_CHANGED 128      /* distinct "changed" events reported */
+#define LINE_MAX_BYTES 2048
+
+typedef unsigned long capshim_nsuint; /* NSUInteger on LP64 */
+typedef long capshim_nsint;           /* NSInteger, MTLGPUFamily */
+
+typedef BOOL (*supports_fn)(id, SEL, capshim_nsint);
+typedef capshim_nsuint (*size_fn)(id, SEL);
+typedef void (*init_fn)(id, SEL);
+typedef void (*generic_fn)(void);
+
+/* Function pointers travel through void (*)(void), the generic type. */
+#define AS_IMP(f) ((IMP)(generic_fn)(f))
+
+static struct capshim_metal_config g_cfg;
+static char g_status_path[PATH_MAX];
+static int g_has_status;
+static int g_quiet;
+static char g_process[128];
+static init_fn g_orig_init;      /* original -[_MTLDevice initGPUFamilySupport] */
+static int g_path1;              /* entry hook installed */
+static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
+static int g_banner_done;
+
+struct slot {
+    Class cls;
+    supports_fn supports;        /* originals; NULL when not replaced */
+    size_fn threadgroup;
+    size_fn working_set;
+    atomic_int ready;
+};
+static struct slot g_slots[MAX_SLOTS];
+static atomic_size_t g_nslots;
+#define MAX_SEEN 64          /* classes examined and left alone */
+static Class g_failed[MAX_SEEN];
+static size_t g_nfailed;
+
+struct changed { int query; long long key; unsigned long long stock, reported; };
+static struct changed g_changed[MAX_CHANGED];
+static size_t g_nchanged;
+
+enum { Q_SUPPORTS = 0, Q_THREADGROUP, Q_WORKING_SET };
+static const char *const g_query_names[] = {
+    "supportsFamily:", "maxThreadgroupMemoryLength", "recommendedMaxWorkingSetSize",
+};
+
+/* ---- status file and banner --------------------------------------------- */
+
+static void status_write(const char *line, size_t len)
+{
+    if (!g_has_status)
+        return;
+    int fd = open(g_status_path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+    if (fd < 0)
+        return;
+    ssize_t n;
+    do {
+        n = write(fd, line, len); /* one write per line: O_APPEND keeps lines whole */
+    } while (n < 0 && errno == EINTR);
+    (void)close(fd);
+}
+
+/* Starts a status line: {"shim":"metal","pid":N,"event":"NAME" */
+static void line_start(char *buf, size_t cap, size_t *len, const char *event)
+{
+    *len = 0;
+    buf[0] = '\0';
+    (void)capshim_buf_printf(buf, cap, len, "{\"shim\":\"metal\",\"pid\":%ld,\"event\":\"%s\"",
+                             (long)getpid(), event);
+}
+
+static void line_end(char *buf, size_t cap, size_t *len)
+{
+    /* A line cut short by the buffer still ends as a JSON object. */
+    if (*len + 3 > cap)
+        *len = cap - 3;
+    buf[(*len)++] = '}';
+    buf[(*len)++] = '\n';
+    buf[*len] = '\0';
+    status_write(buf, *len);
+}
+
+static void put_string_field(char *buf, size_t cap, size_t *len, const char *name,
+                             const char *value)
+{
+    (void)capshim_buf_printf(buf, cap, len, ",\"%s\":\"", name);
+    (void)capshim_json_escape(buf, cap, len, value, 200);
+    (void)capshim_buf_printf(buf, cap, len, "\"");
+}
+
+static void stderr_line(const char *text)
+{
+    if (g_quiet)
+        return;
+    size_t n = strlen(text);
+    ssize_t w;
+    do {
+        w = write(STDERR_FILENO, text, n);
+    } while (w < 0 && errno == EINTR);
+}
+
+static void banner(void)
+{
+    char b[512];
+    size_t len = 0;
+    const char *sep = "";
+    (void)capshim_buf_printf(b, sizeof b, &len, "capshim-metal: active in %s[%ld]: ",
+                             g_process, (long)getpid());
+    if (g_cfg.has_apple_family_max) {
+        (void)capshim_buf_printf(b, sizeof b, &len, "apple family <= %llu",
+                                 (unsigned long long)g_cfg.apple_family_max);
+        sep = ", ";
+    }
+    if (g_cfg.has_threadgroup_memory) {
+        (void)capshim_buf_printf(b, sizeof b, &len, "%sthreadgroup memory %llu bytes", sep,
+                                 (unsigned long long)g_cfg.threadgroup_memory);
+        sep = ", ";
+    }
+    if (g_cfg.has_working_set) {
+        (void)capshim_buf_printf(b, sizeof b, &len, "%sworking set %llu bytes", sep,
+                                 (unsigned long long)g_cfg.working_set);
+        sep = ", ";
+    }
+    for (size_t i = 0; i < g_cfg.n_forced; i++) {
+        (void)capshim_buf_printf(b, sizeof b, &len, "%s%llu", i ? "," : (*sep ? ", forced families " : "forced families "),
+                                 (unsigned long long)g_cfg.forced[i]);
+    }
+    if (len + 2 > sizeof b)
+        len = sizeof b - 2;
+    b[len++] = '\n';
+    b[len] = '\0';
+    stderr_line(b);
+}
+
+/* ---- answers ------------------------------------------------------------- */
+
+static void report_changed(int query, long long key, unsigned long long stock,
+                           unsigned long long reported)
+{
+    if (!g_has_status)
+        return;
+    int fresh = 0;
+    pthread_mutex_lock(&g_lock);
+    size_t i = 0;
+    for (; i < g_nchanged; i++) {
+        const struct changed *c = &g_changed[i];
+        if (c->query == query && c->key == key && c->stock == stock && c->reported == reported)
+            break;
+    }
+    if (i == g_nchanged && g_nchanged < MAX_CHANGED) {
+        g_changed[g_nchanged++] = (struct changed){query, key, stock, reported};
+        fresh = 1;
+    }
+    pthread_mutex_unlock(&g_lock);
+    if (!fresh)
+        return;
+    char b[LINE_MAX_BYTES];
+    size_t len;
+    line_start(b, sizeof b, &len, "changed");
+    (void)capshim_buf_printf(b, sizeof b, &len, ",\"query\":\"%s\"", g_query_names[query]);
+    if (query == Q_SUPPORTS)
+        (void)capshim_buf_printf(b, sizeof b, &len, ",\"key\":\"%lld\"", key);
+    else
+        (void)capshim_buf_printf(b, sizeof b, &len, ",\"key\":\"\"");
+    (void)capshim_buf_printf(b, sizeof b, &len, ",\"stock\":%llu,\"reported\":%llu", stock, reported);
+    line_end(b, sizeof b, &len);
+}
+
+static int forced(capshim_nsint family)
+{
+    for (size_t i = 0; i < g_cfg.n_forced; i++)
+        if (family >= 0 && (uint64_t)family == g_cfg.forced[i])
+            return 1;
+    return 0;
+}
+
+static BOOL answer_supports(struct slot *s, id self, SEL sel, capshim_nsint family)
+{
+    if (!atomic_load_explicit(&s->ready, memory_order_acquire) || s->supports == NULL)
+        return NO;
+    BOOL stock = s->supports(self, sel, family);
+    if (stock)
+        return stock;
+    int raise = (g_cfg.has_apple_family_max && family >= 1001 &&
+                 (uint64_t)family <= g_cfg.apple_family_max) || forced(family);
+    if (!raise)
+        return stock;
+    report_changed(Q_SUPPORTS, (long long)family, 0, 1);
+    return YES;
+}
+
+static capshim_nsuint answer_size(struct slot *s, id self, SEL sel, int query)
+{
+    if (!atomic_load_explicit(&s->ready, memory_order_acquire))
+        return 0;
+    size_fn orig = query == Q_THREADGROUP ? s->threadgroup : s->working_set;
+    if (orig == NULL)
+        return 0;
+    capshim_nsuint stock = orig(self, sel);
+    uint64_t want = query == Q_THREADGROUP ? g_cfg.threadgroup_memory : g_cfg.working_set;
+    if ((uint64_t)stock >= want)
+        return stock;
+    report_changed(query, 0, stock, want);
+    return (capshim_nsuint)want;
+}
+
+/* One set of replacement functions per slot, so that each knows its own
+ * originals (no lookup by class at call time, and classes that inherit from
+ * one another each reach their own original). */
+#define DEFINE_SLOT(i)                                                                  \
+    static BOOL hook_supports_##i(id self, SEL sel, capshim_nsint family)               \
+    { return answer_supports(&g_slots[i], self, sel, family); }                          \
+    static capshim_nsuint hook_threadgroup_##i(id self, SEL sel)                        \
+    { return answer_size(&g_slots[i], self, sel, Q_THREADGROUP); }                       \
+    static capshim_nsuint hook_working_set_##i(id self, SEL sel)                        \
+    { return answer_size(&g_slots[i], self, sel, Q_WORKING_SET); }
+DEFINE_SLOT(0) DEFINE_SLOT(1) DEFINE_SLOT(2) DEFINE_SLOT(3)
+DEFINE_SLOT(4) DEFINE_SLOT(5) DEFINE_SLOT(6) DEFINE_SLOT(7)
+#define SLOT_HOOKS(i) {AS_IMP(hook_supports_##i), AS_IMP(hook_threadgroup_##i), AS_IMP(hook_working_set_##i)}
+static IMP g_hooks[MAX_SLOTS][3];
+
+static void init_hook_table(void)
+{
+    IMP t[MAX_SLOTS][3] = {SLOT_HOOKS(0), SLOT_HOOKS(1), SLOT_HOOKS(2), SLOT_HOOKS(3),
+                           SLOT_HOOKS(4), SLOT_HOOKS(5), SLOT_HOOKS(6), SLOT_HOOKS(7)};
+    memcpy(g_hooks, t, sizeof t);
+}
+
+static int is_our_hook(IMP imp)
+{
+    for (size_t i = 0; i < MAX_SLOTS; i++)
+        for (size_t q = 0; q < 3; q++)
+            if (g_hooks[i][q] == imp)
+                return 1;
+    return 0;
+}
+
+/* ---- patching ------------------------------------------------------------ */
+
+static void hooks_event(const char *path, Class cls, const char *const *installed,
+                        size_t n_installed, const char *const *missing, size_t n_missing,
+                        const char *reason)
+{
+    char b[LINE_MAX_BYTES];
+    size_t len;
+    const char *cname = cls ? class_getName(cls) : "";
+    line_start(b, sizeof b, &len, "hooks");
+    put_string_field(b, sizeof b, &len, "path", path);
+    put_string_field(b, sizeof b, &len, "class", cname ? cname : "");
+    const char *const *lists[2] = {installed, missing};
+    size_t counts[2] = {n_installed, n_missing};
+    const char *names[2] = {"installed", "missing"};
+    for (int l = 0; l < 2; l++) {
+        (void)capshim_buf_printf(b, sizeof b, &len, ",\"%s\":[", names[l]);
+        for (size_t i = 0; i < counts[l]; i++) {
+            (void)capshim_buf_printf(b, sizeof b, &len, "%s\"", i ? "," : "");
+            (void)capshim_json_escape(b, sizeof b, &len, lists[l][i], 200);
+            (void)capshim_buf_printf(b, sizeof b, &len, "\"");
+        }
+        (void)capshim_buf_printf(b, sizeof b, &len, "]");
+    }
+    if (reason != NULL)
+        put_string_field(b, sizeof b, &len, "reason", reason);
+    line_end(b, sizeof b, &len);
+}
+
+static int class_known(Class cls)
+{
+    size_t n = atomic_load_explicit(&g_nslots, memory_order_acquire);
+    for (size_t i = 0; i < n; i++)
+        if (g_slots[i].cls == cls)
+            return 1;
+    for (size_t i = 0; i < g_nfailed; i++)
+        if (g_failed[i] == cls)
+            return 1;
+    return 0;
+}
+
+/* Replaces sel on cls with hook; an inherited method gets a new method on cls
+ * (class_addMethod) so that the superclass and its other subclasses keep
+ * their answers. Returns the original, or NULL on failure. */
+static IMP install(Class cls, SEL sel, Method m, IMP hook)
+{
+    IMP orig = method_getImplementation(m);
+    Class super = class_getSuperclass(cls);
+    Method inherited = super ? class_getInstanceMethod(super, sel) : NULL;
+    if (inherited == m) {
+        const char *types = method_getTypeEncoding(m);
+        if (types == NULL || !class_addMethod(cls, sel, hook, types))
+            return NULL;
+        return orig;
+    }
+    (void)method_setImplementation(m, hook);
+    return orig;
+}
+
+static void restore(Class cls, SEL sel, IMP orig)
+{
+    Method m = class_getInstanceMethod(cls, sel);
+    if (m != NULL && orig != NULL)
+        (void)method_setImplementation(m, orig);
+}
+
+static void patch_class(Class cls, const char *path)
+{
+    if (cls == Nil || !g_cfg.accepted)
+        return;
+    pthread_mutex_lock(&g_lock);
+    if (class_known(cls)) {
+        pthread_mutex_unlock(&g_lock);
+        return;
+    }
+    const char *cname = class_getName(cls);
+    if (cname == NULL)
+        cname = "?";
+    static const char *const selnames[3] = {
+        "supportsFamily:", "maxThreadgroupMemoryLength", "recommendedMaxWorkingSetSize"};
+    int wanted[3] = {g_cfg.has_apple_family_max || g_cfg.n_forced > 0,
+                     g_cfg.has_threadgroup_memory, g_cfg.has_working_set};
+    int todo[3] = {0, 0, 0};
+    char names[3][200];
+    const char *installed[4], *missing[3];
+    size_t n_inst = 0, n_miss = 0, n_todo = 0;
+    Method methods[3] = {NULL, NULL, NULL};
+    SEL sels[3];
+    for (int q = 0; q < 3; q++) {
+        sels[q] = sel_registerName(selnames[q]);
+        if (!wanted[q])
+            continue;
+        methods[q] = class_getInstanceMethod(cls, sels[q]);
+        if (methods[q] == NULL) {
+            (void)snprintf(names[q], sizeof names[q], "-[%s %s]", cname, selnames[q]);
+            missing[n_miss++] = names[q];
+        } else if (!is_our_hook(method_getImplementation(methods[q]))) {
+            todo[q] = 1; /* otherwise inherited from a class patched already */
+            n_todo++;
+        }
+    }
+    size_t idx = atomic_load_explicit(&g_nslots, memory_order_relaxed);
+    const char *reason = NULL;
+    if (n_miss > 0)
+        reason = "required methods are missing; answers stay stock";
+    else if (n_todo > 0 && idx >= MAX_SLOTS)
+        reason = "too many device classes (8 at most)";
+    if (reason != NULL || n_todo == 0) {
+        /* Remembered so that it is examined (and reported) once. A class
+         * with nothing to do inherits every hook from a patched class. */
+        if (g_nfailed < MAX_SEEN)
+            g_failed[g_nfailed++] = cls;
+        pthread_mutex_unlock(&g_lock);
+        if (reason != NULL)
+            hooks_event(path, cls, installed, 0, missing, n_miss, reason);
+        return;
+    }
+    struct slot *s = &g_slots[idx];
+    IMP origs[3] = {NULL, NULL, NULL};
+    int done[3] = {0, 0, 0};
+    int ok = 1;
+    for (int q = 0; q < 3 && ok; q++) {
+        if (!todo[q])
+            continue;
+        origs[q] = install(cls, sels[q], methods[q], g_hooks[idx][q]);
+        done[q] = origs[q] != NULL;
+        ok = done[q];
+    }
+    if (!ok) {
+        for (int q = 0; q < 3; q++)
+            if (done[q])
+                restore(cls, sels[q], origs[q]);
+        if (g_nfailed < MAX_SEEN)
+            g_failed[g_nfailed++] = cls;
+        pthread_mutex_unlock(&g_lock);
+        hooks_event(path, cls, installed, 0, missing, 0,
+                    "the runtime refused a method replacement; answers stay stock");
+        return;
+    }
+    s->cls = cls;
+    s->supports = (supports_fn)(generic_fn)origs[Q_SUPPORTS];
+    s->threadgroup = (size_fn)(generic_fn)origs[Q_THREADGROUP];
+    s->working_set = (size_fn)(generic_fn)origs[Q_WORKING_SET];
+    atomic_store_explicit(&s->ready, 1, memory_order_release);
+    atomic_store_explicit(&g_nslots, idx + 1, memory_order_release);
+    int first = !g_banner_done;
+    g_banner_done = 1;
+    pthread_mutex_unlock(&g_lock);
+
+    if (g_path1)
+        installed[n_inst++] = "-[_MTLDevice initGPUFamilySupport]";
+    for (int q = 0; q < 3; q++) {
+        if (!todo[q])
+            continue;
+        (void)snprintf(names[q], sizeof names[q], "-[%s %s]", cname, selnames[q]);
+        installed[n_inst++] = names[q];
+    }
+    hooks_event(path, cls, installed, n_inst, missing, 0, NULL);
+    if (first)
+        banner();
+}
+
+static void hook_init_gpu_family_support(id self, SEL sel)
+{
+    if (self != nil)
+        patch_class(object_getClass(self), "initGPUFamilySupport");
+    if (g_orig_init != NULL)
+        g_orig_init(self, sel);
+}
+
+/* Path 2: called with each device MTLCreateSystemDefaultDevice or
+ * MTLCopyAllDevices returned, when the entry hook could not be installed. */
+static void after_create(id device)
+{
+    if (device != nil && !g_path1 && g_cfg.accepted)
+        patch_class(object_getClass(device), "MTLCreateSystemDefaultDevice");
+}
+
+static void after_copy_all(id array)
+{
+    if (array == nil || g_path1 || !g_cfg.accepted)
+        return;
+    Class ac = object_getClass(array);
+    SEL count_sel = sel_registerName("count");
+    SEL at_sel = sel_registerName("objectAtIndex:");
+    if (!class_respondsToSelector(ac, count_sel) || !class_respondsToSelector(ac, at_sel))
+        return;
+    typedef capshim_nsuint (*count_fn)(id, SEL);
+    typedef id (*at_fn)(id, SEL, capshim_nsuint);
+    count_fn count = (count_fn)(generic_fn)class_getMethodImplementation(ac, count_sel);
+    at_fn at = (at_fn)(generic_fn)class_getMethodImplementation(ac, at_sel);
+    if (count == NULL || at == NULL)
+        return;
+    capshim_nsuint n = count(array, count_sel);
+    for (capshim_nsuint i = 0; i < n && i < 64; i++)
+        after_create(at(array, at_sel, i));
+}
+
+#if defined(__APPLE__)
+/* dyld interposing: calls from every other image reach these; calls from
+ * this image reach Metal's own functions. Nothing is exported. */
+extern id MTLCreateSystemDefaultDevice(void);
+extern id MTLCopyAllDevices(void);
+
+static id capshim_create_default(void)
+{
+    id d = MTLCreateSystemDefaultDevice();
+    after_create(d);
+    return d;
+}
+
+static id capshim_copy_all(void)
+{
+    id a = MTLCopyAllDevices();
+    after_copy_all(a);
+    return a;
+}
+
+struct interpose { const void *replacement; const void *replacee; };
+__attribute__((used, section("__DATA,__interpose"))) static const struct interpose
+    g_interpose[] = {
+        {(const void *)(uintptr_t)&capshim_create_default, (const void *)(uintptr_t)&MTLCreateSystemDefaultDevice},
+        {(const void *)(uintptr_t)&capshim_copy_all, (const void *)(uintptr_t)&MTLCopyAllDevices},
+};
+#else
+/* LD_PRELOAD interposition (Linux tests): these two names are the only
+ * symbols this library exports. */
+typedef id (*create_fn)(void);
+
+/* The next definition in lookup order (the framework's). Looked up again
+ * until found: the framework may be loaded after this library. */
+static create_fn real_fn(_Atomic(create_fn) *cache, const char *name)
+{
+    create_fn f = atomic_load_explicit(cache, memory_order_acquire);
+    if (f == NULL) {
+        f = (create_fn)(generic_fn)dlsym(RTLD_NEXT, name);
+        if (f != NULL)
+            atomic_store_explicit(cache, f, memory_order_release);
+    }
+    return f;
+}
+
+static _Atomic(create_fn) g_real_create, g_real_copy_all;
+
+__attribute__((visibility("default"))) id MTLCreateSystemDefaultDevice(void);
+__attribute__((visibility("default"))) id MTLCopyAllDevices(void);
+
+id MTLCreateSystemDefaultDevice(void)
+{
+    create_fn real = real_fn(&g_real_create, "MTLCreateSystemDefaultDevice");
+    if (real == NULL)
+        return nil;
+    id d = real();
+    after_create(d);
+    return d;
+}
+
+id MTLCopyAllDevices(void)
+{
+    create_fn real = real_fn(&g_real_copy_all, "MTLCopyAllDevices");
+    if (real == NULL)
+        return nil;
+    id a = real();
+    after_copy_all(a);
+    return a;
+}
+#endif
+
+/* ---- load ---------------------------------------------------------------- */
+
+static const char *env_lookup(const char *name, void *ctx)
+{
+    (void)ctx;
+    return getenv(name);
+}
+
+static int same_file(const char *a, const struct stat *b)
+{
+    struct stat sa;
+    return a[0] != '\0' && stat(a, &sa) == 0 && sa.st_dev == b->st_dev && sa.st_ino == b->st_ino;
+}
+
+/* Removes this library's entries from INJECT_VAR. Returns 1 when changed. */
+static int scrub_injection(void)
+{
+    const char *v = getenv(INJECT_VAR);
+    Dl_info info;
+    struct stat self_st;
+    if (v == NULL || dladdr((const void *)(uintptr_t)&scrub_injection, &info) == 0 ||
+        info.dli_fname == NULL || stat(info.dli_fname, &self_st) != 0)
+        return 0;
+    size_t n = strlen(v);
+    if (n >= 8192)
+        return 0;
+    char copy[8192], out[8192], item[PATH_MAX];
+    memcpy(copy, v, n + 1);
+    size_t olen = 0;
+    int changed = 0;
+    const char *p = copy;
+    while (*p != '\0') {
+        size_t k = strcspn(p, INJECT_VAR[0] == 'L' ? ": " : ":");
+        if (k > 0 && k < sizeof item) {
+            memcpy(item, p, k);
+            item[k] = '\0';
+            if (same_file(item, &self_st) || strcmp(item, info.dli_fname) == 0) {
+                changed = 1;
+            } else {
+                if (olen > 0)
+                    out[olen++] = ':';
+                memcpy(out + olen, item, k);
+                olen += k;
+            }
+        } else if (k > 0) {
+            if (olen > 0)
+                out[olen++] = ':';
+            memcpy(out + olen, p, k);
+            olen += k;
+        }
+        p += k;
+        if (*p != '\0')
+            p++;
+    }
+    out[olen] = '\0';
+    if (!changed)
+        return 0;
+    if (olen == 0)
+        (void)unsetenv(INJECT_VAR);
+    else
+        (void)setenv(INJECT_VAR, out, 1);
+    return 1;
+}
+
+static void scrub_environment(int inherit)
+{
+    const char *names[16];
+    size_t n = 0;
+    if (inherit) {
+        if (getenv(INJECT_VAR) != NULL)
+            names[n++] = INJECT_VAR;
+    } else if (scrub_injection()) {
+        names[n++] = INJECT_VAR;
+    }
+    for (size_t i = 0; capshim_metal_config_names[i] != NULL && n < 16; i++) {
+        if (getenv(capshim_metal_config_names[i]) == NULL)
+            continue;
+        if (!inherit)
+            (void)unsetenv(capshim_metal_config_names[i]);
+        names[n++] = capshim_metal_config_names[i];
+    }
+    char b[LINE_MAX_BYTES];
+    size_t len;
+    line_start(b, sizeof b, &len, inherit ? "env_inherited" : "env_scrubbed");
+    (void)capshim_buf_printf(b, sizeof b, &len, ",\"variables\":[");
+    for (size_t i = 0; i < n; i++)
+        (void)capshim_buf_printf(b, sizeof b, &len, "%s\"%s\"", i ? "," : "", names[i]);
+    (void)capshim_buf_printf(b, sizeof b, &len, "]");
+    line_end(b, sizeof b, &len);
+}
+
+static void read_process_name(void)
+{
+#if defined(__APPLE__)
+    const char *name = getprogname();
+#else
+    const char *name = program_invocation_short_name;
+#endif
+    size_t o = 0;
+    for (size_t i = 0; name != NULL && name[i] != '\0' && o + 1 < sizeof g_process; i++) {
+        unsigned char c = (unsigned char)name[i];
+        g_process[o++] = (c >= 0x20 && c < 0x7f) ? (char)c : '?';
+    }
+    g_process[o] = '\0';
+}
+
+static int flag_set(const char *name)
+{
+    const char *v = getenv(name);
+    return v != NULL && strcmp(v, "1") == 0;
+}
+
+__attribute__((constructor)) static void capshim_metal_load(void)
+{
+    init_hook_table();
+    read_process_name();
+    const char *status = getenv("CAPSHIM_STATUS_FILE");
+    if (status != NULL && status[0] != '\0' && strlen(status) < sizeof g_status_path) {
+        memcpy(g_status_path, status, strlen(status) + 1);
+        g_has_status = 1;
+    }
+    g_quiet = flag_set("CAPSHIM_QUIET");
+    int inherit = flag_set("CAPSHIM_INHERIT");
+
+    char b[LINE_MAX_BYTES];
+    size_t len;
+    line_start(b, sizeof b, &len, "loaded");
+    put_string_field(b, sizeof b, &len, "process", g_process);
+    put_string_field(b, sizeof b, &len, "runtime", RUNTIME_NAME);
+    line_end(b, sizeof b, &len);
+
+    capshim_metal_config_parse(env_lookup, NULL, &g_cfg);
+    line_start(b, sizeof b, &len, "config");
+    if (g_cfg.accepted) {
+        (void)capshim_buf_printf(b, sizeof b, &len, ",\"accepted\":true,\"values\":");
+        (void)capshim_metal_config_json(&g_cfg, b, sizeof b, &len);
+    } else {
+        (void)capshim_buf_printf(b, sizeof b, &len, ",\"accepted\":false");
+        put_string_field(b, sizeof b, &len, "reason", g_cfg.reason);
+    }
+    line_end(b, sizeof b, &len);
+    if (!g_cfg.accepted) {
+        char msg[CAPSHIM_REASON_LEN + sizeof g_process + 96];
+        (void)snprintf(msg, sizeof msg,
+                       "capshim-metal: inactive in %s[%ld]: %s; answers stay stock\n",
+                       g_process, (long)getpid(), g_cfg.reason);
+        stderr_line(msg);
+    }
+
+    scrub_environment(inherit);
+
+    if (!g_cfg.accepted)
+        return;
+    Class base = objc_lookUpClass("_MTLDevice");
+    Method m = base ? class_getInstanceMethod(base, sel_registerName("initGPUFamilySupport")) : NULL;
+    if (m != NULL) {
+        g_orig_init = (init_fn)(generic_fn)method_getImplementation(m);
+        (void)method_setImplementation(m, AS_IMP(hook_init_gpu_family_support));
+        g_path1 = 1;
+    } else {
+        const char *missing[1] = {base ? "-[_MTLDevice initGPUFamilySupport]" : "_MTLDevice"};
+        hooks_event("initGPUFamilySupport", Nil, missing, 0, missing, 1,
+                    "entry hook unavailable; patching devices from MTLCreateSystemDefaultDevice");
+    }
+}

@@ -1,0 +1,22 @@
+"""Fixtures for the backend tests: sanitized Metal builds (GNU runtime)."""
+
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from metal_harness import Harness, build_sanitized  # noqa: E402
+
+
+@pytest.fixture(scope="session")
+def metal_arts(tmp_path_factory):
+    """ASan+UBSan builds of the shim, stand-in, probe, driver and fuzz driver."""
+    return build_sanitized(tmp_path_factory.mktemp("metal-asan"))
+
+
+@pytest.fixture
+def shim(metal_arts, tmp_path):
+    """Runs the test driver, one fresh process per call."""
+    return Harness(metal_arts, tmp_path)
