@@ -377,6 +377,9 @@ def bench_cmd(arm_opts, baseline, host_baseline, host_arm, repetitions, warmup, 
     if strict and any(result.summary["arms"][a]["state"] in ("inert", "invalid") for a in result.non_shim_arms):
         sys.exit(3)
     if result.failed_runs:
+        sys.exit(1)
+
+
 # --- Metal ---
 
 @main.group("launchagent")

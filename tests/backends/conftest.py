@@ -5,9 +5,8 @@ from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from metal_harness import Harness, build_sanitized  # noqa: E402
+from tests.backends.metal_harness import Harness, build_sanitized  # noqa: E402
 
 
 @pytest.fixture(scope="session")
