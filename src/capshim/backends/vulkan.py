@@ -64,15 +64,17 @@ class VulkanBuild:
         return {role: self.dir / "manifests" / role for role in ROLES}
 
 
-def _manifest(layer: str, role: str, library: Path) -> dict:
+def _manifest(layer: str, role: str) -> dict:
     # Layer manifest format 1.2.0 (LoaderLayerInterface.md): "functions" renames
-    # the entry points, so one library serves two layers with separate state.
+    # the entry points, so one library serves two layers with separate state; a
+    # library_path with a separator is relative to the manifest, so the build
+    # folder can move (manifests/<role>/ -> ../../LIBRARY).
     return {
         "file_format_version": "1.2.0",
         "layer": {
             "name": layer,
             "type": "GLOBAL",
-            "library_path": str(library),
+            "library_path": f"../../{LIBRARY}",
             "api_version": "1.4.0",
             "implementation_version": "1",
             "description": f"capshim capability layer, {role} role",
@@ -106,7 +108,7 @@ def build(force: bool = False) -> VulkanBuild:
     src = nb.source_dir("vulkan")
     cmds = _commands(nb.compiler())
     # The manifest layout is part of the build: bump it when _manifest or the folders change.
-    final = nb.build_dir("vulkan", [src / s for s in SOURCES], [*cmds.values(), ["manifest-layout", "2"]])
+    final = nb.build_dir("vulkan", [src / s for s in SOURCES], [*cmds.values(), ["manifest-layout", "3"]])
     result = VulkanBuild(final, final / LIBRARY, final / PROBE, final / "fuzz_config")
     if final.is_dir() and not force and result.library.is_file() and result.probe.is_file():
         return result
@@ -119,7 +121,7 @@ def build(force: bool = False) -> VulkanBuild:
     for cmd in cmds.values():
         nb.run_compiler(cmd, tmp)
     for role, (layer, _env) in ROLES.items():
-        data = _manifest(layer, role, final / LIBRARY)
+        data = _manifest(layer, role)
         (tmp / "manifests" / role).mkdir(parents=True)
         (tmp / "manifests" / role / f"{layer}.json").write_text(json.dumps(data, indent=2) + "\n")
     if force and final.is_dir():
