@@ -1,0 +1,128 @@
+"""``capshim bench`` end to end: real llama.cpp on the machine's Vulkan device, and
+stand-in workloads that crash, hang or get interrupted."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from capshim import evidence
+from tests.conftest import REPO, run_capshim
+
+FIXTURE = REPO / "tests" / "fixtures" / "llama-bench" / "cpu-tiny.json"
+
+
+def test_default_bench_writes_a_verified_bundle_with_three_active_arms(tmp_path):
+    out = tmp_path / "bundle"
+    r = run_capshim("bench", "-r", "2", "--warmup", "1", "--n-prompt", "64", "--n-gen", "16", "--out", str(out),
+                    timeout=1800)
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert evidence.verify(out) == []
+    summary = json.loads((out / "summary.json").read_text())
+    arms = summary["arms"]
+    assert list(arms) == ["native", "vm-stock", "vm-unlocked"]
+    assert arms["native"]["state"] == "native"
+    assert arms["vm-stock"]["state"] == "active" and arms["vm-unlocked"]["state"] == "active"
+    assert summary["baseline"] == "vm-stock"
+    for arm in arms.values():
+        assert set(arm["tests"]) == {"pp64", "tg16"}
+        for t in arm["tests"].values():
+            assert t["n"] == 2 and t["median"] > 0
+    # llama.cpp's own capability line shows the lowered path in vm-stock only
+    stderr = (out / "raw" / "vm-stock-1.stderr").read_text()
+    assert "fp16: 0" in stderr and "shared memory: 24576" in stderr
+    native = (out / "raw" / "native-1.stderr").read_text()
+    assert "shared memory: 24576" not in native
+    assert arms["vm-stock"]["path"]["vulkan"]["shared_memory"] == 24576
+    assert arms["vm-unlocked"]["path"]["vulkan"]["shared_memory"] == arms["native"]["path"]["vulkan"]["shared_memory"]
+    meta = json.loads((out / "metadata.json").read_text())
+    assert meta["workload"]["model_sha256"] and meta["workload"]["binary_sha256"]
+    assert meta["shims"]["vulkan_layer"]["sha256"]
+    assert "vulkan-paravirt" in meta["arms"]["vm-stock"]["simulate"]["text"]
+    rows = (out / "results.csv").read_text().splitlines()
+    assert rows[0].startswith("arm,run,sample,test,tok_s") and len(rows) == 1 + 3 * 2 * 2
+    assert "vm-stock" in r.stdout and "vm-unlocked" in r.stdout  # the table
+
+
+def _fake_workload(tmp_path: Path, body: str) -> Path:
+    script = tmp_path / "fake-llama-bench"
+    script.write_text("#!/bin/sh\n" + body + "\n")
+    script.chmod(0o755)
+    return script
+
+
+def test_a_crashing_arm_is_recorded_and_the_others_go_on(tmp_path):
+    # The stand-in crashes (SIGSEGV) in the arm whose device layer is configured.
+    script = _fake_workload(tmp_path, f'[ -n "$CAPSHIM_VK_DEVICE_CONFIG" ] && kill -SEGV $$\ncat "{FIXTURE}"')
+    out = tmp_path / "b"
+    r = run_capshim("bench", "--arm", "stock=", "--arm", "sim=simulate:vulkan-paravirt", "-r", "2", "--warmup", "0",
+                    "--out", str(out), "--", str(script))
+    assert r.returncode == 1, r.stderr
+    assert evidence.verify(out) == []
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["arms"]["sim"]["state"] == "failed"
+    assert [run["signal"] for run in summary["arms"]["sim"]["runs"]] == ["SIGSEGV", "SIGSEGV"]
+    assert summary["arms"]["stock"]["state"] == "native"
+    assert summary["arms"]["stock"]["tests"]["pp64"]["n"] > 0
+    assert "not a shim result" in r.stderr
+
+
+def test_inert_shim_is_flagged_and_strict_exits_3(tmp_path):
+    # A workload that never touches Vulkan: the layer never loads.
+    script = _fake_workload(tmp_path, f'cat "{FIXTURE}"')
+    out = tmp_path / "b"
+    r = run_capshim("bench", "--strict", "--arm", "stock=", "--arm", "sim=simulate:vulkan-paravirt", "-r", "1",
+                    "--warmup", "0", "--out", str(out), "--", str(script))
+    assert r.returncode == 3, r.stderr
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["arms"]["sim"]["state"] == "inert"
+    assert summary["arms"]["sim"]["shim_result"] is False
+
+
+def test_timeout_is_recorded(tmp_path):
+    script = _fake_workload(tmp_path, "sleep 30")
+    out = tmp_path / "b"
+    r = run_capshim("bench", "--arm", "stock=", "-r", "1", "--warmup", "0", "--timeout", "1", "--out", str(out),
+                    "--", str(script))
+    assert r.returncode == 1
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["arms"]["stock"]["runs"][0]["timed_out"] is True
+    assert evidence.verify(out) == []
+
+
+def test_ctrl_c_leaves_a_valid_bundle_of_what_finished(tmp_path):
+    script = _fake_workload(tmp_path, f'[ -f "{tmp_path}/slow" ] && sleep 60\ntouch "{tmp_path}/slow"\ncat "{FIXTURE}"')
+    out = tmp_path / "b"
+    env = dict(os.environ, PYTHONPATH=str(REPO / "src"))
+    proc = subprocess.Popen([sys.executable, "-m", "capshim.cli", "bench", "--arm", "a=", "--arm", "b=", "-r", "3",
+                             "--warmup", "0", "--out", str(out), "--", str(script)],
+                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 60
+    while not (out / "raw" / "b-1.stderr").exists() and time.time() < deadline:
+        time.sleep(0.1)
+    time.sleep(0.5)  # b-1 is in its sleep now
+    proc.send_signal(signal.SIGINT)
+    stdout, stderr = proc.communicate(timeout=60)
+    assert proc.returncode == 130, stderr
+    assert evidence.verify(out) == []
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["interrupted"] is True
+    assert summary["arms"]["a"]["tests"]["pp64"]["n"] >= 1
+    assert json.loads((out / "metadata.json").read_text())["interrupted"] is True
+
+
+def test_bad_bench_usage_exits_2(tmp_path):
+    r = run_capshim("bench", "--arm", "x=profile:no-such", "--out", str(tmp_path / "b"), "--", "true")
+    assert r.returncode == 2 and "no-such" in r.stderr
+    r = run_capshim("bench", "--arm", "a=", "--baseline", "zzz", "--", "true")
+    assert r.returncode == 2 and "--baseline" in r.stderr
+    r = run_capshim("bench", "--arm", "bad name=", "--", "true")
+    assert r.returncode == 2 and "arm name" in r.stderr
+    r = run_capshim("bench", "--model", str(tmp_path / "missing.gguf"), "--out", str(tmp_path / "c"))
+    assert r.returncode == 2 and "--model" in r.stderr
+    assert "Traceback" not in r.stderr
