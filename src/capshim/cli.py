@@ -270,9 +270,7 @@ def report_cmd(bundles, arm_opts, host_file, baseline, fmt, output, chart, as_js
     elif fmt == "html":
         text = report.render_html(summaries, labels, title=title, chart=chart_ref)
     else:
-        from rich.console import Console
-
-        Console().print(report.render_rich(summaries, labels, title=title))
+        report.print_table(summaries, labels, title=title)
         return
     if output:
         try:
@@ -350,7 +348,7 @@ def bench_cmd(arm_opts, baseline, host_baseline, host_arm, repetitions, warmup, 
     from pathlib import Path
 
     from capshim.bench import plan
-    from capshim.report import render_rich
+    from capshim.report import print_table
 
     argv = list(command)
     if argv and argv[0] == "--":
@@ -363,12 +361,7 @@ def bench_cmd(arm_opts, baseline, host_baseline, host_arm, repetitions, warmup, 
     if as_json:
         click.echo(json.dumps(result.summary, indent=2))
     else:
-        from rich.console import Console
-
-        console = Console()
-        if not console.is_terminal:
-            console = Console(width=220)  # a file or pipe: don't wrap the table to 80 columns
-        console.print(render_rich([result.summary], title=p.title))
+        print_table([result.summary], title=p.title)
     click.echo(f"evidence bundle: {result.bundle}  (check it: capshim evidence verify {result.bundle})", err=True)
     for name in result.non_shim_arms:
         click.echo(f"capshim: arm {name} is {result.summary['arms'][name]['state']}: not a shim result", err=True)

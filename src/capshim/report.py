@@ -95,8 +95,10 @@ def table(summaries: list[dict], labels: list[str] | None = None) -> dict:
         tests = list(s.get("tests") or [])
         host = s.get("host")
         order = []
+        # A host that is an arm of this bench (capshim bench's "native") is shown once, as that arm.
+        host_is_arm = bool(host) and host.get("name") in s["arms"]
         for t in tests:
-            if host and t in host["tests"]:
+            if host and t in host["tests"] and not host_is_arm:
                 order.append(("host", t))
             order += [(a, t) for a in s["arms"] if t in s["arms"][a]["tests"]]
         for arm_name, t in order:
@@ -112,6 +114,8 @@ def table(summaries: list[dict], labels: list[str] | None = None) -> dict:
                 st = arm["tests"][t]
                 path = arm.get("path") or {}
                 name = arm_name + (" (baseline)" if arm_name == s["baseline"] else "")
+                if host_is_arm and arm_name == host.get("name"):
+                    name += " (host)"
                 state = arm["state"]
                 speed = _fmt_ratio(st.get("speedup"), "x") if arm_name != s["baseline"] else "1.00x"
                 pct = _fmt_ratio(st.get("pct_of_host"), "%")
@@ -129,6 +133,16 @@ def table(summaries: list[dict], labels: list[str] | None = None) -> dict:
                      f"(samples per arm: {', '.join(f'{a} {k}' for a, k in n.items())}); "
                      f"95% CI: {s['method']['ci']}; spread: {s['method']['spread']}")
     return {"columns": columns, "rows": rows, "notes": notes}
+
+
+def print_table(summaries: list[dict], labels: list[str] | None = None, title: str | None = None) -> None:
+    """Print the table on stdout; off a terminal (a file, a pipe) 220 columns wide instead of 80."""
+    from rich.console import Console
+
+    console = Console()
+    if not console.is_terminal:
+        console = Console(width=220)
+    console.print(render_rich(summaries, labels, title=title))
 
 
 def render_rich(summaries: list[dict], labels: list[str] | None = None, title: str | None = None):
