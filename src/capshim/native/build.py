@@ -33,11 +33,8 @@ def source_dir(api: str) -> Path:
 
 
 def compiler() -> str:
-    """The C compiler: ``$CC``, else ``cc``. Raises BuildError when none is found."""
-    cc = os.environ.get("CC", "cc")
-    if shutil.which(cc.split()[0]) is None:
-        raise BuildError(f"no C compiler: '{cc}' not found (install build-essential, or set CC)")
-    return cc
+    """The C compiler's name: ``$CC``, else ``cc`` (checked only when something must be compiled)."""
+    return os.environ.get("CC", "cc")
 
 
 def build_dir(name: str, sources: list[Path], commands: list[list[str]]) -> Path:
@@ -52,6 +49,8 @@ def build_dir(name: str, sources: list[Path], commands: list[list[str]]) -> Path
 
 def run_compiler(cmd: list[str], cwd: Path) -> None:
     """Run one compiler command; raise BuildError with the command and its output on failure."""
+    if shutil.which(cmd[0]) is None:
+        raise BuildError(f"no C compiler: '{cmd[0]}' not found (install build-essential, or set CC)")
     proc = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True)
     if proc.returncode != 0:
         raise BuildError(f"build failed: {shlex.join(cmd)}\n{proc.stderr.strip()}")
