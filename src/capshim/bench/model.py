@@ -186,6 +186,7 @@ def ensure_model(preset: str = "tiny", cache_dir: Path | None = None) -> Path:
         os.close(fd)
         try:
             write_model(p, Path(tmp))
+            os.chmod(tmp, 0o666 & ~_umask())  # mkstemp made it 0600
             os.replace(tmp, path)
         except BaseException:
             with contextlib.suppress(OSError):
@@ -239,6 +240,12 @@ def _preset(preset: str) -> Preset:
         raise ValueError(
             f"unknown model preset {preset!r} (known: {', '.join(PRESETS)})"
         ) from None
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
 
 
 @contextlib.contextmanager
