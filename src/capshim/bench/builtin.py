@@ -134,8 +134,8 @@ def worker_command(
 
 def prompt_tokens(n_prompt: int, n_vocab: int, bos: int | None, seed: int = 0) -> list[int]:
     """Deterministic prompt token ids: BOS (when the model has one), then ids
-    from a 64-bit LCG (Knuth's MMIX constants) over the non-special range
-    ``[3, n_vocab)``."""
+    from a 64-bit LCG (Knuth's MMIX constants) over ``[3, n_vocab)`` (ids 0-2
+    are the SentencePiece specials of most llama models)."""
     out: list[int] = []
     if n_prompt <= 0:
         return out
@@ -241,6 +241,10 @@ def _devices(cy) -> tuple[str, str]:
     return ", ".join(cpu), ", ".join(gpu)
 
 
+def _note(msg: str) -> None:
+    print(f"{PROG}: {msg}", file=sys.stderr, flush=True)
+
+
 def _now() -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
 
@@ -299,7 +303,16 @@ class _Runner:
             raise WorkerError(f"llama.cpp could not create a context: {exc}") from None
         self.flash_attn = int(_get(cp, "flash_attn_type", -1))
         self.n_batch, self.n_ubatch = int(cp.n_batch), int(cp.n_ubatch)
-        self.prompt = prompt_tokens(args.n_prompt, self.n_vocab, self.bos, args.seed)
+        self.prompt = prompt_tokens(args.n_prompt, self._token_range(), self.bos, args.seed)
+
+    def _token_range(self) -> int:
+        """Upper bound of prompt ids: the synthetic model's chain (GGUF key
+        ``capshim.chain_size``, see capshim.bench.model), else the vocabulary."""
+        try:
+            chain = int(str(self.model.meta_val_str("capshim.chain_size")).strip())
+        except Exception:
+            return self.n_vocab
+        return min(self.n_vocab, 3 + chain) if chain > 0 else self.n_vocab
 
     # -- llama.cpp calls
     def _clear(self) -> None:
@@ -397,11 +410,16 @@ def run(args: argparse.Namespace) -> list[dict]:
     Raises:
         WorkerError: the model did not load or a decode failed.
     """
+    t0 = time.perf_counter()
     r = _Runner(args)
     cy = r.cy
+    _note(f"model and context ready in {time.perf_counter() - t0:.2f} s")
     commit, number = _build_info(cy)
     cpu_info, gpu_info = _devices(cy)
+    t1 = time.perf_counter()
     output = r.correctness_pass()
+    _note(f"warm-up and correctness pass in {time.perf_counter() - t1:.2f} s, "
+          f"top-1 margin >= {output['top1_margin_min']}")
     common = {
         "build_commit": commit,
         "build_number": number,
@@ -438,6 +456,9 @@ def run(args: argparse.Namespace) -> list[dict]:
     for n_prompt, n_gen, fn in tests:
         test_time = _now()
         samples = [fn() for _ in range(args.repetitions)]
+        name = f"pp{n_prompt}" if n_prompt else f"tg{n_gen}"
+        _note(f"{name}: " + ", ".join(f"{(n_prompt + n_gen) * 1e9 / s:.2f}" for s in samples)
+              + " tok/s")
         if any(s <= 0 for s in samples):
             raise WorkerError(f"perf counters gave a non-positive time: {samples}")
         rows.append({**common, "n_prompt": n_prompt, "n_gen": n_gen, "n_depth": 0,

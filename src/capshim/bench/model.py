@@ -8,14 +8,19 @@ package's ``GGUFWriter`` and ``gguf.quants`` (the same code llama.cpp's
 preset, format version and a hash of the preset's parameters, so any change
 to the generator invalidates the cache.
 
-Weights are not just noise: the model is built so that greedy decoding is
-robust to rounding (fp16 vs fp32 shader paths, quantization). The output
-matrix maps each token's embedding to a fixed "successor" token with a large
-logit margin, while the transformer layers add a random residual of comparable
-size (``residual_ratio``). A layer that computes garbage (NaN, wrong scale)
-flips the greedy tokens; a different but correct rounding does not. The
-built-in worker reports the smallest top-1 margin it saw, so the correctness
-gate's robustness is visible in each run.
+Weights are random but shaped so that greedy decoding is both robust to
+rounding (fp16 vs fp32 shaders, integer-dot activation quantization) and
+sensitive to wrong results. The blocks write about ``residual_ratio`` (8x)
+the embedding's size into the residual stream, and attention mostly reads the
+token itself (``attn_q`` repeats ``attn_k``). While writing, the generator
+runs each "chain" token alone through the stored (rounded) weights in numpy
+and sets ``output.weight`` so that the final hidden state of chain token t
+gives its fixed successor succ(t) (one random cycle over the chain) a logit
+of ``logit_scale`` (24) against about N(0, 24/sqrt(n_embd)) for the others.
+So the greedy tokens depend on every block computing what it should (a
+kernel that returns garbage, zeros or NaN changes them), while a correct but
+differently rounded path keeps a top-1 margin of several logits. The worker
+reports the smallest margin it saw, so the gate's robustness is visible.
 
 Random numbers come from numpy's ``PCG64`` bit generator seeded through
 ``SeedSequence``; both streams are stable across numpy versions (NEP 19), and
@@ -60,8 +65,12 @@ class Preset:
         seed: base seed of the random weights.
         residual_ratio: RMS of all layers' residual contributions relative to the
             token embedding's RMS (1.0 = as large as the embedding).
-        logit_scale: logit of the successor token for a pure embedding (the
-            margin scale of greedy decoding, in logits).
+        logit_scale: logit of the successor token when the hidden state
+            matches the writer's own single-token forward (the margin scale of
+            greedy decoding, in logits).
+        chain_size: tokens in the successor cycle (ids ``[3, 3 + chain_size)``;
+            None: every ordinary token). The writer runs each chain token
+            through the model in numpy, so big models use a subset.
     """
 
     name: str
@@ -76,8 +85,9 @@ class Preset:
     embd_type: str
     output_type: str
     seed: int = 20240601
-    residual_ratio: float = 1.0
+    residual_ratio: float = 8.0
     logit_scale: float = 24.0
+    chain_size: int | None = None
 
     @property
     def head_dim(self) -> int:
@@ -104,17 +114,19 @@ PRESETS: dict[str, Preset] = {
     "tinyllama-1.1b": Preset(
         name="tinyllama-1.1b", n_vocab=32000, n_embd=2048, n_layer=22, n_head=32,
         n_head_kv=4, n_ff=5632, n_ctx_train=2048, matrix_type="Q4_0",
-        embd_type="Q4_0", output_type="Q8_0",
+        embd_type="Q4_0", output_type="Q8_0", chain_size=256,
     ),
     # The same shape, everything in Q8_0 (about 1.17 GB).
     "tinyllama-1.1b-q8_0": Preset(
         name="tinyllama-1.1b-q8_0", n_vocab=32000, n_embd=2048, n_layer=22,
         n_head=32, n_head_kv=4, n_ff=5632, n_ctx_train=2048, matrix_type="Q8_0",
-        embd_type="Q8_0", output_type="Q8_0",
+        embd_type="Q8_0", output_type="Q8_0", chain_size=256,
     ),
 }
 
 N_SPECIAL = 3  # <unk>, <s>, </s>
+RMS_EPS = 1e-5
+CHAIN_KEY = "capshim.chain_size"  # GGUF key: chain tokens are ids [3, 3 + value)
 N_BYTE = 256   # <0x00> .. <0xFF>
 UNK_ID, BOS_ID, EOS_ID = 0, 1, 2
 
@@ -174,6 +186,7 @@ def ensure_model(preset: str = "tiny", cache_dir: Path | None = None) -> Path:
         os.close(fd)
         try:
             write_model(p, Path(tmp))
+            os.chmod(tmp, 0o666 & ~_umask())  # mkstemp made it 0600
             os.replace(tmp, path)
         except BaseException:
             with contextlib.suppress(OSError):
@@ -229,6 +242,12 @@ def _preset(preset: str) -> Preset:
         ) from None
 
 
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
 @contextlib.contextmanager
 def _locked(lock_path: Path):
     with open(lock_path, "a+b") as f:
@@ -264,18 +283,22 @@ def _permutation(p: Preset, name: str, n: int) -> np.ndarray:
     return perm
 
 
-def successor_map(p: Preset) -> np.ndarray:
-    """The token -> successor map that ``output.weight`` encodes (array of token ids).
+def chain_tokens(p: Preset) -> np.ndarray:
+    """Token ids of the successor cycle: ``[3, 3 + chain_size)`` (all ordinary
+    tokens when ``chain_size`` is None)."""
+    n = p.n_vocab - N_SPECIAL if p.chain_size is None else min(p.chain_size, p.n_vocab - N_SPECIAL)
+    return np.arange(N_SPECIAL, N_SPECIAL + n, dtype=np.int64)
 
-    Ordinary tokens (ids >= 3) form one random permutation; a special token's
-    successor is an ordinary token.
+
+def successor_map(p: Preset) -> dict[int, int]:
+    """The token -> successor map that ``output.weight`` encodes.
+
+    The chain tokens form one cycle in a random (seeded) order, so greedy
+    decoding from any chain token walks the whole cycle.
     """
-    n = p.n_vocab - N_SPECIAL
-    perm = _permutation(p, "successor", n) + N_SPECIAL
-    succ = np.empty(p.n_vocab, dtype=np.int64)
-    succ[N_SPECIAL:] = perm
-    succ[:N_SPECIAL] = perm[:N_SPECIAL]
-    return succ
+    chain = chain_tokens(p)
+    order = chain[_permutation(p, "successor", len(chain))]
+    return {int(a): int(b) for a, b in zip(order, np.roll(order, -1))}
 
 
 def vocabulary(p: Preset) -> tuple[list[str], list[float], list[int]]:
@@ -329,73 +352,99 @@ def _tensor_plan(p: Preset) -> list[tuple[str, tuple[int, ...], str]]:
     return plan
 
 
-def _tensor_values(p: Preset, name: str, shape: tuple[int, ...]) -> np.ndarray:
-    """The float32 values of one tensor (see the module docstring for the design)."""
-    d = p.n_embd
-    if name.endswith("norm.weight"):
-        return np.ones(shape, dtype=np.float32)
-    if name == "token_embd.weight":
-        return _embeddings(p)
-    if name == "output.weight":
-        # Row j is the (unit) embedding of j's predecessor, scaled so that a
-        # normalized hidden state equal to E[t] gives logit `logit_scale` to
-        # succ(t) and about logit_scale / sqrt(n_embd) * N(0, 1) to the others.
-        e = _embeddings(p)
-        unit = e / np.linalg.norm(e, axis=1, keepdims=True)
-        succ = successor_map(p)
-        w = np.empty_like(unit)
-        w[succ[N_SPECIAL:]] = unit[N_SPECIAL:]
-        # special tokens are nobody's successor: random unit rows
-        others = np.setdiff1d(np.arange(p.n_vocab), succ[N_SPECIAL:])
-        w[others] = unit[others][:, ::-1]
-        return (w * np.float32(p.logit_scale / np.sqrt(d))).astype(np.float32)
-    # Block weights: inputs are RMS-normalized (RMS 1). Projections that feed
-    # attention scores and the FFN gate keep RMS ~1; the two projections that
-    # write into the residual stream are scaled so that all layers together
-    # add about `residual_ratio` times the embedding's RMS.
+def _block_values(p: Preset, i: int) -> dict[str, np.ndarray]:
+    """float32 values of block ``i``'s tensors (see the module docstring).
+
+    Inputs of every projection are RMS-normalized (RMS 1). ``attn_q`` repeats
+    ``attn_k``'s rows per query head (grouped-query layout of ggml: query head
+    h reads key head ``h // (n_head / n_head_kv)``), so a token's query matches
+    its own key best (score about ``2 * sqrt(head_dim)`` against N(0, 4) for
+    other tokens): attention mostly reads the token itself, which keeps the
+    single-token forward of the writer close to what happens deep in a
+    context. The two projections that write into the residual stream are
+    scaled so that all blocks together add about ``residual_ratio`` times the
+    embedding's RMS.
+    """
+    d, hd, nkv = p.n_embd, p.head_dim, p.n_head_kv
+    b = f"blk.{i}."
     per_write = p.residual_ratio / np.sqrt(2 * p.n_layer)
-    fan_in = shape[1]
-    if name.endswith(("attn_output.weight",)):
-        std = per_write / np.sqrt(fan_in) * 2.0  # attention averaging shrinks v
-    elif name.endswith("ffn_down.weight"):
-        std = per_write / np.sqrt(fan_in) / 0.45  # silu(g) * u has RMS ~0.45
-    else:
-        std = 1.0 / np.sqrt(fan_in)
-    return _uniform(p, name, shape, std)
+    k = _uniform(p, b + "attn_k.weight", (nkv * hd, d), np.sqrt(2.0 / d))
+    q = np.repeat(k.reshape(nkv, hd, d), p.n_head // nkv, axis=0).reshape(d, d)
+    return {
+        b + "attn_norm.weight": np.ones(d, dtype=np.float32),
+        b + "attn_q.weight": q,
+        b + "attn_k.weight": k,
+        b + "attn_v.weight": _uniform(p, b + "attn_v.weight", (nkv * hd, d), 1.0 / np.sqrt(d)),
+        b + "attn_output.weight": _uniform(p, b + "attn_output.weight", (d, d),
+                                           per_write / np.sqrt(d)),
+        b + "ffn_norm.weight": np.ones(d, dtype=np.float32),
+        b + "ffn_gate.weight": _uniform(p, b + "ffn_gate.weight", (p.n_ff, d), 1.0 / np.sqrt(d)),
+        b + "ffn_up.weight": _uniform(p, b + "ffn_up.weight", (p.n_ff, d), 1.0 / np.sqrt(d)),
+        # silu(g) * u has RMS ~0.45 for g, u ~ N(0, 1)
+        b + "ffn_down.weight": _uniform(p, b + "ffn_down.weight", (d, p.n_ff),
+                                        per_write / np.sqrt(p.n_ff) / 0.45),
+    }
 
 
-_EMBD_CACHE: dict[str, np.ndarray] = {}
+def _rms_norm(x: np.ndarray, eps: float = RMS_EPS) -> np.ndarray:
+    return x / np.sqrt(np.mean(x * x, axis=-1, keepdims=True) + eps)
 
 
-def _embeddings(p: Preset) -> np.ndarray:
-    key = p.spec_hash()
-    if key not in _EMBD_CACHE:
-        _EMBD_CACHE.clear()
-        _EMBD_CACHE[key] = _uniform(p, "token_embd.weight", (p.n_vocab, p.n_embd), 1.0)
-    return _EMBD_CACHE[key]
+def _forward_block(p: Preset, x: np.ndarray, w: dict[str, np.ndarray], i: int) -> np.ndarray:
+    """One llama block (``llm_build_llama``) for tokens alone at position 0,
+    where attention returns the token's own value vector."""
+    b = f"blk.{i}."
+    n = len(x)
+    xn = _rms_norm(x) * w[b + "attn_norm.weight"]
+    v = xn @ w[b + "attn_v.weight"].T
+    heads = np.repeat(v.reshape(n, p.n_head_kv, p.head_dim), p.n_head // p.n_head_kv, axis=1)
+    x = x + heads.reshape(n, p.n_embd) @ w[b + "attn_output.weight"].T
+    xn = _rms_norm(x) * w[b + "ffn_norm.weight"]
+    g = xn @ w[b + "ffn_gate.weight"].T
+    u = xn @ w[b + "ffn_up.weight"].T
+    return x + ((g / (1.0 + np.exp(-g))) * u) @ w[b + "ffn_down.weight"].T
 
 
-def _encode(values: np.ndarray, type_name: str):
-    """Values -> (array to write, raw ggml type or None) with gguf.quants."""
+def _output_values(p: Preset, phi: np.ndarray) -> np.ndarray:
+    """``output.weight``: row succ(t) is the unit final hidden state of chain
+    token t (``phi``, in ``chain_tokens`` order) times ``logit_scale``; rows of
+    tokens outside the chain are 0, so they never win."""
+    chain = chain_tokens(p)
+    succ = successor_map(p)
+    unit = phi / np.linalg.norm(phi, axis=1, keepdims=True)
+    w = np.zeros((p.n_vocab, p.n_embd), dtype=np.float32)
+    for row, t in enumerate(chain):
+        w[succ[int(t)]] = unit[row] * np.float32(p.logit_scale / np.sqrt(p.n_embd))
+    return w
+
+
+def _encode(values: np.ndarray, type_name: str) -> tuple[np.ndarray, np.ndarray]:
+    """Values -> (array to write, the float32 values llama.cpp will see), with
+    ``gguf.quants`` (quantize, then dequantize for the writer's own forward)."""
     from gguf import GGMLQuantizationType, quants
 
     if type_name == "F32":
-        return values.astype(np.float32), None
+        data = values.astype(np.float32)
+        return data, data
     if type_name == "F16":
-        return values.astype(np.float16), None
+        data = values.astype(np.float16)
+        return data, data.astype(np.float32)
     qtype = GGMLQuantizationType[type_name]
-    return quants.quantize(values, qtype), qtype
+    data = quants.quantize(values, qtype)
+    return data, quants.dequantize(data, qtype).reshape(values.shape).astype(np.float32)
 
 
 def write_model(p: Preset, path: Path) -> None:
     """Write preset ``p`` to ``path`` (overwriting) with ``gguf.GGUFWriter``.
 
-    Tensors are generated, quantized and written one at a time (streaming), so
-    peak memory stays near the largest tensor. The keys are those llama.cpp's
-    ``llama`` architecture loader reads (``src/llama-model.cpp``,
-    ``src/llama-vocab.cpp``): context/embedding/feed-forward lengths, block
-    and head counts, RMS epsilon, RoPE dimension and base, SentencePiece
-    (``llama``) tokenizer with BOS/EOS/UNK ids.
+    Tensors are generated, quantized and written one block at a time
+    (streaming), so peak memory stays near the largest tensor. Meanwhile the
+    chain tokens are run through the stored (rounded) weights in numpy to
+    build ``output.weight``. The keys are those llama.cpp's ``llama``
+    architecture loader reads (``src/llama-model.cpp``, ``src/llama-vocab.cpp``):
+    context/embedding/feed-forward lengths, block and head counts, RMS
+    epsilon, RoPE dimension and base, SentencePiece (``llama``) tokenizer with
+    BOS/EOS/UNK ids; plus ``capshim.chain_size``.
 
     Raises:
         ValueError: a quantized row length is not a multiple of 32.
@@ -404,7 +453,8 @@ def write_model(p: Preset, path: Path) -> None:
     import gguf
     from gguf import GGMLQuantizationType, LlamaFileType
 
-    for _, shape, t in _tensor_plan(p):
+    plan = _tensor_plan(p)
+    for _, shape, t in plan:
         if t not in ("F32", "F16") and shape[-1] % 32:
             raise ValueError(f"{p.name}: row length {shape[-1]} is not a multiple of 32 for {t}")
 
@@ -422,25 +472,28 @@ def write_model(p: Preset, path: Path) -> None:
     w.add_head_count_kv(p.n_head_kv)
     w.add_rope_dimension_count(p.head_dim)
     w.add_rope_freq_base(10000.0)
-    w.add_layer_norm_rms_eps(1e-5)
+    w.add_layer_norm_rms_eps(RMS_EPS)
     w.add_vocab_size(p.n_vocab)
     ftype = {"F16": LlamaFileType.MOSTLY_F16, "Q8_0": LlamaFileType.MOSTLY_Q8_0,
              "Q4_0": LlamaFileType.MOSTLY_Q4_0}[p.matrix_type]
     w.add_file_type(int(ftype))
     if p.matrix_type not in ("F16", "F32"):
         w.add_quantization_version(gguf.GGML_QUANT_VERSION)
-    tokens, scores, types = vocabulary(p)
+    tokens, scores, token_types = vocabulary(p)
     w.add_tokenizer_model("llama")
     w.add_token_list(tokens)
     w.add_token_scores(scores)
-    w.add_token_types(types)
+    w.add_token_types(token_types)
     w.add_unk_token_id(UNK_ID)
     w.add_bos_token_id(BOS_ID)
     w.add_eos_token_id(EOS_ID)
     w.add_add_bos_token(True)
     w.add_add_eos_token(False)
+    # Read by capshim.bench.builtin: prompt ids are drawn from the chain.
+    w.add_uint32(CHAIN_KEY, len(chain_tokens(p)))
+    w.add_uint32("capshim.model_format_version", MODEL_FORMAT_VERSION)
 
-    plan = _tensor_plan(p)
+    types = {name: t for name, _, t in plan}
     for name, shape, t in plan:
         if t == "F32":
             w.add_tensor_info(name, shape, np.dtype(np.float32), 4 * int(np.prod(shape)))
@@ -455,10 +508,24 @@ def write_model(p: Preset, path: Path) -> None:
         w.write_header_to_file()
         w.write_kv_data_to_file()
         w.write_ti_data_to_file()
-        for name, shape, t in plan:
-            data, _ = _encode(_tensor_values(p, name, shape), t)
-            w.write_tensor_data(data)
+        embd = _rms_norm(_uniform(p, "token_embd.weight", (p.n_vocab, p.n_embd), 1.0), 0.0)
+        data, seen = _encode(embd, types["token_embd.weight"])
+        w.write_tensor_data(data)
+        x = seen[chain_tokens(p)].astype(np.float32)
+        del embd, data, seen
+        for i in range(p.n_layer):
+            block = _block_values(p, i)
+            stored = {}
+            for name in [n for n, _, _ in plan if n.startswith(f"blk.{i}.")]:
+                data, stored[name] = _encode(block[name], types[name])
+                w.write_tensor_data(data)
+            x = _forward_block(p, x, stored, i)
+            del block, stored
+        norm = np.ones(p.n_embd, dtype=np.float32)
+        w.write_tensor_data(norm)
+        phi = _rms_norm(x) * norm
+        data, _ = _encode(_output_values(p, phi), types["output.weight"])
+        w.write_tensor_data(data)
         w.flush()
     finally:
         w.close()
-        _EMBD_CACHE.clear()
