@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-pytest.importorskip("cyllama.llama.llama_cpp")
+import cyllama.llama.llama_cpp  # noqa: E402,F401 - required: the real llama.cpp (setup.sh installs it)
 
 from capshim.bench import builtin, model  # noqa: E402
 

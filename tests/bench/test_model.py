@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-gguf = pytest.importorskip("gguf")
+import gguf  # noqa: E402 - required (a dependency of capshim)
 
 from capshim.bench import model  # noqa: E402
 
