@@ -43,7 +43,7 @@ from pathlib import Path
 import numpy as np
 
 #: Bump when the generator's output changes for the same preset parameters.
-MODEL_FORMAT_VERSION = 1
+MODEL_FORMAT_VERSION = 2
 
 
 @dataclasses.dataclass(frozen=True)
