@@ -237,7 +237,7 @@ def draw_chart(summaries: list[dict], path: str | Path, labels: list[str] | None
         for s, label in zip(summaries, labels):
             pre = f"{label}:" if multi else ""
             host = s.get("host")
-            if host and t in host["tests"]:
+            if host and t in host["tests"] and host.get("name") not in s["arms"]:
                 bars.append((pre + (host.get("name") or "host"), host["tests"][t], None, False))
             for a, arm in s["arms"].items():
                 if t in arm["tests"]:
