@@ -1,7 +1,5 @@
 """Fixtures for the backend tests: sanitized Metal builds (GNU runtime)."""
 
-import sys
-from pathlib import Path
 
 import pytest
 

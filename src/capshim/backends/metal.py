@@ -33,7 +33,8 @@ import sys
 import tempfile
 from pathlib import Path
 
-from capshim.errors import BuildError, UsageError
+from capshim.errors import UsageError
+from capshim.native.build import cache_root, run_compiler
 
 __all__ = [
     "NATIVE_DIR", "CONFIG_VARIABLES", "DENY_LIST", "cache_dir", "build", "launch_env",
@@ -100,24 +101,7 @@ def cache_dir() -> Path:
     the hex being the start of the SHA-256 of the sources in ``native/metal``.
     Computing it builds nothing.
     """
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "capshim" / "native" / f"metal-{_sources_digest()}"
-
-
-def run_compiler(cmd: list[str], cwd: Path | None = None) -> None:
-    """Run one compiler (or signing) command; raise BuildError naming it on failure.
-
-    Raises:
-        BuildError: the command is missing or exits non-zero; the message
-            holds the command line and the end of its output.
-    """
-    try:
-        r = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True)
-    except OSError as exc:
-        raise BuildError(f"cannot run {cmd[0]}: {exc.strerror} (command: {' '.join(cmd)})") from None
-    if r.returncode != 0:
-        tail = (r.stderr or r.stdout).strip().splitlines()[-12:]
-        raise BuildError(f"build failed (exit {r.returncode}): {' '.join(cmd)}\n" + "\n".join(tail))
+    return cache_root() / "native" / f"metal-{_sources_digest()}"
 
 
 def _src(names) -> list[str]:

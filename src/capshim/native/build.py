@@ -47,13 +47,22 @@ def build_dir(name: str, sources: list[Path], commands: list[list[str]]) -> Path
     return cache_root() / "native" / f"{name}-{h.hexdigest()[:12]}"
 
 
-def run_compiler(cmd: list[str], cwd: Path) -> None:
-    """Run one compiler command; raise BuildError with the command and its output on failure."""
+def run_compiler(cmd: list[str], cwd: Path | None = None) -> None:
+    """Run one compiler (or signing) command.
+
+    Raises:
+        BuildError: the program is missing or exits non-zero; the message holds
+            the command line and the end of its output.
+    """
     if shutil.which(cmd[0]) is None:
-        raise BuildError(f"no C compiler: '{cmd[0]}' not found (install build-essential, or set CC)")
-    proc = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True)
+        raise BuildError(f"'{cmd[0]}' not found (install build-essential, or set CC); command: {shlex.join(cmd)}")
+    try:
+        proc = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True)
+    except OSError as exc:
+        raise BuildError(f"cannot run {cmd[0]}: {exc.strerror} (command: {shlex.join(cmd)})") from None
     if proc.returncode != 0:
-        raise BuildError(f"build failed: {shlex.join(cmd)}\n{proc.stderr.strip()}")
+        tail = (proc.stderr or proc.stdout).strip().splitlines()[-12:]
+        raise BuildError(f"build failed (exit {proc.returncode}): {shlex.join(cmd)}\n" + "\n".join(tail))
 
 
 def publish(tmp: Path, final: Path) -> None:

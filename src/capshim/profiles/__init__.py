@@ -25,7 +25,6 @@ profiles are raise-only (the Metal shim never lowers an answer).
 from __future__ import annotations
 
 import hashlib
-import re
 import tomllib
 from dataclasses import dataclass, field
 from importlib import resources
