@@ -271,6 +271,10 @@ def run_bench(arms: list[Arm], workload: Workload, baseline: str, out: Path, rep
                     if res.error:
                         console.print(f"[yellow]{arm.name} {'run ' + str(n) if record else 'warm-up'}: {res.error}[/]")
                     progress.advance(task)
+                    if not console.is_terminal:  # no live bar in a log: one line per run
+                        done = int(progress.tasks[0].completed)
+                        console.print(f"[{done}/{total}] {what}: {res.seconds:.1f} s"
+                                      + (f" ({res.error})" if res.error else ""))
     except KeyboardInterrupt:
         interrupted = True
         console.print("[red]interrupted: writing the bundle of the runs that finished[/]")
