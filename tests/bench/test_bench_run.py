@@ -126,3 +126,40 @@ def test_bad_bench_usage_exits_2(tmp_path):
     r = run_capshim("bench", "--model", str(tmp_path / "missing.gguf"), "--out", str(tmp_path / "c"))
     assert r.returncode == 2 and "--model" in r.stderr
     assert "Traceback" not in r.stderr
+
+
+def _rows_with_tokens(tokens):
+    rows = json.loads(FIXTURE.read_text())[:2]
+    for row in rows:
+        row["capshim_output"] = {"token_ids": tokens}
+    return json.dumps(rows)
+
+
+def test_wrong_output_marks_the_arm(tmp_path):
+    same, other = tmp_path / "same.json", tmp_path / "other.json"
+    same.write_text(_rows_with_tokens([1, 2, 3]))
+    other.write_text(_rows_with_tokens([9, 9, 9]))
+    marker = tmp_path / "first-done"
+    # the first process (arm "native") prints the reference tokens, every later one other tokens
+    script = _fake_workload(tmp_path, f'if [ -f "{marker}" ]; then cat "{other}"; else touch "{marker}"; '
+                                      f'cat "{same}"; fi')
+    out = tmp_path / "b"
+    r = run_capshim("bench", "--check-output", "--arm", "native=", "--arm", "fast=", "-r", "1", "--warmup", "0",
+                    "--out", str(out), "--", str(script))
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["arms"]["native"]["state"] == "native"
+    assert summary["arms"]["fast"]["state"] == "wrong-output"
+    assert summary["arms"]["fast"]["shim_result"] is False
+    assert "not a shim result" in r.stderr
+
+
+def test_host_baseline_from_a_llama_bench_file(tmp_path):
+    script = _fake_workload(tmp_path, f'cat "{FIXTURE}"')
+    out = tmp_path / "b"
+    r = run_capshim("bench", "--arm", "stock=", "--host-baseline", str(FIXTURE), "-r", "2", "--warmup", "0",
+                    "--out", str(out), "--", str(script))
+    assert r.returncode == 0, r.stderr
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["host"]["source"].endswith("cpu-tiny.json")
+    pct = summary["arms"]["stock"]["tests"]["pp64"]["pct_of_host"]["value"]
+    assert abs(pct - 100.0) < 1e-9  # the same samples on both sides
