@@ -54,6 +54,12 @@ def _builtin_workload(model: str | None, n_prompt: int, n_gen: int, check_output
     from capshim.bench import builtin
     from capshim.bench import model as model_mod
 
+    import importlib.util
+
+    if importlib.util.find_spec("cyllama") is None:
+        raise CapshimError("the built-in workload needs llama.cpp's Python binding cyllama "
+                           "(Linux: pip install cyllama-vulkan; macOS: pip install cyllama), "
+                           "or give a llama-bench command after --")
     ref = model or "tiny"
     if ref in MODEL_PRESETS:
         path = model_mod.ensure_model(ref)
@@ -75,8 +81,6 @@ def _builtin_workload(model: str | None, n_prompt: int, n_gen: int, check_output
         pass
     binary = None
     try:
-        import importlib.util
-
         spec = importlib.util.find_spec("cyllama.llama.llama_cpp")
         if spec is not None and spec.origin:
             binary = Path(spec.origin)
