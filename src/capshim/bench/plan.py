@@ -148,6 +148,11 @@ def make_plan(arm_opts: tuple[str, ...] | list[str], baseline: str | None, host_
         workload = _builtin_workload(model, n_prompt, n_gen, check_output if check_output is not None else True)
         cpu = device is not None and device.get("type") == "cpu"
         reps = repetitions or (5 if cpu else 10)
+        if cpu and (model or "tiny") != "tiny":
+            import sys
+
+            print(f"capshim: warning: --model {model} on a CPU Vulkan device ({device['name']}): each run may take "
+                  "many minutes (the 'tiny' default takes seconds); --timeout is per run", file=sys.stderr)
     workload.env.update(extra_env)
     title = "capshim bench"
     if device:
