@@ -179,3 +179,12 @@ def test_merge_bundles_and_write_html_with_chart(tmp_path):
     assert (tmp_path / "r.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     r = CliRunner().invoke(main, ["report", str(tmp_path / "day1")])
     assert r.exit_code == 0 and "vm-unlocked" in r.output
+
+
+def test_report_output_into_a_missing_folder_is_a_usage_error(tmp_path):
+    from tests.conftest import run_capshim
+
+    src = FIXTURES / "llama-bench" / "cpu-tiny.json"
+    r = run_capshim("report", "--arm", f"a={src}", "--format", "md", "-o", str(tmp_path / "no" / "r.md"))
+    assert r.returncode == 2 and "--output" in r.stderr and "does not exist" in r.stderr
+    assert "Traceback" not in r.stderr

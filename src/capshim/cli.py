@@ -147,6 +147,11 @@ def run_cmd(profile_ref, simulate_ref, inherit, strict, quiet, status_file, comm
     argv = list(command)
     if argv and argv[0] == "--":
         argv = argv[1:]
+    if status_file and not Path(status_file).resolve().parent.is_dir():
+        raise CapshimError(f"--status-file {status_file}: folder {Path(status_file).resolve().parent} does not exist")
+    if simulate is not None and simulate.direction == "raise":
+        click.echo(f"capshim: warning: --simulate {simulate.source} is a 'raise' profile: it raises answers next "
+                   "to the driver (simulate is meant to lower them)", err=True)
     lc = launch.prepare(argv, profile, simulate, inherit=inherit, quiet=quiet,
                         status_file=Path(status_file).resolve() if status_file else None)
     try:
@@ -256,11 +261,19 @@ def report_cmd(bundles, arm_opts, host_file, baseline, fmt, output, chart, as_js
         return
     if output and not fmt:
         fmt = "html" if output.lower().endswith((".html", ".htm")) else "md"
+    for flag, target in (("--output", output), ("--chart", chart)):
+        if target and not Path(target).parent.is_dir():
+            raise UsageError(f"{flag} {target}: folder {Path(target).parent} does not exist")
+        if target and Path(target).is_dir():
+            raise UsageError(f"{flag} {target}: is a folder; give a file name")
     if output and not chart:
         chart = str(Path(output).with_suffix(".png"))
     chart_ref = None
     if chart:
-        report.draw_chart(summaries, chart, labels, title=title)
+        try:
+            report.draw_chart(summaries, chart, labels, title=title)
+        except OSError as exc:
+            raise UsageError(f"--chart {chart}: cannot write: {exc.strerror or exc}") from None
         chart_ref = (Path(chart).name if output and Path(chart).parent.resolve() == Path(output).parent.resolve()
                      else str(chart))
     if fmt == "md":
@@ -291,9 +304,13 @@ def evidence_grp():
 @click.argument("bundle", type=click.Path())
 def evidence_verify(bundle):
     """Check every file of BUNDLE against its SHA256SUMS: exit 0 when all match, 1 naming each bad file."""
+    from pathlib import Path
+
     from capshim import evidence
     from capshim.errors import EXIT_WORKLOAD
 
+    if not Path(bundle).is_dir():
+        raise CapshimError(f"evidence verify {bundle}: not a folder")
     problems = evidence.verify(bundle)
     if problems:
         for p in problems:
@@ -364,9 +381,9 @@ def bench_cmd(arm_opts, baseline, host_baseline, host_arm, repetitions, warmup, 
         print_table([result.summary], title=p.title)
     click.echo(f"evidence bundle: {result.bundle}  (check it: capshim evidence verify {result.bundle})", err=True)
     for name in result.non_shim_arms:
-        click.echo(f"capshim: arm {name} is {result.summary['arms'][name]['state']}: not a shim result", err=True)
+        click.echo(f"capshim: {plan.explain_arm(name, result.summary['arms'][name])}", err=True)
     if result.interrupted:
-        sys.exit(130)
+        sys.exit(143 if result.interrupted_by == "SIGTERM" else 130)
     if strict and any(result.summary["arms"][a]["state"] in ("inert", "invalid") for a in result.non_shim_arms):
         sys.exit(3)
     if result.failed_runs:

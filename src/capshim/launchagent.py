@@ -121,7 +121,7 @@ def uninstall_commands(label: str, uid: int) -> list[list[str]]:
 def _refuse(action: str) -> None:
     if sys.platform != "darwin":
         raise UsageError(f"launchagent {action}: LaunchAgents exist only on macOS; this is "
-                         f"{sys.platform} (use --dry-run to print the plist)")
+                         f"{sys.platform}" + (" (install --dry-run prints the plist)" if action == "install" else ""))
 
 
 def _run(cmd: list[str], check: bool = True) -> subprocess.CompletedProcess:

@@ -128,9 +128,9 @@ def table(summaries: list[dict], labels: list[str] | None = None) -> dict:
                 speed, pct, state] + [display_value(path, b, k) for _, b, k in path_cols] + ["; ".join(flags)]
             rows.append({"cells": cells, "marked": marked, "notes": flags, "arm": arm_name, "test": t,
                          "bundle": label})
-        n = {a: sum(v["n"] for v in s["arms"][a]["tests"].values()) for a in s["arms"]}
+        n = {a: max((v["n"] for v in s["arms"][a]["tests"].values()), default=0) for a in s["arms"]}
         notes.append(f"{label + ': ' if multi else ''}medians of per-repetition samples "
-                     f"(samples per arm: {', '.join(f'{a} {k}' for a, k in n.items())}); "
+                     f"(samples per arm and test: {', '.join(f'{a} {k}' for a, k in n.items())}); "
                      f"95% CI: {s['method']['ci']}; spread: {s['method']['spread']}")
     return {"columns": columns, "rows": rows, "notes": notes}
 
@@ -142,21 +142,60 @@ def print_table(summaries: list[dict], labels: list[str] | None = None, title: s
     console = Console()
     if not console.is_terminal:
         console = Console(width=220)
-    console.print(render_rich(summaries, labels, title=title))
+    console.print(render_rich(summaries, labels, title=title, width=console.width))
 
 
-def render_rich(summaries: list[dict], labels: list[str] | None = None, title: str | None = None):
-    """The table as a :class:`rich.table.Table` (marked rows dimmed red)."""
+def render_rich(summaries: list[dict], labels: list[str] | None = None, title: str | None = None,
+                width: int | None = None):
+    """The table as a :class:`rich.table.Table` (marked rows dimmed red).
+
+    For the terminal, attested-path and notes columns whose value is the same
+    in every row are moved into the caption (``same in every row: ...``) so the
+    table fits a normal terminal; numbers never wrap. Markdown and HTML keep
+    every column. Below 170 columns of ``width`` the table is compact: no
+    min–max column and no interval on "% of host" (both stay in summary.json
+    and report.md).
+    """
     from rich.table import Table
 
     tab = table(summaries, labels)
+    compact = width is not None and width < 170
+    fixed = set(_BASE_COLUMNS) | {"bundle"}
+    cols = tab["columns"]
+    keep, same = [], []
+    for i, c in enumerate(cols):
+        values = {r["cells"][i] for r in tab["rows"]}
+        is_base = c in fixed or c.startswith("speedup")
+        if compact and c == "min–max":
+            continue
+        if not is_base and len(values) <= 1 and tab["rows"]:
+            v = next(iter(values))
+            if v:
+                same.append(f"{c} {v}")
+            continue
+        keep.append(i)
     t = Table(title=title, show_lines=False)
-    for c in tab["columns"]:
+    short = {"median tok/s": "tok/s", "shared memory": "shmem", "matrix cores": "matrix", "simdgroup red.": "sg red.",
+             "simdgroup mm": "sg mm", "% of host": "% host"}
+    for i in keep:
+        c = cols[i]
         numeric = c.startswith(("median", "speedup", "% of", "min"))
-        t.add_column(c, justify="right" if numeric else "left", overflow="fold")
+        head = c
+        if compact:
+            head = "speedup (95% CI)" if c.startswith("speedup") else short.get(c, c)
+        t.add_column(head, justify="right" if numeric else "left", overflow="fold",
+                     no_wrap=compact and c in ("arm", "test"))
     for r in tab["rows"]:
-        t.add_row(*r["cells"], style="red dim" if r["marked"] else None)
-    t.caption = "\n".join(tab["notes"])
+        cells = [r["cells"][i] for i in keep]
+        if compact:
+            cells = [c.split(" [")[0] if cols[i] == "% of host" else c for i, c in zip(keep, cells)]
+        t.add_row(*cells, style="red dim" if r["marked"] else None)
+    caption = list(tab["notes"])
+    if compact:
+        caption.insert(0, next((c for c in cols if c.startswith("speedup")), ""))
+    if same:
+        caption.insert(0, "same in every row: " + "; ".join(same))
+    t.caption = "\n".join(caption)
     return t
 
 

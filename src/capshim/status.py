@@ -105,12 +105,18 @@ def classify(report: StatusReport, name: str, requested: bool = True, target_pid
     if not requested:
         return ShimState(ABSENT, "not requested")
     events = [e for e in report.for_shim(name) if target_pid is None or e.get("pid") == target_pid]
-    events = [e for e in events if e.get("event") != "skipped"]
+    skipped = [e for e in events if e.get("event") == "skipped"]
+    skipped_pids = {e.get("pid") for e in skipped}
+    events = [e for e in events if e.get("event") != "skipped" and e.get("pid") not in skipped_pids]
     changes = len({(e.get("query"), e.get("key"), e.get("stock"), e.get("reported"))
                    for e in events if e.get("event") == "changed"})
     rejected = [e for e in events if e.get("event") == "config" and e.get("accepted") is False]
     if rejected:
         return ShimState(INVALID, f"configuration rejected: {rejected[0].get('reason', '?')}", changes)
+    if not any(e.get("event") == "loaded" for e in events) and skipped:
+        procs = sorted({str(e.get("process", e.get("pid"))) for e in skipped})
+        return ShimState(INERT, "only child processes used the GPU API (" + ", ".join(procs[:3])
+                         + "); children stay stock unless --inherit", changes)
     if not any(e.get("event") == "loaded" for e in events):
         return ShimState(INERT, "never loaded (the loader did not find or enable it, or the program "
                                 "made no GPU API call)", changes)

@@ -276,3 +276,23 @@ def test_layer_is_clean_under_khronos_validation(vk_build, stock_probe, tmp_path
     bad = subprocess.run([str(vk_build.probe), "--create-device", "VK_KHR_swapchain"], env=env,
                          capture_output=True, text=True, timeout=300)
     assert "Validation Error" in bad.stderr + bad.stdout
+
+
+def test_run_reports_child_only_use_and_a_missing_status_folder(vk_build, tmp_path):
+    r = run_capshim("run", "--simulate", "vulkan-paravirt", "--", "sh", "-c", f'"{vk_build.probe}" >/dev/null')
+    assert r.returncode == 0
+    assert "only child processes used the GPU API" in r.stderr and "--inherit" in r.stderr
+    r = run_capshim("run", "--status-file", str(tmp_path / "no" / "s.jsonl"), "--simulate", "vulkan-paravirt", "--",
+                    "true")
+    assert r.returncode == 2 and "--status-file" in r.stderr and "does not exist" in r.stderr
+
+
+def test_beyond_device_names_what_a_raise_profile_invents(stock_probe):
+    mem = stock_probe["capabilities"]["maxComputeSharedMemorySize"]
+    p = profiles.parse(f'name="x"\napi="vulkan"\ndirection="raise"\nversion=1\ndescription="d"\n'
+                       f"[capabilities]\nmaxComputeSharedMemorySize = {mem * 2}\n"
+                       f"[extensions]\nVK_FOO_bar = 1\n", "x.toml")
+    over = vulkan.beyond_device(stock_probe, p)
+    assert over == [f"maxComputeSharedMemorySize {mem * 2} (device: {mem})",
+                    "extension VK_FOO_bar (the device does not have it)"]
+    assert vulkan.beyond_device(stock_probe, vulkan.restore_profile(stock_probe, PARAVIRT)) == []

@@ -69,7 +69,7 @@ def test_a_crashing_arm_is_recorded_and_the_others_go_on(tmp_path):
     assert [run["signal"] for run in summary["arms"]["sim"]["runs"]] == ["SIGSEGV", "SIGSEGV"]
     assert summary["arms"]["stock"]["state"] == "native"
     assert summary["arms"]["stock"]["tests"]["pp64"]["n"] > 0
-    assert "not a shim result" in r.stderr
+    assert "capshim: arm sim failed: killed by SIGSEGV (and 1 more failed run(s))" in r.stderr
 
 
 def test_inert_shim_is_flagged_and_strict_exits_3(tmp_path):
@@ -95,8 +95,8 @@ def test_timeout_is_recorded(tmp_path):
     assert evidence.verify(out) == []
 
 
-def test_ctrl_c_leaves_a_valid_bundle_of_what_finished(tmp_path):
-    script = _fake_workload(tmp_path, f'[ -f "{tmp_path}/slow" ] && sleep 60\ntouch "{tmp_path}/slow"\ncat "{FIXTURE}"')
+def _interrupt(tmp_path, sig):
+    script = _fake_workload(tmp_path, f'[ -f "{tmp_path}/slow" ] && exec sleep 60\ntouch "{tmp_path}/slow"\ncat "{FIXTURE}"')
     out = tmp_path / "b"
     env = dict(os.environ, PYTHONPATH=str(REPO / "src"))
     proc = subprocess.Popen([sys.executable, "-m", "capshim.cli", "bench", "--arm", "a=", "--arm", "b=", "-r", "3",
@@ -106,14 +106,33 @@ def test_ctrl_c_leaves_a_valid_bundle_of_what_finished(tmp_path):
     while not (out / "raw" / "b-1.stderr").exists() and time.time() < deadline:
         time.sleep(0.1)
     time.sleep(0.5)  # b-1 is in its sleep now
-    proc.send_signal(signal.SIGINT)
+    proc.send_signal(sig)
     stdout, stderr = proc.communicate(timeout=60)
+    return proc, out, stderr
+
+
+def test_ctrl_c_leaves_a_valid_bundle_of_what_finished(tmp_path):
+    proc, out, stderr = _interrupt(tmp_path, signal.SIGINT)
     assert proc.returncode == 130, stderr
     assert evidence.verify(out) == []
     summary = json.loads((out / "summary.json").read_text())
     assert summary["interrupted"] is True
     assert summary["arms"]["a"]["tests"]["pp64"]["n"] >= 1
+    # the stopped run is recorded with its signal; the arm has no finished run
+    assert summary["arms"]["b"]["runs"][0]["signal"] == "SIGINT"
+    assert summary["arms"]["b"]["state"] == "failed"
     assert json.loads((out / "metadata.json").read_text())["interrupted"] is True
+    assert "interrupted (SIGINT)" in stderr
+
+
+def test_sigterm_is_handled_like_ctrl_c_and_leaves_no_workload_behind(tmp_path):
+    proc, out, stderr = _interrupt(tmp_path, signal.SIGTERM)
+    assert proc.returncode == 143, stderr
+    assert evidence.verify(out) == []
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["arms"]["b"]["runs"][0]["signal"] == "SIGTERM"
+    left = subprocess.run(["pgrep", "-f", f"{tmp_path}/fake-llama-bench"], capture_output=True, text=True)
+    assert left.stdout.strip() == ""
 
 
 def test_bad_bench_usage_exits_2(tmp_path):
@@ -125,6 +144,8 @@ def test_bad_bench_usage_exits_2(tmp_path):
     assert r.returncode == 2 and "arm name" in r.stderr
     r = run_capshim("bench", "--model", str(tmp_path / "missing.gguf"), "--out", str(tmp_path / "c"))
     assert r.returncode == 2 and "--model" in r.stderr
+    r = run_capshim("bench", "--model", "/etc/passwd", "--out", str(tmp_path / "d"))
+    assert r.returncode == 2 and "not a GGUF file" in r.stderr
     assert "Traceback" not in r.stderr
 
 
@@ -150,7 +171,7 @@ def test_wrong_output_marks_the_arm(tmp_path):
     assert summary["arms"]["native"]["state"] == "native"
     assert summary["arms"]["fast"]["state"] == "wrong-output"
     assert summary["arms"]["fast"]["shim_result"] is False
-    assert "not a shim result" in r.stderr
+    assert "capshim: arm fast: tokens differ from native: not a result" in r.stderr
 
 
 def test_host_baseline_from_a_llama_bench_file(tmp_path):

@@ -229,10 +229,12 @@ def probe(profile: Profile | None = None, simulate: Profile | None = None, devic
             data = json.loads(proc.stdout)
         except ValueError:
             raise CapshimError(f"the Vulkan probe printed no JSON (exit {proc.returncode}): "
-                               f"{proc.stderr.strip()[-500:]}") from None
+                               f"{proc.stderr.strip()[-500:]}", exit_code=1) from None
         if "error" in data:
+            if "no Vulkan device with index" in data["error"]:
+                raise UsageError(f"--device {device}: {data['error']}")
             raise CapshimError(f"Vulkan probe: {data['error']} (is a Vulkan driver installed? "
-                               "try: vulkaninfo --summary)")
+                               "try: vulkaninfo --summary)", exit_code=1)
         report = st.read(status_file)
         data["shim"] = {
             layer: st.classify(report, layer, requested=layer in requested_layers(profile, simulate)).to_dict()
@@ -277,6 +279,34 @@ def restore_profile(stock: dict, simulate: Profile, name: str | None = None) -> 
         "", "[capabilities]", *caps, "", "[extensions]", *exts, "",
     ])
     return profiles.parse(text, f"generated:{pname}")
+
+
+def beyond_device(stock: dict, profile: Profile) -> list[str]:
+    """What a raise profile answers beyond what the device really has (from a stock :func:`probe`).
+
+    A shim can only change answers: a feature or size the driver lacks will
+    fail, or be wrong, when the application uses it. Returns one phrase per key.
+    """
+    if profile.direction != "raise":
+        return []
+    out = []
+    kinds = profiles.catalog.VULKAN_KEYS
+    for key, value in profile.capabilities.items():
+        real = stock["capabilities"].get(key)
+        if kinds[key] == "version":
+            real = profiles.parse_version(real) if isinstance(real, str) else real
+        if real is None:
+            out.append(f"{key} (the device does not report it)")
+        elif kinds[key] == "bool" and value and real is False:
+            out.append(f"{key} (device: false)")
+        elif kinds[key] == "flags" and value & ~int(real):
+            out.append(f"{key} (device: {real})")
+        elif kinds[key] in ("u32", "version") and value > real:
+            out.append(f"{key} {value} (device: {real})")
+    for ext, spec in profile.extensions.items():
+        if ext not in stock["extensions"]:
+            out.append(f"extension {ext} (the device does not have it)")
+    return out
 
 
 def probe_rows(data: dict) -> dict[str, object]:

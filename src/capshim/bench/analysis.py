@@ -124,7 +124,9 @@ def analyze(records: list[dict], arms: dict, baseline: str, host: dict | None = 
         runs = list(arm.get("runs") or [])
         flags = []
         if state in NOT_SHIM_STATES:
-            flags.append(f"{state}: not a shim result")
+            spec = arm.get("spec") or {}
+            shimmed = state in ("inert", "invalid") or spec.get("profile") or spec.get("simulate")
+            flags.append(f"{state}: not a shim result" if shimmed else f"{state}: not a result")
         failed = [(r.get("run"), why) for r in runs if (why := _run_failed(r))]
         if failed:
             flags.append(f"{len(failed)} of {len(runs)} runs failed ("
@@ -160,6 +162,7 @@ def analyze(records: list[dict], arms: dict, baseline: str, host: dict | None = 
             "runs": runs,
             "shim_result": state == "active",
             "path_unchanged": unchanged,
+            "output_check": arm.get("output_check"),
             "flags": flags,
             "tests": per_test,
         }

@@ -67,6 +67,13 @@ def _builtin_workload(model: str | None, n_prompt: int, n_gen: int, check_output
         path = Path(ref)
         if not path.is_file():
             raise UsageError(f"--model {ref}: no such file, and not a preset ({', '.join(MODEL_PRESETS)})")
+        try:
+            with open(path, "rb") as fh:
+                magic = fh.read(4)
+        except OSError as exc:
+            raise UsageError(f"--model {ref}: cannot read: {exc.strerror}") from None
+        if magic != b"GGUF":  # GGUF files start with the magic "GGUF" (ggml docs/gguf.md)
+            raise UsageError(f"--model {ref}: not a GGUF file (it does not start with 'GGUF')")
     env = builtin.worker_env()
     versions = {}
     try:
@@ -141,6 +148,14 @@ def make_plan(arm_opts: tuple[str, ...] | list[str], baseline: str | None, host_
             if a.restore:
                 a.profile = vulkan.restore_profile(chosen, a.simulate)
                 a.restore = False
+            elif a.profile is not None and a.profile.api == "vulkan":
+                over = vulkan.beyond_device(chosen, a.profile)
+                if over:
+                    import sys
+
+                    print(f"capshim: warning: arm {a.name}: profile {a.profile.source} answers more than "
+                          f"{chosen['device']['name']} has: {'; '.join(over[:6])}"
+                          + (f" (+{len(over) - 6} more)" if len(over) > 6 else ""), file=sys.stderr)
     if argv:
         workload = llama_bench_workload(argv, check_output=bool(check_output))
         reps = repetitions or 10
@@ -158,6 +173,25 @@ def make_plan(arm_opts: tuple[str, ...] | list[str], baseline: str | None, host_
     if device:
         title += f" — {device['name']}"
     return Plan(arms, workload, baseline, host_arm, host, reps, title, device)
+
+
+def explain_arm(name: str, arm: dict) -> str:
+    """One line saying why an arm is not a result (failed, inert, invalid, wrong-output), from summary.json."""
+    state = arm.get("state")
+    runs = arm.get("runs") or []
+    if state == "failed":
+        errors = [r.get("error") for r in runs if r.get("error")]
+        why = errors[0] if errors else "no run finished"
+        more = f" (and {len(errors) - 1} more failed run(s))" if len(errors) > 1 else ""
+        return f"arm {name} failed: {why}{more}"
+    if state in ("inert", "invalid"):
+        reasons = [f"{shim}: {s.get('reason')}" for r in runs for shim, s in (r.get("shims") or {}).items()
+                   if s.get("state") == state]
+        why = reasons[0] if reasons else state
+        return f"arm {name}: the shim stayed {state} ({why}): not a shim result"
+    if state == "wrong-output":
+        return f"arm {name}: {arm.get('output_check', 'generated tokens differ')}: not a result"
+    return f"arm {name}: {state}"
 
 
 def execute(plan: Plan, out: Path, warmup: int = 1, timeout: float = 900.0) -> BenchResult:

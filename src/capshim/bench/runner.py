@@ -80,6 +80,22 @@ def llama_bench_workload(argv: list[str], check_output: bool = False) -> Workloa
     return Workload("llama-bench", argv, binary=Path(exe).resolve(), model=model, check_output=check_output)
 
 
+class Stop(KeyboardInterrupt):
+    """Ctrl-C or SIGTERM while benchmarking; ``signal_name`` says which."""
+
+    def __init__(self, signal_name: str = "SIGINT"):
+        super().__init__(signal_name)
+        self.signal_name = signal_name
+
+
+class Interrupted(Exception):
+    """A recorded run was stopped; ``result`` is its RunResult (recorded in the bundle)."""
+
+    def __init__(self, result: "RunResult"):
+        super().__init__(result.error)
+        self.result = result
+
+
 @dataclass
 class RunResult:
     """One finished (or failed) arm run."""
@@ -122,10 +138,15 @@ def _run_one(bundle: Bundle, arm: Arm, n: int, workload: Workload, timeout: floa
             timed_out = True
             _kill(proc)
             rc = proc.wait()
-        except KeyboardInterrupt:
+        except KeyboardInterrupt as stop:
+            stop = stop if isinstance(stop, Stop) else Stop("SIGINT")
             _kill(proc)
             proc.wait()
-            raise
+            if not record:
+                raise
+            states = {name: s.to_dict() for name, s in lc.states().items()}
+            raise Interrupted(RunResult(arm.name, n, None, stop.signal_name, False, time.monotonic() - t0, [], {},
+                                        states, None, f"interrupted ({stop.signal_name})")) from None
     seconds = time.monotonic() - t0
     sig = signal.Signals(-rc).name if rc < 0 and -rc in signal.Signals._value2member_map_ else None
     exit_code = rc if rc >= 0 else None
@@ -172,8 +193,8 @@ def _kill(proc: subprocess.Popen) -> None:
 
 def _arm_state(arm: Arm, results: list[RunResult]) -> str:
     ok = [r for r in results if r.error is None]
-    if results and not ok:
-        return "failed"
+    if not ok:
+        return "failed"  # every run failed or was stopped, or none ran (interrupted before)
     if not arm.shimmed:
         return "native"
     shim_states = [s["state"] for r in results for s in r.shim_states.values()]
@@ -193,6 +214,7 @@ class BenchResult:
     interrupted: bool
     failed_runs: int
     non_shim_arms: list[str]
+    interrupted_by: str | None = None
 
 
 def run_bench(arms: list[Arm], workload: Workload, baseline: str, out: Path, repetitions: int = 10,
@@ -250,8 +272,13 @@ def run_bench(arms: list[Arm], workload: Workload, baseline: str, out: Path, rep
     bundle = Bundle.create(out, meta)
     results: dict[str, list[RunResult]] = {a.name: [] for a in arms}
     interrupted = False
+    interrupted_by = None
     total = len(arms) * (warmup + repetitions)
     work = Path(tempfile.mkdtemp(prefix="capshim-bench-"))
+    def on_term(signum, frame):
+        raise Stop("SIGTERM")
+
+    old_term = signal.signal(signal.SIGTERM, on_term)
     progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                         TextColumn("ETA"), TimeRemainingColumn(), console=console, transient=False)
     try:
@@ -275,12 +302,19 @@ def run_bench(arms: list[Arm], workload: Workload, baseline: str, out: Path, rep
                         done = int(progress.tasks[0].completed)
                         console.print(f"[{done}/{total}] {what}: {res.seconds:.1f} s"
                                       + (f" ({res.error})" if res.error else ""))
-    except KeyboardInterrupt:
+    except (KeyboardInterrupt, Interrupted) as exc:
         interrupted = True
-        console.print("[red]interrupted: writing the bundle of the runs that finished[/]")
+        if isinstance(exc, Interrupted):
+            results[exc.result.arm].append(exc.result)
+        how = exc.result.signal if isinstance(exc, Interrupted) else getattr(exc, "signal_name", "SIGINT")
+        interrupted_by = how
+        console.print(f"[red]interrupted ({how}): writing the bundle of the runs that finished[/]")
     finally:
+        signal.signal(signal.SIGTERM, old_term)
         shutil.rmtree(work, ignore_errors=True)
-    return _finish(bundle, arms, results, workload, baseline, host_arm, host, reference_arm, interrupted)
+    result = _finish(bundle, arms, results, workload, baseline, host_arm, host, reference_arm, interrupted)
+    result.interrupted_by = interrupted_by
+    return result
 
 
 def _argv_for(arm: Arm, workload: Workload) -> list[str]:

@@ -167,11 +167,16 @@ class Profile:
         return hashlib.sha256(self.text.encode()).hexdigest()
 
     def to_dict(self) -> dict:
-        """The resolved profile as plain JSON-ready data."""
+        """The resolved profile as plain JSON-ready data (booleans as true/false, versions as "1.3.280")."""
+        kinds = KEYS[self.api]
+        caps = {}
+        for key, value in self.capabilities.items():
+            kind = kinds[key]
+            caps[key] = bool(value) if kind == "bool" else format_version(value) if kind == "version" else value
         return {
             "name": self.name, "api": self.api, "direction": self.direction,
             "version": self.version, "description": self.description,
-            "capabilities": dict(self.capabilities), "extensions": dict(self.extensions),
+            "capabilities": caps, "extensions": dict(self.extensions),
             "source": self.source, "sha256": self.sha256,
         }
 
@@ -183,6 +188,8 @@ def _first_error(errors) -> jsonschema.ValidationError:
 
 def _check_schema(data: dict, source: str) -> None:
     api = data.get("api")
+    if api is None:
+        raise ProfileError(source, "api", None, "required key is missing (\"vulkan\" or \"metal\")")
     if api not in KEYS:
         raise ProfileError(source, "api", api, f"must be one of {', '.join(sorted(KEYS))}")
     validator = jsonschema.Draft202012Validator(schema(api))
@@ -224,8 +231,8 @@ def _reason(err: jsonschema.ValidationError, kind: str | None) -> str:
     }
     if kind in expected:
         return expected[kind]
-    if err.validator in ("enum", "pattern", "type", "minimum", "maximum", "anyOf", "minLength", "maxLength"):
-        return err.message
+    if err.validator == "enum":
+        return "must be one of " + ", ".join(str(v) for v in err.validator_value)
     return err.message
 
 

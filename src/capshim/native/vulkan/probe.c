@@ -31,10 +31,22 @@ static void json_string(const char *s) {
     printf("\"%s\"", esc);
 }
 
+static const char *result_name(VkResult r) {
+    switch (r) {
+    case VK_ERROR_OUT_OF_HOST_MEMORY: return "VK_ERROR_OUT_OF_HOST_MEMORY";
+    case VK_ERROR_OUT_OF_DEVICE_MEMORY: return "VK_ERROR_OUT_OF_DEVICE_MEMORY";
+    case VK_ERROR_INITIALIZATION_FAILED: return "VK_ERROR_INITIALIZATION_FAILED";
+    case VK_ERROR_LAYER_NOT_PRESENT: return "VK_ERROR_LAYER_NOT_PRESENT";
+    case VK_ERROR_EXTENSION_NOT_PRESENT: return "VK_ERROR_EXTENSION_NOT_PRESENT";
+    case VK_ERROR_INCOMPATIBLE_DRIVER: return "VK_ERROR_INCOMPATIBLE_DRIVER (no usable Vulkan driver)";
+    default: return "VkResult";
+    }
+}
+
 static int fail(const char *what, VkResult res) {
     printf("{\"error\":");
     char msg[256];
-    snprintf(msg, sizeof msg, "%s failed (VkResult %d)", what, (int)res);
+    snprintf(msg, sizeof msg, "%s failed: %s %d", what, result_name(res), (int)res);
     json_string(msg);
     printf("}\n");
     return 1;
