@@ -152,7 +152,9 @@ def analyze(records: list[dict], arms: dict, baseline: str, host: dict | None = 
                 entry["speedup"] = stats.compare(vals, base_vals)
             elif name == baseline:
                 entry["speedup"] = {"value": 1.0, "ci95": None}
-            if t in host_tests:
+            if t in host_tests and host is not None and host.get("name") == name:
+                entry["pct_of_host"] = {"value": 100.0, "ci95": None}  # the host arm against itself
+            elif t in host_tests:
                 entry["pct_of_host"] = stats.compare(vals, host_tests[t]["samples"], percent=True)
             per_test[t] = entry
         out_arms[name] = {
