@@ -44,6 +44,10 @@ def test_default_bench_writes_a_verified_bundle_with_three_active_arms(tmp_path)
     assert meta["workload"]["model_sha256"] and meta["workload"]["binary_sha256"]
     assert meta["shims"]["vulkan_layer"]["sha256"]
     assert "vulkan-paravirt" in meta["arms"]["vm-stock"]["simulate"]["text"]
+    run1 = meta["arms"]["vm-stock"]["runs"][0]
+    assert run1["env_delta"]["VK_INSTANCE_LAYERS"].startswith("VK_LAYER_CAPSHIM_device")
+    assert run1["exec_argv"][:2] == ["/bin/sh", "-c"]  # the pid wrapper around the workload
+    assert "VK_INSTANCE_LAYERS" not in meta["arms"]["native"]["runs"][0]["env_delta"]
     rows = (out / "results.csv").read_text().splitlines()
     assert rows[0].startswith("arm,run,sample,test,tok_s") and len(rows) == 1 + 3 * 2 * 2
     assert "vm-stock" in r.stdout and "vm-unlocked" in r.stdout  # the table

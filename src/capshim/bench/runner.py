@@ -111,6 +111,8 @@ class RunResult:
     shim_states: dict[str, dict]
     token_ids: list[int] | None
     error: str | None = None
+    exec_argv: list[str] = field(default_factory=list)
+    env_delta: dict[str, str] = field(default_factory=dict)
 
     def info(self) -> dict:
         """The ``runs`` entry of the arm in summary.json."""
@@ -175,7 +177,7 @@ def _run_one(bundle: Bundle, arm: Arm, n: int, workload: Workload, timeout: floa
             error += f": {tail[0][:300]}"
     states = {name: s.to_dict() for name, s in lc.states().items()}
     return RunResult(arm.name, n, exit_code, sig, timed_out, seconds, records, attest.parse_path(stderr), states,
-                     tokens, error)
+                     tokens, error, lc.exec_argv, {**lc.env_delta, **workload.env})
 
 
 def _kill(proc: subprocess.Popen) -> None:
@@ -294,7 +296,7 @@ def run_bench(arms: list[Arm], workload: Workload, baseline: str, out: Path, rep
                     if record:
                         results[arm.name].append(res)
                         bundle.metadata["arms"][arm.name].setdefault("runs", []).append(
-                            {"run": n, "argv": res and _argv_for(arm, workload)})
+                            {"run": n, "exec_argv": res.exec_argv, "env_delta": res.env_delta})
                     if res.error:
                         console.print(f"[yellow]{arm.name} {'run ' + str(n) if record else 'warm-up'}: {res.error}[/]")
                     progress.advance(task)
@@ -315,10 +317,6 @@ def run_bench(arms: list[Arm], workload: Workload, baseline: str, out: Path, rep
     result = _finish(bundle, arms, results, workload, baseline, host_arm, host, reference_arm, interrupted)
     result.interrupted_by = interrupted_by
     return result
-
-
-def _argv_for(arm: Arm, workload: Workload) -> list[str]:
-    return list(workload.argv)
 
 
 def _model_sha(model: Path | None) -> str | None:
