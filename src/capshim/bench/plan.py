@@ -203,4 +203,4 @@ def execute(plan: Plan, out: Path, warmup: int = 1, timeout: float = 900.0) -> B
                      extra_metadata={"device": plan.device, "title": plan.title})
 
 
-__all__ = ["make_plan", "execute", "Plan", "MODEL_PRESETS", "profiles", "CapshimError"]
+__all__ = ["make_plan", "execute", "explain_arm", "Plan", "MODEL_PRESETS"]
