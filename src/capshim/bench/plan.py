@@ -15,7 +15,6 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from capshim import profiles
 from capshim.bench import arms as arms_mod
 from capshim.bench.arms import Arm
 from capshim.bench.runner import BenchResult, Workload, llama_bench_workload, run_bench
