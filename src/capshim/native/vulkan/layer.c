@@ -371,7 +371,7 @@ static void do_feats2(struct role *r, VkPhysicalDevice pd, VkPhysicalDeviceFeatu
 static VkResult do_enum_exts(struct role *r, VkPhysicalDevice pd, const char *layer, uint32_t *count,
                              VkExtensionProperties *props) {
     if (layer != NULL && strcmp(layer, r->layer_name) == 0) {
-        if (count == NULL) return VK_INCOMPLETE;
+        if (count == NULL) return VK_ERROR_INITIALIZATION_FAILED;
         *count = 0;
         return VK_SUCCESS;
     }
@@ -384,8 +384,9 @@ static VkResult do_enum_exts(struct role *r, VkPhysicalDevice pd, const char *la
     VkResult res = VK_INCOMPLETE;
     for (int tries = 0; tries < 8 && res == VK_INCOMPLETE; tries++) {
         res = i->enum_exts(pd, NULL, &n, NULL);
-        if (res != VK_SUCCESS) return res;
         free(below);
+        below = NULL;
+        if (res != VK_SUCCESS) return res;
         below = calloc((size_t)n + r->cfg.nexts + 1, sizeof *below);
         if (below == NULL) return i->enum_exts(pd, layer, count, props); /* fail safe: stock */
         res = i->enum_exts(pd, NULL, &n, below);
