@@ -296,3 +296,20 @@ def test_beyond_device_names_what_a_raise_profile_invents(stock_probe):
     assert over == [f"maxComputeSharedMemorySize {mem * 2} (device: {mem})",
                     "extension VK_FOO_bar (the device does not have it)"]
     assert vulkan.beyond_device(stock_probe, vulkan.restore_profile(stock_probe, PARAVIRT)) == []
+
+
+def test_layer_is_clean_under_valgrind_memcheck(vk_build, stock_probe, tmp_path):
+    # Both roles, every hooked query and a device creation, under memcheck. glibc's
+    # loader has reports of its own (stock runs show them too): none may come from us.
+    restore = vulkan.restore_profile(stock_probe, PARAVIRT)
+    env = dict(os.environ)
+    env.update(vulkan.launch_env(restore, PARAVIRT, tmp_path / "status.jsonl", tmp_path, quiet=True))
+    proc = subprocess.run(["valgrind", "--leak-check=no", "--num-callers=40", str(vk_build.probe),
+                           "--create-device", "VK_KHR_8bit_storage"], env=env, capture_output=True, text=True,
+                          timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert json.loads(proc.stdout)["capabilities"] == stock_probe["capabilities"]
+    blocks = proc.stderr.split("\n==")
+    ours = [b for b in blocks if "libcapshim_vulkan" in b or "(layer.c:" in b or "(config.c:" in b]
+    assert ours == [], "\n".join(ours)[:3000]
+    assert status.classify(status.read(tmp_path / "status.jsonl"), vulkan.LAYER_APP).state == "active"
