@@ -447,15 +447,23 @@ def host_cmd(action):
 
 
 @main.command("verify")
+@click.option("--api", type=click.Choice(["vulkan", "metal", "all"]), default="all", show_default=True,
+              help="Which shims to check; 'all' checks those this platform builds.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
-def verify_cmd(as_json):
-    """Check the built Metal shim: architectures, signature, exports,
-    forbidden strings, SHA256SUMS, and that answers change with a profile and
-    stay stock with a broken one. Exit 1 when a check failed; checks that need
-    macOS are listed as skipped, never as passed."""
-    from capshim.backends import metal
+def verify_cmd(api, as_json):
+    """Check the built shims: architectures, signature (macOS), exported symbols,
+    forbidden strings (Metal), SHA256SUMS, and that answers change with a
+    profile and stay stock with a broken one. Exit 1 when a check failed;
+    checks that need macOS are listed as skipped, never as passed."""
+    checks = []
+    if api in ("vulkan", "all") and sys.platform.startswith("linux"):
+        from capshim.backends import vulkan
 
-    checks = metal.verify()
+        checks += vulkan.verify()
+    if api in ("metal", "all"):
+        from capshim.backends import metal
+
+        checks += [{**c, "check": f"metal: {c['check']}"} for c in metal.verify()]
     if as_json:
         click.echo(json.dumps(checks, indent=2))
     else:

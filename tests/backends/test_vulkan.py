@@ -313,3 +313,20 @@ def test_layer_is_clean_under_valgrind_memcheck(vk_build, stock_probe, tmp_path)
     ours = [b for b in blocks if "libcapshim_vulkan" in b or "(layer.c:" in b or "(config.c:" in b]
     assert ours == [], "\n".join(ours)[:3000]
     assert status.classify(status.read(tmp_path / "status.jsonl"), vulkan.LAYER_APP).state == "active"
+
+
+def test_verify_checks_the_built_layer(vk_build):
+    checks = {c["check"]: c for c in vulkan.verify()}
+    assert [c for c in checks.values() if c["status"] != "passed"] == []
+    assert set(checks) == {"vulkan: architecture", "vulkan: exports", "vulkan: manifests", "vulkan: SHA256SUMS",
+                           "vulkan: answers change with a profile", "vulkan: stock with a broken configuration"}
+    sums = vk_build.dir / "SHA256SUMS"
+    good = sums.read_text()
+    try:
+        sums.write_text(good.replace(good[:8], "00000000", 1))
+        r = run_capshim("verify", "--api", "vulkan", "--json")
+        assert r.returncode == 1
+        failed = [c["check"] for c in json.loads(r.stdout) if c["status"] == "failed"]
+        assert failed == ["vulkan: SHA256SUMS"]
+    finally:
+        sums.write_text(good)

@@ -61,6 +61,7 @@ class VulkanBuild:
 
     @property
     def manifest_dirs(self) -> dict[str, Path]:
+        """Role ("app", "device") -> the folder of that role's manifest."""
         return {role: self.dir / "manifests" / role for role in ROLES}
 
 
@@ -108,7 +109,7 @@ def build(force: bool = False) -> VulkanBuild:
     src = nb.source_dir("vulkan")
     cmds = _commands(nb.compiler())
     # The manifest layout is part of the build: bump it when _manifest or the folders change.
-    final = nb.build_dir("vulkan", [src / s for s in SOURCES], [*cmds.values(), ["manifest-layout", "3"]])
+    final = nb.build_dir("vulkan", [src / s for s in SOURCES], [*cmds.values(), ["manifest-layout", "4"]])
     result = VulkanBuild(final, final / LIBRARY, final / PROBE, final / "fuzz_config")
     if final.is_dir() and not force and result.library.is_file() and result.probe.is_file():
         return result
@@ -124,10 +125,89 @@ def build(force: bool = False) -> VulkanBuild:
         data = _manifest(layer, role)
         (tmp / "manifests" / role).mkdir(parents=True)
         (tmp / "manifests" / role / f"{layer}.json").write_text(json.dumps(data, indent=2) + "\n")
+    sums = [f"{_sha256(tmp / name)}  {name}" for name in (LIBRARY, PROBE)]
+    (tmp / "SHA256SUMS").write_text("\n".join(sums) + "\n")
     if force and final.is_dir():
         shutil.rmtree(final)
     nb.publish(tmp, final)
     return result
+
+
+def _sha256(path: Path) -> str:
+    import hashlib
+
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+EXPORTS = {f"capshim_{role}_{fn}" for role in ROLES
+           for fn in ("NegotiateLoaderLayerInterfaceVersion", "GetInstanceProcAddr", "GetDeviceProcAddr")}
+# ELF e_machine values (System V ABI, elf.h): EM_X86_64 = 62, EM_AARCH64 = 183.
+ELF_MACHINES = {62: "x86_64", 183: "aarch64"}
+
+
+def verify() -> list[dict]:
+    """Check the built Vulkan layer: ELF architecture, exported symbols, manifests,
+    SHA256SUMS, that answers change with a profile and stay stock with a broken
+    configuration.
+
+    Returns:
+        ``[{"check", "status": "passed"|"failed", "detail"}]``.
+
+    Raises:
+        BuildError: the layer cannot be built.
+    """
+    import platform
+
+    b = build()
+    out = []
+
+    def check(name, ok, detail):
+        out.append({"check": f"vulkan: {name}", "status": "passed" if ok else "failed", "detail": detail})
+
+    head = b.library.read_bytes()[:20]
+    machine = int.from_bytes(head[18:20], "little") if len(head) >= 20 else -1
+    arch = ELF_MACHINES.get(machine, f"e_machine {machine}")
+    check("architecture", head[:4] == b"\x7fELF" and head[4] == 2 and arch == platform.machine(),
+          f"{b.library.name}: ELF64 {arch} (host {platform.machine()})")
+    nm = subprocess.run(["nm", "-D", "--defined-only", str(b.library)], capture_output=True, text=True)
+    names = {line.split()[-1] for line in nm.stdout.splitlines() if line.strip() and line.split()[1] in "TtWw"}
+    check("exports", nm.returncode == 0 and names == EXPORTS,
+          "exactly the six role entry points" if names == EXPORTS else f"unexpected: {sorted(names ^ EXPORTS)}")
+    bad = []
+    for role, (layer, _var) in ROLES.items():
+        try:
+            m = json.loads((b.manifest_dirs[role] / f"{layer}.json").read_text())
+            lib = (b.manifest_dirs[role] / m["layer"]["library_path"]).resolve()
+            if m["layer"]["name"] != layer or lib != b.library.resolve():
+                bad.append(f"{layer}: names {m['layer']['name']} / {lib}")
+        except (OSError, ValueError, KeyError) as exc:
+            bad.append(f"{layer}: {exc}")
+    check("manifests", not bad, "; ".join(bad) or "both roles point at the library")
+    sums = {}
+    for line in (b.dir / "SHA256SUMS").read_text().splitlines() if (b.dir / "SHA256SUMS").is_file() else []:
+        digest, name = line.split(None, 1)
+        sums[name.strip()] = digest
+    wrong = [n for n in (LIBRARY, PROBE) if sums.get(n) != _sha256(b.dir / n)]
+    check("SHA256SUMS", not wrong, "library and probe match" if not wrong else f"mismatch: {', '.join(wrong)}")
+    try:
+        stock = probe()
+        sim = probe(simulate=profiles.load("vulkan-paravirt"))
+        changed = [k for k in stock["capabilities"] if stock["capabilities"][k] != sim["capabilities"][k]]
+        state = sim["shim"][LAYER_DEVICE]["state"]
+        check("answers change with a profile", state == "active" and bool(changed),
+              f"vulkan-paravirt: {state}, {len(changed)} capabilities changed on {stock['device']['name']}")
+        with tempfile.TemporaryDirectory(prefix="capshim-verify-") as td:
+            cfg = Path(td) / "broken.cfg"
+            cfg.write_text("direction=lower\nmaxComputeSharedMemorySize=1009x\n")
+            broken = probe(simulate=profiles.load("vulkan-paravirt"),
+                           extra_env={"CAPSHIM_VK_DEVICE_CONFIG": str(cfg)})
+        bstate = broken["shim"][LAYER_DEVICE]["state"]
+        check("stock with a broken configuration",
+              bstate == "invalid" and broken["capabilities"] == stock["capabilities"],
+              f"'1009x': {bstate}, answers {'stock' if broken['capabilities'] == stock['capabilities'] else 'CHANGED'}")
+    except CapshimError as exc:
+        check("answers change with a profile", False, str(exc))
+    return out
 
 
 def render_config(profile: Profile) -> str:
