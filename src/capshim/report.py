@@ -113,9 +113,9 @@ def table(summaries: list[dict], labels: list[str] | None = None) -> dict:
                 arm = s["arms"][arm_name]
                 st = arm["tests"][t]
                 path = arm.get("path") or {}
-                name = arm_name + (" (baseline)" if arm_name == s["baseline"] else "")
-                if host_is_arm and arm_name == host.get("name"):
-                    name += " (host)"
+                roles = [r for r, on in (("baseline", arm_name == s["baseline"]),
+                                         ("host", host_is_arm and arm_name == host.get("name"))) if on]
+                name = arm_name + (f" ({', '.join(roles)})" if roles else "")
                 state = arm["state"]
                 speed = _fmt_ratio(st.get("speedup"), "x") if arm_name != s["baseline"] else "1.00x"
                 pct = _fmt_ratio(st.get("pct_of_host"), "%")
