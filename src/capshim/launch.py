@@ -108,6 +108,10 @@ def prepare(argv: list[str], profile: Profile | None = None, simulate: Profile |
         run_dir = Path(tmp.name)
     run_dir.mkdir(parents=True, exist_ok=True)
     status_file = status_file or run_dir / "status.jsonl"
+    try:
+        status_file.write_text("")  # this run's events only: a file kept from an earlier run would mislead
+    except OSError as exc:
+        raise UsageError(f"status file {status_file}: cannot write: {exc.strerror}") from None
     delta: dict[str, str] = {}
     shims: list[str] = []
     api = (profile or simulate).api if (profile or simulate) else None

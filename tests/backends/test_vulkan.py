@@ -330,3 +330,11 @@ def test_verify_checks_the_built_layer(vk_build):
         assert failed == ["vulkan: SHA256SUMS"]
     finally:
         sums.write_text(good)
+
+
+def test_a_reused_status_file_holds_only_this_runs_events(vk_build, tmp_path):
+    sf = str(tmp_path / "s.jsonl")
+    r = run_capshim("run", "--strict", "--status-file", sf, "--simulate", "vulkan-paravirt", "--", str(vk_build.probe))
+    assert r.returncode == 0, r.stderr
+    r = run_capshim("run", "--strict", "--status-file", sf, "--simulate", "vulkan-paravirt", "--", "true")
+    assert r.returncode == 3  # the first run's "active" events must not count
