@@ -226,8 +226,13 @@ static void banner(struct role *r) {
     size_t shown = 0;
     for (size_t i = 0; i < r->cfg.nvalues && n > 0 && (size_t)n < sizeof line - 64; i++, shown++) {
         if (shown == 6) break;
-        n += snprintf(line + n, sizeof line - (size_t)n, " %s=%llu", r->cfg.values[i].key,
-                      (unsigned long long)r->cfg.values[i].value);
+        const struct capshim_value *v = &r->cfg.values[i];
+        uint32_t u = (uint32_t)v->value;
+        if (v->kind == CAPSHIM_VERSION)
+            n += snprintf(line + n, sizeof line - (size_t)n, " %s=%u.%u.%u", v->key, VK_API_VERSION_MAJOR(u),
+                          VK_API_VERSION_MINOR(u), VK_API_VERSION_PATCH(u));
+        else
+            n += snprintf(line + n, sizeof line - (size_t)n, " %s=%llu", v->key, (unsigned long long)v->value);
     }
     if (n > 0 && (size_t)n < sizeof line - 64 && r->cfg.nvalues > shown)
         n += snprintf(line + n, sizeof line - (size_t)n, " (+%zu more)", r->cfg.nvalues - shown);
