@@ -44,8 +44,16 @@
 enum { ROLE_DEVICE = 0, ROLE_APP = 1, NUM_ROLES = 2 };
 enum { STATE_ACTIVE = 1, STATE_INVALID = 2, STATE_SKIPPED = 3 };
 
-struct inst {
+/* Instances and devices are kept in per-role lists keyed by dispatch key; a
+ * struct link is the first member of each node (C11 6.7.2.1p15: a pointer to
+ * a struct converts to a pointer to its first member and back). */
+struct link {
     void *key;
+    struct link *next;
+};
+
+struct inst {
+    struct link link;
     VkInstance instance;
     PFN_vkGetInstanceProcAddr gipa;
     PFN_vkDestroyInstance destroy;
@@ -57,14 +65,12 @@ struct inst {
     PFN_vkGetPhysicalDeviceFeatures2 feats2;
     PFN_vkGetPhysicalDeviceFeatures2 feats2khr;
     PFN_vkEnumerateDeviceExtensionProperties enum_exts;
-    struct inst *next;
 };
 
 struct dev {
-    void *key;
+    struct link link;
     PFN_vkGetDeviceProcAddr gdpa;
     PFN_vkDestroyDevice destroy;
-    struct dev *next;
 };
 
 struct logged {
@@ -80,8 +86,8 @@ struct role {
     int state;
     struct capshim_config cfg;
     pthread_mutex_t lock;
-    struct inst *instances;
-    struct dev *devices;
+    struct link *instances;
+    struct link *devices;
     struct logged logged[MAX_LOGGED];
     size_t nlogged;
     int log_full_reported;
@@ -251,21 +257,42 @@ static void *dispatch_key(const void *handle) {
     return key;
 }
 
-static struct inst *find_inst_by_key(struct role *r, void *key) {
+static struct link *link_find(struct role *r, struct link *const *head, void *key) {
     pthread_mutex_lock(&r->lock);
-    struct inst *i = r->instances;
-    while (i != NULL && i->key != key) i = i->next;
+    struct link *l = *head;
+    while (l != NULL && l->key != key) l = l->next;
     pthread_mutex_unlock(&r->lock);
-    return i;
+    return l;
 }
 
-static struct dev *find_dev(struct role *r, void *key) {
+static void link_push(struct role *r, struct link **head, struct link *node) {
     pthread_mutex_lock(&r->lock);
-    struct dev *d = r->devices;
-    while (d != NULL && d->key != key) d = d->next;
+    node->next = *head;
+    *head = node;
     pthread_mutex_unlock(&r->lock);
-    return d;
 }
+
+/* Unlink and return the node with this key, or NULL. */
+static struct link *link_take(struct role *r, struct link **head, void *key) {
+    pthread_mutex_lock(&r->lock);
+    struct link **pp = head, *found = NULL;
+    while (*pp != NULL) {
+        if ((*pp)->key == key) {
+            found = *pp;
+            *pp = found->next;
+            break;
+        }
+        pp = &(*pp)->next;
+    }
+    pthread_mutex_unlock(&r->lock);
+    return found;
+}
+
+static struct inst *find_inst_by_key(struct role *r, void *key) {
+    return (struct inst *)link_find(r, &r->instances, key);
+}
+
+static struct dev *find_dev(struct role *r, void *key) { return (struct dev *)link_find(r, &r->devices, key); }
 
 static void log_change(struct role *r, const char *query, const char *key, uint32_t stock, uint32_t reported) {
     pthread_mutex_lock(&r->lock);
@@ -465,7 +492,7 @@ static VkResult do_create_instance(struct role *r, const VkInstanceCreateInfo *c
         *out = VK_NULL_HANDLE;
         return VK_ERROR_OUT_OF_HOST_MEMORY;
     }
-    i->key = dispatch_key(*out);
+    i->link.key = dispatch_key(*out);
     i->instance = *out;
     i->gipa = gipa;
     i->destroy = destroy;
@@ -477,10 +504,7 @@ static VkResult do_create_instance(struct role *r, const VkInstanceCreateInfo *c
     i->feats2 = (PFN_vkGetPhysicalDeviceFeatures2)gipa(*out, "vkGetPhysicalDeviceFeatures2");
     i->feats2khr = (PFN_vkGetPhysicalDeviceFeatures2)gipa(*out, "vkGetPhysicalDeviceFeatures2KHR");
     i->enum_exts = (PFN_vkEnumerateDeviceExtensionProperties)gipa(*out, "vkEnumerateDeviceExtensionProperties");
-    pthread_mutex_lock(&r->lock);
-    i->next = r->instances;
-    r->instances = i;
-    pthread_mutex_unlock(&r->lock);
+    link_push(r, &r->instances, &i->link);
     if (r->state == STATE_ACTIVE) {
         struct capshim_json j;
         char installed[768];
@@ -512,18 +536,7 @@ static VkResult do_create_instance(struct role *r, const VkInstanceCreateInfo *c
 }
 
 static void do_destroy_instance(struct role *r, VkInstance instance, const VkAllocationCallbacks *a) {
-    void *key = dispatch_key(instance);
-    pthread_mutex_lock(&r->lock);
-    struct inst **pp = &r->instances, *found = NULL;
-    while (*pp != NULL) {
-        if ((*pp)->key == key) {
-            found = *pp;
-            *pp = found->next;
-            break;
-        }
-        pp = &(*pp)->next;
-    }
-    pthread_mutex_unlock(&r->lock);
+    struct inst *found = (struct inst *)link_take(r, &r->instances, dispatch_key(instance));
     if (found == NULL) return;
     if (found->destroy != NULL) found->destroy(instance, a);
     free(found);
@@ -552,29 +565,15 @@ static VkResult do_create_device(struct role *r, VkPhysicalDevice pd, const VkDe
         *out = VK_NULL_HANDLE;
         return VK_ERROR_OUT_OF_HOST_MEMORY;
     }
-    d->key = dispatch_key(*out);
+    d->link.key = dispatch_key(*out);
     d->gdpa = gdpa;
     d->destroy = destroy;
-    pthread_mutex_lock(&r->lock);
-    d->next = r->devices;
-    r->devices = d;
-    pthread_mutex_unlock(&r->lock);
+    link_push(r, &r->devices, &d->link);
     return VK_SUCCESS;
 }
 
 static void do_destroy_device(struct role *r, VkDevice device, const VkAllocationCallbacks *a) {
-    void *key = dispatch_key(device);
-    pthread_mutex_lock(&r->lock);
-    struct dev **pp = &r->devices, *found = NULL;
-    while (*pp != NULL) {
-        if ((*pp)->key == key) {
-            found = *pp;
-            *pp = found->next;
-            break;
-        }
-        pp = &(*pp)->next;
-    }
-    pthread_mutex_unlock(&r->lock);
+    struct dev *found = (struct dev *)link_take(r, &r->devices, dispatch_key(device));
     if (found == NULL) return;
     if (found->destroy != NULL) found->destroy(device, a);
     free(found);
