@@ -101,7 +101,8 @@ def cache_dir() -> Path:
     """Where ``build`` puts the artifacts of the current sources.
 
     ``$XDG_CACHE_HOME`` (or ``~/.cache``) + ``/capshim/native/metal-<12 hex>``,
-    the hex being the start of the SHA-256 of the sources in ``native/metal``.
+    the hex being the start of the SHA-256 of the sources in ``native/metal``
+    and of the shared status writer (``SHARED_SOURCES``).
     Computing it builds nothing.
     """
     return cache_root() / "native" / f"metal-{_sources_digest()}"

@@ -72,28 +72,28 @@ struct link {
  *        DEV     device level, answered by vkGetDeviceProcAddr
  * The return keyword is `return` for a VkResult, empty for void. The role's
  * implementation of NAME is do_NAME(struct role *, args...). */
-#define CAPSHIM_HOOKS(X, R, IDX)                                                                                  \
-    X(R, IDX, CHAIN, VkResult, return, vkCreateInstance,                                                         \
-      (const VkInstanceCreateInfo *ci, const VkAllocationCallbacks *a, VkInstance *out), (ci, a, out))            \
-    X(R, IDX, INST, void, , vkDestroyInstance, (VkInstance in, const VkAllocationCallbacks *a), (in, a))          \
-    X(R, IDX, CHAIN, VkResult, return, vkCreateDevice,                                                             \
-      (VkPhysicalDevice pd, const VkDeviceCreateInfo *ci, const VkAllocationCallbacks *a, VkDevice *out),         \
-      (pd, ci, a, out))                                                                                           \
-    X(R, IDX, QUERY, void, , vkGetPhysicalDeviceProperties, (VkPhysicalDevice pd, VkPhysicalDeviceProperties *p), \
-      (pd, p))                                                                                                    \
-    X(R, IDX, QUERY, void, , vkGetPhysicalDeviceProperties2,                                                      \
-      (VkPhysicalDevice pd, VkPhysicalDeviceProperties2 *p), (pd, p))                                             \
-    X(R, IDX, QUERY, void, , vkGetPhysicalDeviceProperties2KHR,                                                   \
-      (VkPhysicalDevice pd, VkPhysicalDeviceProperties2 *p), (pd, p))                                             \
-    X(R, IDX, QUERY, void, , vkGetPhysicalDeviceFeatures, (VkPhysicalDevice pd, VkPhysicalDeviceFeatures *f),     \
-      (pd, f))                                                                                                    \
-    X(R, IDX, QUERY, void, , vkGetPhysicalDeviceFeatures2, (VkPhysicalDevice pd, VkPhysicalDeviceFeatures2 *f),   \
-      (pd, f))                                                                                                    \
-    X(R, IDX, QUERY, void, , vkGetPhysicalDeviceFeatures2KHR,                                                     \
-      (VkPhysicalDevice pd, VkPhysicalDeviceFeatures2 *f), (pd, f))                                               \
-    X(R, IDX, QUERY, VkResult, return, vkEnumerateDeviceExtensionProperties,                                      \
-      (VkPhysicalDevice pd, const char *layer, uint32_t *count, VkExtensionProperties *props),                    \
-      (pd, layer, count, props))                                                                                  \
+#define CAPSHIM_HOOKS(X, R, IDX)                                                                                      \
+    X(R, IDX, CHAIN, VkResult, return, vkCreateInstance,                                                              \
+      (const VkInstanceCreateInfo *ci, const VkAllocationCallbacks *a, VkInstance *out), (ci, a, out))                \
+    X(R, IDX, INST, void, , vkDestroyInstance, (VkInstance in, const VkAllocationCallbacks *a), (in, a))              \
+    X(R, IDX, CHAIN, VkResult, return, vkCreateDevice,                                                                \
+      (VkPhysicalDevice pd, const VkDeviceCreateInfo *ci, const VkAllocationCallbacks *a, VkDevice *out),             \
+      (pd, ci, a, out))                                                                                               \
+    X(R, IDX, QUERY, void, , vkGetPhysicalDeviceProperties, (VkPhysicalDevice pd, VkPhysicalDeviceProperties *p),     \
+      (pd, p))                                                                                                        \
+    X(R, IDX, QUERY, void, , vkGetPhysicalDeviceProperties2,                                                          \
+      (VkPhysicalDevice pd, VkPhysicalDeviceProperties2 *p), (pd, p))                                                 \
+    X(R, IDX, QUERY, void, , vkGetPhysicalDeviceProperties2KHR,                                                       \
+      (VkPhysicalDevice pd, VkPhysicalDeviceProperties2 *p), (pd, p))                                                 \
+    X(R, IDX, QUERY, void, , vkGetPhysicalDeviceFeatures, (VkPhysicalDevice pd, VkPhysicalDeviceFeatures *f),         \
+      (pd, f))                                                                                                        \
+    X(R, IDX, QUERY, void, , vkGetPhysicalDeviceFeatures2, (VkPhysicalDevice pd, VkPhysicalDeviceFeatures2 *f),       \
+      (pd, f))                                                                                                        \
+    X(R, IDX, QUERY, void, , vkGetPhysicalDeviceFeatures2KHR,                                                         \
+      (VkPhysicalDevice pd, VkPhysicalDeviceFeatures2 *f), (pd, f))                                                   \
+    X(R, IDX, QUERY, VkResult, return, vkEnumerateDeviceExtensionProperties,                                          \
+      (VkPhysicalDevice pd, const char *layer, uint32_t *count, VkExtensionProperties *props),                        \
+      (pd, layer, count, props))                                                                                      \
     X(R, IDX, DEV, void, , vkDestroyDevice, (VkDevice d, const VkAllocationCallbacks *a), (d, a))
 
 /* Per-level pieces: LEVEL##_PIECE(R, name) for each use of the list. */
