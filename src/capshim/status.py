@@ -151,12 +151,6 @@ def classify_events(events: list[dict]) -> ShimState:
     return ShimState(ACTIVE, f"{changes} answer(s) changed" + note, changes)
 
 
-def refusals(report: StatusReport, name: str) -> list[dict]:
-    """The ``refused`` events of one shim: what the simulated device refused at
-    vkCreateDevice (``kind`` feature/extension, ``key``, ``struct``, ``result``)."""
-    return [e for e in report.for_shim(name) if e.get("event") == "refused"]
-
-
 def _order_problem(report: StatusReport, target_pid: int | None) -> str | None:
     """The Vulkan app role must be entered before (sit above) the device role."""
     by_pid: dict[object, dict[str, int]] = {}

@@ -160,13 +160,15 @@ static const char *kind_of(mode_t m) {
     return "not a regular file";
 }
 
+/* A descriptor; -1 when it cannot be opened, -2 when it is not a regular file. */
 static int open_regular(const char *path, int flags, char *err, size_t errlen) {
     int fd = open(path, flags | O_NONBLOCK | O_CLOEXEC, 0644);
     if (fd < 0) {
-        if (errno == ENXIO) /* a FIFO or socket with no reader: open(2) */
+        if (errno == ENXIO) { /* a FIFO or socket with no reader: open(2) */
             snprintf(err, errlen, "not a regular file (a FIFO or socket)");
-        else
-            snprintf(err, errlen, "cannot open: %s", strerror(errno));
+            return -2;
+        }
+        snprintf(err, errlen, "cannot open: %s", strerror(errno));
         return -1;
     }
     struct stat st;
@@ -178,13 +180,14 @@ static int open_regular(const char *path, int flags, char *err, size_t errlen) {
     if (!S_ISREG(st.st_mode)) {
         snprintf(err, errlen, "not a regular file (%s)", kind_of(st.st_mode));
         close(fd);
-        return -1;
+        return -2;
     }
     return fd;
 }
 
 int capshim_open_regular(const char *path, char *err, size_t errlen) {
-    return open_regular(path, O_RDONLY, err, errlen);
+    int fd = open_regular(path, O_RDONLY, err, errlen);
+    return fd < 0 ? -1 : fd;
 }
 
 /* The status path, read once (the Metal shim scrubs its environment). */
@@ -205,7 +208,7 @@ static void write_line(const char *line, size_t len) {
     int fd = open_regular(status_path, O_WRONLY | O_APPEND | O_CREAT, err, sizeof err);
     if (fd < 0) {
         /* A file that is not regular is refused for good, and said once. */
-        if (strncmp(err, "not a regular", 13) == 0 && atomic_exchange(&status_refused, 1) == 0 && !quiet()) {
+        if (fd == -2 && atomic_exchange(&status_refused, 1) == 0 && !quiet()) {
             char msg[PATH_MAX + 256];
             char esc[PATH_MAX];
             capshim_status_escape(esc, sizeof esc, status_path);
