@@ -50,6 +50,12 @@ def test_both_shims_write_the_same_leading_fields(vk_build, shim, tmp_path):
     vk_events = _lines(st)
     assert vk_events and all(list(e)[:5] == ["schema", "event", "shim", "layer", "pid"] for e in vk_events)
     assert {e["schema"] for e in vk_events} == {status.SCHEMA}
+    # The hooks event is generated from the layer's one list of intercepted entry points.
+    (hooks,) = [e for e in vk_events if e["event"] == "hooks"]
+    assert hooks["installed"] == [
+        "vkGetPhysicalDeviceProperties", "vkGetPhysicalDeviceProperties2", "vkGetPhysicalDeviceProperties2KHR",
+        "vkGetPhysicalDeviceFeatures", "vkGetPhysicalDeviceFeatures2", "vkGetPhysicalDeviceFeatures2KHR",
+        "vkEnumerateDeviceExtensionProperties"]
     r = shim.run(["new", "CSParavirtDevice"], APPLE9)
     assert r.rc == 0 and r.events
     assert all(list(e)[:4] == ["schema", "event", "shim", "pid"] for e in r.events)
