@@ -33,6 +33,7 @@ import sys
 import tempfile
 from pathlib import Path
 
+from capshim import status as shim_status
 from capshim.errors import UsageError
 from capshim.native.build import cache_root, run_compiler
 
@@ -43,7 +44,9 @@ __all__ = [
 ]
 
 NATIVE_DIR = Path(__file__).resolve().parent.parent / "native" / "metal"
-SHIM_SOURCES = ("metal_shim.c", "metal_config.c")
+# The status-event writer is shared with the Vulkan layer (one writer, one schema).
+SHARED_SOURCES = ("../vulkan/status.c", "../vulkan/status.h")
+SHIM_SOURCES = ("metal_shim.c", "metal_config.c", SHARED_SOURCES[0])
 PROBE_SOURCES = ("metal_probe.c",)
 STANDIN_SOURCE = "standin_metal.m"
 IS_MACOS = sys.platform == "darwin"
@@ -88,7 +91,7 @@ SKIPPED = "skipped (macOS only)"
 
 def _sources_digest() -> str:
     h = hashlib.sha256()
-    for p in sorted(NATIVE_DIR.iterdir()):
+    for p in [*sorted(NATIVE_DIR.iterdir()), *(NATIVE_DIR / s for s in SHARED_SOURCES)]:
         if p.is_file() and p.suffix in (".c", ".h", ".m"):
             h.update(p.name.encode() + b"\0" + p.read_bytes() + b"\0")
     return h.hexdigest()[:12]
@@ -98,7 +101,8 @@ def cache_dir() -> Path:
     """Where ``build`` puts the artifacts of the current sources.
 
     ``$XDG_CACHE_HOME`` (or ``~/.cache``) + ``/capshim/native/metal-<12 hex>``,
-    the hex being the start of the SHA-256 of the sources in ``native/metal``.
+    the hex being the start of the SHA-256 of the sources in ``native/metal``
+    and of the shared status writer (``SHARED_SOURCES``).
     Computing it builds nothing.
     """
     return cache_root() / "native" / f"metal-{_sources_digest()}"
@@ -280,35 +284,13 @@ def launch_env(profile, status_file: Path, inherit: bool, quiet: bool) -> dict[s
 
 def read_status(path: Path) -> list[dict]:
     """The Metal shim's events in a status file (JSON lines; others skipped)."""
-    events = []
-    try:
-        text = path.read_text(encoding="utf-8", errors="replace")
-    except OSError:
-        return events
-    for line in text.splitlines():
-        try:
-            ev = json.loads(line)
-        except json.JSONDecodeError:
-            continue
-        if isinstance(ev, dict) and ev.get("shim") == "metal":
-            events.append(ev)
-    return events
+    return shim_status.read(path).for_shim("metal")
 
 
 def summarize_status(events: list[dict]) -> str:
-    """"active", "invalid" or "inert" for the Metal shim's events of one run.
-
-    invalid: a config event with accepted false; active: loaded, config
-    accepted and a hooks event whose ``installed`` list is not empty (the
-    Metal shim lists hooks there only once a device class answers through
-    them); inert: anything else.
-    """
-    if any(e.get("event") == "config" and e.get("accepted") is False for e in events):
-        return "invalid"
-    loaded = any(e.get("event") == "loaded" for e in events)
-    accepted = any(e.get("event") == "config" and e.get("accepted") is True for e in events)
-    hooked = any(e.get("event") == "hooks" and e.get("installed") for e in events)
-    return "active" if loaded and accepted and hooked else "inert"
+    """"active", "invalid" or "inert" for the Metal shim's events of one run:
+    the shared classifier's verdict (:func:`capshim.status.classify_events`)."""
+    return shim_status.classify_events(events).state
 
 
 # ---- probe ---------------------------------------------------------------------

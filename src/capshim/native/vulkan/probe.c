@@ -27,7 +27,7 @@
 
 static void json_string(const char *s) {
     char esc[1024];
-    capshim_json_escape(esc, sizeof esc, s);
+    capshim_status_escape(esc, sizeof esc, s);
     printf("\"%s\"", esc);
 }
 
