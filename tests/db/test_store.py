@@ -153,7 +153,7 @@ def test_trend_cli_answers_the_98_percent_question(full, db_url, tmp_path):
     assert r.exit_code == 0 and "stayed at or above 98%" in r.output
     assert (tmp_path / "t.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     r = _cli("db", "trend", "vm-unlocked", "--device", "H200", "--json", "--db", db_url)
-    data = json.loads(r.output)
+    data = json.loads(r.stdout)
     assert r.exit_code == 0 and {p["bundle"] for p in data["points"]} == {"h200-tinyllama-r10"}
 
 
@@ -179,8 +179,8 @@ def test_external_llama_bench_files_are_stored_as_arms(db_url):
     unlocked = ",".join(str(raw / f"vm-unlocked-{n}.json") for n in range(1, 4))
     args = ["db", "add", "--arm", f"stock={stock}", "--arm", f"unlocked={unlocked}",
             "--host", str(raw / "native-1.json"), "--db", db_url, "--json"]
-    first = json.loads(_cli(*args).output)
-    again = json.loads(_cli(*args).output)
+    first = json.loads(_cli(*args).stdout)
+    again = json.loads(_cli(*args).stdout)
     assert first[0]["added"] is True and again[0]["added"] is False and first[0]["id"] == again[0]["id"]
     with Store.open(db_url) as st:
         (row,) = st.select()
@@ -260,3 +260,17 @@ def test_urls_and_usage_errors(tmp_path, monkeypatch):
     assert r.exit_code == 2 and "selection A id=1: no bundle in the store matches" in r.stderr
     r = _cli("db", "add", "--db", str(tmp_path / "s.sqlite"))
     assert r.exit_code == 2 and "give bundle folders" in r.stderr
+
+
+def test_one_command_answers_the_98_percent_question_for_bundle_folders(db_url):
+    bundles = [str(EVIDENCE / b) for b in BUNDLES]
+    r = _cli("db", "trend", "vm-unlocked", "--min-pct", "98", "--fail-on-regression", "--json", "--db", db_url,
+             *bundles)
+    res = json.loads(r.stdout)
+    assert r.exit_code == 1 and res["all_above"] is False
+    assert {(p["bundle"], p["test"]) for p in res["points"] if p["flags"]} == {("h200-tinyllama-r10", "tg128")}
+    r = _cli("db", "trend", "vm-unlocked", "--test", "pp512", "--min-pct", "98", "--fail-on-regression",
+             "--db", db_url, bundles[2])
+    assert r.exit_code == 0 and "lavapipe-default" in r.output and "h200" not in r.output
+    with Store.open(db_url) as st:
+        assert len(st.select()) == 3  # the folders were added once

@@ -56,7 +56,7 @@ def db_grp():
     capshim db add --arm NAME=FILE.json [--host F]  store llama-bench files made elsewhere
     capshim db list [--device H200] [--since 2026-11-01]
     capshim db compare build=11669 build=11800     arm by arm, test by test
-    capshim db trend vm-unlocked --min-pct 98 --fail-on-regression
+    capshim db trend vm-unlocked --min-pct 98 --fail-on-regression [BUNDLE...]
 
     SQLite by default (one file, see --db); PostgreSQL for a shared store.
     """
@@ -195,6 +195,7 @@ def db_compare(sel_a, sel_b, arms, tests, pairs, threshold, allow_mismatch, fail
 
 @db_grp.command("trend")
 @click.argument("arm")
+@click.argument("bundles", nargs=-1, type=click.Path())
 @click.option("--test", "tests", multiple=True, help="Only this test, e.g. pp512 (repeatable).")
 @click.option("--min-pct", type=click.FloatRange(0), metavar="PCT", help="Flag bundles where ARM is below PCT% of host.")
 @_threshold_option
@@ -203,8 +204,11 @@ def db_compare(sel_a, sel_b, arms, tests, pairs, threshold, allow_mismatch, fail
 @_filter_options
 @_db_option
 @click.option("--json", "as_json", is_flag=True, help="Print the trend as JSON.")
-def db_trend(arm, tests, min_pct, threshold, chart, fail_on_regression, db_url, as_json, **filters):
+def db_trend(arm, bundles, tests, min_pct, threshold, chart, fail_on_regression, db_url, as_json, **filters):
     """One arm's % of host over time: one row per stored bundle and test, oldest first.
+
+    With BUNDLE folders: only those (each verified and added to the store
+    first, as `db add` does; already stored ones are not added again).
 
     The figures are each bundle's own summary (what `capshim report` shows).
     A point is flagged when it is below --min-pct, or more than THRESHOLD
@@ -212,8 +216,8 @@ def db_trend(arm, tests, min_pct, threshold, chart, fail_on_regression, db_url, 
     that value.
 
     \b
-    Did vm-unlocked stay above 98% of host across the stored bundles?
-      capshim db trend vm-unlocked --min-pct 98 --fail-on-regression
+    Did vm-unlocked stay above 98% of host across these bundles?
+      capshim db trend vm-unlocked --min-pct 98 --fail-on-regression BUNDLE...
     """
     from pathlib import Path
 
@@ -225,8 +229,13 @@ def db_trend(arm, tests, min_pct, threshold, chart, fail_on_regression, db_url, 
 
     if chart and not Path(chart).resolve().parent.is_dir():
         raise UsageError(f"--chart {chart}: folder {Path(chart).parent} does not exist")
+    from capshim.db.ingest import read_bundle
+
+    records = [read_bundle(b) for b in bundles]  # verify every one before storing any
     with Store.open(db_url) as st:
-        res = query.trend(st, arm, filters, tests=list(tests) or None, min_pct=min_pct, threshold=threshold)
+        ids = [st.add(rec)[0] for rec in records] or None
+        res = query.trend(st, arm, filters, tests=list(tests) or None, min_pct=min_pct, threshold=threshold,
+                          bundle_ids=ids)
     if chart:
         try:
             query.draw_trend(res, chart)

@@ -102,14 +102,15 @@ def _selection_input(store: Store, bundles: list[dict]):
     return records, arms, host
 
 
-def _analyze_selection(store: Store, bundles: list[dict]) -> dict:
+def _analyze_selection(store: Store, bundles: list[dict]) -> tuple[dict, list[dict]]:
+    """``(analyze(...) of the pooled selection, its records)``."""
     from capshim.bench.analysis import analyze
 
     records, arms, host = _selection_input(store, bundles)
     baseline = bundles[0]["baseline"]
     if baseline not in arms:
         baseline = next(iter(arms))
-    return analyze(records, arms, baseline, host)
+    return analyze(records, arms, baseline, host), records
 
 
 def _verdict(value: float, ci, threshold: float) -> str:
@@ -156,7 +157,7 @@ def compare(store: Store, sel_a: dict, sel_b: dict, *, arms: list[str] | None = 
     if mism and not allow_mismatch:
         raise DbError("unlike configurations, not compared (use --allow-mismatch to compare anyway, rows marked): "
                       + "; ".join(mism))
-    sa_, sb_ = _analyze_selection(store, a_b), _analyze_selection(store, b_b)
+    (sa_, recs_a), (sb_, recs_b) = _analyze_selection(store, a_b), _analyze_selection(store, b_b)
     pairs = dict(pairs or {})
     for a_name, b_name in pairs.items():
         if a_name not in sa_["arms"]:
@@ -178,10 +179,9 @@ def compare(store: Store, sel_a: dict, sel_b: dict, *, arms: list[str] | None = 
         b = pairs.get(a, a)
         ta, tb = sa_["arms"][a]["tests"], sb_["arms"][b]["tests"]
         for t in [t for t in sa_["tests"] if t in ta and t in tb and (not tests or t in tests)]:
-            recs = ([{"arm": "A", "run": i, "sample": 1, "test": t, "tok_s": v}
-                     for i, v in enumerate(ta[t]["samples"])]
-                    + [{"arm": "B", "run": i, "sample": 1, "test": t, "tok_s": v}
-                       for i, v in enumerate(tb[t]["samples"])])
+            # the same records (runs kept: a process stays one unit) relabelled A and B
+            recs = ([{**r, "arm": "A"} for r in recs_a if r["arm"] == a and r["test"] == t]
+                    + [{**r, "arm": "B"} for r in recs_b if r["arm"] == b and r["test"] == t])
             ch = analyze(recs, {"A": {}, "B": {}}, "A")["arms"]["B"]["tests"][t]["speedup"]
             pa, pb = ta[t].get("pct_of_host"), tb[t].get("pct_of_host")
             rows.append({
@@ -201,7 +201,8 @@ def compare(store: Store, sel_a: dict, sel_b: dict, *, arms: list[str] | None = 
 
 
 def trend(store: Store, arm: str, filters: dict | None = None, *, tests: list[str] | None = None,
-          min_pct: float | None = None, threshold: float = DEFAULT_THRESHOLD) -> dict:
+          min_pct: float | None = None, threshold: float = DEFAULT_THRESHOLD,
+          bundle_ids: list[int] | None = None) -> dict:
     """One arm's % of host over time, one point per bundle and test, oldest first.
 
     Args:
@@ -211,6 +212,7 @@ def trend(store: Store, arm: str, filters: dict | None = None, *, tests: list[st
         tests: only these tests (default all).
         min_pct: flag points below this % of host.
         threshold: points (see the module's regression rule).
+        bundle_ids: only these stored bundles (None: all that match ``filters``).
 
     Returns:
         ``{"arm", "tests", "min_pct", "threshold", "rule", "points": [{"bundle_id",
@@ -224,7 +226,7 @@ def trend(store: Store, arm: str, filters: dict | None = None, *, tests: list[st
     """
     flt = dict(filters or {})
     flt["arm"] = arm
-    bundles = store.select(flt)
+    bundles = [b for b in store.select(flt) if bundle_ids is None or b["id"] in bundle_ids]
     if not bundles:
         raise DbError(f"arm {arm!r}: no stored bundle has it" + (f" ({_fmt_sel(filters)})" if filters else ""))
     by_id = {b["id"]: b for b in bundles}
