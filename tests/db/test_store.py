@@ -274,3 +274,17 @@ def test_one_command_answers_the_98_percent_question_for_bundle_folders(db_url):
     assert r.exit_code == 0 and "lavapipe-default" in r.output and "h200" not in r.output
     with Store.open(db_url) as st:
         assert len(st.select()) == 3  # the folders were added once
+
+
+def test_the_readme_comparisons(db_url):
+    with Store.open(db_url) as st:
+        for b in ("lavapipe-default", "lavapipe-busy-host", "h200-tinyllama-r10", "h200-ablation"):
+            st.add(read_bundle(EVIDENCE / b))
+        busy = query.compare(st, {"name": "lavapipe-default"}, {"name": "lavapipe-busy-host"})
+        assert {(r["arm"], r["test"]) for r in busy["rows"] if r["verdict"] == "regression"} == \
+            {("native", "pp512"), ("vm-stock", "pp512"), ("vm-unlocked", "pp512")}
+        assert round(next(r for r in busy["rows"] if r["arm"] == "native" and r["test"] == "pp512")
+                     ["change"]["value"], 3) == 0.237
+        h200 = query.compare(st, {"name": "r10"}, {"name": "ablation"}, pairs={"vm-stock": "paravirt"})
+        assert [round(r["change"]["value"], 3) for r in h200["rows"]] == [1.047, 1.044, 1.014, 1.002]
+        assert h200["regressions"] == 0
