@@ -288,3 +288,16 @@ def test_the_readme_comparisons(db_url):
         h200 = query.compare(st, {"name": "r10"}, {"name": "ablation"}, pairs={"vm-stock": "paravirt"})
         assert [round(r["change"]["value"], 3) for r in h200["rows"]] == [1.047, 1.044, 1.014, 1.002]
         assert h200["regressions"] == 0
+
+
+def test_an_older_store_migrates_forward_keeping_its_data(db_url):
+    with Store.open(db_url, migrate=False) as st:
+        assert st.migrate("0001") == "0001"
+        bid, _ = st.add(read_bundle(EVIDENCE / "lavapipe-default"))
+    with Store.open(db_url) as st:  # opening moves it to the head revision
+        from capshim.db import schema
+
+        assert st.revision() == schema.HEAD != "0001"
+        assert [r["name"] for r in st.select()] == ["lavapipe-default"]
+        assert query.trend(st, "vm-unlocked")["points"][0]["pct_of_host"] == \
+            _summary("lavapipe-default")["arms"]["vm-unlocked"]["tests"]["pp512"]["pct_of_host"]["value"]

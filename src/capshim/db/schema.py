@@ -24,7 +24,7 @@ import sqlalchemy as sa
 __all__ = ["metadata", "bundles", "arms", "runs", "samples", "results", "HEAD"]
 
 #: The Alembic revision this module matches.
-HEAD = "0001"
+HEAD = "0002"
 
 metadata = sa.MetaData()
 
@@ -35,7 +35,7 @@ bundles = sa.Table(
     sa.Column("kind", sa.String(16), nullable=False),
     sa.Column("name", sa.Text, nullable=False),
     sa.Column("source", sa.Text),
-    sa.Column("created_utc", sa.String(32)),
+    sa.Column("created_utc", sa.String(32), index=True),
     sa.Column("added_utc", sa.String(32), nullable=False),
     sa.Column("host", sa.Text),
     sa.Column("os", sa.Text),
@@ -100,7 +100,7 @@ results = sa.Table(
     "results", metadata,
     sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
     sa.Column("bundle_id", sa.Integer, sa.ForeignKey("bundles.id", ondelete="CASCADE"), nullable=False, index=True),
-    sa.Column("arm", sa.Text, nullable=False),
+    sa.Column("arm", sa.Text, nullable=False, index=True),
     sa.Column("test", sa.Text, nullable=False),
     sa.Column("n", sa.Integer),
     sa.Column("median", sa.Float),

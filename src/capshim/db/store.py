@@ -145,11 +145,11 @@ class Store:
         return DbError(f"--db {_safe(self.url)}: {msg}")
 
     # --- schema ----------------------------------------------------------------------
-    def migrate(self) -> str:
-        """Bring the schema to the newest Alembic revision (a no-op when it is there).
+    def migrate(self, revision: str = "head") -> str:
+        """Bring the schema forward to ``revision`` (default the newest; a no-op when it is there).
 
         Returns:
-            The revision now in force (:data:`capshim.db.schema.HEAD`).
+            The revision now in force (:data:`capshim.db.schema.HEAD` for ``"head"``).
 
         Raises:
             DbError: the database cannot be reached or migrated.
@@ -164,7 +164,7 @@ class Store:
                 if conn.dialect.name == "postgresql":
                     conn.execute(sa.text("SELECT pg_advisory_xact_lock(:k)"), {"k": _PG_LOCK_KEY})
                 cfg.attributes["connection"] = conn
-                command.upgrade(cfg, "head")
+                command.upgrade(cfg, revision)
         except sa.exc.SQLAlchemyError as exc:
             raise self._fail(exc) from None
         return self.revision()
