@@ -64,7 +64,7 @@ def _pick(store: Store, sel: dict, what: str) -> list[dict]:
 
 
 def _fmt_sel(sel: dict) -> str:
-    return ",".join(f"{k}={v}" for k, v in sel.items())
+    return ",".join(f"{k}={v}" for k, v in sel.items() if v not in (None, ""))
 
 
 def _mismatches(bundles: list[dict]) -> list[str]:
@@ -228,7 +228,7 @@ def trend(store: Store, arm: str, filters: dict | None = None, *, tests: list[st
     flt["arm"] = arm
     bundles = [b for b in store.select(flt) if bundle_ids is None or b["id"] in bundle_ids]
     if not bundles:
-        raise DbError(f"arm {arm!r}: no stored bundle has it" + (f" ({_fmt_sel(filters)})" if filters else ""))
+        raise DbError(f"arm {arm!r}: no stored bundle has it" + (f" ({_fmt_sel(filters)})" if _fmt_sel(filters or {}) else ""))
     by_id = {b["id"]: b for b in bundles}
     res = [r for r in store.results(list(by_id)) if r["arm"] == arm and (not tests or r["test"] in tests)]
     order = {bid: i for i, bid in enumerate(by_id)}

@@ -71,7 +71,8 @@ def _now() -> str:
 
 def _safe(url: str) -> str:
     try:
-        return sa.engine.make_url(url).render_as_string(hide_password=True)
+        u = sa.engine.make_url(url)
+        return url if u.password is None else u.render_as_string(hide_password=True)
     except Exception:  # noqa: BLE001 - only for messages
         return url
 
@@ -86,9 +87,10 @@ class Store:
         engine: the SQLAlchemy engine.
     """
 
-    def __init__(self, engine: sa.Engine, url: str):
+    def __init__(self, engine: sa.Engine, url: str, given: str | None = None):
         self.engine = engine
         self.url = url
+        self.given = given or url  # as the user wrote it, for messages
 
     @classmethod
     def open(cls, url: str | None = None, *, migrate: bool = True) -> "Store":
@@ -125,7 +127,7 @@ class Store:
                 engine = sa.create_engine(u, pool_pre_ping=True)
             except Exception as exc:  # noqa: BLE001 - a missing driver, a bad option
                 raise DbError(f"--db {_safe(full)}: {exc}") from None
-        st = cls(engine, full)
+        st = cls(engine, full, url or default_url())
         if migrate:
             st.migrate()
         return st
@@ -142,7 +144,7 @@ class Store:
 
     def _fail(self, exc: Exception):
         msg = str(getattr(exc, "orig", None) or exc).strip().splitlines()[0]
-        return DbError(f"--db {_safe(self.url)}: {msg}")
+        return DbError(f"--db {_safe(self.given)}: {msg}")
 
     # --- schema ----------------------------------------------------------------------
     def migrate(self, revision: str = "head") -> str:
@@ -295,7 +297,7 @@ class Store:
             else:
                 bound = _dt.datetime.fromisoformat(value.replace("Z", "+00:00")).strftime("%Y-%m-%dT%H:%M:%SZ")
         except ValueError:
-            raise DbError(f"filter {key}={value!r}: expected a date YYYY-MM-DD or an ISO time") from None
+            raise DbError(f"--{key} / {key}={value!r}: expected a date YYYY-MM-DD or an ISO time") from None
         c = S.bundles.c.created_utc
         if key == "since":
             return c >= bound
