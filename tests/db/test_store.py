@@ -301,3 +301,25 @@ def test_an_older_store_migrates_forward_keeping_its_data(db_url):
         assert [r["name"] for r in st.select()] == ["lavapipe-default"]
         assert query.trend(st, "vm-unlocked")["points"][0]["pct_of_host"] == \
             _summary("lavapipe-default")["arms"]["vm-unlocked"]["tests"]["pp512"]["pct_of_host"]["value"]
+
+
+def test_trend_flags_a_drop_beyond_the_threshold_only_when_its_interval_excludes_the_previous_value(db_url):
+    raw = EVIDENCE / "h200-tinyllama-r10" / "raw"
+    host = str(EVIDENCE / "h200-tinyllama-r10")  # a bundle as host: several samples, so intervals
+    # the same arm name over two stored measurements: first the unlocked runs, later the stock-guest runs
+    high = ",".join(str(raw / f"vm-unlocked-{n}.json") for n in (1, 2, 3))
+    low = ",".join(str(raw / f"vm-stock-{n}.json") for n in (5, 6, 7))
+    for files in (high, low):
+        assert _cli("db", "add", "--arm", f"guest={files}", "--host", host, "--db", db_url).exit_code == 0
+    with Store.open(db_url) as st:
+        tr = query.trend(st, "guest", tests=["pp512"])
+        first, second = tr["points"]
+        assert first["flags"] == [] and second["pct_of_host"] < first["pct_of_host"] - 50
+        assert first["pct_of_host"] == st.summary(first["bundle_id"])["arms"]["guest"]["tests"]["pp512"][
+            "pct_of_host"]["value"]
+        assert second["ci95"][1] < first["pct_of_host"]
+        assert second["flags"] == [f"down {first['pct_of_host'] - second['pct_of_host']:.2f} points "
+                                   "from the previous bundle"]
+        drop = first["pct_of_host"] - second["pct_of_host"]
+        wide = query.trend(st, "guest", tests=["pp512"], threshold=drop + 1)
+        assert wide["regressions"] == 0

@@ -124,7 +124,7 @@ def db_list(db_url, as_json, **filters):
 
 
 def _threshold_option(f):
-    return click.option("--threshold", type=click.FloatRange(0, 100), default=DEFAULT_THRESHOLD, show_default=True,
+    return click.option("--threshold", type=click.FloatRange(0), default=DEFAULT_THRESHOLD, show_default=True,
                         help="Regression threshold: percent of tok/s (compare) or points of % of host (trend).")(f)
 
 
