@@ -323,3 +323,12 @@ def test_trend_flags_a_drop_beyond_the_threshold_only_when_its_interval_excludes
         drop = first["pct_of_host"] - second["pct_of_host"]
         wide = query.trend(st, "guest", tests=["pp512"], threshold=drop + 1)
         assert wide["regressions"] == 0
+
+
+def test_show_prints_the_stored_report(full, db_url):
+    r = _cli("db", "show", "lavapipe-default", "--json", "--db", db_url)
+    assert r.exit_code == 0 and json.loads(r.stdout) == _summary("lavapipe-default")
+    r = _cli("db", "show", "device=H200", "--db", db_url)
+    assert r.exit_code == 0 and "h200-ablation" in r.stdout and "no-coopmat-intdot-fp16" in r.stdout
+    r = _cli("db", "list", "--db", db_url)
+    assert "(schema 0002)" in r.stdout and "3 bundle(s)" in r.stdout

@@ -55,6 +55,7 @@ def db_grp():
     capshim db add BUNDLE...                       store bundles (verified first)
     capshim db add --arm NAME=FILE.json [--host F]  store llama-bench files made elsewhere
     capshim db list [--device H200] [--since 2026-11-01]
+    capshim db show ID|NAME                        a stored bundle's report table
     capshim db compare build=11669 build=11800     arm by arm, test by test
     capshim db trend vm-unlocked --min-pct 98 --fail-on-regression [BUNDLE...]
 
@@ -109,10 +110,11 @@ def db_list(db_url, as_json, **filters):
 
     with Store.open(db_url) as st:
         rows = st.select(filters)
+        where = f"store: {st.given} (schema {st.revision()})"
     if as_json:
         _json_out(rows)
         return
-    t = Table(title=f"{len(rows)} bundle(s)")
+    t = Table(title=f"{len(rows)} bundle(s)", caption=where)
     for c in ("id", "started (UTC)", "name", "device", "build", "model", "arms"):
         t.add_column(c)
     for r in rows:
@@ -121,6 +123,29 @@ def db_list(db_url, as_json, **filters):
                   ", ".join(a["name"] + (f" ({a['state']})" if a["state"] not in ("native", "active") else "")
                             for a in r["arms"]))
     _console().print(t)
+
+
+@db_grp.command("show")
+@click.argument("selection")
+@_db_option
+@click.option("--json", "as_json", is_flag=True, help="Print the stored summary JSON (one, or a list).")
+def db_show(selection, db_url, as_json):
+    """Show stored bundles as `capshim report` shows them (from their stored summaries).
+
+    SELECTION: an id, a name, or KEY=VALUE filters as for `db compare`.
+    """
+    from capshim import report
+    from capshim.db import query
+    from capshim.db.store import Store
+
+    with Store.open(db_url) as st:
+        rows = query.select(st, query.parse_selection(selection, "selection"), "selection")
+        summaries = [st.summary(r["id"]) for r in rows]
+    if as_json:
+        _json_out(summaries[0] if len(summaries) == 1 else summaries)
+        return
+    report.print_table(summaries, [f"#{r['id']} {r['name']}" for r in rows] if len(rows) > 1 else None,
+                       title=None if len(rows) > 1 else f"#{rows[0]['id']} {rows[0]['name']}")
 
 
 def _threshold_option(f):

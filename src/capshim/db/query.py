@@ -29,7 +29,7 @@ from capshim.db.ingest import CONFIG_FIELDS
 from capshim.db.store import DbError, Store
 from capshim.db.terms import COMPARE_RULE, DEFAULT_THRESHOLD, FILTERS, TREND_RULE
 
-__all__ = ["parse_selection", "compare", "trend", "draw_trend", "DEFAULT_THRESHOLD", "COMPARE_RULE", "TREND_RULE"]
+__all__ = ["parse_selection", "select", "compare", "trend", "draw_trend", "DEFAULT_THRESHOLD", "COMPARE_RULE", "TREND_RULE"]
 
 
 
@@ -56,7 +56,8 @@ def parse_selection(text: str, what: str = "selection") -> dict:
     return out
 
 
-def _pick(store: Store, sel: dict, what: str) -> list[dict]:
+def select(store: Store, sel: dict, what: str) -> list[dict]:
+    """Bundles matching ``sel``; DbError naming ``what`` when none does."""
     rows = store.select(sel)
     if not rows:
         raise DbError(f"{what} {_fmt_sel(sel)}: no bundle in the store matches (see capshim db list)")
@@ -152,7 +153,7 @@ def compare(store: Store, sel_a: dict, sel_b: dict, *, arms: list[str] | None = 
     """
     from capshim.bench.analysis import analyze
 
-    a_b, b_b = _pick(store, sel_a, "selection A"), _pick(store, sel_b, "selection B")
+    a_b, b_b = select(store, sel_a, "selection A"), select(store, sel_b, "selection B")
     mism = _mismatches(a_b + b_b)
     if mism and not allow_mismatch:
         raise DbError("unlike configurations, not compared (use --allow-mismatch to compare anyway, rows marked): "
