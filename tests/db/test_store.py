@@ -332,3 +332,15 @@ def test_show_prints_the_stored_report(full, db_url):
     assert r.exit_code == 0 and "h200-ablation" in r.stdout and "no-coopmat-intdot-fp16" in r.stdout
     r = _cli("db", "list", "--db", db_url)
     assert "(schema 0002)" in r.stdout and "3 bundle(s)" in r.stdout
+
+
+def test_bundles_of_unknown_time_list_last_on_both_databases(db_url):
+    import dataclasses
+
+    from capshim.db.ingest import read_external
+
+    ext = dataclasses.replace(read_external([("x", [str(FIXTURE)])]), created_utc=None)
+    with Store.open(db_url) as st:
+        st.add(ext)
+        st.add(read_bundle(EVIDENCE / "lavapipe-default"))
+        assert [r["name"] for r in st.select()] == ["lavapipe-default", "x"]

@@ -244,7 +244,7 @@ class Store:
             DbError: an unknown filter or a bad value (names it).
         """
         b = S.bundles.c
-        q = sa.select(S.bundles).order_by(b.created_utc, b.id)
+        q = sa.select(S.bundles).order_by(b.created_utc.is_(None), b.created_utc, b.id)  # unknown times last
         for key, value in (filters or {}).items():
             if value is None or value == "":
                 continue
