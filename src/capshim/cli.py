@@ -344,9 +344,12 @@ def evidence_verify(bundle):
               help="Compare generated token ids of every arm with the host/baseline arm [default: on for the built-in workload].")
 @click.option("--strict", is_flag=True, help="Exit 3 when an arm's shim stayed inert or invalid.")
 @click.option("--json", "as_json", is_flag=True, help="Print summary.json on stdout instead of the table.")
+@click.option("--db", "db_url", metavar="URL",
+              help="Add the finished bundle to this results store (see capshim db --help); "
+                   "'default' for $CAPSHIM_DB or the default SQLite file.")
 @click.argument("command", nargs=-1, type=click.UNPROCESSED)
 def bench_cmd(arm_opts, baseline, host_baseline, host_arm, repetitions, warmup, timeout, out, model, n_prompt, n_gen,
-              check_output, strict, as_json, command):
+              check_output, strict, as_json, db_url, command):
     """Benchmark arms (stock, simulated, shimmed) A/B, interleaved, and write an evidence bundle.
 
     \b
@@ -380,6 +383,11 @@ def bench_cmd(arm_opts, baseline, host_baseline, host_arm, repetitions, warmup, 
     else:
         print_table([result.summary], title=p.title)
     click.echo(f"evidence bundle: {result.bundle}  (check it: capshim evidence verify {result.bundle})", err=True)
+    if db_url:
+        from capshim.db import add_bundle
+
+        bid, added = add_bundle(None if db_url == "default" else db_url, result.bundle)
+        click.echo(f"results store: {'added' if added else 'already stored'} as #{bid}", err=True)
     for name in result.non_shim_arms:
         click.echo(f"capshim: {plan.explain_arm(name, result.summary['arms'][name])}", err=True)
     if result.interrupted:
@@ -388,6 +396,13 @@ def bench_cmd(arm_opts, baseline, host_baseline, host_arm, repetitions, warmup, 
         sys.exit(3)
     if result.failed_runs:
         sys.exit(1)
+
+
+# --- results store ---
+
+from capshim.db.cli import db_grp  # noqa: E402
+
+main.add_command(db_grp)
 
 
 # --- Metal ---
