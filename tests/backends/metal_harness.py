@@ -33,7 +33,7 @@ def build_sanitized(dest: Path) -> dict[str, Path]:
     native = str(metal.NATIVE_DIR)
     metal.run_compiler(["gcc", *metal.WARN_FLAGS, *SAN, "-I", native,
                         str(HERE / "metal_driver.c"), "-L", str(full), "-lcapshim_metal_standin",
-                        f"-Wl,--enable-new-dtags,-rpath,{full}", "-lobjc", "-lpthread",
+                        f"-Wl,--enable-new-dtags,-rpath,{full}", "-rdynamic", "-lobjc", "-ldl", "-lpthread",
                         "-o", str(dest / "driver")])
     metal.run_compiler(["gcc", *metal.WARN_FLAGS, *SAN, "-I", native, str(HERE / "fuzz_config.c"),
                         str(metal.NATIVE_DIR / "metal_config.c"), "-o", str(dest / "fuzz_config")])
