@@ -25,10 +25,7 @@ def libasan() -> str:
 
 def build_sanitized(dest: Path) -> dict[str, Path]:
     """Build everything under ``dest`` with the sanitizers; return the paths."""
-    (dest / "standin" / "full").mkdir(parents=True)
-    (dest / "standin" / "noprivate").mkdir(parents=True)
-    for cmd in metal._linux_commands(dest, extra=SAN):
-        metal.run_compiler(cmd)
+    metal.compile_into(dest, metal._linux_commands(opt=SAN))
     full = dest / "standin" / "full"
     native = str(metal.NATIVE_DIR)
     metal.run_compiler(["gcc", *metal.WARN_FLAGS, *SAN, "-I", native,
