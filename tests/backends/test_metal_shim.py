@@ -348,3 +348,17 @@ def test_lume_spelling_without_family_is_invalid(shim):
     assert r.one()["maxThreadgroupMemoryLength"] == 32768
     assert r.of("config")[0]["reason"] == \
         "LUME_METAL_APPLE_FAMILY_MAX is required with the LUME_METAL_* spelling"
+
+
+def test_the_shim_and_the_launcher_read_one_list_of_variables(shim):
+    """metal_vars.h is the one list: every name the launcher knows (both
+    spellings) is one the shim removes from the environment at load, and no
+    other."""
+    names = [*metal.CONFIG_VARIABLES.values(), *metal.LUME_VARIABLES.values()]
+    config = {n: "1009" if n.endswith("FAMILY_MAX") else "5001" if n.endswith("FAMILIES") else "65536"
+              for n in names}
+    r = shim.run(["new", "CSParavirtDevice"], config)
+    assert r.rc == 0, r.stderr
+    (scrub,) = r.of("env_scrubbed")
+    assert scrub["variables"] == ["LD_PRELOAD", *names]
+    assert r.of("config")[0]["accepted"] is True

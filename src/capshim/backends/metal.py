@@ -39,7 +39,7 @@ from capshim.native import build as nb
 from capshim.native.build import run_compiler
 
 __all__ = [
-    "NATIVE_DIR", "CONFIG_VARIABLES", "DENY_LIST", "cache_dir", "cross_dir", "build", "build_cross",
+    "NATIVE_DIR", "CONFIG_VARIABLES", "LUME_VARIABLES", "DENY_LIST", "cache_dir", "cross_dir", "build", "build_cross",
     "compile_into", "inspect_macho", "launch_env",
     "shim_env", "profile_warnings", "probe", "run_probe", "summarize_status",
     "warn_target", "verify",
@@ -52,7 +52,7 @@ NATIVE_DIR = Path(__file__).resolve().parent.parent / "native" / "metal"
 SHIM_SOURCES = ("metal_shim.c", "metal_config.c")
 PROBE_SOURCES = ("metal_probe.c",)
 STANDIN_SOURCES = ("standin_metal.m",)
-HEADERS = ("metal_config.h", "metal_query.h")
+HEADERS = ("metal_config.h", "metal_query.h", "metal_vars.h")
 IS_MACOS = sys.platform == "darwin"
 
 DYLIB_NAME = "libcapshim-metal.dylib"
@@ -72,13 +72,18 @@ CROSS_TARGETS = {"arm64": f"aarch64-macos.{MACOS_MIN_VERSION}",
 ARM64E_NOTE = ("arm64e (the slice that /usr/bin programs and other arm64e processes load) "
                "can only be built on a Mac with Xcode: capshim build --api metal there")
 
-# Profile key -> the shim's variable (native/metal/metal_config.h).
-CONFIG_VARIABLES = {
-    "appleFamilyMax": "CAPSHIM_METAL_APPLE_FAMILY_MAX",
-    "maxThreadgroupMemoryLength": "CAPSHIM_METAL_MAX_THREADGROUP_MEMORY",
-    "recommendedMaxWorkingSetSize": "CAPSHIM_METAL_RECOMMENDED_WORKING_SET_SIZE",
-    "forceFamilies": "CAPSHIM_METAL_FORCE_FAMILIES",
-}
+
+def _variables(macro: str) -> dict[str, str]:
+    """Profile key -> variable name, from the X(key, "NAME") lines of ``macro``
+    in ``native/metal/metal_vars.h``: the one place the names are written."""
+    text = (NATIVE_DIR / "metal_vars.h").read_text()
+    body = text[text.index(f"#define {macro}(X)"):].split("\n\n", 1)[0]
+    return dict(re.findall(r'X\((\w+), "(\w+)"\)', body))
+
+
+# Profile key -> the shim's variable, capshim spelling and Cua/Lume spelling.
+CONFIG_VARIABLES = _variables("CAPSHIM_METAL_VARIABLES")
+LUME_VARIABLES = _variables("CAPSHIM_METAL_LUME_VARIABLES")
 
 # Strings that must not be in the shim (Cua's release checks): timing
 # interposition, clock functions, mesh/argument-type/sync research switches,
@@ -465,8 +470,7 @@ def run_probe(probe_bin: Path, shim: Path, profile=None, compare: bool = False, 
     """
     base = dict(os.environ if base_env is None else base_env)
     preload = base.get(inject_var) if inject_var == "LD_PRELOAD" else None
-    for var in [inject_var, *CONFIG_VARIABLES.values(), "LUME_METAL_APPLE_FAMILY_MAX",
-                "LUME_METAL_MAX_THREADGROUP_MEMORY", "LUME_METAL_RECOMMENDED_WORKING_SET_SIZE",
+    for var in [inject_var, *CONFIG_VARIABLES.values(), *LUME_VARIABLES.values(),
                 "CAPSHIM_STATUS_FILE"]:
         base.pop(var, None)
     if preload:
@@ -665,7 +669,7 @@ def _functional_checks(arts: dict[str, Path], inject_var: str, framework: Path |
             env = {k: v for k, v in base.items() if k not in CONFIG_VARIABLES.values()}
             pre = base.get(inject_var) if inject_var == "LD_PRELOAD" else None
             env.update({inject_var: f"{pre}:{arts['shim']}" if pre else str(arts["shim"]),
-                        "LUME_METAL_APPLE_FAMILY_MAX": "1009x",
+                        LUME_VARIABLES["appleFamilyMax"]: "1009x",
                         "CAPSHIM_STATUS_FILE": str(status), "CAPSHIM_QUIET": "1"})
             broken = _probe_once(arts["probe"], env, framework)["answers"]
             verdict = summarize_status(read_status(status))

@@ -17,6 +17,7 @@
  */
 #define _GNU_SOURCE
 #include "metal_query.h"
+#include "metal_vars.h"
 
 #include <dlfcn.h>
 #include <pthread.h>
@@ -186,9 +187,8 @@ static int run_window(const char *cls)
 static int run_env(const char *self)
 {
     static const char *const names[] = {
-        "LD_PRELOAD", "CAPSHIM_METAL_APPLE_FAMILY_MAX", "CAPSHIM_METAL_MAX_THREADGROUP_MEMORY",
-        "LUME_METAL_APPLE_FAMILY_MAX", "LUME_METAL_MAX_THREADGROUP_MEMORY", "CAPSHIM_STATUS_FILE",
-        NULL};
+        "LD_PRELOAD", CAPSHIM_METAL_VARIABLES(CAPSHIM_METAL_VAR_NAME)
+        CAPSHIM_METAL_LUME_VARIABLES(CAPSHIM_METAL_VAR_NAME) "CAPSHIM_STATUS_FILE", NULL};
     fputs("{\"env\":{", stdout);
     for (int i = 0; names[i] != NULL; i++) {
         fprintf(stdout, "%s\"%s\":", i ? "," : "", names[i]);
