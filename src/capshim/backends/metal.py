@@ -8,6 +8,9 @@ Objective-C runtime (``gobjc``) and tested with stand-in device classes
 same source is built as a universal (arm64, arm64e) dylib, ad-hoc signed,
 and injected with ``DYLD_INSERT_LIBRARIES``; only there does it meet the real
 ``Metal.framework`` (the macOS CI workflow, ``.github/workflows/macos.yml``).
+From Linux it is also cross-built for arm64 and x86_64 with ``zig cc``
+(``build_cross``) and its Mach-O files are checked with LIEF
+(``inspect_macho``, ``capshim verify --api metal --shim FILE``).
 
 Facts this module relies on (DESIGN.md sections 1 and 4; trycua/cua
 ``libs/lume/metal-capability-shim``): the private
