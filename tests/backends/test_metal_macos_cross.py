@@ -16,7 +16,10 @@ from capshim.cli import main
 from capshim.errors import UsageError
 from capshim.native import build as nb
 
-pytestmark = pytest.mark.slow  # zig compiles its libc stubs the first time (about a minute)
+
+
+
+SLOW = pytest.mark.slow  # zig compiles its libc stubs the first time (about a minute)
 
 
 @pytest.fixture(scope="module")
@@ -47,6 +50,7 @@ def test_one_source_list_and_the_macos_warning_flags_for_every_build():
         assert cmd[cmd.index("-install_name") + 1] == metal.INSTALL_NAME
 
 
+@SLOW
 def test_cross_build_both_targets_as_verify_would_on_a_mac(cross):
     assert set(cross) == {"shim-arm64", "probe-arm64", "shim-x86_64", "probe-x86_64", "sums"}
     ok, detail = metal.check_sums(cross["sums"].parent)
@@ -78,6 +82,7 @@ __attribute__((visibility("default"))) long capshim_now(void)
 """
 
 
+@SLOW
 def test_inspection_finds_test_hooks_unexpected_imports_and_no_interpose(tmp_path, cross):
     src = tmp_path / "bad.c"
     src.write_text(BAD_SHIM)
@@ -97,6 +102,7 @@ def test_inspection_finds_test_hooks_unexpected_imports_and_no_interpose(tmp_pat
     assert _by_check(metal.inspect_macho(cross["probe-arm64"]))["arm64: file type"]["status"] == "failed"
 
 
+@SLOW
 def test_cli_build_target_macos_says_arm64e_needs_a_mac(cross):
     r = CliRunner().invoke(main, ["build", "--api", "metal", "--target", "macos"])
     assert r.exit_code == 0, r.output
@@ -107,6 +113,7 @@ def test_cli_build_target_macos_says_arm64e_needs_a_mac(cross):
     assert r.exit_code == 2 and "--target macos: only with --api metal" in r.stderr
 
 
+@SLOW
 def test_cli_verify_shim_file_checks_a_dylib_built_elsewhere(cross, tmp_path):
     r = CliRunner().invoke(main, ["verify", "--api", "metal", "--json", "--shim", str(cross["shim-x86_64"])])
     assert r.exit_code == 0, r.output
@@ -124,3 +131,20 @@ def test_cli_verify_shim_file_checks_a_dylib_built_elsewhere(cross, tmp_path):
     assert r.exit_code == 2 and "--shim: only with --api metal" in r.stderr
     with pytest.raises(UsageError, match="not a Mach-O file"):
         macho.read(elf)
+
+
+@pytest.mark.parametrize("module, argv, message", [
+    ("ziglang", ["build", "--api", "metal", "--target", "macos"],
+     "--target macos needs the zig toolchain: pip install 'capshim[macos]'"),
+    ("lief", ["verify", "--api", "metal", "--shim", __file__],
+     "reading Mach-O files needs LIEF: pip install 'capshim[macos]'"),
+])
+def test_a_missing_toolchain_or_reader_is_a_clear_error(monkeypatch, module, argv, message):
+    import importlib.util
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == module else real(name, *a))
+    monkeypatch.setitem(sys.modules, module, None)  # import fails as when not installed
+    r = CliRunner().invoke(main, argv)
+    assert r.exit_code == 2 and message in r.stderr, r.output
+    assert "Traceback" not in r.output
