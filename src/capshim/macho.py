@@ -38,6 +38,7 @@ class MachOFacts:
     min_os: str | None             # LC_BUILD_VERSION minos, "13.0.0"
     exports: tuple[str, ...]
     imports: tuple[str, ...]
+    bound_to: dict[str, str | None]  # import -> the install name dyld binds it to (None: flat lookup)
     libraries: tuple[str, ...]     # LC_LOAD_DYLIB names (not the file's own id)
     sections: tuple[str, ...]      # "__DATA,__interpose", ...
     signed: bool                   # LC_CODE_SIGNATURE present (validity needs codesign on a Mac)
@@ -82,6 +83,13 @@ def _interposed(binary) -> tuple[str, ...]:
     return tuple(binds.get(start + off + ptr, "?") for off in range(0, sec.size, 2 * ptr))
 
 
+def _library(symbol) -> str | None:
+    if not symbol.has_binding_info:
+        return None
+    info = symbol.binding_info
+    return info.library.name if info.has_library else None
+
+
 def read(path: Path) -> list[MachOFacts]:
     """The facts of every architecture slice of ``path`` (one for a thin file).
 
@@ -111,6 +119,7 @@ def read(path: Path) -> list[MachOFacts]:
             min_os=minos,
             exports=tuple(sorted(s.name for s in b.exported_symbols)),
             imports=tuple(sorted(s.name for s in b.imported_symbols)),
+            bound_to={s.name: _library(s) for s in b.imported_symbols},
             libraries=tuple(lib.name for lib in b.libraries if lib.name != install),
             sections=tuple(f"{s.segment_name},{s.name}" for s in b.sections),
             signed=b.has_code_signature,

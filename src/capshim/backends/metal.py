@@ -69,6 +69,13 @@ INSTALL_NAME = f"@rpath/{DYLIB_NAME}"
 WARN_FLAGS = ["-std=gnu11", *nb.WARNINGS]
 MACOS_MIN_VERSION = "13.0"
 MACOS_ARCHS = ["-arch", "arm64", "-arch", "arm64e"]
+# What the macOS shim links (both builds), and the install names dyld binds
+# them to (Apple: /usr/lib/libobjc.A.dylib; Metal.framework, Versions/A).
+SHIM_LINK = ["-lobjc", "-framework", "Metal"]
+PROBE_LINK = ["-lobjc"]
+LIBSYSTEM_INSTALL_NAME = "/usr/lib/libSystem.B.dylib"
+OBJC_INSTALL_NAME = "/usr/lib/libobjc.A.dylib"
+METAL_INSTALL_NAME = "/System/Library/Frameworks/Metal.framework/Versions/A/Metal"
 # Cross targets (zig cc names) -> the folder of each; zig has no arm64e.
 CROSS_TARGETS = {"arm64": f"aarch64-macos.{MACOS_MIN_VERSION}",
                  "x86_64": f"x86_64-macos.{MACOS_MIN_VERSION}"}
@@ -144,26 +151,44 @@ def _probe_command(cc: list[str], platform: list[str], link: list[str], out: str
 def _macos_commands() -> list[list[str]]:
     cc, plat = ["xcrun", "clang"], [*MACOS_ARCHS, f"-mmacosx-version-min={MACOS_MIN_VERSION}"]
     return [
-        _shim_command(cc, plat, ["-dynamiclib", "-install_name", INSTALL_NAME],
-                      ["-lobjc", "-framework", "Metal"], DYLIB_NAME, ["-O2"]),
+        _shim_command(cc, plat, ["-dynamiclib", "-install_name", INSTALL_NAME], SHIM_LINK,
+                      DYLIB_NAME, ["-O2"]),
         ["codesign", "--force", "--sign", "-", DYLIB_NAME],
         _probe_command(cc, ["-arch", "arm64", f"-mmacosx-version-min={MACOS_MIN_VERSION}"],
-                       ["-lobjc"], PROBE_NAME, ["-O2"]),
+                       PROBE_LINK, PROBE_NAME, ["-O2"]),
         ["codesign", "--force", "--sign", "-", PROBE_NAME],
     ]
 
 
 def _cross_commands() -> list[list[str]]:
-    # The toolchain carries no libobjc or Metal stub: their symbols are left
-    # for dyld to bind at load (-undefined dynamic_lookup).
-    cc, link = [sys.executable, "-m", "ziglang", "cc"], ["-Wl,-undefined,dynamic_lookup"]
+    # The same link flags as on a Mac; -L/-F find the text stubs
+    # (_write_stubs) that stand in for libobjc and Metal, which the zig
+    # toolchain does not carry. Without -undefined dynamic_lookup a symbol
+    # that no linked library exports fails the link.
+    cc = [sys.executable, "-m", "ziglang", "cc"]
     cmds = []
     for arch, target in CROSS_TARGETS.items():
-        plat = ["-target", target]
-        cmds.append(_shim_command(cc, plat, ["-dynamiclib", "-install_name", INSTALL_NAME], link,
+        plat = ["-target", target, "-L", "stubs", "-F", "stubs"]
+        cmds.append(_shim_command(cc, plat, ["-dynamiclib", "-install_name", INSTALL_NAME], SHIM_LINK,
                                   f"macos-{arch}/{DYLIB_NAME}", ["-O2"]))
-        cmds.append(_probe_command(cc, plat, link, f"macos-{arch}/{PROBE_NAME}", ["-O2"]))
+        cmds.append(_probe_command(cc, plat, PROBE_LINK, f"macos-{arch}/{PROBE_NAME}", ["-O2"]))
     return cmds
+
+
+def _tbd(install_name: str, symbols) -> str:
+    """A text-based dylib stub (TAPI ``tbd-version: 4``, the format of the
+    macOS SDK's ``.tbd`` files) exporting ``symbols`` (C names)."""
+    targets = ", ".join(f"{a}-macos" for a in CROSS_TARGETS)
+    names = ", ".join(f"_{n}" for n in sorted(symbols))
+    return (f"--- !tapi-tbd\ntbd-version: 4\ntargets: [ {targets} ]\ninstall-name: '{install_name}'\n"
+            f"exports:\n  - targets: [ {targets} ]\n    symbols: [ {names} ]\n...\n")
+
+
+def _stubs() -> dict[str, str]:
+    """Relative path -> text of the link stubs for the cross build: libobjc
+    exporting ``MACHO_OBJC_IMPORTS``, Metal exporting ``INTERPOSED``."""
+    return {"stubs/libobjc.tbd": _tbd(OBJC_INSTALL_NAME, MACHO_OBJC_IMPORTS),
+            "stubs/Metal.framework/Metal.tbd": _tbd(METAL_INSTALL_NAME, INTERPOSED)}
 
 
 def _linux_commands(cc: str = "gcc", opt: list[str] | None = None) -> list[list[str]]:
@@ -215,7 +240,7 @@ def cache_dir() -> Path:
 
 def cross_dir() -> Path:
     """Where ``build_cross`` puts the macOS binaries (``.../native/metal-macos-<12 hex>``)."""
-    return nb.build_dir("metal-macos", _sources(), _cross_commands())
+    return nb.build_dir("metal-macos", _sources(), [*_cross_commands(), *map(list, _stubs().items())])
 
 
 def _artifacts(root: Path) -> dict[str, Path]:
@@ -242,15 +267,20 @@ def _write_sums(root: Path, files: list[Path]) -> None:
     (root / "SHA256SUMS").write_text("\n".join(lines) + "\n")
 
 
-def _build_into(final: Path, commands: list[list[str]], arts: dict[str, Path], force: bool) -> dict[str, Path]:
+def _build_into(final: Path, commands: list[list[str]], arts: dict[str, Path], force: bool,
+                files: dict[str, str] | None = None) -> dict[str, Path]:
     if not force and all(p.is_file() for p in arts.values()):
         return arts
     tmp = nb.new_tmp(final)
     try:
+        for rel, text in (files or {}).items():
+            (tmp / rel).parent.mkdir(parents=True, exist_ok=True)
+            (tmp / rel).write_text(text)
         compile_into(tmp, commands)
         _write_sums(tmp, [tmp / p.relative_to(final) for k, p in arts.items() if k != "sums"])
         for name in (*SHIM_SOURCES, *PROBE_SOURCES, *STANDIN_SOURCES, *HEADERS):
             (tmp / name).unlink()
+        shutil.rmtree(tmp / "stubs", ignore_errors=True)
         if force and final.is_dir():
             shutil.rmtree(final)
         nb.publish(tmp, final)
@@ -313,7 +343,7 @@ def build_cross(force: bool = False) -> dict[str, Path]:
         raise BuildError("--target macos needs the zig toolchain: pip install 'capshim[macos]' "
                          "(./setup.sh installs it)")
     final = cross_dir()
-    return _build_into(final, _cross_commands(), _cross_artifacts(final), force)
+    return _build_into(final, _cross_commands(), _cross_artifacts(final), force, _stubs())
 
 
 # ---- environment ---------------------------------------------------------------
@@ -685,6 +715,12 @@ def _functional_checks(arts: dict[str, Path], inject_var: str, framework: Path |
     return out
 
 
+def _expected_library(name: str) -> str:
+    if name in MACHO_OBJC_IMPORTS:
+        return OBJC_INSTALL_NAME
+    return METAL_INSTALL_NAME if name in INTERPOSED else LIBSYSTEM_INSTALL_NAME
+
+
 def _import_allowed(name: str) -> bool:
     if name in MACHO_OBJC_IMPORTS or name in MACHO_LIBC_IMPORTS or name in INTERPOSED:
         return True
@@ -697,9 +733,11 @@ def inspect_macho(path: Path, kind: str = "shim") -> list[dict]:
 
     Per architecture slice: file type (dylib / executable), install name
     (``INSTALL_NAME``), exported symbols (only the linker's own,
-    ``MACHO_LINKER_EXPORTS``: no test hooks), imported symbols (every
+    ``MACHO_LINKER_EXPORTS``: no test hooks), linked libraries (libSystem,
+    libobjc, and Metal for the shim), imported symbols (every
     ``MACHO_OBJC_IMPORTS`` and ``INTERPOSED`` function, nothing outside
-    those and ``MACHO_LIBC_IMPORTS``), the ``__DATA,__interpose`` tuples
+    those and ``MACHO_LIBC_IMPORTS``, each bound two-level to its library:
+    libobjc, Metal, libSystem), the ``__DATA,__interpose`` tuples
     (replacing exactly ``INTERPOSED``, in that order: hook path 2), the
     minimum macOS, and a code signature load command on arm64 (Apple
     Silicon runs nothing unsigned; its validity is ``codesign``'s, on a
@@ -743,6 +781,9 @@ def inspect_macho(path: Path, kind: str = "shim") -> list[dict]:
             checks.append(_check(f"{a}: code signature", "passed" if sl.signed else "failed",
                                  "LC_CODE_SIGNATURE present (validity: codesign --verify on a Mac)"
                                  if sl.signed else "no LC_CODE_SIGNATURE: Apple Silicon will not load it"))
+        want_libs = {LIBSYSTEM_INSTALL_NAME, OBJC_INSTALL_NAME} | ({METAL_INSTALL_NAME} if kind == "shim" else set())
+        checks.append(_check(f"{a}: linked libraries", "passed" if set(sl.libraries) == want_libs else "failed",
+                             ", ".join(sl.libraries) or "none"))
         if kind != "shim":
             continue
         checks.append(_check(f"{a}: install name", "passed" if sl.install_name == INSTALL_NAME else "failed",
@@ -750,14 +791,15 @@ def inspect_macho(path: Path, kind: str = "shim") -> list[dict]:
         imports = {macho.c_name(x) for x in sl.imports}
         unexpected = sorted(x for x in imports if not _import_allowed(x))
         lacking = sorted((MACHO_OBJC_IMPORTS | set(INTERPOSED)) - imports)
-        detail = (f"{len(imports)} imports; Objective-C runtime: "
+        misbound = sorted(f"{macho.c_name(x)} -> {lib}" for x, lib in sl.bound_to.items()
+                          if lib != _expected_library(macho.c_name(x)))
+        detail = (f"{len(imports)} imports; Objective-C runtime (from {OBJC_INSTALL_NAME}): "
                   f"{', '.join(sorted(imports & MACHO_OBJC_IMPORTS))}")
-        if unexpected:
-            detail = f"unexpected: {', '.join(unexpected)}; " + detail
-        if lacking:
-            detail = f"missing: {', '.join(lacking)}; " + detail
-        checks.append(_check(f"{a}: imported symbols", "failed" if unexpected or lacking else "passed",
-                             detail))
+        for what, items in (("bound elsewhere", misbound), ("missing", lacking), ("unexpected", unexpected)):
+            if items:
+                detail = f"{what}: {', '.join(items)}; " + detail
+        checks.append(_check(f"{a}: imported symbols",
+                             "failed" if unexpected or lacking or misbound else "passed", detail))
         got = tuple(macho.c_name(x) for x in sl.interposed)
         has = "__DATA,__interpose" in sl.sections
         checks.append(_check(f"{a}: __DATA,__interpose", "passed" if has and got == INTERPOSED else "failed",
