@@ -162,7 +162,7 @@ def _macos_commands() -> list[list[str]]:
 
 def _cross_commands() -> list[list[str]]:
     # The same link flags as on a Mac; -L/-F find the text stubs
-    # (_write_stubs) that stand in for libobjc and Metal, which the zig
+    # (_stubs) that stand in for libobjc and Metal, which the zig
     # toolchain does not carry. Without -undefined dynamic_lookup a symbol
     # that no linked library exports fails the link.
     cc = [sys.executable, "-m", "ziglang", "cc"]
@@ -329,7 +329,9 @@ def build_cross(force: bool = False) -> dict[str, Path]:
     with ``libcapshim-metal.dylib`` and ``capshim-metal-probe``, and
     ``SHA256SUMS``. Not built: arm64e (``ARM64E_NOTE``) and the signature
     (zig signs arm64 ad hoc; ``codesign`` runs only on a Mac). libobjc and
-    Metal are bound by dyld at load (``-undefined dynamic_lookup``).
+    Metal are linked as on a Mac (``SHIM_LINK``), through text stubs written
+    from ``MACHO_OBJC_IMPORTS`` and ``INTERPOSED`` (``_stubs``): the
+    toolchain carries none.
 
     Returns:
         name -> path: "shim-arm64", "probe-arm64", "shim-x86_64",
@@ -811,6 +813,12 @@ def inspect_macho(path: Path, kind: str = "shim") -> list[dict]:
     return checks
 
 
+def _codesign_check(path: Path) -> dict:
+    r = subprocess.run(["codesign", "--verify", "--strict", str(path)], capture_output=True, text=True)
+    return _check("signature", "passed" if r.returncode == 0 else "failed",
+                  "codesign --verify --strict " + ("ok" if r.returncode == 0 else r.stderr.strip()))
+
+
 def verify(shim: Path | None = None) -> list[dict]:
     """Checks of the Metal shim for ``capshim verify``.
 
@@ -837,14 +845,10 @@ def verify(shim: Path | None = None) -> list[dict]:
         except UsageError as exc:
             raise UsageError(f"--shim {exc}") from None
         checks = [_check("file", "passed", str(shim)), *found]
-        if IS_MACOS:
-            r = subprocess.run(["codesign", "--verify", "--strict", str(shim)], capture_output=True, text=True)
-            checks.append(_check("signature", "passed" if r.returncode == 0 else "failed",
-                                 "codesign --verify --strict " + ("ok" if r.returncode == 0 else r.stderr.strip())))
-        else:
-            checks.append(_check("signature", SKIPPED, "codesign --verify --strict"))
+        checks.append(_codesign_check(shim) if IS_MACOS else
+                      _check("signature", SKIPPED, "codesign --verify --strict"))
         checks.append(_check("answers change on a real Metal device", SKIPPED,
-                             "copy the file to a Mac and run capshim verify there"))
+                             "checked for the built shim: capshim verify (no --shim) on a Mac"))
         return checks
     arts = build()
     shim = arts["shim"]
@@ -855,10 +859,9 @@ def verify(shim: Path | None = None) -> list[dict]:
         archs = set(r.stdout.split())
         checks.append(_check("architectures", "passed" if {"arm64", "arm64e"} <= archs else "failed",
                              f"lipo -archs: {' '.join(sorted(archs)) or r.stderr.strip()}"))
-        r = subprocess.run(["codesign", "--verify", "--strict", str(shim)], capture_output=True, text=True)
-        checks.append(_check("signature", "passed" if r.returncode == 0 else "failed",
-                             "codesign --verify --strict " + ("ok" if r.returncode == 0 else r.stderr.strip())))
-        checks += [c for c in inspect_macho(shim) if c["check"] not in ("architectures", "arm64e slice", "deny-list strings")]
+        checks.append(_codesign_check(shim))
+        checks += [c for c in inspect_macho(shim)
+                   if c["check"] not in ("architectures", "arm64e slice", "deny-list strings")]
     else:
         checks.append(_check("architectures", SKIPPED, "lipo: arm64 + arm64e universal dylib"))
         checks.append(_check("signature", SKIPPED, "codesign --verify --strict"))
