@@ -156,3 +156,33 @@ def test_a_missing_toolchain_or_reader_is_a_clear_error(monkeypatch, module, arg
     r = CliRunner().invoke(main, argv)
     assert r.exit_code == 2 and message in r.stderr, r.output
     assert "Traceback" not in r.output
+
+
+def _universal(slices: list[tuple[int, int, bytes]], out):
+    """A fat Mach-O (Apple <mach-o/fat.h>: big-endian fat_header, fat_arch
+    entries, slices aligned to 2^14), as lipo -create writes it."""
+    import struct
+
+    align = 1 << 14
+    header = struct.pack(">II", 0xCAFEBABE, len(slices))
+    offset, entries, body = align, b"", b""
+    for cpu, sub, data in slices:
+        entries += struct.pack(">IIIII", cpu, sub, offset, len(data), 14)
+        pad = -len(data) % align
+        body += data + b"\0" * pad
+        offset += len(data) + pad
+    out.write_bytes((header + entries).ljust(align, b"\0") + body)
+    return out
+
+
+@SLOW
+def test_verify_reads_every_slice_of_a_universal_file(cross, tmp_path):
+    fat = _universal([(0x0100000C, 0, cross["shim-arm64"].read_bytes()),
+                      (0x01000007, 3, cross["shim-x86_64"].read_bytes())], tmp_path / metal.DYLIB_NAME)
+    assert [s.arch for s in macho.read(fat)] == ["arm64", "x86_64"]
+    checks = _by_check(metal.verify(fat))
+    assert checks["architectures"]["detail"] == "arm64 x86_64"
+    for arch in ("arm64", "x86_64"):
+        assert checks[f"{arch}: imported symbols"]["status"] == "passed"
+        assert checks[f"{arch}: __DATA,__interpose"]["status"] == "passed"
+    assert checks["arm64e slice"]["status"] == "warning"
