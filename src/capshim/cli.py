@@ -99,8 +99,33 @@ def _load_profile(ref, flag):
 @click.option("--api", type=click.Choice(["vulkan", "metal", "all"]), default="all", show_default=True,
               help="Which shims to build; 'all' builds those this platform can run.")
 @click.option("--force", is_flag=True, help="Rebuild even when a cached build exists.")
-def build_cmd(api, force):
+@click.option("--target", type=click.Choice(["native", "macos"]), default="native", show_default=True,
+              help="macos (with --api metal): cross-build the macOS Metal shim and probe for arm64 and "
+                   "x86_64 on this machine with zig cc, and inspect them; arm64e needs a Mac with Xcode.")
+def build_cmd(api, force, target):
     """Build the native shims (warnings are errors) into the capshim cache."""
+    if target == "macos":
+        if api != "metal":
+            raise CapshimError("--target macos: only with --api metal (the Metal shim is the macOS shim)")
+        from capshim.backends import metal
+
+        arts = metal.build_cross(force=force)
+        for name, path in arts.items():
+            click.echo(f"metal: {name}: {path}")
+        failed = False
+        for name, path in arts.items():
+            if name != "sums":
+                checks = metal.inspect_macho(path, name.split("-")[0])
+                bad = [c for c in checks if c["status"] == "failed"]
+                failed |= bool(bad)
+                click.echo(f"metal: {name}: " + ("; ".join(f"{c['check']}: {c['detail']}" for c in bad)
+                                                  or f"{len(checks)} Mach-O checks passed"))
+        click.echo(f"metal: note: {metal.ARM64E_NOTE}")
+        click.echo(f"metal: check a dylib before copying it into a guest: "
+                   f"capshim verify --api metal --shim {arts['shim-arm64']}")
+        if failed:
+            sys.exit(1)
+        return
     if api in ("vulkan", "all") and sys.platform.startswith("linux"):
         from capshim.backends import vulkan
 
@@ -465,20 +490,27 @@ def host_cmd(action):
 @click.option("--api", type=click.Choice(["vulkan", "metal", "all"]), default="all", show_default=True,
               help="Which shims to check; 'all' checks those this platform builds.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
-def verify_cmd(api, as_json):
+@click.option("--shim", "shim_file", type=click.Path(dir_okay=False), default=None,
+              help="With --api metal: check this Mach-O dylib (built on a Mac or with "
+                   "'capshim build --api metal --target macos') instead of the built shim, on any OS.")
+def verify_cmd(api, as_json, shim_file):
     """Check the built shims: architectures, signature (macOS), exported symbols,
     forbidden strings (Metal), SHA256SUMS, and that answers change with a
     profile and stay stock with a broken one. Exit 1 when a check failed;
     checks that need macOS are listed as skipped, never as passed."""
     checks = []
+    if shim_file is not None and api != "metal":
+        raise CapshimError("--shim: only with --api metal")
     if api in ("vulkan", "all") and sys.platform.startswith("linux"):
         from capshim.backends import vulkan
 
         checks += vulkan.verify()
     if api in ("metal", "all"):
+        from pathlib import Path
+
         from capshim.backends import metal
 
-        checks += [{**c, "check": f"metal: {c['check']}"} for c in metal.verify()]
+        checks += [{**c, "check": f"metal: {c['check']}"} for c in metal.verify(shim_file and Path(shim_file))]
     if as_json:
         click.echo(json.dumps(checks, indent=2))
     else:
