@@ -225,12 +225,15 @@ def _parse_arm_option(value: str) -> tuple[str, list[str]]:
                    "a .stderr beside a file gives the attested path). Repeatable; the first is the baseline.")
 @click.option("--host", "host_file", type=click.Path(), help="Host baseline: a llama-bench JSON file or a bundle.")
 @click.option("--baseline", help="The arm speedups are relative to (with --arm; default the first).")
-@click.option("--format", "fmt", type=click.Choice(["md", "html"]), help="Print or write Markdown or HTML.")
+@click.option("--format", "fmt", type=click.Choice(["md", "html", "csv"]),
+              help="Print or write Markdown, HTML, or CSV (one row per arm and test, numbers unformatted).")
+@click.option("--allow-mismatch", is_flag=True,
+              help="Compare files measured with different models or settings (rows marked) instead of exit 2.")
 @click.option("--output", "-o", type=click.Path(), help="Write the report to this file (and a chart beside it).")
 @click.option("--chart", type=click.Path(), help="Write the chart PNG to this path.")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary JSON (one summary, or a list).")
 @click.option("--title", help="Report title.")
-def report_cmd(bundles, arm_opts, host_file, baseline, fmt, output, chart, as_json, title):
+def report_cmd(bundles, arm_opts, host_file, baseline, fmt, allow_mismatch, output, chart, as_json, title):
     """Show the seed-style table of bundles (merged), or of llama-bench files made elsewhere.
 
     \b
@@ -249,7 +252,8 @@ def report_cmd(bundles, arm_opts, host_file, baseline, fmt, output, chart, as_js
     if baseline and not arm_opts:
         raise UsageError("--baseline applies to --arm files (a bundle keeps its own baseline)")
     if arm_opts:
-        summaries = [report.report_from_files([_parse_arm_option(a) for a in arm_opts], host_file, baseline)]
+        summaries = [report.report_from_files([_parse_arm_option(a) for a in arm_opts], host_file, baseline,
+                                              allow_mismatch=allow_mismatch)]
         labels = None
     else:
         if host_file:
@@ -282,6 +286,11 @@ def report_cmd(bundles, arm_opts, host_file, baseline, fmt, output, chart, as_js
             text += f"\n![chart]({chart_ref})\n"
     elif fmt == "html":
         text = report.render_html(summaries, labels, title=title, chart=chart_ref)
+    elif fmt == "csv":
+        from capshim.export import csv as csv_export
+
+        text = "".join(csv_export.serialize(s) if i == 0 else csv_export.serialize(s).split("\n", 1)[1]
+                       for i, s in enumerate(summaries))
     else:
         report.print_table(summaries, labels, title=title)
         return
