@@ -289,10 +289,15 @@ def _check_comparable(tests, arms, baseline, configs, host, allow_mismatch) -> d
                         f"test {t}: {label} and {ref_label} differ in {field}: {value!r} vs {refv!r}; "
                         "numbers measured on different models or settings are not compared "
                         "(--allow-mismatch compares them anyway, with the rows marked)")
-                lst = out.setdefault((arm, t), [])
-                item = {"field": field, "value": value, "reference": refv, "against": ref_label}
-                if item not in lst:
-                    lst.append(item)
+                if arm == "host":  # every arm's % of host compares with it: mark them all
+                    targets = [(a, {"field": field, "value": refv, "reference": value, "against": label})
+                               for a in arms if configs.get((a, t))]
+                else:
+                    targets = [(arm, {"field": field, "value": value, "reference": refv, "against": ref_label})]
+                for who_arm, item in targets:
+                    lst = out.setdefault((who_arm, t), [])
+                    if item not in lst:
+                        lst.append(item)
     return out
 
 

@@ -432,7 +432,9 @@ def run_bench(arms: list[Arm], workload: Workload, baseline: str, out: Path, rep
                                                  cap, exclude_contaminated)
                     if precision_state["reached"] or recorded >= cap:
                         break
-                    console.print(f"precision: widest half-width {precision_state['max_half_width']:.2f} "
+                    worst = precision_state["max_half_width"]
+                    console.print(f"precision: widest half-width "
+                                  f"{'unknown' if worst is None else format(worst, '.2f')} "
                                   f"> {precision:g} points after {recorded} rounds: one more round")
                     total += len(arms)
                     progress.update(task, total=total)
