@@ -15,8 +15,18 @@ from capshim.bench.analysis import NOT_SHIM_STATES
 __all__ = ["serialize", "draw"]
 
 
+#: Bars and whiskers are drawn clipped at this many tok/s (the label keeps the real value):
+#: a workload printing 1e308 must not break the chart's axis arithmetic.
+CLIP = 1e12
+
+
+def _clip(v: float) -> float:
+    return min(v, CLIP) if math.isfinite(v) else CLIP
+
+
 def _err(st: dict) -> list[list[float]]:
-    lo, hi = st["median"] - st["min"], st["max"] - st["median"]
+    med = _clip(st["median"])
+    lo, hi = med - _clip(st["min"]), _clip(st["max"]) - med
     return [[lo if math.isfinite(lo) and lo > 0 else 0.0], [hi if math.isfinite(hi) and hi > 0 else 0.0]]
 
 
@@ -50,15 +60,16 @@ def _figure(summaries: list[dict], labels: list[str] | None, title: str | None):
                     bars.append((pre + a, st, sp, arm["state"] in NOT_SHIM_STATES or bool(st.get("mismatch"))))
         for i, (name, st, sp, marked) in enumerate(bars):
             color = "#bbbbbb" if marked else palette[i % len(palette)]
-            ax.bar(i, st["median"], color=color, hatch="//" if marked else None, edgecolor="black",
+            ax.bar(i, _clip(st["median"]), color=color, hatch="//" if marked else None, edgecolor="black",
                    linewidth=0.5, yerr=_err(st), capsize=4)
             txt = f"{st['median']:.1f}" + (f"\n{sp['value']:.2f}x" if sp else "")
-            ax.annotate(txt, (i, st["max"] if math.isfinite(st["max"]) else st["median"]),
+            ax.annotate(txt, (i, _clip(st["max"])),
                         textcoords="offset points", xytext=(0, 3), ha="center", va="bottom", fontsize=8)
         ax.set_xticks(range(len(bars)), [b[0] for b in bars], rotation=30, ha="right", fontsize=8)
         ax.set_title(t, fontsize=9)
         ax.set_ylabel("tok/s (median of processes, min–max)")
-        ax.margins(y=0.2)
+        top = max((_clip(max(b[1]["max"], b[1]["median"])) for b in bars), default=1.0)
+        ax.set_ylim(0, top * 1.25)  # room for the labels
     if title:
         fig.suptitle(title)
     fig.tight_layout()
