@@ -340,10 +340,10 @@ def evidence_verify(bundle):
               help="Bare-metal host numbers measured elsewhere: a bundle or a llama-bench JSON file.")
 @click.option("--host-arm", metavar="NAME", help="An arm of this bench that plays the host (default: native).")
 @click.option("--repetitions", "-r", type=click.IntRange(1, 1000), default=None,
-              help="Recorded processes per arm (one round each) [default: 10; built-in workload on a CPU device: 4].")
+              help="Recorded processes per arm (one round each) [default: 10; built-in workload on a CPU device: 3].")
 @click.option("--process-reps", type=click.IntRange(1, 1000), default=None,
               help="Built-in workload: timed repetitions inside each process, after its in-process warm-up; "
-                   "the process's median is one sample [default: 5; on a CPU device 2].")
+                   "the process's median is one sample [default: 5; on a CPU device 3].")
 @click.option("--warmup", type=click.IntRange(0, 100), default=None,
               help="Unrecorded warm-up rounds [default: 0 for the built-in workload (it warms up in-process), 1 for a command].")
 @click.option("--aa", is_flag=True,

@@ -32,8 +32,8 @@ def test_default_bench_writes_a_verified_bundle_with_three_active_arms(tmp_path)
     for arm in arms.values():
         assert set(arm["tests"]) == {"pp64", "tg16"}
         for t in arm["tests"].values():
-            # 2 processes of 2 timed repetitions each (the CPU-device default), after an in-process warm-up
-            assert t["processes"] == 2 and t["repetitions"] == 2 and t["n"] == 4 and t["median"] > 0
+            # 2 processes of 3 timed repetitions each (the CPU-device default), after an in-process warm-up
+            assert t["processes"] == 2 and t["repetitions"] == 3 and t["n"] == 6 and t["median"] > 0
     # llama.cpp's own capability line shows the lowered path in vm-stock only
     stderr = (out / "raw" / "vm-stock-1.stderr").read_text()
     assert "fp16: 0" in stderr and "shared memory: 24576" in stderr
@@ -53,7 +53,7 @@ def test_default_bench_writes_a_verified_bundle_with_three_active_arms(tmp_path)
     assert meta["arms"]["native"]["runs"][0]["exec_argv"][:2] == ["/bin/sh", "-c"]
     assert arms["native"]["runs"][0]["telemetry"]["before"]["load"]
     rows = (out / "results.csv").read_text().splitlines()
-    assert rows[0].startswith("arm,run,round,position,sample,test,tok_s") and len(rows) == 1 + 3 * 2 * 2 * 2
+    assert rows[0].startswith("arm,run,round,position,sample,test,tok_s") and len(rows) == 1 + 3 * 2 * 2 * 3
     assert "no speed effect is expected" in r.stdout  # lavapipe is a CPU device
     assert "vm-stock" in r.stdout and "vm-unlocked" in r.stdout  # the table
 

@@ -12,7 +12,7 @@ Process counts: each process of the built-in workload warms up in-process,
 then runs ``process_reps`` timed repetitions; its median is one sample. On a
 GPU the default is 10 processes of 5 repetitions per arm. On a CPU Vulkan
 device (lavapipe) the capabilities change which kernels llama.cpp picks but
-not the speed, so the default is shorter (4 processes of 2 repetitions, no
+not the speed, so the default is shorter (3 processes of 3 repetitions, no
 warm-up round: the in-process warm-up and the kept shader cache do that job)
 and the table says that no speed effect is expected there.
 """
@@ -31,7 +31,7 @@ from capshim.errors import CapshimError, UsageError
 MODEL_PRESETS = ("tiny", "tinyllama-1.1b")
 #: (processes per arm, timed repetitions per process) of the built-in workload: on a GPU, on a CPU device.
 GPU_DEFAULT = (10, 5)
-CPU_DEFAULT = (4, 2)
+CPU_DEFAULT = (3, 3)
 CPU_NOTE = ("{device} is a CPU device: the capabilities change which kernels llama.cpp picks (the path "
             "columns) but no speed effect is expected; the default is short here (fewer processes and "
             "repetitions) and shows the mechanism and the evidence chain, not a speed-up")
