@@ -187,8 +187,8 @@ def analyze(records: list[dict], arms: dict, baseline: str, host: dict | None = 
         if dirty:
             excluded = sum(1 for r in dirty if r.get("excluded"))
             flags.append(f"{len(dirty)} of {len(runs)} runs contaminated ("
-                         + "; ".join(f"run {r.get('run')}: {', '.join(r['contaminated'])}" for r in dirty[:3])
-                         + (", ..." if len(dirty) > 3 else "") + ")"
+                         + f"run {dirty[0].get('run')}: {', '.join(dirty[0]['contaminated'])}"
+                         + (", ..." if len(dirty) > 1 else "") + ")"
                          + (f", {excluded} excluded" if excluded else ", kept (--exclude-contaminated drops them)"))
         unchanged = None
         if state == "active" and name != baseline and not (arm.get("spec") or {}).get("identity"):
