@@ -111,7 +111,9 @@ class Telemetry:
                 continue
             util = read(n.nvmlDeviceGetUtilizationRates, h)
             power = read(n.nvmlDeviceGetPowerUsage, h)  # milliwatts
-            reasons = read(n.nvmlDeviceGetCurrentClocksEventReasons, h)
+            events = (getattr(n, "nvmlDeviceGetCurrentClocksEventReasons", None)
+                      or getattr(n, "nvmlDeviceGetCurrentClocksThrottleReasons", None))  # the pre-12.5 name
+            reasons = read(events, h) if events else None
             procs = (read(n.nvmlDeviceGetComputeRunningProcesses, h) or []) + \
                 (read(n.nvmlDeviceGetGraphicsRunningProcesses, h) or [])
             name = read(n.nvmlDeviceGetName, h)
