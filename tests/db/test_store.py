@@ -43,7 +43,7 @@ def full(db_url):
 
 
 def _cli(*args):
-    return CliRunner().invoke(main, list(args))
+    return CliRunner().invoke(main, list(args), env={"COLUMNS": "300"})
 
 
 def test_add_keeps_every_sample_and_twice_is_a_no_op(full):
@@ -113,7 +113,9 @@ def test_compare_uses_capshims_analysis_and_matches_the_summaries(full):
         b_sum = _summary("h200-ablation")["arms"][r["arm_b"]]["tests"][t]
         assert r["a"]["median"] == a_sum["median"] and r["b"]["median"] == b_sum["median"]
         if arm != "native":  # the host arm against itself: 100% (newer analyze gives no interval)
-            assert r["a"]["pct_of_host"] == a_sum["pct_of_host"] and r["b"]["pct_of_host"] == b_sum["pct_of_host"]
+            for side, summ in (("a", a_sum), ("b", b_sum)):  # value and interval (newer analyze adds fields)
+                assert {k: r[side]["pct_of_host"][k] for k in ("value", "ci95")} == \
+                    {k: summ["pct_of_host"][k] for k in ("value", "ci95")}
     # the change is analyze()'s speedup of B over A on the bundles' own samples
     a = [float(e["tok_s"]) for e in _csv_rows("h200-tinyllama-r10") if e["arm"] == "vm-stock" and e["test"] == "pp512"]
     b = [float(e["tok_s"]) for e in _csv_rows("h200-ablation") if e["arm"] == "paravirt" and e["test"] == "pp512"]

@@ -79,10 +79,14 @@ class _Null:
 
 
 def print_table(summaries: list[dict], labels: list[str] | None = None, title: str | None = None) -> None:
-    """Print the table on stdout; off a terminal (a file, a pipe) 220 columns wide instead of 80."""
+    """Print the table on stdout; off a terminal (a file, a pipe) ``$COLUMNS`` wide
+    when that is set to a number, else 220 columns instead of 80."""
+    import os
+
     from rich.console import Console
 
     console = Console()
     if not console.is_terminal:
-        console = Console(width=220)
+        cols = os.environ.get("COLUMNS", "")
+        console = Console(width=int(cols) if cols.isdigit() and int(cols) >= 40 else 220)
     console.print(render(summaries, labels, title=title, width=console.width))
