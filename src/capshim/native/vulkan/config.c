@@ -126,7 +126,7 @@ static int parse_line(char *line, size_t lineno, const struct capshim_keyspec *k
         set_err(err, errlen, lineno, "key '%.80s': '%.64s' is not a whole number", key, val);
         return -1;
     }
-    if (spec->kind == 1 && num > 1) {
+    if (spec->kind == CAPSHIM_BOOL && num > 1) {
         set_err(err, errlen, lineno, "key '%.80s': '%.64s' is not 0 or 1", key, val);
         return -1;
     }

@@ -18,18 +18,18 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define CAPSHIM_MAX_VALUES 128
-#define CAPSHIM_MAX_EXTENSIONS 64
-#define CAPSHIM_KEY_MAX 96
-#define CAPSHIM_EXT_NAME_MAX 256 /* VK_MAX_EXTENSION_NAME_SIZE */
-#define CAPSHIM_LINE_MAX 400
-#define CAPSHIM_CONFIG_MAX_BYTES 65536
+/* The limits (CAPSHIM_MAX_VALUES, CAPSHIM_MAX_EXTENSIONS, CAPSHIM_KEY_MAX,
+ * CAPSHIM_EXT_NAME_MAX, CAPSHIM_LINE_MAX, CAPSHIM_CONFIG_MAX_BYTES) and the
+ * value types come from the capability table, as the profile schema's do. */
+#define CAPSHIM_KEYS_ONLY
+#include "caps_table.h"
+#undef CAPSHIM_KEYS_ONLY
 
 enum { CAPSHIM_RAISE = 1, CAPSHIM_LOWER = -1 };
 
 struct capshim_keyspec {
     const char *name;
-    int kind; /* enum capshim_kind: 1 bool, 2 u32, 3 flags, 4 version */
+    int kind; /* enum capshim_kind */
 };
 
 struct capshim_value {
