@@ -9,14 +9,14 @@ from pathlib import Path
 import pytest
 
 from capshim.native import build as nb
-from capshim.profiles import catalog, table
+from capshim.profiles import catalog, generate, table
 
 ROOT = Path(__file__).resolve().parents[2]
 TOML = ROOT / "src/capshim/profiles/capabilities.toml"
 
 
 def test_generated_files_match_the_table():
-    assert table.main(["--root", str(ROOT)]) == 0
+    assert generate.main(["--root", str(ROOT)]) == 0
 
 
 def test_drift_is_detected_and_rewritten(tmp_path, capsys):
@@ -25,10 +25,10 @@ def test_drift_is_detected_and_rewritten(tmp_path, capsys):
         shutil.copy(ROOT / rel, tmp_path / rel)
     header = tmp_path / "src/capshim/native/vulkan/caps_table.h"
     header.write_text(header.read_text().replace("CAPSHIM_SEM_LOWER)", "CAPSHIM_SEM_UPPER)", 1))
-    assert table.main(["--root", str(tmp_path)]) == 1
+    assert generate.main(["--root", str(tmp_path)]) == 1
     assert "caps_table.h: differs" in capsys.readouterr().err
-    assert table.main(["--root", str(tmp_path), "--write"]) == 0
-    assert table.main(["--root", str(tmp_path)]) == 0
+    assert generate.main(["--root", str(tmp_path), "--write"]) == 0
+    assert generate.main(["--root", str(tmp_path)]) == 0
 
 
 def test_catalog_is_the_table():

@@ -1,7 +1,7 @@
 """The capability keys a profile may set, per API, under the API's own names.
 
 Everything here is read from the capability table, ``capabilities.toml``
-beside this file (see :mod:`capshim.profiles.table`, which also generates the
+beside this file (see :mod:`capshim.profiles.table`; :mod:`capshim.profiles.generate` writes the
 C side, ``native/vulkan/caps_table.h``, and ``docs/capabilities.md``).
 
 Value types (``KEYS``):

@@ -11,20 +11,17 @@ direction rule), its value type, unit, description and source. From it:
   configuration parser's limits);
 * :func:`render_docs` writes ``docs/capabilities.md``.
 
-The two generated files are checked in; ``python -m capshim.profiles.table
+The two generated files are checked in; ``python -m capshim.profiles.generate
 --write`` rewrites them; without ``--write`` it exits 1 when one differs (a
 test runs that check).
 """
 
 from __future__ import annotations
 
-import argparse
-import sys
 import tomllib
 from dataclasses import dataclass
 from functools import cache
 from importlib import resources
-from pathlib import Path
 
 KINDS = ("feature", "upper", "lower", "exact", "version")
 VULKAN_TYPES = ("bool", "u32", "flags", "version")
@@ -235,7 +232,7 @@ def render_caps_table_h(table: Table) -> str:
         "/* capshim Vulkan layer: the capability keys it knows and where they live.",
         " *",
         " * GENERATED from src/capshim/profiles/capabilities.toml by",
-        " * `python -m capshim.profiles.table --write`: edit the table, not this file",
+        " * `python -m capshim.profiles.generate --write`: edit the table, not this file",
         " * (a test fails when they differ). Kinds, types and structures are explained",
         " * there and in docs/capabilities.md.",
         " */",
@@ -329,7 +326,7 @@ def render_docs(table: Table) -> str:
         "# Capability keys",
         "",
         "Generated from `src/capshim/profiles/capabilities.toml` by",
-        "`python -m capshim.profiles.table --write`; edit the table, not this page.",
+        "`python -m capshim.profiles.generate --write`; edit the table, not this page.",
         "",
         "## Kinds: what is stronger",
         "",
@@ -378,38 +375,3 @@ def render_docs(table: Table) -> str:
     for k in table.keys["metal"]:
         o.append(f"| `{k.key}` | {k.kind} | {k.type} | {k.unit} | `{k.selector}` | {k.description} | {k.source} |")
     return "\n".join(o) + "\n"
-
-
-# ---------- command line ----------
-
-def generated_files(root: Path) -> dict[Path, str]:
-    """Generated path (under the repository ``root``) -> its text from the shipped table."""
-    table = load()
-    return {root / "src/capshim/native/vulkan/caps_table.h": render_caps_table_h(table),
-            root / "docs/capabilities.md": render_docs(table)}
-
-
-def main(argv: list[str] | None = None) -> int:
-    """``python -m capshim.profiles.table [--write] [--root DIR]``: check (exit 1 on drift) or rewrite the generated files."""
-    ap = argparse.ArgumentParser(prog="python -m capshim.profiles.table", description=main.__doc__)
-    ap.add_argument("--write", action="store_true", help="rewrite the generated files")
-    ap.add_argument("--root", type=Path, default=Path(__file__).resolve().parents[3], help="repository root")
-    args = ap.parse_args(argv)
-    stale = []
-    for path, text in generated_files(args.root).items():
-        if path.is_file() and path.read_text(encoding="utf-8") == text:
-            continue
-        if args.write:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(text, encoding="utf-8")
-            print(f"wrote {path}")
-        else:
-            stale.append(path)
-    for path in stale:
-        print(f"{path}: differs from capabilities.toml (run python -m capshim.profiles.table --write)",
-              file=sys.stderr)
-    return 1 if stale else 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -1,7 +1,7 @@
 /* capshim Vulkan layer: the capability keys it knows and where they live.
  *
  * GENERATED from src/capshim/profiles/capabilities.toml by
- * `python -m capshim.profiles.table --write`: edit the table, not this file
+ * `python -m capshim.profiles.generate --write`: edit the table, not this file
  * (a test fails when they differ). Kinds, types and structures are explained
  * there and in docs/capabilities.md.
  */
