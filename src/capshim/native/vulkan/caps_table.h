@@ -81,6 +81,7 @@ enum capshim_sem {
     X(storagePushConstant8, CAPSHIM_BOOL, CAPSHIM_SEM_FEATURE) \
     X(shaderFloat16, CAPSHIM_BOOL, CAPSHIM_SEM_FEATURE) \
     X(shaderInt8, CAPSHIM_BOOL, CAPSHIM_SEM_FEATURE) \
+    X(shaderSubgroupExtendedTypes, CAPSHIM_BOOL, CAPSHIM_SEM_FEATURE) \
     X(subgroupSizeControl, CAPSHIM_BOOL, CAPSHIM_SEM_FEATURE) \
     X(computeFullSubgroups, CAPSHIM_BOOL, CAPSHIM_SEM_FEATURE) \
     X(shaderIntegerDotProduct, CAPSHIM_BOOL, CAPSHIM_SEM_FEATURE) \
@@ -248,6 +249,8 @@ typedef struct capshim_coopmat2_features {
     X(shaderFloat16, CAPSHIM_BOOL, VkPhysicalDeviceVulkan12Features, CAPSHIM_ST(PHYSICAL_DEVICE_VULKAN_1_2_FEATURES), shaderFloat16) \
     X(shaderInt8, CAPSHIM_BOOL, VkPhysicalDeviceShaderFloat16Int8Features, CAPSHIM_ST(PHYSICAL_DEVICE_SHADER_FLOAT16_INT8_FEATURES), shaderInt8) \
     X(shaderInt8, CAPSHIM_BOOL, VkPhysicalDeviceVulkan12Features, CAPSHIM_ST(PHYSICAL_DEVICE_VULKAN_1_2_FEATURES), shaderInt8) \
+    X(shaderSubgroupExtendedTypes, CAPSHIM_BOOL, VkPhysicalDeviceShaderSubgroupExtendedTypesFeatures, CAPSHIM_ST(PHYSICAL_DEVICE_SHADER_SUBGROUP_EXTENDED_TYPES_FEATURES), shaderSubgroupExtendedTypes) \
+    X(shaderSubgroupExtendedTypes, CAPSHIM_BOOL, VkPhysicalDeviceVulkan12Features, CAPSHIM_ST(PHYSICAL_DEVICE_VULKAN_1_2_FEATURES), shaderSubgroupExtendedTypes) \
     X(subgroupSizeControl, CAPSHIM_BOOL, VkPhysicalDeviceSubgroupSizeControlFeatures, CAPSHIM_ST(PHYSICAL_DEVICE_SUBGROUP_SIZE_CONTROL_FEATURES), subgroupSizeControl) \
     X(subgroupSizeControl, CAPSHIM_BOOL, VkPhysicalDeviceVulkan13Features, CAPSHIM_ST(PHYSICAL_DEVICE_VULKAN_1_3_FEATURES), subgroupSizeControl) \
     X(computeFullSubgroups, CAPSHIM_BOOL, VkPhysicalDeviceSubgroupSizeControlFeatures, CAPSHIM_ST(PHYSICAL_DEVICE_SUBGROUP_SIZE_CONTROL_FEATURES), computeFullSubgroups) \
@@ -369,6 +372,8 @@ typedef struct capshim_coopmat2_features {
     X(shaderFloat16, CAPSHIM_BOOL, VkPhysicalDeviceVulkan12Features, CAPSHIM_ST(PHYSICAL_DEVICE_VULKAN_1_2_FEATURES), shaderFloat16, CAPSHIM_SEM_FEATURE) \
     X(shaderInt8, CAPSHIM_BOOL, VkPhysicalDeviceShaderFloat16Int8Features, CAPSHIM_ST(PHYSICAL_DEVICE_SHADER_FLOAT16_INT8_FEATURES), shaderInt8, CAPSHIM_SEM_FEATURE) \
     X(shaderInt8, CAPSHIM_BOOL, VkPhysicalDeviceVulkan12Features, CAPSHIM_ST(PHYSICAL_DEVICE_VULKAN_1_2_FEATURES), shaderInt8, CAPSHIM_SEM_FEATURE) \
+    X(shaderSubgroupExtendedTypes, CAPSHIM_BOOL, VkPhysicalDeviceShaderSubgroupExtendedTypesFeatures, CAPSHIM_ST(PHYSICAL_DEVICE_SHADER_SUBGROUP_EXTENDED_TYPES_FEATURES), shaderSubgroupExtendedTypes, CAPSHIM_SEM_FEATURE) \
+    X(shaderSubgroupExtendedTypes, CAPSHIM_BOOL, VkPhysicalDeviceVulkan12Features, CAPSHIM_ST(PHYSICAL_DEVICE_VULKAN_1_2_FEATURES), shaderSubgroupExtendedTypes, CAPSHIM_SEM_FEATURE) \
     X(subgroupSizeControl, CAPSHIM_BOOL, VkPhysicalDeviceSubgroupSizeControlFeatures, CAPSHIM_ST(PHYSICAL_DEVICE_SUBGROUP_SIZE_CONTROL_FEATURES), subgroupSizeControl, CAPSHIM_SEM_FEATURE) \
     X(subgroupSizeControl, CAPSHIM_BOOL, VkPhysicalDeviceVulkan13Features, CAPSHIM_ST(PHYSICAL_DEVICE_VULKAN_1_3_FEATURES), subgroupSizeControl, CAPSHIM_SEM_FEATURE) \
     X(computeFullSubgroups, CAPSHIM_BOOL, VkPhysicalDeviceSubgroupSizeControlFeatures, CAPSHIM_ST(PHYSICAL_DEVICE_SUBGROUP_SIZE_CONTROL_FEATURES), computeFullSubgroups, CAPSHIM_SEM_FEATURE) \
@@ -416,6 +421,7 @@ static const struct capshim_field capshim_fields[] = {CAPSHIM_FIELDS_SEM(CAPSHIM
     X(VkPhysicalDevice16BitStorageFeatures, CAPSHIM_ST(PHYSICAL_DEVICE_16BIT_STORAGE_FEATURES), 1, VK_API_VERSION_1_1, VK_API_VERSION_1_2, NULL) \
     X(VkPhysicalDevice8BitStorageFeatures, CAPSHIM_ST(PHYSICAL_DEVICE_8BIT_STORAGE_FEATURES), 1, 0, VK_API_VERSION_1_2, "VK_KHR_8bit_storage") \
     X(VkPhysicalDeviceShaderFloat16Int8Features, CAPSHIM_ST(PHYSICAL_DEVICE_SHADER_FLOAT16_INT8_FEATURES), 1, 0, VK_API_VERSION_1_2, "VK_KHR_shader_float16_int8") \
+    X(VkPhysicalDeviceShaderSubgroupExtendedTypesFeatures, CAPSHIM_ST(PHYSICAL_DEVICE_SHADER_SUBGROUP_EXTENDED_TYPES_FEATURES), 1, 0, VK_API_VERSION_1_2, "VK_KHR_shader_subgroup_extended_types") \
     X(VkPhysicalDeviceSubgroupSizeControlFeatures, CAPSHIM_ST(PHYSICAL_DEVICE_SUBGROUP_SIZE_CONTROL_FEATURES), 1, 0, VK_API_VERSION_1_3, "VK_EXT_subgroup_size_control") \
     X(VkPhysicalDeviceShaderIntegerDotProductFeatures, CAPSHIM_ST(PHYSICAL_DEVICE_SHADER_INTEGER_DOT_PRODUCT_FEATURES), 1, 0, VK_API_VERSION_1_3, "VK_KHR_shader_integer_dot_product") \
     X(capshim_coopmat_features, CAPSHIM_STYPE_CAPSHIM_COOPMAT_FEATURES, 1, 0, 0, "VK_KHR_cooperative_matrix") \
