@@ -175,8 +175,8 @@ int capshim_config_parse(const char *text, size_t len, const struct capshim_keys
         for (size_t i = 0; i < n; i++) {
             unsigned char c = (unsigned char)line[i];
             if (c < 0x21 || c > 0x7e) {
-                if (line[0] == '#' && c != 0 && c != '\r') continue; /* comments may hold spaces */
-                set_err(err, errlen, lineno, "byte 0x%02x at column %zu: only printable ASCII without spaces", c,
+                if (line[0] == '#' && (c == ' ' || c >= 0x80)) continue; /* comments: spaces and UTF-8 too */
+                set_err(err, errlen, lineno, "byte 0x%02x at column %zu: only printable ASCII without spaces (comments: also spaces and UTF-8)", c,
                         i + 1);
                 goto fail;
             }

@@ -3,7 +3,8 @@
  * No Vulkan dependency, so it builds and fuzzes in isolation (fuzz_config.c).
  *
  * Format, one entry per line ('\n'), no spaces, no carriage returns:
- *   # comment             ignored, as are empty lines
+ *   # comment             ignored, as are empty lines (spaces and UTF-8 allowed,
+ *                         no control characters)
  *   direction=lower       required, exactly once: "raise" or "lower"
  *   KEY=NUMBER            a known capability key (see caps_table.h)
  *   extension.NAME=NUMBER an extension's spec version to report; 0 hides it
