@@ -163,3 +163,18 @@ def test_messages_escape_control_characters(name):
 def test_a_huge_integer_is_an_error_not_a_traceback():
     with pytest.raises(profiles.ProfileError, match="not valid TOML"):
         profiles.parse(prof(version="9" * 5000), "corpus.toml")
+
+
+@pytest.mark.parametrize("name, key, words", [
+    ("ext_count_over", "extensions", f"more than {EXT_MAX} extensions"),
+    ("ext_name_over", None, f"longer than {NAME_MAX} characters"),
+    ("version_450_digits", "version", "expected a whole number 1..4294967295"),
+    ("version_minor_wraps", "capabilities.apiVersion", "minor 2000 does not fit VK_MAKE_API_VERSION (0..1023)"),
+    ("version_major_wraps", "capabilities.apiVersion", "major 128 does not fit"),
+    ("ext_spec_over", "extensions.VK_KHR_x", "spec version 1..4294967295"),
+])
+def test_rejections_name_the_limit(name, key, words):
+    with pytest.raises(profiles.ProfileError) as exc:
+        profiles.parse(CORPUS[name], "corpus.toml")
+    assert key is None or exc.value.key == key
+    assert words in exc.value.reason and len(str(exc.value)) < 400

@@ -249,13 +249,22 @@ def _check_schema(data: dict, source: str) -> None:
         missing = err.message.split("'")[1] if "'" in err.message else err.message
         raise ProfileError(source, missing, None, "required key is missing")
     if "propertyNames" in err.schema_path:
+        name_max = LIMITS["extension_name_max"]
         raise ProfileError(source, ".".join(path + [str(err.instance)]), None,
+                           f"longer than {name_max} characters (VK_MAX_EXTENSION_NAME_SIZE)"
+                           if len(err.instance) > name_max else
                            "not an extension name (VK_ followed by letters, digits and _)")
+    if err.validator == "maxProperties":
+        raise ProfileError(source, ".".join(path), None, f"more than {err.validator_value} extensions")
     key = ".".join(path) or None
     value = err.instance
     kind = None
     if len(path) == 2 and path[0] == "capabilities":
         kind = KEYS[api].get(path[1])
+    elif path == ["version"]:
+        kind = "profile-version"
+    elif len(path) == 2 and path[0] == "extensions":
+        kind = "extension"
     reason = _reason(err, kind)
     raise ProfileError(source, key, value, reason)
 
@@ -269,6 +278,8 @@ def _reason(err: jsonschema.ValidationError, kind: str | None) -> str:
         "flags": "expected a whole number or a list of flag names",
         "family": "expected an Apple family number 1001..1999",
         "families": "expected a list of Mac (2xxx), Common (3xxx) or Metal (5xxx) family numbers",
+        "profile-version": f"expected a whole number 1..{LIMITS['profile_version_max']}",
+        "extension": "expected false, true or a spec version 1..4294967295",
     }
     if kind in expected:
         return expected[kind]

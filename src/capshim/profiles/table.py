@@ -58,14 +58,6 @@ class Struct:
     mirror: tuple[str, ...]
     source: str
 
-    def linked(self, api_version: tuple[int, int], extensions) -> bool:
-        """Whether the probe queries this struct on a device of ``api_version`` with ``extensions``."""
-        if self.core is not None and api_version < self.core:
-            return False
-        if self.extension is not None and self.extension not in extensions:
-            return False
-        return self.until is None or api_version < self.until
-
     def available(self, api_version: tuple[int, int], extensions) -> bool:
         """Whether the device may be queried for this struct at all (its guard holds; ``until`` ignored)."""
         return (self.core is None or api_version >= self.core) and \
