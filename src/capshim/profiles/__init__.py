@@ -208,18 +208,22 @@ class Profile:
         return hashlib.sha256(self.text.encode()).hexdigest()
 
     def to_dict(self) -> dict:
-        """The resolved profile as plain JSON-ready data (booleans as true/false, versions as "1.3.280")."""
+        """The resolved profile as plain JSON-ready data (booleans as true/false, versions as "1.3.280";
+        ``override_exact`` only when the profile has one)."""
         kinds = KEYS[self.api]
         caps = {}
         for key, value in self.capabilities.items():
             kind = kinds[key]
             caps[key] = bool(value) if kind == "bool" else format_version(value) if kind == "version" else value
-        return {
+        out = {
             "name": self.name, "api": self.api, "direction": self.direction,
             "version": self.version, "description": self.description,
             "capabilities": caps, "extensions": dict(self.extensions),
-            "override_exact": list(self.override_exact), "source": self.source, "sha256": self.sha256,
+            "source": self.source, "sha256": self.sha256,
         }
+        if self.override_exact:
+            out["override_exact"] = list(self.override_exact)
+        return out
 
 
 def _first_error(errors) -> jsonschema.ValidationError:
