@@ -85,6 +85,13 @@ def test_subgroup_sizes_in_one_profile_are_ordered(body, top, key):
     assert exc.value.key == key and "minSubgroupSize <= subgroupSize <= maxSubgroupSize" in exc.value.reason
 
 
+@pytest.mark.parametrize("value", [0, 3, 24])
+def test_subgroup_sizes_are_powers_of_two(value):
+    with pytest.raises(profiles.ProfileError) as exc:
+        parse("raise", f"[capabilities]\nmaxSubgroupSize = {value}\n")
+    assert exc.value.key == "capabilities.maxSubgroupSize" and "power of two" in exc.value.reason
+
+
 def test_profile_check_says_what_the_layer_will_do(tmp_path):
     f = tmp_path / "p.toml"
     f.write_text(prof("lower", "[capabilities]\nmaxComputeSharedMemorySize = 16384\nminSubgroupSize = 16\n"
@@ -155,3 +162,36 @@ def test_hiding_an_extension_but_not_its_features_warns_where_the_device_has_the
 def test_builtin_paravirt_is_consistent_on_this_device(stock_probe):
     findings = profiles.check_against_device(profiles.load("vulkan-paravirt"), stock_probe)
     assert [f for f in findings if f.severity == "refuse"] == []
+
+
+def test_the_c_answer_is_the_python_answer(tmp_path):
+    """capshim_answer (config.c, for the layer) and checks.answer agree on a grid of cases."""
+    import itertools
+    import subprocess
+
+    from capshim.native import build as nb
+    from capshim.profiles.table import KINDS
+
+    src = tmp_path / "answer.c"
+    src.write_text('#include <stdio.h>\n#include "config.h"\nint main(void) {\n'
+                   "    int t, k, d; unsigned s, c;\n"
+                   '    while (scanf("%d %d %d %u %u", &t, &k, &d, &s, &c) == 5)\n'
+                   '        printf("%u\\n", capshim_answer(t, k, d, s, c));\n    return 0;\n}\n')
+    vk = nb.source_dir("vulkan")
+    exe = tmp_path / "answer"
+    nb.run_compiler([nb.compiler(), "-std=gnu11", *nb.WARNINGS, "-I", str(vk), "-o", str(exe), str(src),
+                     str(vk / "config.c")])
+    types = {"bool": 1, "u32": 2, "flags": 3, "version": 4}
+    cases = []
+    for kind, vtype in [("feature", "bool"), ("upper", "u32"), ("upper", "flags"), ("lower", "u32"),
+                        ("exact", "u32"), ("version", "version")]:
+        values = (0, 1) if vtype == "bool" else (0, 4, 8, 0x30, 4206592)
+        for direction, stock, cfg in itertools.product(("raise", "lower"), values, values):
+            cases.append((kind, vtype, direction, stock, cfg))
+    stdin = "".join(f"{types[t]} {KINDS.index(k) + 1} {1 if d == 'raise' else -1} {s} {c}\n"
+                    for k, t, d, s, c in cases)
+    out = subprocess.run([str(exe)], input=stdin, capture_output=True, text=True, check=True).stdout.split()
+    assert len(out) == len(cases)
+    for case, got in zip(cases, out):
+        kind, vtype, direction, stock, cfg = case
+        assert int(got) == int(answer(kind, vtype, direction, bool(stock) if vtype == "bool" else stock, cfg)), case

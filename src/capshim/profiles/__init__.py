@@ -352,9 +352,13 @@ SUBGROUP_ORDER = ("minSubgroupSize", "subgroupSize", "maxSubgroupSize")
 
 
 def _check_subgroup_order(caps: dict[str, int], source: str) -> None:
-    """minSubgroupSize <= subgroupSize <= maxSubgroupSize among the keys set (Vulkan spec,
-    VkPhysicalDeviceSubgroupSizeControlProperties)."""
+    """Each subgroup size a power of two (Vulkan spec, VkPhysicalDeviceSubgroupProperties and
+    VkPhysicalDeviceSubgroupSizeControlProperties: "is a power-of-two") and
+    minSubgroupSize <= subgroupSize <= maxSubgroupSize among the keys set."""
     given = [(k, caps[k]) for k in SUBGROUP_ORDER if k in caps]
+    for key, value in given:
+        if value < 1 or value & (value - 1):
+            raise ProfileError(source, f"capabilities.{key}", value, "not a power of two (the spec requires one)")
     for (lo_key, lo), (hi_key, hi) in zip(given, given[1:]):
         if lo > hi:
             raise ProfileError(source, f"capabilities.{hi_key}", hi,

@@ -43,6 +43,19 @@ const struct capshim_ext *capshim_config_ext(const struct capshim_config *cfg, c
     return NULL;
 }
 
+uint32_t capshim_answer(int type, int sem, int direction, uint32_t stock, uint32_t cfg) {
+    int stronger_up = direction == CAPSHIM_RAISE;
+    if (type == CAPSHIM_BOOL) {
+        if (stronger_up) return (stock || cfg) ? (stock ? stock : 1u) : 0u;
+        return (stock && cfg) ? stock : 0u;
+    }
+    if (type == CAPSHIM_FLAGS) return stronger_up ? (stock | cfg) : (stock & cfg);
+    if (sem == CAPSHIM_SEM_EXACT) return cfg;
+    if (sem == CAPSHIM_SEM_LOWER) stronger_up = !stronger_up;
+    if (stronger_up) return stock > cfg ? stock : cfg;
+    return stock < cfg ? stock : cfg;
+}
+
 static int valid_ext_name(const char *s) {
     if (strncmp(s, "VK_", 3) != 0 || s[3] == '\0') return 0;
     for (const char *p = s; *p; p++) {

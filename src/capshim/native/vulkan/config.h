@@ -61,6 +61,15 @@ int capshim_config_parse(const char *text, size_t len, const struct capshim_keys
 /* Strict whole-string unsigned parse, base 0. Returns 0 on success. */
 int capshim_parse_u64(const char *s, uint64_t *out);
 
+/* The answer the layer gives for one key: the device's stock value under the
+ * configuration value cfg, by the key's type (enum capshim_kind), kind (enum
+ * capshim_sem) and direction (CAPSHIM_RAISE / CAPSHIM_LOWER). A raise never
+ * answers weaker than stock, a lower never stronger: bool and flags or/and;
+ * UPPER and VERSION max/min; LOWER (less is stronger) min/max; EXACT answers
+ * cfg (profiles reach it only with override_exact). The Python twin is
+ * capshim.profiles.checks.answer; a test compares the two. */
+uint32_t capshim_answer(int type, int sem, int direction, uint32_t stock, uint32_t cfg);
+
 /* Lookups into a parsed configuration; NULL when absent. */
 const struct capshim_value *capshim_config_value(const struct capshim_config *cfg, const char *key);
 const struct capshim_ext *capshim_config_ext(const struct capshim_config *cfg, const char *name);
