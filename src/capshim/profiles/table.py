@@ -327,7 +327,7 @@ def render_docs(table: Table) -> str:
         "| feature | true | may only turn on | may only turn off |",
         "| upper | more (sizes, counts, flag bits) | the layer answers max(device, profile) | min(device, profile) |",
         "| lower | less (`minSubgroupSize`) | min(device, profile) | max(device, profile) |",
-        "| exact | none: what the hardware does (`subgroupSize`) | refused unless opted in | refused unless opted in |",
+        "| exact | none: what the hardware does (`subgroupSize`) | the profile's value, only with `override_exact` | the same |",
         "| version | higher | max(device, profile) | min(device, profile) |",
         "",
         "A profile changes an `exact` key only when it opts in for that key, at the top level:",
@@ -336,8 +336,8 @@ def render_docs(table: Table) -> str:
         'override_exact = ["subgroupSize"]',
         "```",
         "",
-        "and then `check_against_device` (used by `run`, `probe`, `bench`) warns when the",
-        "answer differs from the device's.",
+        "and then `capshim.profiles.check_against_device` (for `run`, `probe`, `bench`) warns",
+        "when the answer differs from the device's.",
         "",
         "Consistency rules, checked by `capshim profile check` where the profile alone decides",
         "them and against the device otherwise (`capshim.profiles.check_against_device`):",
@@ -368,7 +368,12 @@ def render_docs(table: Table) -> str:
         where = "<br>".join(
             f"`{sn}`{'' if m == k.key else f'.{m}'} ({_guard(table.structs[sn])})" for sn, m in k.structs)
         o.append(f"| `{k.key}` | {k.kind} | {k.type} | {k.unit} | {where} | {k.description} | {k.source} |")
-    o += ["", "## Metal", "", "| key | kind | type | unit | selector | description | source |", "|---|---|---|---|---|---|---|"]
+    o += ["", "## Adding a Vulkan capability", "",
+          "One `[[vulkan]]` entry in `capabilities.toml` (and a `[structs.NAME]` entry when its",
+          "structure is new: chain, stype, guards), then `python -m capshim.profiles.generate --write`",
+          "and a test (see `tests/profiles/test_added_key.py`, which added `shaderSubgroupExtendedTypes`).",
+          "The probe, the layer, the configuration parser, the profile schema and this page follow.",
+          "", "## Metal", "", "| key | kind | type | unit | selector | description | source |", "|---|---|---|---|---|---|---|"]
     for k in table.keys["metal"]:
         o.append(f"| `{k.key}` | {k.kind} | {k.type} | {k.unit} | `{k.selector}` | {k.description} | {k.source} |")
     return "\n".join(o) + "\n"
