@@ -43,7 +43,7 @@ from typing import Any
 import jsonschema
 
 from capshim.errors import CapshimError
-from capshim.profiles.catalog import FLAG_NAMES, KEYS, KINDS, LIMITS
+from capshim.profiles.catalog import FLAG_NAMES, KEYS, KINDS, LIMITS, ORDERED, POWER_OF_TWO
 
 __all__ = ["Profile", "ProfileError", "load", "builtin_names", "parse_version", "check_against_device",
            "check_alone", "describe", "Finding", "escape"]
@@ -342,27 +342,26 @@ def _resolve(data: dict, source: str, text: str) -> Profile:
             raise ProfileError(source, f"capabilities.{key}", data["capabilities"][key],
                                f"an exact property (what the hardware does): add override_exact = [\"{key}\"] "
                                "to change it anyway")
-    _check_subgroup_order(caps, source)
+    _check_rules(caps, source)
     return Profile(name=data["name"], api=api, direction=direction, version=data["version"],
                    description=data["description"], capabilities=caps, extensions=exts,
                    override_exact=override, source=source, text=text)
 
 
-SUBGROUP_ORDER = ("minSubgroupSize", "subgroupSize", "maxSubgroupSize")
-
-
-def _check_subgroup_order(caps: dict[str, int], source: str) -> None:
-    """Each subgroup size a power of two (Vulkan spec, VkPhysicalDeviceSubgroupProperties and
-    VkPhysicalDeviceSubgroupSizeControlProperties: "is a power-of-two") and
-    minSubgroupSize <= subgroupSize <= maxSubgroupSize among the keys set."""
-    given = [(k, caps[k]) for k in SUBGROUP_ORDER if k in caps]
-    for key, value in given:
-        if value < 1 or value & (value - 1):
+def _check_rules(caps: dict[str, int], source: str) -> None:
+    """The table's ``[rules]`` among the keys a profile sets: powers of two (the spec says
+    "is a power-of-two" of each subgroup size), and sequences non-decreasing
+    (minSubgroupSize <= subgroupSize <= maxSubgroupSize)."""
+    for key in POWER_OF_TWO:
+        value = caps.get(key)
+        if value is not None and (value < 1 or value & (value - 1)):
             raise ProfileError(source, f"capabilities.{key}", value, "not a power of two (the spec requires one)")
-    for (lo_key, lo), (hi_key, hi) in zip(given, given[1:]):
-        if lo > hi:
-            raise ProfileError(source, f"capabilities.{hi_key}", hi,
-                               f"below {lo_key} {lo} (the spec requires {' <= '.join(SUBGROUP_ORDER)})")
+    for seq in ORDERED:
+        given = [(k, caps[k]) for k in seq if k in caps]
+        for (lo_key, lo), (hi_key, hi) in zip(given, given[1:]):
+            if lo > hi:
+                raise ProfileError(source, f"capabilities.{hi_key}", hi,
+                                   f"below {lo_key} {lo} (the spec requires {' <= '.join(seq)})")
 
 
 def parse(text: str, source: str) -> Profile:

@@ -36,3 +36,6 @@ FLAG_NAMES: dict[str, dict[str, int]] = {k.key: _TABLE.flags[k.flag_names] for k
                                          if k.flag_names}
 #: Limits shared with the layer's configuration parser (``[limits]``).
 LIMITS: dict[str, int] = dict(_TABLE.limits)
+#: Consistency rules (``[rules]``): key sequences that must be non-decreasing, keys that are powers of two.
+ORDERED: tuple[tuple[str, ...], ...] = _TABLE.ordered
+POWER_OF_TWO: tuple[str, ...] = _TABLE.power_of_two

@@ -10,7 +10,7 @@ rules (``CAPSHIM_FIELDS_SEM`` in ``caps_table.h``).
 
 Consistency rules (Vulkan specification):
 
-* ``minSubgroupSize <= subgroupSize <= maxSubgroupSize``
+* the table's ``[rules]``: ``minSubgroupSize <= subgroupSize <= maxSubgroupSize``
   (VkPhysicalDeviceSubgroupSizeControlProperties);
 * a feature answered true needs a structure the application may query: its
   extension listed, or its core version (the guards of the table).
@@ -21,13 +21,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from capshim.profiles.catalog import KINDS
+from capshim.profiles.catalog import KINDS, ORDERED
 from capshim.profiles.table import load as load_table
 
 if TYPE_CHECKING:
     from capshim.profiles import Profile
-
-SUBGROUP_ORDER = ("minSubgroupSize", "subgroupSize", "maxSubgroupSize")
 
 
 @dataclass(frozen=True)
@@ -112,15 +110,13 @@ def _extensions(profile: Profile, device_answers: dict) -> set[str]:
 
 def _available(key: str, api_version: tuple[int, int], exts: set[str]) -> bool:
     table = load_table()
-    entry = next(k for k in table.keys["vulkan"] if k.key == key)
-    return any(table.structs[s].available(api_version, exts) for s, _ in entry.structs)
+    return any(table.structs[s].available(api_version, exts) for s, _ in table.entry("vulkan", key).structs)
 
 
 def _feature_guards(key: str) -> str:
     table = load_table()
-    entry = next(k for k in table.keys["vulkan"] if k.key == key)
     names = []
-    for s, _ in entry.structs:
+    for s, _ in table.entry("vulkan", key).structs:
         st = table.structs[s]
         if st.extension:
             names.append(st.extension)
@@ -219,14 +215,15 @@ def check_against_device(profile: Profile, device_answers: dict) -> list[Finding
             warn.append(Finding(key, dev_caps.get(key), reported[key], "warn",
                                 f"{key}: exact property answered {reported[key]}, the device does "
                                 f"{dev_caps.get(key)} (override_exact): shaders still run as the device does"))
-    sizes = [(k, reported[k]) for k in SUBGROUP_ORDER if k in reported]
-    for (lo_key, lo), (hi_key, hi) in zip(sizes, sizes[1:]):
-        if lo > hi:
-            key = hi_key if hi_key in profile.capabilities else lo_key
-            refuse.append(Finding(key, dev_caps.get(key), reported[key], "refuse",
-                                  f"{lo_key} {lo} > {hi_key} {hi} after the profile (device: {lo_key} "
-                                  f"{dev_caps.get(lo_key)}, {hi_key} {dev_caps.get(hi_key)}); the spec requires "
-                                  f"{' <= '.join(SUBGROUP_ORDER)}"))
+    for seq in ORDERED:
+        answers = [(k, reported[k]) for k in seq if k in reported]
+        for (lo_key, lo), (hi_key, hi) in zip(answers, answers[1:]):
+            if lo > hi:
+                key = hi_key if hi_key in profile.capabilities else lo_key
+                refuse.append(Finding(key, dev_caps.get(key), reported[key], "refuse",
+                                      f"{lo_key} {lo} > {hi_key} {hi} after the profile (device: {lo_key} "
+                                      f"{dev_caps.get(lo_key)}, {hi_key} {dev_caps.get(hi_key)}); the spec "
+                                      f"requires {' <= '.join(seq)}"))
     exts = _extensions(profile, device_answers)
     api = reported.get("apiVersion")
     api_version = _version_tuple(api if api is not None else device_answers.get("device", {}).get("apiVersion", "1.0"))

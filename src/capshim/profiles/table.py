@@ -99,15 +99,26 @@ class Table:
 
     Attributes:
         limits: name -> int (see ``[limits]`` in the TOML).
+        ordered: key sequences whose answers must be non-decreasing (``[rules]``).
+        power_of_two: keys whose answers must be powers of two (``[rules]``).
         structs: name -> :class:`Struct`.
         flags: FlagBits name -> {bit name -> value}.
         keys: api -> list of :class:`Key`, in probe order.
     """
 
     limits: dict[str, int]
+    ordered: tuple[tuple[str, ...], ...]
+    power_of_two: tuple[str, ...]
     structs: dict[str, Struct]
     flags: dict[str, dict[str, int]]
     keys: dict[str, list[Key]]
+
+    def entry(self, api: str, key: str) -> Key:
+        """The :class:`Key` named ``key`` of ``api``. Raises KeyError when there is none."""
+        for k in self.keys[api]:
+            if k.key == key:
+                return k
+        raise KeyError(f"{api} key {key}")
 
 
 class TableError(ValueError):
@@ -174,7 +185,13 @@ def parse(text: str) -> Table:
             source = e.get("source") or (structs[locs[0][0]].source if locs else "")
             keys[api].append(Key(api, e["key"], e["kind"], e["type"], e.get("unit", ""), e["description"],
                                  source, tuple(locs), e.get("flag_names"), e.get("selector")))
-    return Table(limits, structs, flags, keys)
+    rules = data.get("rules", {})
+    ordered = tuple(tuple(seq) for seq in rules.get("ordered", ()))
+    power_of_two = tuple(rules.get("power_of_two", ()))
+    for name in {k for seq in ordered for k in seq} | set(power_of_two):
+        if name not in {k.key for k in keys["vulkan"]}:
+            raise TableError(f"rules: unknown key {name}")
+    return Table(limits, ordered, power_of_two, structs, flags, keys)
 
 
 @cache
@@ -341,7 +358,8 @@ def render_docs(table: Table) -> str:
         "",
         "Consistency rules, checked by `capshim profile check` where the profile alone decides",
         "them and against the device otherwise (`capshim.profiles.check_against_device`):",
-        "`minSubgroupSize <= subgroupSize <= maxSubgroupSize`, each a power of two; a feature",
+        *[f"`{' <= '.join(seq)}`;" for seq in table.ordered],
+        f"powers of two: {', '.join(f'`{k}`' for k in table.power_of_two)}; a feature",
         "answered true needs a structure the device may be queried for (its extension present,",
         "or its core version); a `lower` profile that hides an extension should also turn off",
         "the features of its structures (a warning otherwise).",
