@@ -32,3 +32,20 @@ def test_a_lower_profile_hides_it_and_nothing_else(stock_probe):
     assert sim["capabilities"][KEY] is False
     assert {k: v for k, v in sim["capabilities"].items() if k != KEY} == \
         {k: v for k, v in stock_probe["capabilities"].items() if k != KEY}
+
+
+def _as_vulkan_11(hide=""):
+    return profiles.parse(LOWER.replace('"hide subgroup', '"answer Vulkan 1.1; hide subgroup')
+                          .replace("shaderSubgroupExtendedTypes = false", 'apiVersion = "1.1.0"')
+                          + (f"[extensions]\n{hide} = false\n" if hide else ""), "test:vulkan-1.1")
+
+
+def test_below_vulkan_12_the_probe_asks_the_extension_struct(stock_probe):
+    """The table's guards reach the probe: on a device that answers 1.1 the key comes from
+    VkPhysicalDeviceShaderSubgroupExtendedTypesFeatures, and only while its extension is listed."""
+    assert "VK_KHR_shader_subgroup_extended_types" in stock_probe["extensions"]
+    sim = vulkan.probe(simulate=_as_vulkan_11())
+    assert sim["capabilities"]["apiVersion"] == "1.1.0"
+    assert sim["capabilities"][KEY] is True
+    sim = vulkan.probe(simulate=_as_vulkan_11("VK_KHR_shader_subgroup_extended_types"))
+    assert sim["capabilities"][KEY] is None

@@ -195,3 +195,16 @@ def test_the_c_answer_is_the_python_answer(tmp_path):
     for case, got in zip(cases, out):
         kind, vtype, direction, stock, cfg = case
         assert int(got) == int(answer(kind, vtype, direction, bool(stock) if vtype == "bool" else stock, cfg)), case
+
+
+def test_check_against_device_reads_probe_json_as_the_cli_prints_it(vk_build):
+    import json
+
+    r = run_capshim("probe", "--api", "vulkan", "--json")
+    assert r.returncode == 0, r.stderr
+    device = json.loads(r.stdout)
+    p = parse("raise", "[capabilities]\ncooperativeMatrix = true\nmaxComputeSharedMemorySize = 65536\n")
+    findings = profiles.check_against_device(p, device)
+    assert [(f.key, f.device, f.reported, f.severity) for f in findings] == \
+        [("cooperativeMatrix", None, True, "refuse")]
+    assert set(findings[0].to_dict()) == {"key", "device", "reported", "severity", "message"}
