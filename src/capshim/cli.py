@@ -77,11 +77,17 @@ def profile_show(ref, as_toml):
 @profile_grp.command("check")
 @click.argument("file")
 def profile_check(file):
-    """Validate FILE: exit 0, or 2 naming the key, value and reason of the first error."""
+    """Validate FILE: exit 0 and say what the layer will answer per key, or exit 2 naming the
+    key, value and reason of the first error. Warnings (stderr) name answers that stay
+    inconsistent; kinds and rules: docs/capabilities.md."""
     from capshim import profiles
 
     p = profiles.load(file)
     click.echo(f"ok: {p.name} ({p.api}, {p.direction}, version {p.version})")
+    for line in profiles.describe(p):
+        click.echo(f"  {line}")
+    for finding in profiles.check_alone(p):
+        click.echo(f"warning: {finding.message}", err=True)
 
 
 def _load_profile(ref, flag):
