@@ -172,3 +172,13 @@ def test_prompt_tokens_are_deterministic_and_in_range():
     assert len(a) == 100 and a[0] == 1 and all(3 <= t < 50 for t in a[1:])
     assert builtin.prompt_tokens(0, 50, bos=1) == []
     assert builtin.prompt_tokens(3, 50, bos=None)[0] >= 3
+
+
+def test_warm_up_run_is_on_by_default_and_can_be_turned_off(tiny):
+    assert "--no-warmup" not in builtin.worker_command("/m.gguf")
+    argv = builtin.worker_command(tiny, n_prompt=N_PROMPT, n_gen=N_GEN, repetitions=1, warmup_run=False)
+    assert argv[-1] == "--no-warmup"
+    r = _run(argv)
+    assert r.returncode == 0, r.stderr[-3000:]
+    rows = json.loads(r.stdout)
+    assert [len(row["samples_ts"]) for row in rows] == [1, 1]  # the warm-up run is never a sample

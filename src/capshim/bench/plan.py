@@ -67,7 +67,7 @@ def _pick_vulkan_device(stock: dict) -> tuple[int, dict]:
 
 
 def _builtin_workload(model: str | None, n_prompt: int, n_gen: int, check_output: bool,
-                      process_reps: int = 1) -> Workload:
+                      process_reps: int = 1, warmup_run: bool = True) -> Workload:
     from capshim.bench import builtin
     from capshim.bench import model as model_mod
 
@@ -110,7 +110,8 @@ def _builtin_workload(model: str | None, n_prompt: int, n_gen: int, check_output
             binary = Path(spec.origin)
     except (ImportError, ValueError):
         binary = None
-    argv = builtin.worker_command(path, n_prompt=n_prompt, n_gen=n_gen, repetitions=process_reps)
+    argv = builtin.worker_command(path, n_prompt=n_prompt, n_gen=n_gen, repetitions=process_reps,
+                                  warmup_run=warmup_run)
     return Workload("builtin", argv, env=env, binary=binary, model=path, check_output=check_output,
                     versions=versions)
 
@@ -200,8 +201,10 @@ def make_plan(arm_opts: tuple[str, ...] | list[str], baseline: str | None, host_
         warm = 1 if warmup is None else warmup
     else:
         procs, k = CPU_DEFAULT if cpu else GPU_DEFAULT
+        # On a CPU device no speed effect is expected and time is short: no
+        # in-process warm-up run there (the default must stay within 3 minutes).
         workload = _builtin_workload(model, n_prompt, n_gen, check_output if check_output is not None else True,
-                                     process_reps or k)
+                                     process_reps or k, warmup_run=not cpu)
         reps = repetitions or procs
         warm = 0 if warmup is None else warmup
         if cpu and (model or "tiny") != "tiny":
