@@ -385,6 +385,8 @@ def evidence_verify(bundle):
 @click.option("--precision", type=click.FloatRange(0, 100, min_open=True), default=None, metavar="PCT",
               help="Add rounds until every interval's half-width is at most PCT points (% of host; "
                    "without a host, percent of the speedup), or --max-runs is hit (then the table says so).")
+@click.option("--precision-test", "precision_tests", multiple=True, metavar="TEST",
+              help="With --precision: the test the target applies to, e.g. pp512 (repeatable) [default: every test].")
 @click.option("--max-runs", type=click.IntRange(1, 100000), default=None,
               help="With --precision: the most processes per arm [default: 5 x --repetitions].")
 @click.option("--exclude-contaminated", is_flag=True,
@@ -407,7 +409,7 @@ def evidence_verify(bundle):
                    "'default' for $CAPSHIM_DB or the default SQLite file.")
 @click.argument("command", nargs=-1, type=click.UNPROCESSED)
 def bench_cmd(arm_opts, baseline, host_baseline, host_arm, repetitions, process_reps, warmup, aa, seed, precision,
-              max_runs, exclude_contaminated, allow_mismatch, timeout, out, model, n_prompt, n_gen,
+              precision_tests, max_runs, exclude_contaminated, allow_mismatch, timeout, out, model, n_prompt, n_gen,
               check_output, strict, as_json, db_url, command):
     """Benchmark arms (stock, simulated, shimmed) A/B, interleaved, and write an evidence bundle.
 
@@ -423,7 +425,7 @@ def bench_cmd(arm_opts, baseline, host_baseline, host_arm, repetitions, process_
       capshim bench
       capshim bench --arm stock= --arm apple9=profile:metal-apple9 -- llama-bench -m m.gguf -p 512 -n 128 -r 10
       capshim bench -r 5 --host-baseline host-llama-bench.json -- llama-bench -m m.gguf
-      capshim bench --aa --model tinyllama-1.1b --precision 2
+      capshim bench --aa --model tinyllama-1.1b --precision 2 --precision-test pp512
     """
     from pathlib import Path
 
@@ -437,11 +439,16 @@ def bench_cmd(arm_opts, baseline, host_baseline, host_arm, repetitions, process_
         from capshim.errors import UsageError
 
         raise UsageError("--max-runs caps the rounds that --precision adds; give --precision PCT too")
+    if precision_tests and precision is None:
+        from capshim.errors import UsageError
+
+        raise UsageError("--precision-test names the tests of --precision; give --precision PCT too")
     p = plan.make_plan(arm_opts, baseline, host_arm, host_baseline, repetitions, model, n_prompt, n_gen,
                        check_output, argv, platform=sys.platform, aa=aa, process_reps=process_reps, warmup=warmup)
     stamp = __import__("datetime").datetime.now().strftime("%Y%m%d-%H%M%S")
     out_dir = Path(out) if out else Path(f"capshim-bench-{stamp}")
     result = plan.execute(p, out_dir, timeout=timeout, seed=seed, precision=precision, max_runs=max_runs,
+                          precision_tests=list(precision_tests) or None,
                           exclude_contaminated=exclude_contaminated, allow_mismatch=allow_mismatch)
     if as_json:
         click.echo(json.dumps(result.summary, indent=2))

@@ -239,3 +239,25 @@ def test_model_hash_is_read_from_the_json_record(tmp_path):
     assert runner._model_sha(m) == digest
     os.utime(m, ns=(1, 1))
     assert runner._model_sha(m) == digest
+
+
+TWO_TESTS = """awk -v seed="$$" 'BEGIN { srand(seed); v = 100 * (1 + 0.4 * (rand() - 0.5));
+  printf "[{\\"n_prompt\\": 64, \\"n_gen\\": 0, \\"samples_ts\\": [100, 100]},"
+  printf " {\\"n_prompt\\": 0, \\"n_gen\\": 16, \\"samples_ts\\": [%f, %f]}]\\n", v, v * 1.01 }'"""
+
+
+def test_precision_test_limits_the_target_to_the_named_tests(tmp_path):
+    script = _script(tmp_path, TWO_TESTS, "two")
+    common = ["--arm", "a=", "--arm", "b=", "-r", "2", "--warmup", "0", "--precision", "1", "--max-runs", "3"]
+    only_pp = tmp_path / "pp"
+    r = run_capshim("bench", *common, "--precision-test", "pp64", "--out", str(only_pp), "--", str(script))
+    assert r.returncode == 0, r.stderr
+    p = _summary(only_pp)["precision"]
+    assert p["reached"] is True and p["rounds"] == 2 and p["tests"] == ["pp64"]
+    every = tmp_path / "all"
+    r = run_capshim("bench", *common, "--out", str(every), "--", str(script))
+    assert r.returncode == 0, r.stderr
+    p = _summary(every)["precision"]
+    assert p["reached"] is False and p["rounds"] == 3 and p["tests"] == "all"  # the noisy tg16 keeps it going
+    r = run_capshim("bench", "--arm", "a=", "--precision-test", "pp64", "--", str(script))
+    assert r.returncode == 2 and "--precision" in r.stderr

@@ -333,7 +333,8 @@ def run_bench(arms: list[Arm], workload: Workload, baseline: str, out: Path, rep
               reference_arm: str | None = None, extra_metadata: dict | None = None,
               console: Console | None = None, *, seed: int | None = None, aa_arm: str | None = None,
               precision: float | None = None, max_runs: int | None = None, exclude_contaminated: bool = False,
-              allow_mismatch: bool = False, notes: list[str] | None = None) -> BenchResult:
+              allow_mismatch: bool = False, notes: list[str] | None = None,
+              precision_tests: list[str] | None = None) -> BenchResult:
     """Run ``repetitions`` processes per arm, in a fresh order per round, and write the evidence bundle.
 
     Args:
@@ -355,6 +356,8 @@ def run_bench(arms: list[Arm], workload: Workload, baseline: str, out: Path, rep
         precision: add rounds until every interval's half-width is at most this many points
             (% of host, or percent of the speedup without a host), or ``max_runs`` is hit.
         max_runs: the cap on processes per arm with ``precision`` (default 5 x ``repetitions``).
+        precision_tests: the tests (``pp512``, or a whole series name) the precision
+            target applies to; None: every test.
         exclude_contaminated: leave runs that telemetry flags out of the statistics.
         allow_mismatch: compare arms whose configurations differ (rows marked) instead of failing.
         notes: sentences for the table notes.
@@ -429,7 +432,7 @@ def run_bench(arms: list[Arm], workload: Workload, baseline: str, out: Path, rep
                     if precision is None:
                         break
                     precision_state = _precision(results, arms, baseline, host_arm, host, precision, recorded,
-                                                 cap, exclude_contaminated)
+                                                 cap, exclude_contaminated, precision_tests)
                     if precision_state["reached"] or recorded >= cap:
                         break
                     worst = precision_state["max_half_width"]
@@ -480,17 +483,20 @@ def run_bench(arms: list[Arm], workload: Workload, baseline: str, out: Path, rep
     result = _finish(bundle, arms, results, workload, baseline, host_arm, host, reference_arm, interrupted,
                      aa_arm=aa_arm, allow_mismatch=allow_mismatch, exclude_contaminated=exclude_contaminated,
                      notes=notes, precision=precision_state if precision is not None else None,
-                     precision_target=precision, cap=cap)
+                     precision_target=precision, cap=cap, precision_tests=precision_tests)
     result.interrupted_by = interrupted_by
     return result
 
 
-def _comparisons(summary: dict) -> list[tuple[str, str, float | None]]:
-    """(arm, series, half-width in points) of every interval a precision target applies to."""
+def _comparisons(summary: dict, tests: list[str] | None = None) -> list[tuple[str, str, float | None]]:
+    """(arm, series, half-width in points) of every interval a precision target applies to
+    (only the series named in ``tests``, by whole name or first word, when given)."""
     out = []
     host = summary.get("host") or {}
     for name, arm in summary["arms"].items():
         for t, st in arm["tests"].items():
+            if tests and t not in tests and t.split()[0] not in tests:
+                continue
             if host.get("tests") and t in host["tests"]:
                 if name == host.get("name"):
                     continue
@@ -500,7 +506,8 @@ def _comparisons(summary: dict) -> list[tuple[str, str, float | None]]:
     return out
 
 
-def _precision(results, arms, baseline, host_arm, host, target, rounds, cap, exclude_contaminated) -> dict:
+def _precision(results, arms, baseline, host_arm, host, target, rounds, cap, exclude_contaminated,
+               tests: list[str] | None = None) -> dict:
     """Whether every interval is at most ``target`` points wide (half-width), from the runs so far."""
     records = _records(results, exclude_contaminated)
     arm_info = {a.name: {"state": "native"} for a in arms}
@@ -509,7 +516,7 @@ def _precision(results, arms, baseline, host_arm, host, target, rounds, cap, exc
                                    allow_mismatch=True)
     except CapshimError:
         return {"target": target, "reached": False, "max_half_width": None, "rounds": rounds, "cap": cap}
-    widths = [w for _, _, w in _comparisons(summary)]
+    widths = [w for _, _, w in _comparisons(summary, tests)]
     worst = None if any(w is None for w in widths) or not widths else max(widths)
     return {"target": target, "reached": worst is not None and worst <= target, "max_half_width": worst,
             "rounds": rounds, "cap": cap}
@@ -572,7 +579,8 @@ def _finish(bundle: Bundle, arms: list[Arm], results: dict[str, list[RunResult]]
             baseline: str, host_arm: str | None, host: dict | None, reference_arm: str | None,
             interrupted: bool, *, aa_arm: str | None = None, allow_mismatch: bool = False,
             exclude_contaminated: bool = False, notes: list[str] | None = None, precision: dict | None = None,
-            precision_target: float | None = None, cap: int | None = None) -> BenchResult:
+            precision_target: float | None = None, cap: int | None = None,
+            precision_tests: list[str] | None = None) -> BenchResult:
     """The pipeline's end: analysis (typed summary) -> bundle (which runs the exporters and seals)."""
     all_records = [rec for rs in results.values() for r in rs for rec in r.records]
     for rs in results.values():
@@ -614,7 +622,8 @@ def _finish(bundle: Bundle, arms: list[Arm], results: dict[str, list[RunResult]]
         if precision is None or interrupted:
             precision = {"target": precision_target, "reached": False, "max_half_width": None,
                          "rounds": max((len(v) for v in results.values()), default=0), "cap": cap}
-        widths = [w for _, _, w in _comparisons(summary)]
+        widths = [w for _, _, w in _comparisons(summary, precision_tests)]
+        precision["tests"] = list(precision_tests) if precision_tests else "all"
         precision["max_half_width"] = None if any(w is None for w in widths) or not widths else max(widths)
         precision["reached"] = precision["max_half_width"] is not None and precision["max_half_width"] <= precision_target
         precision["stopped_by"] = ("target reached" if precision["reached"] else
