@@ -212,3 +212,18 @@ def test_vulkan_on_macos_is_refused_not_silently_skipped(monkeypatch):
         r = CliRunner().invoke(main, cmd)
         assert r.exit_code == 2, r.output
         assert "--api vulkan: the Vulkan layer builds on Linux only (this is darwin)" in r.output
+
+
+def test_beyond_device_by_kind_on_a_given_device():
+    device = {"device": {"name": "d"}, "extensions": {"VK_KHR_a": 1},
+              "capabilities": {"shaderFloat16": False, "shaderInt8": True, "apiVersion": "1.3.230",
+                               "subgroupSupportedOperations": 0b0011, "maxComputeSharedMemorySize": 32768,
+                               "maxComputeWorkGroupInvocations": 1024}}
+    p = profiles.parse('name="x"\napi="vulkan"\ndirection="raise"\nversion=1\ndescription="d"\n[capabilities]\n'
+                       'shaderFloat16 = true\nshaderInt8 = true\napiVersion = "1.4.0"\n'
+                       'subgroupSupportedOperations = 7\nmaxComputeSharedMemorySize = 32768\n'
+                       'maxComputeWorkGroupInvocations = 512\n[extensions]\nVK_KHR_a = 2\nVK_KHR_b = 1\n', "x")
+    assert [str(b) for b in ondevice.beyond_device(p, device)] == [
+        "shaderFloat16 true (device: false)", "apiVersion 1.4.0 (device: 1.3.230)",
+        "subgroupSupportedOperations 7 (device: 3)", "extension VK_KHR_a 2 (device: 1)",
+        "extension VK_KHR_b 1 (the device does not have it)"]

@@ -43,7 +43,8 @@ class Beyond:
 
     def __str__(self) -> str:
         if self.what == "extension":
-            return f"extension {self.key} {self.reported} ({self.note})"
+            seen = f"device: {self.device}" if self.device is not None else self.note
+            return f"extension {self.key} {self.reported} ({seen})"
         if self.device is None:
             return f"{self.key} {_text(self.reported)} ({self.note})"
         return f"{self.key} {_text(self.reported)} (device: {_text(self.device)})"
@@ -110,6 +111,8 @@ def beyond_device(profile: Profile, probe_result: dict,
     for ext, spec in profile.extensions.items():
         if spec and ext not in have:
             out.append(Beyond(ext, "extension", None, spec, extension_note))
+        elif spec and spec > int(have[ext]):
+            out.append(Beyond(ext, "extension", int(have[ext]), spec, "a spec version above the driver's"))
     return out
 
 
