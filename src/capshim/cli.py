@@ -134,7 +134,9 @@ def build_cmd(api, force, target):
     Each API builds on its own: on Linux the Vulkan layer, and the Metal shim's
     stand-in build for the tests when an Objective-C compiler (gobjc) is
     there; on macOS the Metal shim. A shim this machine cannot build is
-    skipped with a message (with --api naming it: exit 2).
+    skipped with a message (with --api naming it: exit 2). A build that fails
+    (a compile error, missing Vulkan headers) is reported, the other APIs
+    still build, and the exit code is the failure's (2).
     """
     if target != "native":
         be = backends.get(api) if api != "all" else None
@@ -147,14 +149,22 @@ def build_cmd(api, force, target):
         if not ok:
             sys.exit(1)
         return
-    built = 0
+    built, failed = 0, []
     for be, why in _selected_backends(api):
         if why:
             click.echo(f"{be.name}: skipped: {why}", err=True)
             continue
-        for name, path in be.build(force=force).items():
+        try:
+            artifacts = be.build(force=force)
+        except CapshimError as exc:  # one API's failure does not stop the others
+            click.echo(f"capshim: {be.name}: build failed: {exc}", err=True)
+            failed.append(exc)
+            continue
+        for name, path in artifacts.items():
             click.echo(f"{be.name}: {name}: {path}")
         built += 1
+    if failed:
+        sys.exit(failed[0].exit_code)
     if not built:
         raise CapshimError("--api all: no shim can be built on this machine (see the lines above)")
 

@@ -202,6 +202,13 @@ def test_build_skips_metal_without_an_objc_compiler_and_still_builds_vulkan(no_o
     assert rows["vulkan: answers change with a profile"] == "passed"
 
 
+def test_one_api_failing_to_build_does_not_stop_the_others(tmp_path):
+    r = run_capshim("build", env={"CC": "false", "XDG_CACHE_HOME": str(tmp_path / "cache")})
+    assert r.returncode == 2
+    assert "capshim: vulkan: build failed: build failed (exit 1): false" in r.stderr
+    assert re.search(r"^metal: shim: .*libcapshim-metal\.so$", r.stdout, re.M) and "vulkan:" not in r.stdout
+
+
 def test_vulkan_on_macos_is_refused_not_silently_skipped(monkeypatch):
     from click.testing import CliRunner
 
