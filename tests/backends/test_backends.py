@@ -234,3 +234,22 @@ def test_beyond_device_by_kind_on_a_given_device():
         "shaderFloat16 true (device: false)", "apiVersion 1.4.0 (device: 1.3.230)",
         "subgroupSupportedOperations 7 (device: 3)", "extension VK_KHR_a 2 (device: 1)",
         "extension VK_KHR_b 1 (the device does not have it)"]
+
+
+def test_metal_verify_names_the_check_that_failed(tmp_path, monkeypatch):
+    from capshim.backends import metal
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    real = metal._probe_once
+
+    def broken_config_dies(probe_bin, env, framework):
+        if env.get("LUME_METAL_APPLE_FAMILY_MAX") == "1009x":
+            raise UsageError("the probe died")
+        return real(probe_bin, env, framework)
+
+    monkeypatch.setattr(metal, "_probe_once", broken_config_dies)
+    checks = {c["check"]: c for c in backends.get("metal").verify()}
+    stand_in = " (GNU-runtime stand-in)"
+    assert checks["metal: answers change with a profile" + stand_in]["status"] == "passed"
+    broken = checks["metal: answers stay stock with a broken configuration" + stand_in]
+    assert (broken["status"], broken["detail"]) == ("failed", "the probe died")

@@ -680,6 +680,7 @@ def _functional_checks(arts: dict[str, Path], inject_var: str, framework: Path |
     out = []
     base = dict(os.environ)
     base.update(extra_env or {})
+    name = "answers change with a profile"  # the check an error belongs to
     try:
         r = run_probe(arts["probe"], arts["shim"], good, compare=True, inject_var=inject_var,
                       framework=framework, base_env=base)
@@ -690,6 +691,7 @@ def _functional_checks(arts: dict[str, Path], inject_var: str, framework: Path |
         out.append(_check("answers change with a profile", "passed" if ok else "failed",
                           f"status {r['status']}; {len(r['differences'])} answers changed; "
                           f"apple {r['stock']['highest']['apple']} -> {r['shimmed']['highest']['apple']}"))
+        name = "answers stay stock with a broken configuration"
         # A broken configuration (the Lume spelling, not a whole number) must
         # leave the stock answers and say so in the status file.
         with tempfile.TemporaryDirectory(prefix="capshim-verify-") as td:
@@ -706,7 +708,7 @@ def _functional_checks(arts: dict[str, Path], inject_var: str, framework: Path |
                           "passed" if same and verdict == "invalid" else "failed",
                           f"status {verdict}; answers {'unchanged' if same else 'CHANGED'}"))
     except UsageError as exc:
-        out.append(_check("answers change with a profile", "failed", str(exc)))
+        out.append(_check(name, "failed", str(exc)))
     return out
 
 
