@@ -1,4 +1,5 @@
-"""Beyond-device answers are never silent in ``capshim run`` and ``capshim probe``.
+"""Beyond-device answers are never silent in ``capshim run`` and ``capshim probe``;
+both also apply :func:`capshim.profiles.check_against_device` (refuse: exit 2, warn).
 
 Before a run (or a probe) with a ``raise`` profile, the backend's stock
 answers of the device are compared with the profile
@@ -19,15 +20,15 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from capshim.backends import Backend
 from capshim.errors import CapshimError
-from capshim.profiles import Profile
+from capshim.profiles import Profile, check_against_device
 from capshim.profiles.ondevice import GENERIC_EXTENSION_NOTE, Beyond, beyond_device
 
-__all__ = ["Finding", "check", "warning_lines", "events", "write_events"]
+__all__ = ["Finding", "Check", "check", "warning_lines", "events", "write_events"]
 
 
 @dataclass(frozen=True)
@@ -49,9 +50,29 @@ class Finding:
     device_name: str
 
 
-def check(backend: Backend, profile: Profile | None, simulate: Profile | None,
-          device: int = 0) -> tuple[list[Finding], str | None]:
-    """Compare the raise profiles of a run with the device's stock answers.
+@dataclass
+class Check:
+    """What the device check of one run found.
+
+    Attributes:
+        findings: the beyond-device answers of the raise profiles.
+        refusals: lines naming what :func:`capshim.profiles.check_against_device`
+            refuses (consistency rules after the profile): the run must not start.
+        warnings: lines of its warnings (an exact property changed ...).
+        problem: a sentence when the stock answers could not be read, else None.
+    """
+
+    findings: list[Finding] = field(default_factory=list)
+    refusals: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    problem: str | None = None
+
+
+def check(backend: Backend, profile: Profile | None, simulate: Profile | None, device: int = 0) -> Check:
+    """Check the profiles of a run against the device's stock answers.
+
+    Every profile goes through :func:`capshim.profiles.check_against_device`;
+    raise profiles also through :func:`capshim.profiles.ondevice.beyond_device`.
 
     Args:
         backend: the run's backend.
@@ -59,27 +80,30 @@ def check(backend: Backend, profile: Profile | None, simulate: Profile | None,
         device: the device index (Vulkan).
 
     Returns:
-        ``(findings, problem)``: the findings in profile order (``--profile``
-        first); ``problem`` is a sentence when the stock answers could not be
-        read (no driver...), else None. Nothing is probed when no raise
-        profile is given or the backend cannot know the hardware's answers.
+        A :class:`Check`, findings in profile order (``--profile`` first).
+        Nothing is probed without a profile, or when the backend cannot know
+        the hardware's answers.
     """
     roles = [(flag, p, shims[0]) for flag, p, shims in (
         ("--profile", profile, backend.requested_shims(profile, None) if profile else []),
         ("--simulate", simulate, backend.requested_shims(None, simulate) if simulate else []))
-        if p is not None and p.direction == "raise" and shims]
+        if p is not None and shims]
     if not roles:
-        return [], None
+        return Check()
     try:
         stock = backend.stock_answers(device)
     except CapshimError as exc:
-        return [], f"cannot check the profile against the device: {exc}"
+        return Check(problem=f"cannot check the profile against the device: {exc}")
     if stock is None:
-        return [], None
+        return Check()
     name = str(stock.get("device", {}).get("name", "the device"))
     note = backend.added_extension_note or GENERIC_EXTENSION_NOTE
-    return [Finding(flag, p, shim, b, name) for flag, p, shim in roles
-            for b in beyond_device(p, stock, extension_note=note)], None
+    out = Check()
+    for flag, p, shim in roles:
+        for f in check_against_device(p, stock):
+            (out.refusals if f.severity == "refuse" else out.warnings).append(f"{flag} {p.source}: {f.message}")
+        out.findings += [Finding(flag, p, shim, b, name) for b in beyond_device(p, stock, extension_note=note)]
+    return out
 
 
 def warning_lines(findings: list[Finding]) -> list[str]:

@@ -232,18 +232,21 @@ def run_cmd(profile_ref, simulate_ref, inherit, strict, quiet, status_file, comm
 
 
 def _beyond_device(backend, profile, simulate, device, status_file=None) -> list[dict]:
-    """Warn on stderr about each answer a raise profile gives beyond the device, append
-    the beyond_device events to ``status_file`` (when given), and return the events."""
+    """Check the profiles against the device: refuse (exit 2) what
+    check_against_device refuses; warn on stderr about its warnings and about each
+    answer a raise profile gives beyond the device; append the beyond_device
+    events to ``status_file`` (when given); return those events."""
     from capshim import beyond
+    from capshim.errors import UsageError
 
-    findings, problem = beyond.check(backend, profile, simulate, device)
-    if problem:
-        click.echo(f"capshim: warning: {problem}", err=True)
-    for line in beyond.warning_lines(findings):
+    found = beyond.check(backend, profile, simulate, device)
+    if found.refusals:
+        raise UsageError("\n".join(found.refusals))
+    for line in ([found.problem] if found.problem else []) + found.warnings + beyond.warning_lines(found.findings):
         click.echo(f"capshim: warning: {line}", err=True)
     if status_file is not None:
-        beyond.write_events(status_file, backend, findings)
-    return beyond.events(backend, findings)
+        beyond.write_events(status_file, backend, found.findings)
+    return beyond.events(backend, found.findings)
 
 
 @main.command("probe")
@@ -278,9 +281,9 @@ def probe_cmd(api, profile_ref, simulate_ref, device, compare, show_all, as_json
     for flag, prof in (("--profile", profile), ("--simulate", simulate)):
         if prof is not None and prof.api != api:
             raise CapshimError(f"{flag} {prof.source}: api is '{prof.api}', but --api is '{api}'")
-    out = pr.run_probe(api, profile, simulate, device=device, compare=compare)
     be = backends.get(api)
     over = _beyond_device(be, profile, simulate, device)
+    out = pr.run_probe(api, profile, simulate, device=device, compare=compare)
     if over:
         out["beyond_device"] = over
     if as_json or not be.tabular_probe:

@@ -172,6 +172,19 @@ def test_probe_warns_lists_and_strict_exits_3(vk_build, stock_probe, tmp_path):
     assert r.returncode == 0 and "beyond_device" not in json.loads(r.stdout) and "warning" not in r.stderr
 
 
+def test_run_and_probe_refuse_what_check_against_device_refuses(vk_build, stock_probe, tmp_path):
+    assert "VK_KHR_cooperative_matrix" not in stock_probe["extensions"], "lavapipe expected"
+    prof = tmp_path / "coop.toml"
+    prof.write_text('name = "coop"\napi = "vulkan"\ndirection = "raise"\nversion = 1\ndescription = "d"\n'
+                    "[capabilities]\ncooperativeMatrix = true\n")
+    marker = tmp_path / "started"
+    r = run_capshim("run", "--profile", str(prof), "--", "touch", str(marker))
+    assert r.returncode == 2 and not marker.exists(), r.stderr
+    assert f"--profile {prof}: cooperativeMatrix answered true" in r.stderr and "Traceback" not in r.stderr
+    r = run_capshim("probe", "--json", "--profile", str(prof))
+    assert r.returncode == 2 and "cooperativeMatrix answered true" in r.stderr and r.stdout == ""
+
+
 @pytest.fixture
 def no_objc(tmp_path):
     """A PATH whose gcc compiles C but not Objective-C (a machine without gobjc), and an empty cache."""
@@ -234,6 +247,11 @@ def test_beyond_device_by_kind_on_a_given_device():
         "shaderFloat16 true (device: false)", "apiVersion 1.4.0 (device: 1.3.230)",
         "subgroupSupportedOperations 7 (device: 3)", "extension VK_KHR_a 2 (device: 1)",
         "extension VK_KHR_b 1 (the device does not have it)"]
+    # a minimum is stronger when smaller; an exact property is check_against_device's, not "more"
+    device["capabilities"].update(minSubgroupSize=8, subgroupSize=8, maxSubgroupSize=8)
+    p = profiles.parse('name="x"\napi="vulkan"\ndirection="raise"\nversion=1\ndescription="d"\n'
+                       'override_exact = ["subgroupSize"]\n[capabilities]\nminSubgroupSize = 4\nsubgroupSize = 16\n', "x")
+    assert [str(b) for b in ondevice.beyond_device(p, device)] == ["minSubgroupSize 4 (device: 8)"]
 
 
 def test_metal_verify_names_the_check_that_failed(tmp_path, monkeypatch):

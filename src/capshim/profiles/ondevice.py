@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import tomli_w
 
 from capshim.profiles import Profile, format_version, parse, parse_version
-from capshim.profiles.catalog import KEYS
+from capshim.profiles.catalog import KEYS, KINDS
 
 __all__ = ["Beyond", "beyond_device", "restore_profile", "GENERIC_EXTENSION_NOTE"]
 
@@ -65,17 +65,26 @@ def _text(value: object) -> str:
     return ("true" if value else "false") if isinstance(value, bool) else str(value)
 
 
-def _exceeds(kind: str, value: int, real: object) -> bool:
-    """Whether a profile's resolved ``value`` is above the device's ``real`` answer for ``kind``."""
-    if kind == "bool":
+def _exceeds(kind: str, vtype: str, value: int, real: object) -> bool:
+    """Whether a profile's resolved ``value`` claims more than the device's ``real``
+    answer, by the key's kind (``catalog.KINDS``) and value type (``catalog.KEYS``).
+
+    feature: true where the device says false; upper: more (flags: a bit the
+    device lacks); lower: less (a smaller minimum is stronger); version:
+    higher. An exact property is not "more" either way (its change is
+    :func:`capshim.profiles.check_against_device`'s warning); lists have no order.
+    """
+    if kind == "feature":
         return bool(value) and real is False
-    if kind == "flags":
-        return bool(value & ~int(real))
     if kind == "version":
         return value > parse_version(real)
-    if kind in ("u32", "u64", "family"):
-        return value > int(real)
-    return False  # lists (Metal forceFamilies) have no order
+    if vtype == "families":
+        return False
+    if kind == "upper":
+        return bool(value & ~int(real)) if vtype == "flags" else value > int(real)
+    if kind == "lower":
+        return value < int(real)
+    return False
 
 
 def beyond_device(profile: Profile, probe_result: dict,
@@ -83,8 +92,9 @@ def beyond_device(profile: Profile, probe_result: dict,
     """Every answer a ``raise`` profile gives above what the device answers.
 
     A shim changes answers, not hardware: a size above the real one, a
-    feature or an extension the driver lacks fails, or is wrong, when the
-    application uses it. A ``lower`` profile gives none.
+    minimum below it, a feature or an extension the driver lacks fails, or is
+    wrong, when the application uses it. A ``lower`` profile gives none;
+    exact properties are :func:`capshim.profiles.check_against_device`'s.
 
     Args:
         profile: the profile (any API in the catalog).
@@ -97,15 +107,17 @@ def beyond_device(profile: Profile, probe_result: dict,
     """
     if profile.direction != "raise":
         return []
-    kinds = KEYS[profile.api]
+    kinds, types = KINDS[profile.api], KEYS[profile.api]
     shown = profile.to_dict()["capabilities"]
     caps = probe_result.get("capabilities", {})
     out = []
     for key, value in profile.capabilities.items():
         real = caps.get(key)
+        if kinds[key] == "exact":
+            continue
         if real is None:
             out.append(Beyond(key, "capability", None, shown[key], "the device does not report it"))
-        elif _exceeds(kinds[key], value, real):
+        elif _exceeds(kinds[key], types[key], value, real):
             out.append(Beyond(key, "capability", real, shown[key], "above the device"))
     have = probe_result.get("extensions", {})
     for ext, spec in profile.extensions.items():
