@@ -11,8 +11,10 @@ import sys
 
 import click
 
-from capshim import __version__
-from capshim.errors import CapshimError
+from capshim import __version__, backends
+from capshim.errors import EXIT_INERT, CapshimError
+
+_API_NAMES = backends.names()
 
 
 class _Group(click.Group):
@@ -101,52 +103,70 @@ def _load_profile(ref, flag):
         raise CapshimError(f"{flag}: {exc}") from None
 
 
+def _selected_backends(api: str):
+    """The backends ``--api`` names ("all": every registered one), each with why it is
+    unavailable here (None when it is available).
+
+    Raises:
+        UsageError: an API named explicitly that this machine cannot build (exit 2).
+    """
+    from capshim.errors import UsageError
+
+    chosen = [backends.get(a) for a in (backends.names() if api == "all" else [api])]
+    out = [(be, be.unavailable()) for be in chosen]
+    if api != "all" and out[0][1]:
+        raise UsageError(f"--api {api}: {out[0][1]}")
+    return out
+
+
 @main.command("build")
-@click.option("--api", type=click.Choice(["vulkan", "metal", "all"]), default="all", show_default=True,
-              help="Which shims to build; 'all' builds those this platform can run.")
+@click.option("--api", type=click.Choice([*_API_NAMES, "all"]), default="all", show_default=True,
+              help="Which shims to build; 'all' builds each one this machine can build and says "
+                   "which it skipped and why.")
 @click.option("--force", is_flag=True, help="Rebuild even when a cached build exists.")
 @click.option("--target", type=click.Choice(["native", "macos"]), default="native", show_default=True,
               help="macos (with --api metal): cross-build the macOS Metal shim and probe for arm64 and "
                    "x86_64 on this machine with zig cc, and inspect them; arm64e needs a Mac with Xcode.")
 def build_cmd(api, force, target):
-    """Build the native shims (warnings are errors) into the capshim cache."""
-    if target == "macos":
-        if api != "metal":
-            raise CapshimError("--target macos: only with --api metal (the Metal shim is the macOS shim)")
-        from capshim.backends import metal
+    """Build the native shims (warnings are errors) into the capshim cache.
 
-        arts = metal.build_cross(force=force)
-        for name, path in arts.items():
-            click.echo(f"metal: {name}: {path}")
-        failed = False
-        for name, path in arts.items():
-            if name != "sums":
-                checks = metal.inspect_macho(path, name.split("-")[0])
-                bad = [c for c in checks if c["status"] == "failed"]
-                failed |= bool(bad)
-                click.echo(f"metal: {name}: " + ("; ".join(f"{c['check']}: {c['detail']}" for c in bad)
-                                                  or f"{len(checks)} Mach-O checks passed"))
-        click.echo(f"metal: note: {metal.ARM64E_NOTE}")
-        click.echo(f"metal: check a dylib before copying it into a guest: "
-                   f"capshim verify --api metal --shim {arts['shim-arm64']}")
-        if failed:
+    \b
+    Each API builds on its own: on Linux the Vulkan layer, and the Metal shim's
+    stand-in build for the tests when an Objective-C compiler (gobjc) is
+    there; on macOS the Metal shim. A shim this machine cannot build is
+    skipped with a message (with --api naming it: exit 2). A build that fails
+    (a compile error, missing Vulkan headers) is reported, the other APIs
+    still build, and the exit code is the failure's (2).
+    """
+    if target != "native":
+        be = backends.get(api) if api != "all" else None
+        if be is None or target not in be.cross_targets:
+            able = " or ".join(n for n in backends.names() if target in backends.get(n).cross_targets)
+            raise CapshimError(f"--target {target}: only with --api {able}")
+        lines, ok = be.cross_build(target, force=force)
+        for line in lines:
+            click.echo(line)
+        if not ok:
             sys.exit(1)
         return
-    if api in ("vulkan", "all") and sys.platform.startswith("linux"):
-        from capshim.backends import vulkan
-
-        b = vulkan.build(force=force)
-        click.echo(f"vulkan: {b.library}")
-        click.echo(f"vulkan: {b.probe}")
-    if api in ("metal", "all"):
+    built, failed = 0, []
+    for be, why in _selected_backends(api):
+        if why:
+            click.echo(f"{be.name}: skipped: {why}", err=True)
+            continue
         try:
-            from capshim.backends import metal
-        except ImportError:
-            if api == "metal":
-                raise CapshimError("the Metal backend is not part of this build") from None
-        else:
-            for name, path in metal.build(force=force).items():
-                click.echo(f"metal: {name}: {path}")
+            artifacts = be.build(force=force)
+        except CapshimError as exc:  # one API's failure does not stop the others
+            click.echo(f"capshim: {be.name}: build failed: {exc}", err=True)
+            failed.append(exc)
+            continue
+        for name, path in artifacts.items():
+            click.echo(f"{be.name}: {name}: {path}")
+        built += 1
+    if failed:
+        sys.exit(failed[0].exit_code)
+    if not built:
+        raise CapshimError("--api all: no shim can be built on this machine (see the lines above)")
 
 
 @main.command("run", context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})
@@ -154,7 +174,9 @@ def build_cmd(api, force, target):
 @click.option("--simulate", "simulate_ref", metavar="P",
               help="Vulkan only: a profile applied next to the driver, to simulate a weaker GPU.")
 @click.option("--inherit", is_flag=True, help="Let the command's child processes inherit the shims.")
-@click.option("--strict", is_flag=True, help="Exit 3 when a requested shim stayed inert or was invalid.")
+@click.option("--strict", is_flag=True,
+              help="Exit 3 when a requested shim stayed inert or was invalid, or (without running the "
+                   "command) when a raise profile answers beyond the device.")
 @click.option("--quiet", is_flag=True, help="No capshim banner on stderr (CAPSHIM_QUIET=1).")
 @click.option("--status-file", type=click.Path(dir_okay=False), help="Keep the shims' JSON-lines status here.")
 @click.argument("command", nargs=-1, required=True, type=click.UNPROCESSED)
@@ -168,6 +190,11 @@ def run_cmd(profile_ref, simulate_ref, inherit, strict, quiet, status_file, comm
 
     The exit code is the command's (128+N when killed by signal N); with
     --strict, 3 when a requested shim did not become active.
+
+    A raise profile that answers more than the device has (a size above the
+    real one, a feature or an extension the driver lacks) gets one warning
+    line per answer on stderr and a beyond_device event in the status file;
+    with --strict the command is not started and capshim exits 3.
     """
     from pathlib import Path
 
@@ -186,11 +213,13 @@ def run_cmd(profile_ref, simulate_ref, inherit, strict, quiet, status_file, comm
     lc = launch.prepare(argv, profile, simulate, inherit=inherit, quiet=quiet,
                         status_file=Path(status_file).resolve() if status_file else None)
     try:
-        if profile is not None and profile.api == "metal":
-            from capshim.backends import metal
-
-            for warning in metal.profile_warnings(profile) + metal.warn_target(argv):
+        if lc.backend is not None:
+            for warning in lc.backend.run_warnings(profile, simulate, argv):
                 click.echo(f"capshim: warning: {warning}", err=True)
+            if _beyond_device(lc.backend, profile, simulate, 0, lc.status_file) and strict:
+                click.echo("capshim: --strict: not starting the command: the profile answers beyond the device",
+                           err=True)
+                sys.exit(EXIT_INERT)
         rc = launch.run(lc)
         bad = {n: s for n, s in lc.states().items() if s.state != "active"}
         for name, s in bad.items():
@@ -198,21 +227,45 @@ def run_cmd(profile_ref, simulate_ref, inherit, strict, quiet, status_file, comm
     finally:
         lc.cleanup()
     if strict and bad and rc == 0:
-        sys.exit(3)
+        sys.exit(EXIT_INERT)
     sys.exit(rc)
 
 
+def _beyond_device(backend, profile, simulate, device, status_file=None) -> list[dict]:
+    """Check the profiles against the device: refuse (exit 2) what
+    check_against_device refuses; warn on stderr about its warnings and about each
+    answer a raise profile gives beyond the device; append the beyond_device
+    events to ``status_file`` (when given); return those events."""
+    from capshim import beyond
+    from capshim.errors import UsageError
+
+    found = beyond.check(backend, profile, simulate, device)
+    if found.refusals:
+        raise UsageError("\n".join(found.refusals))
+    for line in ([found.problem] if found.problem else []) + found.warnings + beyond.warning_lines(found.findings):
+        click.echo(f"capshim: warning: {line}", err=True)
+    if status_file is not None:
+        beyond.write_events(status_file, backend, found.findings)
+    return beyond.events(backend, found.findings)
+
+
 @main.command("probe")
-@click.option("--api", type=click.Choice(["vulkan", "metal"]), default=None,
-              help="The GPU API (default: vulkan on Linux, metal on macOS).")
+@click.option("--api", type=click.Choice(_API_NAMES), default=None,
+              help="The GPU API (default: the profile's, else the one this platform runs: "
+                   "vulkan on Linux, metal on macOS).")
 @click.option("--profile", "profile_ref", metavar="P", help="Shim profile to probe through.")
 @click.option("--simulate", "simulate_ref", metavar="P", help="Vulkan: simulate a weaker device with this profile.")
 @click.option("--device", type=click.IntRange(0, 15), default=0, show_default=True, help="Vulkan physical device index.")
 @click.option("--compare", is_flag=True, help="Show stock and shimmed answers side by side.")
 @click.option("--all", "show_all", is_flag=True, help="With --compare: show unchanged rows too.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
-def probe_cmd(api, profile_ref, simulate_ref, device, compare, show_all, as_json):
+@click.option("--strict", is_flag=True, help="Exit 3 when a raise profile answers beyond the device.")
+def probe_cmd(api, profile_ref, simulate_ref, device, compare, show_all, as_json, strict):
     """Print the capability answers a process sees, stock or through shims.
+
+    A raise profile that answers more than the device has gets one warning
+    line per answer on stderr, and the JSON a "beyond_device" list of events
+    (key, device, reported, note); --strict then exits 3.
 
     \b
     Examples:
@@ -224,15 +277,21 @@ def probe_cmd(api, profile_ref, simulate_ref, device, compare, show_all, as_json
     profile = _load_profile(profile_ref, "--profile")
     simulate = _load_profile(simulate_ref, "--simulate")
     if api is None:
-        api = (profile or simulate).api if (profile or simulate) else ("metal" if sys.platform == "darwin" else "vulkan")
+        api = (profile or simulate).api if (profile or simulate) else backends.default_api()
     for flag, prof in (("--profile", profile), ("--simulate", simulate)):
         if prof is not None and prof.api != api:
             raise CapshimError(f"{flag} {prof.source}: api is '{prof.api}', but --api is '{api}'")
+    be = backends.get(api)
+    over = _beyond_device(be, profile, simulate, device)
     out = pr.run_probe(api, profile, simulate, device=device, compare=compare)
-    if as_json or api == "metal":
+    if over:
+        out["beyond_device"] = over
+    if as_json or not be.tabular_probe:
         click.echo(json.dumps(out, indent=2))
     else:
         pr.print_probe(out, compare=compare, show_all=show_all)
+    if strict and over:
+        sys.exit(EXIT_INERT)
 
 
 # --- report / evidence ---
@@ -534,8 +593,9 @@ def host_cmd(action):
 
 
 @main.command("verify")
-@click.option("--api", type=click.Choice(["vulkan", "metal", "all"]), default="all", show_default=True,
-              help="Which shims to check; 'all' checks those this platform builds.")
+@click.option("--api", type=click.Choice([*_API_NAMES, "all"]), default="all", show_default=True,
+              help="Which shims to check; 'all' checks each one this machine can build and lists "
+                   "the others as skipped, with the reason.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
 @click.option("--shim", "shim_file", type=click.Path(dir_okay=False), default=None,
               help="With --api metal: check this Mach-O dylib (built on a Mac or with "
@@ -544,20 +604,23 @@ def verify_cmd(api, as_json, shim_file):
     """Check the built shims: architectures, signature (macOS), exported symbols,
     forbidden strings (Metal), SHA256SUMS, and that answers change with a
     profile and stay stock with a broken one. Exit 1 when a check failed;
-    checks that need macOS are listed as skipped, never as passed."""
-    checks = []
-    if shim_file is not None and api != "metal":
-        raise CapshimError("--shim: only with --api metal")
-    if api in ("vulkan", "all") and sys.platform.startswith("linux"):
-        from capshim.backends import vulkan
-
-        checks += vulkan.verify()
-    if api in ("metal", "all"):
+    checks that need macOS are listed as skipped, never as passed; an --api
+    this machine cannot build exits 2."""
+    if shim_file is not None:
         from pathlib import Path
 
-        from capshim.backends import metal
-
-        checks += [{**c, "check": f"metal: {c['check']}"} for c in metal.verify(shim_file and Path(shim_file))]
+        be = backends.get(api) if api != "all" else None
+        if be is None or not be.verifies_files:
+            able = " or ".join(n for n in backends.names() if backends.get(n).verifies_files)
+            raise CapshimError(f"--shim: only with --api {able}")
+        checks = be.verify(shim=Path(shim_file))
+    else:
+        checks = []
+        for be, why in _selected_backends(api):
+            if why:
+                checks.append({"check": f"{be.name}: build", "status": f"skipped ({why})", "detail": why})
+                continue
+            checks += be.verify()
     if as_json:
         click.echo(json.dumps(checks, indent=2))
     else:

@@ -21,6 +21,7 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from capshim import backends
 from capshim import status as st
 from capshim.errors import UsageError
 from capshim.profiles import Profile
@@ -39,6 +40,7 @@ class Launch:
         status_file: the shims' status file.
         shims: names of the shims asked for (Vulkan layer names or "metal").
         run_dir: folder with this run's configuration files.
+        backend: the backend of the profiles' API (None without profiles).
     """
 
     argv: list[str]
@@ -48,6 +50,7 @@ class Launch:
     shims: list[str]
     run_dir: Path
     _tmp: tempfile.TemporaryDirectory | None = field(default=None, repr=False)
+    backend: backends.Backend | None = None
 
     def env(self) -> dict[str, str]:
         """The full environment for the process: ours plus the delta."""
@@ -60,22 +63,13 @@ class Launch:
     def states(self) -> dict[str, st.ShimState]:
         """Classify each requested shim from the status file (call after the process ended)."""
         report = st.read(self.status_file)
-        return {name: st.classify(report, name) for name in self.shims}
+        return self.backend.summarize_status(report, self.shims) if self.backend else {}
 
     def cleanup(self) -> None:
         """Remove the temporary run folder, if the launcher made one."""
         if self._tmp is not None:
             self._tmp.cleanup()
             self._tmp = None
-
-
-def _check_profiles(profile: Profile | None, simulate: Profile | None) -> None:
-    if simulate is not None and simulate.api != "vulkan":
-        raise UsageError(f"--simulate {simulate.source}: api is '{simulate.api}'; "
-                         "only the Vulkan layer can simulate a weaker device")
-    if profile is not None and simulate is not None and profile.api != simulate.api:
-        raise UsageError(f"--profile {profile.source} (api {profile.api}) and --simulate {simulate.source} "
-                         f"(api {simulate.api}) are for different APIs")
 
 
 def prepare(argv: list[str], profile: Profile | None = None, simulate: Profile | None = None,
@@ -93,12 +87,13 @@ def prepare(argv: list[str], profile: Profile | None = None, simulate: Profile |
         status_file: the status file; ``run_dir/status.jsonl`` when None.
 
     Raises:
-        UsageError: empty command, or profiles for different APIs.
+        UsageError: empty command, profiles for different APIs, or --simulate
+            for an API without a device role (:func:`capshim.backends.for_profiles`).
         BuildError: the shim cannot be built.
     """
     if not argv:
         raise UsageError("no command given: capshim run [OPTIONS] -- CMD [ARGS...]")
-    _check_profiles(profile, simulate)
+    backend = backends.for_profiles(profile, simulate)
     exe = argv[0]
     if ("/" in exe and not os.access(exe, os.X_OK)) or ("/" not in exe and shutil.which(exe) is None):
         raise UsageError(f"cannot run '{exe}': not found or not executable")
@@ -114,21 +109,13 @@ def prepare(argv: list[str], profile: Profile | None = None, simulate: Profile |
         raise UsageError(f"status file {status_file}: cannot write: {exc.strerror}") from None
     delta: dict[str, str] = {}
     shims: list[str] = []
-    api = (profile or simulate).api if (profile or simulate) else None
-    if api == "vulkan":
-        from capshim.backends import vulkan
-
-        delta = vulkan.launch_env(profile, simulate, status_file, run_dir, quiet=quiet)
-        shims = vulkan.requested_layers(profile, simulate)
-    elif api == "metal":
-        from capshim.backends import metal
-
-        delta = metal.launch_env(profile, status_file, inherit=inherit, quiet=quiet)
-        shims = ["metal"]
+    if backend is not None:
+        delta = backend.launch_env(profile, simulate, status_file, run_dir, inherit=inherit, quiet=quiet)
+        shims = backend.requested_shims(profile, simulate)
     if inherit and delta:
         delta["CAPSHIM_INHERIT"] = "1"
     exec_argv = list(argv) if (inherit or not delta) else ["/bin/sh", "-c", PID_WRAPPER, "capshim-run", *argv]
-    return Launch(list(argv), exec_argv, delta, status_file, shims, run_dir, tmp)
+    return Launch(list(argv), exec_argv, delta, status_file, shims, run_dir, tmp, backend)
 
 
 def exit_code_of(returncode: int) -> int:

@@ -1,8 +1,7 @@
 """``capshim probe``: run the API's probe stock and/or through shims, and print it.
 
-The Vulkan probe is ``native/vulkan/probe.c`` (via :func:`capshim.backends.vulkan.probe`);
-the Metal probe is the Metal backend's. With ``compare`` both a stock and a
-shimmed probe run, each in its own process.
+Each backend runs its own probe (:meth:`capshim.backends.Backend.probe`).
+With ``compare`` both a stock and a shimmed probe run, each in its own process.
 """
 
 from __future__ import annotations
@@ -10,69 +9,26 @@ from __future__ import annotations
 from rich.console import Console
 from rich.table import Table
 
+from capshim import backends
 from capshim.profiles import Profile
-
-
-def _backend(api: str):
-    if api == "vulkan":
-        from capshim.backends import vulkan
-
-        return vulkan
-    from capshim.backends import metal
-
-    return metal
 
 
 def run_probe(api: str, profile: Profile | None, simulate: Profile | None, device: int = 0,
               compare: bool = False) -> dict:
-    """Probe once (or twice with ``compare``).
+    """Probe once (or twice with ``compare``) through the backend of ``api``.
 
     Returns:
-        Without compare: the probe result (see the backend's ``probe``).
-        With compare: ``{"stock": ..., "shimmed": ..., "differences": {key: [stock, shimmed]}}``
+        The backend's probe result (see its ``probe``). For a tabular backend
+        (Vulkan): without compare the probe result; with compare
+        ``{"stock": ..., "shimmed": ..., "differences": {key: [stock, shimmed]}}``
         where keys are capability names and ``extension NAME`` (spec version or null).
 
     Raises:
-        CapshimError: the probe failed; UsageError: --compare without a profile.
+        CapshimError: the probe failed; UsageError: --compare without a
+            profile, or --simulate for an API without a device role.
     """
-    be = _backend(api)
-    if api == "metal":
-        if simulate is not None:
-            from capshim.errors import UsageError
-
-            raise UsageError("--simulate is Vulkan only: the Metal shim never lowers an answer")
-        return be.probe(profile, compare=compare)
-    if api == "vulkan":
-        def once(p, s):
-            data = be.probe(profile=p, simulate=s, device=device)
-            data.pop("stderr", None)
-            return data
-    if not compare:
-        return once(profile, simulate)
-    if profile is None and simulate is None:
-        from capshim.errors import UsageError
-
-        raise UsageError("--compare needs --profile and/or --simulate (the shimmed side)")
-    stock = once(None, None)
-    shimmed = once(profile, simulate)
-    return {"stock": stock, "shimmed": shimmed, "differences": differences(stock, shimmed)}
-
-
-def _rows(data: dict) -> dict[str, object]:
-    rows = dict(data.get("capabilities", {}))
-    for name, spec in data.get("extensions", {}).items():
-        rows[f"extension {name}"] = spec
-    return rows
-
-
-def differences(stock: dict, shimmed: dict) -> dict[str, list]:
-    """Keys whose answer differs: ``key -> [stock, shimmed]`` (None when absent)."""
-    a, b = _rows(stock), _rows(shimmed)
-    out = {}
-    for key in list(a) + [k for k in b if k not in a]:
-        if a.get(key) != b.get(key):
-            out[key] = [a.get(key), b.get(key)]
-    return out
+    backends.for_profiles(profile, simulate)
+    return backends.get(api).probe(profile, simulate, device=device, compare=compare)
 
 
 def _fmt(v: object) -> str:
@@ -103,7 +59,7 @@ def print_probe(out: dict, compare: bool = False, show_all: bool = False, consol
     dev = stock.get("device", {})
     console.print(f"[bold]{dev.get('name', '?')}[/] ({dev.get('driver') or dev.get('type', '')})")
     table = Table("capability", "stock", "shimmed", title="stock vs shimmed answers")
-    a, b = _rows(stock), _rows(shimmed)
+    a, b = backends.answer_rows(stock), backends.answer_rows(shimmed)
     keys = list(a) + [k for k in b if k not in a]
     for k in keys:
         changed = k in diff

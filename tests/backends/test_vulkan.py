@@ -11,6 +11,7 @@ import pytest
 
 from capshim import profiles, status
 from capshim.backends import vulkan
+from capshim.profiles import ondevice
 from capshim.profiles.catalog import VULKAN_KEYS
 from tests.conftest import run_capshim
 
@@ -55,7 +56,7 @@ def test_simulate_changes_exactly_what_the_profile_says(stock_probe):
 
 
 def test_simulate_then_restore_gives_the_stock_answers(stock_probe):
-    restore = vulkan.restore_profile(stock_probe, PARAVIRT)
+    restore = ondevice.restore_profile(stock_probe, PARAVIRT)
     assert restore.direction == "raise"
     both = vulkan.probe(profile=restore, simulate=PARAVIRT)
     assert both["shim"][vulkan.LAYER_APP]["state"] == "active"
@@ -251,7 +252,7 @@ VALIDATION = Path("/usr/share/vulkan/explicit_layer.d/VkLayer_khronos_validation
 @pytest.mark.parametrize("where", ["below", "above"])
 def test_layer_is_clean_under_khronos_validation(vk_build, stock_probe, tmp_path, where):
     assert VALIDATION.is_file(), "install vulkan-validationlayers (./setup.sh does)"
-    restore = vulkan.restore_profile(stock_probe, PARAVIRT)
+    restore = ondevice.restore_profile(stock_probe, PARAVIRT)
     env = dict(os.environ)
     env.update(vulkan.launch_env(restore, PARAVIRT, tmp_path / "status.jsonl", tmp_path))
     ours = env["VK_ADD_LAYER_PATH"]
@@ -292,16 +293,20 @@ def test_beyond_device_names_what_a_raise_profile_invents(stock_probe):
     p = profiles.parse(f'name="x"\napi="vulkan"\ndirection="raise"\nversion=1\ndescription="d"\n'
                        f"[capabilities]\nmaxComputeSharedMemorySize = {mem * 2}\n"
                        f"[extensions]\nVK_FOO_bar = 1\n", "x.toml")
-    over = vulkan.beyond_device(stock_probe, p)
-    assert over == [f"maxComputeSharedMemorySize {mem * 2} (device: {mem})",
-                    "extension VK_FOO_bar (the device does not have it)"]
-    assert vulkan.beyond_device(stock_probe, vulkan.restore_profile(stock_probe, PARAVIRT)) == []
+    over = ondevice.beyond_device(p, stock_probe)
+    assert [str(b) for b in over] == [f"maxComputeSharedMemorySize {mem * 2} (device: {mem})",
+                                      "extension VK_FOO_bar 1 (the device does not have it)"]
+    assert [(b.key, b.what, b.device, b.reported) for b in over] == [
+        ("maxComputeSharedMemorySize", "capability", mem, mem * 2), ("VK_FOO_bar", "extension", None, 1)]
+    assert ondevice.beyond_device(p, stock_probe, "dropped")[1].note == "dropped"
+    assert ondevice.beyond_device(ondevice.restore_profile(stock_probe, PARAVIRT), stock_probe) == []
+    assert ondevice.beyond_device(PARAVIRT, stock_probe) == []  # a lower profile never goes beyond
 
 
 def test_layer_is_clean_under_valgrind_memcheck(vk_build, stock_probe, tmp_path):
     # Both roles, every hooked query and a device creation, under memcheck. glibc's
     # loader has reports of its own (stock runs show them too): none may come from us.
-    restore = vulkan.restore_profile(stock_probe, PARAVIRT)
+    restore = ondevice.restore_profile(stock_probe, PARAVIRT)
     env = dict(os.environ)
     env.update(vulkan.launch_env(restore, PARAVIRT, tmp_path / "status.jsonl", tmp_path, quiet=True))
     proc = subprocess.run(["valgrind", "--leak-check=no", "--num-callers=40", str(vk_build.probe),
@@ -319,7 +324,8 @@ def test_verify_checks_the_built_layer(vk_build):
     checks = {c["check"]: c for c in vulkan.verify()}
     assert [c for c in checks.values() if c["status"] != "passed"] == []
     assert set(checks) == {"vulkan: architecture", "vulkan: exports", "vulkan: manifests", "vulkan: SHA256SUMS",
-                           "vulkan: answers change with a profile", "vulkan: stock with a broken configuration"}
+                           "vulkan: stock probe", "vulkan: answers change with a profile",
+                           "vulkan: stock with a broken configuration"}
     sums = vk_build.dir / "SHA256SUMS"
     good = sums.read_text()
     try:
@@ -330,6 +336,31 @@ def test_verify_checks_the_built_layer(vk_build):
         assert failed == ["vulkan: SHA256SUMS"]
     finally:
         sums.write_text(good)
+
+
+def test_verify_names_the_check_that_failed(vk_build, monkeypatch):
+    from capshim.errors import CapshimError
+
+    real = vulkan.probe
+
+    def broken_only(*args, **kw):
+        if kw.get("extra_env"):
+            raise CapshimError("the probe died")
+        return real(*args, **kw)
+
+    monkeypatch.setattr(vulkan, "probe", broken_only)
+    checks = {c["check"]: c for c in vulkan.verify()}
+    assert checks["vulkan: answers change with a profile"]["status"] == "passed"
+    assert checks["vulkan: stock with a broken configuration"] == {
+        "check": "vulkan: stock with a broken configuration", "status": "failed", "detail": "the probe died"}
+
+    def no_driver(*args, **kw):
+        raise CapshimError("no Vulkan driver")
+
+    monkeypatch.setattr(vulkan, "probe", no_driver)
+    checks = {c["check"]: c for c in vulkan.verify()}
+    failed = {k: c["detail"] for k, c in checks.items() if c["status"] == "failed"}
+    assert failed == {"vulkan: stock probe": "no Vulkan driver"}
 
 
 def test_a_reused_status_file_holds_only_this_runs_events(vk_build, tmp_path):

@@ -13,6 +13,7 @@ import pytest
 from capshim import profiles, status
 from capshim.backends import vulkan
 from capshim.native.build import run_compiler
+from capshim.profiles import ondevice
 
 SOURCE = Path(__file__).resolve().parents[1] / "native" / "vk_create_device.c"
 FEATURE_NOT_PRESENT, EXTENSION_NOT_PRESENT = -8, -7
@@ -125,7 +126,7 @@ def test_the_paravirt_restore_arm_creates_what_llamacpp_enables(vk_build, stock_
     paravirt = profiles.load("vulkan-paravirt")
     result, _, _ = _create(creator, tmp_path, ["vk12.shaderFloat16"], simulate=paravirt)
     assert result == FEATURE_NOT_PRESENT
-    restore = vulkan.restore_profile(stock_probe, paravirt)
+    restore = ondevice.restore_profile(stock_probe, paravirt)
     result, report, _ = _create(creator, tmp_path, ["vk12.shaderFloat16"], simulate=paravirt, profile=restore)
     assert result == 0
     assert status.classify(report, vulkan.LAYER_APP).state == "active"

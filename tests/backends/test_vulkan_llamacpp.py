@@ -10,7 +10,7 @@ import re
 import pytest
 
 from capshim import profiles
-from capshim.backends import vulkan
+from capshim.profiles import ondevice
 from capshim.bench import builtin, model
 from tests.conftest import REPO, run_capshim
 
@@ -55,7 +55,7 @@ def test_llamacpp_sees_the_simulated_device_and_generates_the_same_tokens(worker
 
 def test_unlock_profile_restores_llamacpp_path(worker, stock_probe, tmp_path):
     restore = tmp_path / "restore.toml"
-    restore.write_text(vulkan.restore_profile(stock_probe, PARAVIRT).text)
+    restore.write_text(ondevice.restore_profile(stock_probe, PARAVIRT).text)
     both, tokens, r = _run(worker, "--simulate", "vulkan-paravirt", "--profile", str(restore), "--strict",
                            tmp_path=tmp_path)
     assert both["fp16"] == ("1" if stock_probe["capabilities"]["shaderFloat16"] else "0")

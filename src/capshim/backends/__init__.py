@@ -1,2 +1,240 @@
-"""One module per GPU API: build its shim, give the environment that enables
-it for one process, and probe the answers a process sees."""
+"""One module per GPU API behind one interface, chosen once from a registry.
+
+A backend (:class:`Backend`) builds its API's shim, gives the environment that
+enables it for one process, names the shims a run asks for, probes the
+answers a process sees, verifies its build and classifies its shims from a
+status file. The launcher, the probe, the command line and the bench ask
+:func:`get` (or :func:`for_profiles`) for the backend of a profile's API and
+never test an API's name themselves.
+
+Adding an API: a module in this package that defines a :class:`Backend`
+subclass and an instance of it named ``BACKEND``, plus one line in
+:data:`REGISTRY`. Its profile keys live in the capability catalog
+(:mod:`capshim.profiles.catalog`).
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+from abc import ABC, abstractmethod
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from capshim.errors import UsageError
+
+if TYPE_CHECKING:
+    from capshim.profiles import Profile
+    from capshim.status import ShimState, StatusReport
+
+# API name (a profile's ``api``) -> the module that defines its BACKEND. The
+# order is the order of `capshim build`, `capshim verify` and the default API.
+REGISTRY: dict[str, str] = {
+    "vulkan": "capshim.backends.vulkan",
+    "metal": "capshim.backends.metal",
+}
+
+
+class Backend(ABC):
+    """The interface every API's shim implements.
+
+    Attributes:
+        name: the API's name, as a profile's ``api`` spells it ("vulkan").
+        shim_label: how messages name its shim ("the Vulkan layer").
+        platforms: ``sys.platform`` prefixes where the API really runs
+            (where ``run`` and ``probe`` can use it); the default API of
+            ``probe`` is the first registered backend that runs here.
+        can_simulate: whether the shim has a device role (``--simulate``).
+        tabular_probe: whether :meth:`probe` returns the ``capabilities`` /
+            ``extensions`` shape that :func:`capshim.probe.print_probe` draws
+            as a table (otherwise the command prints JSON).
+        added_extension_note: what becomes of an extension a raise profile
+            adds that the device lacks (None: the generic words).
+        cross_targets: other platforms this machine can build the shim for
+            (``capshim build --target``), see :meth:`cross_build`.
+        verifies_files: whether :meth:`verify` can check a given built file
+            (``capshim verify --shim FILE``).
+    """
+
+    name: str = ""
+    shim_label: str = ""
+    platforms: tuple[str, ...] = ()
+    can_simulate: bool = False
+    tabular_probe: bool = False
+    added_extension_note: str | None = None
+    cross_targets: tuple[str, ...] = ()
+    verifies_files: bool = False
+
+    def runs_here(self, platform: str | None = None) -> bool:
+        """Whether the API really runs on ``platform`` (default ``sys.platform``)."""
+        platform = platform or sys.platform
+        return any(platform.startswith(p) for p in self.platforms)
+
+    @abstractmethod
+    def unavailable(self) -> str | None:
+        """Why this machine cannot build (and so verify) this shim, or None when it can.
+
+        A reason is one sentence naming what is missing (the platform, a
+        compiler), for ``capshim build`` / ``verify`` to print as "skipped".
+        """
+
+    @abstractmethod
+    def build(self, force: bool = False) -> dict[str, Path]:
+        """Build the shim (warnings are errors) or reuse the cached build.
+
+        Returns:
+            artifact name -> path, in the order ``capshim build`` prints them.
+
+        Raises:
+            BuildError: naming the failing command.
+        """
+
+    def shim_artifacts(self) -> dict[str, Path]:
+        """The built files that change answers, hashed into a bench bundle's metadata
+        (``metadata.json`` ``shims``: ``<api>_<name>``). Default: every :meth:`build` artifact."""
+        return self.build()
+
+    @abstractmethod
+    def launch_env(self, profile: Profile | None, simulate: Profile | None, status_file: Path,
+                   run_dir: Path, inherit: bool = False, quiet: bool = False) -> dict[str, str]:
+        """Variables to add to one process's environment so it runs with the shims asked for.
+
+        Args:
+            profile: the shim profile (``--profile``), or None.
+            simulate: the device-role profile (``--simulate``), or None.
+            status_file: where the shims append their JSON-lines status.
+            run_dir: an existing folder for this run's configuration files.
+            inherit: whether the command's children keep the shims.
+            quiet: no banner on stderr.
+
+        Returns:
+            name -> value; empty when nothing is asked for.
+
+        Raises:
+            UsageError: a profile this backend cannot run here.
+            BuildError: the shim cannot be built.
+        """
+
+    @abstractmethod
+    def requested_shims(self, profile: Profile | None, simulate: Profile | None) -> list[str]:
+        """The shim names (status-file ``layer`` or ``shim``) a run with these profiles asks for."""
+
+    @abstractmethod
+    def probe(self, profile: Profile | None = None, simulate: Profile | None = None, device: int = 0,
+              compare: bool = False) -> dict:
+        """The answers one process sees, stock or through the shims (``capshim probe``).
+
+        With ``compare``: a stock and a shimmed probe, each in its own process,
+        and their differences. The result's shape is the backend's (see its module).
+
+        Raises:
+            CapshimError: the probe failed (exit 1), or bad usage (exit 2).
+        """
+
+    @abstractmethod
+    def verify(self, shim: Path | None = None) -> list[dict]:
+        """Checks of the built shim (or of the file ``shim``, when :attr:`verifies_files`):
+        ``[{"check", "status", "detail"}]``; ``check`` starts with the API name;
+        ``status`` is "passed", "failed", "warning" or "skipped (...)"."""
+
+    def cross_build(self, target: str, force: bool = False) -> tuple[list[str], bool]:
+        """Build the shim for another platform (one of :attr:`cross_targets`) and inspect it.
+
+        Returns:
+            ``(lines to print, ok)``; ok is False when an inspection failed.
+
+        Raises:
+            UsageError: ``target`` is not one of :attr:`cross_targets`.
+            BuildError: the build failed.
+        """
+        raise UsageError(f"--target {target}: {self.name} cannot be built for another platform here")
+
+    def stock_answers(self, device: int = 0) -> dict | None:
+        """The device's own answers in profile terms, for the beyond-device check
+        (:func:`capshim.profiles.ondevice.beyond_device`): ``{"device": {"name"...},
+        "capabilities": {key: value}, "extensions": {name: spec}}``; None when
+        this API cannot know what the hardware has (then nothing is checked).
+
+        Raises:
+            CapshimError: the probe failed.
+        """
+        return None
+
+    def run_warnings(self, profile: Profile | None, simulate: Profile | None, argv: list[str]) -> list[str]:
+        """Sentences ``capshim run`` prints before starting ``argv`` with these profiles."""
+        return []
+
+    def summarize_status(self, report: StatusReport, shims: list[str]) -> dict[str, ShimState]:
+        """Classify each requested shim from a run's status report (:func:`capshim.status.classify`)."""
+        from capshim import status
+
+        return {name: status.classify(report, name) for name in shims}
+
+
+def names() -> list[str]:
+    """The registered API names, in registry order."""
+    return list(REGISTRY)
+
+
+def get(api: str) -> Backend:
+    """The backend of ``api`` (imported on first use).
+
+    Raises:
+        UsageError: ``api`` is not registered (names the known ones).
+    """
+    try:
+        module = REGISTRY[api]
+    except KeyError:
+        raise UsageError(f"api '{api}': no such backend (known: {', '.join(REGISTRY)})") from None
+    return importlib.import_module(module).BACKEND
+
+
+def default_api(platform: str | None = None) -> str:
+    """The first registered API that really runs on ``platform`` (else the first registered)."""
+    for api in REGISTRY:
+        if get(api).runs_here(platform):
+            return api
+    return next(iter(REGISTRY))
+
+
+def for_profiles(profile: Profile | None, simulate: Profile | None) -> Backend | None:
+    """The one backend that serves a run with ``profile`` (``--profile``) and ``simulate``
+    (``--simulate``); None when neither is given.
+
+    Raises:
+        UsageError: the two are for different APIs, or ``simulate`` is for an
+            API without a device role.
+    """
+    if simulate is not None and not get(simulate.api).can_simulate:
+        who = " or ".join(get(a).shim_label for a in REGISTRY if get(a).can_simulate) or "no shim"
+        raise UsageError(f"--simulate {simulate.source}: api is '{simulate.api}'; "
+                         f"only {who} can simulate a weaker device")
+    if profile is not None and simulate is not None and profile.api != simulate.api:
+        raise UsageError(f"--profile {profile.source} (api {profile.api}) and --simulate {simulate.source} "
+                         f"(api {simulate.api}) are for different APIs")
+    chosen = profile or simulate
+    return get(chosen.api) if chosen is not None else None
+
+
+def answer_rows(data: dict) -> dict[str, object]:
+    """A capability-shaped probe result as ``key -> answer`` rows: capabilities,
+    then ``extension NAME`` -> spec version."""
+    rows = dict(data.get("capabilities", {}))
+    for name, spec in data.get("extensions", {}).items():
+        rows[f"extension {name}"] = spec
+    return rows
+
+
+def answer_differences(stock: dict, shimmed: dict) -> dict[str, list]:
+    """Keys whose answer differs between two capability-shaped probe results:
+    ``key -> [stock, shimmed]`` (None where a side lacks the key)."""
+    a, b = answer_rows(stock), answer_rows(shimmed)
+    out = {}
+    for key in list(a) + [k for k in b if k not in a]:
+        if a.get(key) != b.get(key):
+            out[key] = [a.get(key), b.get(key)]
+    return out
+
+
+__all__ = ["Backend", "REGISTRY", "names", "get", "default_api", "for_profiles", "answer_rows",
+           "answer_differences"]

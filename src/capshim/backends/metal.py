@@ -38,6 +38,7 @@ import tempfile
 from pathlib import Path
 
 from capshim import status as shim_status
+from capshim.backends import Backend
 from capshim.errors import BuildError, UsageError
 from capshim.native import build as nb
 from capshim.native.build import run_compiler
@@ -46,7 +47,7 @@ __all__ = [
     "NATIVE_DIR", "CONFIG_VARIABLES", "LUME_VARIABLES", "DENY_LIST", "cache_dir", "cross_dir", "build", "build_cross",
     "compile_into", "inspect_macho", "launch_env",
     "shim_env", "profile_warnings", "probe", "run_probe", "summarize_status",
-    "warn_target", "verify",
+    "warn_target", "verify", "MetalBackend", "BACKEND",
 ]
 
 NATIVE_DIR = Path(__file__).resolve().parent.parent / "native" / "metal"
@@ -679,6 +680,7 @@ def _functional_checks(arts: dict[str, Path], inject_var: str, framework: Path |
     out = []
     base = dict(os.environ)
     base.update(extra_env or {})
+    name = "answers change with a profile"  # the check an error belongs to
     try:
         r = run_probe(arts["probe"], arts["shim"], good, compare=True, inject_var=inject_var,
                       framework=framework, base_env=base)
@@ -689,6 +691,7 @@ def _functional_checks(arts: dict[str, Path], inject_var: str, framework: Path |
         out.append(_check("answers change with a profile", "passed" if ok else "failed",
                           f"status {r['status']}; {len(r['differences'])} answers changed; "
                           f"apple {r['stock']['highest']['apple']} -> {r['shimmed']['highest']['apple']}"))
+        name = "answers stay stock with a broken configuration"
         # A broken configuration (the Lume spelling, not a whole number) must
         # leave the stock answers and say so in the status file.
         with tempfile.TemporaryDirectory(prefix="capshim-verify-") as td:
@@ -705,7 +708,7 @@ def _functional_checks(arts: dict[str, Path], inject_var: str, framework: Path |
                           "passed" if same and verdict == "invalid" else "failed",
                           f"status {verdict}; answers {'unchanged' if same else 'CHANGED'}"))
     except UsageError as exc:
-        out.append(_check("answers change with a profile", "failed", str(exc)))
+        out.append(_check(name, "failed", str(exc)))
     return out
 
 
@@ -876,3 +879,86 @@ def verify(shim: Path | None = None) -> list[dict]:
         checks.append(_check("answers change on a real Metal device", SKIPPED,
                              "run capshim verify on a Mac (the macOS workflow does)"))
     return checks
+
+
+# ---- the Backend interface ---------------------------------------------------------
+
+class MetalBackend(Backend):
+    """The Metal shim behind the :class:`capshim.backends.Backend` interface.
+
+    It runs on macOS; on Linux only its stand-in build (GNU Objective-C
+    runtime, for the tests and ``capshim verify``) is built. No beyond-device
+    check: inside a VM the probe sees the paravirtual device, whose answers
+    are lower than the hardware's by design (the module docstring), so the
+    guest cannot know what the hardware has.
+    """
+
+    name = "metal"
+    shim_label = "the Metal shim"
+    platforms = ("darwin",)
+    cross_targets = ("macos",)
+    verifies_files = True
+
+    def unavailable(self) -> str | None:
+        """macOS: the Xcode command line tools (``xcrun``); Linux: ``gcc`` compiling Objective-C
+        against the GNU runtime (Debian package ``gobjc``)."""
+        if IS_MACOS:
+            return None if shutil.which("xcrun") else "no xcrun: install the Xcode command line tools"
+        if shutil.which("gcc") is None:
+            return "gcc not found: the Metal stand-in build needs gcc and gobjc"
+        try:
+            r = subprocess.run(["gcc", "-x", "objective-c", "-fsyntax-only", "-"], input="#include <objc/runtime.h>\n",
+                               capture_output=True, text=True, timeout=60)
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            return f"gcc cannot compile Objective-C ({exc}); install gobjc"
+        if r.returncode != 0:
+            why = (r.stderr.strip().splitlines() or ["no message"])[0]
+            return f"no Objective-C compiler (gcc -x objective-c: {why}); install gobjc for the Metal stand-in"
+        return None
+
+    def build(self, force: bool = False) -> dict[str, Path]:
+        """See :func:`build`."""
+        return build(force=force)
+
+    def launch_env(self, profile, simulate, status_file, run_dir, inherit=False, quiet=False):
+        """See :func:`launch_env` (no device role: ``simulate`` is refused before this)."""
+        return launch_env(profile, status_file, inherit=inherit, quiet=quiet)
+
+    def requested_shims(self, profile, simulate):
+        """``["metal"]`` when a profile is given."""
+        return ["metal"] if profile is not None else []
+
+    def probe(self, profile=None, simulate=None, device=0, compare=False):
+        """See :func:`probe` (one device: ``device`` is ignored)."""
+        return probe(profile, compare=compare)
+
+    def verify(self, shim: Path | None = None) -> list[dict]:
+        """See :func:`verify` (``shim``: a Mach-O dylib to check instead of the
+        built shim); each check's name starts with ``metal: ``."""
+        return [{**c, "check": f"metal: {c['check']}"} for c in verify(shim)]
+
+    def cross_build(self, target: str, force: bool = False) -> tuple[list[str], bool]:
+        """``macos``: :func:`build_cross`, then :func:`inspect_macho` on each artifact."""
+        if target not in self.cross_targets:
+            return super().cross_build(target, force)
+        arts = build_cross(force=force)
+        lines = [f"metal: {name}: {path}" for name, path in arts.items()]
+        ok = True
+        for name, path in arts.items():
+            if name != "sums":
+                checks = inspect_macho(path, name.split("-")[0])
+                bad = [c for c in checks if c["status"] == "failed"]
+                ok = ok and not bad
+                lines.append(f"metal: {name}: " + ("; ".join(f"{c['check']}: {c['detail']}" for c in bad)
+                                                   or f"{len(checks)} Mach-O checks passed"))
+        lines.append(f"metal: note: {ARM64E_NOTE}")
+        lines.append(f"metal: check a dylib before copying it into a guest: "
+                     f"capshim verify --api metal --shim {arts['shim-arm64']}")
+        return lines, ok
+
+    def run_warnings(self, profile, simulate, argv):
+        """The profile's warnings and the target's (:func:`profile_warnings`, :func:`warn_target`)."""
+        return (profile_warnings(profile) if profile is not None else []) + warn_target(argv)
+
+
+BACKEND = MetalBackend()

@@ -25,11 +25,13 @@ import json
 import os
 import subprocess
 import shutil
+import sys
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
 from capshim import profiles
+from capshim.backends import Backend, answer_differences
 from capshim.errors import CapshimError, UsageError
 from capshim.native import build as nb
 from capshim.profiles import Profile, format_version
@@ -147,11 +149,13 @@ ELF_MACHINES = {62: "x86_64", 183: "aarch64"}
 
 def verify() -> list[dict]:
     """Check the built Vulkan layer: ELF architecture, exported symbols, manifests,
-    SHA256SUMS, that answers change with a profile and stay stock with a broken
-    configuration.
+    SHA256SUMS, a stock probe, that answers change with a profile and stay
+    stock with a broken configuration. Each check has its own name, also
+    when it fails with an error (a failed stock probe skips the two that
+    need it).
 
     Returns:
-        ``[{"check", "status": "passed"|"failed", "detail"}]``.
+        ``[{"check": "vulkan: NAME", "status": "passed"|"failed", "detail"}]``.
 
     Raises:
         BuildError: the layer cannot be built.
@@ -191,22 +195,30 @@ def verify() -> list[dict]:
     check("SHA256SUMS", not wrong, "library and probe match" if not wrong else f"mismatch: {', '.join(wrong)}")
     try:
         stock = probe()
-        sim = probe(simulate=profiles.load("vulkan-paravirt"))
+    except CapshimError as exc:
+        check("stock probe", False, str(exc))
+        return out
+    check("stock probe", True, f"{stock['device']['name']}: {len(stock['capabilities'])} capabilities")
+    paravirt = profiles.load("vulkan-paravirt")
+    try:
+        sim = probe(simulate=paravirt)
         changed = [k for k in stock["capabilities"] if stock["capabilities"][k] != sim["capabilities"][k]]
         state = sim["shim"][LAYER_DEVICE]["state"]
         check("answers change with a profile", state == "active" and bool(changed),
               f"vulkan-paravirt: {state}, {len(changed)} capabilities changed on {stock['device']['name']}")
+    except CapshimError as exc:
+        check("answers change with a profile", False, str(exc))
+    try:
         with tempfile.TemporaryDirectory(prefix="capshim-verify-") as td:
             cfg = Path(td) / "broken.cfg"
             cfg.write_text("direction=lower\nmaxComputeSharedMemorySize=1009x\n")
-            broken = probe(simulate=profiles.load("vulkan-paravirt"),
-                           extra_env={"CAPSHIM_VK_DEVICE_CONFIG": str(cfg)})
+            broken = probe(simulate=paravirt, extra_env={"CAPSHIM_VK_DEVICE_CONFIG": str(cfg)})
         bstate = broken["shim"][LAYER_DEVICE]["state"]
         check("stock with a broken configuration",
               bstate == "invalid" and broken["capabilities"] == stock["capabilities"],
               f"'1009x': {bstate}, answers {'stock' if broken['capabilities'] == stock['capabilities'] else 'CHANGED'}")
     except CapshimError as exc:
-        check("answers change with a profile", False, str(exc))
+        check("stock with a broken configuration", False, str(exc))
     return out
 
 
@@ -324,80 +336,76 @@ def probe(profile: Profile | None = None, simulate: Profile | None = None, devic
         return data
 
 
-def restore_profile(stock: dict, simulate: Profile, name: str | None = None) -> Profile:
-    """A ``raise`` profile that answers, over ``simulate``, the stock values a probe saw.
+class VulkanBackend(Backend):
+    """The Vulkan layer behind the :class:`capshim.backends.Backend` interface."""
 
-    For each capability ``simulate`` lowers it restores the stock value (a
-    feature only when the stock answer was true), and for each extension it
-    hides that the stock device has, it re-adds it with the stock spec
-    version. Together with ``--simulate`` this reproduces the seed's
-    "unlocked guest" arm.
+    name = "vulkan"
+    shim_label = "the Vulkan layer"
+    platforms = ("linux",)
+    can_simulate = True
+    tabular_probe = True
+    # Measured on the Debian 12 loader (1.3.239) and lavapipe (issue 8's field
+    # report, and tests/backends/test_backends.py): vkCreateDevice with such an
+    # extension enabled succeeds, the extension is not there and its entry
+    # points are NULL.
+    added_extension_note = "the driver does not have it: will be dropped by the loader at vkCreateDevice"
 
-    Args:
-        stock: a :func:`probe` result without layers.
-        simulate: the device-role profile.
-    """
-    caps, exts = [], []
-    kinds = profiles.catalog.VULKAN_KEYS
-    for key in simulate.capabilities:
-        val = stock["capabilities"].get(key)
-        if val is None or (kinds[key] == "bool" and val is not True):
-            continue
-        if kinds[key] == "bool":
-            caps.append(f"{key} = true")
-        elif kinds[key] == "version":
-            caps.append(f'{key} = "{val}"')
-        else:
-            caps.append(f"{key} = {int(val)}")
-    for ext in simulate.extensions:
-        if ext in stock["extensions"]:
-            exts.append(f"{ext} = {int(stock['extensions'][ext])}")
-    pname = name or f"unlock-{simulate.name}"
-    text = "\n".join([
-        f'name = "{pname}"', 'api = "vulkan"', 'direction = "raise"', "version = 1",
-        f'description = "Restore over {simulate.name} the stock answers of {stock["device"]["name"]}"',
-        "", "[capabilities]", *caps, "", "[extensions]", *exts, "",
-    ])
-    return profiles.parse(text, f"generated:{pname}")
+    def unavailable(self) -> str | None:
+        """The layer is an ELF shared library for the Vulkan loader's layer interface: Linux only."""
+        if not sys.platform.startswith("linux"):
+            return f"the Vulkan layer builds on Linux only (this is {sys.platform})"
+        return None
 
+    def build(self, force: bool = False) -> dict[str, Path]:
+        """See :func:`build`: ``library``, ``probe``, ``fuzz_driver``, ``sums``."""
+        b = build(force=force)
+        return {"library": b.library, "probe": b.probe, "fuzz_driver": b.fuzz_driver, "sums": b.dir / "SHA256SUMS"}
 
-def beyond_device(stock: dict, profile: Profile) -> list[str]:
-    """What a raise profile answers beyond what the device really has (from a stock :func:`probe`).
+    def shim_artifacts(self) -> dict[str, Path]:
+        """The layer library (metadata key ``vulkan_layer``)."""
+        return {"layer": build().library}
 
-    A shim can only change answers: a feature or size the driver lacks will
-    fail, or be wrong, when the application uses it. Returns one phrase per key.
-    """
-    if profile.direction != "raise":
-        return []
-    out = []
-    kinds = profiles.catalog.VULKAN_KEYS
-    for key, value in profile.capabilities.items():
-        real = stock["capabilities"].get(key)
-        if kinds[key] == "version":
-            real = profiles.parse_version(real) if isinstance(real, str) else real
-        if real is None:
-            out.append(f"{key} (the device does not report it)")
-        elif kinds[key] == "bool" and value and real is False:
-            out.append(f"{key} (device: false)")
-        elif kinds[key] == "flags" and value & ~int(real):
-            out.append(f"{key} (device: {real})")
-        elif kinds[key] in ("u32", "version") and value > real:
-            out.append(f"{key} {value} (device: {real})")
-    for ext, spec in profile.extensions.items():
-        if ext not in stock["extensions"]:
-            out.append(f"extension {ext} (the device does not have it)")
-    return out
+    def launch_env(self, profile, simulate, status_file, run_dir, inherit=False, quiet=False):
+        """See :func:`launch_env` (``inherit`` is the launcher's: ``CAPSHIM_INHERIT``)."""
+        return launch_env(profile, simulate, status_file, run_dir, quiet=quiet)
 
+    def requested_shims(self, profile, simulate):
+        """See :func:`requested_layers`."""
+        return requested_layers(profile, simulate)
 
-def probe_rows(data: dict) -> dict[str, object]:
-    """Flatten a probe result to ``key -> display value`` rows (capabilities, then extensions)."""
-    rows: dict[str, object] = {}
-    for k, v in data["capabilities"].items():
-        rows[k] = v
-    for k, v in sorted(data["extensions"].items()):
-        rows[f"extension {k}"] = v
-    return rows
+    def probe(self, profile=None, simulate=None, device=0, compare=False):
+        """See :func:`probe` (without its ``stderr``); with ``compare``:
+        ``{"stock", "shimmed", "differences": {key: [stock, shimmed]}}``.
+
+        Raises:
+            UsageError: ``compare`` without a profile; CapshimError: the probe failed.
+        """
+        def once(p, s):
+            data = probe(profile=p, simulate=s, device=device)
+            data.pop("stderr", None)
+            return data
+
+        if not compare:
+            return once(profile, simulate)
+        if profile is None and simulate is None:
+            raise UsageError("--compare needs --profile and/or --simulate (the shimmed side)")
+        stock, shimmed = once(None, None), once(profile, simulate)
+        return {"stock": stock, "shimmed": shimmed, "differences": answer_differences(stock, shimmed)}
+
+    def verify(self, shim: Path | None = None) -> list[dict]:
+        """See :func:`verify` (the layer checks its own build: ``shim`` is not supported)."""
+        if shim is not None:
+            raise UsageError("--shim: the Vulkan layer checks its own build")
+        return verify()
+
+    def stock_answers(self, device: int = 0) -> dict:
+        """A stock :func:`probe` of ``device`` (its capabilities and extensions are the driver's)."""
+        data = probe(device=device)
+        data.pop("stderr", None)
+        return data
 
 
-__all__ = ["build", "render_config", "launch_env", "probe", "restore_profile",
-           "LAYER_APP", "LAYER_DEVICE", "VulkanBuild", "format_version"]
+BACKEND = VulkanBackend()
+
+__all__ = ["build", "render_config", "launch_env", "probe", "requested_layers", "verify",
+           "LAYER_APP", "LAYER_DEVICE", "VulkanBuild", "VulkanBackend", "BACKEND", "format_version"]

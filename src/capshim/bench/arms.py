@@ -11,7 +11,7 @@ Spelling (``--arm NAME=SPEC``)::
 
 ``profile:restore`` is resolved after a stock probe: a raise profile that
 answers the stock values the simulated profile lowered
-(:func:`capshim.backends.vulkan.restore_profile`). ``identity`` is resolved
+(:func:`capshim.profiles.ondevice.restore_profile`). ``identity`` is resolved
 the same way, without a simulated device: the app layer answers, for every
 key ``vulkan-paravirt`` touches, the value the device already reports, so
 the arm measures what loading the layer alone costs (``capshim bench --aa``).

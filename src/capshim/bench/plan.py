@@ -168,6 +168,7 @@ def make_plan(arm_opts: tuple[str, ...] | list[str], baseline: str | None, host_
     extra_env: dict[str, str] = {}
     if uses_vulkan:
         from capshim.backends import vulkan
+        from capshim.profiles import ondevice
 
         stock = vulkan.probe()
         index, chosen = _pick_vulkan_device(stock)
@@ -176,15 +177,15 @@ def make_plan(arm_opts: tuple[str, ...] | list[str], baseline: str | None, host_
             extra_env["GGML_VK_VISIBLE_DEVICES"] = str(index)
         for a in arms:
             if a.restore:
-                a.profile = vulkan.restore_profile(chosen, a.simulate)
+                a.profile = ondevice.restore_profile(chosen, a.simulate)
                 a.restore = False
             elif a.identity and a.profile is None:
                 from capshim import profiles
 
                 # the keys vulkan-paravirt lowers, answered with this device's own values
-                a.profile = vulkan.restore_profile(chosen, profiles.load("vulkan-paravirt"), name="identity")
+                a.profile = ondevice.restore_profile(chosen, profiles.load("vulkan-paravirt"), name="identity")
             elif a.profile is not None and a.profile.api == "vulkan":
-                over = vulkan.beyond_device(chosen, a.profile)
+                over = [str(b) for b in ondevice.beyond_device(a.profile, chosen)]
                 if over:
                     import sys
 

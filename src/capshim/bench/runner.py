@@ -45,7 +45,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
-from capshim import __version__, launch
+from capshim import __version__, backends, launch
 from capshim.bench import analysis, attest, llamabench, stats, telemetry
 from capshim.bench.arms import Arm
 from capshim.errors import CapshimError
@@ -559,19 +559,11 @@ def _model_sha(model: Path | None) -> str | None:
 def _shim_hashes(arms: list[Arm]) -> dict:
     out = {}
     apis = {p.api for a in arms for p in (a.profile, a.simulate) if p is not None}
-    if any(a.restore for a in arms):
-        apis.add("vulkan")
-    if "vulkan" in apis:
-        from capshim.backends import vulkan
-
-        b = vulkan.build()
-        out["vulkan_layer"] = {"path": str(b.library), "sha256": sha256_file(b.library)}
-    if "metal" in apis:
-        from capshim.backends import metal
-
-        for name, path in metal.build().items():
-            if Path(path).is_file():
-                out[f"metal_{name}"] = {"path": str(path), "sha256": sha256_file(path)}
+    for api in backends.names():
+        if api in apis:
+            for name, path in backends.get(api).shim_artifacts().items():
+                if Path(path).is_file():
+                    out[f"{api}_{name}"] = {"path": str(path), "sha256": sha256_file(path)}
     return out
 
 
