@@ -463,6 +463,58 @@ def ablate_cmd(profile_ref, by, model, repetitions, warmup, n_prompt, n_gen, tes
         sys.exit(1)
 
 
+@main.command("tune")
+@click.option("--budget", type=click.IntRange(1, 1000), default=None,
+              help="Candidates to try [default: 12 on a GPU, 4 on a CPU device].")
+@click.option("--model", metavar="PATH|PRESET", help="Built-in workload model (GGUF file or preset) [default: tiny].")
+@click.option("--repetitions", "-r", type=click.IntRange(1, 1000), default=None,
+              help="Runs per arm in the first stage (doubled each stage) [default: 3 on a GPU, 2 on a CPU device].")
+@click.option("--confirm-runs", type=click.IntRange(1, 1000), default=None,
+              help="Runs per arm of the final native-vs-winner bench [default: 10 on a GPU, 2 on a CPU device].")
+@click.option("--warmup", type=click.IntRange(0, 100), default=None,
+              help="Unrecorded warm-up runs per arm [default: 1 on a GPU, 0 on a CPU device].")
+@click.option("--n-prompt", "-p", type=click.IntRange(1), default=None,
+              help="Prompt tokens [default: 512 on a GPU, 64 on a CPU device].")
+@click.option("--n-gen", "-n", type=click.IntRange(1), default=None,
+              help="Generated tokens [default: 128 on a GPU, 16 on a CPU device].")
+@click.option("--test", metavar="TEST", help="The test candidates are ranked on [default: the pp test].")
+@click.option("--seed", type=click.IntRange(0), default=1, show_default=True, help="Seed of the candidate sample.")
+@click.option("--timeout", type=click.FloatRange(1), default=900, show_default=True, help="Seconds one run may take.")
+@click.option("--out", type=click.Path(file_okay=False), help="Output folder [default: ./capshim-tune-DATE-TIME].")
+@click.option("--json", "as_json", is_flag=True, help="Print tune.json on stdout instead of the table.")
+def tune_cmd(budget, model, repetitions, confirm_runs, warmup, n_prompt, n_gen, test, seed, timeout, out, as_json):
+    """Search the answers safe on this device for the fastest arm that passes the correctness gate.
+
+    \b
+    Candidates lower what this device has (never raise): shared memory size,
+    fp16, bf16, integer dot acceleration, subgroup size control on/off, and
+    cooperative matrix visibility (coopmat + coopmat2, coopmat only, none).
+    Successive halving over the bench's statistics (one bundle per stage in
+    OUT/stage-N), then the winner against native in OUT/confirm. Writes
+    OUT/tuned.toml (use it with capshim run --profile), OUT/tune.md, OUT/tune.json.
+
+    \b
+    Examples:
+      capshim tune
+      capshim tune --model tinyllama-1.1b --budget 12 -r 3 --confirm-runs 10 --out evidence/h200-tune
+      capshim tune --budget 2 -r 1 --confirm-runs 2        # tiny, for CI
+    """
+    from pathlib import Path
+
+    from capshim.bench import tune
+
+    res = tune.tune(out=Path(out) if out else None, budget=budget, model=model, repetitions=repetitions,
+                    confirm_runs=confirm_runs, warmup=warmup, n_prompt=n_prompt, n_gen=n_gen, test=test, seed=seed,
+                    timeout=timeout)
+    if as_json:
+        click.echo(json.dumps(res, indent=2))
+    else:
+        _ablate_tune_table(res["rows"], res["notes"], f"capshim tune ({res['test']})")
+    click.echo(f"tune: {res['out']}  ({res['elapsed_s']:.0f} s)", err=True)
+    if res["failed_runs"]:
+        sys.exit(1)
+
+
 # --- Metal ---
 
 @main.group("launchagent")

@@ -297,6 +297,11 @@ def run_arms(arm_specs: list[str], out: Path, *, repetitions: int, warmup: int, 
     return Measured(res.summary, res.bundle, p.device, res.failed_runs)
 
 
+def run_failed(run: dict) -> bool:
+    """Whether one run entry of summary.json (``arms[NAME]["runs"][i]``) failed, timed out or was killed."""
+    return bool(run.get("timed_out") or run.get("signal") or run.get("exit_code") not in (0, None))
+
+
 def stock_probe() -> tuple[dict, dict]:
     """The stock probe of the device the bench will use, and its ``device`` entry."""
     from capshim.backends import vulkan
