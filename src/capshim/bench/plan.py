@@ -20,7 +20,7 @@ from capshim.bench.arms import Arm
 from capshim.bench.runner import BenchResult, Workload, llama_bench_workload, run_bench
 from capshim.errors import CapshimError, UsageError
 
-MODEL_PRESETS = ("tiny", "tinyllama-1.1b")
+MODEL_PRESETS = ("tiny", "tinyllama-1.1b", "llama-8b")
 
 
 @dataclass
