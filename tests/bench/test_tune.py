@@ -60,7 +60,6 @@ def test_halve_keeps_the_faster_half_that_passes_the_gate():
     assert tune.halve(["b"], rs) == []
 
 
-@pytest.mark.slow
 def test_tune_end_to_end_on_lavapipe(tmp_path, stock_probe):
     out = tmp_path / "tune"
     r = run_capshim("tune", "--json", "--budget", "2", "-r", "1", "--confirm-runs", "2", "-p", "16", "-n", "4",
