@@ -280,6 +280,8 @@ def run_arms(arm_specs: list[str], out: Path, *, repetitions: int, warmup: int, 
              n_prompt: int, n_gen: int, timeout: float = 900.0) -> Measured:
     """Run ``--arm`` specs through the same entry ``capshim bench`` uses (baseline and host: ``native``).
 
+    The summary returned is the bundle's own ``summary.json``, read back.
+
     This is the ONE place ablate and tune call the bench; re-point it when the
     bench API changes.
 
@@ -294,7 +296,9 @@ def run_arms(arm_specs: list[str], out: Path, *, repetitions: int, warmup: int, 
     if res.interrupted:
         raise CapshimError(f"bench interrupted ({res.interrupted_by}); partial bundle: {res.bundle}",
                            exit_code=143 if res.interrupted_by == "SIGTERM" else 130)
-    return Measured(res.summary, res.bundle, p.device, res.failed_runs)
+    from capshim.report import load_summary
+
+    return Measured(load_summary(res.bundle), res.bundle, p.device, res.failed_runs)
 
 
 def run_failed(run: dict) -> bool:

@@ -16,8 +16,8 @@ Search: successive halving (Jamieson and Talwalkar 2016) over the bench's own
 statistics. Stage 0 benches ``native`` and every candidate with ``r`` runs; each
 later stage keeps the better half (by median ratio to native, among arms that
 pass the correctness gate: state not failed, inert, invalid or wrong-output)
-and doubles the runs, until at most two are left. The best is confirmed
-against native in a final interleaved bench. Every stage is its own evidence
+and doubles the runs, until at most two are kept. The better of those is
+confirmed against native in a final interleaved bench. Every stage is its own evidence
 bundle; ``tune.json`` lists every candidate's result in every stage.
 """
 
@@ -189,7 +189,7 @@ def tune(out: Path | None = None, budget: int | None = None, model: str | None =
                                if rs[n].lo is not None else None, "state": rs[n].state, "gate": rs[n].ok})
         kept = halve(alive, rs)
         stages.append({"stage": stage, "runs": r, "bundle": str(m.bundle), "arms": alive, "kept": kept})
-        if len(kept) <= 1 or len(alive) <= 2:
+        if len(kept) <= 2:  # the confirmation bench decides between the last two
             best = kept[0] if kept else None
             break
         alive, r, stage = kept, r * 2, stage + 1
