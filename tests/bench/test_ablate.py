@@ -161,3 +161,12 @@ def test_ablate_end_to_end_on_lavapipe(tmp_path, stock_probe):
         assert res["cpu_device"] and any("no speed effect" in n for n in res["notes"])
     if res["smallest"]:
         profiles.load(res["smallest"]["profile"])
+
+
+def test_build_arms_by_key_one_arm_per_key(tmp_path):
+    arms, us = ablate.build_arms(profiles.load("vulkan-paravirt"), GPU_STOCK, tmp_path, by="key")
+    live = [u for u in us if not u.skipped]
+    assert all(len(u.keys) == 1 for u in live)
+    loo = [a for a in arms if a.kind == "loo"]
+    assert [a.units for a in loo] == [[u.name] for u in live]
+    assert loo[0].name == "loo-k00" and profiles.load(str(tmp_path / "loo-k00.toml")).direction == "lower"

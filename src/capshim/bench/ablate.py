@@ -100,7 +100,12 @@ def group_of(key: str) -> str:
 # --- profiles as data, written with a TOML library ---------------------------
 
 def profile_data(name: str, direction: str, description: str, caps: dict, exts: dict) -> dict:
-    """A profile as the dict its TOML file holds (values as a profile writes them)."""
+    """A profile as the dict its TOML file holds (values as a profile writes them).
+
+    The description is cut to the 200 characters a profile allows (profiles schema).
+    """
+    if len(description) > 200:
+        description = description[:197] + "..."
     data: dict = {"name": name, "api": "vulkan", "direction": direction, "version": 1,
                   "description": description}
     if caps:

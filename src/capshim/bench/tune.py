@@ -133,7 +133,7 @@ def write_candidate(dims: dict[str, list[Option]], cand: dict[str, int], path: P
     caps = {k: v for d, i in cand.items() for k, v in dims[d][i].caps.items()}
     exts = {k: v for d, i in cand.items() for k, v in dims[d][i].exts.items()}
     return ablate.write_profile(path, ablate.profile_data(
-        name, "lower", f"capshim tune on {device}: {describe(dims, cand)}"[:200], caps, exts))
+        name, "lower", f"capshim tune on {device}: {describe(dims, cand)}", caps, exts))
 
 
 def halve(names: list[str], rs: dict[str, ablate.Ratio]) -> list[str]:
