@@ -425,7 +425,7 @@ def _ablate_tune_table(rows: list[dict], notes: list[str], title: str) -> None:
 @click.option("--recover", type=click.FloatRange(0, 2), default=0.99, show_default=True,
               help="Smallest profile rule: median ratio to native at least this.")
 @click.option("--lower-bound", type=click.FloatRange(0, 2), default=0.97, show_default=True,
-              help="Smallest profile rule: 95%% interval lower bound at least this.")
+              help="Smallest profile rule: 95% interval lower bound at least this.")
 @click.option("--timeout", type=click.FloatRange(1), default=900, show_default=True, help="Seconds one run may take.")
 @click.option("--out", type=click.Path(file_okay=False), help="Output folder [default: ./capshim-ablate-DATE-TIME].")
 @click.option("--json", "as_json", is_flag=True, help="Print ablation.json on stdout instead of the table.")
