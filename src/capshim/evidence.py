@@ -28,7 +28,6 @@ always writes a complete, verifiable bundle. ``verify(dir)`` lists problems;
 
 from __future__ import annotations
 
-import csv
 import datetime as _dt
 import hashlib
 import json
@@ -193,7 +192,7 @@ class Bundle:
     # --- the end -------------------------------------------------------------------------
     def finalize(self, records: list[dict], arms: dict, baseline: str, host: dict | None = None, *,
                  interrupted: bool = False, metadata_update: dict | None = None,
-                 title: str | None = None) -> dict:
+                 title: str | None = None, summary: dict | None = None) -> dict:
         """Write results.csv, summary.json, report.md, chart.png, metadata.json and, last, SHA256SUMS.
 
         Args:
@@ -203,6 +202,9 @@ class Bundle:
                 metadata.json and summary.json.
             metadata_update: merged into metadata.json.
             title: report heading.
+            summary: the analysis already made by the caller (the runner's
+                pipeline: runner -> analysis -> exporters -> bundle); analysed
+                here from ``records`` when None.
 
         Returns:
             The summary dict. With no records at all the summary has empty arms
@@ -218,17 +220,15 @@ class Bundle:
             self.metadata.update(metadata_update)
         self.metadata["interrupted"] = bool(interrupted)
         self.metadata["finished_utc"] = _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-        summary = analyze(records, arms, baseline, host)
+        if summary is None:
+            summary = analyze(records, arms, baseline, host)
         summary["interrupted"] = bool(interrupted)
         states = {a: v.get("state") for a, v in arms.items()}
         try:
             self.write_metadata()
-            with open(self.root / "results.csv", "w", newline="", encoding="utf-8") as fh:
-                w = csv.writer(fh)
-                w.writerow(["arm", "run", "sample", "test", "tok_s", "state"])
-                for r in records:
-                    w.writerow([r["arm"], r.get("run", ""), r.get("sample", ""), r["test"],
-                                repr(float(r["tok_s"])), states.get(r["arm"], "")])
+            from capshim.export import csv as csv_export
+
+            _atomic_write(self.root / "results.csv", csv_export.serialize_records(records, states).encode())
             _atomic_write(self.root / "summary.json",
                           (json.dumps(summary, indent=2) + "\n").encode())
             md = report.render_markdown([summary], title=title or "capshim bench")

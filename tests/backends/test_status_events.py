@@ -86,7 +86,7 @@ def small_line_shim(metal_arts, tmp_path_factory):
     """The Metal shim built with 200-byte status lines, so its hooks event overflows."""
     out = tmp_path_factory.mktemp("metal-small") / metal.SO_NAME
     metal.run_compiler(["gcc", *metal.WARN_FLAGS, *SAN, "-DCAPSHIM_STATUS_LINE_MAX=200", "-fPIC", "-shared",
-                        "-fvisibility=hidden", *metal._src(metal.SHIM_SOURCES), "-lobjc", "-ldl", "-lpthread",
+                        "-fvisibility=hidden", f"-I{metal.SHARED_DIR}", *metal._src(metal.SHIM_SOURCES), "-lobjc", "-ldl", "-lpthread",
                         "-o", str(out)])
     return {**metal_arts, "shim": out}
 

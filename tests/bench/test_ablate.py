@@ -143,7 +143,6 @@ def test_bad_options_exit_2(tmp_path):
     assert r.returncode == 2 and "--out" in r.stderr and "not empty" in r.stderr
 
 
-@pytest.mark.slow
 def test_ablate_end_to_end_on_lavapipe(tmp_path, stock_probe):
     out = tmp_path / "ab"
     r = run_capshim("ablate", "--json", "-r", "2", "-p", "16", "-n", "4", "--out", str(out), timeout=900)

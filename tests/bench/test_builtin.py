@@ -63,8 +63,12 @@ def test_stdout_is_one_llama_bench_json_array(stock_runs, tiny):
     keys = {"build_commit", "build_number", "model_filename", "model_type", "model_size",
             "model_n_params", "n_threads", "n_gpu_layers", "test_time", "avg_ns", "stddev_ns",
             "avg_ts", "stddev_ts", "samples_ns", "samples_ts", "capshim_output"}
+    # only what the worker measured or set: no guessed llama-bench fields
+    unset = {"backends", "type_k", "type_v", "cpu_mask", "cpu_strict", "poll", "use_mmap", "split_mode", "main_gpu",
+             "no_kv_offload", "tensor_split", "embeddings"}
     for row in rows:
         assert keys <= set(row), keys - set(row)
+        assert not unset & set(row), unset & set(row)
         assert row["model_filename"] == str(tiny)
         assert row["model_n_params"] > 0 and row["model_size"] > 0
         assert row["n_gpu_layers"] == 99
@@ -168,3 +172,13 @@ def test_prompt_tokens_are_deterministic_and_in_range():
     assert len(a) == 100 and a[0] == 1 and all(3 <= t < 50 for t in a[1:])
     assert builtin.prompt_tokens(0, 50, bos=1) == []
     assert builtin.prompt_tokens(3, 50, bos=None)[0] >= 3
+
+
+def test_warm_up_run_is_on_by_default_and_can_be_turned_off(tiny):
+    assert "--no-warmup" not in builtin.worker_command("/m.gguf")
+    argv = builtin.worker_command(tiny, n_prompt=N_PROMPT, n_gen=N_GEN, repetitions=1, warmup_run=False)
+    assert argv[-1] == "--no-warmup"
+    r = _run(argv)
+    assert r.returncode == 0, r.stderr[-3000:]
+    rows = json.loads(r.stdout)
+    assert [len(row["samples_ts"]) for row in rows] == [1, 1]  # the warm-up run is never a sample

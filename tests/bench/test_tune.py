@@ -74,6 +74,7 @@ def test_tune_end_to_end_on_lavapipe(tmp_path, stock_probe):
     if res["winner"]:
         assert profiles.load(res["tuned_profile"]).direction == "lower"
         confirm = json.loads((out / "confirm" / "summary.json").read_text())
-        assert set(confirm["arms"]) == {"native", "tuned"}
+        assert set(confirm["arms"]) == {"native", "tuned", "aa"}
+        assert res["confirm"]["aa"]["state"] == confirm["arms"]["aa"]["state"]
         assert res["confirm"]["verdict"]
     assert (out / "tune.md").is_file()

@@ -105,6 +105,7 @@ def worker_command(
     seed: int = 0,
     flash_attn: int = -1,
     python: str | None = None,
+    warmup_run: bool = True,
 ) -> list[str]:
     """The argv of one worker run: ``[python, -m, capshim.bench.builtin, ...]``.
 
@@ -119,6 +120,8 @@ def worker_command(
         seed: seed of the deterministic prompt token ids.
         flash_attn: llama.cpp ``flash_attn_type``: -1 auto, 0 off, 1 on.
         python: interpreter (default ``sys.executable``).
+        warmup_run: one untimed run of each test before the timed ones
+            (``--no-warmup`` when false).
 
     The child needs ``capshim`` importable: the bench passes its own
     ``PYTHONPATH`` or runs from an installed package.
@@ -130,6 +133,8 @@ def worker_command(
         cmd += ["--threads", str(threads)]
     if flash_attn != -1:
         cmd += ["--flash-attn", str(flash_attn)]
+    if not warmup_run:
+        cmd.append("--no-warmup")
     return cmd
 
 
@@ -163,6 +168,8 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--n-prompt", type=int, default=512, help="prompt tokens (0: no pp test)")
     ap.add_argument("--n-gen", type=int, default=128, help="generated tokens (0: no tg test)")
     ap.add_argument("--repetitions", type=int, default=1, help="timed repetitions per test")
+    ap.add_argument("--no-warmup", action="store_true",
+                    help="skip the untimed warm-up run of each test (as llama-bench --no-warmup)")
     ap.add_argument("--threads", type=int, default=None, help="CPU threads")
     ap.add_argument("--ngl", type=int, default=99, help="layers on the GPU")
     ap.add_argument("--seed", type=int, default=0, help="seed of the prompt token ids")
@@ -421,12 +428,13 @@ def run(args: argparse.Namespace) -> list[dict]:
     output = r.correctness_pass()
     _note(f"warm-up and correctness pass in {time.perf_counter() - t1:.2f} s, "
           f"top-1 margin >= {output['top1_margin_min']}")
+    # Only what this worker measured or set (llama-bench's other fields, e.g. backends, type_k,
+    # cpu_mask, poll, use_mmap, are left out rather than guessed).
     common = {
         "build_commit": commit,
         "build_number": number,
         "cpu_info": cpu_info,
         "gpu_info": gpu_info,
-        "backends": "Vulkan" if gpu_info else "CPU",
         "model_filename": str(args.model),
         "model_type": str(_get(r.model, "desc", "")),
         "model_size": int(_get(r.model, "size", 0)),
@@ -434,19 +442,8 @@ def run(args: argparse.Namespace) -> list[dict]:
         "n_batch": r.n_batch,
         "n_ubatch": r.n_ubatch,
         "n_threads": args.threads,
-        "cpu_mask": "0x0",
-        "cpu_strict": False,
-        "poll": 50,
-        "type_k": "f16",
-        "type_v": "f16",
         "n_gpu_layers": args.ngl,
-        "split_mode": "layer",
-        "main_gpu": 0,
-        "no_kv_offload": False,
         "flash_attn": r.flash_attn,
-        "tensor_split": "0.00",
-        "use_mmap": True,
-        "embeddings": False,
     }
     tests = []
     if args.n_prompt > 0:
@@ -455,6 +452,13 @@ def run(args: argparse.Namespace) -> list[dict]:
         tests.append((0, args.n_gen, r.test_gen))
     rows = []
     for n_prompt, n_gen, fn in tests:
+        if not args.no_warmup:
+            # One untimed run of the test itself, as llama-bench does before its
+            # repetitions (tools/llama-bench: "warmup run"). Measured on the H200
+            # (tinyllama-1.1b, 8 processes x 8 repetitions): without it the first
+            # timed pp512 repetition of every process was about 25% slower than the
+            # rest (27-30k vs 36-39k tok/s), the correctness pass notwithstanding.
+            fn()
         test_time = _now()
         samples = [fn() for _ in range(args.repetitions)]
         name = f"pp{n_prompt}" if n_prompt else f"tg{n_gen}"

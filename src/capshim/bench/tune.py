@@ -34,9 +34,9 @@ from capshim.bench import ablate
 from capshim.errors import UsageError
 from capshim.profiles.catalog import KEYS
 
-#: The A/A arm of the confirmation bench: None until the bench has an
-#: ``identity`` arm spec (the bench-method issue); then set it to "aa=identity".
-AA_ARM: str | None = None
+#: The A/A arm of the confirmation bench (the bench's identity arm: the app layer active,
+#: answering exactly the stock values); None leaves it out.
+AA_ARM: str | None = "aa=identity"
 
 CPU_DEFAULTS = {"repetitions": 2, "warmup": 0, "n_prompt": 64, "n_gen": 16, "confirm": 2, "budget": 4}
 GPU_DEFAULTS = {"repetitions": 3, "warmup": 1, "n_prompt": 512, "n_gen": 128, "confirm": 10, "budget": 12}
@@ -201,11 +201,15 @@ def tune(out: Path | None = None, budget: int | None = None, model: str | None =
         arm_specs = ["native=", f"tuned=profile:{tuned_path}"] + ([AA_ARM] if AA_ARM else [])
         m = ablate.run_arms(arm_specs, out / "confirm", repetitions=confirm_runs or d["confirm"], **bench)
         failed_runs += m.failed_runs
-        rc = ablate.ratios(m.summary, ablate.main_test(m.summary, test))["tuned"]
+        rcs = ablate.ratios(m.summary, ablate.main_test(m.summary, test))
+        rc = rcs["tuned"]
+        aa = rcs.get(AA_ARM.split("=", 1)[0]) if AA_ARM else None
         verdict = ("faster than native (the whole interval above 1.00x)" if rc.ok and rc.lo is not None
                    and rc.lo > 1.0 else "not shown faster than native")
         confirm = {"bundle": str(m.bundle), "ratio": rc.value, "ci95": [rc.lo, rc.hi] if rc.lo is not None else None,
-                   "state": rc.state, "verdict": verdict}
+                   "state": rc.state, "verdict": verdict,
+                   "aa": None if aa is None else {"ratio": aa.value, "ci95": [aa.lo, aa.hi] if aa.lo is not None
+                                                  else None, "state": aa.state}}
     rows = []
     for n, c in names.items():
         last = results[n][-1]
@@ -219,6 +223,9 @@ def tune(out: Path | None = None, budget: int | None = None, model: str | None =
         notes.append(f"confirmation ({out / 'confirm'}): tuned {best} ({describe(dims, names[best])}) "
                      f"{ablate.fmt_ratio(ablate.Ratio(confirm['ratio'], *(confirm['ci95'] or (None, None)), confirm['state'], True))}"
                      f" of native: {confirm['verdict']}; profile {tuned_path}")
+        if aa is not None:
+            notes.append(f"A/A arm (app layer active, stock answers): {ablate.fmt_ratio(aa)} of native: "
+                         "the harness's and the shim's own bias")
     else:
         notes.append("no candidate passed the correctness gate; no profile written")
     if ablate.is_cpu(device):

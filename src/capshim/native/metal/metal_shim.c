@@ -27,7 +27,7 @@
 #endif
 
 #include "metal_config.h"
-#include "../vulkan/status.h" /* the one status-event writer, shared with the Vulkan layer */
+#include "status.h" /* the one status-event writer, shared with the Vulkan layer (native/vulkan) */
 
 #include <dlfcn.h>
 #include <errno.h>
@@ -359,7 +359,18 @@ static void patch_class(Class cls, const char *path)
             hooks_event(path, cls, installed, 0, missing, n_miss, reason);
         return;
     }
+    /* The slot is filled and marked ready before any hook is reachable, so
+     * a thread that calls a hook while the others are still being installed
+     * already reaches the originals (never a NO or a 0 below stock). The
+     * slot is taken for good, even when an installation fails below, so
+     * that a call already inside a hook keeps its originals. */
     struct slot *s = &g_slots[idx];
+    s->cls = cls;
+    s->supports = todo[Q_SUPPORTS] ? (supports_fn)(generic_fn)method_getImplementation(methods[Q_SUPPORTS]) : NULL;
+    s->threadgroup = todo[Q_THREADGROUP] ? (size_fn)(generic_fn)method_getImplementation(methods[Q_THREADGROUP]) : NULL;
+    s->working_set = todo[Q_WORKING_SET] ? (size_fn)(generic_fn)method_getImplementation(methods[Q_WORKING_SET]) : NULL;
+    atomic_store_explicit(&s->ready, 1, memory_order_release);
+    atomic_store_explicit(&g_nslots, idx + 1, memory_order_release);
     IMP origs[3] = {NULL, NULL, NULL};
     int done[3] = {0, 0, 0};
     int ok = 1;
@@ -381,12 +392,6 @@ static void patch_class(Class cls, const char *path)
                     "the runtime refused a method replacement; answers stay stock");
         return;
     }
-    s->cls = cls;
-    s->supports = (supports_fn)(generic_fn)origs[Q_SUPPORTS];
-    s->threadgroup = (size_fn)(generic_fn)origs[Q_THREADGROUP];
-    s->working_set = (size_fn)(generic_fn)origs[Q_WORKING_SET];
-    atomic_store_explicit(&s->ready, 1, memory_order_release);
-    atomic_store_explicit(&g_nslots, idx + 1, memory_order_release);
     int first = !g_banner_done;
     g_banner_done = 1;
     pthread_mutex_unlock(&g_lock);

@@ -367,23 +367,6 @@ static void log_change(struct role *r, const char *query, const char *key, uint3
 
 /* ---------- patching ---------- */
 
-static uint32_t apply(int kind, int direction, uint32_t stock, uint64_t cfg64) {
-    uint32_t cfg = (uint32_t)cfg64;
-    int raise = direction == CAPSHIM_RAISE;
-    switch (kind) {
-    case CAPSHIM_BOOL:
-        if (raise) return (stock || cfg) ? (stock ? stock : VK_TRUE) : VK_FALSE;
-        return (stock && cfg) ? stock : VK_FALSE;
-    case CAPSHIM_FLAGS:
-        return raise ? (stock | cfg) : (stock & cfg);
-    case CAPSHIM_U32:
-    case CAPSHIM_VERSION:
-    default:
-        if (raise) return stock > cfg ? stock : cfg;
-        return stock < cfg ? stock : cfg;
-    }
-}
-
 static void patch_struct(struct role *r, uint32_t stype, void *base, const char *query) {
     if (base == NULL) return;
     for (size_t i = 0; i < CAPSHIM_NUM_FIELDS; i++) {
@@ -394,7 +377,8 @@ static void patch_struct(struct role *r, uint32_t stype, void *base, const char 
         unsigned char *p = (unsigned char *)base + f->offset;
         uint32_t stock;
         memcpy(&stock, p, sizeof stock);
-        uint32_t rep = apply(f->kind, r->cfg.direction, stock, v->value);
+        /* the per-kind answer (config.c): direction by kind, exact keys as set */
+        uint32_t rep = capshim_answer(f->kind, f->sem, r->cfg.direction, stock, (uint32_t)v->value);
         if (rep != stock) {
             memcpy(p, &rep, sizeof rep);
             log_change(r, query, f->key, stock, rep);
