@@ -515,7 +515,8 @@ def ablate_cmd(profile_ref, by, model, repetitions, warmup, n_prompt, n_gen, tes
 
     \b
     One interleaved bench (evidence bundle in OUT/bench) with the arms:
-      native, sim (simulate:P), loo-G (native with only group G lowered),
+      native, aa (A/A: the app layer active with the stock answers), sim (simulate:P),
+      loo-G (native with only group G lowered),
       loi-G (sim with only G raised back), cum-K-G (sim with the first K groups raised).
     Writes OUT/ablation.md (table), OUT/ablation.png (chart), OUT/ablation.json and
     OUT/smallest-raise.toml: the raise over P with the fewest groups that recovers

@@ -71,7 +71,7 @@ def test_units_by_key_and_bad_profiles():
 def test_build_arms_writes_valid_profiles(tmp_path):
     arms, _ = ablate.build_arms(profiles.load("vulkan-paravirt"), GPU_STOCK, tmp_path)
     names = [a.name for a in arms]
-    assert names == ["native", "sim", "loo-coopmat", "loo-intdot", "loo-fp16", "loo-shmem", "loi-coopmat",
+    assert names == ["native", "aa", "sim", "loo-coopmat", "loo-intdot", "loo-fp16", "loo-shmem", "loi-coopmat",
                      "loi-intdot", "loi-fp16", "loi-shmem", "cum-2-intdot", "cum-3-fp16", "cum-4-shmem"]
     last = tomllib.loads((tmp_path / "cum-4-shmem.toml").read_text())
     assert last["direction"] == "raise"
@@ -79,7 +79,7 @@ def test_build_arms_writes_valid_profiles(tmp_path):
     assert last["extensions"]["VK_KHR_cooperative_matrix"] == 2
     loo = profiles.load(str(tmp_path / "loo-coopmat.toml"))
     assert loo.extensions["VK_KHR_cooperative_matrix"] == 0 and "maxComputeSharedMemorySize" not in loo.capabilities
-    for a in arms[2:]:
+    for a in arms[1:]:
         from capshim.bench import arms as arms_mod
 
         arms_mod.parse(a.spec)  # every spec is a valid --arm
@@ -150,7 +150,7 @@ def test_ablate_end_to_end_on_lavapipe(tmp_path, stock_probe):
     res = json.loads(r.stdout)
     assert res == json.loads((out / "ablation.json").read_text())
     names = [a["name"] for a in res["arms"]]
-    assert names[:2] == ["native", "sim"]
+    assert names[:3] == ["native", "aa", "sim"]
     summary = json.loads((out / "bench" / "summary.json").read_text())
     assert set(names) == set(summary["arms"])
     assert all(summary["arms"][n]["state"] == "active" for n in names[1:])

@@ -3,7 +3,9 @@
 Given a lowering profile P (default ``vulkan-paravirt``), the bench measures,
 in ONE interleaved bench (one evidence bundle):
 
-* ``native`` (the stock device; the baseline and host) and ``sim`` (``simulate:P``);
+* ``native`` (the stock device; the baseline and host), ``aa`` (the bench's A/A
+  arm: the app layer active, answering the stock values: the harness's own
+  bias) and ``sim`` (``simulate:P``);
 * leave-one-out ``loo-G``: native with only group G lowered as P lowers it
   (``simulate:P|G``): what losing G costs;
 * leave-one-in ``loi-G``: the simulated GPU with only group G raised back
@@ -246,7 +248,8 @@ def build_arms(lowering: Profile, stock: dict, folder: Path, by: str = "group") 
                          "the profile lowers; nothing to ablate")
     sim_path = folder / "sim.toml"
     write_profile(sim_path, profile_data(f"{lowering.name}", "lower", lowering.description, *_written(lowering)))
-    arms = [ArmInfo("native", "native", [], "native="), ArmInfo("sim", "sim", [], f"sim=simulate:{sim_path}")]
+    arms = [ArmInfo("native", "native", [], "native="), ArmInfo("aa", "aa", [], "aa=identity"),
+            ArmInfo("sim", "sim", [], f"sim=simulate:{sim_path}")]
     label = (lambda i, u: u.name) if by == "group" else (lambda i, u: f"k{i:02d}")
     for i, u in enumerate(live):
         p = folder / f"loo-{label(i, u)}.toml"
@@ -414,6 +417,8 @@ def answers_text(a: ArmInfo) -> str:
     """What the arm answers, short: ``native``, ``P``, ``native − fp16``, ``P + fp16 + shmem``."""
     if a.kind == "native":
         return "native"
+    if a.kind == "aa":
+        return "native, app layer active (A/A)"
     if a.kind == "sim":
         return "P"
     if a.kind == "loo":
@@ -451,7 +456,7 @@ def chart(arms: list[ArmInfo], summary: dict, test: str, path: Path, title: str)
 
     rs = ratios(summary, test)
     shown = [a for a in arms if a.name in rs and not math.isnan(rs[a.name].value)]
-    colors = {"native": "#555555", "sim": "#999999", "loo": "#d62728", "loi": "#2ca02c", "cum": "#1f77b4"}
+    colors = {"native": "#555555", "aa": "#777777", "sim": "#999999", "loo": "#d62728", "loi": "#2ca02c", "cum": "#1f77b4"}
     fig, ax = plt.subplots(figsize=(7.5, 0.4 * len(shown) + 1.5))
     for i, a in enumerate(shown):
         r = rs[a.name]
