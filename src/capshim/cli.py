@@ -525,7 +525,7 @@ def ablate_cmd(profile_ref, by, model, repetitions, warmup, n_prompt, n_gen, tes
     \b
     Examples:
       capshim ablate
-      capshim ablate --model tinyllama-1.1b -r 10 --out evidence/h200-ablate
+      capshim ablate --model tinyllama-1.1b -r 6 --out evidence/h200-ablate
     """
     from pathlib import Path
 
@@ -546,10 +546,10 @@ def ablate_cmd(profile_ref, by, model, repetitions, warmup, n_prompt, n_gen, tes
 
 @main.command("tune")
 @click.option("--budget", type=click.IntRange(1, 1000), default=None,
-              help="Candidates to try [default: 12 on a GPU, 4 on a CPU device].")
+              help="Candidates to try [default: 8 on a GPU, 4 on a CPU device].")
 @click.option("--model", metavar="PATH|PRESET", help="Built-in workload model (GGUF file or preset) [default: tiny].")
 @click.option("--repetitions", "-r", type=click.IntRange(1, 1000), default=None,
-              help="Runs per arm in the first stage (doubled each stage) [default: 3 on a GPU, 2 on a CPU device].")
+              help="Runs per arm in the first stage (doubled each stage) [default: 2].")
 @click.option("--confirm-runs", type=click.IntRange(1, 1000), default=None,
               help="Runs per arm of the final native-vs-winner bench [default: 10 on a GPU, 2 on a CPU device].")
 @click.option("--warmup", type=click.IntRange(0, 100), default=None,
@@ -577,7 +577,7 @@ def tune_cmd(budget, model, repetitions, confirm_runs, warmup, n_prompt, n_gen, 
     \b
     Examples:
       capshim tune
-      capshim tune --model tinyllama-1.1b --budget 12 -r 3 --confirm-runs 10 --out evidence/h200-tune
+      capshim tune --model tinyllama-1.1b --out evidence/h200-tune
       capshim tune --budget 2 -r 1 --confirm-runs 2        # tiny, for CI
     """
     from pathlib import Path
