@@ -78,3 +78,11 @@ def test_tune_end_to_end_on_lavapipe(tmp_path, stock_probe):
         assert res["confirm"]["aa"]["state"] == confirm["arms"]["aa"]["state"]
         assert res["confirm"]["verdict"]
     assert (out / "tune.md").is_file()
+
+
+def test_ratio_json_has_no_nan():
+    failed = ablate.Ratio(float("nan"), None, None, "failed", False)
+    assert tune._ratio_json(failed) == {"ratio": None, "ci95": None, "state": "failed"}
+    assert json.loads(json.dumps(tune._ratio_json(failed))) == tune._ratio_json(failed)
+    ok = ablate.Ratio(1.02, 0.99, 1.05, "active", True)
+    assert tune._ratio_json(ok) == {"ratio": 1.02, "ci95": [0.99, 1.05], "state": "active"}

@@ -138,6 +138,12 @@ def write_candidate(dims: dict[str, list[Option]], cand: dict[str, int], path: P
         name, "lower", f"capshim tune on {device}: {describe(dims, cand)}", caps, exts))
 
 
+def _ratio_json(r: ablate.Ratio) -> dict:
+    """A Ratio for tune.json: ``{"ratio": float|None, "ci95": [lo, hi]|None, "state": str}`` (no NaN)."""
+    return {"ratio": None if math.isnan(r.value) else r.value,
+            "ci95": [r.lo, r.hi] if r.lo is not None else None, "state": r.state}
+
+
 def halve(names: list[str], rs: dict[str, ablate.Ratio]) -> list[str]:
     """The better half (rounded up) of ``names`` by median ratio, among those that pass the gate."""
     ok = sorted((n for n in names if rs[n].ok), key=lambda n: -rs[n].value)
@@ -177,6 +183,7 @@ def tune(out: Path | None = None, budget: int | None = None, model: str | None =
     bench = dict(warmup=d["warmup"] if warmup is None else warmup, model=model,
                  n_prompt=n_prompt or d["n_prompt"], n_gen=n_gen or d["n_gen"], timeout=timeout)
     results: dict[str, list[dict]] = {n: [] for n in names}
+    last: dict[str, ablate.Ratio] = {}
     stages = []
     alive, r, stage, t = list(names), repetitions or d["repetitions"], 0, None
     failed_runs = 0
@@ -187,8 +194,8 @@ def tune(out: Path | None = None, budget: int | None = None, model: str | None =
         t = ablate.main_test(m.summary, test)
         rs = ablate.ratios(m.summary, t)
         for n in alive:
-            results[n].append({"stage": stage, "runs": r, "ratio": rs[n].value, "ci95": [rs[n].lo, rs[n].hi]
-                               if rs[n].lo is not None else None, "state": rs[n].state, "gate": rs[n].ok})
+            last[n] = rs[n]
+            results[n].append({"stage": stage, "runs": r, **_ratio_json(rs[n]), "gate": rs[n].ok})
         kept = halve(alive, rs)
         stages.append({"stage": stage, "runs": r, "bundle": str(m.bundle), "arms": alive, "kept": kept})
         if len(kept) <= 2:  # the confirmation bench decides between the last two
@@ -208,23 +215,18 @@ def tune(out: Path | None = None, budget: int | None = None, model: str | None =
         aa = rcs.get(AA_ARM.split("=", 1)[0]) if AA_ARM else None
         verdict = ("faster than native (the whole interval above 1.00x)" if rc.ok and rc.lo is not None
                    and rc.lo > 1.0 else "not shown faster than native")
-        confirm = {"bundle": str(m.bundle), "ratio": rc.value, "ci95": [rc.lo, rc.hi] if rc.lo is not None else None,
-                   "state": rc.state, "verdict": verdict,
-                   "aa": None if aa is None else {"ratio": aa.value, "ci95": [aa.lo, aa.hi] if aa.lo is not None
-                                                  else None, "state": aa.state}}
+        confirm = {"bundle": str(m.bundle), **_ratio_json(rc), "verdict": verdict,
+                   "aa": None if aa is None else _ratio_json(aa)}
     rows = []
     for n, c in names.items():
-        last = results[n][-1]
         rows.append({"candidate": n, "answers": describe(dims, c), "stages": len(results[n]),
-                     f"{t} vs native (last stage)": ablate.fmt_ratio(ablate.Ratio(
-                         last["ratio"], *(last["ci95"] or (None, None)), last["state"], last["gate"])),
-                     "state": last["state"], "winner": "yes" if n == best else ""})
+                     f"{t} vs native (last stage)": ablate.fmt_ratio(last[n]),
+                     "state": last[n].state, "winner": "yes" if n == best else ""})
     notes = [f"search: successive halving, {len(names)} candidates (seed {seed}), stages: "
              + "; ".join(f"{s['stage']}: {len(s['arms'])} arms x {s['runs']} runs" for s in stages)]
     if confirm:
         notes.append(f"confirmation ({out / 'confirm'}): tuned {best} ({describe(dims, names[best])}) "
-                     f"{ablate.fmt_ratio(ablate.Ratio(confirm['ratio'], *(confirm['ci95'] or (None, None)), confirm['state'], True))}"
-                     f" of native: {confirm['verdict']}; profile {tuned_path}")
+                     f"{ablate.fmt_ratio(rc)} of native: {confirm['verdict']}; profile {tuned_path}")
         if aa is not None:
             notes.append(f"A/A arm (app layer active, stock answers): {ablate.fmt_ratio(aa)} of native: "
                          "the harness's and the shim's own bias")
