@@ -529,6 +529,132 @@ def bench_cmd(arm_opts, baseline, host_baseline, host_arm, repetitions, process_
         sys.exit(1)
 
 
+
+# --- ablate / tune ---
+
+
+def _ablate_tune_table(rows: list[dict], notes: list[str], title: str) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(*(rows[0] if rows else []), title=title)
+    for r in rows:
+        table.add_row(*(str(v) for v in r.values()))
+    con = Console()
+    con.print(table)
+    for n in notes:
+        con.print(f"- {n}", highlight=False)
+
+
+@main.command("ablate")
+@click.option("--profile", "profile_ref", default="vulkan-paravirt", show_default=True, metavar="P",
+              help="The Vulkan lowering profile whose capability groups are measured (built-in name or file).")
+@click.option("--by", type=click.Choice(["group", "key"]), default="group", show_default=True,
+              help="Ablate capability groups (coopmat, intdot, fp16, shmem, subgroup) or key by key.")
+@click.option("--model", metavar="PATH|PRESET", help="Built-in workload model (GGUF file or preset) [default: tiny].")
+@click.option("--repetitions", "-r", type=click.IntRange(1, 1000), default=None,
+              help="Runs per arm, one process each [default: 10 on a GPU, 2 on a CPU device].")
+@click.option("--warmup", type=click.IntRange(0, 100), default=None,
+              help="Unrecorded warm-up runs per arm [default: 1 on a GPU, 0 on a CPU device].")
+@click.option("--n-prompt", "-p", type=click.IntRange(1), default=None,
+              help="Prompt tokens [default: 512 on a GPU, 64 on a CPU device].")
+@click.option("--n-gen", "-n", type=click.IntRange(1), default=None,
+              help="Generated tokens [default: 128 on a GPU, 16 on a CPU device].")
+@click.option("--test", metavar="TEST", help="The test the smallest profile is chosen on [default: the pp test].")
+@click.option("--recover", type=click.FloatRange(0, 2), default=0.99, show_default=True,
+              help="Smallest profile rule: median ratio to native at least this.")
+@click.option("--lower-bound", type=click.FloatRange(0, 2), default=0.97, show_default=True,
+              help="Smallest profile rule: 95% interval lower bound at least this.")
+@click.option("--timeout", type=click.FloatRange(1), default=900, show_default=True, help="Seconds one run may take.")
+@click.option("--out", type=click.Path(file_okay=False), help="Output folder [default: ./capshim-ablate-DATE-TIME].")
+@click.option("--json", "as_json", is_flag=True, help="Print ablation.json on stdout instead of the table.")
+def ablate_cmd(profile_ref, by, model, repetitions, warmup, n_prompt, n_gen, test, recover, lower_bound, timeout,
+               out, as_json):
+    """Measure what each capability group of a lowering profile is worth.
+
+    \b
+    One interleaved bench (evidence bundle in OUT/bench) with the arms:
+      native, aa (A/A: the app layer active with the stock answers), sim (simulate:P),
+      loo-G (native with only group G lowered),
+      loi-G (sim with only G raised back), cum-K-G (sim with the first K groups raised).
+    Writes OUT/ablation.md (table), OUT/ablation.png (chart), OUT/ablation.json and
+    OUT/smallest-raise.toml: the raise over P with the fewest groups that recovers
+    --recover of native with its interval's lower bound at least --lower-bound.
+
+    \b
+    Examples:
+      capshim ablate
+      capshim ablate --model tinyllama-1.1b -r 6 --out evidence/h200-ablate
+    """
+    from pathlib import Path
+
+    from capshim.bench import ablate
+
+    res = ablate.ablate(profile_ref, by=by, out=Path(out) if out else None, model=model, repetitions=repetitions,
+                        warmup=warmup, n_prompt=n_prompt, n_gen=n_gen, test=test, recover=recover,
+                        lower_bound=lower_bound, timeout=timeout)
+    if as_json:
+        click.echo(json.dumps(res, indent=2))
+    else:
+        _ablate_tune_table(res["rows"], res["notes"], f"capshim ablate {res['profile']} ({res['test']})")
+    click.echo(f"ablation: {Path(res['bundle']).parent}  (bundle: {res['bundle']}; "
+               f"{res['elapsed_s']:.0f} s)", err=True)
+    if res["failed_runs"]:
+        sys.exit(1)
+
+
+@main.command("tune")
+@click.option("--budget", type=click.IntRange(1, 1000), default=None,
+              help="Candidates to try [default: 8 on a GPU, 4 on a CPU device].")
+@click.option("--model", metavar="PATH|PRESET", help="Built-in workload model (GGUF file or preset) [default: tiny].")
+@click.option("--repetitions", "-r", type=click.IntRange(1, 1000), default=None,
+              help="Runs per arm in the first stage (doubled each stage) [default: 2].")
+@click.option("--confirm-runs", type=click.IntRange(1, 1000), default=None,
+              help="Runs per arm of the final native-vs-winner bench [default: 10 on a GPU, 2 on a CPU device].")
+@click.option("--warmup", type=click.IntRange(0, 100), default=None,
+              help="Unrecorded warm-up runs per arm [default: 1 on a GPU, 0 on a CPU device].")
+@click.option("--n-prompt", "-p", type=click.IntRange(1), default=None,
+              help="Prompt tokens [default: 512 on a GPU, 64 on a CPU device].")
+@click.option("--n-gen", "-n", type=click.IntRange(1), default=None,
+              help="Generated tokens [default: 128 on a GPU, 16 on a CPU device].")
+@click.option("--test", metavar="TEST", help="The test candidates are ranked on [default: the pp test].")
+@click.option("--seed", type=click.IntRange(0), default=1, show_default=True, help="Seed of the candidate sample.")
+@click.option("--timeout", type=click.FloatRange(1), default=900, show_default=True, help="Seconds one run may take.")
+@click.option("--out", type=click.Path(file_okay=False), help="Output folder [default: ./capshim-tune-DATE-TIME].")
+@click.option("--json", "as_json", is_flag=True, help="Print tune.json on stdout instead of the table.")
+def tune_cmd(budget, model, repetitions, confirm_runs, warmup, n_prompt, n_gen, test, seed, timeout, out, as_json):
+    """Search the answers safe on this device for the fastest arm that passes the correctness gate.
+
+    \b
+    Candidates lower what this device has (never raise): shared memory size,
+    fp16, bf16, integer dot acceleration, subgroup size control on/off, and
+    cooperative matrix visibility (coopmat + coopmat2, coopmat only, none).
+    Successive halving over the bench's statistics (one bundle per stage in
+    OUT/stage-N), then the winner against native in OUT/confirm. Writes
+    OUT/tuned.toml (use it with capshim run --profile), OUT/tune.md, OUT/tune.json.
+
+    \b
+    Examples:
+      capshim tune
+      capshim tune --model tinyllama-1.1b --out evidence/h200-tune
+      capshim tune --budget 2 -r 1 --confirm-runs 2        # tiny, for CI
+    """
+    from pathlib import Path
+
+    from capshim.bench import tune
+
+    res = tune.tune(out=Path(out) if out else None, budget=budget, model=model, repetitions=repetitions,
+                    confirm_runs=confirm_runs, warmup=warmup, n_prompt=n_prompt, n_gen=n_gen, test=test, seed=seed,
+                    timeout=timeout)
+    if as_json:
+        click.echo(json.dumps(res, indent=2))
+    else:
+        _ablate_tune_table(res["rows"], res["notes"], f"capshim tune ({res['test']})")
+    click.echo(f"tune: {res['out']}  ({res['elapsed_s']:.0f} s)", err=True)
+    if res["failed_runs"]:
+        sys.exit(1)
+
+
 # --- results store ---
 
 from capshim.db.cli import db_grp  # noqa: E402

@@ -158,6 +158,15 @@ def test_tinyllama_preset_has_tinyllama_shape():
             assert shape[-1] % 32 == 0
 
 
+def test_llama_8b_preset_has_llama3_8b_shape():
+    # Meta-Llama-3-8B has 8,030,261,248 parameters (its model card: "8B"; llama-bench prints 8.03 B).
+    p = model.PRESETS["llama-8b"]
+    assert sum(int(np.prod(shape)) for _, shape, _ in model._tensor_plan(p)) == 8030261248
+    for _, shape, typ in model._tensor_plan(p):
+        if typ not in ("F32", "F16"):
+            assert shape[-1] % 32 == 0
+
+
 def test_unknown_preset_names_the_known_ones(tmp_path):
     with pytest.raises(ValueError, match="unknown model preset 'huge'.*tiny"):
         model.ensure_model("huge", tmp_path)

@@ -122,6 +122,14 @@ PRESETS: dict[str, Preset] = {
         n_head=32, n_head_kv=4, n_ff=5632, n_ctx_train=2048, matrix_type="Q8_0",
         embd_type="Q8_0", output_type="Q8_0", chain_size=256,
     ),
+    # Llama 3 8B shape (meta-llama/Meta-Llama-3-8B config.json: vocab 128256,
+    # hidden 4096, 32 layers, 32 heads, 8 KV heads, FFN 14336, context 8192),
+    # Q4_0 weights, output.weight in Q8_0 (about 4.9 GB).
+    "llama-8b": Preset(
+        name="llama-8b", n_vocab=128256, n_embd=4096, n_layer=32, n_head=32,
+        n_head_kv=8, n_ff=14336, n_ctx_train=8192, matrix_type="Q4_0",
+        embd_type="Q4_0", output_type="Q8_0", chain_size=256,
+    ),
 }
 
 N_SPECIAL = 3  # <unk>, <s>, </s>

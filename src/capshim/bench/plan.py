@@ -28,7 +28,7 @@ from capshim.bench.arms import Arm
 from capshim.bench.runner import BenchResult, Workload, llama_bench_workload, run_bench
 from capshim.errors import CapshimError, UsageError
 
-MODEL_PRESETS = ("tiny", "tinyllama-1.1b")
+MODEL_PRESETS = ("tiny", "tinyllama-1.1b", "llama-8b")
 #: (processes per arm, timed repetitions per process) of the built-in workload: on a GPU, on a CPU device.
 GPU_DEFAULT = (10, 5)
 CPU_DEFAULT = (3, 3)

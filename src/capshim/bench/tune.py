@@ -1,0 +1,247 @@
+"""``capshim tune``: search the answers that are safe on this device for the fastest correct arm.
+
+Safe means never above what the device has: every candidate is an app-role
+``lower`` profile built from the device's stock probe (a feature can only be
+turned off when the device has it on, an extension only hidden when the
+device has it, a size only lowered). The dimensions (:func:`dimensions`):
+
+* ``shmem``: ``maxComputeSharedMemorySize`` at the stock value, 3/4 and 1/2 of
+  it (rounded down to 4 KiB, not below 16 KiB);
+* ``fp16``, ``bf16``, ``intdot`` (the ``*Accelerated`` properties),
+  ``subgroup-size-control``: on (stock) or off;
+* ``coopmat``: cooperative matrix visibility: stock (KHR and NV coopmat2 as
+  the device has them), ``coopmat1`` (NV coopmat2 hidden), ``none`` (both hidden).
+
+Search: successive halving (Jamieson and Talwalkar 2016) over the bench's own
+statistics. Stage 0 benches ``native`` and every candidate with ``r`` runs; each
+later stage keeps the better half (by median ratio to native, among arms that
+pass the correctness gate: state not failed, inert, invalid or wrong-output)
+and doubles the runs, until at most two are kept. The better of those is
+confirmed against native in a final interleaved bench. Every stage is its own evidence
+bundle; ``tune.json`` lists every candidate's result in every stage.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import random
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from capshim.bench import ablate
+from capshim.errors import UsageError
+from capshim.profiles.catalog import KEYS
+
+#: The A/A arm of the confirmation bench (the bench's identity arm: the app layer active,
+#: answering exactly the stock values); None leaves it out.
+AA_ARM: str | None = "aa=identity"
+
+CPU_DEFAULTS = {"repetitions": 2, "warmup": 0, "n_prompt": 64, "n_gen": 16, "confirm": 2, "budget": 4}
+#: GPU defaults sized for one command under 10 minutes on the H200 with tinyllama-1.1b:
+#: 8 candidates (every single change there), stages of 9 x 3 and 5 x 5 processes, confirmation 3 x 11.
+GPU_DEFAULTS = {"repetitions": 2, "warmup": 1, "n_prompt": 512, "n_gen": 128, "confirm": 10, "budget": 8}
+MIN_SHMEM = 16384
+SHMEM_STEP = 4096
+
+
+@dataclass
+class Option:
+    """One value of one dimension: a label and the lower-profile entries it needs (empty: stock)."""
+
+    label: str
+    caps: dict = field(default_factory=dict)
+    exts: dict = field(default_factory=dict)
+
+
+def dimensions(stock: dict) -> dict[str, list[Option]]:
+    """The search space on this device (from a stock probe); option 0 of each dimension is stock.
+
+    Dimensions the device gives no choice in (e.g. no fp16, no coopmat) are left out.
+    """
+    caps, exts = stock.get("capabilities") or {}, stock.get("extensions") or {}
+    dims: dict[str, list[Option]] = {}
+    s = caps.get("maxComputeSharedMemorySize")
+    if isinstance(s, int):
+        sizes = []
+        for num, den in ((3, 4), (1, 2)):
+            v = s * num // den // SHMEM_STEP * SHMEM_STEP
+            if MIN_SHMEM <= v < s and v not in sizes:
+                sizes.append(v)
+        if sizes:
+            dims["shmem"] = [Option(str(s))] + [Option(str(v), {"maxComputeSharedMemorySize": v}) for v in sizes]
+
+    def off(keys, ext_names=()):
+        c = {k: False for k in keys if caps.get(k) is True}
+        e = {x: False for x in ext_names if x in exts}
+        return Option("off", c, e) if c or e else None
+
+    for name, keys, ext_names in (
+        ("fp16", ["shaderFloat16"], ()),
+        ("bf16", ["shaderBFloat16Type", "shaderBFloat16DotProduct", "shaderBFloat16CooperativeMatrix"],
+         ["VK_KHR_shader_bfloat16"]),
+        ("intdot", [k for k in KEYS["vulkan"] if k.startswith("integerDotProduct")], ()),
+        ("subgroup-size-control", ["subgroupSizeControl"], ()),
+    ):
+        o = off(keys, ext_names)
+        if o:
+            dims[name] = [Option("on"), o]
+    nv2 = [k for k in ablate.GROUPS["coopmat"]["caps"] if k.startswith("cooperativeMatrix")
+           and k not in ("cooperativeMatrix", "cooperativeMatrixRobustBufferAccess")]
+    if "VK_KHR_cooperative_matrix" in exts:
+        opts = [Option("stock")]
+        if "VK_NV_cooperative_matrix2" in exts:
+            o = off(nv2, ["VK_NV_cooperative_matrix2"])
+            opts.append(Option("coopmat1", o.caps, o.exts))
+        o = off(["cooperativeMatrix", "cooperativeMatrixRobustBufferAccess", *nv2],
+                ["VK_KHR_cooperative_matrix", "VK_NV_cooperative_matrix2"])
+        opts.append(Option("none", o.caps, o.exts))
+        dims["coopmat"] = opts
+    return dims
+
+
+def candidates(dims: dict[str, list[Option]], budget: int, seed: int) -> list[dict[str, int]]:
+    """Up to ``budget`` candidates (dimension -> option index; never all stock), seeded.
+
+    Every single-dimension change comes first (a seeded sample of them when
+    there are more than ``budget``), then seeded random combinations.
+    """
+    rng = random.Random(seed)
+    singles = [{d: i} for d, opts in dims.items() for i in range(1, len(opts))]
+    if len(singles) >= budget:
+        picked = sorted(rng.sample(range(len(singles)), budget))
+        return [{**{d: 0 for d in dims}, **singles[i]} for i in picked]
+    out = [{**{d: 0 for d in dims}, **s} for s in singles]
+    seen = {tuple(sorted(c.items())) for c in out}
+    total = math.prod(len(o) for o in dims.values()) - 1
+    while len(out) < min(budget, total):
+        c = {d: rng.randrange(len(opts)) for d, opts in dims.items()}
+        key = tuple(sorted(c.items()))
+        if key in seen or not any(c.values()):
+            continue
+        seen.add(key)
+        out.append(c)
+    return out
+
+
+def describe(dims: dict[str, list[Option]], cand: dict[str, int]) -> str:
+    """``shmem=24576, fp16=off`` (only the dimensions that differ from stock)."""
+    return ", ".join(f"{d}={dims[d][i].label}" for d, i in cand.items() if i) or "stock"
+
+
+def write_candidate(dims: dict[str, list[Option]], cand: dict[str, int], path: Path, name: str, device: str):
+    """Write a candidate's lower profile (TOML, via :func:`capshim.bench.ablate.write_profile`)."""
+    caps = {k: v for d, i in cand.items() for k, v in dims[d][i].caps.items()}
+    exts = {k: v for d, i in cand.items() for k, v in dims[d][i].exts.items()}
+    return ablate.write_profile(path, ablate.profile_data(
+        name, "lower", f"capshim tune on {device}: {describe(dims, cand)}", caps, exts))
+
+
+def _ratio_json(r: ablate.Ratio) -> dict:
+    """A Ratio for tune.json: ``{"ratio": float|None, "ci95": [lo, hi]|None, "state": str}`` (no NaN)."""
+    return {"ratio": None if math.isnan(r.value) else r.value,
+            "ci95": [r.lo, r.hi] if r.lo is not None else None, "state": r.state}
+
+
+def halve(names: list[str], rs: dict[str, ablate.Ratio]) -> list[str]:
+    """The better half (rounded up) of ``names`` by median ratio, among those that pass the gate."""
+    ok = sorted((n for n in names if rs[n].ok), key=lambda n: -rs[n].value)
+    return ok[:max(1, math.ceil(len(ok) / 2))] if ok else []
+
+
+def tune(out: Path | None = None, budget: int | None = None, model: str | None = None,
+         repetitions: int | None = None, confirm_runs: int | None = None, warmup: int | None = None,
+         n_prompt: int | None = None, n_gen: int | None = None, test: str | None = None, seed: int = 1,
+         timeout: float = 900.0) -> dict:
+    """Search, confirm, and write ``tuned.toml`` and ``tune.json`` into ``out``; return tune.json's content.
+
+    Files: ``candidates/cNN.toml``, ``stage-N/`` (one evidence bundle per
+    stage), ``confirm/`` (native vs the winner), ``tune.md``, ``tune.json``,
+    ``tuned.toml`` (the winner's profile, when one passed the gate).
+
+    Raises:
+        UsageError: a non-empty ``out``; nothing to tune on this device.
+        CapshimError: no Vulkan driver; a bench was interrupted.
+    """
+    t0 = time.monotonic()
+    out = Path(out) if out else Path(f"capshim-tune-{time.strftime('%Y%m%d-%H%M%S')}")
+    if out.exists() and any(out.iterdir()):
+        raise UsageError(f"--out {out}: folder exists and is not empty")
+    stock, device = ablate.stock_probe()
+    d = CPU_DEFAULTS if ablate.is_cpu(device) else GPU_DEFAULTS
+    dims = dimensions(stock)
+    if not dims:
+        raise UsageError(f"{device['name']}: no capability this device has can be lowered; nothing to tune")
+    cands = candidates(dims, budget or d["budget"], seed)
+    names = {f"c{i + 1:02d}": c for i, c in enumerate(cands)}
+    specs = {}
+    for n, c in names.items():
+        p = out / "candidates" / f"{n}.toml"
+        write_candidate(dims, c, p, f"tune-{n}", device["name"])
+        specs[n] = f"{n}=profile:{p}"
+    bench = dict(warmup=d["warmup"] if warmup is None else warmup, model=model,
+                 n_prompt=n_prompt or d["n_prompt"], n_gen=n_gen or d["n_gen"], timeout=timeout)
+    results: dict[str, list[dict]] = {n: [] for n in names}
+    last: dict[str, ablate.Ratio] = {}
+    stages = []
+    alive, r, stage, t = list(names), repetitions or d["repetitions"], 0, None
+    failed_runs = 0
+    while True:
+        m = ablate.run_arms(["native=", *(specs[n] for n in alive)], out / f"stage-{stage}", repetitions=r, **bench)
+        # a candidate's failed runs are a result (it fails the gate); native's are a failed bench
+        failed_runs += sum(1 for run in m.summary["arms"]["native"]["runs"] if ablate.run_failed(run))
+        t = ablate.main_test(m.summary, test)
+        rs = ablate.ratios(m.summary, t)
+        for n in alive:
+            last[n] = rs[n]
+            results[n].append({"stage": stage, "runs": r, **_ratio_json(rs[n]), "gate": rs[n].ok})
+        kept = halve(alive, rs)
+        stages.append({"stage": stage, "runs": r, "bundle": str(m.bundle), "arms": alive, "kept": kept})
+        if len(kept) <= 2:  # the confirmation bench decides between the last two
+            best = kept[0] if kept else None
+            break
+        alive, r, stage = kept, r * 2, stage + 1
+    confirm = None
+    tuned_path = None
+    if best is not None:
+        tuned_path = out / "tuned.toml"
+        write_candidate(dims, names[best], tuned_path, "tuned", device["name"])
+        arm_specs = ["native=", f"tuned=profile:{tuned_path}"] + ([AA_ARM] if AA_ARM else [])
+        m = ablate.run_arms(arm_specs, out / "confirm", repetitions=confirm_runs or d["confirm"], **bench)
+        failed_runs += m.failed_runs
+        rcs = ablate.ratios(m.summary, ablate.main_test(m.summary, test))
+        rc = rcs["tuned"]
+        aa = rcs.get(AA_ARM.split("=", 1)[0]) if AA_ARM else None
+        verdict = ("faster than native (the whole interval above 1.00x)" if rc.ok and rc.lo is not None
+                   and rc.lo > 1.0 else "not shown faster than native")
+        confirm = {"bundle": str(m.bundle), **_ratio_json(rc), "verdict": verdict,
+                   "aa": None if aa is None else _ratio_json(aa)}
+    rows = []
+    for n, c in names.items():
+        rows.append({"candidate": n, "answers": describe(dims, c), "stages": len(results[n]),
+                     f"{t} vs native (last stage)": ablate.fmt_ratio(last[n]),
+                     "state": last[n].state, "winner": "yes" if n == best else ""})
+    notes = [f"search: successive halving, {len(names)} candidates (seed {seed}), stages: "
+             + "; ".join(f"{s['stage']}: {len(s['arms'])} arms x {s['runs']} runs" for s in stages)]
+    if confirm:
+        notes.append(f"confirmation ({out / 'confirm'}): tuned {best} ({describe(dims, names[best])}) "
+                     f"{ablate.fmt_ratio(rc)} of native: {confirm['verdict']}; profile {tuned_path}")
+        if aa is not None:
+            notes.append(f"A/A arm (app layer active, stock answers): {ablate.fmt_ratio(aa)} of native: "
+                         "the harness's and the shim's own bias")
+    else:
+        notes.append("no candidate passed the correctness gate; no profile written")
+    if ablate.is_cpu(device):
+        notes.append(ablate.CPU_NOTE)
+    (out / "tune.md").write_text(f"# capshim tune — {device['name']}\n\n" + ablate.markdown(rows, notes),
+                                 encoding="utf-8")
+    result = {"schema": "capshim-tune/1", "out": str(out), "device": device, "cpu_device": ablate.is_cpu(device), "test": t,
+              "seed": seed, "dimensions": {k: [o.label for o in v] for k, v in dims.items()},
+              "candidates": {n: {"answers": describe(dims, c), "profile": str(out / "candidates" / f"{n}.toml"),
+                                 "results": results[n]} for n, c in names.items()},
+              "stages": stages, "winner": best, "confirm": confirm,
+              "tuned_profile": str(tuned_path) if tuned_path else None, "rows": rows, "notes": notes,
+              "failed_runs": failed_runs, "elapsed_s": round(time.monotonic() - t0, 1)}
+    (out / "tune.json").write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
+    return result
