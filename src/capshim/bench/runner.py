@@ -320,15 +320,15 @@ def run_bench(arms: list[Arm], workload: Workload, baseline: str, out: Path, rep
 
 
 def _model_sha(model: Path | None) -> str | None:
+    """The model's SHA-256 through the one sidecar cache (:func:`capshim.paths.cached_sha256`)."""
     if model is None:
         return None
-    side = model.with_name(model.name + ".sha256")
+    from capshim import paths
+
     try:
-        if side.is_file() and side.stat().st_mtime >= model.stat().st_mtime:
-            return side.read_text().split()[0]
-    except OSError:
-        pass
-    return sha256_file(model)
+        return paths.cached_sha256(model)
+    except OSError as exc:
+        raise CapshimError(f"model {model}: cannot read to hash: {exc.strerror or exc}") from None
 
 
 def _shim_hashes(arms: list[Arm]) -> dict:
