@@ -273,8 +273,10 @@ def verified_sums(root: Path, names: list[str]) -> list[str]:
     return list(_VERIFIED[key])
 
 
-def read_limited(path: str | Path, limit: int) -> bytes:
+def read_limited(path: str | Path, limit: int, *, truncate: bool = False) -> bytes:
     """Read at most ``limit`` bytes of a regular file, without blocking on a FIFO.
+
+    With ``truncate`` a longer file gives its first ``limit`` bytes instead of an error.
 
     The file is opened with ``O_NONBLOCK`` and checked with ``fstat`` before
     any read, so a FIFO, a device (``/dev/zero``, ``/dev/full``) or a folder is
@@ -298,6 +300,8 @@ def read_limited(path: str | Path, limit: int) -> bytes:
             chunks.append(block)
             total += len(block)
             if total > limit:
+                if truncate:
+                    return b"".join(chunks)[:limit]
                 raise OSError(errno.EFBIG, f"larger than {limit} bytes", str(path))
         return b"".join(chunks)
     finally:

@@ -71,19 +71,43 @@ class ShimState:
         return {"state": self.state, "reason": self.reason, "changes": self.changes}
 
 
+MAX_STATUS_BYTES = 64 << 20
+"""Bytes of a status file that are read (the shims write lines of well under 4 KiB; a run writes a few KiB)."""
+MAX_LINE_BYTES = 64 << 10
+"""A longer line is counted as a bad line without being decoded."""
+
+
 def read(path: Path | str) -> StatusReport:
-    """Parse a status file; a missing file is an empty report (nothing loaded)."""
+    """Parse a status file; a missing file is an empty report (nothing loaded).
+
+    Bounded: only a regular file is read (a FIFO or device is refused at once
+    by :func:`capshim.paths.read_limited`), at most :data:`MAX_STATUS_BYTES`
+    of it; lines longer than :data:`MAX_LINE_BYTES`, deeper than Python's JSON
+    recursion allows, or not a JSON object are listed in ``bad_lines``.
+
+    Raises:
+        CapshimError: the path is not a regular file or cannot be read (names it; exit 2).
+    """
+    from capshim import paths
+    from capshim.errors import CapshimError
+
     report = StatusReport()
     try:
-        text = Path(path).read_text(encoding="utf-8", errors="replace")
+        data = paths.read_limited(path, MAX_STATUS_BYTES, truncate=True)
     except FileNotFoundError:
         return report
+    except OSError as exc:
+        raise CapshimError(f"status file {path}: {exc.strerror or exc}") from None
+    text = data.decode("utf-8", errors="replace")
     for n, line in enumerate(text.splitlines(), 1):
         if not line.strip():
             continue
+        if len(line) > MAX_LINE_BYTES:
+            report.bad_lines.append(n)
+            continue
         try:
             ev = json.loads(line)
-        except ValueError:
+        except (ValueError, RecursionError):
             report.bad_lines.append(n)
             continue
         if isinstance(ev, dict):

@@ -195,6 +195,8 @@ def explain_arm(name: str, arm: dict) -> str:
 
 def execute(plan: Plan, out: Path, warmup: int = 1, timeout: float = 900.0) -> BenchResult:
     """Run a Plan (see :func:`capshim.bench.runner.run_bench`)."""
+    if out.exists() and not out.is_dir():
+        raise UsageError(f"--out {out}: exists and is not a folder")
     if out.exists() and any(out.iterdir()):
         raise UsageError(f"--out {out}: folder exists and is not empty")
     return run_bench(plan.arms, plan.workload, plan.baseline, out, repetitions=plan.repetitions, warmup=warmup,

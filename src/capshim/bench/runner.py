@@ -66,8 +66,9 @@ def llama_bench_workload(argv: list[str], check_output: bool = False) -> Workloa
     if not argv:
         raise CapshimError("no workload command after --")
     exe = shutil.which(argv[0]) if "/" not in argv[0] else argv[0]
-    if exe is None or not os.access(exe, os.X_OK):
-        raise CapshimError(f"workload '{argv[0]}': not found or not executable")
+    if exe is None or not os.access(exe, os.X_OK) or os.path.isdir(exe):
+        raise CapshimError(f"workload '{argv[0]}': not found or not executable"
+                           + (" (it is a folder)" if exe and os.path.isdir(exe) else ""))
     argv = list(argv)
     if "llama-bench" in Path(argv[0]).name and "-o" not in argv and "--output" not in argv:
         argv += ["-o", "json"]
@@ -124,16 +125,23 @@ def _run_one(bundle: Bundle, arm: Arm, n: int, workload: Workload, timeout: floa
              record: bool = True) -> RunResult:
     run_dir = work / f"{arm.name}-{n}{'' if record else '-warmup'}"
     status_file = bundle.status_file(arm.name, n) if record else run_dir / "status.jsonl"
-    lc = launch.prepare(workload.argv, arm.profile, arm.simulate, run_dir=run_dir, status_file=status_file)
+    t0 = time.monotonic()
+    try:
+        lc = launch.prepare(workload.argv, arm.profile, arm.simulate, run_dir=run_dir, status_file=status_file)
+    except launch.UsageError as exc:  # the workload vanished or changed since the bench started
+        return _not_started(bundle, arm, n, record, t0, str(exc), workload.argv)
     env = lc.env()
     env.update(workload.env)
     out_path = bundle.raw_json(arm.name, n) if record else run_dir / "stdout.json"
     err_path = bundle.raw_stderr(arm.name, n) if record else run_dir / "stderr.txt"
-    t0 = time.monotonic()
     timed_out = False
     with open(out_path, "wb") as out, open(err_path, "wb") as err:
-        proc = subprocess.Popen(lc.exec_argv, env=env, stdout=out, stderr=err, stdin=subprocess.DEVNULL,
-                                start_new_session=True)
+        try:
+            proc = subprocess.Popen(lc.exec_argv, env=env, stdout=out, stderr=err, stdin=subprocess.DEVNULL,
+                                    start_new_session=True)
+        except OSError as exc:  # missing interpreter, not an executable format, a folder, deleted
+            return _not_started(bundle, arm, n, record, t0, launch.exec_failure(workload.argv[0], exc),
+                                lc.exec_argv, lc.env_delta)
         try:
             rc = proc.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
@@ -178,6 +186,15 @@ def _run_one(bundle: Bundle, arm: Arm, n: int, workload: Workload, timeout: floa
     states = {name: s.to_dict() for name, s in lc.states().items()}
     return RunResult(arm.name, n, exit_code, sig, timed_out, seconds, records, attest.parse_path(stderr), states,
                      tokens, error, lc.exec_argv, {**lc.env_delta, **workload.env})
+
+
+def _not_started(bundle: Bundle, arm: Arm, n: int, record: bool, t0: float, reason: str, argv: list[str],
+                 env_delta: dict | None = None) -> RunResult:
+    """A run whose command could not be started: recorded as a failed run with the reason."""
+    if record:
+        bundle.write_run(arm.name, n, stdout=b"", stderr=f"capshim: {reason}\n")
+    return RunResult(arm.name, n, None, None, False, time.monotonic() - t0, [], {}, {}, None,
+                     f"not started: {reason}", list(argv), dict(env_delta or {}))
 
 
 def _kill(proc: subprocess.Popen) -> None:
@@ -275,6 +292,7 @@ def run_bench(arms: list[Arm], workload: Workload, baseline: str, out: Path, rep
     results: dict[str, list[RunResult]] = {a.name: [] for a in arms}
     interrupted = False
     interrupted_by = None
+    aborted = None
     total = len(arms) * (warmup + repetitions)
     work = Path(tempfile.mkdtemp(prefix="capshim-bench-"))
     def on_term(signum, frame):
@@ -311,11 +329,20 @@ def run_bench(arms: list[Arm], workload: Workload, baseline: str, out: Path, rep
         how = exc.result.signal if isinstance(exc, Interrupted) else getattr(exc, "signal_name", "SIGINT")
         interrupted_by = how
         console.print(f"[red]interrupted ({how}): writing the bundle of the runs that finished[/]")
+    except Exception as exc:  # noqa: BLE001 - whatever broke, the finished runs are sealed below
+        interrupted = True
+        aborted = f"{type(exc).__name__}: {exc}"
+        console.print(f"[red]bench stopped by an error ({aborted}): writing the bundle of the runs that finished[/]")
     finally:
         signal.signal(signal.SIGTERM, old_term)
         shutil.rmtree(work, ignore_errors=True)
+    if aborted:
+        bundle.metadata["aborted"] = aborted
     result = _finish(bundle, arms, results, workload, baseline, host_arm, host, reference_arm, interrupted)
     result.interrupted_by = interrupted_by
+    if aborted:
+        raise CapshimError(f"bench stopped by an error ({aborted}); the finished runs are sealed in {bundle.root}",
+                           exit_code=1)
     return result
 
 
