@@ -111,8 +111,9 @@ def build(force: bool = False) -> VulkanBuild:
     # The manifest layout is part of the build: bump it when _manifest or the folders change.
     final = nb.build_dir("vulkan", [src / s for s in SOURCES], [*cmds.values(), ["manifest-layout", "4"]])
     result = VulkanBuild(final, final / LIBRARY, final / PROBE, final / "fuzz_config")
-    if final.is_dir() and not force and result.library.is_file() and result.probe.is_file():
+    if not force and nb.cached_ok(final, [LIBRARY, PROBE]):
         return result
+    force = force or final.is_dir()  # a corrupted cached build is replaced
     if not Path("/usr/include/vulkan/vulkan.h").is_file() and not os.environ.get("CPATH"):
         raise CapshimError("Vulkan headers not found (/usr/include/vulkan/vulkan.h): "
                            "install libvulkan-dev (./setup.sh does)")

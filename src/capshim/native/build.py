@@ -61,3 +61,23 @@ def run_compiler(cmd: list[str], cwd: Path | None = None) -> None:
 
 publish = paths.publish_dir
 new_tmp = paths.new_tmp_dir
+
+
+def cached_ok(folder: Path, names: list[str]) -> bool:
+    """Whether a cached build folder holds ``names`` and they match its SHA256SUMS.
+
+    Cheap before every use: the hashes are computed once per change of size or
+    mtime (:func:`capshim.paths.verified_sums`). A mismatch (a corrupted or
+    edited cached library, which would otherwise crash the application with
+    SIGBUS and look like a layer that "never loaded") is said on stderr, and
+    the caller rebuilds.
+    """
+    import sys
+
+    if not folder.is_dir() or not all((folder / n).is_file() for n in names):
+        return False
+    problems = paths.verified_sums(folder, names)
+    if problems:
+        print(f"capshim: cached build {folder} does not match its SHA256SUMS ({'; '.join(problems)}); "
+              "rebuilding", file=sys.stderr)
+    return not problems
