@@ -160,8 +160,8 @@ def _run_one(bundle: Bundle, arm: Arm, n: int, workload: Workload, timeout: floa
     seconds = time.monotonic() - t0
     sig = signal.Signals(-rc).name if rc < 0 and -rc in signal.Signals._value2member_map_ else None
     exit_code = rc if rc >= 0 else None
-    stdout = out_path.read_text(encoding="utf-8", errors="replace")
-    stderr = err_path.read_text(encoding="utf-8", errors="replace")
+    stdout = _read_output(out_path)
+    stderr = _read_output(err_path)
     records: list[dict] = []
     error = None
     tokens = None
@@ -186,6 +186,14 @@ def _run_one(bundle: Bundle, arm: Arm, n: int, workload: Workload, timeout: floa
     states = {name: s.to_dict() for name, s in lc.states().items()}
     return RunResult(arm.name, n, exit_code, sig, timed_out, seconds, records, attest.parse_path(stderr), states,
                      tokens, error, lc.exec_argv, {**lc.env_delta, **workload.env})
+
+
+def _read_output(path: Path) -> str:
+    """A run's stdout or stderr as text, at most llamabench.MAX_OUTPUT_BYTES (+1 so too much is seen)."""
+    from capshim import paths
+
+    data = paths.read_limited(path, llamabench.MAX_OUTPUT_BYTES + 1, truncate=True)
+    return data.decode("utf-8", errors="replace")
 
 
 def _not_started(bundle: Bundle, arm: Arm, n: int, record: bool, t0: float, reason: str, argv: list[str],
