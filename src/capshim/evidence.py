@@ -470,8 +470,9 @@ def verify(root: str | Path) -> list[str]:
         ``"<entry>: is a link ..."``, ``"<entry>: is not a regular file or
         folder"``, ``"<file>: resolves outside the bundle"``,
         ``"SHA256SUMS: line N is malformed"`` or ``"... names a path outside
-        the folder"``, or ``"SHA256SUMS: missing"``. An empty list means every
-        file matches.
+        the folder"``, ``"metadata.json: $.path: ..."`` (its shape, see
+        :data:`capshim.jsonread.METADATA_SCHEMA`), or ``"SHA256SUMS:
+        missing"``. An empty list means every file matches.
     """
     p = Path(root)
     if not p.is_dir():
@@ -504,4 +505,11 @@ def verify(root: str | Path) -> list[str]:
     for rel in _bundle_files(p):
         if rel not in listed:
             problems.append(f"{rel}: not listed in {SUMS_NAME}")
+    if "metadata.json" in listed and not any(x.startswith("metadata.json:") for x in problems):
+        from capshim import jsonread
+
+        try:
+            jsonread.load_metadata(p)
+        except jsonread.JsonShapeError as exc:
+            problems.append("metadata.json:" + str(exc).split("metadata.json:", 1)[-1])
     return list(dict.fromkeys(problems))
