@@ -338,27 +338,25 @@ def restore_profile(stock: dict, simulate: Profile, name: str | None = None) -> 
         stock: a :func:`probe` result without layers.
         simulate: the device-role profile.
     """
-    caps, exts = [], []
+    import tomli_w  # a TOML writer: a device name with a quote or backslash stays one string
+
+    caps: dict = {}
+    exts: dict = {}
     kinds = profiles.catalog.VULKAN_KEYS
     for key in simulate.capabilities:
         val = stock["capabilities"].get(key)
         if val is None or (kinds[key] == "bool" and val is not True):
             continue
-        if kinds[key] == "bool":
-            caps.append(f"{key} = true")
-        elif kinds[key] == "version":
-            caps.append(f'{key} = "{val}"')
-        else:
-            caps.append(f"{key} = {int(val)}")
+        caps[key] = True if kinds[key] == "bool" else str(val) if kinds[key] == "version" else int(val)
     for ext in simulate.extensions:
         if ext in stock["extensions"]:
-            exts.append(f"{ext} = {int(stock['extensions'][ext])}")
+            exts[ext] = int(stock["extensions"][ext])
     pname = name or f"unlock-{simulate.name}"
-    text = "\n".join([
-        f'name = "{pname}"', 'api = "vulkan"', 'direction = "raise"', "version = 1",
-        f'description = "Restore over {simulate.name} the stock answers of {stock["device"]["name"]}"',
-        "", "[capabilities]", *caps, "", "[extensions]", *exts, "",
-    ])
+    text = tomli_w.dumps({
+        "name": pname, "api": "vulkan", "direction": "raise", "version": 1,
+        "description": f"Restore over {simulate.name} the stock answers of "
+                       + " ".join(str(stock["device"]["name"]).split()),  # one line, whatever the driver says
+        "capabilities": caps, "extensions": exts})
     return profiles.parse(text, f"generated:{pname}")
 
 

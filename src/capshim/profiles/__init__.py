@@ -327,23 +327,17 @@ def load(ref: str | Path) -> Profile:
 
 
 def to_toml(profile: Profile) -> str:
-    """Write a profile back as TOML text (used for generated profiles)."""
-    lines = [f'name = "{profile.name}"', f'api = "{profile.api}"',
-             f'direction = "{profile.direction}"', f"version = {profile.version}",
-             f'description = "{profile.description}"', "", "[capabilities]"]
+    """Write a profile back as TOML text (used for generated profiles), with the tomli-w writer."""
+    import tomli_w
+
     kinds = KEYS[profile.api]
+    caps = {}
     for key, value in profile.capabilities.items():
         kind = kinds[key]
-        if kind == "bool":
-            lines.append(f"{key} = {'true' if value else 'false'}")
-        elif kind == "families":
-            lines.append(f"{key} = [{', '.join(str(v) for v in value)}]")
-        elif kind == "version":
-            lines.append(f'{key} = "{format_version(value)}"')
-        else:
-            lines.append(f"{key} = {value}")
+        caps[key] = (bool(value) if kind == "bool" else [int(v) for v in value] if kind == "families"
+                     else format_version(value) if kind == "version" else value)
+    doc = {"name": profile.name, "api": profile.api, "direction": profile.direction, "version": profile.version,
+           "description": profile.description, "capabilities": caps}
     if profile.extensions:
-        lines += ["", "[extensions]"]
-        for name, spec in profile.extensions.items():
-            lines.append(f"{name} = {spec if spec else 'false'}")
-    return "\n".join(lines) + "\n"
+        doc["extensions"] = {name: (spec if spec else False) for name, spec in profile.extensions.items()}
+    return tomli_w.dumps(doc)
