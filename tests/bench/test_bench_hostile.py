@@ -113,3 +113,12 @@ def test_two_benches_in_the_same_second_without_out(tmp_path):
     assert [p.returncode for p in procs] == [0, 0], outs
     bundles = sorted(tmp_path.glob("capshim-bench-*"))
     assert len(bundles) == 2 and all(evidence.verify(b) == [] for b in bundles)
+
+
+def test_skipped_output_check_says_so(tmp_path):
+    w = _w(tmp_path, f"echo '{ROW}'")
+    r = _bench(tmp_path, "-r", "1", "--check-output", "--", str(w))
+    summary = _sealed(tmp_path, r)
+    assert r.returncode == 0
+    assert "output check skipped for arm b: reference arm a produced no token ids" in r.stderr
+    assert summary["arms"]["b"]["output_check"] == "not checked: reference arm a produced no token ids"

@@ -404,7 +404,10 @@ def _finish(bundle: Bundle, arms: list[Arm], results: dict[str, list[RunResult]]
             toks = [r.token_ids for r in results[arm.name] if r.token_ids is not None]
             info = arm_info[arm.name]
             if ref_tokens is None or not toks:
-                info["output_check"] = "not checked (no token ids)"
+                whose = f"reference arm {ref}" if ref_tokens is None else f"arm {arm.name}"
+                info["output_check"] = f"not checked: {whose} produced no token ids"
+                print(f"capshim: output check skipped for arm {arm.name}: {whose} produced no token ids "
+                      "(no run finished with generated tokens)", file=sys.stderr)
                 continue
             same = all(t == ref_tokens for t in toks)
             info["output_check"] = f"same tokens as {ref}" if same else f"tokens differ from {ref}"
