@@ -1,4 +1,4 @@
-"""Errors with the exit codes of DESIGN.md section 3.
+"""Errors with the exit codes of docs/contracts.md ("Exit codes").
 
 Exit codes: 0 success; 1 the workload failed; 2 bad usage or an invalid
 profile; 3 ``--strict`` and a shim stayed inert; 4 capshim could not write its

@@ -1,6 +1,6 @@
 """Evidence bundles: write them as a bench runs, finalize them, verify them.
 
-Layout (DESIGN.md section 3), one folder per bench run::
+Layout (docs/evidence.md), one folder per bench run::
 
     metadata.json            host, OS, tool versions, SHA-256 of workload binary,
                              model, shim libraries, profiles; commands and

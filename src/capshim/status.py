@@ -1,7 +1,7 @@
 """Read the shims' status files and classify each shim as active, inert, invalid or absent.
 
 The native shims append one JSON object per line to ``CAPSHIM_STATUS_FILE``
-(DESIGN.md section 3). Events (all carry ``shim``, ``pid``; Vulkan ones also
+(docs/contracts.md). Events (all carry ``shim``, ``pid``; Vulkan ones also
 ``layer``):
 
     loaded      the shim was loaded into a process

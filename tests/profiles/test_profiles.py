@@ -132,3 +132,19 @@ def test_generated_profiles_survive_quotes_and_backslashes():
     assert p.extensions["VK_KHR_cooperative_matrix"] == 2
     q = profiles.parse(profiles.to_toml(p), "rt.toml")
     assert q.description == p.description and q.capabilities == p.capabilities
+
+
+@pytest.mark.parametrize("target", ["/dev/zero", "fifo", "big"])
+def test_profile_check_is_bounded(tmp_path, target):
+    """`profile check /dev/zero` grew memory without end; a FIFO would block."""
+    import os
+
+    if target == "fifo":
+        target = str(tmp_path / "f")
+        os.mkfifo(target)
+    elif target == "big":
+        target = str(tmp_path / "big.toml")
+        with open(target, "w") as fh:
+            fh.write("#" * (profiles.MAX_PROFILE_BYTES + 1))
+    with pytest.raises(profiles.ProfileError, match="cannot read"):
+        profiles.load(target)

@@ -7,7 +7,7 @@ object per line. Each row holds the configuration (``n_prompt``, ``n_gen``,
 ``n_depth`` ...), ``avg_ts``/``stddev_ts`` and the per-repetition
 ``samples_ns`` and ``samples_ts`` (tokens per second). capshim always uses
 ``samples_ts`` (one value per repetition), never ``avg_ts``: the published
-figures are medians of samples (DESIGN.md section 1).
+figures are medians of samples (docs/contracts.md, "Published figures").
 
 Stdout may carry other lines (backend init lines when a library prints to
 stdout, a UTF-8 byte-order mark, blank lines): every JSON value that starts at

@@ -110,7 +110,7 @@ PRESETS: dict[str, Preset] = {
         output_type="F16",
     ),
     # TinyLlama 1.1B shape (TinyLlama/TinyLlama-1.1B config.json), Q4_0 like the
-    # DESIGN.md section 4 H200 measurements; output.weight in Q8_0.
+    # docs/contracts.md "Reference facts: Vulkan and llama.cpp" H200 measurements; output.weight in Q8_0.
     "tinyllama-1.1b": Preset(
         name="tinyllama-1.1b", n_vocab=32000, n_embd=2048, n_layer=22, n_head=32,
         n_head_kv=4, n_ff=5632, n_ctx_train=2048, matrix_type="Q4_0",

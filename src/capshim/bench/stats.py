@@ -1,6 +1,6 @@
 """Statistics for A/B benchmark samples (tok/s).
 
-Method (DESIGN.md section 1, following the seed): the figure of an arm and a
+Method (docs/contracts.md, "Published figures", following the seed): the figure of an arm and a
 test is the median of all its per-repetition samples (llama-bench
 ``samples_ts``), pooled over runs. Ratios are ratios of medians. Their 95%
 interval is a percentile bootstrap (``scipy.stats.bootstrap``, both sample

@@ -302,6 +302,10 @@ def builtin_names() -> list[str]:
     return sorted(p.name[:-5] for p in _builtin_dir().iterdir() if p.name.endswith(".toml"))
 
 
+MAX_PROFILE_BYTES = 1 << 20
+"""The largest profile file read (a profile is a few hundred bytes)."""
+
+
 def load(ref: str | Path) -> Profile:
     """Load a profile by built-in name or by file path.
 
@@ -314,8 +318,10 @@ def load(ref: str | Path) -> Profile:
     ref_s = str(ref)
     path = Path(ref_s)
     if path.is_file() or "/" in ref_s or ref_s.endswith(".toml"):
-        try:
-            text = path.read_text(encoding="utf-8")
+        from capshim import paths
+
+        try:  # bounded, regular files only: /dev/zero or a FIFO is refused at once
+            text = paths.read_limited(path, MAX_PROFILE_BYTES).decode("utf-8")
         except (OSError, UnicodeDecodeError) as exc:
             raise ProfileError(ref_s, None, None, f"cannot read: {exc.strerror if isinstance(exc, OSError) else exc}") from None
         return parse(text, ref_s)

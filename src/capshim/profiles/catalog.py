@@ -146,7 +146,7 @@ FLAG_NAMES: dict[str, dict[str, int]] = {
 # Metal: key -> kind. appleFamilyMax is the Apple family ceiling (1001..1999,
 # MTLGPUFamilyApple1 = 1001 ... Apple9 = 1009); forceFamilies names Common
 # (3xxx), Mac (2xxx) or Metal (5xxx) families answered true regardless, which
-# DESIGN.md section 1 warns against (MLX residency-set failure).
+# docs/contracts.md ("Published figures") warns against (MLX residency-set failure).
 METAL_KEYS: dict[str, str] = {
     "appleFamilyMax": "family",
     "maxThreadgroupMemoryLength": "u64",

@@ -4,7 +4,7 @@
  * Plain C11, no Objective-C and no allocation, so that it can be fuzzed on
  * its own (tests/native/metal/fuzz_config.c).
  *
- * Two spellings are accepted (DESIGN.md section 3):
+ * Two spellings are accepted (docs/contracts.md):
  *   capshim form  CAPSHIM_METAL_APPLE_FAMILY_MAX        1001..1999 (optional)
  *                 CAPSHIM_METAL_MAX_THREADGROUP_MEMORY  bytes (optional)
  *                 CAPSHIM_METAL_RECOMMENDED_WORKING_SET_SIZE bytes (optional)
