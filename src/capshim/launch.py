@@ -106,8 +106,9 @@ def prepare(argv: list[str], profile: Profile | None = None, simulate: Profile |
     exe = argv[0]
     if ("/" in exe and not os.access(exe, os.X_OK)) or ("/" not in exe and shutil.which(exe) is None):
         raise UsageError(f"cannot run '{exe}': not found or not executable")
-    if os.path.isdir(exe if "/" in exe else shutil.which(exe) or exe):
-        raise UsageError(f"cannot run '{exe}': it is a folder, not a program")
+    problem = exec_problem(exe)
+    if problem:
+        raise UsageError(f"cannot run {problem}")
     tmp = None
     if run_dir is None:
         tmp = tempfile.TemporaryDirectory(prefix="capshim-run-")
@@ -194,6 +195,42 @@ def check_status_file(path: str, force: bool = False) -> Path:
     if not os.access(folder, os.W_OK | os.X_OK):
         raise UsageError(f"{flag}: folder {folder} is not writable")
     return p.absolute()
+
+
+# Magic numbers of programs exec can start: ELF (System V ABI), Mach-O thin 32/64 bit in
+# both byte orders and universal (<mach-o/loader.h>, <mach-o/fat.h>).
+_PROGRAM_MAGIC = (b"\x7fELF", b"\xfe\xed\xfa\xce", b"\xfe\xed\xfa\xcf", b"\xce\xfa\xed\xfe",
+                  b"\xcf\xfa\xed\xfe", b"\xca\xfe\xba\xbe")
+
+
+def exec_problem(exe: str) -> str | None:
+    """Why ``exe`` cannot be exec'd, checked before anything runs, or None when it can.
+
+    The shim wrapper starts commands through ``/bin/sh``, which would run a
+    file of any bytes as a shell script and report a missing ``#!``
+    interpreter only as exit 127; so capshim checks first: a folder, a ``#!``
+    line whose interpreter is missing, and a file that is neither a ``#!``
+    script nor an ELF or Mach-O program are refused.
+    """
+    path = exe if "/" in exe else shutil.which(exe)
+    if path is None:
+        return None
+    if os.path.isdir(path):
+        return f"'{exe}': it is a folder, not a program"
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(256)
+    except OSError:
+        return None  # not readable but executable: let exec decide
+    if head.startswith(b"#!"):
+        parts = head[2:].split(b"\n", 1)[0].split()
+        interp = parts[0].decode(errors="replace") if parts else ""
+        if not interp or not os.access(interp, os.X_OK) or os.path.isdir(interp):
+            return f"'{exe}': its interpreter (#! line) was not found: {interp or '(empty)'}"
+        return None
+    if not head.startswith(_PROGRAM_MAGIC):
+        return f"'{exe}': not an executable format (no #! line and not a program for this machine)"
+    return None
 
 
 def exec_failure(exe: str, exc: OSError) -> str:
