@@ -114,3 +114,19 @@ def test_read_limited_caps_size(tmp_path):
     with pytest.raises(OSError) as info:
         paths.read_limited(f, 4999)
     assert info.value.errno == errno.EFBIG
+
+
+def test_publish_dir_keeps_the_winner_or_replaces(tmp_path):
+    final = tmp_path / "build-abc"
+    a = paths.new_tmp_dir(final)
+    (a / "x").write_text("a")
+    paths.publish_dir(a, final)
+    b = paths.new_tmp_dir(final)
+    (b / "x").write_text("b")
+    paths.publish_dir(b, final)  # another process won the race: theirs stays
+    assert (final / "x").read_text() == "a" and not b.exists()
+    c = paths.new_tmp_dir(final)
+    (c / "x").write_text("c")
+    paths.publish_dir(c, final, replace=True)
+    assert (final / "x").read_text() == "c"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["build-abc"]  # nothing left aside

@@ -172,13 +172,25 @@ def new_tmp_dir(final: Path) -> Path:
     return Path(tempfile.mkdtemp(prefix=final.name + ".tmp-", dir=final.parent))
 
 
-def publish_dir(tmp: Path, final: Path) -> None:
+def publish_dir(tmp: Path, final: Path, replace: bool = False) -> None:
     """Move a finished folder into place atomically; when another process won the race, keep theirs.
+
+    With ``replace``, an existing ``final`` is first renamed aside and removed
+    after the new folder is in place, so ``final`` is missing only between two
+    renames (never while a large folder is being deleted).
 
     Raises:
         OSError: the rename failed and ``final`` does not exist.
     """
     final.parent.mkdir(parents=True, exist_ok=True)
+    if replace and final.is_dir():
+        old = Path(tempfile.mkdtemp(prefix=final.name + ".old-", dir=final.parent))
+        os.rename(final, old / final.name)
+        try:
+            os.rename(tmp, final)
+        finally:
+            shutil.rmtree(old, ignore_errors=True)
+        return
     try:
         os.rename(tmp, final)
     except OSError:

@@ -134,9 +134,7 @@ def build(force: bool = False, repair: bool = True) -> VulkanBuild:
         (tmp / "manifests" / role).mkdir(parents=True)
         (tmp / "manifests" / role / f"{layer}.json").write_text(json.dumps(data, indent=2) + "\n")
     paths.write_sums(tmp, [LIBRARY, PROBE], fsync=False)
-    if force and final.is_dir():
-        shutil.rmtree(final)
-    nb.publish(tmp, final)
+    nb.publish(tmp, final, replace=force)
     return result
 
 
