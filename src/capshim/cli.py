@@ -399,8 +399,10 @@ def bench_cmd(arm_opts, baseline, host_baseline, host_arm, repetitions, warmup, 
         stamp = __import__("datetime").datetime.now().strftime("%Y%m%d-%H%M%S")
         out_dir = unique_folder(Path(f"capshim-bench-{stamp}"))
     result = plan.execute(p, out_dir, warmup=warmup, timeout=timeout)
-    if as_json:
-        click.echo(json.dumps(result.summary, indent=2))
+    if as_json:  # strict JSON, as in summary.json: a non-finite number is null
+        from capshim.evidence import finite_or_null, strict_json
+
+        click.echo(strict_json(finite_or_null(result.summary)).decode(), nl=False)
     else:
         print_table([result.summary], title=p.title)
     click.echo(f"evidence bundle: {result.bundle}  (check it: capshim evidence verify {result.bundle})", err=True)

@@ -50,7 +50,7 @@ from capshim.errors import CapshimError
 from capshim.paths import SUMS_NAME, StorageError
 
 __all__ = ["Bundle", "EvidenceError", "sha256_file", "verify", "host_metadata", "unique_folder", "strict_json",
-           "SUMS_NAME", "SEAL_WAIT_S"]
+           "finite_or_null", "SUMS_NAME", "SEAL_WAIT_S"]
 
 _ARM_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 SEAL_WAIT_S = 10.0
@@ -119,14 +119,14 @@ def _nonfinite_path(value, where: str) -> str | None:
     return None
 
 
-def _finite_or_null(value):
-    """A copy with every NaN/infinite float replaced by None (the failure is recorded beside it)."""
+def finite_or_null(value):
+    """A copy of a JSON-ready value with every NaN or infinite float replaced by None."""
     if isinstance(value, float) and not math.isfinite(value):
         return None
     if isinstance(value, dict):
-        return {k: _finite_or_null(v) for k, v in value.items()}
+        return {k: finite_or_null(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
-        return [_finite_or_null(v) for v in value]
+        return [finite_or_null(v) for v in value]
     return value
 
 
@@ -255,7 +255,7 @@ class Bundle:
         meta = json.loads(json.dumps(self.metadata, default=str))
         bad = _nonfinite_path(meta, "$")
         if bad:
-            meta = _finite_or_null(meta)
+            meta = finite_or_null(meta)
             meta["nonfinite"] = f"{bad} was not a finite number; written as null"
         _atomic_write(self.root / "metadata.json",
                       (json.dumps(meta, indent=2, sort_keys=True, allow_nan=False) + "\n").encode())
@@ -335,7 +335,7 @@ class Bundle:
         step("results.csv", lambda: _atomic_write(self.root / "results.csv", _results_csv(records, states)))
         data = step("summary.json", lambda: strict_json(summary))
         if data is None:
-            data = strict_json(_finite_or_null(summary))
+            data = strict_json(finite_or_null(summary))
         _atomic_write(self.root / "summary.json", data)
 
         def markdown():
@@ -363,7 +363,7 @@ class Bundle:
                 f"- {f['step']}: {f['error']}\n" for f in failures)
             summary["finalize_failures"] = failures
             self.metadata["finalize_failures"] = failures
-            _atomic_write(self.root / "summary.json", strict_json(_finite_or_null(summary)))
+            _atomic_write(self.root / "summary.json", strict_json(finite_or_null(summary)))
         _atomic_write(self.root / "report.md", md.encode())
         self.write_metadata()
         self.write_sums()

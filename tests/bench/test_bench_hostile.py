@@ -65,9 +65,10 @@ def test_folder_as_workload_is_exit_2(tmp_path):
 
 def test_samples_of_1e308_still_seal(tmp_path):
     w = _w(tmp_path, """echo '[{"n_prompt":512,"n_gen":0,"samples_ts":[1e308,1e308]}]'""")
-    r = _bench(tmp_path, "-r", "2", "--", str(w))
+    r = _bench(tmp_path, "-r", "2", "--json", "--", str(w))
     _sealed(tmp_path, r)
     assert r.returncode == 5 and "finalize step" in r.stderr
+    json.loads(r.stdout, parse_constant=lambda c: pytest.fail(f"--json printed {c}"))
     meta = json.loads((tmp_path / "b" / "metadata.json").read_text())
     assert meta["finalize_failures"]
 
