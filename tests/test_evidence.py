@@ -278,3 +278,20 @@ def test_verify_sums_is_a_link(tmp_path):
     (root / "SHA256SUMS").symlink_to(tmp_path / "S")
     probs = evidence.verify(root)
     assert any(p.startswith("SHA256SUMS: is a link") for p in probs)
+
+
+def test_full_disk_while_storing_a_run_is_exit_4(tmp_path, monkeypatch):
+    import errno
+    import shutil as _shutil
+
+    b = evidence.Bundle.create(tmp_path / "b", metadata={})
+    status = tmp_path / "s.jsonl"
+    status.write_text("{}\n")
+
+    def full(*a, **k):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(_shutil, "copyfile", full)
+    with pytest.raises(evidence.StorageError) as info:
+        b.write_run("a", 1, status_src=status)
+    assert info.value.exit_code == 4 and "run 1 of arm 'a'" in str(info.value)

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import contextlib
 import csv
+import errno
 import datetime as _dt
 import io
 import json
@@ -119,6 +120,13 @@ def _nonfinite_path(value, where: str) -> str | None:
     return None
 
 
+def _write_error(exc: OSError, what: str) -> CapshimError:
+    """The error for a failed write: StorageError (exit 4) for a full disk or quota, else EvidenceError (exit 2)."""
+    if exc.errno in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG):
+        return StorageError(f"{what}: {exc.strerror}")
+    return EvidenceError(f"{what}: {exc.strerror or exc}")
+
+
 def finite_or_null(value):
     """A copy of a JSON-ready value with every NaN or infinite float replaced by None."""
     if isinstance(value, float) and not math.isfinite(value):
@@ -192,7 +200,7 @@ class Bundle:
             (p / "raw").mkdir(parents=True, exist_ok=True)
             (p / "status").mkdir(parents=True, exist_ok=True)
         except OSError as exc:
-            raise EvidenceError(f"{p}: cannot create bundle folder: {exc.strerror or exc}") from None
+            raise _write_error(exc, f"{p}: cannot create bundle folder") from None
         meta = dict(metadata or {})
         meta.setdefault("host", host_metadata())
         meta.setdefault("bundle_format", "capshim-evidence/1")
@@ -241,8 +249,7 @@ class Bundle:
                 if Path(status_src).exists():
                     shutil.copyfile(status_src, self.status_file(arm, run))
         except OSError as exc:
-            raise EvidenceError(f"{self.root}: cannot store run {run} of arm {arm!r}: "
-                                f"{exc.strerror or exc}") from None
+            raise _write_error(exc, f"{self.root}: cannot store run {run} of arm {arm!r}") from None
 
     def write_metadata(self) -> None:
         """(Re)write metadata.json from :attr:`metadata` as strict JSON (no NaN/Infinity).
@@ -295,7 +302,7 @@ class Bundle:
             try:
                 summary = self._finalize(records, arms, baseline, host, interrupted, metadata_update, title)
             except OSError as exc:
-                raise EvidenceError(f"{self.root}: cannot write bundle: {exc.strerror or exc}") from None
+                raise _write_error(exc, f"{self.root}: cannot write bundle") from None
         guard.exit_if_signalled()
         return summary
 
