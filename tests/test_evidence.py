@@ -45,8 +45,8 @@ def test_layout_and_verify_ok(tmp_path):
     proc = subprocess.run(["sha256sum", "-c", "--quiet", "SHA256SUMS"], cwd=root, capture_output=True, text=True)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     csv_lines = (root / "results.csv").read_text().splitlines()
-    assert csv_lines[0] == "arm,run,sample,test,tok_s,state" and len(csv_lines) == 1 + 40
-    assert csv_lines[1] == "stock,1,1,pp512,433.539,native"
+    assert csv_lines[0] == "arm,run,round,position,sample,test,tok_s,state,contaminated" and len(csv_lines) == 1 + 40
+    assert csv_lines[1] == "stock,1,,,1,pp512,433.539,native,"
     assert json.loads((root / "summary.json").read_text()) == json.loads(json.dumps(summary))
     meta = json.loads((root / "metadata.json").read_text())
     assert meta["interrupted"] is False and meta["host"]["capshim"]

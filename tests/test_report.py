@@ -140,7 +140,85 @@ def test_host_percent_and_host_from_bundle(tmp_path):
     assert s["arms"]["vm-unlocked"]["tests"]["pp64"]["pct_of_host"]["value"] == pytest.approx(55.0)
     (tmp_path / "summary.json").write_text(json.dumps(s))
     h = host_from_file(tmp_path)
-    assert h["tests"] == {"pp64": [10.0, 11.0, 12.0]} and h["path"] == STOCK_PATH
+    # the bundle's host plays host, never its baseline arm (the simulated weak device)
+    assert h["tests"] == {"pp64": [[40.0, 40.0, 40.0]]} and h["path"] == FULL_PATH
+
+
+def test_a_bundle_plays_host_with_its_host_arm_not_its_baseline_arm(tmp_path):
+    recs = (_records("native", "pp64", [50, 51, 52]) + _records("vm-stock", "pp64", [10, 11, 12]))
+    arms = {"native": {"state": "native", "path": FULL_PATH}, "vm-stock": {"state": "active", "path": STOCK_PATH}}
+    s = analyze(recs, arms, "vm-stock", {"name": "native", "tests": {"pp64": [[50.0, 51.0, 52.0]]}})
+    (tmp_path / "summary.json").write_text(json.dumps(s))
+    h = host_from_file(tmp_path)
+    assert h["tests"]["pp64"] == [[50.0, 51.0, 52.0]] and h["path"] == FULL_PATH
+    assert h["name"].endswith(":native")
+    # a bundle with neither a host arm nor a host baseline cannot play host
+    (tmp_path / "summary.json").write_text(json.dumps(_synthetic_summary()))
+    with pytest.raises(AnalysisError, match="no host arm"):
+        host_from_file(tmp_path)
+
+
+ISSUE_A = [{"model_filename": "/models/big-8b.gguf", "model_type": "llama 8B Q4_K - Medium", "n_gpu_layers": 99,
+            "n_threads": 2, "n_prompt": 512, "n_gen": 0, "samples_ts": [100.0, 101.0, 99.0]}]
+ISSUE_B = [{"model_filename": "/models/tiny-1b.gguf", "model_type": "llama 1B Q4_0", "n_gpu_layers": 0,
+            "n_threads": 16, "n_prompt": 512, "n_gen": 0, "samples_ts": [300.0, 301.0, 299.0]}]
+
+
+def test_different_models_are_not_compared_silently(tmp_path):
+    """The two input files of issue 10: an 8B model on the GPU vs a 1B model on 16 CPU threads."""
+    a, b = tmp_path / "a.json", tmp_path / "b.json"
+    a.write_text(json.dumps(ISSUE_A))
+    b.write_text(json.dumps(ISSUE_B))
+    r = CliRunner().invoke(main, ["report", "--arm", f"stock={a}", "--arm", f"unlocked={b}"])
+    assert r.exit_code == 2 and "Traceback" not in r.output
+    assert "test pp512: arm 'unlocked' run 1 and arm 'stock' run 1 differ in model_type: " \
+           "'llama 1B Q4_0' vs 'llama 8B Q4_K - Medium'" in r.output
+    r = CliRunner().invoke(main, ["report", "--arm", f"stock={a}", "--host", str(b)])
+    assert r.exit_code == 2 and "host 'host' and arm 'stock' run 1 differ in model_type" in r.output
+    # --allow-mismatch compares them, with every differing field named and the row marked
+    s = report.report_from_files([("stock", [str(a)]), ("unlocked", [str(b)])], allow_mismatch=True)
+    mism = s["arms"]["unlocked"]["tests"]["pp512"]["mismatch"]
+    assert [m["field"] for m in mism] == ["model_type", "n_threads", "n_gpu_layers"]
+    row = next(r for r in report.table([s])["rows"] if r["arm"] == "unlocked")
+    assert row["marked"] and "CONFIG DIFFERS: model_type 'llama 1B Q4_0' vs 'llama 8B Q4_K - Medium'" in row["notes"][0]
+    r = CliRunner().invoke(main, ["report", "--allow-mismatch", "--arm", f"stock={a}", "--arm", f"unlocked={b}",
+                                  "--format", "md"])
+    assert r.exit_code == 0 and "~~unlocked~~" in r.output and "CONFIG DIFFERS" in r.output
+    # the path is not part of the configuration: the same model under another path compares
+    c = tmp_path / "c.json"
+    c.write_text(json.dumps([{**ISSUE_A[0], "model_filename": "/elsewhere/big.gguf"}]))
+    s = report.report_from_files([("stock", [str(a)]), ("guest", [str(c)])])
+    assert s["arms"]["guest"]["tests"]["pp512"]["mismatch"] == []
+
+
+@pytest.mark.parametrize("bad, where", [
+    ({"arms": {"a": {}}, "baseline": "a"}, "$.arms.a"),
+    ({"arms": {"a": {"state": "native"}}, "baseline": "a"}, "$.arms.a"),
+    ({"arms": [], "baseline": "a"}, "$.arms"),
+    ({"arms": {"a": {"state": "native", "tests": {"pp": {"n": 1, "median": "x", "min": 1, "max": 1}}}},
+      "baseline": "a"}, "$.arms.a.tests.pp.median"),
+    ({"arms": {"a": {"state": "native", "tests": {}}}, "baseline": "b"}, "$.baseline"),
+    ([1, 2], "$"),
+])
+def test_report_on_a_wrong_shaped_summary_exits_2_naming_the_file_and_path(tmp_path, bad, where):
+    (tmp_path / "summary.json").write_text(json.dumps(bad))
+    r = CliRunner().invoke(main, ["report", str(tmp_path)])
+    assert r.exit_code == 2, r.output
+    assert "Traceback" not in r.output and f"summary.json: not a capshim summary: at {where}" in r.output
+    r = CliRunner().invoke(main, ["report", "--arm", f"a={FIXTURES / 'llama-bench' / 'cpu-tiny.json'}",
+                                  "--host", str(tmp_path)])
+    assert r.exit_code == 2 and "not a capshim summary" in r.output
+
+
+def test_committed_bundles_still_report():
+    from tests.conftest import REPO
+
+    for name in ("h200-tinyllama-r10", "lavapipe-default", "h200-ablation"):
+        r = CliRunner().invoke(main, ["report", str(REPO / "evidence" / name)])
+        assert r.exit_code == 0, r.output
+        assert "samples" in r.output  # an old summary: sample counts, not processes
+    h = host_from_file(REPO / "evidence" / "h200-tinyllama-r10")
+    assert h["name"].endswith(":native")
 
 
 def test_analysis_errors_name_the_problem(tmp_path):

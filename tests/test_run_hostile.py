@@ -12,7 +12,6 @@ from pathlib import Path
 import pytest
 
 from capshim import launch, status
-from capshim.errors import CapshimError
 from tests.conftest import REPO, run_capshim
 
 
@@ -63,8 +62,8 @@ def test_status_file_folder_is_created(tmp_path):
 
 def test_status_read_refuses_devices_and_is_bounded(tmp_path):
     for dev in ("/dev/zero", "/dev/full"):
-        with pytest.raises(CapshimError, match=dev):
-            status.read(dev)  # returns at once: no MemoryError
+        rep = status.read(dev)  # returns at once, empty: no MemoryError
+        assert rep.events == [] and rep.bad_lines == []
     big = tmp_path / "big.jsonl"
     with open(big, "wb") as fh:
         fh.write(b'{"event":"loaded","shim":"metal","pid":1}\n')

@@ -97,11 +97,17 @@ def profile_show(ref, as_toml):
 @profile_grp.command("check")
 @click.argument("file")
 def profile_check(file):
-    """Validate FILE: exit 0, or 2 naming the key, value and reason of the first error."""
+    """Validate FILE: exit 0 and say what the layer will answer per key, or exit 2 naming the
+    key, value and reason of the first error. Warnings (stderr) name answers that stay
+    inconsistent; kinds and rules: docs/capabilities.md."""
     from capshim import profiles
 
     p = profiles.load(file)
     click.echo(f"ok: {p.name} ({p.api}, {p.direction}, version {p.version})")
+    for line in profiles.describe(p):
+        click.echo(f"  {line}")
+    for finding in profiles.check_alone(p):
+        click.echo(f"warning: {finding.message}", err=True)
 
 
 def _load_profile(ref, flag):
@@ -119,8 +125,33 @@ def _load_profile(ref, flag):
 @click.option("--api", type=click.Choice(["vulkan", "metal", "all"]), default="all", show_default=True,
               help="Which shims to build; 'all' builds those this platform can run.")
 @click.option("--force", is_flag=True, help="Rebuild even when a cached build exists.")
-def build_cmd(api, force):
+@click.option("--target", type=click.Choice(["native", "macos"]), default="native", show_default=True,
+              help="macos (with --api metal): cross-build the macOS Metal shim and probe for arm64 and "
+                   "x86_64 on this machine with zig cc, and inspect them; arm64e needs a Mac with Xcode.")
+def build_cmd(api, force, target):
     """Build the native shims (warnings are errors) into the capshim cache."""
+    if target == "macos":
+        if api != "metal":
+            raise CapshimError("--target macos: only with --api metal (the Metal shim is the macOS shim)")
+        from capshim.backends import metal
+
+        arts = metal.build_cross(force=force)
+        for name, path in arts.items():
+            click.echo(f"metal: {name}: {path}")
+        failed = False
+        for name, path in arts.items():
+            if name != "sums":
+                checks = metal.inspect_macho(path, name.split("-")[0])
+                bad = [c for c in checks if c["status"] == "failed"]
+                failed |= bool(bad)
+                click.echo(f"metal: {name}: " + ("; ".join(f"{c['check']}: {c['detail']}" for c in bad)
+                                                  or f"{len(checks)} Mach-O checks passed"))
+        click.echo(f"metal: note: {metal.ARM64E_NOTE}")
+        click.echo(f"metal: check a dylib before copying it into a guest: "
+                   f"capshim verify --api metal --shim {arts['shim-arm64']}")
+        if failed:
+            sys.exit(1)
+        return
     if api in ("vulkan", "all") and sys.platform.startswith("linux"):
         from capshim.backends import vulkan
 
@@ -244,12 +275,15 @@ def _parse_arm_option(value: str) -> tuple[str, list[str]]:
                    "a .stderr beside a file gives the attested path). Repeatable; the first is the baseline.")
 @click.option("--host", "host_file", type=click.Path(), help="Host baseline: a llama-bench JSON file or a bundle.")
 @click.option("--baseline", help="The arm speedups are relative to (with --arm; default the first).")
-@click.option("--format", "fmt", type=click.Choice(["md", "html"]), help="Print or write Markdown or HTML.")
+@click.option("--format", "fmt", type=click.Choice(["md", "html", "csv"]),
+              help="Print or write Markdown, HTML, or CSV (one row per arm and test, numbers unformatted).")
+@click.option("--allow-mismatch", is_flag=True,
+              help="Compare files measured with different models or settings (rows marked) instead of exit 2.")
 @click.option("--output", "-o", type=click.Path(), help="Write the report to this file (and a chart beside it).")
 @click.option("--chart", type=click.Path(), help="Write the chart PNG to this path.")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary JSON (one summary, or a list).")
 @click.option("--title", help="Report title.")
-def report_cmd(bundles, arm_opts, host_file, baseline, fmt, output, chart, as_json, title):
+def report_cmd(bundles, arm_opts, host_file, baseline, fmt, allow_mismatch, output, chart, as_json, title):
     """Show the seed-style table of bundles (merged), or of llama-bench files made elsewhere.
 
     \b
@@ -268,7 +302,8 @@ def report_cmd(bundles, arm_opts, host_file, baseline, fmt, output, chart, as_js
     if baseline and not arm_opts:
         raise UsageError("--baseline applies to --arm files (a bundle keeps its own baseline)")
     if arm_opts:
-        summaries = [report.report_from_files([_parse_arm_option(a) for a in arm_opts], host_file, baseline)]
+        summaries = [report.report_from_files([_parse_arm_option(a) for a in arm_opts], host_file, baseline,
+                                              allow_mismatch=allow_mismatch)]
         labels = None
     else:
         if host_file:
@@ -301,6 +336,11 @@ def report_cmd(bundles, arm_opts, host_file, baseline, fmt, output, chart, as_js
             text += f"\n![chart]({chart_ref})\n"
     elif fmt == "html":
         text = report.render_html(summaries, labels, title=title, chart=chart_ref)
+    elif fmt == "csv":
+        from capshim.export import csv as csv_export
+
+        text = "".join(csv_export.serialize(s) if i == 0 else csv_export.serialize(s).split("\n", 1)[1]
+                       for i, s in enumerate(summaries))
     else:
         report.print_table(summaries, labels, title=title)
         return
@@ -350,9 +390,27 @@ def evidence_verify(bundle):
               help="Bare-metal host numbers measured elsewhere: a bundle or a llama-bench JSON file.")
 @click.option("--host-arm", metavar="NAME", help="An arm of this bench that plays the host (default: native).")
 @click.option("--repetitions", "-r", type=click.IntRange(1, 1000), default=None,
-              help="Recorded runs per arm, one process each [default: 10; 5 for the built-in workload on a CPU device].")
-@click.option("--warmup", type=click.IntRange(0, 100), default=1, show_default=True,
-              help="Unrecorded warm-up runs per arm.")
+              help="Recorded processes per arm (one round each) [default: 10; built-in workload on a CPU device: 3].")
+@click.option("--process-reps", type=click.IntRange(1, 1000), default=None,
+              help="Built-in workload: timed repetitions inside each process, after its in-process warm-up; "
+                   "the process's median is one sample [default: 5; on a CPU device 3].")
+@click.option("--warmup", type=click.IntRange(0, 100), default=None,
+              help="Unrecorded warm-up rounds [default: 0 for the built-in workload (it warms up in-process), 1 for a command].")
+@click.option("--aa", is_flag=True,
+              help="Add the A/A arm 'aa': the app layer active, answering exactly the stock values "
+                   "(also --arm NAME=identity). Its ratio to native is the harness's and the shim's own bias.")
+@click.option("--seed", type=click.IntRange(0, 2**32 - 1), default=None,
+              help="Seed of the arm order per round and the environment padding [default: random, recorded].")
+@click.option("--precision", type=FiniteFloat(0, 100, min_open=True), default=None, metavar="PCT",
+              help="Add rounds until every interval's half-width is at most PCT points (% of host; "
+                   "without a host, percent of the speedup), or --max-runs is hit (then the table says so).")
+@click.option("--max-runs", type=click.IntRange(1, 100000), default=None,
+              help="With --precision: the most processes per arm [default: 5 x --repetitions].")
+@click.option("--exclude-contaminated", is_flag=True,
+              help="Leave runs whose telemetry shows contamination (load above the core count, another process "
+                   "on the GPU, throttled clocks) out of the statistics; they stay listed and flagged.")
+@click.option("--allow-mismatch", is_flag=True,
+              help="Compare a host baseline measured with a different model or settings (rows marked) instead of exit 2.")
 @click.option("--timeout", type=FiniteFloat(1), default=900, show_default=True, help="Seconds one run may take.")
 @click.option("--out", type=click.Path(file_okay=False), help="Evidence bundle folder [default: ./capshim-bench-DATE-TIME].")
 @click.option("--model", metavar="PATH|PRESET",
@@ -363,9 +421,13 @@ def evidence_verify(bundle):
               help="Compare generated token ids of every arm with the host/baseline arm [default: on for the built-in workload].")
 @click.option("--strict", is_flag=True, help="Exit 3 when an arm's shim stayed inert or invalid.")
 @click.option("--json", "as_json", is_flag=True, help="Print summary.json on stdout instead of the table.")
+@click.option("--db", "db_url", metavar="URL",
+              help="Add the finished bundle to this results store (see capshim db --help); "
+                   "'default' for $CAPSHIM_DB or the default SQLite file.")
 @click.argument("command", nargs=-1, type=click.UNPROCESSED)
-def bench_cmd(arm_opts, baseline, host_baseline, host_arm, repetitions, warmup, timeout, out, model, n_prompt, n_gen,
-              check_output, strict, as_json, command):
+def bench_cmd(arm_opts, baseline, host_baseline, host_arm, repetitions, process_reps, warmup, aa, seed, precision,
+              max_runs, exclude_contaminated, allow_mismatch, timeout, out, model, n_prompt, n_gen,
+              check_output, strict, as_json, db_url, command):
     """Benchmark arms (stock, simulated, shimmed) A/B, interleaved, and write an evidence bundle.
 
     \b
@@ -380,6 +442,7 @@ def bench_cmd(arm_opts, baseline, host_baseline, host_arm, repetitions, warmup, 
       capshim bench
       capshim bench --arm stock= --arm apple9=profile:metal-apple9 -- llama-bench -m m.gguf -p 512 -n 128 -r 10
       capshim bench -r 5 --host-baseline host-llama-bench.json -- llama-bench -m m.gguf
+      capshim bench --aa --model tinyllama-1.1b --precision 2
     """
     from pathlib import Path
 
@@ -389,8 +452,12 @@ def bench_cmd(arm_opts, baseline, host_baseline, host_arm, repetitions, warmup, 
     argv = list(command)
     if argv and argv[0] == "--":
         argv = argv[1:]
+    if max_runs is not None and precision is None:
+        from capshim.errors import UsageError
+
+        raise UsageError("--max-runs caps the rounds that --precision adds; give --precision PCT too")
     p = plan.make_plan(arm_opts, baseline, host_arm, host_baseline, repetitions, model, n_prompt, n_gen,
-                       check_output, argv, platform=sys.platform)
+                       check_output, argv, platform=sys.platform, aa=aa, process_reps=process_reps, warmup=warmup)
     if out:
         out_dir = Path(out)
     else:  # a new folder, even for two benches started in the same second
@@ -398,7 +465,8 @@ def bench_cmd(arm_opts, baseline, host_baseline, host_arm, repetitions, warmup, 
 
         stamp = __import__("datetime").datetime.now().strftime("%Y%m%d-%H%M%S")
         out_dir = unique_folder(Path(f"capshim-bench-{stamp}"))
-    result = plan.execute(p, out_dir, warmup=warmup, timeout=timeout)
+    result = plan.execute(p, out_dir, timeout=timeout, seed=seed, precision=precision, max_runs=max_runs,
+                          exclude_contaminated=exclude_contaminated, allow_mismatch=allow_mismatch)
     if as_json:  # strict JSON, as in summary.json: a non-finite number is null
         from capshim.evidence import finite_or_null, strict_json
 
@@ -406,6 +474,11 @@ def bench_cmd(arm_opts, baseline, host_baseline, host_arm, repetitions, warmup, 
     else:
         print_table([result.summary], title=p.title)
     click.echo(f"evidence bundle: {result.bundle}  (check it: capshim evidence verify {result.bundle})", err=True)
+    if db_url:
+        from capshim.db import add_bundle
+
+        bid, added = add_bundle(None if db_url == "default" else db_url, result.bundle)
+        click.echo(f"results store: {'added' if added else 'already stored'} as #{bid}", err=True)
     for name in result.non_shim_arms:
         click.echo(f"capshim: {plan.explain_arm(name, result.summary['arms'][name])}", err=True)
     if result.interrupted:
@@ -420,6 +493,13 @@ def bench_cmd(arm_opts, baseline, host_baseline, host_arm, repetitions, warmup, 
         for f in result.summary["finalize_failures"]:
             click.echo(f"capshim: finalize step {f['step']} failed: {f['error']} (recorded in the bundle)", err=True)
         sys.exit(EXIT_FINALIZE)
+
+
+# --- results store ---
+
+from capshim.db.cli import db_grp  # noqa: E402
+
+main.add_command(db_grp)
 
 
 # --- Metal ---
@@ -482,20 +562,27 @@ def host_cmd(action):
 @click.option("--api", type=click.Choice(["vulkan", "metal", "all"]), default="all", show_default=True,
               help="Which shims to check; 'all' checks those this platform builds.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
-def verify_cmd(api, as_json):
+@click.option("--shim", "shim_file", type=click.Path(dir_okay=False), default=None,
+              help="With --api metal: check this Mach-O dylib (built on a Mac or with "
+                   "'capshim build --api metal --target macos') instead of the built shim, on any OS.")
+def verify_cmd(api, as_json, shim_file):
     """Check the built shims: architectures, signature (macOS), exported symbols,
     forbidden strings (Metal), SHA256SUMS, and that answers change with a
     profile and stay stock with a broken one. Exit 1 when a check failed;
     checks that need macOS are listed as skipped, never as passed."""
     checks = []
+    if shim_file is not None and api != "metal":
+        raise CapshimError("--shim: only with --api metal")
     if api in ("vulkan", "all") and sys.platform.startswith("linux"):
         from capshim.backends import vulkan
 
         checks += vulkan.verify()
     if api in ("metal", "all"):
+        from pathlib import Path
+
         from capshim.backends import metal
 
-        checks += [{**c, "check": f"metal: {c['check']}"} for c in metal.verify()]
+        checks += [{**c, "check": f"metal: {c['check']}"} for c in metal.verify(shim_file and Path(shim_file))]
     if as_json:
         click.echo(json.dumps(checks, indent=2))
     else:

@@ -29,10 +29,8 @@ always writes a complete, verifiable bundle. ``verify(dir)`` lists problems;
 from __future__ import annotations
 
 import contextlib
-import csv
 import errno
 import datetime as _dt
-import io
 import json
 import math
 import os
@@ -270,7 +268,7 @@ class Bundle:
     # --- the end -------------------------------------------------------------------------
     def finalize(self, records: list[dict], arms: dict, baseline: str, host: dict | None = None, *,
                  interrupted: bool = False, metadata_update: dict | None = None,
-                 title: str | None = None) -> dict:
+                 title: str | None = None, summary: dict | None = None) -> dict:
         """Write results.csv, summary.json, report.md, chart.png, metadata.json and, last, SHA256SUMS.
 
         Sealed no matter what: each step that can fail (the analysis, the host
@@ -288,6 +286,9 @@ class Bundle:
                 metadata.json and summary.json.
             metadata_update: merged into metadata.json.
             title: report heading.
+            summary: the analysis already made by the caller (the runner's
+                pipeline: runner -> analysis -> exporters -> bundle); analysed
+                here from ``records`` when None.
 
         Returns:
             The summary dict (with ``"finalize_failures"`` when a step failed).
@@ -300,13 +301,14 @@ class Bundle:
         """
         with _SealGuard() as guard:
             try:
-                summary = self._finalize(records, arms, baseline, host, interrupted, metadata_update, title)
+                summary = self._finalize(records, arms, baseline, host, interrupted, metadata_update, title,
+                                         summary)
             except OSError as exc:
                 raise _write_error(exc, f"{self.root}: cannot write bundle") from None
         guard.exit_if_signalled()
         return summary
 
-    def _finalize(self, records, arms, baseline, host, interrupted, metadata_update, title) -> dict:
+    def _finalize(self, records, arms, baseline, host, interrupted, metadata_update, title, summary) -> dict:
         failures: list[dict] = []
 
         def step(name, fn):
@@ -325,7 +327,8 @@ class Bundle:
 
             return _analyze(records, arms, baseline, host_arg)
 
-        summary = step("analysis", lambda: analyze(host))
+        if summary is None:
+            summary = step("analysis", lambda: analyze(host))
         if summary is None and host is not None:
             summary = step("analysis without the host baseline", lambda: analyze(None))
             if summary is not None:
@@ -339,7 +342,12 @@ class Bundle:
         self.metadata["interrupted"] = bool(interrupted)
         self.metadata["finished_utc"] = _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
         states = {a: (v or {}).get("state") for a, v in arms.items()}
-        step("results.csv", lambda: _atomic_write(self.root / "results.csv", _results_csv(records, states)))
+        def results_csv():
+            from capshim.export import csv as csv_export
+
+            _atomic_write(self.root / "results.csv", csv_export.serialize_records(records, states).encode())
+
+        step("results.csv", results_csv)
         data = step("summary.json", lambda: strict_json(summary))
         if data is None:
             data = strict_json(finite_or_null(summary))
@@ -379,16 +387,6 @@ class Bundle:
     def write_sums(self) -> Path:
         """Write SHA256SUMS over every other file (sorted, ``sha256sum -c`` format)."""
         return paths.write_sums(self.root, _bundle_files(self.root))
-
-
-def _results_csv(records: list[dict], states: dict) -> bytes:
-    buf = io.StringIO()
-    w = csv.writer(buf, lineterminator="\n")
-    w.writerow(["arm", "run", "sample", "test", "tok_s", "state"])
-    for r in records:
-        w.writerow([r["arm"], r.get("run", ""), r.get("sample", ""), r["test"],
-                    repr(float(r["tok_s"])), states.get(r["arm"], "")])
-    return buf.getvalue().encode("utf-8")
 
 
 class _SealGuard:

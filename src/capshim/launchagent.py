@@ -101,8 +101,88 @@ def plist_dict(profile, label: str, argv: list[str], *, home: Path | None = None
 
 
 def plist_bytes(data: dict) -> bytes:
-    """XML plist bytes for ``data`` (keys in the order given)."""
-    return plistlib.dumps(data, fmt=plistlib.FMT_XML, sort_keys=False)
+    """XML plist bytes for ``data`` (keys in the order given).
+
+    Raises:
+        UsageError: a string holds a control character, which an XML plist
+            cannot carry (plistlib refuses it); the message names the key.
+    """
+    try:
+        return plistlib.dumps(data, fmt=plistlib.FMT_XML, sort_keys=False)
+    except ValueError:
+        bad = [k for k, v in data.items() if _has_control(v)]
+        raise UsageError(f"launchagent plist key {', '.join(bad) or '?'}: a control character "
+                         "cannot be written to a plist (PROGRAM, its arguments and the paths "
+                         "must be plain text)") from None
+
+
+def _has_control(value) -> bool:
+    if isinstance(value, str):
+        return any(ord(c) < 0x20 and c not in "\t\n\r" for c in value)
+    if isinstance(value, list):
+        return any(_has_control(v) for v in value)
+    if isinstance(value, dict):
+        return any(_has_control(k) or _has_control(v) for k, v in value.items())
+    return False
+
+
+# Keys and types launchd reads from a LaunchAgent (launchd.plist(5)); the
+# first two are required.
+PLIST_KEYS = {"Label": str, "ProgramArguments": list, "EnvironmentVariables": dict,
+              "WorkingDirectory": str, "RunAtLoad": bool, "StandardOutPath": str,
+              "StandardErrorPath": str}
+
+
+def check_plist(text: bytes, label: str, home: Path | None = None) -> list[str]:
+    """Problems found when ``text`` is read back as macOS reads a LaunchAgent.
+
+    Read with ``plistlib`` (the same XML plist format as plutil(1) and
+    launchd): the required keys ``Label`` (equal to ``label``) and
+    ``ProgramArguments`` (non-empty, strings, the program an absolute
+    path: launchd does not search PATH); no key outside ``PLIST_KEYS`` and
+    each of the right type; ``EnvironmentVariables`` all strings (launchd
+    ignores other values), ``DYLD_INSERT_LIBRARIES`` exactly the agent's
+    installed copy of the shim (``paths(label)["dylib"]``); the paths
+    absolute. Returns plain sentences, empty when the plist is good.
+    """
+    try:
+        data = plistlib.loads(text)
+    except Exception as exc:  # plistlib raises several types for bad input
+        return [f"not a readable plist: {exc}"]
+    if not isinstance(data, dict):
+        return ["the top level is not a dictionary"]
+    out = []
+    for key in ("Label", "ProgramArguments"):
+        if key not in data:
+            out.append(f"{key}: missing (required)")
+    for key, value in data.items():
+        want = PLIST_KEYS.get(key)
+        if want is None:
+            out.append(f"{key}: not a key capshim writes")
+        elif not isinstance(value, want):
+            out.append(f"{key}: {type(value).__name__}, expected {want.__name__}")
+    if data.get("Label") != label:
+        out.append(f"Label: {data.get('Label')!r}, expected {label!r}")
+    args = data.get("ProgramArguments")
+    if isinstance(args, list):
+        if not args or not all(isinstance(a, str) for a in args):
+            out.append("ProgramArguments: must be a non-empty list of strings")
+        elif not os.path.isabs(args[0]):
+            out.append(f"ProgramArguments[0]: {args[0]!r} is not an absolute path")
+    env = data.get("EnvironmentVariables", {})
+    if isinstance(env, dict):
+        odd = [k for k, v in env.items() if not isinstance(v, str)]
+        if odd:
+            out.append(f"EnvironmentVariables: not strings: {', '.join(map(str, odd))}")
+        want_dylib = str(paths(label, home)["dylib"])
+        if env.get("DYLD_INSERT_LIBRARIES") != want_dylib:
+            out.append(f"EnvironmentVariables.DYLD_INSERT_LIBRARIES: "
+                       f"{env.get('DYLD_INSERT_LIBRARIES')!r}, expected the installed copy {want_dylib!r}")
+    for key in ("WorkingDirectory", "StandardOutPath", "StandardErrorPath"):
+        v = data.get(key)
+        if isinstance(v, str) and not os.path.isabs(v):
+            out.append(f"{key}: {v!r} is not an absolute path")
+    return out
 
 
 def install_commands(plist: Path, label: str, uid: int) -> list[list[str]]:
@@ -145,7 +225,14 @@ def install(profile, label: str, argv: list[str], dry_run: bool = False) -> dict
     """
     data = plist_dict(profile, label, argv)
     p = paths(label)
-    text = plist_bytes(data).decode()
+    raw = plist_bytes(data)
+    problems = check_plist(raw, label)
+    if plistlib.loads(raw) != data:
+        problems.append("the plist does not read back as written (a carriage return in an argument?)")
+    if problems:
+        raise UsageError(f"launchagent install --label {label}: the plist would not be read as "
+                         "intended: " + "; ".join(problems))
+    text = raw.decode()
     cmds = install_commands(p["plist"], label, os.getuid())
     warnings = metal.profile_warnings(profile) + metal.warn_target(data["ProgramArguments"])
     result = {"plist": text, "path": str(p["plist"]), "commands": cmds, "warnings": warnings}
@@ -157,7 +244,7 @@ def install(profile, label: str, argv: list[str], dry_run: bool = False) -> dict
     p["stdout"].parent.mkdir(parents=True, exist_ok=True)
     p["plist"].parent.mkdir(parents=True, exist_ok=True)
     shutil.copy2(arts["shim"], p["dylib"])
-    p["plist"].write_bytes(plist_bytes(data))
+    p["plist"].write_bytes(raw)
     _run(cmds[0])
     _run(cmds[1], check=False)
     _run(cmds[2])

@@ -1,19 +1,12 @@
 """Read the shims' status files and classify each shim as active, inert, invalid or absent.
 
-The native shims append one JSON object per line to ``CAPSHIM_STATUS_FILE``
-(docs/contracts.md). Events (all carry ``shim``, ``pid``; Vulkan ones also
-``layer``):
-
-    loaded      the shim was loaded into a process
-    config      ``accepted`` true/false, with ``reason`` when rejected
-    hooks       the query hooks were installed (Vulkan: an instance was
-                created through the layer; ``entered`` gives the chain order)
-    changed     one answer changed: ``query``, ``key``, ``stock``, ``reported``
-    skipped     a child of the launched process stayed stock (no --inherit)
-    env_scrubbed  (Metal) the injection variables were removed at load
+One classifier for both APIs: the Vulkan layer roles and the Metal shim write
+the same event schema through one C writer (``native/vulkan/status.c``);
+``docs/status.md`` describes the schema and the events once.
 
 States:
-    active   loaded, configuration accepted, hooks installed, in the right order
+    active   loaded, configuration accepted, hooks installed (Vulkan: in the
+             right order)
     invalid  the configuration was rejected, or the Vulkan roles sat in the
              wrong order: the process kept its stock answers
     inert    asked for, but never loaded or never hooked anything (the loader
@@ -29,6 +22,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 ACTIVE, INERT, INVALID, ABSENT = "active", "inert", "invalid", "absent"
+
+#: The event schema version this reader knows (``CAPSHIM_STATUS_SCHEMA`` in
+#: native/vulkan/status.h). Events without the field come from older builds
+#: and read the same.
+SCHEMA = 1
 
 
 @dataclass
@@ -78,26 +76,22 @@ MAX_LINE_BYTES = 64 << 10
 
 
 def read(path: Path | str) -> StatusReport:
-    """Parse a status file; a missing file is an empty report (nothing loaded).
+    """Parse a status file; a missing file, or one that is not a regular file
+    (a FIFO would block the reader; the shims refuse to write to one), is an
+    empty report (nothing loaded).
 
-    Bounded: only a regular file is read (a FIFO or device is refused at once
-    by :func:`capshim.paths.read_limited`), at most :data:`MAX_STATUS_BYTES`
-    of it; lines longer than :data:`MAX_LINE_BYTES`, deeper than Python's JSON
-    recursion allows, or not a JSON object are listed in ``bad_lines``.
-
-    Raises:
-        CapshimError: the path is not a regular file or cannot be read (names it; exit 2).
+    Bounded: the file is opened without blocking and checked before any read
+    (:func:`capshim.paths.read_limited`), at most :data:`MAX_STATUS_BYTES` of
+    it are read; lines longer than :data:`MAX_LINE_BYTES`, deeper than Python's
+    JSON recursion allows, or not a JSON object are listed in ``bad_lines``.
     """
     from capshim import paths
-    from capshim.errors import CapshimError
 
     report = StatusReport()
     try:
         data = paths.read_limited(path, MAX_STATUS_BYTES, truncate=True)
-    except FileNotFoundError:
+    except OSError:  # missing, not a regular file, unreadable: nothing the shims wrote
         return report
-    except OSError as exc:
-        raise CapshimError(f"status file {path}: {exc.strerror or exc}") from None
     text = data.decode("utf-8", errors="replace")
     for n, line in enumerate(text.splitlines(), 1):
         if not line.strip():
@@ -129,11 +123,30 @@ def classify(report: StatusReport, name: str, requested: bool = True, target_pid
     if not requested:
         return ShimState(ABSENT, "not requested")
     events = [e for e in report.for_shim(name) if target_pid is None or e.get("pid") == target_pid]
+    state = classify_events(events)
+    if state.state == ACTIVE and name.startswith("VK_LAYER_CAPSHIM_"):
+        order = _order_problem(report, target_pid)
+        if order:
+            return ShimState(INVALID, order, state.changes)
+    return state
+
+
+def classify_events(events: list[dict]) -> ShimState:
+    """Classify one shim from its own events (already filtered to that shim).
+
+    The rules, the same for every API: a rejected ``config`` is invalid; no
+    ``loaded`` (or only ``skipped`` children) is inert; no ``hooks`` event
+    with a non-empty ``installed`` list is inert (a shim installs hooks only
+    after accepting its configuration); otherwise active. ``truncated``
+    events (a line over the writer's limit) are named in the reason.
+    """
     skipped = [e for e in events if e.get("event") == "skipped"]
     skipped_pids = {e.get("pid") for e in skipped}
     events = [e for e in events if e.get("event") != "skipped" and e.get("pid") not in skipped_pids]
     changes = len({(e.get("query"), e.get("key"), e.get("stock"), e.get("reported"))
                    for e in events if e.get("event") == "changed"})
+    cut = sorted({str(e.get("original_event", "?")) for e in events if e.get("event") == "truncated"})
+    note = f"; status events truncated: {', '.join(cut)}" if cut else ""
     rejected = [e for e in events if e.get("event") == "config" and e.get("accepted") is False]
     if rejected:
         return ShimState(INVALID, f"configuration rejected: {rejected[0].get('reason', '?')}", changes)
@@ -143,18 +156,14 @@ def classify(report: StatusReport, name: str, requested: bool = True, target_pid
                          + "); children stay stock unless --inherit", changes)
     if not any(e.get("event") == "loaded" for e in events):
         return ShimState(INERT, "never loaded (the loader did not find or enable it, or the program "
-                                "made no GPU API call)", changes)
+                                "made no GPU API call)" + note, changes)
     # A hooks event with an empty "installed" list (Metal: the private entry
     # point was missing and no device class has been patched) is not a hook.
     hooks = [e for e in events if e.get("event") == "hooks" and e.get("installed")]
     if not hooks:
-        return ShimState(INERT, "loaded but installed no hooks (no instance/device was created through it)",
-                         changes)
-    if name.startswith("VK_LAYER_CAPSHIM_"):
-        order = _order_problem(report, target_pid)
-        if order:
-            return ShimState(INVALID, order, changes)
-    return ShimState(ACTIVE, f"{changes} answer(s) changed", changes)
+        return ShimState(INERT, "loaded but installed no hooks (no instance/device was created through it)"
+                         + note, changes)
+    return ShimState(ACTIVE, f"{changes} answer(s) changed" + note, changes)
 
 
 def _order_problem(report: StatusReport, target_pid: int | None) -> str | None:

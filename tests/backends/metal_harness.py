@@ -25,15 +25,12 @@ def libasan() -> str:
 
 def build_sanitized(dest: Path) -> dict[str, Path]:
     """Build everything under ``dest`` with the sanitizers; return the paths."""
-    (dest / "standin" / "full").mkdir(parents=True)
-    (dest / "standin" / "noprivate").mkdir(parents=True)
-    for cmd in metal._linux_commands(dest, extra=SAN):
-        metal.run_compiler(cmd)
+    metal.compile_into(dest, metal._linux_commands(opt=SAN))
     full = dest / "standin" / "full"
     native = str(metal.NATIVE_DIR)
     metal.run_compiler(["gcc", *metal.WARN_FLAGS, *SAN, "-I", native,
                         str(HERE / "metal_driver.c"), "-L", str(full), "-lcapshim_metal_standin",
-                        f"-Wl,--enable-new-dtags,-rpath,{full}", "-lobjc", "-lpthread",
+                        f"-Wl,--enable-new-dtags,-rpath,{full}", "-rdynamic", "-lobjc", "-ldl", "-lpthread",
                         "-o", str(dest / "driver")])
     metal.run_compiler(["gcc", *metal.WARN_FLAGS, *SAN, "-I", native, str(HERE / "fuzz_config.c"),
                         str(metal.NATIVE_DIR / "metal_config.c"), "-o", str(dest / "fuzz_config")])

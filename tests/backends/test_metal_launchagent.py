@@ -84,3 +84,69 @@ def test_cli_rejects_vulkan_profile(home):
     r = CliRunner().invoke(main, ["launchagent", "install", "--dry-run", "--profile",
                                   "vulkan-paravirt", "--label", "L", "--", "/opt/x"])
     assert r.exit_code == 2 and "--profile vulkan-paravirt" in r.stderr
+
+
+# ---- the plist as macOS reads it (issue 11 item 3) ----------------------------
+
+ODD_ARGS = ["/Applications/My Tools/llama server", "-m", "/Users/Zoë/Models/模型 \"q4\" it's.gguf",
+            "--prompt", "say \"hi\" & <bye>", ""]
+
+
+def _dry_run(label: str, argv: list[str]):
+    return CliRunner().invoke(main, ["launchagent", "install", "--dry-run", "--profile", "metal-apple9",
+                                     "--label", label, "--", *argv])
+
+
+@pytest.mark.parametrize("home_name", ["plain", "with space", "ünï cödé", "quo\"te's"])
+def test_dry_run_plist_reads_back_as_macos_reads_it(tmp_path, monkeypatch, home_name):
+    home = tmp_path / home_name
+    home.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    r = _dry_run("com.example.llama-2_b", ODD_ARGS)
+    assert r.exit_code == 0, r.output
+    text = r.stdout[r.stdout.index("<?xml"):].encode()
+    assert launchagent.check_plist(text, "com.example.llama-2_b") == []
+    data = plistlib.loads(text)
+    assert data["ProgramArguments"] == ODD_ARGS  # spaces, unicode, quotes, empty argument kept
+    env = data["EnvironmentVariables"]
+    assert all(isinstance(v, str) for v in env.values())
+    installed = home / "Library/Application Support/capshim/launchagents/com.example.llama-2_b"
+    assert env["DYLD_INSERT_LIBRARIES"] == str(installed / "libcapshim-metal.dylib")
+    assert data["StandardErrorPath"] == str(home / "Library/Logs/capshim/com.example.llama-2_b.err.log")
+    assert not (home / "Library").exists()
+
+
+@pytest.mark.parametrize("label", ["com.example.my agent", "com.exämple.llama", "com.example.\"q\"",
+                                   "com.example.it's", "../evil"])
+def test_dry_run_refuses_odd_labels_naming_the_flag(home, label):
+    r = _dry_run(label, ["/opt/x"])
+    assert r.exit_code == 2 and "--label" in r.stderr and "Traceback" not in r.output
+    assert not (home / "Library").exists()
+
+
+def test_dry_run_refuses_arguments_a_plist_cannot_carry(home):
+    r = _dry_run("L", ["/opt/x", "bell\x07"])
+    assert r.exit_code == 2 and "plist key ProgramArguments: a control character" in r.stderr
+    r = _dry_run("L", ["/opt/x", "cr\rlf"])
+    assert r.exit_code == 2 and "does not read back as written" in r.stderr
+    assert "Traceback" not in r.output
+
+
+def test_check_plist_names_each_problem(home):
+    good = launchagent.plist_dict(profiles.load("metal-apple9"), "L", ["/opt/x"], cwd="/srv")
+    assert launchagent.check_plist(launchagent.plist_bytes(good), "L") == []
+    bad = dict(good, ProgramArguments=["relative/x"], WorkingDirectory="srv", Extra=1,
+               EnvironmentVariables={**good["EnvironmentVariables"], "CAPSHIM_QUIET": 0,
+                                     "DYLD_INSERT_LIBRARIES": "/tmp/other.dylib"})
+    del bad["Label"]
+    problems = launchagent.check_plist(launchagent.plist_bytes(bad), "L")
+    assert "Label: missing (required)" in problems
+    assert "ProgramArguments[0]: 'relative/x' is not an absolute path" in problems
+    assert "WorkingDirectory: 'srv' is not an absolute path" in problems
+    assert "Extra: not a key capshim writes" in problems
+    assert "EnvironmentVariables: not strings: CAPSHIM_QUIET" in problems
+    assert any(p.startswith("EnvironmentVariables.DYLD_INSERT_LIBRARIES: '/tmp/other.dylib'")
+               for p in problems)
+    assert launchagent.check_plist(launchagent.plist_bytes(dict(good, ProgramArguments=[])), "L") == [
+        "ProgramArguments: must be a non-empty list of strings"]
+    assert launchagent.check_plist(b"<plist", "L")[0].startswith("not a readable plist")

@@ -208,6 +208,28 @@ def test_many_threads_creating_devices_patch_once(shim):
     assert r.stderr.count("capshim-metal: active") == 1
 
 
+@pytest.mark.parametrize("cls", ["CSParavirtDevice", "CSSubDevice"])
+def test_a_query_while_hooks_install_gets_stock_or_more(shim, cls):
+    """A second thread queries the device between each method replacement
+    (CSParavirtDevice: method_setImplementation) or addition (CSSubDevice,
+    which inherits every answer: class_addMethod) of the shim's patch. The
+    shim fills its slot (the originals, ready) before any hook is reachable,
+    so those queries see the stock answers, never NO or 0 (issue 8 item 5).
+    The configured sizes are below stock, so the queries take no shim lock."""
+    r = shim.run(["window", cls], {"CAPSHIM_METAL_APPLE_FAMILY_MAX": "1009",
+                                   "CAPSHIM_METAL_MAX_THREADGROUP_MEMORY": "1024",
+                                   "CAPSHIM_METAL_RECOMMENDED_WORKING_SET_SIZE": "1024"})
+    assert r.rc == 0, r.stderr
+    window = json.loads(r.stdout.splitlines()[0])
+    assert window["window"] == 3  # one query after each of the three installations
+    assert window["apple5"] == [1, 1, 1]
+    assert window["tg"] == [32768] * 3
+    assert window["ws"] == [11453251584] * 3
+    d = r.one()
+    assert d["families"] == APPLE9_FAMILIES and d["maxThreadgroupMemoryLength"] == 32768
+    assert len([h for h in r.of("hooks") if h["installed"]]) == 1
+
+
 def test_path2_patches_the_class_of_the_default_device(shim):
     """Without _MTLDevice (stand-in built -DSTANDIN_NO_PRIVATE)."""
     r = shim.run(["create"], APPLE9, noprivate=True)
@@ -326,3 +348,17 @@ def test_lume_spelling_without_family_is_invalid(shim):
     assert r.one()["maxThreadgroupMemoryLength"] == 32768
     assert r.of("config")[0]["reason"] == \
         "LUME_METAL_APPLE_FAMILY_MAX is required with the LUME_METAL_* spelling"
+
+
+def test_the_shim_and_the_launcher_read_one_list_of_variables(shim):
+    """metal_vars.h is the one list: every name the launcher knows (both
+    spellings) is one the shim removes from the environment at load, and no
+    other."""
+    names = [*metal.CONFIG_VARIABLES.values(), *metal.LUME_VARIABLES.values()]
+    config = {n: "1009" if n.endswith("FAMILY_MAX") else "5001" if n.endswith("FAMILIES") else "65536"
+              for n in names}
+    r = shim.run(["new", "CSParavirtDevice"], config)
+    assert r.rc == 0, r.stderr
+    (scrub,) = r.of("env_scrubbed")
+    assert scrub["variables"] == ["LD_PRELOAD", *names]
+    assert r.of("config")[0]["accepted"] is True

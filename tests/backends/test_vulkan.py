@@ -340,3 +340,18 @@ def test_a_reused_status_file_holds_only_this_runs_events(vk_build, tmp_path):
     assert r.returncode == 2 and "--force" in r.stderr  # an existing file is not emptied silently
     r = run_capshim("run", "--strict", "--force", "--status-file", sf, "--simulate", "vulkan-paravirt", "--", "true")
     assert r.returncode == 3  # the first run's "active" events must not count
+
+
+def test_lower_limit_keys_follow_their_kind(stock_probe):
+    # minSubgroupSize is a lower limit (less is stronger): a lower profile may raise it
+    # but can never report a smaller minimum than the device has (config.c capshim_answer).
+    dev_min = stock_probe["capabilities"]["minSubgroupSize"]
+    if dev_min is None:
+        pytest.fail("the device reports no minSubgroupSize (VK_EXT_subgroup_size_control / 1.3 expected on lavapipe)")
+    mk = lambda v: profiles.parse(f'name="m"\napi="vulkan"\ndirection="lower"\nversion=1\ndescription="d"\n'
+                                  f"[capabilities]\nminSubgroupSize = {v}\n", "m.toml")
+    if dev_min > 1:
+        stronger = vulkan.probe(simulate=mk(dev_min // 2))
+        assert stronger["capabilities"]["minSubgroupSize"] == dev_min  # no claim of more capability
+    weaker = vulkan.probe(simulate=mk(dev_min * 2))
+    assert weaker["capabilities"]["minSubgroupSize"] == dev_min * 2

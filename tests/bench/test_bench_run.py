@@ -32,7 +32,8 @@ def test_default_bench_writes_a_verified_bundle_with_three_active_arms(tmp_path)
     for arm in arms.values():
         assert set(arm["tests"]) == {"pp64", "tg16"}
         for t in arm["tests"].values():
-            assert t["n"] == 2 and t["median"] > 0
+            # 2 processes of 3 timed repetitions each (the CPU-device default), after an in-process warm-up
+            assert t["processes"] == 2 and t["repetitions"] == 3 and t["n"] == 6 and t["median"] > 0
     # llama.cpp's own capability line shows the lowered path in vm-stock only
     stderr = (out / "raw" / "vm-stock-1.stderr").read_text()
     assert "fp16: 0" in stderr and "shared memory: 24576" in stderr
@@ -47,9 +48,13 @@ def test_default_bench_writes_a_verified_bundle_with_three_active_arms(tmp_path)
     run1 = meta["arms"]["vm-stock"]["runs"][0]
     assert run1["env_delta"]["VK_INSTANCE_LAYERS"].startswith("VK_LAYER_CAPSHIM_device")
     assert run1["exec_argv"][:2] == ["/bin/sh", "-c"]  # the pid wrapper around the workload
-    assert "VK_INSTANCE_LAYERS" not in meta["arms"]["native"]["runs"][0]["env_delta"]
+    # native is launched the same way, its variables set to values that enable nothing
+    assert meta["arms"]["native"]["runs"][0]["env_delta"]["VK_INSTANCE_LAYERS"] == os.environ.get("VK_INSTANCE_LAYERS", "")
+    assert meta["arms"]["native"]["runs"][0]["exec_argv"][:2] == ["/bin/sh", "-c"]
+    assert arms["native"]["runs"][0]["telemetry"]["before"]["load"]
     rows = (out / "results.csv").read_text().splitlines()
-    assert rows[0].startswith("arm,run,sample,test,tok_s") and len(rows) == 1 + 3 * 2 * 2
+    assert rows[0].startswith("arm,run,round,position,sample,test,tok_s") and len(rows) == 1 + 3 * 2 * 2 * 3
+    assert "no speed effect is expected" in r.stdout  # lavapipe is a CPU device
     assert "vm-stock" in r.stdout and "vm-unlocked" in r.stdout  # the table
 
 
@@ -107,9 +112,10 @@ def _interrupt(tmp_path, sig):
                              "--warmup", "0", "--out", str(out), "--", str(script)],
                             env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     deadline = time.time() + 60
-    while not (out / "raw" / "b-1.stderr").exists() and time.time() < deadline:
+    while len(list((out / "raw").glob("*-1.stderr")) if (out / "raw").is_dir() else []) < 2 \
+            and time.time() < deadline:
         time.sleep(0.1)
-    time.sleep(0.5)  # b-1 is in its sleep now
+    time.sleep(0.5)  # the second run of round 1 is in its sleep now
     proc.send_signal(sig)
     stdout, stderr = proc.communicate(timeout=60)
     return proc, out, stderr
@@ -121,10 +127,11 @@ def test_ctrl_c_leaves_a_valid_bundle_of_what_finished(tmp_path):
     assert evidence.verify(out) == []
     summary = json.loads((out / "summary.json").read_text())
     assert summary["interrupted"] is True
-    assert summary["arms"]["a"]["tests"]["pp64"]["n"] >= 1
+    first, second = json.loads((out / "metadata.json").read_text())["schedule"][0]  # the order is shuffled
+    assert summary["arms"][first]["tests"]["pp64"]["n"] >= 1
     # the stopped run is recorded with its signal; the arm has no finished run
-    assert summary["arms"]["b"]["runs"][0]["signal"] == "SIGINT"
-    assert summary["arms"]["b"]["state"] == "failed"
+    assert summary["arms"][second]["runs"][0]["signal"] == "SIGINT"
+    assert summary["arms"][second]["state"] == "failed"
     assert json.loads((out / "metadata.json").read_text())["interrupted"] is True
     assert "interrupted (SIGINT)" in stderr
 
@@ -134,7 +141,8 @@ def test_sigterm_is_handled_like_ctrl_c_and_leaves_no_workload_behind(tmp_path):
     assert proc.returncode == 143, stderr
     assert evidence.verify(out) == []
     summary = json.loads((out / "summary.json").read_text())
-    assert summary["arms"]["b"]["runs"][0]["signal"] == "SIGTERM"
+    second = json.loads((out / "metadata.json").read_text())["schedule"][0][1]
+    assert summary["arms"][second]["runs"][0]["signal"] == "SIGTERM"
     left = subprocess.run(["pgrep", "-f", f"{tmp_path}/fake-llama-bench"], capture_output=True, text=True)
     assert left.stdout.strip() == ""
 

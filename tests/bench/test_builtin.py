@@ -63,8 +63,12 @@ def test_stdout_is_one_llama_bench_json_array(stock_runs, tiny):
     keys = {"build_commit", "build_number", "model_filename", "model_type", "model_size",
             "model_n_params", "n_threads", "n_gpu_layers", "test_time", "avg_ns", "stddev_ns",
             "avg_ts", "stddev_ts", "samples_ns", "samples_ts", "capshim_output"}
+    # only what the worker measured or set: no guessed llama-bench fields
+    unset = {"backends", "type_k", "type_v", "cpu_mask", "cpu_strict", "poll", "use_mmap", "split_mode", "main_gpu",
+             "no_kv_offload", "tensor_split", "embeddings"}
     for row in rows:
         assert keys <= set(row), keys - set(row)
+        assert not unset & set(row), unset & set(row)
         assert row["model_filename"] == str(tiny)
         assert row["model_n_params"] > 0 and row["model_size"] > 0
         assert row["n_gpu_layers"] == 99

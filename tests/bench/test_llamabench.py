@@ -100,14 +100,18 @@ def test_missing_file_named(tmp_path):
         llamabench.load_file(tmp_path / "nope.json")
 
 
-def test_to_records_and_conflicting_rows():
+def test_to_records_and_sweep_series():
     rows = parse_output(json.dumps([_row(), _row(n_prompt=0, n_gen=8, samples_ts=[1.5])]), "s")
     recs = llamabench.to_records(rows, "stock", 3)
-    assert recs[0] == {"arm": "stock", "run": 3, "sample": 1, "test": "pp512", "tok_s": 10.0}
+    assert {k: v for k, v in recs[0].items() if k != "config"} == {
+        "arm": "stock", "run": 3, "sample": 1, "test": "pp512", "tok_s": 10.0}
+    assert recs[0]["config"]["n_prompt"] == 512 and "model_filename" not in recs[0]["config"]
     assert [r["sample"] for r in recs] == [1, 2, 3, 1]
-    two = parse_output(json.dumps([_row(n_threads=4), _row(n_threads=8)]), "s")
-    with pytest.raises(LlamaBenchError, match="differ in n_threads"):
-        llamabench.to_records(two, "a", 1)
+    # a sweep: rows of one test that differ in settings are separate series, named by what varies
+    two = parse_output(json.dumps([_row(n_threads=4, n_gpu_layers=0), _row(n_threads=8, n_gpu_layers=0),
+                                   _row(n_prompt=0, n_gen=8, n_threads=4)]), "s")
+    names = [r["test"] for r in llamabench.to_records(two, "a", 1)]
+    assert names[:3] == ["pp512 t=4"] * 3 and names[3:6] == ["pp512 t=8"] * 3 and names[6] == "tg8"
 
 
 @pytest.mark.parametrize("name", ["cpu-tiny.json", "cpu-tiny.jsonl"])

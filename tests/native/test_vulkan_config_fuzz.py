@@ -32,6 +32,7 @@ EDGE = {
     "big": (b"direction=lower\n" + b"#\n" * 40000, "larger than"),
     "utf8_comment": ("# café\ndirection=lower\n".encode(), "ok (0 values, 0 extensions)"),
     "utf8_key": ("direction=lower\ncafé=1\n".encode(), "only printable ASCII"),
+    "comment_control": (b"# a\x1b[31m\ndirection=lower\n", "invalid: line 1: byte 0x1b"),
 }
 
 

@@ -8,6 +8,9 @@ Objective-C runtime (``gobjc``) and tested with stand-in device classes
 same source is built as a universal (arm64, arm64e) dylib, ad-hoc signed,
 and injected with ``DYLD_INSERT_LIBRARIES``; only there does it meet the real
 ``Metal.framework`` (the macOS CI workflow, ``.github/workflows/macos.yml``).
+From Linux it is also cross-built for arm64 and x86_64 with ``zig cc``
+(``build_cross``) and its Mach-O files are checked with LIEF
+(``inspect_macho``, ``capshim verify --api metal --shim FILE``).
 
 Facts this module relies on (docs/contracts.md, "Published figures" and "Reference facts: Metal"; trycua/cua
 ``libs/lume/metal-capability-shim``): the private
@@ -24,6 +27,7 @@ entitlement.
 from __future__ import annotations
 
 import hashlib
+import importlib.util
 import json
 import os
 import re
@@ -33,39 +37,68 @@ import sys
 import tempfile
 from pathlib import Path
 
-from capshim.errors import UsageError
-from capshim.native.build import cache_root, run_compiler
+from capshim import status as shim_status
+from capshim.errors import BuildError, UsageError
+from capshim.native import build as nb
+from capshim.native.build import run_compiler
 
 __all__ = [
-    "NATIVE_DIR", "CONFIG_VARIABLES", "DENY_LIST", "cache_dir", "build", "launch_env",
+    "NATIVE_DIR", "CONFIG_VARIABLES", "LUME_VARIABLES", "DENY_LIST", "cache_dir", "cross_dir", "build", "build_cross",
+    "compile_into", "inspect_macho", "launch_env",
     "shim_env", "profile_warnings", "probe", "run_probe", "summarize_status",
     "warn_target", "verify",
 ]
 
 NATIVE_DIR = Path(__file__).resolve().parent.parent / "native" / "metal"
-SHIM_SOURCES = ("metal_shim.c", "metal_config.c")
+# The one source list of every build: the macOS build (xcrun clang), the
+# cross build from Linux (zig cc) and the Linux stand-in build (gcc, GNU
+# libobjc). HEADERS are hashed into the cache key with them. The status-event
+# writer (status.c/.h) is shared with the Vulkan layer (one writer, one
+# schema) and lives in native/vulkan; builds copy every file flat.
+SHARED_DIR = NATIVE_DIR.parent / "vulkan"
+SHARED_FILES = ("status.c", "status.h")
+SHIM_SOURCES = ("metal_shim.c", "metal_config.c", "status.c")
 PROBE_SOURCES = ("metal_probe.c",)
-STANDIN_SOURCE = "standin_metal.m"
+STANDIN_SOURCES = ("standin_metal.m",)
+HEADERS = ("metal_config.h", "metal_query.h", "metal_vars.h", "status.h")
 IS_MACOS = sys.platform == "darwin"
 
 DYLIB_NAME = "libcapshim-metal.dylib"
 SO_NAME = "libcapshim-metal.so"
 PROBE_NAME = "capshim-metal-probe"
 STANDIN_NAME = "libcapshim_metal_standin.so"
+INSTALL_NAME = f"@rpath/{DYLIB_NAME}"
 
-# Flags shared by every native build: C (GNU dialect for dladdr, getprogname,
-# program_invocation_short_name), all warnings as errors.
-WARN_FLAGS = ["-std=gnu11", "-Wall", "-Wextra", "-Werror"]
-MACOS_MIN = "-mmacosx-version-min=13.0"
+# Every build: C in the GNU dialect (dladdr, getprogname,
+# program_invocation_short_name) with native/build.py's warnings (errors).
+WARN_FLAGS = ["-std=gnu11", *nb.WARNINGS]
+MACOS_MIN_VERSION = "13.0"
 MACOS_ARCHS = ["-arch", "arm64", "-arch", "arm64e"]
+# What the macOS shim links (both builds), and the install names dyld binds
+# them to (Apple: /usr/lib/libobjc.A.dylib; Metal.framework, Versions/A).
+SHIM_LINK = ["-lobjc", "-framework", "Metal"]
+PROBE_LINK = ["-lobjc"]
+LIBSYSTEM_INSTALL_NAME = "/usr/lib/libSystem.B.dylib"
+OBJC_INSTALL_NAME = "/usr/lib/libobjc.A.dylib"
+METAL_INSTALL_NAME = "/System/Library/Frameworks/Metal.framework/Versions/A/Metal"
+# Cross targets (zig cc names) -> the folder of each; zig has no arm64e.
+CROSS_TARGETS = {"arm64": f"aarch64-macos.{MACOS_MIN_VERSION}",
+                 "x86_64": f"x86_64-macos.{MACOS_MIN_VERSION}"}
+ARM64E_NOTE = ("arm64e (the slice that /usr/bin programs and other arm64e processes load) "
+               "can only be built on a Mac with Xcode: capshim build --api metal there")
 
-# Profile key -> the shim's variable (native/metal/metal_config.h).
-CONFIG_VARIABLES = {
-    "appleFamilyMax": "CAPSHIM_METAL_APPLE_FAMILY_MAX",
-    "maxThreadgroupMemoryLength": "CAPSHIM_METAL_MAX_THREADGROUP_MEMORY",
-    "recommendedMaxWorkingSetSize": "CAPSHIM_METAL_RECOMMENDED_WORKING_SET_SIZE",
-    "forceFamilies": "CAPSHIM_METAL_FORCE_FAMILIES",
-}
+
+def _variables(macro: str) -> dict[str, str]:
+    """Profile key -> variable name, from the X(key, "NAME") lines of ``macro``
+    in ``native/metal/metal_vars.h``: the one place the names are written."""
+    text = (NATIVE_DIR / "metal_vars.h").read_text()
+    body = text[text.index(f"#define {macro}(X)"):].split("\n\n", 1)[0]
+    return dict(re.findall(r'X\((\w+), "(\w+)"\)', body))
+
+
+# Profile key -> the shim's variable, capshim spelling and Cua/Lume spelling.
+CONFIG_VARIABLES = _variables("CAPSHIM_METAL_VARIABLES")
+LUME_VARIABLES = _variables("CAPSHIM_METAL_LUME_VARIABLES")
 
 # Strings that must not be in the shim (Cua's release checks): timing
 # interposition, clock functions, mesh/argument-type/sync research switches,
@@ -83,56 +116,145 @@ SIP_PREFIXES = ("/usr/bin/", "/usr/sbin/", "/usr/libexec/", "/bin/", "/sbin/", "
 
 SKIPPED = "skipped (macOS only)"
 
+# What the shim's Mach-O may import, as C names (macho.c_name): the
+# Objective-C runtime functions it calls (<objc/runtime.h>; all of them must
+# be imported), the two Metal functions it interposes (both must be), and the
+# C library functions it calls. Compilers may add the _FORTIFY_SOURCE
+# variants (__NAME_chk) of these, the stack protector and dyld's binder.
+MACHO_OBJC_IMPORTS = frozenset({
+    "class_addMethod", "class_getInstanceMethod", "class_getMethodImplementation",
+    "class_getName", "class_getSuperclass", "class_respondsToSelector",
+    "method_getImplementation", "method_getTypeEncoding", "method_setImplementation",
+    "objc_lookUpClass", "object_getClass", "sel_registerName",
+})
+INTERPOSED = ("MTLCreateSystemDefaultDevice", "MTLCopyAllDevices")
+MACHO_LIBC_IMPORTS = frozenset({
+    "__error", "bzero", "__bzero", "close", "dladdr", "getenv", "getpid", "getprogname",
+    "fstat", "memcpy", "memmove", "memset", "open", "pthread_once", "strerror", "pthread_mutex_lock", "pthread_mutex_unlock",
+    "setenv", "snprintf", "stat", "strchr", "strcmp", "strcspn", "strlen", "strtoull",
+    "unsetenv", "vsnprintf", "write", "__stack_chk_fail", "__stack_chk_guard",
+    "dyld_stub_binder",
+})
+# Symbols the linker itself defines in every image (the Mach-O header, the
+# DSO handle): not the shim's. Anything else exported is a finding.
+MACHO_LINKER_EXPORTS = frozenset({"_mh_dylib_header", "_mh_execute_header", "__dso_handle"})
+
 
 # ---- build ------------------------------------------------------------------
 
-def _sources_digest() -> str:
-    h = hashlib.sha256()
-    for p in sorted(NATIVE_DIR.iterdir()):
-        if p.is_file() and p.suffix in (".c", ".h", ".m"):
-            h.update(p.name.encode() + b"\0" + p.read_bytes() + b"\0")
-    return h.hexdigest()[:12]
+def _shim_command(cc: list[str], platform: list[str], shared: list[str], link: list[str],
+                  out: str, opt: list[str]) -> list[str]:
+    return [*cc, *platform, *WARN_FLAGS, *opt, "-fvisibility=hidden", *shared, *SHIM_SOURCES,
+            *link, "-o", out]
 
 
-def cache_dir() -> Path:
-    """Where ``build`` puts the artifacts of the current sources.
+def _probe_command(cc: list[str], platform: list[str], link: list[str], out: str,
+                   opt: list[str]) -> list[str]:
+    return [*cc, *platform, *WARN_FLAGS, *opt, *PROBE_SOURCES, *link, "-o", out]
 
-    ``$XDG_CACHE_HOME`` (or ``~/.cache``) + ``/capshim/native/metal-<12 hex>``,
-    the hex being the start of the SHA-256 of the sources in ``native/metal``.
-    Computing it builds nothing.
+
+def _macos_commands() -> list[list[str]]:
+    cc, plat = ["xcrun", "clang"], [*MACOS_ARCHS, f"-mmacosx-version-min={MACOS_MIN_VERSION}"]
+    return [
+        _shim_command(cc, plat, ["-dynamiclib", "-install_name", INSTALL_NAME], SHIM_LINK,
+                      DYLIB_NAME, ["-O2"]),
+        ["codesign", "--force", "--sign", "-", DYLIB_NAME],
+        _probe_command(cc, ["-arch", "arm64", f"-mmacosx-version-min={MACOS_MIN_VERSION}"],
+                       PROBE_LINK, PROBE_NAME, ["-O2"]),
+        ["codesign", "--force", "--sign", "-", PROBE_NAME],
+    ]
+
+
+def _cross_commands() -> list[list[str]]:
+    # The same link flags as on a Mac; -L/-F find the text stubs
+    # (_stubs) that stand in for libobjc and Metal, which the zig
+    # toolchain does not carry. Without -undefined dynamic_lookup a symbol
+    # that no linked library exports fails the link.
+    cc = [sys.executable, "-m", "ziglang", "cc"]
+    cmds = []
+    for arch, target in CROSS_TARGETS.items():
+        plat = ["-target", target, "-L", "stubs", "-F", "stubs"]
+        cmds.append(_shim_command(cc, plat, ["-dynamiclib", "-install_name", INSTALL_NAME], SHIM_LINK,
+                                  f"macos-{arch}/{DYLIB_NAME}", ["-O2"]))
+        cmds.append(_probe_command(cc, plat, PROBE_LINK, f"macos-{arch}/{PROBE_NAME}", ["-O2"]))
+    return cmds
+
+
+def _tbd(install_name: str, symbols) -> str:
+    """A text-based dylib stub (TAPI ``tbd-version: 4``, the format of the
+    macOS SDK's ``.tbd`` files) exporting ``symbols`` (C names)."""
+    targets = ", ".join(f"{a}-macos" for a in CROSS_TARGETS)
+    names = ", ".join(f"_{n}" for n in sorted(symbols))
+    return (f"--- !tapi-tbd\ntbd-version: 4\ntargets: [ {targets} ]\ninstall-name: '{install_name}'\n"
+            f"exports:\n  - targets: [ {targets} ]\n    symbols: [ {names} ]\n...\n")
+
+
+def _stubs() -> dict[str, str]:
+    """Relative path -> text of the link stubs for the cross build: libobjc
+    exporting ``MACHO_OBJC_IMPORTS``, Metal exporting ``INTERPOSED``."""
+    return {"stubs/libobjc.tbd": _tbd(OBJC_INSTALL_NAME, MACHO_OBJC_IMPORTS),
+            "stubs/Metal.framework/Metal.tbd": _tbd(METAL_INSTALL_NAME, INTERPOSED)}
+
+
+def _linux_commands(cc: str = "gcc", opt: list[str] | None = None) -> list[list[str]]:
+    opt = opt or ["-O2"]
+    so = ["-fPIC", "-shared"]
+    standin = [cc, *WARN_FLAGS, *opt, "-fvisibility=hidden", *so, *STANDIN_SOURCES,
+               "-lobjc", "-lpthread"]
+    return [
+        _shim_command([cc], [], so, ["-lobjc", "-ldl", "-lpthread"], SO_NAME, opt),
+        _probe_command([cc], [], ["-lobjc", "-ldl"], PROBE_NAME, opt),
+        [*standin, "-o", f"standin/full/{STANDIN_NAME}"],
+        [*standin[:1], "-DSTANDIN_NO_PRIVATE", *standin[1:], "-o", f"standin/noprivate/{STANDIN_NAME}"],
+    ]
+
+
+def compile_into(dest: Path, commands: list[list[str]]) -> None:
+    """Copy the sources into ``dest`` and run ``commands`` there (relative paths,
+    so that the commands, and with them the cache key, name no folder).
+
+    Raises:
+        BuildError: naming the failing command.
     """
-    return cache_root() / "native" / f"metal-{_sources_digest()}"
+    for name, path in zip(_names(), _sources()):
+        (dest / name).write_bytes(path.read_bytes())
+    for cmd in commands:
+        out = cmd[cmd.index("-o") + 1] if "-o" in cmd else None
+        if out and "/" in out:
+            (dest / out).parent.mkdir(parents=True, exist_ok=True)
+        nb.run_compiler(cmd, dest)
+
+
+def _names() -> list[str]:
+    return list(dict.fromkeys((*SHIM_SOURCES, *PROBE_SOURCES, *STANDIN_SOURCES, *HEADERS)))
 
 
 def _src(names) -> list[str]:
-    return [str(NATIVE_DIR / n) for n in names]
+    """Absolute paths of source ``names`` (the shared status files from native/vulkan)."""
+    return [str((SHARED_DIR if n in SHARED_FILES else NATIVE_DIR) / n) for n in names]
 
 
-def _macos_commands(out: Path) -> list[list[str]]:
-    dylib, probe_bin = out / DYLIB_NAME, out / PROBE_NAME
-    return [
-        ["xcrun", "clang", *MACOS_ARCHS, MACOS_MIN, *WARN_FLAGS, "-O2", "-fvisibility=hidden",
-         "-dynamiclib", "-install_name", f"@rpath/{DYLIB_NAME}", *_src(SHIM_SOURCES),
-         "-lobjc", "-framework", "Metal", "-o", str(dylib)],
-        ["codesign", "--force", "--sign", "-", str(dylib)],
-        ["xcrun", "clang", "-arch", "arm64", MACOS_MIN, *WARN_FLAGS, "-O2", *_src(PROBE_SOURCES),
-         "-lobjc", "-o", str(probe_bin)],
-        ["codesign", "--force", "--sign", "-", str(probe_bin)],
-    ]
+def _sources() -> list[Path]:
+    return [Path(p) for p in _src(_names())]
 
 
-def _linux_commands(out: Path, cc: str = "gcc", extra: list[str] | None = None) -> list[list[str]]:
-    extra = extra or ["-O2"]
-    full, nopriv = out / "standin" / "full", out / "standin" / "noprivate"
-    return [
-        [cc, *WARN_FLAGS, *extra, "-fPIC", "-shared", "-fvisibility=hidden", *_src(SHIM_SOURCES),
-         "-lobjc", "-ldl", "-lpthread", "-o", str(out / SO_NAME)],
-        [cc, *WARN_FLAGS, *extra, *_src(PROBE_SOURCES), "-lobjc", "-ldl", "-o", str(out / PROBE_NAME)],
-        [cc, *WARN_FLAGS, *extra, "-fPIC", "-shared", "-fvisibility=hidden",
-         *_src([STANDIN_SOURCE]), "-lobjc", "-lpthread", "-o", str(full / STANDIN_NAME)],
-        [cc, *WARN_FLAGS, *extra, "-DSTANDIN_NO_PRIVATE", "-fPIC", "-shared", "-fvisibility=hidden",
-         *_src([STANDIN_SOURCE]), "-lobjc", "-lpthread", "-o", str(nopriv / STANDIN_NAME)],
-    ]
+def _platform_commands() -> list[list[str]]:
+    return _macos_commands() if IS_MACOS else _linux_commands()
+
+
+def cache_dir() -> Path:
+    """Where ``build`` puts the artifacts of the current sources and commands.
+
+    ``native/build.py``'s ``build_dir``: the capshim cache +
+    ``/native/metal-<12 hex>``, the hex covering the sources and the compile
+    commands. Computing it builds nothing.
+    """
+    return nb.build_dir("metal", _sources(), _platform_commands())
+
+
+def cross_dir() -> Path:
+    """Where ``build_cross`` puts the macOS binaries (``.../native/metal-macos-<12 hex>``)."""
+    return nb.build_dir("metal-macos", _sources(), [*_cross_commands(), *map(list, _stubs().items())])
 
 
 def _artifacts(root: Path) -> dict[str, Path]:
@@ -144,10 +266,42 @@ def _artifacts(root: Path) -> dict[str, Path]:
             "sums": root / "SHA256SUMS"}
 
 
+def _cross_artifacts(root: Path) -> dict[str, Path]:
+    arts = {}
+    for arch in CROSS_TARGETS:
+        arts[f"shim-{arch}"] = root / f"macos-{arch}" / DYLIB_NAME
+        arts[f"probe-{arch}"] = root / f"macos-{arch}" / PROBE_NAME
+    arts["sums"] = root / "SHA256SUMS"
+    return arts
+
+
 def _write_sums(root: Path, files: list[Path]) -> None:
     lines = [f"{hashlib.sha256(f.read_bytes()).hexdigest()}  {f.relative_to(root).as_posix()}"
              for f in files]
     (root / "SHA256SUMS").write_text("\n".join(lines) + "\n")
+
+
+def _build_into(final: Path, commands: list[list[str]], arts: dict[str, Path], force: bool,
+                files: dict[str, str] | None = None) -> dict[str, Path]:
+    if not force and all(p.is_file() for p in arts.values()):
+        return arts
+    tmp = nb.new_tmp(final)
+    try:
+        for rel, text in (files or {}).items():
+            (tmp / rel).parent.mkdir(parents=True, exist_ok=True)
+            (tmp / rel).write_text(text)
+        compile_into(tmp, commands)
+        _write_sums(tmp, [tmp / p.relative_to(final) for k, p in arts.items() if k != "sums"])
+        for name in (*SHIM_SOURCES, *PROBE_SOURCES, *STANDIN_SOURCES, *HEADERS):
+            (tmp / name).unlink()
+        shutil.rmtree(tmp / "stubs", ignore_errors=True)
+        if force and final.is_dir():
+            shutil.rmtree(final)
+        nb.publish(tmp, final)
+    finally:
+        if tmp.exists():
+            shutil.rmtree(tmp, ignore_errors=True)
+    return arts
 
 
 def build(force: bool = False) -> dict[str, Path]:
@@ -163,7 +317,7 @@ def build(force: bool = False) -> dict[str, Path]:
     its ``LD_PRELOAD`` interposers), the probe, and the stand-in Metal
     library (``standin/full`` and ``standin/noprivate`` without
     ``_MTLDevice``) for tests and ``verify``.
-    Both write ``SHA256SUMS``. Warnings are errors.
+    Both write ``SHA256SUMS``. Warnings are errors (``WARN_FLAGS``).
 
     Args:
         force: rebuild even when the artifacts of these sources exist.
@@ -176,26 +330,36 @@ def build(force: bool = False) -> dict[str, Path]:
         BuildError: naming the failing command (compiler missing: on Debian
             ``apt-get install gcc gobjc``; on macOS the Xcode command line tools).
     """
-    root = cache_dir()
-    arts = _artifacts(root)
-    if not force and all(p.is_file() for p in arts.values()):
-        return arts
-    root.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=root.name + ".tmp-", dir=root.parent))
-    try:
-        (tmp / "standin" / "full").mkdir(parents=True)
-        (tmp / "standin" / "noprivate").mkdir(parents=True)
-        for cmd in (_macos_commands(tmp) if IS_MACOS else _linux_commands(tmp)):
-            run_compiler(cmd)
-        built = [p for k, p in _artifacts(tmp).items() if k != "sums"]
-        _write_sums(tmp, built)
-        if root.exists():
-            shutil.rmtree(root)
-        os.replace(tmp, root)
-    finally:
-        if tmp.exists():
-            shutil.rmtree(tmp, ignore_errors=True)
-    return arts
+    final = cache_dir()
+    return _build_into(final, _platform_commands(), _artifacts(final), force)
+
+
+def build_cross(force: bool = False) -> dict[str, Path]:
+    """Cross-build the macOS shim and probe on any OS with ``zig cc`` (``ziglang``).
+
+    The same sources, warnings (as errors) and install name as the macOS
+    build, thin, for ``aarch64-macos`` and ``x86_64-macos`` (minimum macOS
+    13.0), into ``cross_dir()``: ``macos-arm64/`` and ``macos-x86_64/``, each
+    with ``libcapshim-metal.dylib`` and ``capshim-metal-probe``, and
+    ``SHA256SUMS``. Not built: arm64e (``ARM64E_NOTE``) and the signature
+    (zig signs arm64 ad hoc; ``codesign`` runs only on a Mac). libobjc and
+    Metal are linked as on a Mac (``SHIM_LINK``), through text stubs written
+    from ``MACHO_OBJC_IMPORTS`` and ``INTERPOSED`` (``_stubs``): the
+    toolchain carries none.
+
+    Returns:
+        name -> path: "shim-arm64", "probe-arm64", "shim-x86_64",
+        "probe-x86_64", "sums".
+
+    Raises:
+        BuildError: ``ziglang`` is not installed (``pip install
+            'capshim[macos]'``), or a compile command failed (named).
+    """
+    if importlib.util.find_spec("ziglang") is None:
+        raise BuildError("--target macos needs the zig toolchain: pip install 'capshim[macos]' "
+                         "(./setup.sh installs it)")
+    final = cross_dir()
+    return _build_into(final, _cross_commands(), _cross_artifacts(final), force, _stubs())
 
 
 # ---- environment ---------------------------------------------------------------
@@ -280,35 +444,13 @@ def launch_env(profile, status_file: Path, inherit: bool, quiet: bool) -> dict[s
 
 def read_status(path: Path) -> list[dict]:
     """The Metal shim's events in a status file (JSON lines; others skipped)."""
-    events = []
-    try:
-        text = path.read_text(encoding="utf-8", errors="replace")
-    except OSError:
-        return events
-    for line in text.splitlines():
-        try:
-            ev = json.loads(line)
-        except json.JSONDecodeError:
-            continue
-        if isinstance(ev, dict) and ev.get("shim") == "metal":
-            events.append(ev)
-    return events
+    return shim_status.read(path).for_shim("metal")
 
 
 def summarize_status(events: list[dict]) -> str:
-    """"active", "invalid" or "inert" for the Metal shim's events of one run.
-
-    invalid: a config event with accepted false; active: loaded, config
-    accepted and a hooks event whose ``installed`` list is not empty (the
-    Metal shim lists hooks there only once a device class answers through
-    them); inert: anything else.
-    """
-    if any(e.get("event") == "config" and e.get("accepted") is False for e in events):
-        return "invalid"
-    loaded = any(e.get("event") == "loaded" for e in events)
-    accepted = any(e.get("event") == "config" and e.get("accepted") is True for e in events)
-    hooked = any(e.get("event") == "hooks" and e.get("installed") for e in events)
-    return "active" if loaded and accepted and hooked else "inert"
+    """"active", "invalid" or "inert" for the Metal shim's events of one run:
+    the shared classifier's verdict (:func:`capshim.status.classify_events`)."""
+    return shim_status.classify_events(events).state
 
 
 # ---- probe ---------------------------------------------------------------------
@@ -355,8 +497,7 @@ def run_probe(probe_bin: Path, shim: Path, profile=None, compare: bool = False, 
     """
     base = dict(os.environ if base_env is None else base_env)
     preload = base.get(inject_var) if inject_var == "LD_PRELOAD" else None
-    for var in [inject_var, *CONFIG_VARIABLES.values(), "LUME_METAL_APPLE_FAMILY_MAX",
-                "LUME_METAL_MAX_THREADGROUP_MEMORY", "LUME_METAL_RECOMMENDED_WORKING_SET_SIZE",
+    for var in [inject_var, *CONFIG_VARIABLES.values(), *LUME_VARIABLES.values(),
                 "CAPSHIM_STATUS_FILE"]:
         base.pop(var, None)
     if preload:
@@ -555,7 +696,7 @@ def _functional_checks(arts: dict[str, Path], inject_var: str, framework: Path |
             env = {k: v for k, v in base.items() if k not in CONFIG_VARIABLES.values()}
             pre = base.get(inject_var) if inject_var == "LD_PRELOAD" else None
             env.update({inject_var: f"{pre}:{arts['shim']}" if pre else str(arts["shim"]),
-                        "LUME_METAL_APPLE_FAMILY_MAX": "1009x",
+                        LUME_VARIABLES["appleFamilyMax"]: "1009x",
                         "CAPSHIM_STATUS_FILE": str(status), "CAPSHIM_QUIET": "1"})
             broken = _probe_once(arts["probe"], env, framework)["answers"]
             verdict = summarize_status(read_status(status))
@@ -568,21 +709,139 @@ def _functional_checks(arts: dict[str, Path], inject_var: str, framework: Path |
     return out
 
 
-def verify() -> list[dict]:
-    """Checks of the built Metal shim for ``capshim verify``.
+def _expected_library(name: str) -> str:
+    if name in MACHO_OBJC_IMPORTS:
+        return OBJC_INSTALL_NAME
+    return METAL_INSTALL_NAME if name in INTERPOSED else LIBSYSTEM_INSTALL_NAME
+
+
+def _import_allowed(name: str) -> bool:
+    if name in MACHO_OBJC_IMPORTS or name in MACHO_LIBC_IMPORTS or name in INTERPOSED:
+        return True
+    return name.startswith("__") and name.endswith("_chk") and name[2:-4] in MACHO_LIBC_IMPORTS
+
+
+def inspect_macho(path: Path, kind: str = "shim") -> list[dict]:
+    """Check a macOS shim (``kind="shim"``) or probe (``"probe"``) as ``verify``
+    does on a Mac, by reading the file (``capshim.macho``, LIEF): on any OS.
+
+    Per architecture slice: file type (dylib / executable), install name
+    (``INSTALL_NAME``), exported symbols (only the linker's own,
+    ``MACHO_LINKER_EXPORTS``: no test hooks), linked libraries (libSystem,
+    libobjc, and Metal for the shim), imported symbols (every
+    ``MACHO_OBJC_IMPORTS`` and ``INTERPOSED`` function, nothing outside
+    those and ``MACHO_LIBC_IMPORTS``, each bound two-level to its library:
+    libobjc, Metal, libSystem), the ``__DATA,__interpose`` tuples
+    (replacing exactly ``INTERPOSED``, in that order: hook path 2), the
+    minimum macOS, and a code signature load command on arm64 (Apple
+    Silicon runs nothing unsigned; its validity is ``codesign``'s, on a
+    Mac). For the file: the architectures (arm64e missing is a warning,
+    ``ARM64E_NOTE``) and the ``DENY_LIST`` strings.
+
+    Returns:
+        checks ``{"check", "status": "passed" | "failed" | "warning", "detail"}``.
+
+    Raises:
+        UsageError: the file is missing or not Mach-O (named), or LIEF is
+            not installed.
+    """
+    from capshim import macho
+
+    slices = macho.read(path)
+    checks: list[dict] = []
+    archs = [s.arch for s in slices]
+    checks.append(_check("architectures", "passed" if "arm64" in archs or "x86_64" in archs else "failed",
+                         " ".join(archs)))
+    if kind == "shim" and "arm64e" not in archs:
+        checks.append(_check("arm64e slice", "warning", f"not in this file; {ARM64E_NOTE}"))
+    want_type = "dylib" if kind == "shim" else "execute"
+    want_min = tuple(int(x) for x in MACOS_MIN_VERSION.split("."))
+    for sl in slices:
+        a = sl.arch
+        checks.append(_check(f"{a}: file type", "passed" if sl.file_type == want_type else "failed",
+                             f"{sl.file_type} (want {want_type})"))
+        exports = [macho.c_name(x) for x in sl.exports]
+        extra = sorted(x for x in exports if x not in MACHO_LINKER_EXPORTS)
+        if kind == "probe":
+            extra = [x for x in extra if x != "main"]
+        checks.append(_check(f"{a}: exported symbols", "failed" if extra else "passed",
+                             f"unexpected: {', '.join(extra)}" if extra else
+                             f"only the linker's ({', '.join(sorted(exports)) or 'none'})"))
+        minos = tuple(int(x) for x in (sl.min_os or "0").split("."))
+        checks.append(_check(f"{a}: minimum macOS",
+                             "passed" if sl.min_os and minos[:2] <= want_min else "failed",
+                             f"{sl.min_os or 'no LC_BUILD_VERSION'} (want <= {MACOS_MIN_VERSION})"))
+        if a.startswith("arm64"):
+            checks.append(_check(f"{a}: code signature", "passed" if sl.signed else "failed",
+                                 "LC_CODE_SIGNATURE present (validity: codesign --verify on a Mac)"
+                                 if sl.signed else "no LC_CODE_SIGNATURE: Apple Silicon will not load it"))
+        want_libs = {LIBSYSTEM_INSTALL_NAME, OBJC_INSTALL_NAME} | ({METAL_INSTALL_NAME} if kind == "shim" else set())
+        checks.append(_check(f"{a}: linked libraries", "passed" if set(sl.libraries) == want_libs else "failed",
+                             ", ".join(sl.libraries) or "none"))
+        if kind != "shim":
+            continue
+        checks.append(_check(f"{a}: install name", "passed" if sl.install_name == INSTALL_NAME else "failed",
+                             f"{sl.install_name} (want {INSTALL_NAME})"))
+        imports = {macho.c_name(x) for x in sl.imports}
+        unexpected = sorted(x for x in imports if not _import_allowed(x))
+        lacking = sorted((MACHO_OBJC_IMPORTS | set(INTERPOSED)) - imports)
+        misbound = sorted(f"{macho.c_name(x)} -> {lib}" for x, lib in sl.bound_to.items()
+                          if lib != _expected_library(macho.c_name(x)))
+        detail = (f"{len(imports)} imports; Objective-C runtime (from {OBJC_INSTALL_NAME}): "
+                  f"{', '.join(sorted(imports & MACHO_OBJC_IMPORTS))}")
+        for what, items in (("bound elsewhere", misbound), ("missing", lacking), ("unexpected", unexpected)):
+            if items:
+                detail = f"{what}: {', '.join(items)}; " + detail
+        checks.append(_check(f"{a}: imported symbols",
+                             "failed" if unexpected or lacking or misbound else "passed", detail))
+        got = tuple(macho.c_name(x) for x in sl.interposed)
+        has = "__DATA,__interpose" in sl.sections
+        checks.append(_check(f"{a}: __DATA,__interpose", "passed" if has and got == INTERPOSED else "failed",
+                             f"replaces {', '.join(got)}" if has else "section missing (hook path 2)"))
+    if kind == "shim":
+        hits = deny_list_hits(slices[0].data)
+        checks.append(_check("deny-list strings", "failed" if hits else "passed",
+                             f"found {', '.join(hits)}" if hits else f"none of {len(DENY_LIST)} present"))
+    return checks
+
+
+def _codesign_check(path: Path) -> dict:
+    r = subprocess.run(["codesign", "--verify", "--strict", str(path)], capture_output=True, text=True)
+    return _check("signature", "passed" if r.returncode == 0 else "failed",
+                  "codesign --verify --strict " + ("ok" if r.returncode == 0 else r.stderr.strip()))
+
+
+def verify(shim: Path | None = None) -> list[dict]:
+    """Checks of the Metal shim for ``capshim verify``.
 
     Each check is ``{"check": name, "status": "passed" | "failed" |
-    "skipped (macOS only)", "detail": text}``. macOS: lipo architectures
-    (arm64 and arm64e), ``codesign --verify --strict``, no exported symbols,
-    the deny-list of strings, SHA256SUMS, and the probe stock vs shimmed vs a
+    "warning" | "skipped (macOS only)", "detail": text}``. With ``shim`` (a
+    Mach-O built elsewhere, ``--shim FILE``), on any OS: ``inspect_macho``
+    (file type, architectures, install name, exports, imports,
+    ``__DATA,__interpose``, deny-list), plus ``codesign --verify --strict``
+    on a Mac (skipped elsewhere). Without it, the built shim: macOS: lipo
+    architectures (arm64 and arm64e), ``codesign --verify --strict``,
+    ``inspect_macho``, SHA256SUMS, and the probe stock vs shimmed vs a
     broken configuration against the real Metal.framework. Linux: the
     deny-list, the exported symbols (only the two LD_PRELOAD interposers),
     SHA256SUMS and the same behaviour checks against the GNU-runtime
     stand-in; the macOS-only checks are listed as skipped, never as passed.
 
     Raises:
+        UsageError: ``shim`` is missing or not a Mach-O file.
         BuildError: the artifacts could not be built.
     """
+    if shim is not None:
+        try:
+            found = inspect_macho(Path(shim))
+        except UsageError as exc:
+            raise UsageError(f"--shim {exc}") from None
+        checks = [_check("file", "passed", str(shim)), *found]
+        checks.append(_codesign_check(shim) if IS_MACOS else
+                      _check("signature", SKIPPED, "codesign --verify --strict"))
+        checks.append(_check("answers change on a real Metal device", SKIPPED,
+                             "checked for the built shim: capshim verify (no --shim) on a Mac"))
+        return checks
     arts = build()
     shim = arts["shim"]
     data = shim.read_bytes()
@@ -592,13 +851,9 @@ def verify() -> list[dict]:
         archs = set(r.stdout.split())
         checks.append(_check("architectures", "passed" if {"arm64", "arm64e"} <= archs else "failed",
                              f"lipo -archs: {' '.join(sorted(archs)) or r.stderr.strip()}"))
-        r = subprocess.run(["codesign", "--verify", "--strict", str(shim)], capture_output=True, text=True)
-        checks.append(_check("signature", "passed" if r.returncode == 0 else "failed",
-                             "codesign --verify --strict " + ("ok" if r.returncode == 0 else r.stderr.strip())))
-        r = subprocess.run(["nm", "-gU", str(shim)], capture_output=True, text=True)
-        syms = [ln.split()[-1] for ln in r.stdout.splitlines() if ln.strip() and not ln.endswith(":")]
-        checks.append(_check("exports nothing", "passed" if r.returncode == 0 and not syms else "failed",
-                             ", ".join(syms) or "no exported symbols"))
+        checks.append(_codesign_check(shim))
+        checks += [c for c in inspect_macho(shim)
+                   if c["check"] not in ("architectures", "arm64e slice", "deny-list strings")]
     else:
         checks.append(_check("architectures", SKIPPED, "lipo: arm64 + arm64e universal dylib"))
         checks.append(_check("signature", SKIPPED, "codesign --verify --strict"))

@@ -18,7 +18,7 @@ from capshim.bench import attest, llamabench, stats
 from capshim.errors import CapshimError
 
 __all__ = ["analyze", "host_from_file", "arms_from_files", "AnalysisError",
-           "SCHEMA", "STATES", "NOT_SHIM_STATES"]
+           "SCHEMA", "STATES", "NOT_SHIM_STATES", "ComparabilityError"]
 
 SCHEMA = "capshim-summary/1"
 #: Arm states. native: no shim; active: the shim's status file says it changed
@@ -35,6 +35,11 @@ class AnalysisError(CapshimError):
     """Bad analysis input: names the arm, record or key at fault (exit 2)."""
 
 
+class ComparabilityError(AnalysisError):
+    """Two sides of a comparison were measured with different configurations (exit 2): names the
+    test, both sides, the field and both values."""
+
+
 def _run_failed(run: dict) -> str | None:
     if run.get("timed_out"):
         return "timed out"
@@ -46,8 +51,9 @@ def _run_failed(run: dict) -> str | None:
     return None
 
 
-def _check_records(records, arms) -> dict[str, dict[str, list[float]]]:
-    by: dict[str, dict[str, list[float]]] = {name: {} for name in arms}
+def _check_records(records, arms) -> dict[str, dict[str, dict[object, list[float]]]]:
+    """{arm: {series: {run: [tok/s, ...]}}} in record order."""
+    by: dict[str, dict[str, dict[object, list[float]]]] = {name: {} for name in arms}
     for i, rec in enumerate(records):
         if not isinstance(rec, dict):
             raise AnalysisError(f"record {i}: expected a dict, got {type(rec).__name__}")
@@ -60,42 +66,81 @@ def _check_records(records, arms) -> dict[str, dict[str, list[float]]]:
         if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v <= 0:
             raise AnalysisError(f"record {i} (arm {rec['arm']!r}, test {rec['test']!r}): "
                                 f"tok_s must be a finite number > 0, got {v!r}")
-        by[rec["arm"]].setdefault(str(rec["test"]), []).append(float(v))
+        by[rec["arm"]].setdefault(str(rec["test"]), {}).setdefault(rec.get("run", 1), []).append(float(v))
     return by
 
 
-def analyze(records: list[dict], arms: dict, baseline: str, host: dict | None = None) -> dict:
-    """Compute the summary of one bench run (the content of ``summary.json``).
+def _configs(records) -> dict[tuple[str, str], list[tuple[object, dict]]]:
+    """{(arm, series): [(run, config), ...]}, one entry per distinct (run, config)."""
+    out: dict[tuple[str, str], list[tuple[object, dict]]] = {}
+    for rec in records:
+        cfg = rec.get("config")
+        if isinstance(cfg, dict) and cfg:
+            lst = out.setdefault((rec["arm"], str(rec["test"])), [])
+            if (rec.get("run", 1), cfg) not in lst:
+                lst.append((rec.get("run", 1), cfg))
+    return out
+
+
+def _differences(a: dict, b: dict) -> list[tuple[str, object, object]]:
+    return [(k, a[k], b[k]) for k in llamabench.COMPARE_FIELDS if k in a and k in b and a[k] != b[k]]
+
+
+def _as_processes(values) -> list[list[float]]:
+    """A host's samples of one series: a list of per-process lists, or one flat list (one process)."""
+    vals = list(values or [])
+    if vals and all(isinstance(v, (list, tuple)) for v in vals):
+        return [[float(x) for x in v] for v in vals if len(v)]
+    return [[float(v) for v in vals]] if vals else []
+
+
+def _entry(by_process: list[list[float]]) -> dict:
+    flat = [v for p in by_process for v in p]
+    reps = sorted(len(p) for p in by_process)
+    return {**stats.describe(stats.process_values(by_process)), "n": len(flat), "processes": len(by_process),
+            "repetitions": reps[len(reps) // 2], "repetitions_range": [reps[0], reps[-1]],
+            "samples": flat, "by_process": by_process}
+
+
+def analyze(records: list[dict], arms: dict, baseline: str, host: dict | None = None, *,
+            allow_mismatch: bool = False, aa_arm: str | None = None, notes: list[str] | None = None) -> dict:
+    """Compute the summary of one bench run (the content of ``summary.json``): typed values only.
 
     Args:
-        records: one dict per sample: ``{"arm": str, "run": int, "sample": int,
-            "test": str, "tok_s": float}`` (tok/s; ``run``/``sample`` are kept
-            only in results.csv).
+        records: one dict per sample: ``{"arm": str, "run": int (the process), "sample": int,
+            "test": str (the series), "tok_s": float, "config": dict (optional,
+            :func:`capshim.bench.llamabench.row_config`)}`` (tok/s).
         arms: ``{name: {"spec": dict, "state": one of STATES, "path": attested
             caps from :func:`capshim.bench.attest.parse_path`, "runs": [{"run": int,
-            "exit_code": int|None, "signal": str|None, "timed_out": bool}]}}``
-            in display order. Missing keys default to empty.
+            "exit_code": int|None, "signal": str|None, "timed_out": bool, "contaminated":
+            [str] (optional), "excluded": bool (optional)}]}}`` in display order.
         baseline: the arm the speedups are relative to.
-        host: ``{"name": str, "tests": {test: [tok/s, ...]}, "path": dict,
-            "source": str}`` measured elsewhere (see :func:`host_from_file`), or None.
+        host: ``{"name": str, "tests": {series: [[tok/s, ...] per process] or [tok/s, ...]},
+            "configs": {series: dict}, "path": dict, "source": str}`` (see
+            :func:`host_from_file`), or None.
+        allow_mismatch: compare series whose configurations differ, marking them,
+            instead of raising :class:`ComparabilityError`.
+        aa_arm: the A/A arm (app layer active, stock answers): its ratio to the
+            unshimmed reference arm is reported under ``"aa"``.
+        notes: sentences for the table notes (e.g. "no speed effect is expected on a CPU device").
 
     Returns:
-        ``{"schema": "capshim-summary/1", "baseline": str, "tests": [test, ...],
-        "method": {"statistic", "spread", "ci"}, "host": {"name", "source", "path",
-        "tests": {test: {**describe, "samples"}}} | None, "arms": {name: {"spec",
-        "state", "path", "runs", "shim_result": bool, "path_unchanged": bool|None,
-        "flags": [str], "tests": {test: {"n", "median", "mean", "stdev", "min",
-        "max", "q25", "q75", "iqr", "spread_pct", "iqr_pct", "samples": [...],
-        "speedup": {"value", "ci95": [lo, hi]|None} | None, "pct_of_host":
-        {"value", "ci95"} | None}}}}}``. ``shim_result`` is true only for arms in
-        state ``active``; arms in :data:`NOT_SHIM_STATES` carry a flag saying they
-        are not shim results (their numbers are still listed). ``path_unchanged``
-        is true for an active arm whose attested path equals the baseline's,
-        None when either path is unknown.
+        ``{"schema", "baseline", "tests": [series], "method", "host": {...} | None,
+        "arms": {name: {"spec", "state", "path", "runs", "shim_result", "path_unchanged",
+        "output_check", "flags": [str], "tests": {series: {"n" (samples), "processes",
+        "repetitions" (median per process), "repetitions_range", "median" (median of the
+        per-process medians), "mean", "stdev", "min", "max", "q25", "q75", "iqr",
+        "spread_pct", "iqr_pct" (over per-process medians), "samples", "by_process",
+        "config", "mismatch": [{"field", "value", "reference", "against"}], "warnings": [str],
+        "speedup": {"value", "ci95", "level", "processes"} | None, "pct_of_host": same | None}}}},
+        "aa": {"arm", "reference", "tests": {series: comparison}} | None,
+        "warnings": [{"arm", "test", "warning"}], "notes": [str]}``.
+        Ratios are plain numbers (speedup) or percent (pct_of_host).
 
     Raises:
         AnalysisError: unknown baseline, unknown state, a record naming an
             unknown arm or with a bad ``tok_s``.
+        ComparabilityError: configurations differ and ``allow_mismatch`` is False.
     """
     if not isinstance(arms, dict) or not arms:
         raise AnalysisError("no arms to analyse")
@@ -106,17 +151,24 @@ def analyze(records: list[dict], arms: dict, baseline: str, host: dict | None = 
         if state not in STATES:
             raise AnalysisError(f"arm {name!r}: state {state!r} is not one of {', '.join(STATES)}")
     samples = _check_records(records, arms)
+    configs = _configs(records)
     tests: list[str] = []
     for rec in records:
         if str(rec["test"]) not in tests:
             tests.append(str(rec["test"]))
     host_tests = {}
+    host_procs: dict[str, list[list[float]]] = {}
     if host is not None:
         for t, vals in (host.get("tests") or {}).items():
-            host_tests[t] = {**stats.describe(vals), "samples": [float(v) for v in vals]}
+            procs = _as_processes(vals)
+            if procs:
+                host_procs[t] = procs
+                host_tests[t] = _entry(procs)
+    mismatches = _check_comparable(tests, arms, baseline, configs, host, allow_mismatch)
     base_arm = arms[baseline] or {}
     base_path = base_arm.get("path") or {}
     out_arms = {}
+    all_warnings = []
     for name, arm in arms.items():
         arm = arm or {}
         state = arm.get("state", "native")
@@ -131,8 +183,15 @@ def analyze(records: list[dict], arms: dict, baseline: str, host: dict | None = 
         if failed:
             flags.append(f"{len(failed)} of {len(runs)} runs failed ("
                          + ", ".join(f"run {n}: {why}" for n, why in failed) + ")")
+        dirty = [r for r in runs if r.get("contaminated")]
+        if dirty:
+            excluded = sum(1 for r in dirty if r.get("excluded"))
+            flags.append(f"{len(dirty)} of {len(runs)} runs contaminated ("
+                         + f"run {dirty[0].get('run')}: {', '.join(dirty[0]['contaminated'])}"
+                         + (", ..." if len(dirty) > 1 else "") + ")"
+                         + (f", {excluded} excluded" if excluded else ", kept (--exclude-contaminated drops them)"))
         unchanged = None
-        if state == "active" and name != baseline:
+        if state == "active" and name != baseline and not (arm.get("spec") or {}).get("identity"):
             unchanged = attest.same_path(path, base_path)
             if unchanged:
                 flags.append("path unchanged: the shim was active but llama.cpp reported "
@@ -143,19 +202,23 @@ def analyze(records: list[dict], arms: dict, baseline: str, host: dict | None = 
             flags.append("no samples")
         per_test = {}
         for t in tests:
-            vals = samples[name].get(t)
-            if not vals:
+            runs_of = samples[name].get(t)
+            if not runs_of:
                 continue
-            entry = {**stats.describe(vals), "samples": vals, "speedup": None, "pct_of_host": None}
-            base_vals = samples[baseline].get(t)
-            if base_vals and name != baseline:
-                entry["speedup"] = stats.compare(vals, base_vals)
+            procs = list(runs_of.values())
+            entry = {**_entry(procs), "config": _first_config(configs, name, t),
+                     "mismatch": mismatches.get((name, t), []), "speedup": None, "pct_of_host": None}
+            entry["warnings"] = stats.stability_warnings(procs)
+            all_warnings += [{"arm": name, "test": t, "warning": w} for w in entry["warnings"]]
+            base_runs = samples[baseline].get(t)
+            if base_runs and name != baseline:
+                entry["speedup"] = stats.compare(procs, list(base_runs.values()))
             elif name == baseline:
                 entry["speedup"] = {"value": 1.0, "ci95": None}
             if t in host_tests and host is not None and host.get("name") == name:
                 entry["pct_of_host"] = {"value": 100.0, "ci95": None}  # the host arm against itself
             elif t in host_tests:
-                entry["pct_of_host"] = stats.compare(vals, host_tests[t]["samples"], percent=True)
+                entry["pct_of_host"] = stats.compare(procs, host_procs[t], percent=True)
             per_test[t] = entry
         out_arms[name] = {
             "spec": arm.get("spec") or {},
@@ -173,8 +236,8 @@ def analyze(records: list[dict], arms: dict, baseline: str, host: dict | None = 
         "baseline": baseline,
         "tests": tests,
         "method": {
-            "statistic": "median of per-repetition tok/s (llama-bench samples_ts, never avg_ts), "
-                         "pooled over runs",
+            "statistic": "median of per-process medians (each process: warm-up in-process, then its timed "
+                         "repetitions, llama-bench samples_ts, never avg_ts)",
             "spread": stats.SPREAD_DEFINITION,
             "ci": stats.CI_METHOD,
             "speedup": "median(arm) / median(baseline)",
@@ -187,7 +250,75 @@ def analyze(records: list[dict], arms: dict, baseline: str, host: dict | None = 
             "tests": host_tests,
         },
         "arms": out_arms,
+        "aa": _aa(aa_arm, arms, samples, tests, host),
+        "warnings": all_warnings,
+        "notes": list(notes or []),
     }
+
+
+def _first_config(configs, arm: str, test: str) -> dict:
+    lst = configs.get((arm, test)) or []
+    return dict(lst[0][1]) if lst else {}
+
+
+def _check_comparable(tests, arms, baseline, configs, host, allow_mismatch) -> dict:
+    """Compare every arm's (and the host's) configuration of each series with the reference's.
+
+    The reference is the baseline arm's first run (else the first arm that has a
+    configuration). Returns ``{(arm, series): [mismatch dicts]}`` when allowed.
+
+    Raises:
+        ComparabilityError: naming the series, both sides, the field and both values.
+    """
+    out: dict = {}
+    host_cfgs = (host or {}).get("configs") or {}
+    for t in tests:
+        order = [baseline] + [a for a in arms if a != baseline]
+        sides = [(f"arm {a!r}", a, run, cfg) for a in order for run, cfg in configs.get((a, t), [])]
+        if t in host_cfgs and host_cfgs[t]:
+            sides.append((f"host {host.get('name', 'host')!r}", "host", None, host_cfgs[t]))
+        if not sides:
+            continue
+        ref_who, _, ref_run, ref = sides[0]
+        ref_label = ref_who + (f" run {ref_run}" if ref_run is not None else "")
+        for who, arm, run, cfg in sides[1:]:
+            label = who + (f" run {run}" if run is not None else "")
+            for field, value, refv in _differences(cfg, ref):
+                if not allow_mismatch:
+                    raise ComparabilityError(
+                        f"test {t}: {label} and {ref_label} differ in {field}: {value!r} vs {refv!r}; "
+                        "numbers measured on different models or settings are not compared "
+                        "(--allow-mismatch compares them anyway, with the rows marked)")
+                if arm == "host":  # every arm's % of host compares with it: mark them all
+                    targets = [(a, {"field": field, "value": refv, "reference": value, "against": label})
+                               for a in arms if configs.get((a, t))]
+                else:
+                    targets = [(arm, {"field": field, "value": value, "reference": refv, "against": ref_label})]
+                for who_arm, item in targets:
+                    lst = out.setdefault((who_arm, t), [])
+                    if item not in lst:
+                        lst.append(item)
+    return out
+
+
+def _aa(aa_arm, arms, samples, tests, host) -> dict | None:
+    """The A/A arm against the unshimmed reference (the host arm, else the first arm without shims)."""
+    if not aa_arm or aa_arm not in arms:
+        return None
+    ref = None
+    if host is not None and host.get("name") in arms:
+        ref = host["name"]
+    else:
+        ref = next((a for a, v in arms.items() if a != aa_arm and not ((v or {}).get("spec") or {}).get("profile")
+                    and not ((v or {}).get("spec") or {}).get("simulate")), None)
+    if ref is None:
+        return {"arm": aa_arm, "reference": None, "tests": {}}
+    out = {}
+    for t in tests:
+        a, r = samples[aa_arm].get(t), samples[ref].get(t)
+        if a and r:
+            out[t] = stats.compare(list(a.values()), list(r.values()))
+    return {"arm": aa_arm, "reference": ref, "tests": out}
 
 
 def _stderr_beside(path: Path) -> Path | None:
@@ -204,47 +335,64 @@ def _read_text(path: Path) -> str:
         raise AnalysisError(f"{path}: cannot read: {exc.strerror or exc}") from None
 
 
+def _host_of_bundle(p: Path) -> dict:
+    """The host of a bundle: its host arm (the bare-metal arm, e.g. ``native``), else the host
+    baseline it was compared with; never its baseline arm (the simulated weak device)."""
+    from capshim.bench import summary_schema
+
+    summary = summary_schema.load(p / "summary.json")
+    sfile = p / "summary.json"
+    host = summary.get("host") or {}
+    arms = summary["arms"]
+    name = host.get("name")
+    if name in arms:
+        arm = arms[name]
+        return {"name": f"{p.name}:{name}", "source": str(p), "path": arm.get("path") or {},
+                "tests": {t: v.get("by_process") or list(v.get("samples") or [])
+                          for t, v in (arm.get("tests") or {}).items() if v.get("by_process") or v.get("samples")},
+                "configs": {t: v.get("config") or {} for t, v in (arm.get("tests") or {}).items()}}
+    if host.get("tests"):
+        return {"name": f"{p.name}:{name or 'host'}", "source": str(p), "path": host.get("path") or {},
+                "tests": {t: v.get("by_process") or list(v.get("samples") or [])
+                          for t, v in host["tests"].items() if v.get("by_process") or v.get("samples")},
+                "configs": {}}
+    raise AnalysisError(f"{sfile}: this bundle has no host arm and no host baseline to play host with "
+                        "(its baseline arm is the simulated device, not a host)")
+
+
 def host_from_file(path: str | Path) -> dict:
     """Load a host baseline measured elsewhere.
 
     Args:
         path: an evidence bundle folder (its ``summary.json``; the host is that
-            bundle's baseline arm) or a llama-bench ``-o json``/``-o jsonl`` file;
-            for a file, a ``.stderr`` beside it (``x.json`` -> ``x.stderr`` or
-            ``x.json.stderr``) gives the attested path.
+            bundle's host arm, or the host baseline it used) or a llama-bench
+            ``-o json``/``-o jsonl`` file (one process); for a file, a
+            ``.stderr`` beside it (``x.json`` -> ``x.stderr`` or ``x.json.stderr``)
+            gives the attested path.
 
     Returns:
-        ``{"name": str, "source": str, "tests": {test: [tok/s, ...]}, "path": dict}``
-        as :func:`analyze` takes it.
+        ``{"name": str, "source": str, "tests": {series: [[tok/s, ...] per process]},
+        "configs": {series: dict}, "path": dict}`` as :func:`analyze` takes it.
 
     Raises:
-        AnalysisError / LlamaBenchError: missing or unreadable file, bad JSON,
-            a summary without the baseline arm; the message names the file.
+        AnalysisError / LlamaBenchError / SummaryShapeError: missing or unreadable file,
+            bad JSON or shape, a bundle without a host; the message names the file.
     """
     p = Path(path)
     if p.is_dir():
-        sfile = p / "summary.json"
-        if not sfile.is_file():
+        if not (p / "summary.json").is_file():
             raise AnalysisError(f"{p}: not an evidence bundle (no summary.json)")
-        try:
-            summary = json.loads(_read_text(sfile))
-        except json.JSONDecodeError as exc:
-            raise AnalysisError(f"{sfile}: invalid JSON: {exc}") from None
-        base = summary.get("baseline")
-        arm = (summary.get("arms") or {}).get(base)
-        if not arm:
-            raise AnalysisError(f"{sfile}: baseline arm {base!r} not found under 'arms'")
-        return {"name": f"{p.name}:{base}", "source": str(p), "path": arm.get("path") or {},
-                "tests": {t: list(v.get("samples") or []) for t, v in (arm.get("tests") or {}).items()
-                          if v.get("samples")}}
+        return _host_of_bundle(p)
     if not p.exists():
         raise AnalysisError(f"{p}: no such file or bundle folder")
     rows = llamabench.load_file(p)
     tests: dict[str, list[float]] = {}
+    configs: dict[str, dict] = {}
     for rec in llamabench.to_records(rows, "host", 1):
         tests.setdefault(rec["test"], []).append(rec["tok_s"])
+        configs.setdefault(rec["test"], rec.get("config") or {})
     err = _stderr_beside(p)
-    return {"name": "host", "source": str(p), "tests": tests,
+    return {"name": "host", "source": str(p), "tests": {t: [v] for t, v in tests.items()}, "configs": configs,
             "path": attest.parse_path(_read_text(err)) if err else {}}
 
 

@@ -7,10 +7,14 @@ Spelling (``--arm NAME=SPEC``)::
     vm-unlocked=simulate:vulkan-paravirt,profile:restore
     shimmed=profile:metal-apple9
     mine=profile:./my-profile.toml
+    aa=identity                  A/A: the app layer active, answering exactly the stock values
 
 ``profile:restore`` is resolved after a stock probe: a raise profile that
 answers the stock values the simulated profile lowered
-(:func:`capshim.backends.vulkan.restore_profile`).
+(:func:`capshim.backends.vulkan.restore_profile`). ``identity`` is resolved
+the same way, without a simulated device: the app layer answers, for every
+key ``vulkan-paravirt`` touches, the value the device already reports, so
+the arm measures what loading the layer alone costs (``capshim bench --aa``).
 """
 
 from __future__ import annotations
@@ -24,6 +28,9 @@ from capshim.profiles import Profile
 
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 RESTORE = "restore"
+IDENTITY = "identity"
+#: The name ``capshim bench --aa`` gives its A/A arm.
+AA_NAME = "aa"
 
 
 @dataclass
@@ -35,17 +42,20 @@ class Arm:
         profile: the shim profile (Vulkan app role or Metal), or None.
         simulate: the Vulkan device-role profile, or None.
         restore: True when the profile is ``restore`` and still to be resolved.
+        identity: True for an A/A arm (app layer answering the stock values); its
+            profile is resolved from a stock probe.
     """
 
     name: str
     profile: Profile | None = None
     simulate: Profile | None = None
     restore: bool = False
+    identity: bool = False
 
     @property
     def shimmed(self) -> bool:
         """Whether any shim is asked for."""
-        return self.profile is not None or self.simulate is not None or self.restore
+        return self.profile is not None or self.simulate is not None or self.restore or self.identity
 
     def spec(self) -> dict:
         """What the arm runs with, for metadata.json and summary.json."""
@@ -54,7 +64,10 @@ class Arm:
                 return None
             return {"name": p.name, "source": p.source, "sha256": p.sha256, "direction": p.direction,
                     "api": p.api, "text": p.text}
-        return {"profile": desc(self.profile), "simulate": desc(self.simulate)}
+        out = {"profile": desc(self.profile), "simulate": desc(self.simulate)}
+        if self.identity:
+            out["identity"] = True
+        return out
 
 
 def parse(option: str) -> Arm:
@@ -71,6 +84,9 @@ def parse(option: str) -> Arm:
         raise UsageError(f"--arm {option!r}: arm name {name!r} must be letters, digits, '.', '_' or '-'")
     arm = Arm(name)
     if spec.strip() in ("", "stock", "native"):
+        return arm
+    if spec.strip() == IDENTITY:
+        arm.identity = True
         return arm
     for item in spec.split(","):
         role, sep, ref = item.partition(":")

@@ -421,12 +421,13 @@ def run(args: argparse.Namespace) -> list[dict]:
     output = r.correctness_pass()
     _note(f"warm-up and correctness pass in {time.perf_counter() - t1:.2f} s, "
           f"top-1 margin >= {output['top1_margin_min']}")
+    # Only what this worker measured or set (llama-bench's other fields, e.g. backends, type_k,
+    # cpu_mask, poll, use_mmap, are left out rather than guessed).
     common = {
         "build_commit": commit,
         "build_number": number,
         "cpu_info": cpu_info,
         "gpu_info": gpu_info,
-        "backends": "Vulkan" if gpu_info else "CPU",
         "model_filename": str(args.model),
         "model_type": str(_get(r.model, "desc", "")),
         "model_size": int(_get(r.model, "size", 0)),
@@ -434,19 +435,8 @@ def run(args: argparse.Namespace) -> list[dict]:
         "n_batch": r.n_batch,
         "n_ubatch": r.n_ubatch,
         "n_threads": args.threads,
-        "cpu_mask": "0x0",
-        "cpu_strict": False,
-        "poll": 50,
-        "type_k": "f16",
-        "type_v": "f16",
         "n_gpu_layers": args.ngl,
-        "split_mode": "layer",
-        "main_gpu": 0,
-        "no_kv_offload": False,
         "flash_attn": r.flash_attn,
-        "tensor_split": "0.00",
-        "use_mmap": True,
-        "embeddings": False,
     }
     tests = []
     if args.n_prompt > 0:

@@ -23,7 +23,8 @@ from pathlib import Path
 
 from capshim.errors import CapshimError
 
-__all__ = ["LlamaBenchError", "parse_output", "load_file", "test_name", "to_records"]
+__all__ = ["LlamaBenchError", "parse_output", "load_file", "test_name", "to_records", "row_config", "series_names",
+           "COMPARE_FIELDS"]
 
 
 class LlamaBenchError(CapshimError):
@@ -226,27 +227,62 @@ def load_file(path: str | Path) -> list[dict]:
 
 _PER_RUN_KEYS = {"test_time", "avg_ns", "stddev_ns", "avg_ts", "stddev_ts", "samples_ns", "samples_ts"}
 
+#: Configuration fields that must match before two rows are compared (issue 10, "Comparability"):
+#: the model (type, which holds the quantisation, e.g. "llama 8B Q4_K - Medium"; size in bytes;
+#: parameter count; never the path, which differs between host and guest), the test and the
+#: llama-bench settings. Names as llama-bench's json printer writes them (llama-bench.cpp,
+#: ``test::get_fields``).
+COMPARE_FIELDS = ("model_type", "model_size", "model_n_params", "n_prompt", "n_gen", "n_depth", "n_batch",
+                  "n_ubatch", "n_threads", "n_gpu_layers", "flash_attn", "type_k", "type_v")
+#: Short names for a sweep's series labels (llama-bench's own flag names where it has one).
+_SERIES_LABEL = {"model_type": "model", "model_size": "size", "model_n_params": "params", "n_batch": "b",
+                 "n_ubatch": "ub", "n_threads": "t", "n_gpu_layers": "ngl", "flash_attn": "fa",
+                 "type_k": "ctk", "type_v": "ctv"}
+
+
+def row_config(row: dict) -> dict:
+    """The comparability fields a row has (see :data:`COMPARE_FIELDS`); fields it lacks are left out."""
+    return {k: row[k] for k in COMPARE_FIELDS if k in row}
+
+
+def series_names(rows: list[dict]) -> list[str]:
+    """One series name per row: the test name, plus the settings that vary among rows of that test.
+
+    A llama-bench sweep (``-m a.gguf,b.gguf -p 128,512 -ngl 0,99 -fa 0,1``) prints
+    one row per configuration; rows of the same test that differ in settings get
+    ``pp512 ngl=99 fa=1``-style names, one series each (llama-bench's flag names).
+    The names depend only on the rows, so every arm running the same command
+    gets the same names.
+    """
+    by_test: dict[str, list[dict]] = {}
+    for row in rows:
+        by_test.setdefault(row["test"], []).append(row_config(row))
+    varying = {t: [k for k in COMPARE_FIELDS if k in _SERIES_LABEL and len({repr(c.get(k)) for c in cfgs}) > 1]
+               for t, cfgs in by_test.items()}
+    out = []
+    for row in rows:
+        keys = varying[row["test"]]
+        out.append(row["test"] + "".join(f" {_SERIES_LABEL[k]}={row.get(k)}" for k in keys))
+    return out
+
 
 def to_records(rows: list[dict], arm: str, run: int) -> list[dict]:
     """Flatten parsed rows into analysis records, one per repetition.
 
+    Rows of one configuration printed twice are pooled; rows of different
+    configurations (a sweep) become separate series (:func:`series_names`).
+
     Returns:
-        ``[{"arm": arm, "run": run, "sample": i, "test": row["test"], "tok_s": v}, ...]``
-        with ``sample`` counting from 1 within each test of the run, in tok/s.
+        ``[{"arm": arm, "run": run, "sample": i, "test": series, "tok_s": v, "config": dict}, ...]``
+        with ``sample`` counting from 1 within each series of the run, in tok/s;
+        ``config`` is :func:`row_config` of the row.
     """
     out = []
-    seen: dict[str, dict] = {}
     count: dict[str, int] = {}
-    for row in rows:
-        prev = seen.setdefault(row["test"], row)
-        if prev is not row:
-            differ = sorted(k for k in set(prev) | set(row)
-                            if k not in _PER_RUN_KEYS and prev.get(k) != row.get(k))
-            if differ:
-                raise LlamaBenchError(
-                    f"arm {arm!r} run {run}: two rows for test {row['test']!r} differ in "
-                    f"{', '.join(differ)}; run one configuration per command so samples are comparable")
+    for row, name in zip(rows, series_names(rows)):
+        cfg = row_config(row)
         for v in row["samples_ts"]:
-            count[row["test"]] = count.get(row["test"], 0) + 1
-            out.append({"arm": arm, "run": run, "sample": count[row["test"]], "test": row["test"], "tok_s": float(v)})
+            count[name] = count.get(name, 0) + 1
+            out.append({"arm": arm, "run": run, "sample": count[name], "test": name, "tok_s": float(v),
+                        "config": cfg})
     return out

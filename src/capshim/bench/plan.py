@@ -7,6 +7,14 @@ synthetic model, with arms ``native``, ``vm-stock`` and ``vm-unlocked``
 stock probe: the first GPU; on a CPU-only machine lavapipe, with
 ``GGML_VK_VISIBLE_DEVICES`` set to its index (llama.cpp skips CPU-type Vulkan
 devices otherwise: ggml-vulkan.cpp, device enumeration).
+
+Process counts: each process of the built-in workload warms up in-process,
+then runs ``process_reps`` timed repetitions; its median is one sample. On a
+GPU the default is 10 processes of 5 repetitions per arm. On a CPU Vulkan
+device (lavapipe) the capabilities change which kernels llama.cpp picks but
+not the speed, so the default is shorter (3 processes of 3 repetitions, no
+warm-up round: the in-process warm-up and the kept shader cache do that job)
+and the table says that no speed effect is expected there.
 """
 
 from __future__ import annotations
@@ -21,6 +29,12 @@ from capshim.bench.runner import BenchResult, Workload, llama_bench_workload, ru
 from capshim.errors import CapshimError, UsageError
 
 MODEL_PRESETS = ("tiny", "tinyllama-1.1b")
+#: (processes per arm, timed repetitions per process) of the built-in workload: on a GPU, on a CPU device.
+GPU_DEFAULT = (10, 5)
+CPU_DEFAULT = (3, 3)
+CPU_NOTE = ("{device} is a CPU device: the capabilities change which kernels llama.cpp picks (the path "
+            "columns) but no speed effect is expected; the default is short here (fewer processes and "
+            "repetitions) and shows the mechanism and the evidence chain, not a speed-up")
 
 
 @dataclass
@@ -35,6 +49,9 @@ class Plan:
     repetitions: int
     title: str
     device: dict | None
+    warmup: int = 1
+    aa_arm: str | None = None
+    notes: list[str] | None = None
 
 
 def _pick_vulkan_device(stock: dict) -> tuple[int, dict]:
@@ -49,7 +66,8 @@ def _pick_vulkan_device(stock: dict) -> tuple[int, dict]:
     return 0, stock if stock["device"]["index"] == 0 else vulkan.probe(device=0)
 
 
-def _builtin_workload(model: str | None, n_prompt: int, n_gen: int, check_output: bool) -> Workload:
+def _builtin_workload(model: str | None, n_prompt: int, n_gen: int, check_output: bool,
+                      process_reps: int = 1) -> Workload:
     from capshim.bench import builtin
     from capshim.bench import model as model_mod
 
@@ -92,15 +110,20 @@ def _builtin_workload(model: str | None, n_prompt: int, n_gen: int, check_output
             binary = Path(spec.origin)
     except (ImportError, ValueError):
         binary = None
-    argv = builtin.worker_command(path, n_prompt=n_prompt, n_gen=n_gen, repetitions=1)
+    argv = builtin.worker_command(path, n_prompt=n_prompt, n_gen=n_gen, repetitions=process_reps)
     return Workload("builtin", argv, env=env, binary=binary, model=path, check_output=check_output,
                     versions=versions)
 
 
 def make_plan(arm_opts: tuple[str, ...] | list[str], baseline: str | None, host_arm: str | None,
               host_baseline: str | None, repetitions: int | None, model: str | None, n_prompt: int, n_gen: int,
-              check_output: bool | None, argv: list[str], platform: str) -> Plan:
+              check_output: bool | None, argv: list[str], platform: str, *, aa: bool = False,
+              process_reps: int | None = None, warmup: int | None = None) -> Plan:
     """Turn the command line into a Plan.
+
+    ``aa`` adds the A/A arm ``aa`` (``identity``); ``process_reps`` is the number
+    of timed repetitions inside each built-in process; ``warmup`` the unrecorded
+    rounds (default: 0 for the built-in workload, which warms up in-process; 1 for a command).
 
     Raises:
         UsageError: bad arms, baseline, model or workload command (exit 2).
@@ -113,9 +136,16 @@ def make_plan(arm_opts: tuple[str, ...] | list[str], baseline: str | None, host_
             default_host = "native"
     else:
         arms, default_baseline, default_host = arms_mod.default_arms(platform)
+    if aa:
+        arms.append(arms_mod.Arm(arms_mod.AA_NAME, identity=True))
     names = [a.name for a in arms]
     if len(set(names)) != len(names):
         raise UsageError(f"--arm: arm names must be unique ({', '.join(names)})")
+    identities = [a.name for a in arms if a.identity]
+    if len(identities) > 1:
+        raise UsageError(f"--arm/--aa: one A/A (identity) arm at most ({', '.join(identities)})")
+    if identities and platform == "darwin":
+        raise UsageError("--aa / NAME=identity: the A/A arm needs the Vulkan layer (Linux)")
     baseline = baseline or ("vm-stock" if "vm-stock" in names and not arm_opts else default_baseline)
     if baseline not in names:
         raise UsageError(f"--baseline {baseline!r} is not an arm ({', '.join(names)})")
@@ -133,7 +163,7 @@ def make_plan(arm_opts: tuple[str, ...] | list[str], baseline: str | None, host_
         raise UsageError("--model is for the built-in workload; a command after -- brings its own model")
     device = None
     uses_vulkan = any(p is not None and p.api == "vulkan" for a in arms for p in (a.profile, a.simulate)) or any(
-        a.restore for a in arms) or (not argv and platform != "darwin")
+        a.restore or a.identity for a in arms) or (not argv and platform != "darwin")
     extra_env: dict[str, str] = {}
     if uses_vulkan:
         from capshim.backends import vulkan
@@ -147,6 +177,11 @@ def make_plan(arm_opts: tuple[str, ...] | list[str], baseline: str | None, host_
             if a.restore:
                 a.profile = vulkan.restore_profile(chosen, a.simulate)
                 a.restore = False
+            elif a.identity and a.profile is None:
+                from capshim import profiles
+
+                # the keys vulkan-paravirt lowers, answered with this device's own values
+                a.profile = vulkan.restore_profile(chosen, profiles.load("vulkan-paravirt"), name="identity")
             elif a.profile is not None and a.profile.api == "vulkan":
                 over = vulkan.beyond_device(chosen, a.profile)
                 if over:
@@ -155,23 +190,33 @@ def make_plan(arm_opts: tuple[str, ...] | list[str], baseline: str | None, host_
                     print(f"capshim: warning: arm {a.name}: profile {a.profile.source} answers more than "
                           f"{chosen['device']['name']} has: {'; '.join(over[:6])}"
                           + (f" (+{len(over) - 6} more)" if len(over) > 6 else ""), file=sys.stderr)
+    notes: list[str] = []
+    cpu = device is not None and device.get("type") == "cpu"
     if argv:
+        if process_reps is not None:
+            raise UsageError("--process-reps is for the built-in workload; give llama-bench its own -r")
         workload = llama_bench_workload(argv, check_output=bool(check_output))
         reps = repetitions or 10
+        warm = 1 if warmup is None else warmup
     else:
-        workload = _builtin_workload(model, n_prompt, n_gen, check_output if check_output is not None else True)
-        cpu = device is not None and device.get("type") == "cpu"
-        reps = repetitions or (5 if cpu else 10)
+        procs, k = CPU_DEFAULT if cpu else GPU_DEFAULT
+        workload = _builtin_workload(model, n_prompt, n_gen, check_output if check_output is not None else True,
+                                     process_reps or k)
+        reps = repetitions or procs
+        warm = 0 if warmup is None else warmup
         if cpu and (model or "tiny") != "tiny":
             import sys
 
             print(f"capshim: warning: --model {model} on a CPU Vulkan device ({device['name']}): each run may take "
                   "many minutes (the 'tiny' default takes seconds); --timeout is per run", file=sys.stderr)
+    if cpu:
+        notes.append(CPU_NOTE.format(device=device["name"]))
     workload.env.update(extra_env)
     title = "capshim bench"
     if device:
         title += f" — {device['name']}"
-    return Plan(arms, workload, baseline, host_arm, host, reps, title, device)
+    return Plan(arms, workload, baseline, host_arm, host, reps, title, device, warm, identities[0] if identities else None,
+                notes)
 
 
 def explain_arm(name: str, arm: dict) -> str:
@@ -193,15 +238,17 @@ def explain_arm(name: str, arm: dict) -> str:
     return f"arm {name}: {state}"
 
 
-def execute(plan: Plan, out: Path, warmup: int = 1, timeout: float = 900.0) -> BenchResult:
-    """Run a Plan (see :func:`capshim.bench.runner.run_bench`)."""
+def execute(plan: Plan, out: Path, warmup: int | None = None, timeout: float = 900.0, **options) -> BenchResult:
+    """Run a Plan (see :func:`capshim.bench.runner.run_bench`; ``options`` are its keyword options:
+    seed, precision, max_runs, exclude_contaminated, allow_mismatch)."""
     if out.exists() and not out.is_dir():
         raise UsageError(f"--out {out}: exists and is not a folder")
     if out.exists() and any(out.iterdir()):
         raise UsageError(f"--out {out}: folder exists and is not empty")
-    return run_bench(plan.arms, plan.workload, plan.baseline, out, repetitions=plan.repetitions, warmup=warmup,
-                     timeout=timeout, host_arm=plan.host_arm, host=plan.host,
-                     extra_metadata={"device": plan.device, "title": plan.title})
+    return run_bench(plan.arms, plan.workload, plan.baseline, out, repetitions=plan.repetitions,
+                     warmup=plan.warmup if warmup is None else warmup, timeout=timeout, host_arm=plan.host_arm,
+                     host=plan.host, extra_metadata={"device": plan.device, "title": plan.title},
+                     aa_arm=plan.aa_arm, notes=plan.notes, **options)
 
 
 __all__ = ["make_plan", "execute", "explain_arm", "Plan", "MODEL_PRESETS"]

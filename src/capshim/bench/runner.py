@@ -1,10 +1,25 @@
-"""Run the arms of a benchmark, interleaved, and write the evidence bundle.
+"""Run the arms of a benchmark and write the evidence bundle.
 
-Method (after pyperf and hyperfine): every arm run is its own process; arm runs
-are interleaved (A B C A B C ...) so drift hits every arm alike; ``warmup``
-rounds run first and are not recorded; each run's stdout (llama-bench JSON),
-stderr and shim status file are kept in the bundle; the statistics are medians
-of per-repetition samples (llama-bench's ``samples_ts``, never ``avg_ts``).
+Method (after pyperf and hyperfine; issue 10 of this project says why):
+
+- every run is its own process, and the process is the unit: it warms up
+  in-process, then runs k timed repetitions; the statistics resample whole
+  processes (:mod:`capshim.bench.stats`);
+- every arm, native included, is launched the same way: the same pid wrapper
+  (``/bin/sh -c '... exec "$@"'``) and the same variables present, set for an
+  arm without shims to values that enable nothing (``VK_INSTANCE_LAYERS=""``,
+  no configuration), so the only difference between arms is the layers and
+  their answers;
+- each round runs the arms in a fresh order (a permutation drawn from a seeded
+  generator; the seed is in metadata.json, each run's round and position in
+  results.csv), and each run's environment is padded to a common size plus a
+  random offset of 0-4095 bytes (``CAPSHIM_BENCH_PAD``, after hyperfine's
+  randomized environment offset), so memory-layout effects average out
+  instead of biasing one arm;
+- ``warmup`` rounds run first and are not recorded; each run's stdout, stderr,
+  shim status file and telemetry (:mod:`capshim.bench.telemetry`) are kept;
+- with a precision target, rounds are added until every interval is narrow
+  enough or a cap on processes per arm is hit (and the summary says which).
 
 A run that crashes, is killed or times out is recorded with its exit code or
 signal and the others go on; Ctrl-C stops the bench and still writes a valid
@@ -15,6 +30,8 @@ from __future__ import annotations
 
 import datetime as _dt
 import os
+import random
+import secrets
 import shutil
 import signal
 import subprocess
@@ -28,7 +45,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
 from capshim import __version__, launch
-from capshim.bench import attest, llamabench
+from capshim.bench import analysis, attest, llamabench, stats, telemetry
 from capshim.bench.arms import Arm
 from capshim.errors import CapshimError
 from capshim.evidence import Bundle, sha256_file
@@ -36,7 +53,7 @@ from capshim.evidence import Bundle, sha256_file
 
 @dataclass
 class Workload:
-    """What each arm run executes.
+    """What each arm run executes, and how its output becomes records (the workload adapter).
 
     Attributes:
         kind: "llama-bench" (a command printing llama-bench JSON) or "builtin".
@@ -55,6 +72,24 @@ class Workload:
     model: Path | None = None
     check_output: bool = False
     versions: dict[str, str] = field(default_factory=dict)
+
+    def parse(self, stdout: str, source: str, arm: str, run: int) -> tuple[list[dict], list[int] | None]:
+        """One run's stdout -> (analysis records, generated token ids or None).
+
+        The llama-bench specifics live here and in :mod:`capshim.bench.llamabench`;
+        another kind of workload overrides this method.
+
+        Raises:
+            CapshimError: the output is not what the workload prints (names ``source``).
+        """
+        rows = llamabench.parse_output(stdout, source)
+        tokens = None
+        for row in rows:
+            out_check = row.get("capshim_output")
+            if isinstance(out_check, dict) and isinstance(out_check.get("token_ids"), list):
+                tokens = out_check["token_ids"]
+                break
+        return llamabench.to_records(rows, arm, run), tokens
 
 
 def llama_bench_workload(argv: list[str], check_output: bool = False) -> Workload:
@@ -99,7 +134,7 @@ class Interrupted(Exception):
 
 @dataclass
 class RunResult:
-    """One finished (or failed) arm run."""
+    """One finished (or failed) arm run; ``round``/``position`` say when it ran (position from 1)."""
 
     arm: str
     run: int
@@ -114,34 +149,110 @@ class RunResult:
     error: str | None = None
     exec_argv: list[str] = field(default_factory=list)
     env_delta: dict[str, str] = field(default_factory=dict)
+    round: int = 0
+    position: int = 0
+    telemetry: dict = field(default_factory=dict)
+    contaminated: list[str] = field(default_factory=list)
+    excluded: bool = False
 
     def info(self) -> dict:
         """The ``runs`` entry of the arm in summary.json."""
-        return {"run": self.run, "exit_code": self.exit_code, "signal": self.signal, "timed_out": self.timed_out,
-                "seconds": round(self.seconds, 3), "error": self.error, "shims": self.shim_states}
+        return {"run": self.run, "round": self.round, "position": self.position, "exit_code": self.exit_code,
+                "signal": self.signal, "timed_out": self.timed_out, "seconds": round(self.seconds, 3),
+                "error": self.error, "shims": self.shim_states, "telemetry": self.telemetry,
+                "contaminated": self.contaminated, "excluded": self.excluded}
+
+
+#: The variable whose length pads every run's environment (hyperfine: HYPERFINE_RANDOMIZED_ENVIRONMENT_OFFSET).
+PAD_VAR = "CAPSHIM_BENCH_PAD"
+#: Largest random offset added to the common environment size (bytes), as hyperfine uses.
+PAD_RANGE = 4096
+
+
+def _env_size(env: dict[str, str]) -> int:
+    """Bytes the environment takes on the new process's stack: ``NAME=value\\0`` per variable."""
+    return sum(len(k.encode()) + len(v.encode()) + 2 for k, v in env.items())
+
+
+@dataclass
+class Launcher:
+    """Launches every arm the same way (module docstring): the same wrapper, the same variables,
+    a padded environment. ``keys`` are the variables any arm sets; ``size`` the largest base
+    environment of any arm (bytes)."""
+
+    keys: list[str]
+    size: int
+    rng: random.Random
+
+    @staticmethod
+    def neutral(key: str) -> str:
+        """The value of a variable that enables nothing: the user's own value for the loader's
+        layer lists (so this process sees what a plain launch sees), else empty."""
+        if key in ("VK_ADD_LAYER_PATH", "VK_INSTANCE_LAYERS"):
+            return os.environ.get(key, "")
+        return ""
+
+    def build(self, lc: "launch.Launch", workload_env: dict[str, str]) -> tuple[list[str], dict, dict]:
+        """(exec_argv, full environment, recorded delta) of one run."""
+        delta = {k: lc.env_delta.get(k, self.neutral(k)) for k in self.keys}
+        delta.update(lc.env_delta)
+        env = dict(os.environ)
+        for var in ("CAPSHIM_TARGET_PID", "CAPSHIM_INHERIT", "CAPSHIM_VK_APP_CONFIG", "CAPSHIM_VK_DEVICE_CONFIG",
+                    PAD_VAR):
+            env.pop(var, None)
+        env.update(delta)
+        env.update(workload_env)
+        target = self.size + 64 + self.rng.randrange(PAD_RANGE)
+        pad = max(0, target - _env_size(env) - len(PAD_VAR) - 2)
+        delta[PAD_VAR] = env[PAD_VAR] = "x" * pad
+        exec_argv = lc.exec_argv
+        if exec_argv == lc.argv:  # no shim asked for: the same wrapper all the same
+            exec_argv = ["/bin/sh", "-c", launch.PID_WRAPPER, "capshim-run", *lc.argv]
+        return exec_argv, env, delta
+
+
+def _make_launcher(arms: list[Arm], workload: Workload, work: Path, rng: random.Random) -> Launcher:
+    keys: list[str] = []
+    size = 0
+    for arm in arms:
+        try:
+            lc = launch.prepare(workload.argv, arm.profile, arm.simulate, run_dir=work / f"probe-{arm.name}",
+                                status_file=work / f"probe-{arm.name}" / "status.jsonl")
+        except launch.UsageError:  # the command cannot start: each of its runs records why
+            continue
+        keys += [k for k in lc.env_delta if k not in keys]
+        size = max(size, _env_size({**lc.env(), **workload.env}))
+    if "CAPSHIM_STATUS_FILE" not in keys:
+        keys.append("CAPSHIM_STATUS_FILE")
+    return Launcher(keys, size, rng)
 
 
 def _run_one(bundle: Bundle, arm: Arm, n: int, workload: Workload, timeout: float, work: Path,
-             record: bool = True) -> RunResult:
+             record: bool = True, launcher: Launcher | None = None, probe: telemetry.Telemetry | None = None,
+             position: tuple[int, int] = (0, 0)) -> RunResult:
     run_dir = work / f"{arm.name}-{n}{'' if record else '-warmup'}"
     status_file = bundle.status_file(arm.name, n) if record else run_dir / "status.jsonl"
     t0 = time.monotonic()
     try:
         lc = launch.prepare(workload.argv, arm.profile, arm.simulate, run_dir=run_dir, status_file=status_file)
     except launch.UsageError as exc:  # the workload vanished or changed since the bench started
-        return _not_started(bundle, arm, n, record, t0, str(exc), workload.argv)
-    env = lc.env()
-    env.update(workload.env)
+        return _not_started(bundle, arm, n, record, t0, str(exc), workload.argv, position=position)
+    launcher = launcher or Launcher(list(lc.env_delta), 0, random.Random(0))
+    if "CAPSHIM_STATUS_FILE" in launcher.keys:
+        lc.env_delta.setdefault("CAPSHIM_STATUS_FILE", str(status_file))
+    exec_argv, env, delta = launcher.build(lc, workload.env)
     out_path = bundle.raw_json(arm.name, n) if record else run_dir / "stdout.json"
     err_path = bundle.raw_stderr(arm.name, n) if record else run_dir / "stderr.txt"
+    before = probe.snapshot() if probe else {}
+    t0 = time.monotonic()
     timed_out = False
     with open(out_path, "wb") as out, open(err_path, "wb") as err:
         try:
-            proc = subprocess.Popen(lc.exec_argv, env=env, stdout=out, stderr=err, stdin=subprocess.DEVNULL,
+            proc = subprocess.Popen(exec_argv, env=env, stdout=out, stderr=err, stdin=subprocess.DEVNULL,
                                     start_new_session=True)
         except OSError as exc:  # missing interpreter, not an executable format, a folder, deleted
             return _not_started(bundle, arm, n, record, t0, launch.exec_failure(workload.argv[0], exc),
-                                lc.exec_argv, lc.env_delta)
+                                exec_argv, lc.env_delta, position=position)
         try:
             rc = proc.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
@@ -156,8 +267,10 @@ def _run_one(bundle: Bundle, arm: Arm, n: int, workload: Workload, timeout: floa
                 raise
             states = {name: s.to_dict() for name, s in lc.states().items()}
             raise Interrupted(RunResult(arm.name, n, None, stop.signal_name, False, time.monotonic() - t0, [], {},
-                                        states, None, f"interrupted ({stop.signal_name})")) from None
+                                        states, None, f"interrupted ({stop.signal_name})",
+                                        round=position[0], position=position[1])) from None
     seconds = time.monotonic() - t0
+    after = probe.snapshot() if probe else {}
     sig = signal.Signals(-rc).name if rc < 0 and -rc in signal.Signals._value2member_map_ else None
     exit_code = rc if rc >= 0 else None
     stdout = _read_output(out_path)
@@ -167,13 +280,7 @@ def _run_one(bundle: Bundle, arm: Arm, n: int, workload: Workload, timeout: floa
     tokens = None
     if rc == 0 and not timed_out:
         try:
-            rows = llamabench.parse_output(stdout, str(out_path))
-            records = llamabench.to_records(rows, arm.name, n)
-            for row in rows:
-                out_check = row.get("capshim_output")
-                if isinstance(out_check, dict) and isinstance(out_check.get("token_ids"), list):
-                    tokens = out_check["token_ids"]
-                    break
+            records, tokens = workload.parse(stdout, str(out_path), arm.name, n)
         except CapshimError as exc:
             error = str(exc)
     elif timed_out:
@@ -184,8 +291,13 @@ def _run_one(bundle: Bundle, arm: Arm, n: int, workload: Workload, timeout: floa
         if tail:
             error += f": {tail[0][:300]}"
     states = {name: s.to_dict() for name, s in lc.states().items()}
+    dirty = telemetry.contamination(before, after, {os.getpid(), proc.pid}) if probe else []
+    for rec in records:
+        rec["round"], rec["position"], rec["contaminated"] = position[0], position[1], bool(dirty)
+    recorded_delta = {k: (f"<{len(v)} bytes>" if k == PAD_VAR else v) for k, v in {**delta, **workload.env}.items()}
     return RunResult(arm.name, n, exit_code, sig, timed_out, seconds, records, attest.parse_path(stderr), states,
-                     tokens, error, lc.exec_argv, {**lc.env_delta, **workload.env})
+                     tokens, error, exec_argv, recorded_delta, position[0], position[1],
+                     {"before": before, "after": after} if probe else {}, dirty)
 
 
 def _read_output(path: Path) -> str:
@@ -197,12 +309,12 @@ def _read_output(path: Path) -> str:
 
 
 def _not_started(bundle: Bundle, arm: Arm, n: int, record: bool, t0: float, reason: str, argv: list[str],
-                 env_delta: dict | None = None) -> RunResult:
+                 env_delta: dict | None = None, position: tuple[int, int] = (0, 0)) -> RunResult:
     """A run whose command could not be started: recorded as a failed run with the reason."""
     if record:
         bundle.write_run(arm.name, n, stdout=b"", stderr=f"capshim: {reason}\n")
     return RunResult(arm.name, n, None, None, False, time.monotonic() - t0, [], {}, {}, None,
-                     f"not started: {reason}", list(argv), dict(env_delta or {}))
+                     f"not started: {reason}", list(argv), dict(env_delta or {}), position[0], position[1])
 
 
 def _kill(proc: subprocess.Popen) -> None:
@@ -247,16 +359,18 @@ class BenchResult:
 def run_bench(arms: list[Arm], workload: Workload, baseline: str, out: Path, repetitions: int = 10,
               warmup: int = 1, timeout: float = 900.0, host_arm: str | None = None, host: dict | None = None,
               reference_arm: str | None = None, extra_metadata: dict | None = None,
-              console: Console | None = None) -> BenchResult:
-    """Run every arm ``repetitions`` times, interleaved, and write the evidence bundle at ``out``.
+              console: Console | None = None, *, seed: int | None = None, aa_arm: str | None = None,
+              precision: float | None = None, max_runs: int | None = None, exclude_contaminated: bool = False,
+              allow_mismatch: bool = False, notes: list[str] | None = None) -> BenchResult:
+    """Run ``repetitions`` processes per arm, in a fresh order per round, and write the evidence bundle.
 
     Args:
-        arms: the arms, resolved (no pending ``restore``).
+        arms: the arms, resolved (no pending ``restore``/``identity``).
         workload: what each run executes.
         baseline: the arm speedups are relative to.
         out: the bundle folder (must not exist or be empty).
-        repetitions: recorded runs per arm (each run is one process).
-        warmup: unrecorded runs per arm before the recorded ones.
+        repetitions: recorded processes (rounds) per arm, at least.
+        warmup: unrecorded rounds before the recorded ones.
         timeout: seconds one run may take before it is killed (recorded as timed out).
         host_arm: an arm of this bench that plays the bare-metal host ("% of host").
         host: a host baseline measured elsewhere (analysis.host_from_file), used when host_arm is None.
@@ -264,6 +378,14 @@ def run_bench(arms: list[Arm], workload: Workload, baseline: str, out: Path, rep
             default host_arm, else baseline.
         extra_metadata: merged into metadata.json.
         console: where progress goes (stderr by default).
+        seed: the seed of the arm order and the environment padding (random when None; recorded).
+        aa_arm: the A/A arm, whose ratio to native the table prints.
+        precision: add rounds until every interval's half-width is at most this many points
+            (% of host, or percent of the speedup without a host), or ``max_runs`` is hit.
+        max_runs: the cap on processes per arm with ``precision`` (default 5 x ``repetitions``).
+        exclude_contaminated: leave runs that telemetry flags out of the statistics.
+        allow_mismatch: compare arms whose configurations differ (rows marked) instead of failing.
+        notes: sentences for the table notes.
 
     Returns:
         BenchResult with the summary (summary.json content) and the bundle path.
@@ -279,13 +401,22 @@ def run_bench(arms: list[Arm], workload: Workload, baseline: str, out: Path, rep
         raise CapshimError(f"--baseline {baseline!r} is not an arm ({', '.join(names)})")
     if host_arm is not None and host_arm not in names:
         raise CapshimError(f"host arm {host_arm!r} is not an arm ({', '.join(names)})")
+    seed = secrets.randbits(32) if seed is None else int(seed)
+    cap = max(repetitions, max_runs or 5 * repetitions) if precision is not None else repetitions
     meta = {
         "capshim_version": __version__,
         "started_utc": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
         "command_line": sys.argv,
-        "method": {"repetitions": repetitions, "warmup_runs_per_arm": warmup, "order": "interleaved",
-                   "process_per_run": True, "timeout_s": timeout, "statistic": "median of samples_ts"},
+        "method": {"repetitions": repetitions, "warmup_runs_per_arm": warmup,
+                   "order": "a fresh seeded permutation of the arms per round", "seed": seed,
+                   "launch": "every arm through the same pid wrapper with the same variables, the environment "
+                             f"padded to a common size plus a random 0-{PAD_RANGE - 1} bytes ({PAD_VAR})",
+                   "process_per_run": True, "timeout_s": timeout,
+                   "statistic": "median of per-process medians; cluster bootstrap over processes",
+                   "precision_target": precision, "max_runs": cap if precision is not None else None,
+                   "exclude_contaminated": exclude_contaminated},
         "baseline": baseline, "host_arm": host_arm, "host_baseline": (host or {}).get("source"),
+        "aa_arm": aa_arm,
         "workload": {"kind": workload.kind, "argv": workload.argv, "env": workload.env,
                      "binary": str(workload.binary) if workload.binary else None,
                      "binary_sha256": sha256_file(workload.binary) if workload.binary else None,
@@ -294,6 +425,7 @@ def run_bench(arms: list[Arm], workload: Workload, baseline: str, out: Path, rep
                      "versions": workload.versions},
         "arms": {a.name: a.spec() for a in arms},
         "shims": _shim_hashes(arms),
+        "schedule": [],
     }
     meta.update(extra_metadata or {})
     bundle = Bundle.create(out, meta)
@@ -301,8 +433,12 @@ def run_bench(arms: list[Arm], workload: Workload, baseline: str, out: Path, rep
     interrupted = False
     interrupted_by = None
     aborted = None
-    total = len(arms) * (warmup + repetitions)
+    rng = random.Random(seed)
     work = Path(tempfile.mkdtemp(prefix="capshim-bench-"))
+    probe = telemetry.Telemetry()
+    meta["telemetry"] = {"nvml": probe.nvml_reason or "available"}
+    precision_state = None
+
     def on_term(signum, frame):
         raise Stop("SIGTERM")
 
@@ -310,26 +446,55 @@ def run_bench(arms: list[Arm], workload: Workload, baseline: str, out: Path, rep
     progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                         TextColumn("ETA"), TimeRemainingColumn(), console=console, transient=False)
     try:
+        launcher = _make_launcher(arms, workload, work, rng)
         with progress:
+            total = len(arms) * (warmup + repetitions)
             task = progress.add_task("bench", total=total)
-            for rnd in range(warmup + repetitions):
+            rnd = 0
+            recorded = 0
+            while True:
                 record = rnd >= warmup
-                n = rnd - warmup + 1
-                for arm in arms:
-                    what = f"{arm.name} run {n}/{repetitions}" if record else f"{arm.name} warm-up {rnd + 1}/{warmup}"
+                if record and recorded >= repetitions:
+                    if precision is None:
+                        break
+                    precision_state = _precision(results, arms, baseline, host_arm, host, precision, recorded,
+                                                 cap, exclude_contaminated)
+                    if precision_state["reached"] or recorded >= cap:
+                        break
+                    worst = precision_state["max_half_width"]
+                    console.print(f"precision: widest half-width "
+                                  f"{'unknown' if worst is None else format(worst, '.2f')} "
+                                  f"> {precision:g} points after {recorded} rounds: one more round")
+                    total += len(arms)
+                    progress.update(task, total=total)
+                n = recorded + 1 if record else rnd + 1
+                order = list(arms)
+                rng.shuffle(order)
+                if record:
+                    bundle.metadata["schedule"].append([a.name for a in order])
+                for pos, arm in enumerate(order, 1):
+                    what = (f"{arm.name} run {n}/{repetitions if n <= repetitions else n}" if record
+                            else f"{arm.name} warm-up {rnd + 1}/{warmup}")
                     progress.update(task, description=what)
-                    res = _run_one(bundle, arm, n if record else rnd + 1, workload, timeout, work, record)
+                    res = _run_one(bundle, arm, n, workload, timeout, work, record, launcher, probe,
+                                   (n if record else 0, pos))
                     if record:
                         results[arm.name].append(res)
                         bundle.metadata["arms"][arm.name].setdefault("runs", []).append(
-                            {"run": n, "exec_argv": res.exec_argv, "env_delta": res.env_delta})
+                            {"run": n, "round": n, "position": pos, "exec_argv": res.exec_argv,
+                             "env_delta": res.env_delta, "telemetry": res.telemetry,
+                             "contaminated": res.contaminated})
                     if res.error:
                         console.print(f"[yellow]{arm.name} {'run ' + str(n) if record else 'warm-up'}: {res.error}[/]")
                     progress.advance(task)
                     if not console.is_terminal:  # no live bar in a log: one line per run
                         done = int(progress.tasks[0].completed)
                         console.print(f"[{done}/{total}] {what}: {res.seconds:.1f} s"
-                                      + (f" ({res.error})" if res.error else ""))
+                                      + (f" ({res.error})" if res.error else "")
+                                      + (f" [contaminated: {'; '.join(res.contaminated)}]" if res.contaminated else ""))
+                if record:
+                    recorded += 1
+                rnd += 1
     except (KeyboardInterrupt, Interrupted) as exc:
         interrupted = True
         if isinstance(exc, Interrupted):
@@ -344,14 +509,64 @@ def run_bench(arms: list[Arm], workload: Workload, baseline: str, out: Path, rep
     finally:
         signal.signal(signal.SIGTERM, old_term)
         shutil.rmtree(work, ignore_errors=True)
+        probe.close()
     if aborted:
         bundle.metadata["aborted"] = aborted
-    result = _finish(bundle, arms, results, workload, baseline, host_arm, host, reference_arm, interrupted)
+    result = _finish(bundle, arms, results, workload, baseline, host_arm, host, reference_arm, interrupted,
+                     aa_arm=aa_arm, allow_mismatch=allow_mismatch, exclude_contaminated=exclude_contaminated,
+                     notes=notes, precision=precision_state if precision is not None else None,
+                     precision_target=precision, cap=cap)
     result.interrupted_by = interrupted_by
     if aborted:
         raise CapshimError(f"bench stopped by an error ({aborted}); the finished runs are sealed in {bundle.root}",
                            exit_code=1)
     return result
+
+
+def _comparisons(summary: dict) -> list[tuple[str, str, float | None]]:
+    """(arm, series, half-width in points) of every interval a precision target applies to."""
+    out = []
+    host = summary.get("host") or {}
+    for name, arm in summary["arms"].items():
+        for t, st in arm["tests"].items():
+            if host.get("tests") and t in host["tests"]:
+                if name == host.get("name"):
+                    continue
+                out.append((name, t, stats.half_width(st.get("pct_of_host"), percent=True)))
+            elif name != summary["baseline"]:
+                out.append((name, t, stats.half_width(st.get("speedup"), percent=False)))
+    return out
+
+
+def _precision(results, arms, baseline, host_arm, host, target, rounds, cap, exclude_contaminated) -> dict:
+    """Whether every interval is at most ``target`` points wide (half-width), from the runs so far."""
+    records = _records(results, exclude_contaminated)
+    arm_info = {a.name: {"state": "native"} for a in arms}
+    try:
+        summary = analysis.analyze(records, arm_info, baseline, _host_dict(records, host_arm, host, {}),
+                                   allow_mismatch=True)
+    except CapshimError:
+        return {"target": target, "reached": False, "max_half_width": None, "rounds": rounds, "cap": cap}
+    widths = [w for _, _, w in _comparisons(summary)]
+    worst = None if any(w is None for w in widths) or not widths else max(widths)
+    return {"target": target, "reached": worst is not None and worst <= target, "max_half_width": worst,
+            "rounds": rounds, "cap": cap}
+
+
+def _records(results: dict[str, list[RunResult]], exclude_contaminated: bool) -> list[dict]:
+    return [rec for rs in results.values() for r in rs if not (exclude_contaminated and r.contaminated)
+            for rec in r.records]
+
+
+def _host_dict(records, host_arm, host, arm_info) -> dict | None:
+    if host_arm is None:
+        return host
+    tests: dict[str, dict[object, list[float]]] = {}
+    for rec in records:
+        if rec["arm"] == host_arm:
+            tests.setdefault(rec["test"], {}).setdefault(rec.get("run"), []).append(rec["tok_s"])
+    return {"name": host_arm, "tests": {t: list(v.values()) for t, v in tests.items()},
+            "path": (arm_info.get(host_arm) or {}).get("path") or {}, "source": f"arm {host_arm} of this bench"}
 
 
 def _model_sha(model: Path | None) -> str | None:
@@ -387,8 +602,15 @@ def _shim_hashes(arms: list[Arm]) -> dict:
 
 def _finish(bundle: Bundle, arms: list[Arm], results: dict[str, list[RunResult]], workload: Workload,
             baseline: str, host_arm: str | None, host: dict | None, reference_arm: str | None,
-            interrupted: bool) -> BenchResult:
-    records = [rec for rs in results.values() for r in rs for rec in r.records]
+            interrupted: bool, *, aa_arm: str | None = None, allow_mismatch: bool = False,
+            exclude_contaminated: bool = False, notes: list[str] | None = None, precision: dict | None = None,
+            precision_target: float | None = None, cap: int | None = None) -> BenchResult:
+    """The pipeline's end: analysis (typed summary) -> bundle (which runs the exporters and seals)."""
+    all_records = [rec for rs in results.values() for r in rs for rec in r.records]
+    for rs in results.values():
+        for r in rs:
+            r.excluded = bool(exclude_contaminated and r.contaminated)
+    records = _records(results, exclude_contaminated)
     arm_info: dict[str, dict] = {}
     for arm in arms:
         rs = results[arm.name]
@@ -413,16 +635,29 @@ def _finish(bundle: Bundle, arms: list[Arm], results: dict[str, list[RunResult]]
             info["output_check"] = f"same tokens as {ref}" if same else f"tokens differ from {ref}"
             if not same and info["state"] in ("native", "active"):
                 info["state"] = "wrong-output"
-    host_dict = host
-    if host_arm is not None:
-        tests: dict[str, list[float]] = {}
-        for rec in records:
-            if rec["arm"] == host_arm:
-                tests.setdefault(rec["test"], []).append(rec["tok_s"])
-        host_dict = {"name": host_arm, "tests": tests, "path": arm_info[host_arm]["path"],
-                     "source": f"arm {host_arm} of this bench"}
+    host_dict = _host_dict(records, host_arm, host, arm_info)
     failed = sum(1 for rs in results.values() for r in rs if r.error)
-    summary = bundle.finalize(records, arm_info, baseline, host_dict, interrupted=interrupted,
-                              metadata_update={"failed_runs": failed}, title="capshim bench")
+    refused = None
+    try:
+        summary = analysis.analyze(records, arm_info, baseline, host_dict, allow_mismatch=allow_mismatch,
+                                   aa_arm=aa_arm, notes=notes)
+    except analysis.ComparabilityError as exc:  # seal what finished (rows marked), then refuse
+        refused = exc
+        summary = analysis.analyze(records, arm_info, baseline, host_dict, allow_mismatch=True,
+                                   aa_arm=aa_arm, notes=(notes or []) + [f"refused: {exc}"])
+    if precision_target is not None:
+        if precision is None or interrupted:
+            precision = {"target": precision_target, "reached": False, "max_half_width": None,
+                         "rounds": max((len(v) for v in results.values()), default=0), "cap": cap}
+        widths = [w for _, _, w in _comparisons(summary)]
+        precision["max_half_width"] = None if any(w is None for w in widths) or not widths else max(widths)
+        precision["reached"] = precision["max_half_width"] is not None and precision["max_half_width"] <= precision_target
+        precision["stopped_by"] = ("target reached" if precision["reached"] else
+                                   "interrupted" if interrupted else f"--max-runs {cap} reached")
+        summary["precision"] = precision
+    summary = bundle.finalize(all_records, arm_info, baseline, host_dict, interrupted=interrupted,
+                              metadata_update={"failed_runs": failed}, title="capshim bench", summary=summary)
+    if refused is not None:
+        raise analysis.ComparabilityError(f"{refused} (bundle of the runs kept: {bundle.root})")
     bad = [a for a, i in arm_info.items() if i["state"] in ("inert", "invalid", "failed", "wrong-output")]
     return BenchResult(summary, bundle.root, interrupted, failed, bad)

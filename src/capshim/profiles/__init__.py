@@ -5,8 +5,10 @@ A profile is a TOML file::
     name = "vulkan-paravirt"      # [a-z0-9][a-z0-9._-]*
     api = "vulkan"                # "vulkan" or "metal"
     direction = "lower"           # "raise" answers, or "lower" them
-    version = 1                   # the profile's own version, an integer >= 1
+    version = 1                   # the profile's own version, 1..4294967295
     description = "one line: what this profile is for"
+    override_exact = []           # exact keys (subgroupSize) this profile may change
+
 
     [capabilities]                # keys under the API's own names (catalog.py)
     maxComputeSharedMemorySize = 16384
@@ -16,15 +18,22 @@ A profile is a TOML file::
     VK_KHR_cooperative_matrix = false   # version (>= 1) adds
 
 The schema (built from ``catalog.py`` and checked with ``jsonschema``) rejects
-unknown keys, wrong types and numbers written as strings; then the direction
-is checked: a ``raise`` profile may not turn a feature off or hide an
-extension, a ``lower`` profile may not turn one on or add one, and Metal
-profiles are raise-only (the Metal shim never lowers an answer).
+unknown keys, wrong types and numbers written as strings; its limits are the
+layer configuration parser's (``[limits]`` of ``capabilities.toml``), so a
+profile that passes here is one the layer takes as written. Then the rules of
+each key's kind (``docs/capabilities.md``): a ``raise`` profile may not turn a
+feature off or hide an extension, a ``lower`` profile may not turn one on or
+add one, an ``exact`` key changes only when ``override_exact`` names it,
+``minSubgroupSize <= subgroupSize <= maxSubgroupSize`` among the keys the
+profile sets, and Metal profiles are raise-only (the Metal shim never lowers
+an answer). Checks against a device: :func:`check_against_device`.
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
+import re
 import tomllib
 from dataclasses import dataclass, field
 from importlib import resources
@@ -34,15 +43,33 @@ from typing import Any
 import jsonschema
 
 from capshim.errors import CapshimError
-from capshim.profiles.catalog import FLAG_NAMES, KEYS
+from capshim.profiles.catalog import FLAG_NAMES, KEYS, KINDS, LIMITS, ORDERED, POWER_OF_TWO
 
-__all__ = ["Profile", "ProfileError", "load", "builtin_names", "parse_version"]
+__all__ = ["Profile", "ProfileError", "load", "builtin_names", "parse_version", "check_against_device",
+           "check_alone", "describe", "Finding", "escape"]
 
-NAME_RE = r"^[a-z0-9][a-z0-9._-]{0,63}$"
-EXTENSION_RE = r"^VK_[A-Za-z0-9_]+$"
-VERSION_RE = r"^(0|[1-9][0-9]{0,2})\.(0|[1-9][0-9]{0,3})(\.(0|[1-9][0-9]{0,3}))?$"
+# Patterns are whole-string matches: jsonschema searches with re.search, where
+# "$" also matches before a final newline, so they end in \Z.
+NAME_RE = r"\A[a-z0-9][a-z0-9._-]{0,63}\Z"
+EXTENSION_RE = r"\AVK_[A-Za-z0-9_]+\Z"
+VERSION_RE = r"\A(0|[1-9][0-9]{0,2})\.(0|[1-9][0-9]{0,3})(\.(0|[1-9][0-9]{0,3}))?\Z"
+LINE_RE = r"\A[^\x00-\x1f\x7f]*\Z"
 U32_MAX = 0xFFFFFFFF
 U64_MAX = 0xFFFFFFFFFFFFFFFF
+# VK_MAKE_API_VERSION (Vulkan specification): major 7 bits, minor 10, patch 12.
+VERSION_FIELDS = (("major", 0x7F), ("minor", 0x3FF), ("patch", 0xFFF))
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+
+
+def escape(text: str) -> str:
+    """``text`` with control characters (C0, DEL, C1, line separators, bidi
+    overrides) written as ``\\xNN``/``\\uNNNN``, safe to print on a terminal."""
+    return _CONTROL.sub(lambda m: f"\\x{ord(m[0]):02x}" if ord(m[0]) < 0x100 else f"\\u{ord(m[0]):04x}", text)
+
+
+def _show(value: Any, limit: int = 80) -> str:
+    text = repr(value) if not isinstance(value, int) or value.bit_length() < 1000 else f"<{value.bit_length()}-bit integer>"
+    return text if len(text) <= limit else text[:limit] + "..."
 
 
 class ProfileError(CapshimError):
@@ -61,9 +88,9 @@ class ProfileError(CapshimError):
         if key is not None:
             parts.append(f"key '{key}'")
         if value is not None:
-            parts.append(f"value {value!r}")
+            parts.append(f"value {_show(value)}")
         parts.append(reason)
-        super().__init__(": ".join(parts))
+        super().__init__(escape(": ".join(parts)))
 
 
 def _kind_schema(api: str, kind: str, key: str) -> dict:
@@ -97,18 +124,21 @@ def schema(api: str) -> dict:
         KeyError: when ``api`` is not "vulkan" or "metal".
     """
     caps = {k: _kind_schema(api, kind, k) for k, kind in KEYS[api].items()}
+    exact = [k for k, kind in KINDS[api].items() if kind == "exact"]
     props: dict[str, Any] = {
         "name": {"type": "string", "pattern": NAME_RE},
         "api": {"enum": sorted(KEYS)},
         "direction": {"enum": ["raise", "lower"]},
-        "version": {"type": "integer", "minimum": 1},
-        "description": {"type": "string", "minLength": 1, "maxLength": 200, "pattern": r"^[^\n]*$"},
+        "version": {"type": "integer", "minimum": 1, "maximum": LIMITS["profile_version_max"]},
+        "description": {"type": "string", "minLength": 1, "maxLength": 200, "pattern": LINE_RE},
         "capabilities": {"type": "object", "properties": caps, "additionalProperties": False},
+        "override_exact": {"type": "array", "items": {"enum": exact}, "uniqueItems": True},
     }
     if api == "vulkan":
         props["extensions"] = {
             "type": "object",
-            "propertyNames": {"pattern": EXTENSION_RE},
+            "maxProperties": LIMITS["extensions_max"],
+            "propertyNames": {"pattern": EXTENSION_RE, "maxLength": LIMITS["extension_name_max"]},
             "additionalProperties": {"anyOf": [{"type": "boolean"},
                                                {"type": "integer", "minimum": 1, "maximum": U32_MAX}]},
         }
@@ -126,10 +156,19 @@ def parse_version(text: str | int) -> int:
 
     Source: Vulkan specification, VK_MAKE_API_VERSION (variant 0, major << 22,
     minor << 12, patch).
+
+    Raises:
+        ValueError: a component does not fit its field (major 0..127, minor
+            0..1023, patch 0..4095), or the text is not MAJOR.MINOR[.PATCH].
     """
     if isinstance(text, int):
         return text
     parts = [int(p) for p in text.split(".")] + [0]
+    if not 2 <= len(parts) - 1 <= 3:
+        raise ValueError(f"'{text}' is not MAJOR.MINOR[.PATCH]")
+    for (field, top), part in zip(VERSION_FIELDS, parts):
+        if part > top:
+            raise ValueError(f"{field} {part} does not fit VK_MAKE_API_VERSION (0..{top})")
     return (parts[0] << 22) | (parts[1] << 12) | parts[2]
 
 
@@ -147,6 +186,7 @@ class Profile:
         capabilities: key -> int (booleans as 0/1, versions packed, flag lists
             or'ed into a mask); units as the API defines them (bytes for sizes).
         extensions: Vulkan extension name -> spec version to report (0: hide).
+        override_exact: the exact keys (``subgroupSize``) the profile may change.
         source: the file path, or ``builtin:NAME``.
         text: the file's text exactly as read (what the evidence bundle keeps).
     """
@@ -158,6 +198,7 @@ class Profile:
     description: str
     capabilities: dict[str, int] = field(default_factory=dict)
     extensions: dict[str, int] = field(default_factory=dict)
+    override_exact: tuple[str, ...] = ()
     source: str = ""
     text: str = ""
 
@@ -167,18 +208,22 @@ class Profile:
         return hashlib.sha256(self.text.encode()).hexdigest()
 
     def to_dict(self) -> dict:
-        """The resolved profile as plain JSON-ready data (booleans as true/false, versions as "1.3.280")."""
+        """The resolved profile as plain JSON-ready data (booleans as true/false, versions as "1.3.280";
+        ``override_exact`` only when the profile has one)."""
         kinds = KEYS[self.api]
         caps = {}
         for key, value in self.capabilities.items():
             kind = kinds[key]
             caps[key] = bool(value) if kind == "bool" else format_version(value) if kind == "version" else value
-        return {
+        out = {
             "name": self.name, "api": self.api, "direction": self.direction,
             "version": self.version, "description": self.description,
             "capabilities": caps, "extensions": dict(self.extensions),
             "source": self.source, "sha256": self.sha256,
         }
+        if self.override_exact:
+            out["override_exact"] = list(self.override_exact)
+        return out
 
 
 def _first_error(errors) -> jsonschema.ValidationError:
@@ -208,13 +253,22 @@ def _check_schema(data: dict, source: str) -> None:
         missing = err.message.split("'")[1] if "'" in err.message else err.message
         raise ProfileError(source, missing, None, "required key is missing")
     if "propertyNames" in err.schema_path:
+        name_max = LIMITS["extension_name_max"]
         raise ProfileError(source, ".".join(path + [str(err.instance)]), None,
+                           f"longer than {name_max} characters (VK_MAX_EXTENSION_NAME_SIZE)"
+                           if len(err.instance) > name_max else
                            "not an extension name (VK_ followed by letters, digits and _)")
+    if err.validator == "maxProperties":
+        raise ProfileError(source, ".".join(path), None, f"more than {err.validator_value} extensions")
     key = ".".join(path) or None
     value = err.instance
     kind = None
     if len(path) == 2 and path[0] == "capabilities":
         kind = KEYS[api].get(path[1])
+    elif path == ["version"]:
+        kind = "profile-version"
+    elif len(path) == 2 and path[0] == "extensions":
+        kind = "extension"
     reason = _reason(err, kind)
     raise ProfileError(source, key, value, reason)
 
@@ -228,6 +282,8 @@ def _reason(err: jsonschema.ValidationError, kind: str | None) -> str:
         "flags": "expected a whole number or a list of flag names",
         "family": "expected an Apple family number 1001..1999",
         "families": "expected a list of Mac (2xxx), Common (3xxx) or Metal (5xxx) family numbers",
+        "profile-version": f"expected a whole number 1..{LIMITS['profile_version_max']}",
+        "extension": "expected false, true or a spec version 1..4294967295",
     }
     if kind in expected:
         return expected[kind]
@@ -249,7 +305,10 @@ def _resolve(data: dict, source: str, text: str) -> Profile:
                 raise ProfileError(source, where, value, "a 'lower' profile cannot turn a feature on")
             caps[key] = int(value)
         elif kind == "version":
-            caps[key] = parse_version(value)
+            try:
+                caps[key] = parse_version(value)
+            except ValueError as exc:
+                raise ProfileError(source, where, value, str(exc)) from None
         elif kind == "flags":
             if isinstance(value, list):
                 bits = FLAG_NAMES[key]
@@ -274,9 +333,35 @@ def _resolve(data: dict, source: str, text: str) -> Profile:
         exts[name] = spec
     if api == "metal" and direction != "raise":
         raise ProfileError(source, "direction", direction, "Metal profiles are raise-only")
+    override = tuple(data.get("override_exact", ()))
+    for key in override:
+        if key not in caps:
+            raise ProfileError(source, "override_exact", key, "names a key the profile does not set")
+    for key in caps:
+        if KINDS[api][key] == "exact" and key not in override:
+            raise ProfileError(source, f"capabilities.{key}", data["capabilities"][key],
+                               f"an exact property (what the hardware does): add override_exact = [\"{key}\"] "
+                               "to change it anyway")
+    _check_rules(caps, source)
     return Profile(name=data["name"], api=api, direction=direction, version=data["version"],
                    description=data["description"], capabilities=caps, extensions=exts,
-                   source=source, text=text)
+                   override_exact=override, source=source, text=text)
+
+
+def _check_rules(caps: dict[str, int], source: str) -> None:
+    """The table's ``[rules]`` among the keys a profile sets: powers of two (the spec says
+    "is a power-of-two" of each subgroup size), and sequences non-decreasing
+    (minSubgroupSize <= subgroupSize <= maxSubgroupSize)."""
+    for key in POWER_OF_TWO:
+        value = caps.get(key)
+        if value is not None and (value < 1 or value & (value - 1)):
+            raise ProfileError(source, f"capabilities.{key}", value, "not a power of two (the spec requires one)")
+    for seq in ORDERED:
+        given = [(k, caps[k]) for k in seq if k in caps]
+        for (lo_key, lo), (hi_key, hi) in zip(given, given[1:]):
+            if lo > hi:
+                raise ProfileError(source, f"capabilities.{hi_key}", hi,
+                                   f"below {lo_key} {lo} (the spec requires {' <= '.join(seq)})")
 
 
 def parse(text: str, source: str) -> Profile:
@@ -287,7 +372,7 @@ def parse(text: str, source: str) -> Profile:
     """
     try:
         data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
+    except ValueError as exc:  # TOMLDecodeError, or an integer of more than 4300 digits
         raise ProfileError(source, None, None, f"not valid TOML: {exc}") from None
     _check_schema(data, source)
     return _resolve(data, source, text)
@@ -343,7 +428,13 @@ def to_toml(profile: Profile) -> str:
         caps[key] = (bool(value) if kind == "bool" else [int(v) for v in value] if kind == "families"
                      else format_version(value) if kind == "version" else value)
     doc = {"name": profile.name, "api": profile.api, "direction": profile.direction, "version": profile.version,
-           "description": profile.description, "capabilities": caps}
+           "description": profile.description}
+    if profile.override_exact:
+        doc["override_exact"] = list(profile.override_exact)
+    doc["capabilities"] = caps
     if profile.extensions:
         doc["extensions"] = {name: (spec if spec else False) for name, spec in profile.extensions.items()}
     return tomli_w.dumps(doc)
+
+
+from capshim.profiles.checks import Finding, check_against_device, check_alone, describe  # noqa: E402

@@ -8,13 +8,18 @@
  *   copyall            MTLCopyAllDevices()
  *   create-then-new C  MTLCreateSystemDefaultDevice(), then [[C alloc] init]
  *   threads N CLASS    N threads create CLASS devices at once and query them
+ *   window CLASS       a second thread queries a CLASS device each time the
+ *                      shim replaces or adds a method (inside its hook
+ *                      installation), and the answers it saw are printed
  *   env                the injection and configuration variables as seen
  *                      after load, then a child (this driver, "new
  *                      CSParavirtDevice") that inherits the environment
  */
 #define _GNU_SOURCE
 #include "metal_query.h"
+#include "metal_vars.h"
 
+#include <dlfcn.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -93,12 +98,97 @@ static int run_threads(int n, const char *cls)
     return 0;
 }
 
+/* ---- "window": queries while the shim installs its hooks ----------------
+ * This executable is linked with -rdynamic, so its method_setImplementation
+ * and class_addMethod come before libobjc's for the shim too. While armed,
+ * each call forwards to the runtime, then a second thread queries a device
+ * of the class being patched (created with alloc only, so that it does not
+ * trigger the patch itself) and is joined: that query runs exactly in the
+ * window between two installations. The queries take no shim lock (answers
+ * at or above the configured values), so joining cannot deadlock. */
+#define WINDOW_MAX 16
+static id g_window_dev;
+static int g_window_armed;
+static int g_window_n;
+static int g_window_apple5[WINDOW_MAX];
+static unsigned long g_window_tg[WINDOW_MAX], g_window_ws[WINDOW_MAX];
+
+static void *window_query(void *arg)
+{
+    (void)arg;
+    int i = g_window_n;
+    g_window_apple5[i] = mq_supports(g_window_dev, 1005);
+    if (!mq_ulong(g_window_dev, "maxThreadgroupMemoryLength", &g_window_tg[i]))
+        g_window_tg[i] = 0;
+    if (!mq_ulong(g_window_dev, "recommendedMaxWorkingSetSize", &g_window_ws[i]))
+        g_window_ws[i] = 0;
+    return NULL;
+}
+
+static void window_check(void)
+{
+    if (!g_window_armed || g_window_n >= WINDOW_MAX)
+        return;
+    pthread_t t;
+    if (pthread_create(&t, NULL, window_query, NULL) == 0) {
+        pthread_join(t, NULL);
+        g_window_n++;
+    }
+}
+
+typedef IMP (*set_impl_fn)(Method, IMP);
+typedef BOOL (*add_method_fn)(Class, SEL, IMP, const char *);
+
+IMP method_setImplementation(Method m, IMP imp)
+{
+    set_impl_fn real = (set_impl_fn)(mq_generic_fn)dlsym(RTLD_NEXT, "method_setImplementation");
+    IMP old = real ? real(m, imp) : NULL;
+    window_check();
+    return old;
+}
+
+BOOL class_addMethod(Class cls, SEL sel, IMP imp, const char *types)
+{
+    add_method_fn real = (add_method_fn)(mq_generic_fn)dlsym(RTLD_NEXT, "class_addMethod");
+    BOOL ok = real ? real(cls, sel, imp, types) : NO;
+    window_check();
+    return ok;
+}
+
+static int run_window(const char *cls)
+{
+    Class c = objc_lookUpClass(cls);
+    if (c == Nil)
+        return 2;
+    SEL sel;
+    alloc_fn a = (alloc_fn)mq_imp((id)c, "alloc", &sel);
+    g_window_dev = a ? a((id)c, sel) : nil;
+    if (g_window_dev == nil)
+        return 1;
+    g_window_armed = 1;
+    id dev = make(cls); /* its -init patches the class (hook path 1) */
+    g_window_armed = 0;
+    printf("{\"window\":%d,\"apple5\":[", g_window_n);
+    for (int i = 0; i < g_window_n; i++)
+        printf("%s%d", i ? "," : "", g_window_apple5[i]);
+    fputs("],\"tg\":[", stdout);
+    for (int i = 0; i < g_window_n; i++)
+        printf("%s%lu", i ? "," : "", g_window_tg[i]);
+    fputs("],\"ws\":[", stdout);
+    for (int i = 0; i < g_window_n; i++)
+        printf("%s%lu", i ? "," : "", g_window_ws[i]);
+    fputs("]}\n", stdout);
+    print_device(dev);
+    standin_free(dev);
+    standin_free(g_window_dev);
+    return 0;
+}
+
 static int run_env(const char *self)
 {
     static const char *const names[] = {
-        "LD_PRELOAD", "CAPSHIM_METAL_APPLE_FAMILY_MAX", "CAPSHIM_METAL_MAX_THREADGROUP_MEMORY",
-        "LUME_METAL_APPLE_FAMILY_MAX", "LUME_METAL_MAX_THREADGROUP_MEMORY", "CAPSHIM_STATUS_FILE",
-        NULL};
+        "LD_PRELOAD", CAPSHIM_METAL_VARIABLES(CAPSHIM_METAL_VAR_NAME)
+        CAPSHIM_METAL_LUME_VARIABLES(CAPSHIM_METAL_VAR_NAME) "CAPSHIM_STATUS_FILE", NULL};
     fputs("{\"env\":{", stdout);
     for (int i = 0; names[i] != NULL; i++) {
         fprintf(stdout, "%s\"%s\":", i ? "," : "", names[i]);
@@ -160,6 +250,8 @@ int main(int argc, char **argv)
     }
     if (strcmp(argv[1], "threads") == 0 && argc == 4)
         return run_threads(atoi(argv[2]), argv[3]);
+    if (strcmp(argv[1], "window") == 0 && argc == 3)
+        return run_window(argv[2]);
     if (strcmp(argv[1], "env") == 0)
         return run_env(argv[0]);
     return 2;

@@ -16,16 +16,14 @@
 #define LUME_DEFAULT_THREADGROUP 65536u   /* Cua/Lume shim's default, bytes */
 #define REASON_VALUE_MAX 40               /* bytes of a bad value quoted in a reason */
 
+/* The capshim names first (CAPSHIM_VAR_COUNT of them), then the Lume ones. */
 const char *const capshim_metal_config_names[] = {
-    "CAPSHIM_METAL_APPLE_FAMILY_MAX",
-    "CAPSHIM_METAL_MAX_THREADGROUP_MEMORY",
-    "CAPSHIM_METAL_RECOMMENDED_WORKING_SET_SIZE",
-    "CAPSHIM_METAL_FORCE_FAMILIES",
-    "LUME_METAL_APPLE_FAMILY_MAX",
-    "LUME_METAL_MAX_THREADGROUP_MEMORY",
-    "LUME_METAL_RECOMMENDED_WORKING_SET_SIZE",
+    CAPSHIM_METAL_VARIABLES(CAPSHIM_METAL_VAR_NAME)
+    CAPSHIM_METAL_LUME_VARIABLES(CAPSHIM_METAL_VAR_NAME)
     NULL,
 };
+#define CAPSHIM_NAME(key) capshim_metal_config_names[CAPSHIM_VAR_##key]
+#define LUME_NAME(key) capshim_metal_config_names[(size_t)CAPSHIM_VAR_COUNT + (size_t)CAPSHIM_LUME_VAR_##key]
 
 enum capshim_parse_result capshim_parse_u64(const char *text, uint64_t *out)
 {
@@ -229,10 +227,10 @@ static int parse_forced(const char *name, const char *raw,
 static void parse_capshim_form(capshim_lookup_fn lookup, void *ctx,
                                struct capshim_metal_config *cfg)
 {
-    static const char *const fam = "CAPSHIM_METAL_APPLE_FAMILY_MAX";
-    static const char *const tg = "CAPSHIM_METAL_MAX_THREADGROUP_MEMORY";
-    static const char *const ws = "CAPSHIM_METAL_RECOMMENDED_WORKING_SET_SIZE";
-    static const char *const ff = "CAPSHIM_METAL_FORCE_FAMILIES";
+    const char *const fam = CAPSHIM_NAME(appleFamilyMax);
+    const char *const tg = CAPSHIM_NAME(maxThreadgroupMemoryLength);
+    const char *const ws = CAPSHIM_NAME(recommendedMaxWorkingSetSize);
+    const char *const ff = CAPSHIM_NAME(forceFamilies);
     int r = get_u64(lookup, ctx, fam, &cfg->apple_family_max, cfg);
     if (r < 0)
         return;
@@ -256,9 +254,9 @@ static void parse_capshim_form(capshim_lookup_fn lookup, void *ctx,
 static void parse_lume_form(capshim_lookup_fn lookup, void *ctx,
                             struct capshim_metal_config *cfg)
 {
-    static const char *const fam = "LUME_METAL_APPLE_FAMILY_MAX";
-    static const char *const tg = "LUME_METAL_MAX_THREADGROUP_MEMORY";
-    static const char *const ws = "LUME_METAL_RECOMMENDED_WORKING_SET_SIZE";
+    const char *const fam = LUME_NAME(appleFamilyMax);
+    const char *const tg = LUME_NAME(maxThreadgroupMemoryLength);
+    const char *const ws = LUME_NAME(recommendedMaxWorkingSetSize);
     int r = get_u64(lookup, ctx, fam, &cfg->apple_family_max, cfg);
     if (r < 0)
         return;
@@ -292,7 +290,7 @@ void capshim_metal_config_parse(capshim_lookup_fn lookup, void *ctx,
     for (size_t i = 0; capshim_metal_config_names[i] != NULL; i++) {
         if (lookup(capshim_metal_config_names[i], ctx) == NULL)
             continue;
-        if (strncmp(capshim_metal_config_names[i], "CAPSHIM_", 8) == 0)
+        if (i < CAPSHIM_VAR_COUNT)
             any_capshim = 1;
         else
             any_lume = 1;
@@ -307,8 +305,8 @@ void capshim_metal_config_parse(capshim_lookup_fn lookup, void *ctx,
     } else {
         size_t len = 0;
         (void)capshim_buf_printf(cfg->reason, sizeof cfg->reason, &len,
-                                 "no configuration: set CAPSHIM_METAL_APPLE_FAMILY_MAX "
-                                 "or LUME_METAL_APPLE_FAMILY_MAX");
+                                 "no configuration: set %s or %s", CAPSHIM_NAME(appleFamilyMax),
+                                 LUME_NAME(appleFamilyMax));
     }
     if (cfg->accepted)
         cfg->reason[0] = '\0';

@@ -4,7 +4,8 @@
  * Plain C11, no Objective-C and no allocation, so that it can be fuzzed on
  * its own (tests/native/metal/fuzz_config.c).
  *
- * Two spellings are accepted (docs/contracts.md):
+ * Two spellings are accepted (docs/contracts.md, "Shim configuration"; the names are written
+ * once, in metal_vars.h):
  *   capshim form  CAPSHIM_METAL_APPLE_FAMILY_MAX        1001..1999 (optional)
  *                 CAPSHIM_METAL_MAX_THREADGROUP_MEMORY  bytes (optional)
  *                 CAPSHIM_METAL_RECOMMENDED_WORKING_SET_SIZE bytes (optional)
@@ -21,6 +22,8 @@
  */
 #ifndef CAPSHIM_METAL_CONFIG_H
 #define CAPSHIM_METAL_CONFIG_H
+
+#include "metal_vars.h"
 
 #include <stddef.h>
 #include <stdint.h>
@@ -68,7 +71,8 @@ const char *capshim_parse_message(enum capshim_parse_result r);
 void capshim_metal_config_parse(capshim_lookup_fn lookup, void *ctx,
                                 struct capshim_metal_config *cfg);
 
-/* The names of every configuration variable, NULL-terminated. */
+/* The names of every configuration variable, NULL-terminated: the
+ * CAPSHIM_VAR_COUNT capshim names, then the Lume names (metal_vars.h). */
 extern const char *const capshim_metal_config_names[];
 
 /* Appends text to buf[*len..cap) as a JSON string body (no quotes), escaping

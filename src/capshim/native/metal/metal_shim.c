@@ -27,6 +27,7 @@
 #endif
 
 #include "metal_config.h"
+#include "status.h" /* the one status-event writer, shared with the Vulkan layer (native/vulkan) */
 
 #include <dlfcn.h>
 #include <errno.h>
@@ -54,7 +55,6 @@
 #define HIDDEN __attribute__((visibility("hidden")))
 #define MAX_SLOTS 8          /* device classes one process may patch */
 #define MAX_CHANGED 128      /* distinct "changed" events reported */
-#define LINE_MAX_BYTES 2048
 
 typedef unsigned long capshim_nsuint; /* NSUInteger on LP64 */
 typedef long capshim_nsint;           /* NSInteger, MTLGPUFamily */
@@ -68,8 +68,7 @@ typedef void (*generic_fn)(void);
 #define AS_IMP(f) ((IMP)(generic_fn)(f))
 
 static struct capshim_metal_config g_cfg;
-static char g_status_path[PATH_MAX];
-static int g_has_status;
+static int g_has_status;         /* CAPSHIM_STATUS_FILE set: "changed" bookkeeping is worth it */
 static int g_quiet;
 static char g_process[128];
 static init_fn g_orig_init;      /* original -[_MTLDevice initGPUFamilySupport] */
@@ -101,46 +100,10 @@ static const char *const g_query_names[] = {
 
 /* ---- status file and banner --------------------------------------------- */
 
-static void status_write(const char *line, size_t len)
+/* Starts a status event: the shared writer's leading fields (status.h). */
+static void event_begin(struct capshim_json *j, const char *event)
 {
-    if (!g_has_status)
-        return;
-    int fd = open(g_status_path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
-    if (fd < 0)
-        return;
-    ssize_t n;
-    do {
-        n = write(fd, line, len); /* one write per line: O_APPEND keeps lines whole */
-    } while (n < 0 && errno == EINTR);
-    (void)close(fd);
-}
-
-/* Starts a status line: {"shim":"metal","pid":N,"event":"NAME" */
-static void line_start(char *buf, size_t cap, size_t *len, const char *event)
-{
-    *len = 0;
-    buf[0] = '\0';
-    (void)capshim_buf_printf(buf, cap, len, "{\"shim\":\"metal\",\"pid\":%ld,\"event\":\"%s\"",
-                             (long)getpid(), event);
-}
-
-static void line_end(char *buf, size_t cap, size_t *len)
-{
-    /* A line cut short by the buffer still ends as a JSON object. */
-    if (*len + 3 > cap)
-        *len = cap - 3;
-    buf[(*len)++] = '}';
-    buf[(*len)++] = '\n';
-    buf[*len] = '\0';
-    status_write(buf, *len);
-}
-
-static void put_string_field(char *buf, size_t cap, size_t *len, const char *name,
-                             const char *value)
-{
-    (void)capshim_buf_printf(buf, cap, len, ",\"%s\":\"", name);
-    (void)capshim_json_escape(buf, cap, len, value, 200);
-    (void)capshim_buf_printf(buf, cap, len, "\"");
+    capshim_json_begin(j, event, "metal", NULL);
 }
 
 static void stderr_line(const char *text)
@@ -209,16 +172,16 @@ static void report_changed(int query, long long key, unsigned long long stock,
     pthread_mutex_unlock(&g_lock);
     if (!fresh)
         return;
-    char b[LINE_MAX_BYTES];
-    size_t len;
-    line_start(b, sizeof b, &len, "changed");
-    (void)capshim_buf_printf(b, sizeof b, &len, ",\"query\":\"%s\"", g_query_names[query]);
+    char family[32] = "";
     if (query == Q_SUPPORTS)
-        (void)capshim_buf_printf(b, sizeof b, &len, ",\"key\":\"%lld\"", key);
-    else
-        (void)capshim_buf_printf(b, sizeof b, &len, ",\"key\":\"\"");
-    (void)capshim_buf_printf(b, sizeof b, &len, ",\"stock\":%llu,\"reported\":%llu", stock, reported);
-    line_end(b, sizeof b, &len);
+        (void)snprintf(family, sizeof family, "%lld", key);
+    struct capshim_json j;
+    event_begin(&j, "changed");
+    capshim_json_str(&j, "query", g_query_names[query]);
+    capshim_json_str(&j, "key", family);
+    capshim_json_u64(&j, "stock", stock);
+    capshim_json_u64(&j, "reported", reported);
+    capshim_json_end_and_write(&j);
 }
 
 static int forced(capshim_nsint family)
@@ -296,27 +259,16 @@ static void hooks_event(const char *path, Class cls, const char *const *installe
                         size_t n_installed, const char *const *missing, size_t n_missing,
                         const char *reason)
 {
-    char b[LINE_MAX_BYTES];
-    size_t len;
     const char *cname = cls ? class_getName(cls) : "";
-    line_start(b, sizeof b, &len, "hooks");
-    put_string_field(b, sizeof b, &len, "path", path);
-    put_string_field(b, sizeof b, &len, "class", cname ? cname : "");
-    const char *const *lists[2] = {installed, missing};
-    size_t counts[2] = {n_installed, n_missing};
-    const char *names[2] = {"installed", "missing"};
-    for (int l = 0; l < 2; l++) {
-        (void)capshim_buf_printf(b, sizeof b, &len, ",\"%s\":[", names[l]);
-        for (size_t i = 0; i < counts[l]; i++) {
-            (void)capshim_buf_printf(b, sizeof b, &len, "%s\"", i ? "," : "");
-            (void)capshim_json_escape(b, sizeof b, &len, lists[l][i], 200);
-            (void)capshim_buf_printf(b, sizeof b, &len, "\"");
-        }
-        (void)capshim_buf_printf(b, sizeof b, &len, "]");
-    }
+    struct capshim_json j;
+    event_begin(&j, "hooks");
+    capshim_json_str(&j, "path", path);
+    capshim_json_str(&j, "class", cname ? cname : "");
+    capshim_json_str_array(&j, "installed", installed, n_installed);
+    capshim_json_str_array(&j, "missing", missing, n_missing);
     if (reason != NULL)
-        put_string_field(b, sizeof b, &len, "reason", reason);
-    line_end(b, sizeof b, &len);
+        capshim_json_str(&j, "reason", reason);
+    capshim_json_end_and_write(&j);
 }
 
 static int class_known(Class cls)
@@ -407,7 +359,18 @@ static void patch_class(Class cls, const char *path)
             hooks_event(path, cls, installed, 0, missing, n_miss, reason);
         return;
     }
+    /* The slot is filled and marked ready before any hook is reachable, so
+     * a thread that calls a hook while the others are still being installed
+     * already reaches the originals (never a NO or a 0 below stock). The
+     * slot is taken for good, even when an installation fails below, so
+     * that a call already inside a hook keeps its originals. */
     struct slot *s = &g_slots[idx];
+    s->cls = cls;
+    s->supports = todo[Q_SUPPORTS] ? (supports_fn)(generic_fn)method_getImplementation(methods[Q_SUPPORTS]) : NULL;
+    s->threadgroup = todo[Q_THREADGROUP] ? (size_fn)(generic_fn)method_getImplementation(methods[Q_THREADGROUP]) : NULL;
+    s->working_set = todo[Q_WORKING_SET] ? (size_fn)(generic_fn)method_getImplementation(methods[Q_WORKING_SET]) : NULL;
+    atomic_store_explicit(&s->ready, 1, memory_order_release);
+    atomic_store_explicit(&g_nslots, idx + 1, memory_order_release);
     IMP origs[3] = {NULL, NULL, NULL};
     int done[3] = {0, 0, 0};
     int ok = 1;
@@ -429,12 +392,6 @@ static void patch_class(Class cls, const char *path)
                     "the runtime refused a method replacement; answers stay stock");
         return;
     }
-    s->cls = cls;
-    s->supports = (supports_fn)(generic_fn)origs[Q_SUPPORTS];
-    s->threadgroup = (size_fn)(generic_fn)origs[Q_THREADGROUP];
-    s->working_set = (size_fn)(generic_fn)origs[Q_WORKING_SET];
-    atomic_store_explicit(&s->ready, 1, memory_order_release);
-    atomic_store_explicit(&g_nslots, idx + 1, memory_order_release);
     int first = !g_banner_done;
     g_banner_done = 1;
     pthread_mutex_unlock(&g_lock);
@@ -639,14 +596,10 @@ static void scrub_environment(int inherit)
             (void)unsetenv(capshim_metal_config_names[i]);
         names[n++] = capshim_metal_config_names[i];
     }
-    char b[LINE_MAX_BYTES];
-    size_t len;
-    line_start(b, sizeof b, &len, inherit ? "env_inherited" : "env_scrubbed");
-    (void)capshim_buf_printf(b, sizeof b, &len, ",\"variables\":[");
-    for (size_t i = 0; i < n; i++)
-        (void)capshim_buf_printf(b, sizeof b, &len, "%s\"%s\"", i ? "," : "", names[i]);
-    (void)capshim_buf_printf(b, sizeof b, &len, "]");
-    line_end(b, sizeof b, &len);
+    struct capshim_json j;
+    event_begin(&j, inherit ? "env_inherited" : "env_scrubbed");
+    capshim_json_str_array(&j, "variables", names, n);
+    capshim_json_end_and_write(&j);
 }
 
 static void read_process_name(void)
@@ -675,30 +628,31 @@ __attribute__((constructor)) static void capshim_metal_load(void)
     init_hook_table();
     read_process_name();
     const char *status = getenv("CAPSHIM_STATUS_FILE");
-    if (status != NULL && status[0] != '\0' && strlen(status) < sizeof g_status_path) {
-        memcpy(g_status_path, status, strlen(status) + 1);
-        g_has_status = 1;
-    }
+    g_has_status = status != NULL && status[0] != '\0';
     g_quiet = flag_set("CAPSHIM_QUIET");
     int inherit = flag_set("CAPSHIM_INHERIT");
 
-    char b[LINE_MAX_BYTES];
-    size_t len;
-    line_start(b, sizeof b, &len, "loaded");
-    put_string_field(b, sizeof b, &len, "process", g_process);
-    put_string_field(b, sizeof b, &len, "runtime", RUNTIME_NAME);
-    line_end(b, sizeof b, &len);
+    struct capshim_json j;
+    event_begin(&j, "loaded");
+    capshim_json_str(&j, "process", g_process);
+    capshim_json_str(&j, "runtime", RUNTIME_NAME);
+    capshim_json_end_and_write(&j);
 
     capshim_metal_config_parse(env_lookup, NULL, &g_cfg);
-    line_start(b, sizeof b, &len, "config");
+    event_begin(&j, "config");
+    capshim_json_bool(&j, "accepted", g_cfg.accepted);
     if (g_cfg.accepted) {
-        (void)capshim_buf_printf(b, sizeof b, &len, ",\"accepted\":true,\"values\":");
-        (void)capshim_metal_config_json(&g_cfg, b, sizeof b, &len);
+        char values[1024];
+        size_t vlen = 0;
+        values[0] = '\0';
+        if (capshim_metal_config_json(&g_cfg, values, sizeof values, &vlen) == 0)
+            capshim_json_raw(&j, "values", values);
+        else
+            capshim_json_raw(&j, "values", "null"); /* cannot happen: 16 numbers fit */
     } else {
-        (void)capshim_buf_printf(b, sizeof b, &len, ",\"accepted\":false");
-        put_string_field(b, sizeof b, &len, "reason", g_cfg.reason);
+        capshim_json_str(&j, "reason", g_cfg.reason);
     }
-    line_end(b, sizeof b, &len);
+    capshim_json_end_and_write(&j);
     if (!g_cfg.accepted) {
         char msg[CAPSHIM_REASON_LEN + sizeof g_process + 96];
         (void)snprintf(msg, sizeof msg,

@@ -43,6 +43,19 @@ const struct capshim_ext *capshim_config_ext(const struct capshim_config *cfg, c
     return NULL;
 }
 
+uint32_t capshim_answer(int type, int sem, int direction, uint32_t stock, uint32_t cfg) {
+    int stronger_up = direction == CAPSHIM_RAISE;
+    if (type == CAPSHIM_BOOL) {
+        if (stronger_up) return (stock || cfg) ? (stock ? stock : 1u) : 0u;
+        return (stock && cfg) ? stock : 0u;
+    }
+    if (type == CAPSHIM_FLAGS) return stronger_up ? (stock | cfg) : (stock & cfg);
+    if (sem == CAPSHIM_SEM_EXACT) return cfg;
+    if (sem == CAPSHIM_SEM_LOWER) stronger_up = !stronger_up;
+    if (stronger_up) return stock > cfg ? stock : cfg;
+    return stock < cfg ? stock : cfg;
+}
+
 static int valid_ext_name(const char *s) {
     if (strncmp(s, "VK_", 3) != 0 || s[3] == '\0') return 0;
     for (const char *p = s; *p; p++) {
@@ -126,7 +139,7 @@ static int parse_line(char *line, size_t lineno, const struct capshim_keyspec *k
         set_err(err, errlen, lineno, "key '%.80s': '%.64s' is not a whole number", key, val);
         return -1;
     }
-    if (spec->kind == 1 && num > 1) {
+    if (spec->kind == CAPSHIM_BOOL && num > 1) {
         set_err(err, errlen, lineno, "key '%.80s': '%.64s' is not 0 or 1", key, val);
         return -1;
     }
@@ -175,8 +188,8 @@ int capshim_config_parse(const char *text, size_t len, const struct capshim_keys
         for (size_t i = 0; i < n; i++) {
             unsigned char c = (unsigned char)line[i];
             if (c < 0x21 || c > 0x7e) {
-                if (line[0] == '#' && c != 0 && c != '\r') continue; /* comments may hold spaces */
-                set_err(err, errlen, lineno, "byte 0x%02x at column %zu: only printable ASCII without spaces", c,
+                if (line[0] == '#' && (c == ' ' || c >= 0x80)) continue; /* comments: spaces and UTF-8 too */
+                set_err(err, errlen, lineno, "byte 0x%02x at column %zu: only printable ASCII without spaces (comments: also spaces and UTF-8)", c,
                         i + 1);
                 goto fail;
             }

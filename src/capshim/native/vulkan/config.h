@@ -3,7 +3,8 @@
  * No Vulkan dependency, so it builds and fuzzes in isolation (fuzz_config.c).
  *
  * Format, one entry per line ('\n'), no spaces, no carriage returns:
- *   # comment             ignored, as are empty lines
+ *   # comment             ignored, as are empty lines (spaces and UTF-8 allowed,
+ *                         no control characters)
  *   direction=lower       required, exactly once: "raise" or "lower"
  *   KEY=NUMBER            a known capability key (see caps_table.h)
  *   extension.NAME=NUMBER an extension's spec version to report; 0 hides it
@@ -18,18 +19,18 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define CAPSHIM_MAX_VALUES 128
-#define CAPSHIM_MAX_EXTENSIONS 64
-#define CAPSHIM_KEY_MAX 96
-#define CAPSHIM_EXT_NAME_MAX 256 /* VK_MAX_EXTENSION_NAME_SIZE */
-#define CAPSHIM_LINE_MAX 400
-#define CAPSHIM_CONFIG_MAX_BYTES 65536
+/* The limits (CAPSHIM_MAX_VALUES, CAPSHIM_MAX_EXTENSIONS, CAPSHIM_KEY_MAX,
+ * CAPSHIM_EXT_NAME_MAX, CAPSHIM_LINE_MAX, CAPSHIM_CONFIG_MAX_BYTES) and the
+ * value types come from the capability table, as the profile schema's do. */
+#define CAPSHIM_KEYS_ONLY
+#include "caps_table.h"
+#undef CAPSHIM_KEYS_ONLY
 
 enum { CAPSHIM_RAISE = 1, CAPSHIM_LOWER = -1 };
 
 struct capshim_keyspec {
     const char *name;
-    int kind; /* enum capshim_kind: 1 bool, 2 u32, 3 flags, 4 version */
+    int kind; /* enum capshim_kind */
 };
 
 struct capshim_value {
@@ -59,6 +60,15 @@ int capshim_config_parse(const char *text, size_t len, const struct capshim_keys
 
 /* Strict whole-string unsigned parse, base 0. Returns 0 on success. */
 int capshim_parse_u64(const char *s, uint64_t *out);
+
+/* The answer the layer gives for one key: the device's stock value under the
+ * configuration value cfg, by the key's type (enum capshim_kind), kind (enum
+ * capshim_sem) and direction (CAPSHIM_RAISE / CAPSHIM_LOWER). A raise never
+ * answers weaker than stock, a lower never stronger: bool and flags or/and;
+ * UPPER and VERSION max/min; LOWER (less is stronger) min/max; EXACT answers
+ * cfg (profiles reach it only with override_exact). The Python twin is
+ * capshim.profiles.checks.answer; a test compares the two. */
+uint32_t capshim_answer(int type, int sem, int direction, uint32_t stock, uint32_t cfg);
 
 /* Lookups into a parsed configuration; NULL when absent. */
 const struct capshim_value *capshim_config_value(const struct capshim_config *cfg, const char *key);

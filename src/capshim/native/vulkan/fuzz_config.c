@@ -1,8 +1,11 @@
 /* Fuzz target and standalone driver for the configuration parser.
  *
  * libFuzzer:  clang -fsanitize=fuzzer,address,undefined -DCAPSHIM_LIBFUZZER fuzz_config.c config.c
- * standalone: cc -fsanitize=address,undefined fuzz_config.c config.c; ./a.out FILE...
- *             parses each file and prints "ok" or "invalid: REASON" per file.
+ * standalone: cc -fsanitize=address,undefined fuzz_config.c config.c; ./a.out [--values] FILE...
+ *             parses each file and prints "FILE: ok (N values, M extensions)" or
+ *             "FILE: invalid: REASON"; with --values an accepted file's values follow
+ *             on the same line, " KEY=VALUE ... extension.NAME=SPEC ...".
+ * The keys and their types are the layer's (CAPSHIM_KEYS of caps_table.h).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,15 +13,16 @@
 
 #include "config.h"
 
-static const struct capshim_keyspec keys[] = {
-    {"maxComputeSharedMemorySize", 2}, {"shaderFloat16", 1}, {"subgroupSupportedOperations", 3}, {"apiVersion", 4}};
+#define KEYSPEC(key, type, kind) {#key, type},
+static const struct capshim_keyspec keys[] = {CAPSHIM_KEYS(KEYSPEC)};
+#define NKEYS (sizeof keys / sizeof keys[0])
 
 int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size);
 
 int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size) {
     static struct capshim_config cfg;
     char err[256];
-    int rc = capshim_config_parse((const char *)data, size, keys, sizeof keys / sizeof keys[0], &cfg, err, sizeof err);
+    int rc = capshim_config_parse((const char *)data, size, keys, NKEYS, &cfg, err, sizeof err);
     if (rc == 0 && cfg.direction == 0) abort(); /* a parsed configuration always has a direction */
     if (rc != 0 && (err[0] == '\0' || cfg.nvalues != 0)) abort(); /* a rejection always says why */
     return 0;
@@ -27,7 +31,8 @@ int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size) {
 #ifndef CAPSHIM_LIBFUZZER
 int main(int argc, char **argv) {
     static unsigned char buf[CAPSHIM_CONFIG_MAX_BYTES * 2];
-    for (int i = 1; i < argc; i++) {
+    int values = argc > 1 && strcmp(argv[1], "--values") == 0;
+    for (int i = 1 + values; i < argc; i++) {
         FILE *f = fopen(argv[i], "rb");
         if (f == NULL) {
             printf("%s: cannot open\n", argv[i]);
@@ -38,10 +43,16 @@ int main(int argc, char **argv) {
         LLVMFuzzerTestOneInput(buf, n);
         static struct capshim_config cfg;
         char err[256];
-        if (capshim_config_parse((const char *)buf, n, keys, sizeof keys / sizeof keys[0], &cfg, err, sizeof err) == 0)
-            printf("%s: ok (%zu values, %zu extensions)\n", argv[i], cfg.nvalues, cfg.nexts);
-        else
+        if (capshim_config_parse((const char *)buf, n, keys, NKEYS, &cfg, err, sizeof err) != 0) {
             printf("%s: invalid: %s\n", argv[i], err);
+            continue;
+        }
+        printf("%s: ok (%zu values, %zu extensions)", argv[i], cfg.nvalues, cfg.nexts);
+        for (size_t k = 0; values && k < cfg.nvalues; k++)
+            printf(" %s=%llu", cfg.values[k].key, (unsigned long long)cfg.values[k].value);
+        for (size_t k = 0; values && k < cfg.nexts; k++)
+            printf(" extension.%s=%u", cfg.exts[k].name, cfg.exts[k].spec_version);
+        printf("\n");
     }
     return 0;
 }

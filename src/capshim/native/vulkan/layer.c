@@ -9,7 +9,11 @@
  *
  * It patches the answers of vkGetPhysicalDeviceProperties(2), ...Features(2)
  * (walking the pNext chains: structures it does not know pass untouched) and
- * vkEnumerateDeviceExtensionProperties. Everything else passes through.
+ * vkEnumerateDeviceExtensionProperties; the device role also refuses, at
+ * vkCreateDevice, a feature or extension it hides (unless the app role
+ * restores it; see "vkCreateDevice enforcement" below and docs/status.md).
+ * Everything else passes through. The intercepted entry points are listed
+ * once, in CAPSHIM_HOOKS.
  *
  * Configuration (one spelling per source):
  *   CAPSHIM_VK_DEVICE_CONFIG / CAPSHIM_VK_APP_CONFIG  path of a key=value file
@@ -20,7 +24,9 @@
  *                         stock (a child of the launched command) ...
  *   CAPSHIM_INHERIT=1     ... unless this is set.
  * An invalid configuration leaves the process on its stock answers and is
- * reported; the layer never aborts the host process.
+ * reported; the layer never aborts the host process. A configuration path
+ * that is not a regular file (a FIFO, a device) is refused without blocking:
+ * opened O_NONBLOCK, checked with fstat.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -52,19 +58,58 @@ struct link {
     struct link *next;
 };
 
+/* The entry points this layer intercepts, listed once; everything below
+ * (next-in-chain pointers, their lookup, the per-role wrappers, the
+ * vkGet*ProcAddr answers, the "hooks" event) is generated from this list.
+ *
+ *   X(R, IDX, LEVEL, return type, return keyword, name, (params), (args))
+ *
+ * LEVEL  CHAIN   vkCreate{Instance,Device}: the next pointer comes from the
+ *                loader's chain information at each call
+ *        INST    always intercepted; next pointer kept per instance
+ *        QUERY   intercepted only while the role's configuration is active;
+ *                next pointer per instance; named in the "hooks" event
+ *        DEV     device level, answered by vkGetDeviceProcAddr
+ * The return keyword is `return` for a VkResult, empty for void. The role's
+ * implementation of NAME is do_NAME(struct role *, args...). */
+#define CAPSHIM_HOOKS(X, R, IDX)                                                                                      \
+    X(R, IDX, CHAIN, VkResult, return, vkCreateInstance,                                                              \
+      (const VkInstanceCreateInfo *ci, const VkAllocationCallbacks *a, VkInstance *out), (ci, a, out))                \
+    X(R, IDX, INST, void, , vkDestroyInstance, (VkInstance in, const VkAllocationCallbacks *a), (in, a))              \
+    X(R, IDX, CHAIN, VkResult, return, vkCreateDevice,                                                                \
+      (VkPhysicalDevice pd, const VkDeviceCreateInfo *ci, const VkAllocationCallbacks *a, VkDevice *out),             \
+      (pd, ci, a, out))                                                                                               \
+    X(R, IDX, QUERY, void, , vkGetPhysicalDeviceProperties, (VkPhysicalDevice pd, VkPhysicalDeviceProperties *p),     \
+      (pd, p))                                                                                                        \
+    X(R, IDX, QUERY, void, , vkGetPhysicalDeviceProperties2,                                                          \
+      (VkPhysicalDevice pd, VkPhysicalDeviceProperties2 *p), (pd, p))                                                 \
+    X(R, IDX, QUERY, void, , vkGetPhysicalDeviceProperties2KHR,                                                       \
+      (VkPhysicalDevice pd, VkPhysicalDeviceProperties2 *p), (pd, p))                                                 \
+    X(R, IDX, QUERY, void, , vkGetPhysicalDeviceFeatures, (VkPhysicalDevice pd, VkPhysicalDeviceFeatures *f),         \
+      (pd, f))                                                                                                        \
+    X(R, IDX, QUERY, void, , vkGetPhysicalDeviceFeatures2, (VkPhysicalDevice pd, VkPhysicalDeviceFeatures2 *f),       \
+      (pd, f))                                                                                                        \
+    X(R, IDX, QUERY, void, , vkGetPhysicalDeviceFeatures2KHR,                                                         \
+      (VkPhysicalDevice pd, VkPhysicalDeviceFeatures2 *f), (pd, f))                                                   \
+    X(R, IDX, QUERY, VkResult, return, vkEnumerateDeviceExtensionProperties,                                          \
+      (VkPhysicalDevice pd, const char *layer, uint32_t *count, VkExtensionProperties *props),                        \
+      (pd, layer, count, props))                                                                                      \
+    X(R, IDX, DEV, void, , vkDestroyDevice, (VkDevice d, const VkAllocationCallbacks *a), (d, a))
+
+/* Per-level pieces: LEVEL##_PIECE(R, name) for each use of the list. */
+#define UNPAREN(...) __VA_ARGS__
+#define NEXT_MEMBER(name) PFN_##name next_##name;
+#define CHAIN_MEMBER(R, name)
+#define INST_MEMBER(R, name) NEXT_MEMBER(name)
+#define QUERY_MEMBER(R, name) NEXT_MEMBER(name)
+#define DEV_MEMBER(R, name)
+#define HOOK_MEMBER(R, IDX, LEVEL, ret, retkw, name, params, args) LEVEL##_MEMBER(R, name)
+
 struct inst {
     struct link link;
     VkInstance instance;
     PFN_vkGetInstanceProcAddr gipa;
-    PFN_vkDestroyInstance destroy;
-    PFN_vkCreateDevice create_device;
-    PFN_vkGetPhysicalDeviceProperties props;
-    PFN_vkGetPhysicalDeviceProperties2 props2;
-    PFN_vkGetPhysicalDeviceProperties2 props2khr;
-    PFN_vkGetPhysicalDeviceFeatures feats;
-    PFN_vkGetPhysicalDeviceFeatures2 feats2;
-    PFN_vkGetPhysicalDeviceFeatures2 feats2khr;
-    PFN_vkEnumerateDeviceExtensionProperties enum_exts;
+    CAPSHIM_HOOKS(HOOK_MEMBER, _, 0)
 };
 
 struct dev {
@@ -140,12 +185,10 @@ static void config_rejected(struct role *r, const char *source, const char *reas
                 source, reason);
 }
 
+/* A FIFO or any other non-regular file is refused without blocking. */
 static int read_file(const char *path, char *buf, size_t cap, size_t *len, char *err, size_t errlen) {
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) {
-        snprintf(err, errlen, "cannot open: %s", strerror(errno));
-        return -1;
-    }
+    int fd = capshim_open_regular(path, err, errlen);
+    if (fd < 0) return -1;
     size_t n = 0;
     for (;;) {
         if (n == cap) {
@@ -324,23 +367,6 @@ static void log_change(struct role *r, const char *query, const char *key, uint3
 
 /* ---------- patching ---------- */
 
-static uint32_t apply(int kind, int direction, uint32_t stock, uint64_t cfg64) {
-    uint32_t cfg = (uint32_t)cfg64;
-    int raise = direction == CAPSHIM_RAISE;
-    switch (kind) {
-    case CAPSHIM_BOOL:
-        if (raise) return (stock || cfg) ? (stock ? stock : VK_TRUE) : VK_FALSE;
-        return (stock && cfg) ? stock : VK_FALSE;
-    case CAPSHIM_FLAGS:
-        return raise ? (stock | cfg) : (stock & cfg);
-    case CAPSHIM_U32:
-    case CAPSHIM_VERSION:
-    default:
-        if (raise) return stock > cfg ? stock : cfg;
-        return stock < cfg ? stock : cfg;
-    }
-}
-
 static void patch_struct(struct role *r, uint32_t stype, void *base, const char *query) {
     if (base == NULL) return;
     for (size_t i = 0; i < CAPSHIM_NUM_FIELDS; i++) {
@@ -351,7 +377,8 @@ static void patch_struct(struct role *r, uint32_t stype, void *base, const char 
         unsigned char *p = (unsigned char *)base + f->offset;
         uint32_t stock;
         memcpy(&stock, p, sizeof stock);
-        uint32_t rep = apply(f->kind, r->cfg.direction, stock, v->value);
+        /* the per-kind answer (config.c): direction by kind, exact keys as set */
+        uint32_t rep = capshim_answer(f->kind, f->sem, r->cfg.direction, stock, (uint32_t)v->value);
         if (rep != stock) {
             memcpy(p, &rep, sizeof rep);
             log_change(r, query, f->key, stock, rep);
@@ -364,64 +391,84 @@ static void patch_chain(struct role *r, void *pnext, const char *query) {
     for (int n = 0; s != NULL && n < MAX_CHAIN; n++, s = s->pNext) patch_struct(r, (uint32_t)s->sType, s, query);
 }
 
-static void do_props(struct role *r, VkPhysicalDevice pd, VkPhysicalDeviceProperties *p) {
+static void do_vkGetPhysicalDeviceProperties(struct role *r, VkPhysicalDevice pd, VkPhysicalDeviceProperties *p) {
     struct inst *i = find_inst_by_key(r, dispatch_key(pd));
-    if (i == NULL || i->props == NULL) return;
-    i->props(pd, p);
+    if (i == NULL || i->next_vkGetPhysicalDeviceProperties == NULL) return;
+    i->next_vkGetPhysicalDeviceProperties(pd, p);
     patch_struct(r, CAPSHIM_STYPE_BASE_PROPERTIES, p, "vkGetPhysicalDeviceProperties");
 }
 
 static void do_props2(struct role *r, VkPhysicalDevice pd, VkPhysicalDeviceProperties2 *p, int khr) {
     struct inst *i = find_inst_by_key(r, dispatch_key(pd));
     if (i == NULL) return;
-    PFN_vkGetPhysicalDeviceProperties2 fn = khr ? (i->props2khr ? i->props2khr : i->props2)
-                                                : (i->props2 ? i->props2 : i->props2khr);
+    PFN_vkGetPhysicalDeviceProperties2 core = i->next_vkGetPhysicalDeviceProperties2;
+    PFN_vkGetPhysicalDeviceProperties2KHR ext = i->next_vkGetPhysicalDeviceProperties2KHR;
+    PFN_vkGetPhysicalDeviceProperties2 fn = khr ? (ext ? ext : core) : (core ? core : ext);
     if (fn == NULL || p == NULL) return;
     fn(pd, p);
     patch_struct(r, CAPSHIM_STYPE_BASE_PROPERTIES, &p->properties, "vkGetPhysicalDeviceProperties2");
     patch_chain(r, p->pNext, "vkGetPhysicalDeviceProperties2");
 }
 
-static void do_feats(struct role *r, VkPhysicalDevice pd, VkPhysicalDeviceFeatures *f) {
+static void do_vkGetPhysicalDeviceProperties2(struct role *r, VkPhysicalDevice pd, VkPhysicalDeviceProperties2 *p) {
+    do_props2(r, pd, p, 0);
+}
+
+static void do_vkGetPhysicalDeviceProperties2KHR(struct role *r, VkPhysicalDevice pd,
+                                                 VkPhysicalDeviceProperties2 *p) {
+    do_props2(r, pd, p, 1);
+}
+
+static void do_vkGetPhysicalDeviceFeatures(struct role *r, VkPhysicalDevice pd, VkPhysicalDeviceFeatures *f) {
     struct inst *i = find_inst_by_key(r, dispatch_key(pd));
-    if (i == NULL || i->feats == NULL) return;
-    i->feats(pd, f);
+    if (i == NULL || i->next_vkGetPhysicalDeviceFeatures == NULL) return;
+    i->next_vkGetPhysicalDeviceFeatures(pd, f);
     patch_struct(r, CAPSHIM_STYPE_BASE_FEATURES, f, "vkGetPhysicalDeviceFeatures");
 }
 
 static void do_feats2(struct role *r, VkPhysicalDevice pd, VkPhysicalDeviceFeatures2 *f, int khr) {
     struct inst *i = find_inst_by_key(r, dispatch_key(pd));
     if (i == NULL) return;
-    PFN_vkGetPhysicalDeviceFeatures2 fn = khr ? (i->feats2khr ? i->feats2khr : i->feats2)
-                                              : (i->feats2 ? i->feats2 : i->feats2khr);
+    PFN_vkGetPhysicalDeviceFeatures2 core = i->next_vkGetPhysicalDeviceFeatures2;
+    PFN_vkGetPhysicalDeviceFeatures2KHR ext = i->next_vkGetPhysicalDeviceFeatures2KHR;
+    PFN_vkGetPhysicalDeviceFeatures2 fn = khr ? (ext ? ext : core) : (core ? core : ext);
     if (fn == NULL || f == NULL) return;
     fn(pd, f);
     patch_struct(r, CAPSHIM_STYPE_BASE_FEATURES, &f->features, "vkGetPhysicalDeviceFeatures2");
     patch_chain(r, f->pNext, "vkGetPhysicalDeviceFeatures2");
 }
 
-static VkResult do_enum_exts(struct role *r, VkPhysicalDevice pd, const char *layer, uint32_t *count,
-                             VkExtensionProperties *props) {
+static void do_vkGetPhysicalDeviceFeatures2(struct role *r, VkPhysicalDevice pd, VkPhysicalDeviceFeatures2 *f) {
+    do_feats2(r, pd, f, 0);
+}
+
+static void do_vkGetPhysicalDeviceFeatures2KHR(struct role *r, VkPhysicalDevice pd, VkPhysicalDeviceFeatures2 *f) {
+    do_feats2(r, pd, f, 1);
+}
+
+static VkResult do_vkEnumerateDeviceExtensionProperties(struct role *r, VkPhysicalDevice pd, const char *layer,
+                                                        uint32_t *count, VkExtensionProperties *props) {
     if (layer != NULL && strcmp(layer, r->layer_name) == 0) {
         if (count == NULL) return VK_ERROR_INITIALIZATION_FAILED;
         *count = 0;
         return VK_SUCCESS;
     }
     struct inst *i = find_inst_by_key(r, dispatch_key(pd));
-    if (i == NULL || i->enum_exts == NULL) return VK_ERROR_INITIALIZATION_FAILED;
-    if (layer != NULL || count == NULL) return i->enum_exts(pd, layer, count, props);
+    PFN_vkEnumerateDeviceExtensionProperties next = i ? i->next_vkEnumerateDeviceExtensionProperties : NULL;
+    if (next == NULL) return VK_ERROR_INITIALIZATION_FAILED;
+    if (layer != NULL || count == NULL) return next(pd, layer, count, props);
     /* Fetch the list from below. */
     VkExtensionProperties *below = NULL;
     uint32_t n = 0;
     VkResult res = VK_INCOMPLETE;
     for (int tries = 0; tries < 8 && res == VK_INCOMPLETE; tries++) {
-        res = i->enum_exts(pd, NULL, &n, NULL);
+        res = next(pd, NULL, &n, NULL);
         free(below);
         below = NULL;
         if (res != VK_SUCCESS) return res;
         below = calloc((size_t)n + r->cfg.nexts + 1, sizeof *below);
-        if (below == NULL) return i->enum_exts(pd, layer, count, props); /* fail safe: stock */
-        res = i->enum_exts(pd, NULL, &n, below);
+        if (below == NULL) return next(pd, layer, count, props); /* fail safe: stock */
+        res = next(pd, NULL, &n, below);
     }
     if (res != VK_SUCCESS) {
         free(below);
@@ -465,13 +512,27 @@ static VkResult do_enum_exts(struct role *r, VkPhysicalDevice pd, const char *la
 
 /* ---------- instance and device creation ---------- */
 
+#define NEXT_LOOKUP(name) i->next_##name = (PFN_##name)gipa(*out, #name);
+#define CHAIN_LOOKUP(R, name)
+#define INST_LOOKUP(R, name) NEXT_LOOKUP(name)
+#define QUERY_LOOKUP(R, name) NEXT_LOOKUP(name)
+#define DEV_LOOKUP(R, name)
+#define HOOK_LOOKUP(R, IDX, LEVEL, ret, retkw, name, params, args) LEVEL##_LOOKUP(R, name)
+
+#define CHAIN_INSTALLED(R, name)
+#define INST_INSTALLED(R, name)
+#define QUERY_INSTALLED(R, name) \
+    if (i->next_##name != NULL && n < sizeof installed / sizeof installed[0]) installed[n++] = #name;
+#define DEV_INSTALLED(R, name)
+#define HOOK_INSTALLED(R, IDX, LEVEL, ret, retkw, name, params, args) LEVEL##_INSTALLED(R, name)
+
 /* Order in which the roles' vkCreateInstance were entered: the layer nearer
  * the application is entered first. Reported so the launcher can check that
  * the app role sits above the device role. */
 static unsigned long create_seq;
 
-static VkResult do_create_instance(struct role *r, const VkInstanceCreateInfo *ci, const VkAllocationCallbacks *a,
-                                   VkInstance *out) {
+static VkResult do_vkCreateInstance(struct role *r, const VkInstanceCreateInfo *ci, const VkAllocationCallbacks *a,
+                                    VkInstance *out) {
     ensure_init(r);
     unsigned long position = __atomic_add_fetch(&create_seq, 1, __ATOMIC_SEQ_CST);
     VkLayerInstanceCreateInfo *chain = (VkLayerInstanceCreateInfo *)ci->pNext;
@@ -495,39 +556,15 @@ static VkResult do_create_instance(struct role *r, const VkInstanceCreateInfo *c
     i->link.key = dispatch_key(*out);
     i->instance = *out;
     i->gipa = gipa;
-    i->destroy = destroy;
-    i->create_device = (PFN_vkCreateDevice)gipa(*out, "vkCreateDevice");
-    i->props = (PFN_vkGetPhysicalDeviceProperties)gipa(*out, "vkGetPhysicalDeviceProperties");
-    i->props2 = (PFN_vkGetPhysicalDeviceProperties2)gipa(*out, "vkGetPhysicalDeviceProperties2");
-    i->props2khr = (PFN_vkGetPhysicalDeviceProperties2)gipa(*out, "vkGetPhysicalDeviceProperties2KHR");
-    i->feats = (PFN_vkGetPhysicalDeviceFeatures)gipa(*out, "vkGetPhysicalDeviceFeatures");
-    i->feats2 = (PFN_vkGetPhysicalDeviceFeatures2)gipa(*out, "vkGetPhysicalDeviceFeatures2");
-    i->feats2khr = (PFN_vkGetPhysicalDeviceFeatures2)gipa(*out, "vkGetPhysicalDeviceFeatures2KHR");
-    i->enum_exts = (PFN_vkEnumerateDeviceExtensionProperties)gipa(*out, "vkEnumerateDeviceExtensionProperties");
+    CAPSHIM_HOOKS(HOOK_LOOKUP, _, 0)
     link_push(r, &r->instances, &i->link);
     if (r->state == STATE_ACTIVE) {
         struct capshim_json j;
-        char installed[768];
-        int n = snprintf(installed, sizeof installed, "[");
-        const struct {
-            const char *name;
-            int ok;
-        } hooks[] = {
-            {"vkGetPhysicalDeviceProperties", i->props != NULL},
-            {"vkGetPhysicalDeviceProperties2", i->props2 != NULL || i->props2khr != NULL},
-            {"vkGetPhysicalDeviceFeatures", i->feats != NULL},
-            {"vkGetPhysicalDeviceFeatures2", i->feats2 != NULL || i->feats2khr != NULL},
-            {"vkEnumerateDeviceExtensionProperties", i->enum_exts != NULL},
-        };
-        int first = 1;
-        for (size_t h = 0; h < sizeof hooks / sizeof hooks[0]; h++) {
-            if (!hooks[h].ok || n < 0 || (size_t)n >= sizeof installed - 64) continue;
-            n += snprintf(installed + n, sizeof installed - (size_t)n, "%s\"%s\"", first ? "" : ",", hooks[h].name);
-            first = 0;
-        }
-        if (n > 0 && (size_t)n < sizeof installed - 2) snprintf(installed + n, sizeof installed - (size_t)n, "]");
+        const char *installed[16];
+        size_t n = 0;
+        CAPSHIM_HOOKS(HOOK_INSTALLED, _, 0)
         capshim_json_begin(&j, "hooks", "vulkan", r->layer_name);
-        capshim_json_raw(&j, "installed", installed);
+        capshim_json_str_array(&j, "installed", installed, n);
         capshim_json_u64(&j, "entered", position);
         capshim_json_end_and_write(&j);
         banner(r);
@@ -535,15 +572,112 @@ static VkResult do_create_instance(struct role *r, const VkInstanceCreateInfo *c
     return VK_SUCCESS;
 }
 
-static void do_destroy_instance(struct role *r, VkInstance instance, const VkAllocationCallbacks *a) {
+static void do_vkDestroyInstance(struct role *r, VkInstance instance, const VkAllocationCallbacks *a) {
     struct inst *found = (struct inst *)link_take(r, &r->instances, dispatch_key(instance));
     if (found == NULL) return;
-    if (found->destroy != NULL) found->destroy(instance, a);
+    if (found->next_vkDestroyInstance != NULL) found->next_vkDestroyInstance(instance, a);
     free(found);
 }
 
-static VkResult do_create_device(struct role *r, VkPhysicalDevice pd, const VkDeviceCreateInfo *ci,
-                                 const VkAllocationCallbacks *a, VkDevice *out) {
+/* ---------- vkCreateDevice enforcement (device role) ----------
+ *
+ * The device role simulates a weaker GPU, so it refuses what that GPU would
+ * refuse: a feature it answers false (a bool key set to 0 in a lower
+ * configuration) enabled in VkDeviceCreateInfo::pEnabledFeatures, in a
+ * VkPhysicalDeviceFeatures2 or in any chained structure caps_table.h knows,
+ * gives VK_ERROR_FEATURE_NOT_PRESENT; an extension it hides gives
+ * VK_ERROR_EXTENSION_NOT_PRESENT (vkCreateDevice, Vulkan spec 5.2.1).
+ *
+ * Restore: when the app role of this same library is active in the same
+ * instance with a raise configuration that answers the key true (or adds the
+ * extension), the application saw it offered, and the device below really
+ * has it, so the device role lets it through ("restored" event). Both roles
+ * live in one loaded library, so the device role reads the app role's
+ * configuration directly; nothing travels down the pNext chain. */
+
+#define FIELD_STRUCT_NAME(key, kind, ctype, stype, member) #ctype,
+static const char *const field_struct[] = {CAPSHIM_FIELDS(FIELD_STRUCT_NAME)};
+_Static_assert(sizeof field_struct / sizeof field_struct[0] == CAPSHIM_NUM_FIELDS, "one name per caps_table entry");
+
+/* Whether the app role answers this key true, or adds this extension, in the
+ * instance with this dispatch key. */
+static int app_restores(void *inst_key, const char *name, int is_extension) {
+    struct role *app = &roles[ROLE_APP];
+    if (find_inst_by_key(app, inst_key) == NULL) return 0; /* also orders the reads below after its init */
+    if (app->state != STATE_ACTIVE || app->cfg.direction != CAPSHIM_RAISE) return 0;
+    if (is_extension) {
+        const struct capshim_ext *e = capshim_config_ext(&app->cfg, name);
+        return e != NULL && e->spec_version > 0;
+    }
+    const struct capshim_value *v = capshim_config_value(&app->cfg, name);
+    return v != NULL && v->value != 0;
+}
+
+/* One enabled feature or extension that the device role hides: reported, and
+ * counted unless the app role restores it. Returns 1 when refused. */
+static int enforce_one(struct role *r, void *inst_key, int is_extension, const char *name, const char *where) {
+    int restored = app_restores(inst_key, name, is_extension);
+    const char *result = is_extension ? "VK_ERROR_EXTENSION_NOT_PRESENT" : "VK_ERROR_FEATURE_NOT_PRESENT";
+    struct capshim_json j;
+    capshim_json_begin(&j, restored ? "restored" : "refused", "vulkan", r->layer_name);
+    capshim_json_str(&j, "query", "vkCreateDevice");
+    capshim_json_str(&j, "kind", is_extension ? "extension" : "feature");
+    capshim_json_str(&j, "key", name);
+    capshim_json_str(&j, "struct", where);
+    if (!restored) capshim_json_str(&j, "result", result);
+    capshim_json_end_and_write(&j);
+    if (restored) return 0;
+    if (getenv("CAPSHIM_QUIET") == NULL || strcmp(getenv("CAPSHIM_QUIET"), "1") != 0) {
+        char esc[CAPSHIM_EXT_NAME_MAX * 6];
+        capshim_status_escape(esc, sizeof esc, name);
+        fprintf(stderr, "capshim-vulkan: %s: vkCreateDevice: %s %s (%s) is not on the simulated device: %s\n",
+                r->layer_name, is_extension ? "extension" : "feature", esc, where, result);
+    }
+    return 1;
+}
+
+/* Checks the bool keys of one features structure (stype as in caps_table.h). */
+static int enforce_struct(struct role *r, void *inst_key, uint32_t stype, const void *base, const char *where) {
+    int refused = 0;
+    if (base == NULL) return 0;
+    for (size_t k = 0; k < CAPSHIM_NUM_FIELDS; k++) {
+        const struct capshim_field *f = &capshim_fields[k];
+        if (f->stype != stype || f->kind != CAPSHIM_BOOL) continue;
+        const struct capshim_value *v = capshim_config_value(&r->cfg, f->key);
+        if (v == NULL || v->value != 0) continue;
+        VkBool32 on;
+        memcpy(&on, (const unsigned char *)base + f->offset, sizeof on);
+        if (on) refused += enforce_one(r, inst_key, 0, f->key, where ? where : field_struct[k]);
+    }
+    return refused;
+}
+
+/* VK_SUCCESS, or the error the simulated device gives for this create info. */
+static VkResult enforce_create_device(struct role *r, VkPhysicalDevice pd, const VkDeviceCreateInfo *ci) {
+    if (r != &roles[ROLE_DEVICE] || r->state != STATE_ACTIVE || r->cfg.direction != CAPSHIM_LOWER) return VK_SUCCESS;
+    void *inst_key = dispatch_key(pd);
+    int exts = 0, feats = 0;
+    for (uint32_t e = 0; ci->ppEnabledExtensionNames != NULL && e < ci->enabledExtensionCount; e++) {
+        const char *name = ci->ppEnabledExtensionNames[e];
+        const struct capshim_ext *x = name != NULL ? capshim_config_ext(&r->cfg, name) : NULL;
+        if (x != NULL && x->spec_version == 0) exts += enforce_one(r, inst_key, 1, x->name, "ppEnabledExtensionNames");
+    }
+    feats += enforce_struct(r, inst_key, CAPSHIM_STYPE_BASE_FEATURES, ci->pEnabledFeatures, "pEnabledFeatures");
+    const VkBaseInStructure *s = (const VkBaseInStructure *)ci->pNext;
+    for (int n = 0; s != NULL && n < MAX_CHAIN; n++, s = s->pNext) {
+        if (s->sType == VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2)
+            feats += enforce_struct(r, inst_key, CAPSHIM_STYPE_BASE_FEATURES,
+                                    &((const VkPhysicalDeviceFeatures2 *)(const void *)s)->features,
+                                    "VkPhysicalDeviceFeatures2");
+        else
+            feats += enforce_struct(r, inst_key, (uint32_t)s->sType, s, NULL);
+    }
+    if (exts > 0) return VK_ERROR_EXTENSION_NOT_PRESENT;
+    return feats > 0 ? VK_ERROR_FEATURE_NOT_PRESENT : VK_SUCCESS;
+}
+
+static VkResult do_vkCreateDevice(struct role *r, VkPhysicalDevice pd, const VkDeviceCreateInfo *ci,
+                                  const VkAllocationCallbacks *a, VkDevice *out) {
     VkLayerDeviceCreateInfo *chain = (VkLayerDeviceCreateInfo *)ci->pNext;
     while (chain != NULL &&
            !(chain->sType == VK_STRUCTURE_TYPE_LOADER_DEVICE_CREATE_INFO && chain->function == VK_LAYER_LINK_INFO))
@@ -553,6 +687,8 @@ static VkResult do_create_device(struct role *r, VkPhysicalDevice pd, const VkDe
     PFN_vkGetDeviceProcAddr gdpa = chain->u.pLayerInfo->pfnNextGetDeviceProcAddr;
     struct inst *i = find_inst_by_key(r, dispatch_key(pd));
     if (i == NULL) return VK_ERROR_INITIALIZATION_FAILED;
+    VkResult refused = enforce_create_device(r, pd, ci);
+    if (refused != VK_SUCCESS) return refused;
     PFN_vkCreateDevice create = (PFN_vkCreateDevice)gipa(i->instance, "vkCreateDevice");
     if (create == NULL) return VK_ERROR_INITIALIZATION_FAILED;
     chain->u.pLayerInfo = chain->u.pLayerInfo->pNext;
@@ -572,7 +708,7 @@ static VkResult do_create_device(struct role *r, VkPhysicalDevice pd, const VkDe
     return VK_SUCCESS;
 }
 
-static void do_destroy_device(struct role *r, VkDevice device, const VkAllocationCallbacks *a) {
+static void do_vkDestroyDevice(struct role *r, VkDevice device, const VkAllocationCallbacks *a) {
     struct dev *found = (struct dev *)link_take(r, &r->devices, dispatch_key(device));
     if (found == NULL) return;
     if (found->destroy != NULL) found->destroy(device, a);
@@ -581,47 +717,31 @@ static void do_destroy_device(struct role *r, VkDevice device, const VkAllocatio
 
 /* ---------- per-role entry points ---------- */
 
+#define HOOK_WRAPPER(R, IDX, LEVEL, ret, retkw, name, params, args) \
+    static VKAPI_ATTR ret VKAPI_CALL R##_##name params { retkw do_##name(&roles[IDX], UNPAREN args); }
+
+#define ANSWER(R, name) \
+    if (strcmp(n, #name) == 0) return (PFN_vkVoidFunction)R##_##name;
+#define CHAIN_GIPA(R, name) ANSWER(R, name)
+#define INST_GIPA(R, name) ANSWER(R, name)
+#define QUERY_GIPA(R, name) \
+    if (r->state == STATE_ACTIVE) ANSWER(R, name)
+#define DEV_GIPA(R, name)
+#define HOOK_GIPA(R, IDX, LEVEL, ret, retkw, name, params, args) LEVEL##_GIPA(R, name)
+#define CHAIN_GDPA(R, name)
+#define INST_GDPA(R, name)
+#define QUERY_GDPA(R, name)
+#define DEV_GDPA(R, name) ANSWER(R, name)
+#define HOOK_GDPA(R, IDX, LEVEL, ret, retkw, name, params, args) LEVEL##_GDPA(R, name)
+
+/* One role's wrappers and its three exported entry points (the manifest's
+ * "functions" field names them). */
 #define ROLE_FUNCS(R, IDX)                                                                                       \
-    static VKAPI_ATTR VkResult VKAPI_CALL R##_CreateInstance(const VkInstanceCreateInfo *ci,                     \
-                                                             const VkAllocationCallbacks *a, VkInstance *out) {  \
-        return do_create_instance(&roles[IDX], ci, a, out);                                                      \
-    }                                                                                                            \
-    static VKAPI_ATTR void VKAPI_CALL R##_DestroyInstance(VkInstance i, const VkAllocationCallbacks *a) {        \
-        do_destroy_instance(&roles[IDX], i, a);                                                                  \
-    }                                                                                                            \
-    static VKAPI_ATTR VkResult VKAPI_CALL R##_CreateDevice(VkPhysicalDevice pd, const VkDeviceCreateInfo *ci,    \
-                                                           const VkAllocationCallbacks *a, VkDevice *out) {      \
-        return do_create_device(&roles[IDX], pd, ci, a, out);                                                    \
-    }                                                                                                            \
-    static VKAPI_ATTR void VKAPI_CALL R##_DestroyDevice(VkDevice d, const VkAllocationCallbacks *a) {            \
-        do_destroy_device(&roles[IDX], d, a);                                                                    \
-    }                                                                                                            \
-    static VKAPI_ATTR void VKAPI_CALL R##_Props(VkPhysicalDevice pd, VkPhysicalDeviceProperties *p) {            \
-        do_props(&roles[IDX], pd, p);                                                                            \
-    }                                                                                                            \
-    static VKAPI_ATTR void VKAPI_CALL R##_Props2(VkPhysicalDevice pd, VkPhysicalDeviceProperties2 *p) {          \
-        do_props2(&roles[IDX], pd, p, 0);                                                                        \
-    }                                                                                                            \
-    static VKAPI_ATTR void VKAPI_CALL R##_Props2KHR(VkPhysicalDevice pd, VkPhysicalDeviceProperties2 *p) {       \
-        do_props2(&roles[IDX], pd, p, 1);                                                                        \
-    }                                                                                                            \
-    static VKAPI_ATTR void VKAPI_CALL R##_Feats(VkPhysicalDevice pd, VkPhysicalDeviceFeatures *f) {              \
-        do_feats(&roles[IDX], pd, f);                                                                            \
-    }                                                                                                            \
-    static VKAPI_ATTR void VKAPI_CALL R##_Feats2(VkPhysicalDevice pd, VkPhysicalDeviceFeatures2 *f) {            \
-        do_feats2(&roles[IDX], pd, f, 0);                                                                        \
-    }                                                                                                            \
-    static VKAPI_ATTR void VKAPI_CALL R##_Feats2KHR(VkPhysicalDevice pd, VkPhysicalDeviceFeatures2 *f) {         \
-        do_feats2(&roles[IDX], pd, f, 1);                                                                        \
-    }                                                                                                            \
-    static VKAPI_ATTR VkResult VKAPI_CALL R##_EnumExts(VkPhysicalDevice pd, const char *layer, uint32_t *count,  \
-                                                       VkExtensionProperties *props) {                          \
-        return do_enum_exts(&roles[IDX], pd, layer, count, props);                                               \
-    }                                                                                                            \
+    CAPSHIM_HOOKS(HOOK_WRAPPER, R, IDX)                                                                          \
     EXPORT VKAPI_ATTR PFN_vkVoidFunction VKAPI_CALL capshim_##R##_GetDeviceProcAddr(VkDevice d, const char *n) { \
         if (n == NULL) return NULL;                                                                              \
         if (strcmp(n, "vkGetDeviceProcAddr") == 0) return (PFN_vkVoidFunction)capshim_##R##_GetDeviceProcAddr;   \
-        if (strcmp(n, "vkDestroyDevice") == 0) return (PFN_vkVoidFunction)R##_DestroyDevice;                     \
+        CAPSHIM_HOOKS(HOOK_GDPA, R, IDX)                                                                         \
         struct dev *dv = find_dev(&roles[IDX], dispatch_key(d));                                                 \
         return (dv != NULL && dv->gdpa != NULL) ? dv->gdpa(d, n) : NULL;                                         \
     }                                                                                                            \
@@ -631,19 +751,8 @@ static void do_destroy_device(struct role *r, VkDevice device, const VkAllocatio
         if (n == NULL) return NULL;                                                                              \
         ensure_init(r);                                                                                          \
         if (strcmp(n, "vkGetInstanceProcAddr") == 0) return (PFN_vkVoidFunction)capshim_##R##_GetInstanceProcAddr; \
-        if (strcmp(n, "vkCreateInstance") == 0) return (PFN_vkVoidFunction)R##_CreateInstance;                   \
-        if (strcmp(n, "vkDestroyInstance") == 0) return (PFN_vkVoidFunction)R##_DestroyInstance;                 \
-        if (strcmp(n, "vkCreateDevice") == 0) return (PFN_vkVoidFunction)R##_CreateDevice;                       \
         if (strcmp(n, "vkGetDeviceProcAddr") == 0) return (PFN_vkVoidFunction)capshim_##R##_GetDeviceProcAddr;   \
-        if (r->state == STATE_ACTIVE) {                                                                          \
-            if (strcmp(n, "vkGetPhysicalDeviceProperties") == 0) return (PFN_vkVoidFunction)R##_Props;           \
-            if (strcmp(n, "vkGetPhysicalDeviceProperties2") == 0) return (PFN_vkVoidFunction)R##_Props2;         \
-            if (strcmp(n, "vkGetPhysicalDeviceProperties2KHR") == 0) return (PFN_vkVoidFunction)R##_Props2KHR;   \
-            if (strcmp(n, "vkGetPhysicalDeviceFeatures") == 0) return (PFN_vkVoidFunction)R##_Feats;             \
-            if (strcmp(n, "vkGetPhysicalDeviceFeatures2") == 0) return (PFN_vkVoidFunction)R##_Feats2;           \
-            if (strcmp(n, "vkGetPhysicalDeviceFeatures2KHR") == 0) return (PFN_vkVoidFunction)R##_Feats2KHR;     \
-            if (strcmp(n, "vkEnumerateDeviceExtensionProperties") == 0) return (PFN_vkVoidFunction)R##_EnumExts; \
-        }                                                                                                        \
+        CAPSHIM_HOOKS(HOOK_GIPA, R, IDX)                                                                         \
         if (in == VK_NULL_HANDLE) return NULL;                                                                   \
         struct inst *i = find_inst_by_key(r, dispatch_key(in));                                                  \
         return (i != NULL && i->gipa != NULL) ? i->gipa(in, n) : NULL;                                           \

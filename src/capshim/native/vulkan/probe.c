@@ -6,8 +6,9 @@
  *
  * It queries vkGetPhysicalDeviceProperties2 and vkGetPhysicalDeviceFeatures2
  * with the pNext structures the device's reported apiVersion and extensions
- * allow (Vulkan specification, "Valid Usage" of those queries), and reads the
- * keys of caps_table.h from them; a key whose structure was not queried is
+ * allow (Vulkan specification, "Valid Usage" of those queries; the structures
+ * and their guards are CAPSHIM_CHAIN of caps_table.h, generated from the
+ * capability table), and reads the keys of caps_table.h from them; a key whose structure was not queried is
  * null. --create-device creates a logical device with those extensions
  * enabled and reports the VkResult, to show that an extension a layer re-adds
  * really works. Exit 0 on success, 1 when Vulkan is unusable (the JSON then
@@ -27,7 +28,7 @@
 
 static void json_string(const char *s) {
     char esc[1024];
-    capshim_json_escape(esc, sizeof esc, s);
+    capshim_status_escape(esc, sizeof esc, s);
     printf("\"%s\"", esc);
 }
 
@@ -73,14 +74,28 @@ struct chained {
     void *ptr;
 };
 
-static void link(VkBaseOutStructure *head, struct chained *list, size_t *n, uint32_t stype, void *s) {
+struct chain_spec {
+    uint32_t stype;
+    int features;
+    uint32_t core, until;
+    const char *extension;
+    size_t size;
+};
+
+#define CHAIN_SPEC(ctype, stype, features, core, until, extension) \
+    {(uint32_t)(stype), features, core, until, extension, sizeof(ctype)},
+
+/* Put s (sType stype) at the front of head's pNext chain. Every chain write goes
+ * through VkBaseOutStructure, so that no access of another type is assumed apart. */
+static void push_front(VkBaseOutStructure *head, uint32_t stype, void *s) {
     VkBaseOutStructure *b = (VkBaseOutStructure *)s;
     b->sType = (VkStructureType)stype;
     b->pNext = head->pNext;
     head->pNext = b;
-    list[*n].stype = stype;
-    list[*n].ptr = s;
-    (*n)++;
+}
+
+static void free_chain(struct chained *list, size_t n) {
+    for (size_t i = 0; i < n; i++) free(list[i].ptr);
 }
 
 int main(int argc, char **argv) {
@@ -148,81 +163,34 @@ int main(int argc, char **argv) {
         return fail("vkEnumerateDeviceExtensionProperties", res);
     }
 
-    /* Properties2 chain. */
-    struct chained list[32];
+    /* The pNext chains: every structure of the capability table whose guard the
+     * device meets (CAPSHIM_CHAIN), plus the driver's name for the output. */
+    static const struct chain_spec specs[] = {CAPSHIM_CHAIN(CHAIN_SPEC)};
+    struct chained list[sizeof specs / sizeof specs[0]];
     size_t nlist = 0;
     VkPhysicalDeviceProperties2 p2 = {VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2, NULL, {0}};
-    VkPhysicalDeviceSubgroupProperties sub = {0};
-    VkPhysicalDeviceVulkan11Properties v11p = {0};
-    VkPhysicalDeviceVulkan13Properties v13p = {0};
-    VkPhysicalDeviceDriverProperties drv = {0};
-    VkPhysicalDeviceSubgroupSizeControlProperties sscp = {0};
-    VkPhysicalDeviceShaderIntegerDotProductProperties idp = {0};
-    int have_driver = 0;
-    link((VkBaseOutStructure *)&p2, list, &nlist, CAPSHIM_ST(PHYSICAL_DEVICE_SUBGROUP_PROPERTIES), &sub);
-    if (dv >= VK_API_VERSION_1_2) {
-        link((VkBaseOutStructure *)&p2, list, &nlist, CAPSHIM_ST(PHYSICAL_DEVICE_VULKAN_1_1_PROPERTIES), &v11p);
-        link((VkBaseOutStructure *)&p2, list, &nlist, CAPSHIM_ST(PHYSICAL_DEVICE_DRIVER_PROPERTIES), &drv);
-        have_driver = 1;
-    } else if (has_ext(exts, next, "VK_KHR_driver_properties")) {
-        link((VkBaseOutStructure *)&p2, list, &nlist, CAPSHIM_ST(PHYSICAL_DEVICE_DRIVER_PROPERTIES), &drv);
-        have_driver = 1;
-    }
-    if (dv >= VK_API_VERSION_1_3) {
-        link((VkBaseOutStructure *)&p2, list, &nlist, CAPSHIM_ST(PHYSICAL_DEVICE_VULKAN_1_3_PROPERTIES), &v13p);
-    } else {
-        if (has_ext(exts, next, "VK_EXT_subgroup_size_control"))
-            link((VkBaseOutStructure *)&p2, list, &nlist, CAPSHIM_ST(PHYSICAL_DEVICE_SUBGROUP_SIZE_CONTROL_PROPERTIES),
-                 &sscp);
-        if (has_ext(exts, next, "VK_KHR_shader_integer_dot_product"))
-            link((VkBaseOutStructure *)&p2, list, &nlist,
-                 CAPSHIM_ST(PHYSICAL_DEVICE_SHADER_INTEGER_DOT_PRODUCT_PROPERTIES), &idp);
-    }
-    vkGetPhysicalDeviceProperties2(pd, &p2);
-
-    /* Features2 chain. */
-    size_t nprops = nlist;
     VkPhysicalDeviceFeatures2 f2 = {VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2, NULL, {0}};
-    VkPhysicalDeviceVulkan11Features v11f = {0};
-    VkPhysicalDeviceVulkan12Features v12f = {0};
-    VkPhysicalDeviceVulkan13Features v13f = {0};
-    VkPhysicalDevice16BitStorageFeatures s16 = {0};
-    VkPhysicalDevice8BitStorageFeatures s8 = {0};
-    VkPhysicalDeviceShaderFloat16Int8Features f16i8 = {0};
-    VkPhysicalDeviceSubgroupSizeControlFeatures sscf = {0};
-    VkPhysicalDeviceShaderIntegerDotProductFeatures idf = {0};
-    capshim_coopmat_features cm = {0};
-    capshim_bfloat16_features bf = {0};
-    capshim_coopmat2_features cm2 = {0};
-    if (dv >= VK_API_VERSION_1_2) {
-        link((VkBaseOutStructure *)&f2, list, &nlist, CAPSHIM_ST(PHYSICAL_DEVICE_VULKAN_1_1_FEATURES), &v11f);
-        link((VkBaseOutStructure *)&f2, list, &nlist, CAPSHIM_ST(PHYSICAL_DEVICE_VULKAN_1_2_FEATURES), &v12f);
-    } else {
-        link((VkBaseOutStructure *)&f2, list, &nlist, CAPSHIM_ST(PHYSICAL_DEVICE_16BIT_STORAGE_FEATURES), &s16);
-        if (has_ext(exts, next, "VK_KHR_8bit_storage"))
-            link((VkBaseOutStructure *)&f2, list, &nlist, CAPSHIM_ST(PHYSICAL_DEVICE_8BIT_STORAGE_FEATURES), &s8);
-        if (has_ext(exts, next, "VK_KHR_shader_float16_int8"))
-            link((VkBaseOutStructure *)&f2, list, &nlist, CAPSHIM_ST(PHYSICAL_DEVICE_SHADER_FLOAT16_INT8_FEATURES),
-                 &f16i8);
+    for (size_t c = 0; c < sizeof specs / sizeof specs[0]; c++) {
+        const struct chain_spec *cs = &specs[c];
+        if (dv < cs->core || (cs->until != 0 && dv >= cs->until)) continue;
+        if (cs->extension != NULL && !has_ext(exts, next, cs->extension)) continue;
+        void *s = calloc(1, cs->size);
+        if (s == NULL) {
+            free_chain(list, nlist);
+            free(exts);
+            vkDestroyInstance(inst, NULL);
+            return fail("allocating the pNext chain", VK_ERROR_OUT_OF_HOST_MEMORY);
+        }
+        push_front(cs->features ? (VkBaseOutStructure *)&f2 : (VkBaseOutStructure *)&p2, cs->stype, s);
+        list[nlist].stype = cs->stype;
+        list[nlist++].ptr = s;
     }
-    if (dv >= VK_API_VERSION_1_3) {
-        link((VkBaseOutStructure *)&f2, list, &nlist, CAPSHIM_ST(PHYSICAL_DEVICE_VULKAN_1_3_FEATURES), &v13f);
-    } else {
-        if (has_ext(exts, next, "VK_EXT_subgroup_size_control"))
-            link((VkBaseOutStructure *)&f2, list, &nlist, CAPSHIM_ST(PHYSICAL_DEVICE_SUBGROUP_SIZE_CONTROL_FEATURES),
-                 &sscf);
-        if (has_ext(exts, next, "VK_KHR_shader_integer_dot_product"))
-            link((VkBaseOutStructure *)&f2, list, &nlist,
-                 CAPSHIM_ST(PHYSICAL_DEVICE_SHADER_INTEGER_DOT_PRODUCT_FEATURES), &idf);
-    }
-    if (has_ext(exts, next, "VK_KHR_cooperative_matrix"))
-        link((VkBaseOutStructure *)&f2, list, &nlist, CAPSHIM_STYPE_COOPMAT_FEATURES_KHR, &cm);
-    if (has_ext(exts, next, "VK_KHR_shader_bfloat16"))
-        link((VkBaseOutStructure *)&f2, list, &nlist, CAPSHIM_STYPE_BFLOAT16_FEATURES_KHR, &bf);
-    if (has_ext(exts, next, "VK_NV_cooperative_matrix2"))
-        link((VkBaseOutStructure *)&f2, list, &nlist, CAPSHIM_STYPE_COOPMAT2_FEATURES_NV, &cm2);
+    VkPhysicalDeviceDriverProperties drv = {0};
+    int have_driver = dv >= VK_API_VERSION_1_2 || has_ext(exts, next, "VK_KHR_driver_properties");
+    if (have_driver)
+        push_front((VkBaseOutStructure *)&p2, CAPSHIM_ST(PHYSICAL_DEVICE_DRIVER_PROPERTIES), &drv);
+    vkGetPhysicalDeviceProperties2(pd, &p2);
     vkGetPhysicalDeviceFeatures2(pd, &f2);
-    (void)nprops;
 
     /* Output. */
     printf("{\"device\":{\"index\":%llu,\"name\":", (unsigned long long)want);
@@ -306,6 +274,7 @@ int main(int argc, char **argv) {
         if (dres == VK_SUCCESS) vkDestroyDevice(device, NULL);
     }
     printf("}\n");
+    free_chain(list, nlist);
     free(exts);
     vkDestroyInstance(inst, NULL);
     return 0;

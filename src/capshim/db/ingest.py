@@ -1,0 +1,309 @@
+"""Read an evidence bundle (or llama-bench files made elsewhere) into one typed record.
+
+This module is the only place in :mod:`capshim.db` that knows the layout of a
+bundle (``metadata.json``, ``results.csv``, ``summary.json``, ``raw/*.json``;
+see :mod:`capshim.evidence`) and the shape of ``summary.json`` (see
+:func:`capshim.bench.analysis.analyze`). When those change, adapt
+:func:`read_bundle` and :func:`read_external` here; the store and the queries
+only see :class:`BundleRecord`.
+
+A bundle is verified first (:func:`capshim.evidence.verify`); one that does not
+verify is refused. Its key is the SHA-256 of its ``SHA256SUMS`` file, so the
+same bundle, wherever it lies, has the same key.
+"""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from capshim.errors import CapshimError
+
+__all__ = ["BundleRecord", "ArmRecord", "IngestError", "read_bundle", "read_external", "CONFIG_FIELDS"]
+
+#: llama-bench fields that must match for two measurements to be compared
+#: (issue 10 item 6: model type, size, parameter count, quantisation (in
+#: model_type); batch, ubatch, threads, offload, flash attention, cache types,
+#: depth). n_prompt and n_gen are part of the test name (pp512, tg128). The
+#: model path is left out: it differs between host and guest. Field names are
+#: llama-bench's ``-o json`` keys (llama.cpp tools/llama-bench/llama-bench.cpp).
+CONFIG_FIELDS = ("model_type", "model_size", "model_n_params", "n_batch", "n_ubatch", "n_threads",
+                 "n_gpu_layers", "flash_attn", "type_k", "type_v", "n_depth")
+
+
+class IngestError(CapshimError):
+    """A bundle or file cannot be stored: it does not verify, or cannot be read; names it (exit 2)."""
+
+
+@dataclass
+class ArmRecord:
+    """One arm of a stored bench.
+
+    Attributes:
+        name: arm name.
+        state: the arm's state (:data:`capshim.bench.analysis.STATES`).
+        profile_name, profile_sha256: the profile it ran with (None for none).
+        simulate_name, simulate_sha256: the simulated-device profile (None for none).
+        spec: the arm's spec as the summary records it.
+        runs: ``[{"run": int, "exit_code", "signal", "timed_out", ...}]``.
+        results: ``{test: {"n", "median", "min", "max", "speedup", "speedup_lo",
+            "speedup_hi", "pct_of_host", "pct_lo", "pct_hi"}}`` as the bundle's
+            summary gives them (tok/s, plain ratios, percent; None where absent).
+    """
+
+    name: str
+    state: str
+    profile_name: str | None = None
+    profile_sha256: str | None = None
+    simulate_name: str | None = None
+    simulate_sha256: str | None = None
+    spec: dict = field(default_factory=dict)
+    runs: list = field(default_factory=list)
+    results: dict = field(default_factory=dict)
+
+
+@dataclass
+class BundleRecord:
+    """Everything the store keeps of one bundle (or one set of external files).
+
+    Attributes:
+        key: SHA-256 (64 hex) of the bundle's SHA256SUMS file; for external
+            files, of a manifest of their own SHA-256s and arm names.
+        kind: ``"bundle"`` or ``"external"``.
+        name: the folder's name (or the arm names of external files).
+        source: the path it was read from.
+        created_utc: when the bench started (``YYYY-MM-DDTHH:MM:SSZ``), or None.
+        host, os, device, driver: facts of the machine (None when unknown).
+        workload_build, workload_commit: llama.cpp build number and commit as
+            llama-bench reports them (``build_number``, ``build_commit``).
+        workload_sha256: SHA-256 of the workload binary, when recorded.
+        model, model_sha256: model type (llama-bench ``model_type``) and file hash.
+        config: ``{field: value}`` of :data:`CONFIG_FIELDS` (the first raw row's).
+        settings: bench settings (``metadata.json`` ``method``) and the command line.
+        capshim_version, baseline, host_name: as recorded.
+        arms: ``[ArmRecord]`` in display order.
+        samples: ``[{"role": "arm"|"host", "arm", "run", "sample", "test",
+            "tok_s", "extra": dict}]``; host samples carry role ``"host"``.
+        host_source: where the host baseline came from (None: an arm of this bench).
+        metadata: ``metadata.json`` as read ({} for external files).
+        summary: ``summary.json`` as read (the summary dict).
+    """
+
+    key: str
+    kind: str
+    name: str
+    source: str
+    created_utc: str | None = None
+    host: str | None = None
+    os: str | None = None
+    device: str | None = None
+    driver: str | None = None
+    workload_build: str | None = None
+    workload_commit: str | None = None
+    workload_sha256: str | None = None
+    model: str | None = None
+    model_sha256: str | None = None
+    config: dict = field(default_factory=dict)
+    settings: dict = field(default_factory=dict)
+    capshim_version: str | None = None
+    baseline: str | None = None
+    host_name: str | None = None
+    host_source: str | None = None
+    arms: list = field(default_factory=list)
+    samples: list = field(default_factory=list)
+    metadata: dict = field(default_factory=dict)
+    summary: dict = field(default_factory=dict)
+
+
+def _read_json(path: Path):
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise IngestError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    except json.JSONDecodeError as exc:
+        raise IngestError(f"{path}: invalid JSON: {exc}") from None
+
+
+def _str(v) -> str | None:
+    return None if v is None or v == "" else str(v)
+
+
+def _raw_facts(rows: list) -> dict:
+    """Workload build, device and config from llama-bench rows (the first that has each key)."""
+    out: dict = {"config": {}}
+    for row in rows:
+        if not isinstance(row, dict):
+            continue
+        for key in ("build_commit", "build_number", "gpu_info", "model_type"):
+            if key in row and key not in out:
+                out[key] = row[key]
+        for key in CONFIG_FIELDS:
+            if key in row and key not in out["config"]:
+                out["config"][key] = row[key]
+    return out
+
+
+def _raw_rows(files: list[Path]) -> list:
+    from capshim.bench import llamabench
+
+    rows = []
+    for f in files:
+        try:
+            rows += list(llamabench.load_file(f))
+        except CapshimError:
+            continue  # a failed run's stdout; the summary already records it
+    return rows
+
+
+def _results_of(arm_summary: dict) -> dict:
+    out = {}
+    for test, st in (arm_summary.get("tests") or {}).items():
+        sp = st.get("speedup") or {}
+        pct = st.get("pct_of_host") or {}
+        sp_ci = sp.get("ci95") or [None, None]
+        pct_ci = pct.get("ci95") or [None, None]
+        out[test] = {"n": st.get("n"), "median": st.get("median"), "min": st.get("min"), "max": st.get("max"),
+                     "speedup": sp.get("value"), "speedup_lo": sp_ci[0], "speedup_hi": sp_ci[1],
+                     "pct_of_host": pct.get("value"), "pct_lo": pct_ci[0], "pct_hi": pct_ci[1]}
+    return out
+
+
+def _arms_of(summary: dict, meta_arms: dict) -> list[ArmRecord]:
+    arms = []
+    for name, a in (summary.get("arms") or {}).items():
+        m = meta_arms.get(name) or {}
+        prof = m.get("profile") or {}
+        sim = m.get("simulate") or {}
+        arms.append(ArmRecord(
+            name=name, state=str(a.get("state")), spec=a.get("spec") or {}, runs=list(a.get("runs") or []),
+            profile_name=_str(prof.get("name")), profile_sha256=_str(prof.get("sha256")),
+            simulate_name=_str(sim.get("name")), simulate_sha256=_str(sim.get("sha256")),
+            results=_results_of(a)))
+    return arms
+
+
+def _host_samples(summary: dict) -> list[dict]:
+    host = summary.get("host") or {}
+    out = []
+    for test, st in (host.get("tests") or {}).items():
+        for i, v in enumerate(st.get("samples") or [], 1):
+            out.append({"role": "host", "arm": str(host.get("name") or "host"), "run": 0, "sample": i,
+                        "test": str(test), "tok_s": float(v), "extra": {}})
+    return out
+
+
+def read_bundle(path: str | Path) -> BundleRecord:
+    """Verify an evidence bundle and read it into a :class:`BundleRecord`.
+
+    Args:
+        path: the bundle folder (as ``capshim bench --out`` wrote it).
+
+    Returns:
+        The record; samples from ``results.csv`` (columns by name: ``arm, run,
+        sample, test, tok_s``; other columns are kept under ``extra``), host
+        samples from the summary's host block.
+
+    Raises:
+        IngestError: not a folder, the bundle does not verify (every problem
+            named, as ``capshim evidence verify`` prints them), or a file is
+            missing or malformed (names the file and row).
+    """
+    from capshim import evidence
+
+    p = Path(path)
+    if not p.is_dir():
+        raise IngestError(f"{p}: not a bundle folder")
+    problems = evidence.verify(p)
+    if problems:
+        raise IngestError(f"{p}: does not verify, not stored: " + "; ".join(problems))
+    key = hashlib.sha256((p / evidence.SUMS_NAME).read_bytes()).hexdigest()
+    meta = _read_json(p / "metadata.json")
+    summary = _read_json(p / "summary.json")
+    if not isinstance(meta, dict) or not isinstance(summary, dict) or "arms" not in summary:
+        raise IngestError(f"{p}: metadata.json or summary.json is not a capshim bundle's")
+    samples = []
+    csv_path = p / "results.csv"
+    try:
+        with open(csv_path, newline="", encoding="utf-8") as fh:
+            for n, row in enumerate(csv.DictReader(fh), 2):
+                try:
+                    samples.append({"role": "arm", "arm": row["arm"], "run": int(row["run"] or 0),
+                                    "sample": int(row["sample"] or 0), "test": row["test"],
+                                    "tok_s": float(row["tok_s"]),
+                                    "extra": {k: v for k, v in row.items()
+                                              if k not in ("arm", "run", "sample", "test", "tok_s")}})
+                except (KeyError, TypeError, ValueError) as exc:
+                    raise IngestError(f"{csv_path}: row {n}: {exc}") from None
+    except OSError as exc:
+        raise IngestError(f"{csv_path}: cannot read: {exc.strerror or exc}") from None
+    samples += _host_samples(summary)
+    raw = _raw_facts(_raw_rows(sorted((p / "raw").glob("*.json"))))
+    host = meta.get("host") or {}
+    dev = meta.get("device") or {}
+    workload = meta.get("workload") or {}
+    driver = " ".join(str(x) for x in (dev.get("driver"), dev.get("driverInfo")) if x) or None
+    return BundleRecord(
+        key=key, kind="bundle", name=p.resolve().name, source=str(p.resolve()),
+        created_utc=_str(meta.get("started_utc") or host.get("created_utc")),
+        host=_str(host.get("host")), os=_str(host.get("os")),
+        device=_str(dev.get("name") or raw.get("gpu_info")), driver=driver,
+        workload_build=_str(raw.get("build_number")), workload_commit=_str(raw.get("build_commit")),
+        workload_sha256=_str(workload.get("binary_sha256")),
+        model=_str(raw.get("model_type")), model_sha256=_str(workload.get("model_sha256")),
+        config=raw["config"], settings={"method": meta.get("method") or {},
+                                        "command_line": meta.get("command_line")},
+        capshim_version=_str(meta.get("capshim_version") or host.get("capshim")),
+        baseline=_str(summary.get("baseline")), host_name=_str((summary.get("host") or {}).get("name")),
+        host_source=_str((summary.get("host") or {}).get("source")),
+        arms=_arms_of(summary, meta.get("arms") or {}), samples=samples, metadata=meta, summary=summary)
+
+
+def read_external(arm_specs: list[tuple[str, list[str]]], host: str | None = None,
+                  baseline: str | None = None) -> BundleRecord:
+    """Read llama-bench ``-o json``/``jsonl`` files made elsewhere, as ``capshim report --arm`` takes them.
+
+    Args:
+        arm_specs: ``[(arm name, [file, ...]), ...]``; one run per file.
+        host: a llama-bench file or bundle measured on the host, or None.
+        baseline: the baseline arm (default the first).
+
+    Returns:
+        A record of kind ``"external"``; its summary is
+        :func:`capshim.report.report_from_files`'s; its key hashes the files'
+        bytes with their arm names (the same files twice are one record).
+
+    Raises:
+        IngestError / AnalysisError / LlamaBenchError naming the file or arm.
+    """
+    from capshim.bench.analysis import arms_from_files
+    from capshim.evidence import sha256_file
+    from capshim.report import report_from_files
+
+    files = [Path(f) for _, fs in arm_specs for f in fs]
+    for f in files + ([Path(host)] if host and not Path(host).is_dir() else []):
+        if not f.is_file():
+            raise IngestError(f"{f}: no such file")
+    manifest = "".join(f"{name}\t{sha256_file(f)}\n" for name, fs in arm_specs for f in fs)
+    if host:
+        manifest += f"host\t{sha256_file(host) if not Path(host).is_dir() else Path(host).resolve()}\n"
+    manifest += f"baseline\t{baseline or arm_specs[0][0]}\n"
+    summary = report_from_files(arm_specs, host, baseline)
+    records, _ = arms_from_files(arm_specs)
+    samples = [{"role": "arm", "arm": r["arm"], "run": int(r.get("run") or 0), "sample": int(r.get("sample") or 0),
+                "test": str(r["test"]), "tok_s": float(r["tok_s"]), "extra": {}} for r in records]
+    samples += _host_samples(summary)
+    rows = _raw_rows(files)
+    raw = _raw_facts(rows)
+    created = next((r.get("test_time") for r in rows if isinstance(r, dict) and r.get("test_time")), None)
+    return BundleRecord(
+        key=hashlib.sha256(manifest.encode()).hexdigest(), kind="external",
+        name="+".join(name for name, _ in arm_specs), source=", ".join(str(f.resolve()) for f in files),
+        created_utc=_str(created), device=_str(raw.get("gpu_info")),
+        workload_build=_str(raw.get("build_number")), workload_commit=_str(raw.get("build_commit")),
+        model=_str(raw.get("model_type")), config=raw["config"], settings={},
+        baseline=_str(summary.get("baseline")), host_name=_str((summary.get("host") or {}).get("name")),
+        host_source=_str((summary.get("host") or {}).get("source")),
+        arms=_arms_of(summary, {}), samples=samples, summary=summary)

@@ -1,0 +1,296 @@
+"""Compare and trend stored benches, with capshim's own analysis.
+
+Every figure here comes from :func:`capshim.bench.analysis.analyze` (the
+function that writes ``summary.json`` and that ``capshim report`` shows) or
+from the stored summary itself; nothing is re-derived. So a selection of one
+bundle gives exactly the numbers of ``capshim report`` on that bundle.
+
+Regression rule (documented in ``capshim db compare --help`` and the README):
+
+- ``compare``: for each arm and test, the change is ``median(B) / median(A)``
+  of tok/s with its 95% interval (``analyze``'s speedup of B over A, the same
+  bootstrap as the report's speedup column). It is a **regression** when the
+  change is below ``1 - threshold/100`` *and* the interval's upper end is
+  below 1 (the drop is larger than the threshold and not noise); with no
+  interval (fewer than two samples) the value alone decides. An
+  **improvement** is the mirror image.
+- ``trend``: each bundle's % of host is the stored summary's. A point is a
+  regression when it is below ``--min-pct`` (when given), or when it is more
+  than ``threshold`` points below the previous point and its interval's upper
+  end is below the previous value.
+
+The default threshold is :data:`DEFAULT_THRESHOLD` (2, percent or points):
+the target precision of a bench (issue 10: ±2 points).
+"""
+
+from __future__ import annotations
+
+from capshim.db.ingest import CONFIG_FIELDS
+from capshim.db.store import DbError, Store
+from capshim.db.terms import COMPARE_RULE, DEFAULT_THRESHOLD, FILTERS, TREND_RULE
+
+__all__ = ["parse_selection", "select", "compare", "trend", "draw_trend", "DEFAULT_THRESHOLD", "COMPARE_RULE", "TREND_RULE"]
+
+
+
+def parse_selection(text: str, what: str = "selection") -> dict:
+    """Parse a selection: ``ID``, ``NAME`` (substring), or ``KEY=VALUE[,KEY=VALUE...]`` of :data:`FILTERS`.
+
+    Raises:
+        DbError: an unknown key or an empty part (names it).
+    """
+    text = (text or "").strip()
+    if not text:
+        raise DbError(f"{what}: empty; give a bundle id, a name, or KEY=VALUE filters ({', '.join(FILTERS)})")
+    if "=" not in text:
+        return {"id": text} if text.isdigit() else {"name": text}
+    out = {}
+    for part in text.split(","):
+        key, sep, value = part.partition("=")
+        key = key.strip()
+        if not sep or not key or not value.strip():
+            raise DbError(f"{what} {text!r}: {part!r} is not KEY=VALUE")
+        if key not in FILTERS:
+            raise DbError(f"{what} {text!r}: unknown key {key!r}; use one of {', '.join(FILTERS)}")
+        out[key] = value.strip()
+    return out
+
+
+def select(store: Store, sel: dict, what: str) -> list[dict]:
+    """Bundles matching ``sel``; DbError naming ``what`` when none does."""
+    rows = store.select(sel)
+    if not rows:
+        raise DbError(f"{what} {_fmt_sel(sel)}: no bundle in the store matches (see capshim db list)")
+    return rows
+
+
+def _fmt_sel(sel: dict) -> str:
+    return ",".join(f"{k}={v}" for k, v in sel.items() if v not in (None, ""))
+
+
+def _mismatches(bundles: list[dict]) -> list[str]:
+    """Config fields that differ between bundles (only where both recorded the field)."""
+    out = []
+    first = bundles[0]
+    for b in bundles[1:]:
+        for f in CONFIG_FIELDS:
+            va, vb = (first.get("config") or {}).get(f), (b.get("config") or {}).get(f)
+            if va is not None and vb is not None and va != vb:
+                out.append(f"{f}: {va!r} ({first['name']}) vs {vb!r} ({b['name']})")
+    return out
+
+
+def _selection_input(store: Store, bundles: list[dict]):
+    """Records, arms and host for :func:`analyze` from the stored samples of ``bundles`` (pooled).
+
+    Runs are renumbered ``index * 100000 + run`` so runs of different bundles stay apart.
+    """
+    ids = [b["id"] for b in bundles]
+    index = {bid: i for i, bid in enumerate(ids)}
+    records, host_tests = [], {}
+    for s in store.samples(ids):
+        if s["role"] == "host":
+            host_tests.setdefault(s["test"], []).append(s["tok_s"])
+        else:
+            records.append({"arm": s["arm"], "run": index[s["bundle_id"]] * 100000 + (s["run"] or 0),
+                            "sample": s["sample"], "test": s["test"], "tok_s": s["tok_s"]})
+    arms: dict = {}
+    for b in bundles:
+        for a in b["arms"]:
+            arms.setdefault(a["name"], {"state": a["state"], "spec": a.get("spec") or {}})
+    host_name = next((b["host_name"] for b in bundles if b.get("host_name")), None)
+    host = {"name": host_name, "tests": host_tests} if host_tests else None
+    return records, arms, host
+
+
+def _analyze_selection(store: Store, bundles: list[dict]) -> tuple[dict, list[dict]]:
+    """``(analyze(...) of the pooled selection, its records)``."""
+    from capshim.bench.analysis import analyze
+
+    records, arms, host = _selection_input(store, bundles)
+    baseline = bundles[0]["baseline"]
+    if baseline not in arms:
+        baseline = next(iter(arms))
+    return analyze(records, arms, baseline, host), records
+
+
+def _verdict(value: float, ci, threshold: float) -> str:
+    lo, hi = (ci or (None, None))
+    if value < 1 - threshold / 100 and (hi is None or hi < 1):
+        return "regression"
+    if value > 1 + threshold / 100 and (lo is None or lo > 1):
+        return "improvement"
+    return "same"
+
+
+def compare(store: Store, sel_a: dict, sel_b: dict, *, arms: list[str] | None = None,
+            tests: list[str] | None = None, pairs: dict | None = None,
+            threshold: float = DEFAULT_THRESHOLD, allow_mismatch: bool = False) -> dict:
+    """Compare two selections arm by arm and test by test.
+
+    Args:
+        store: the open store.
+        sel_a, sel_b: filters (:func:`parse_selection`); A is the reference.
+        arms: only these arms (names in A); default every arm in both.
+        tests: only these tests; default every test in both.
+        pairs: ``{arm in A: arm in B}`` for arms named differently (e.g.
+            ``{"vm-stock": "paravirt"}``); other arms pair by name.
+        threshold: percent (see the module's regression rule).
+        allow_mismatch: compare unlike configurations, marking every row.
+
+    Returns:
+        ``{"a": {"selection", "bundles": [names]}, "b": {...}, "threshold",
+        "rule", "mismatches": [str], "rows": [{"arm", "arm_b", "test",
+        "a": {"median", "n", "pct_of_host": {"value", "ci95"}|None},
+        "b": {...}, "change": {"value", "ci95"}, "change_pct", "delta_pct_points",
+        "verdict": "regression"|"improvement"|"same", "marked": bool}],
+        "regressions": int}``. tok/s, plain ratios and percent.
+
+    Raises:
+        DbError: a selection matches nothing; the configurations differ
+            (names the field, both values and bundles) without
+            ``allow_mismatch``; no arm or test in common.
+    """
+    from capshim.bench.analysis import analyze
+
+    a_b, b_b = select(store, sel_a, "selection A"), select(store, sel_b, "selection B")
+    mism = _mismatches(a_b + b_b)
+    if mism and not allow_mismatch:
+        raise DbError("unlike configurations, not compared (use --allow-mismatch to compare anyway, rows marked): "
+                      + "; ".join(mism))
+    (sa_, recs_a), (sb_, recs_b) = _analyze_selection(store, a_b), _analyze_selection(store, b_b)
+    pairs = dict(pairs or {})
+    for a_name, b_name in pairs.items():
+        if a_name not in sa_["arms"]:
+            raise DbError(f"--pair {a_name}={b_name}: arm {a_name!r} is not in selection A "
+                          f"({', '.join(sa_['arms'])})")
+        if b_name not in sb_["arms"]:
+            raise DbError(f"--pair {a_name}={b_name}: arm {b_name!r} is not in selection B "
+                          f"({', '.join(sb_['arms'])})")
+    wanted = arms or [a for a in sa_["arms"] if pairs.get(a, a) in sb_["arms"]]
+    for a in wanted:
+        if a not in sa_["arms"] or pairs.get(a, a) not in sb_["arms"]:
+            raise DbError(f"--arm {a}: not in both selections (A: {', '.join(sa_['arms'])}; "
+                          f"B: {', '.join(sb_['arms'])})")
+    if not wanted:
+        raise DbError(f"no arm in common (A: {', '.join(sa_['arms'])}; B: {', '.join(sb_['arms'])}); "
+                      "pair arms named differently with --pair A_ARM=B_ARM")
+    rows = []
+    for a in wanted:
+        b = pairs.get(a, a)
+        ta, tb = sa_["arms"][a]["tests"], sb_["arms"][b]["tests"]
+        for t in [t for t in sa_["tests"] if t in ta and t in tb and (not tests or t in tests)]:
+            # the same records (runs kept: a process stays one unit) relabelled A and B
+            recs = ([{**r, "arm": "A"} for r in recs_a if r["arm"] == a and r["test"] == t]
+                    + [{**r, "arm": "B"} for r in recs_b if r["arm"] == b and r["test"] == t])
+            ch = analyze(recs, {"A": {}, "B": {}}, "A")["arms"]["B"]["tests"][t]["speedup"]
+            pa, pb = ta[t].get("pct_of_host"), tb[t].get("pct_of_host")
+            rows.append({
+                "arm": a, "arm_b": b, "test": t,
+                "a": {"median": ta[t]["median"], "n": ta[t]["n"], "pct_of_host": pa},
+                "b": {"median": tb[t]["median"], "n": tb[t]["n"], "pct_of_host": pb},
+                "change": ch, "change_pct": 100.0 * (ch["value"] - 1.0),
+                "delta_pct_points": (pb["value"] - pa["value"]) if pa and pb else None,
+                "verdict": _verdict(ch["value"], ch.get("ci95"), threshold),
+                "marked": bool(mism)})
+    if not rows:
+        raise DbError(f"no test in common (A: {', '.join(sa_['tests'])}; B: {', '.join(sb_['tests'])})")
+    return {"a": {"selection": _fmt_sel(sel_a), "bundles": [x["name"] for x in a_b]},
+            "b": {"selection": _fmt_sel(sel_b), "bundles": [x["name"] for x in b_b]},
+            "threshold": threshold, "rule": COMPARE_RULE.format(t=threshold), "mismatches": mism,
+            "rows": rows, "regressions": sum(r["verdict"] == "regression" for r in rows)}
+
+
+def trend(store: Store, arm: str, filters: dict | None = None, *, tests: list[str] | None = None,
+          min_pct: float | None = None, threshold: float = DEFAULT_THRESHOLD,
+          bundle_ids: list[int] | None = None) -> dict:
+    """One arm's % of host over time, one point per bundle and test, oldest first.
+
+    Args:
+        store: the open store.
+        arm: the arm's name.
+        filters: :data:`capshim.db.store.FILTERS` narrowing the bundles.
+        tests: only these tests (default all).
+        min_pct: flag points below this % of host.
+        threshold: points (see the module's regression rule).
+        bundle_ids: only these stored bundles (None: all that match ``filters``).
+
+    Returns:
+        ``{"arm", "tests", "min_pct", "threshold", "rule", "points": [{"bundle_id",
+        "bundle", "created_utc", "device", "build", "test", "median",
+        "pct_of_host", "ci95": [lo, hi]|None, "flags": [str]}], "skipped":
+        [str], "regressions": int, "all_above": bool|None}``. ``pct_of_host`` and
+        ``ci95`` are the bundle summary's own (what ``capshim report`` shows).
+
+    Raises:
+        DbError: no bundle has the arm, or none has a % of host for it.
+    """
+    flt = dict(filters or {})
+    flt["arm"] = arm
+    bundles = [b for b in store.select(flt) if bundle_ids is None or b["id"] in bundle_ids]
+    if not bundles:
+        raise DbError(f"arm {arm!r}: no stored bundle has it" + (f" ({_fmt_sel(filters)})" if _fmt_sel(filters or {}) else ""))
+    by_id = {b["id"]: b for b in bundles}
+    res = [r for r in store.results(list(by_id)) if r["arm"] == arm and (not tests or r["test"] in tests)]
+    order = {bid: i for i, bid in enumerate(by_id)}
+    res.sort(key=lambda r: (order[r["bundle_id"]], r["id"]))
+    points, skipped, prev = [], [], {}
+    for r in res:
+        b = by_id[r["bundle_id"]]
+        if r["pct_of_host"] is None:
+            skipped.append(f"{b['name']} {r['test']}: no host baseline")
+            continue
+        ci = [r["pct_lo"], r["pct_hi"]] if r["pct_lo"] is not None else None
+        flags = []
+        if min_pct is not None and r["pct_of_host"] < min_pct:
+            flags.append(f"below {min_pct:g}%")
+        p = prev.get(r["test"])
+        if p is not None and r["pct_of_host"] < p - threshold and (ci is None or ci[1] < p):
+            flags.append(f"down {p - r['pct_of_host']:.2f} points from the previous bundle")
+        prev[r["test"]] = r["pct_of_host"]
+        points.append({"bundle_id": b["id"], "bundle": b["name"], "created_utc": b["created_utc"],
+                       "device": b["device"], "build": b["workload_build"], "test": r["test"],
+                       "median": r["median"], "pct_of_host": r["pct_of_host"], "ci95": ci, "flags": flags})
+    if not points:
+        raise DbError(f"arm {arm!r}: no selected bundle has a % of host for it ({'; '.join(skipped)})")
+    tests_seen = list(dict.fromkeys(p["test"] for p in points))
+    return {"arm": arm, "tests": tests_seen, "min_pct": min_pct, "threshold": threshold,
+            "rule": TREND_RULE.format(t=threshold), "points": points, "skipped": skipped,
+            "regressions": sum(bool(p["flags"]) for p in points),
+            "all_above": None if min_pct is None else all(p["pct_of_host"] >= min_pct for p in points)}
+
+
+def draw_trend(tr: dict, path) -> None:
+    """Draw the trend as a PNG: % of host per bundle (95% interval bars), one line per test.
+
+    Flagged points are drawn as red crosses; ``--min-pct`` as a dashed line.
+    Uses matplotlib's Agg backend.
+    """
+    import matplotlib
+
+    matplotlib.use("Agg", force=True)
+    import matplotlib.pyplot as plt
+
+    labels = list(dict.fromkeys(f"{(p['created_utc'] or '?')[:10]}\n{p['bundle']}" for p in tr["points"]))
+    fig, ax = plt.subplots(figsize=(max(5.0, 1.6 * len(labels) + 2), 4.2))
+    for i, t in enumerate(tr["tests"]):
+        pts = [p for p in tr["points"] if p["test"] == t]
+        xs = [labels.index(f"{(p['created_utc'] or '?')[:10]}\n{p['bundle']}") + (i - 0.5 * (len(tr["tests"]) - 1)) * 0.08
+              for p in pts]
+        ys = [p["pct_of_host"] for p in pts]
+        err = [[y - (p["ci95"] or [y, y])[0] for y, p in zip(ys, pts)],
+               [(p["ci95"] or [y, y])[1] - y for y, p in zip(ys, pts)]]
+        ax.errorbar(xs, ys, yerr=err, marker="o", capsize=4, label=t)
+        bad = [(x, y) for x, y, p in zip(xs, ys, pts) if p["flags"]]
+        if bad:
+            ax.scatter([b[0] for b in bad], [b[1] for b in bad], marker="x", s=80, color="red", zorder=5)
+    if tr.get("min_pct") is not None:
+        ax.axhline(tr["min_pct"], linestyle="--", color="grey", linewidth=1, label=f"{tr['min_pct']:g}% of host")
+    ax.set_xticks(range(len(labels)), labels, fontsize=7)
+    ax.set_ylabel("% of host (median, 95% CI)")
+    ax.set_title(f"{tr['arm']}: % of host over time")
+    ax.legend(fontsize=8)
+    ax.margins(x=0.15)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110, metadata={"Software": None})
+    plt.close(fig)

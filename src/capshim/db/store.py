@@ -1,0 +1,336 @@
+"""The results store: open (and migrate) a database, add bundles, select them.
+
+Backends: SQLite (one file, the default) and PostgreSQL (a store a team or a
+fleet shares), through SQLAlchemy Core; the schema is versioned by Alembic and
+moved forward to the newest revision whenever a store is opened.
+
+Concurrency: every transaction on SQLite is ``BEGIN IMMEDIATE`` (writers queue
+on the database lock, waiting up to :data:`SQLITE_BUSY_TIMEOUT_S`); on
+PostgreSQL the migration holds an advisory transaction lock and a bundle added
+by two writers at once is stored once (the second hits the unique key and is
+a no-op).
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import os
+from dataclasses import asdict
+from pathlib import Path
+
+import sqlalchemy as sa
+
+from capshim.db import schema as S
+from capshim.db.ingest import BundleRecord
+from capshim.db.terms import FILTERS
+from capshim.errors import CapshimError
+
+__all__ = ["Store", "DbError", "default_url", "resolve_url", "SQLITE_BUSY_TIMEOUT_S", "FILTERS"]
+
+#: Seconds a SQLite writer waits for another writer's lock before failing.
+SQLITE_BUSY_TIMEOUT_S = 120
+#: An arbitrary constant naming capshim's migration lock (pg_advisory_xact_lock key).
+_PG_LOCK_KEY = 0x6361707368696D  # "capshim"
+
+
+class DbError(CapshimError):
+    """The store cannot be opened, read or written, or a selection is bad; names the URL or filter (exit 2)."""
+
+
+def default_url() -> str:
+    """The store used without ``--db``: ``$CAPSHIM_DB``, else ``sqlite:///$XDG_DATA_HOME/capshim/results.sqlite``.
+
+    ``XDG_DATA_HOME`` defaults to ``~/.local/share`` (XDG Base Directory
+    Specification: results are user data, not a cache that may be deleted).
+    """
+    env = os.environ.get("CAPSHIM_DB")
+    if env:
+        return env
+    base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
+    return f"sqlite:///{Path(base) / 'capshim' / 'results.sqlite'}"
+
+
+def resolve_url(url: str | None) -> str:
+    """Turn ``--db`` into an SQLAlchemy URL.
+
+    Accepts ``sqlite:///PATH``, ``postgresql://...`` (the psycopg 3 driver is
+    used), any other SQLAlchemy URL, or a plain file path (a SQLite file).
+    None gives :func:`default_url`.
+    """
+    url = url or default_url()
+    if "://" not in url:
+        return f"sqlite:///{Path(url).expanduser().resolve()}"
+    if url.startswith(("postgresql://", "postgres://")):
+        return "postgresql+psycopg://" + url.split("://", 1)[1]
+    return url
+
+
+def _now() -> str:
+    return _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _safe(url: str) -> str:
+    try:
+        u = sa.engine.make_url(url)
+        return url if u.password is None else u.render_as_string(hide_password=True)
+    except Exception:  # noqa: BLE001 - only for messages
+        return url
+
+
+class Store:
+    """An open results store.
+
+    Use ``with Store.open(url) as st: st.add(record)``.
+
+    Attributes:
+        url: the SQLAlchemy URL (password hidden in messages).
+        engine: the SQLAlchemy engine.
+    """
+
+    def __init__(self, engine: sa.Engine, url: str, given: str | None = None):
+        self.engine = engine
+        self.url = url
+        self.given = given or url  # as the user wrote it, for messages
+
+    @classmethod
+    def open(cls, url: str | None = None, *, migrate: bool = True) -> "Store":
+        """Connect to ``url`` (see :func:`resolve_url`) and migrate it to the newest schema.
+
+        A SQLite file's folder is created when missing.
+
+        Raises:
+            DbError: bad URL, unreachable server, unwritable file; names the URL.
+        """
+        full = resolve_url(url)
+        try:
+            u = sa.engine.make_url(full)
+        except sa.exc.ArgumentError as exc:
+            raise DbError(f"--db {url}: not a database URL: {exc}") from None
+        if u.get_backend_name() == "sqlite":
+            if u.database and u.database != ":memory:":
+                try:
+                    Path(u.database).parent.mkdir(parents=True, exist_ok=True)
+                except OSError as exc:
+                    raise DbError(f"--db {_safe(full)}: cannot create folder: {exc.strerror or exc}") from None
+            engine = sa.create_engine(u, connect_args={"timeout": SQLITE_BUSY_TIMEOUT_S})
+
+            @sa.event.listens_for(engine, "connect")
+            def _connect(dbapi_conn, _rec):
+                dbapi_conn.isolation_level = None  # let SQLAlchemy's "begin" below open transactions
+                dbapi_conn.execute("PRAGMA foreign_keys=ON")
+
+            @sa.event.listens_for(engine, "begin")
+            def _begin(conn):
+                conn.exec_driver_sql("BEGIN IMMEDIATE")
+        else:
+            try:
+                engine = sa.create_engine(u, pool_pre_ping=True)
+            except Exception as exc:  # noqa: BLE001 - a missing driver, a bad option
+                raise DbError(f"--db {_safe(full)}: {exc}") from None
+        st = cls(engine, full, url or default_url())
+        if migrate:
+            st.migrate()
+        return st
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def close(self) -> None:
+        """Release the connections."""
+        self.engine.dispose()
+
+    def _fail(self, exc: Exception):
+        msg = str(getattr(exc, "orig", None) or exc).strip().splitlines()[0]
+        return DbError(f"--db {_safe(self.given)}: {msg}")
+
+    # --- schema ----------------------------------------------------------------------
+    def migrate(self, revision: str = "head") -> str:
+        """Bring the schema forward to ``revision`` (default the newest; a no-op when it is there).
+
+        Returns:
+            The revision now in force (:data:`capshim.db.schema.HEAD` for ``"head"``).
+
+        Raises:
+            DbError: the database cannot be reached or migrated.
+        """
+        from alembic import command
+        from alembic.config import Config
+
+        cfg = Config()
+        cfg.set_main_option("script_location", str(Path(__file__).with_name("migrations")))
+        try:
+            with self.engine.begin() as conn:
+                if conn.dialect.name == "postgresql":
+                    conn.execute(sa.text("SELECT pg_advisory_xact_lock(:k)"), {"k": _PG_LOCK_KEY})
+                cfg.attributes["connection"] = conn
+                command.upgrade(cfg, revision)
+        except sa.exc.SQLAlchemyError as exc:
+            raise self._fail(exc) from None
+        return self.revision()
+
+    def revision(self) -> str | None:
+        """The schema revision stored in the database (Alembic's ``alembic_version``), or None."""
+        from alembic.runtime.migration import MigrationContext
+
+        with self.engine.connect() as conn:
+            return MigrationContext.configure(conn).get_current_revision()
+
+    # --- writing ---------------------------------------------------------------------
+    def add(self, rec: BundleRecord) -> tuple[int, bool]:
+        """Store one record; the same key twice is a no-op.
+
+        Returns:
+            ``(bundle id, added)``; ``added`` is False when the key was already stored.
+
+        Raises:
+            DbError: the database refused the write.
+        """
+        try:
+            with self.engine.begin() as conn:
+                row = conn.execute(sa.select(S.bundles.c.id).where(S.bundles.c.key == rec.key)).first()
+                if row:
+                    return row.id, False
+                bid = self._insert(conn, rec)
+            return bid, True
+        except sa.exc.IntegrityError:
+            # Another writer stored the same bundle between our check and insert.
+            with self.engine.begin() as conn:
+                row = conn.execute(sa.select(S.bundles.c.id).where(S.bundles.c.key == rec.key)).first()
+            if row:
+                return row.id, False
+            raise
+        except sa.exc.SQLAlchemyError as exc:
+            raise self._fail(exc) from None
+
+    @staticmethod
+    def _insert(conn, rec: BundleRecord) -> int:
+        cols = {k: v for k, v in asdict(rec).items() if k in S.bundles.c and k != "id"}
+        cols["added_utc"] = _now()
+        bid = conn.execute(S.bundles.insert().values(**cols).returning(S.bundles.c.id)).scalar_one()
+        arm_rows, run_rows, res_rows = [], [], []
+        for pos, a in enumerate(rec.arms):
+            arm_rows.append({"bundle_id": bid, "position": pos, "name": a.name, "state": a.state,
+                             "profile_name": a.profile_name, "profile_sha256": a.profile_sha256,
+                             "simulate_name": a.simulate_name, "simulate_sha256": a.simulate_sha256,
+                             "spec": a.spec})
+            for r in a.runs:
+                run_rows.append({"bundle_id": bid, "arm": a.name, "run": r.get("run"),
+                                 "exit_code": r.get("exit_code"), "signal": r.get("signal"),
+                                 "timed_out": bool(r.get("timed_out")),
+                                 "extra": {k: v for k, v in r.items()
+                                           if k not in ("run", "exit_code", "signal", "timed_out")}})
+            for test, v in a.results.items():
+                res_rows.append({"bundle_id": bid, "arm": a.name, "test": test, **v})
+        for table, rows in ((S.arms, arm_rows), (S.runs, run_rows), (S.results, res_rows),
+                            (S.samples, [{"bundle_id": bid, **s} for s in rec.samples])):
+            if rows:
+                conn.execute(table.insert(), rows)
+        return bid
+
+    # --- reading ---------------------------------------------------------------------
+    def select(self, filters: dict | None = None) -> list[dict]:
+        """Bundles matching all ``filters`` (see :data:`FILTERS`), oldest first.
+
+        Returns:
+            ``[{"id", "key", "kind", "name", "source", "created_utc",
+            "added_utc", "host", "os", "device", "driver", "workload_build",
+            "workload_commit", "model", "baseline", "host_name", "config",
+            "arms": [{"name", "state", "profile_name", "simulate_name", ...}]}]``.
+
+        Raises:
+            DbError: an unknown filter or a bad value (names it).
+        """
+        b = S.bundles.c
+        q = sa.select(S.bundles).order_by(b.created_utc.is_(None), b.created_utc, b.id)  # unknown times last
+        for key, value in (filters or {}).items():
+            if value is None or value == "":
+                continue
+            value = str(value)
+            if key not in FILTERS:
+                raise DbError(f"filter {key!r}: unknown; use one of {', '.join(FILTERS)}")
+            if key == "id":
+                if not value.isdigit():
+                    raise DbError(f"filter id={value!r}: expected a bundle id (a number)")
+                q = q.where(b.id == int(value))
+            elif key in ("name", "device", "host", "os", "model"):
+                q = q.where(getattr(b, key).ilike(f"%{value}%"))
+            elif key == "build":
+                q = q.where(sa.or_(b.workload_build.ilike(f"%{value}%"), b.workload_commit.ilike(f"%{value}%")))
+            elif key in ("profile", "arm"):
+                a = S.arms.c
+                cond = (a.name == value if key == "arm" else
+                        sa.or_(a.profile_name.ilike(value), a.simulate_name.ilike(value),
+                               a.profile_sha256.ilike(f"{value}%"), a.simulate_sha256.ilike(f"{value}%")))
+                q = q.where(b.id.in_(sa.select(a.bundle_id).where(cond)))
+            else:
+                q = q.where(self._date_cond(key, value))
+        try:
+            with self.engine.begin() as conn:
+                rows = [dict(r._mapping) for r in conn.execute(q)]
+                ids = [r["id"] for r in rows]
+                arms: dict[int, list] = {i: [] for i in ids}
+                if ids:
+                    for a in conn.execute(sa.select(S.arms).where(S.arms.c.bundle_id.in_(ids))
+                                          .order_by(S.arms.c.bundle_id, S.arms.c.position)):
+                        arms[a.bundle_id].append({k: v for k, v in a._mapping.items()
+                                                  if k not in ("id", "bundle_id", "position")})
+        except sa.exc.SQLAlchemyError as exc:
+            raise self._fail(exc) from None
+        for r in rows:
+            r.pop("metadata", None)
+            r.pop("summary", None)
+            r.pop("settings", None)
+            r["arms"] = arms[r["id"]]
+        return rows
+
+    @staticmethod
+    def _date_cond(key: str, value: str):
+        try:
+            if len(value) == 10:
+                d = _dt.date.fromisoformat(value)
+                if key == "until":
+                    d += _dt.timedelta(days=1)
+                bound = d.strftime("%Y-%m-%dT00:00:00Z")
+            else:
+                bound = _dt.datetime.fromisoformat(value.replace("Z", "+00:00")).strftime("%Y-%m-%dT%H:%M:%SZ")
+        except ValueError:
+            raise DbError(f"--{key} / {key}={value!r}: expected a date YYYY-MM-DD or an ISO time") from None
+        c = S.bundles.c.created_utc
+        if key == "since":
+            return c >= bound
+        return c < bound if len(value) == 10 else c <= bound
+
+    def samples(self, bundle_ids: list[int]) -> list[dict]:
+        """Samples of these bundles: ``[{"bundle_id", "role", "arm", "run", "sample", "test", "tok_s"}]``."""
+        c = S.samples.c
+        q = (sa.select(c.bundle_id, c.role, c.arm, c.run, c.sample, c.test, c.tok_s)
+             .where(c.bundle_id.in_(bundle_ids)).order_by(c.bundle_id, c.id))
+        try:
+            with self.engine.begin() as conn:
+                return [dict(r._mapping) for r in conn.execute(q)]
+        except sa.exc.SQLAlchemyError as exc:
+            raise self._fail(exc) from None
+
+    def results(self, bundle_ids: list[int]) -> list[dict]:
+        """The stored summary figures (table ``results``) of these bundles, one dict per arm and test."""
+        q = sa.select(S.results).where(S.results.c.bundle_id.in_(bundle_ids)).order_by(S.results.c.id)
+        try:
+            with self.engine.begin() as conn:
+                return [dict(r._mapping) for r in conn.execute(q)]
+        except sa.exc.SQLAlchemyError as exc:
+            raise self._fail(exc) from None
+
+    def summary(self, bundle_id: int) -> dict:
+        """The stored ``summary.json`` of one bundle.
+
+        Raises:
+            DbError: no such bundle.
+        """
+        with self.engine.begin() as conn:
+            v = conn.execute(sa.select(S.bundles.c.summary).where(S.bundles.c.id == bundle_id)).scalar()
+        if v is None:
+            raise DbError(f"bundle id {bundle_id}: not in the store")
+        return v

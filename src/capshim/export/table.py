@@ -1,0 +1,151 @@
+"""The report table of one or more summaries: the model that Markdown, HTML and the terminal render.
+
+One row per arm and series (plus the host baseline when it is not an arm):
+median tok/s (median of per-process medians), min–max of the process values,
+processes × repetitions, speedup vs the baseline arm with its 95% interval, %
+of host, the arm's state, the path llama.cpp attested, and notes (flags,
+stability warnings, configuration mismatches). The notes under the table say
+the method, the A/A arm's ratio to native, the precision reached and the
+bench's own notes. Numbers are formatted here and nowhere before.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from capshim.bench.analysis import NOT_SHIM_STATES
+from capshim.bench.attest import DISPLAY_COLUMNS, display_value
+
+__all__ = ["table", "fmt_ratio", "BASE_COLUMNS", "NUMERIC_PREFIXES"]
+
+BASE_COLUMNS = ["arm", "test", "median tok/s", "min–max", "processes×reps", "speedup", "% of host", "state"]
+#: Columns whose header starts with one of these are right-aligned numbers.
+NUMERIC_PREFIXES = ("median", "speedup", "% of", "min", "processes")
+
+
+def fmt_ratio(cmp: dict | None, unit: str) -> str:
+    """``1.23x [1.20–1.26]`` (unit ``x``) or ``98.25% [97.74–98.69]`` (unit ``%``); "" for None."""
+    if not cmp:
+        return ""
+    s = f"{cmp['value']:.2f}{unit}"
+    if cmp.get("ci95"):
+        s += f" [{cmp['ci95'][0]:.2f}–{cmp['ci95'][1]:.2f}]"
+    return s
+
+
+def _count(st: dict) -> str:
+    if "processes" not in st:  # a summary written before the process was the unit
+        return f"{st['n']} samples"
+    reps = st.get("repetitions_range") or [st.get("repetitions"), st.get("repetitions")]
+    r = f"{reps[0]}" if reps[0] == reps[1] else f"{reps[0]}-{reps[1]}"
+    return f"{st['processes']}×{r}"
+
+
+def _mismatch_note(items: list[dict]) -> str:
+    return "CONFIG DIFFERS: " + "; ".join(f"{m['field']} {m['value']!r} vs {m['reference']!r} ({m['against']})"
+                                          for m in items)
+
+
+def _aa_note(s: dict) -> str | None:
+    aa = s.get("aa")
+    if not aa:
+        return None
+    if not aa.get("reference"):
+        return f"A/A arm {aa['arm']}: no unshimmed arm to compare with"
+    parts = [f"{t} {fmt_ratio(c, 'x')}" for t, c in (aa.get("tests") or {}).items()]
+    return (f"A/A ({aa['arm']}: app layer active, stock answers) vs {aa['reference']}: "
+            + (", ".join(parts) if parts else "no common test")
+            + " — the harness's and the shim's own bias")
+
+
+def _precision_note(s: dict) -> str | None:
+    p = s.get("precision")
+    if not p:
+        return None
+    worst = p.get("max_half_width")
+    w = f"{worst:.2f}" if isinstance(worst, (int, float)) else "unknown"
+    if p.get("reached"):
+        return f"precision: every interval's half-width <= {p['target']:g} points (widest {w}) after {p['rounds']} rounds"
+    return (f"precision NOT reached: widest half-width {w} points > {p['target']:g} after {p['rounds']} rounds "
+            f"({p.get('stopped_by', 'stopped')})")
+
+
+def table(summaries: list[dict], labels: list[str] | None = None) -> dict:
+    """Build the report table of one or more summaries.
+
+    Args:
+        summaries: summary dicts (from :func:`capshim.bench.analysis.analyze` or
+            :func:`capshim.bench.summary_schema.load`).
+        labels: one label per summary (bundle name); when more than one summary
+            is given a ``bundle`` column is added.
+
+    Returns:
+        ``{"columns": [str], "rows": [{"cells": [str], "marked": bool, "notes":
+        [str], "arm", "test", "bundle"}], "notes": [str]}``. Numbers are
+        formatted to two decimals (tok/s, ratios ``11.08x [lo–hi]``, percent
+        ``98.25% [lo–hi]``); ``marked`` rows are not shim results (their state is
+        one of inert, invalid, failed, wrong-output) or compare different configurations.
+    """
+    multi = len(summaries) > 1
+    labels = labels or [f"#{i + 1}" for i in range(len(summaries))]
+    paths = []
+    for s in summaries:
+        paths += [a.get("path") or {} for a in s["arms"].values()]
+        if s.get("host"):
+            paths.append(s["host"].get("path") or {})
+    path_cols = [c for c in DISPLAY_COLUMNS if any(display_value(p, c[1], c[2]) for p in paths)]
+    columns = (["bundle"] if multi else []) + list(BASE_COLUMNS) + [c[0] for c in path_cols] + ["notes"]
+    baselines = {s["baseline"] for s in summaries}
+    columns[columns.index("speedup")] = (f"speedup vs {next(iter(baselines))} (95% CI)"
+                                         if len(baselines) == 1 else "speedup vs baseline (95% CI)")
+    rows = []
+    notes = []
+    for s, label in zip(summaries, labels):
+        tests = list(s.get("tests") or [])
+        host = s.get("host")
+        order = []
+        host_is_arm = bool(host) and host.get("name") in s["arms"]
+        for t in tests:
+            if host and t in (host.get("tests") or {}) and not host_is_arm:
+                order.append(("host", t))
+            order += [(a, t) for a in s["arms"] if t in s["arms"][a]["tests"]]
+        for arm_name, t in order:
+            if arm_name == "host":
+                st = host["tests"][t]
+                path = host.get("path") or {}
+                name = host.get("name") or "host"
+                state, speed, pct, flags, marked = "host", "", "100.00%", [], False
+                if host.get("source"):
+                    flags = [f"measured elsewhere: {Path(host['source']).name}"]
+            else:
+                arm = s["arms"][arm_name]
+                st = arm["tests"][t]
+                path = arm.get("path") or {}
+                roles = [r for r, on in (("baseline", arm_name == s["baseline"]),
+                                         ("host", host_is_arm and arm_name == host.get("name")),
+                                         ("A/A", (s.get("aa") or {}).get("arm") == arm_name)) if on]
+                name = arm_name + (f" ({', '.join(roles)})" if roles else "")
+                state = arm["state"]
+                speed = fmt_ratio(st.get("speedup"), "x") if arm_name != s["baseline"] else "1.00x"
+                pct = fmt_ratio(st.get("pct_of_host"), "%")
+                flags = list(arm.get("flags") or []) + list(st.get("warnings") or [])
+                marked = state in NOT_SHIM_STATES
+                if marked:
+                    state = f"{state} (NOT a shim result)"
+                if st.get("mismatch"):
+                    marked = True
+                    flags.insert(0, _mismatch_note(st["mismatch"]))
+            cells = ([label] if multi else []) + [
+                name, t, f"{st['median']:.2f}", f"{st['min']:.2f}–{st['max']:.2f}", _count(st),
+                speed, pct, state] + [display_value(path, b, k) for _, b, k in path_cols] + ["; ".join(flags)]
+            rows.append({"cells": cells, "marked": marked, "notes": flags, "arm": arm_name, "test": t,
+                         "bundle": label})
+        pre = label + ": " if multi else ""
+        for extra in (_aa_note(s), _precision_note(s)):
+            if extra:
+                notes.append(pre + extra)
+        notes += [pre + n for n in s.get("notes") or []]
+        method = s.get("method") or {}
+        notes.append(f"{pre}{method.get('statistic', 'medians')}; 95% CI: {method.get('ci', '?')}; "
+                     f"spread: {method.get('spread', '?')}")
+    return {"columns": columns, "rows": rows, "notes": notes}

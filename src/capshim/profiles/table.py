@@ -1,0 +1,397 @@
+"""The capability table (``profiles/capabilities.toml``) and what is generated from it.
+
+``capabilities.toml`` is the one place a capability key is declared: its API,
+the Vulkan structures and members (or Metal selector) that hold it, the
+extension or core version that guards each structure, its kind (the
+direction rule), its value type, unit, description and source. From it:
+
+* :mod:`capshim.profiles.catalog` builds the profile schema (at import);
+* :func:`render_caps_table_h` writes ``native/vulkan/caps_table.h`` (the
+  layer's and the probe's key table, the probe's pNext chain and guards, the
+  configuration parser's limits);
+* :func:`render_docs` writes ``docs/capabilities.md``.
+
+The two generated files are checked in; ``python -m capshim.profiles.generate
+--write`` rewrites them; without ``--write`` it exits 1 when one differs (a
+test runs that check).
+"""
+
+from __future__ import annotations
+
+import tomllib
+from dataclasses import dataclass
+from functools import cache
+from importlib import resources
+
+KINDS = ("feature", "upper", "lower", "exact", "version")
+VULKAN_TYPES = ("bool", "u32", "flags", "version")
+METAL_TYPES = ("u64", "family", "families")
+CHAINS = ("base-properties", "base-features", "properties", "features")
+_C_KIND = {"bool": "CAPSHIM_BOOL", "u32": "CAPSHIM_U32", "flags": "CAPSHIM_FLAGS", "version": "CAPSHIM_VERSION"}
+_C_SEM = {k: f"CAPSHIM_SEM_{k.upper()}" for k in KINDS}
+
+
+@dataclass(frozen=True)
+class Struct:
+    """One Vulkan structure of the table.
+
+    Attributes:
+        name: the Vulkan type name (``VkPhysicalDeviceVulkan12Features``).
+        chain: "base-properties", "base-features", "properties" or "features".
+        stype: the ``VK_STRUCTURE_TYPE_`` suffix (str), the registry number
+            (int) of a mirrored struct, or None for a base struct.
+        core: (major, minor) from which the probe links it, or None.
+        extension: the device extension it needs, or None.
+        until: (major, minor) from which a VulkanNN struct replaces it, or None.
+        ctype: the C type (the Vulkan name, or capshim's mirror).
+        mirror: member names of a struct capshim declares itself (older headers lack it).
+        source: where its definition comes from.
+    """
+
+    name: str
+    chain: str
+    stype: str | int | None
+    core: tuple[int, int] | None
+    extension: str | None
+    until: tuple[int, int] | None
+    ctype: str
+    mirror: tuple[str, ...]
+    source: str
+
+    def available(self, api_version: tuple[int, int], extensions) -> bool:
+        """Whether the device may be queried for this struct at all (its guard holds; ``until`` ignored)."""
+        return (self.core is None or api_version >= self.core) and \
+            (self.extension is None or self.extension in extensions)
+
+
+@dataclass(frozen=True)
+class Key:
+    """One capability key.
+
+    Attributes:
+        api: "vulkan" or "metal".
+        key: the API's own name.
+        kind: the direction rule, one of :data:`KINDS`.
+        type: the value type (:data:`VULKAN_TYPES` or :data:`METAL_TYPES`).
+        unit: what a number counts ("" for booleans).
+        description: one line.
+        source: where the fact comes from.
+        structs: (struct name, member path) pairs, Vulkan only, in lookup order.
+        flag_names: the FlagBits table naming this mask's bits, or None.
+        selector: the Metal selector, or None.
+    """
+
+    api: str
+    key: str
+    kind: str
+    type: str
+    unit: str
+    description: str
+    source: str
+    structs: tuple[tuple[str, str], ...] = ()
+    flag_names: str | None = None
+    selector: str | None = None
+
+
+@dataclass(frozen=True)
+class Table:
+    """The parsed capability table.
+
+    Attributes:
+        limits: name -> int (see ``[limits]`` in the TOML).
+        ordered: key sequences whose answers must be non-decreasing (``[rules]``).
+        power_of_two: keys whose answers must be powers of two (``[rules]``).
+        structs: name -> :class:`Struct`.
+        flags: FlagBits name -> {bit name -> value}.
+        keys: api -> list of :class:`Key`, in probe order.
+    """
+
+    limits: dict[str, int]
+    ordered: tuple[tuple[str, ...], ...]
+    power_of_two: tuple[str, ...]
+    structs: dict[str, Struct]
+    flags: dict[str, dict[str, int]]
+    keys: dict[str, list[Key]]
+
+    def entry(self, api: str, key: str) -> Key:
+        """The :class:`Key` named ``key`` of ``api``. Raises KeyError when there is none."""
+        for k in self.keys[api]:
+            if k.key == key:
+                return k
+        raise KeyError(f"{api} key {key}")
+
+
+class TableError(ValueError):
+    """capabilities.toml breaks its own rules (a programming error: the message names the entry)."""
+
+
+def _version(text: str | None, where: str) -> tuple[int, int] | None:
+    if text is None:
+        return None
+    major, _, minor = text.partition(".")
+    if not (major.isdigit() and minor.isdigit()):
+        raise TableError(f"{where}: '{text}' is not MAJOR.MINOR")
+    return int(major), int(minor)
+
+
+def parse(text: str) -> Table:
+    """Parse and check the table's TOML text.
+
+    Raises:
+        TableError: an unknown kind, type, chain or struct, a duplicate key,
+            a mirrored struct without the member, a key longer than
+            ``limits.key_max``.
+    """
+    data = tomllib.loads(text)
+    limits = dict(data["limits"])
+    structs = {}
+    for name, s in data["structs"].items():
+        where = f"structs.{name}"
+        if s.get("chain") not in CHAINS:
+            raise TableError(f"{where}: chain must be one of {', '.join(CHAINS)}")
+        base = s["chain"].startswith("base-")
+        if base != ("stype" not in s):
+            raise TableError(f"{where}: a base struct has no stype, a chained struct needs one")
+        structs[name] = Struct(name, s["chain"], s.get("stype"), _version(s.get("core"), where),
+                               s.get("extension"), _version(s.get("until"), where), s.get("ctype", name),
+                               tuple(s.get("mirror", ())), s["source"])
+    flags = {name: dict(bits) for name, bits in data.get("flags", {}).items()}
+    keys: dict[str, list[Key]] = {}
+    for api, types in (("vulkan", VULKAN_TYPES), ("metal", METAL_TYPES)):
+        seen: set[str] = set()
+        keys[api] = []
+        for e in data[api]:
+            where = f"{api} key {e.get('key')!r}"
+            if e["key"] in seen or len(e["key"]) > limits["key_max"]:
+                raise TableError(f"{where}: duplicate, or longer than key_max")
+            seen.add(e["key"])
+            if e["kind"] not in KINDS or e["type"] not in types:
+                raise TableError(f"{where}: kind must be one of {KINDS}, type one of {types}")
+            if (e["kind"] == "feature") != (e["type"] == "bool") and api == "vulkan":
+                raise TableError(f"{where}: a feature is a bool, a bool is a feature")
+            locs = []
+            for ref in e.get("structs", ()):
+                sname, _, member = ref.partition(":")
+                if sname not in structs:
+                    raise TableError(f"{where}: unknown struct {sname}")
+                member = member or e["key"]
+                if structs[sname].mirror and member not in structs[sname].mirror:
+                    raise TableError(f"{where}: {sname} mirror lacks {member}")
+                locs.append((sname, member))
+            if api == "vulkan" and not locs:
+                raise TableError(f"{where}: no structs")
+            if e.get("flag_names") is not None and e["flag_names"] not in flags:
+                raise TableError(f"{where}: unknown flags {e['flag_names']}")
+            source = e.get("source") or (structs[locs[0][0]].source if locs else "")
+            keys[api].append(Key(api, e["key"], e["kind"], e["type"], e.get("unit", ""), e["description"],
+                                 source, tuple(locs), e.get("flag_names"), e.get("selector")))
+    rules = data.get("rules", {})
+    ordered = tuple(tuple(seq) for seq in rules.get("ordered", ()))
+    power_of_two = tuple(rules.get("power_of_two", ()))
+    for name in {k for seq in ordered for k in seq} | set(power_of_two):
+        if name not in {k.key for k in keys["vulkan"]}:
+            raise TableError(f"rules: unknown key {name}")
+    return Table(limits, ordered, power_of_two, structs, flags, keys)
+
+
+@cache
+def load() -> Table:
+    """The table that ships in the package (``capshim/profiles/capabilities.toml``)."""
+    return parse((resources.files("capshim.profiles") / "capabilities.toml").read_text(encoding="utf-8"))
+
+
+# ---------- C header ----------
+
+def _stype_expr(s: Struct) -> str:
+    if s.chain == "base-properties":
+        return "CAPSHIM_BP"
+    if s.chain == "base-features":
+        return "CAPSHIM_BF"
+    if isinstance(s.stype, int):
+        return f"CAPSHIM_STYPE_{s.ctype.upper()}"
+    return f"CAPSHIM_ST({s.stype})"
+
+
+def _vk_version(v: tuple[int, int] | None) -> str:
+    return "0" if v is None else f"VK_API_VERSION_{v[0]}_{v[1]}"
+
+
+def _macro(name: str, comment: str, rows: list[str]) -> list[str]:
+    out = [f"/* {comment} */", f"#define {name}(X) \\"]
+    out += [f"    {r} \\" for r in rows[:-1]] + [f"    {rows[-1]}", ""]
+    return out
+
+
+def render_caps_table_h(table: Table) -> str:
+    """The text of ``native/vulkan/caps_table.h`` for ``table``.
+
+    The header has two parts. The first (no Vulkan dependency, so config.c and
+    the fuzz driver use it alone: define ``CAPSHIM_KEYS_ONLY`` first) holds
+    the value types, the kinds, the configuration limits and
+    ``CAPSHIM_KEYS(X)`` with ``X(key, type, kind)``. The second holds the
+    mirrored structs, ``CAPSHIM_FIELDS(X)`` with ``X(key, type, ctype, stype,
+    member)`` (one line per place a key lives), ``CAPSHIM_FIELDS_SEM(X)`` (the
+    same with the kind appended), ``capshim_fields[]`` and
+    ``CAPSHIM_CHAIN(X)`` with ``X(ctype, stype, features, core, until,
+    extension)``: the probe's pNext chain and its guards.
+    """
+    lim = table.limits
+    keys = table.keys["vulkan"]
+    o = [
+        "/* capshim Vulkan layer: the capability keys it knows and where they live.",
+        " *",
+        " * GENERATED from src/capshim/profiles/capabilities.toml by",
+        " * `python -m capshim.profiles.generate --write`: edit the table, not this file",
+        " * (a test fails when they differ). Kinds, types and structures are explained",
+        " * there and in docs/capabilities.md.",
+        " */",
+        "#ifndef CAPSHIM_CAPS_KEYS_H",
+        "#define CAPSHIM_CAPS_KEYS_H",
+        "",
+        "/* Value types (how a configuration value is stored and clamped). */",
+        "enum capshim_kind { CAPSHIM_BOOL = 1, CAPSHIM_U32 = 2, CAPSHIM_FLAGS = 3, CAPSHIM_VERSION = 4 };",
+        "",
+        "/* Kinds (direction rules): FEATURE true is stronger; UPPER more is stronger; LOWER less is",
+        " * stronger (minSubgroupSize); EXACT what the hardware does (subgroupSize); VERSION higher is",
+        " * stronger. */",
+        "enum capshim_sem {",
+        "    " + ", ".join(f"{_C_SEM[k]} = {i + 1}" for i, k in enumerate(KINDS)),
+        "};",
+        "",
+        "/* Configuration limits ([limits] in capabilities.toml); buffer sizes include the NUL. */",
+        f"#define CAPSHIM_MAX_VALUES {lim['values_max']}",
+        f"#define CAPSHIM_MAX_EXTENSIONS {lim['extensions_max']}",
+        f"#define CAPSHIM_KEY_MAX {lim['key_max'] + 1}",
+        f"#define CAPSHIM_EXT_NAME_MAX {lim['extension_name_max'] + 1}",
+        f"#define CAPSHIM_LINE_MAX {lim['line_max']}",
+        f"#define CAPSHIM_CONFIG_MAX_BYTES {lim['config_max_bytes']}",
+        "",
+    ]
+    o += _macro("CAPSHIM_KEYS", "X(key, type, kind): each key once, in the probe's order.",
+                [f"X({k.key}, {_C_KIND[k.type]}, {_C_SEM[k.kind]})" for k in keys])
+    o += ["#endif", "", "#if !defined(CAPSHIM_KEYS_ONLY) && !defined(CAPSHIM_CAPS_TABLE_H)",
+          "#define CAPSHIM_CAPS_TABLE_H", "", "#include <stddef.h>", "#include <stdint.h>",
+          "#include <vulkan/vulkan.h>", "",
+          "/* Pseudo sType values for the two base structures (no pNext of their own). */",
+          "#define CAPSHIM_STYPE_BASE_PROPERTIES 0x7FFF0001u",
+          "#define CAPSHIM_STYPE_BASE_FEATURES 0x7FFF0002u",
+          "#define CAPSHIM_BP CAPSHIM_STYPE_BASE_PROPERTIES",
+          "#define CAPSHIM_BF CAPSHIM_STYPE_BASE_FEATURES",
+          "#define CAPSHIM_ST(x) ((uint32_t)VK_STRUCTURE_TYPE_##x)", ""]
+    for s in table.structs.values():
+        if not s.mirror:
+            continue
+        o += [f"/* {s.name}: mirrored because older headers (Debian 12: 1.3.239) lack it; {s.source}. */",
+              f"#define {_stype_expr(s)} {s.stype}u",
+              f"typedef struct {s.ctype} {{", "    VkStructureType sType;", "    void *pNext;"]
+        o += [f"    VkBool32 {m};" for m in s.mirror]
+        o += [f"}} {s.ctype};", ""]
+    rows = [(k, table.structs[sn], member) for k in keys for sn, member in k.structs]
+    o += _macro("CAPSHIM_FIELDS", "X(key, type, ctype, stype, member): every place a key lives, lookup order first.",
+                [f"X({k.key}, {_C_KIND[k.type]}, {s.ctype}, {_stype_expr(s)}, {m})" for k, s, m in rows])
+    o += _macro("CAPSHIM_FIELDS_SEM", "CAPSHIM_FIELDS with the key's kind appended: X(key, type, ctype, stype, member, kind).",
+                [f"X({k.key}, {_C_KIND[k.type]}, {s.ctype}, {_stype_expr(s)}, {m}, {_C_SEM[k.kind]})"
+                 for k, s, m in rows])
+    o += ["struct capshim_field {", "    const char *key;", "    int kind; /* enum capshim_kind */",
+          "    uint32_t stype;", "    size_t offset;", "    int sem; /* enum capshim_sem */", "};", "",
+          "#define CAPSHIM_FIELD_ENTRY(key, kind, ctype, stype, member, sem) \\",
+          "    {#key, kind, (uint32_t)(stype), offsetof(ctype, member), sem},", "",
+          "static const struct capshim_field capshim_fields[] = {CAPSHIM_FIELDS_SEM(CAPSHIM_FIELD_ENTRY)};",
+          "#define CAPSHIM_NUM_FIELDS (sizeof(capshim_fields) / sizeof(capshim_fields[0]))", ""]
+    chained = [s for s in table.structs.values() if not s.chain.startswith("base-")]
+    o += _macro("CAPSHIM_CHAIN",
+                "The probe's pNext chain: X(ctype, stype, features, core, until, extension). Linked when the\n"
+                " * device's apiVersion >= core, < until (0: no bound) and it lists the extension (NULL: none).",
+                [f"X({s.ctype}, {_stype_expr(s)}, {int(s.chain == 'features')}, {_vk_version(s.core)}, "
+                 f"{_vk_version(s.until)}, {_c_str(s.extension)})" for s in chained])
+    o += ["#endif", ""]
+    return "\n".join(o)
+
+
+def _c_str(s: str | None) -> str:
+    return "NULL" if s is None else f'"{s}"'
+
+
+# ---------- docs ----------
+
+def _guard(s: Struct) -> str:
+    parts = []
+    if s.chain.startswith("base-"):
+        return "Vulkan 1.0"
+    if s.core:
+        parts.append(f"Vulkan {s.core[0]}.{s.core[1]}")
+    if s.extension:
+        parts.append(s.extension)
+    text = " + ".join(parts)
+    if s.until:
+        text += f" (below {s.until[0]}.{s.until[1]})"
+    return text
+
+
+def render_docs(table: Table) -> str:
+    """The text of ``docs/capabilities.md``: kinds, limits and one row per key."""
+    lim = table.limits
+    o = [
+        "# Capability keys",
+        "",
+        "Generated from `src/capshim/profiles/capabilities.toml` by",
+        "`python -m capshim.profiles.generate --write`; edit the table, not this page.",
+        "",
+        "## Kinds: what is stronger",
+        "",
+        "| kind | stronger answer | `raise` profile | `lower` profile |",
+        "|---|---|---|---|",
+        "| feature | true | may only turn on | may only turn off |",
+        "| upper | more (sizes, counts, flag bits) | the layer answers max(device, profile) | min(device, profile) |",
+        "| lower | less (`minSubgroupSize`) | min(device, profile) | max(device, profile) |",
+        "| exact | none: what the hardware does (`subgroupSize`) | the profile's value, only with `override_exact` | the same |",
+        "| version | higher | max(device, profile) | min(device, profile) |",
+        "",
+        "A profile changes an `exact` key only when it opts in for that key, at the top level:",
+        "",
+        "```toml",
+        'override_exact = ["subgroupSize"]',
+        "```",
+        "",
+        "and then `capshim.profiles.check_against_device` (for `run`, `probe`, `bench`) warns",
+        "when the answer differs from the device's.",
+        "",
+        "Consistency rules, checked by `capshim profile check` where the profile alone decides",
+        "them and against the device otherwise (`capshim.profiles.check_against_device`):",
+        *[f"`{' <= '.join(seq)}`;" for seq in table.ordered],
+        f"powers of two: {', '.join(f'`{k}`' for k in table.power_of_two)}; a feature",
+        "answered true needs a structure the device may be queried for (its extension present,",
+        "or its core version); a `lower` profile that hides an extension should also turn off",
+        "the features of its structures (a warning otherwise).",
+        "",
+        "The layer computes each answer with `capshim_answer` (`native/vulkan/config.c`); Python's",
+        "twin is `capshim.profiles.checks.answer`, and a test compares them.",
+        "",
+        "## Limits shared by the profile schema and the layer's configuration parser",
+        "",
+        "| limit | value |",
+        "|---|---|",
+        *[f"| {k} | {v} |" for k, v in lim.items()],
+        "",
+        "Version strings `MAJOR.MINOR[.PATCH]` must fit `VK_MAKE_API_VERSION`: major <= 127,",
+        "minor <= 1023, patch <= 4095. Names, keys and values hold no control characters;",
+        "messages escape any they quote.",
+        "",
+        "## Vulkan",
+        "",
+        "| key | kind | type | unit | structures (guard) | description | source |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for k in table.keys["vulkan"]:
+        where = "<br>".join(
+            f"`{sn}`{'' if m == k.key else f'.{m}'} ({_guard(table.structs[sn])})" for sn, m in k.structs)
+        o.append(f"| `{k.key}` | {k.kind} | {k.type} | {k.unit} | {where} | {k.description} | {k.source} |")
+    o += ["", "## Adding a Vulkan capability", "",
+          "One `[[vulkan]]` entry in `capabilities.toml` (and a `[structs.NAME]` entry when its",
+          "structure is new: chain, stype, guards), then `python -m capshim.profiles.generate --write`",
+          "and a test (see `tests/profiles/test_added_key.py`, which added `shaderSubgroupExtendedTypes`).",
+          "The probe, the layer, the configuration parser, the profile schema and this page follow.",
+          "", "## Metal", "", "| key | kind | type | unit | selector | description | source |", "|---|---|---|---|---|---|---|"]
+    for k in table.keys["metal"]:
+        o.append(f"| `{k.key}` | {k.kind} | {k.type} | {k.unit} | `{k.selector}` | {k.description} | {k.source} |")
+    return "\n".join(o) + "\n"

@@ -1,0 +1,241 @@
+"""The bench method (issue 10): same launch path, shuffled order, A/A arm, precision target,
+telemetry, comparability and sweeps, with stand-in workloads (and the real Vulkan layer on
+lavapipe for the A/A arm)."""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from capshim import evidence
+from capshim.bench import runner, telemetry
+from capshim.bench.arms import Arm
+from tests.conftest import REPO, run_capshim
+
+FIXTURE = REPO / "tests" / "fixtures" / "llama-bench" / "cpu-tiny.json"
+
+
+def _script(tmp_path: Path, body: str, name: str = "fake-llama-bench") -> Path:
+    script = tmp_path / name
+    script.write_text("#!/bin/sh\n" + body + "\n")
+    script.chmod(0o755)
+    return script
+
+
+def _summary(out: Path) -> dict:
+    return json.loads((out / "summary.json").read_text())
+
+
+def _meta(out: Path) -> dict:
+    return json.loads((out / "metadata.json").read_text())
+
+
+def test_every_arm_is_launched_the_same_way_with_a_varied_environment_size(tmp_path):
+    log = tmp_path / "env.log"
+    # each process logs: its status file (names arm and run), whether the pid wrapper set
+    # CAPSHIM_TARGET_PID to its own pid, and the size of its environment in bytes
+    script = _script(tmp_path, f'echo "$CAPSHIM_STATUS_FILE $([ "$CAPSHIM_TARGET_PID" = "$$" ] && echo wrapped) '
+                               f'$(env | wc -c) [$VK_INSTANCE_LAYERS]" >> "{log}"\ncat "{FIXTURE}"')
+    out = tmp_path / "b"
+    r = run_capshim("bench", "--arm", "native=", "--arm", "sim=simulate:vulkan-paravirt", "-r", "3",
+                    "--out", str(out), "--seed", "11", "--", str(script),
+                    env={"VK_INSTANCE_LAYERS": "", "VK_ADD_LAYER_PATH": ""})
+    assert r.returncode == 0, r.stderr
+    meta = _meta(out)
+    native, sim = meta["arms"]["native"]["runs"], meta["arms"]["sim"]["runs"]
+    # the same wrapper and the same variables, native's set to values that enable nothing
+    for run in native + sim:
+        assert run["exec_argv"][:2] == ["/bin/sh", "-c"]
+    assert set(native[0]["env_delta"]) == set(sim[0]["env_delta"])
+    assert native[0]["env_delta"]["VK_INSTANCE_LAYERS"] == "" and native[0]["env_delta"]["CAPSHIM_VK_DEVICE_CONFIG"] == ""
+    assert sim[0]["env_delta"]["VK_INSTANCE_LAYERS"] == "VK_LAYER_CAPSHIM_device"
+    lines = log.read_text().split("\n")[:-1]
+    # the warm-up round (1 for a command) and 3 recorded rounds, 2 arms each
+    assert len(lines) == 8 and all(" wrapped " in line for line in lines)
+    assert sum("/status/native-" in line for line in lines) == 3
+    sizes = [int(line.split()[2]) for line in lines]
+    assert len(set(sizes)) > 4  # padded to a common size plus a random offset per run
+    assert max(sizes) - min(sizes) < runner.PAD_RANGE + 1024
+    assert native[0]["env_delta"][runner.PAD_VAR].endswith("bytes>")
+
+
+def test_arm_order_is_a_fresh_seeded_permutation_per_round(tmp_path):
+    script = _script(tmp_path, f'cat "{FIXTURE}"')
+
+    def bench(out, seed):
+        r = run_capshim("bench", "--arm", "a=", "--arm", "b=", "--arm", "c=", "-r", "6", "--warmup", "0",
+                        "--seed", str(seed), "--out", str(out), "--", str(script))
+        assert r.returncode == 0, r.stderr
+        return _meta(out)
+
+    meta = bench(tmp_path / "one", 5)
+    assert meta["method"]["seed"] == 5
+    schedule = meta["schedule"]
+    assert len(schedule) == 6 and all(sorted(rnd) == ["a", "b", "c"] for rnd in schedule)
+    assert len({tuple(rnd) for rnd in schedule}) > 1
+    assert bench(tmp_path / "two", 5)["schedule"] == schedule  # the seed makes it reproducible
+    with open(tmp_path / "one" / "results.csv", newline="") as fh:
+        rows = list(csv.DictReader(fh))
+    for row in rows:
+        assert schedule[int(row["round"]) - 1][int(row["position"]) - 1] == row["arm"]
+    summary = _summary(tmp_path / "one")
+    assert [r["position"] for r in summary["arms"]["a"]["runs"]] == [rnd.index("a") + 1 for rnd in schedule]
+    st = summary["arms"]["a"]["tests"]["pp64"]
+    assert st["processes"] == 6 and st["repetitions"] == 3 and st["n"] == 18
+
+
+NOISY = """awk -v seed="$$" 'BEGIN { srand(seed); v = 100 * (1 + 0.2 * (rand() - 0.5));
+  printf "[{\\"n_prompt\\": 64, \\"n_gen\\": 0, \\"samples_ts\\": [%f, %f]}]\\n", v, v * 1.01 }'"""
+
+
+def test_precision_adds_rounds_until_the_cap_and_says_so(tmp_path):
+    script = _script(tmp_path, NOISY)
+    out = tmp_path / "b"
+    r = run_capshim("bench", "--arm", "a=", "--arm", "b=", "-r", "2", "--warmup", "0", "--precision", "0.01",
+                    "--max-runs", "4", "--out", str(out), "--", str(script))
+    assert r.returncode == 0, r.stderr
+    s = _summary(out)
+    assert s["arms"]["a"]["tests"]["pp64"]["processes"] == 4
+    p = s["precision"]
+    assert p["reached"] is False and p["rounds"] == 4 and p["stopped_by"] == "--max-runs 4 reached"
+    assert p["max_half_width"] > 0.01
+    assert "precision NOT reached" in r.stdout and "--max-runs 4 reached" in r.stdout
+    assert evidence.verify(out) == []
+    # a target the base rounds already meet stops there
+    out2 = tmp_path / "c"
+    quiet = _script(tmp_path, f'cat "{FIXTURE}"', "quiet")
+    r = run_capshim("bench", "--arm", "a=", "--arm", "b=", "-r", "2", "--warmup", "0", "--precision", "5",
+                    "--out", str(out2), "--", str(quiet))
+    assert r.returncode == 0, r.stderr
+    assert _summary(out2)["precision"]["reached"] is True and _summary(out2)["precision"]["rounds"] == 2
+    r = run_capshim("bench", "--arm", "a=", "--max-runs", "3", "--", str(quiet))
+    assert r.returncode == 2 and "--precision" in r.stderr
+
+
+def test_aa_arm_answers_the_stock_values_and_its_ratio_is_in_the_table(tmp_path):
+    # the stand-in prints the rows, then becomes vulkaninfo (same pid): the app layer loads and hooks
+    script = _script(tmp_path, f'cat "{FIXTURE}"\nexec vulkaninfo --summary >/dev/null 2>&1')
+    out = tmp_path / "b"
+    r = run_capshim("bench", "--arm", "native=", "--aa", "-r", "2", "--warmup", "0", "--out", str(out),
+                    "--", str(script))
+    assert r.returncode == 0, r.stderr
+    s = _summary(out)
+    aa = s["arms"]["aa"]
+    assert aa["spec"]["identity"] is True and aa["state"] == "active"
+    assert aa["runs"][0]["shims"]["VK_LAYER_CAPSHIM_app"]["changes"] == 0  # it answered the stock values
+    assert s["aa"]["arm"] == "aa" and s["aa"]["reference"] == "native"
+    assert set(s["aa"]["tests"]) == set(s["tests"])
+    assert "A/A (aa: app layer active, stock answers) vs native: pp64 " in r.stdout
+    assert "A/A (aa" in (out / "report.md").read_text()
+    r = run_capshim("bench", "--arm", "x=identity", "--arm", "y=identity", "--", str(script))
+    assert r.returncode == 2 and "one A/A (identity) arm" in r.stderr
+
+
+def test_contamination_from_telemetry():
+    clean = {"load": [0.5, 0.5, 0.5], "cores": 2, "nvml": {"available": False, "reason": "no NVML"}}
+    assert telemetry.contamination(clean, clean) == []
+    busy = {"load": [3.5, 1.0, 1.0], "cores": 2,
+            "nvml": {"available": True, "gpus": [{"index": 0, "pids": [4242, 77], "throttle": ["power cap"]}]}}
+    why = telemetry.contamination(busy, clean, own_pids={77})
+    assert why == ["load 3.5 > 2 cores", "GPU 0: another process before (pid 4242)",
+                   "GPU 0: clocks held down before (power cap)"]
+    snap = telemetry.Telemetry()
+    try:
+        s = snap.snapshot()
+    finally:
+        snap.close()
+    assert len(s["load"]) == 3 and s["cores"] >= 1
+    assert "available" in s["nvml"]
+    if not s["nvml"]["available"]:  # absent NVML is a recorded fact, with its reason
+        assert s["nvml"]["reason"]
+
+
+def test_contaminated_runs_are_flagged_and_excluded_only_when_asked(tmp_path, monkeypatch):
+    script = _script(tmp_path, f'cat "{FIXTURE}"')
+    calls = {"n": 0}
+
+    def fake(before, after, own_pids=None):
+        calls["n"] += 1
+        return ["load 9 > 2 cores"] if calls["n"] % 4 == 1 else []
+
+    monkeypatch.setattr(telemetry, "contamination", fake)
+    arms = [Arm("a"), Arm("b")]
+    wl = runner.llama_bench_workload([str(script)])
+    for exclude, name in ((False, "kept"), (True, "dropped")):
+        calls["n"] = 0
+        res = runner.run_bench(arms, wl, "a", tmp_path / name, repetitions=4, warmup=0, seed=3,
+                               exclude_contaminated=exclude)
+        runs = [r for a in res.summary["arms"].values() for r in a["runs"]]
+        dirty = [r for r in runs if r["contaminated"]]
+        assert len(dirty) == 2 and all(r["excluded"] is exclude for r in dirty)
+        assert all(r["telemetry"]["before"]["load"] for r in runs)
+        total = sum(a["tests"]["pp64"]["processes"] for a in res.summary["arms"].values())
+        assert total == (6 if exclude else 8)
+        flags = " ".join(f for a in res.summary["arms"].values() for f in a["flags"])
+        assert "contaminated (run" in flags and ("excluded" in flags) is exclude
+        assert (tmp_path / name / "results.csv").read_text().count(",yes\n") == 2 * 18  # 18 samples per run
+        assert evidence.verify(tmp_path / name) == []
+
+
+SWEEP_ROW = {"model_type": "llama 1B Q4_0", "n_prompt": 64, "n_gen": 0, "n_threads": 2}
+
+
+def test_a_sweep_is_one_series_per_configuration_everywhere(tmp_path):
+    rows = [{**SWEEP_ROW, "n_gpu_layers": ngl, "flash_attn": fa, "samples_ts": [100.0 + ngl + fa, 101.0 + ngl]}
+            for ngl in (0, 99) for fa in (0, 1)]
+    data = tmp_path / "sweep.json"
+    data.write_text(json.dumps(rows))
+    script = _script(tmp_path, f'cat "{data}"')
+    out = tmp_path / "b"
+    r = run_capshim("bench", "--arm", "a=", "--arm", "b=", "-r", "2", "--warmup", "0", "--out", str(out),
+                    "--", str(script))
+    assert r.returncode == 0, r.stderr
+    s = _summary(out)
+    names = ["pp64 ngl=0 fa=0", "pp64 ngl=0 fa=1", "pp64 ngl=99 fa=0", "pp64 ngl=99 fa=1"]
+    assert s["tests"] == names
+    for t in names:
+        assert s["arms"]["b"]["tests"][t]["speedup"]["value"] == pytest.approx(1.0)
+    assert s["arms"]["a"]["tests"]["pp64 ngl=99 fa=1"]["config"]["n_gpu_layers"] == 99
+    for t in names:
+        assert f"| b | {t} |" in (out / "report.md").read_text()
+    res = run_capshim("report", str(out), "--format", "csv")
+    assert res.returncode == 0 and sum(line.startswith("b,pp64 ngl=") for line in res.stdout.splitlines()) == 4
+    assert "ngl=99 fa=1" in (out / "results.csv").read_text()
+
+
+def test_a_host_baseline_of_another_model_is_refused_and_the_bundle_kept(tmp_path):
+    host = tmp_path / "host.json"
+    host.write_text(json.dumps([{**SWEEP_ROW, "model_type": "llama 8B Q4_K - Medium", "samples_ts": [50.0]}]))
+    guest = tmp_path / "guest.json"
+    guest.write_text(json.dumps([{**SWEEP_ROW, "samples_ts": [100.0]}]))
+    script = _script(tmp_path, f'cat "{guest}"')
+    out = tmp_path / "b"
+    r = run_capshim("bench", "--arm", "a=", "-r", "1", "--warmup", "0", "--host-baseline", str(host),
+                    "--out", str(out), "--", str(script))
+    assert r.returncode == 2 and "Traceback" not in r.stderr
+    assert "host 'host' and arm 'a' run 1 differ in model_type: 'llama 8B Q4_K - Medium' vs 'llama 1B Q4_0'" in r.stderr
+    assert evidence.verify(out) == []  # the finished runs are sealed, the rows marked
+    assert _summary(out)["arms"]["a"]["tests"]["pp64"]["mismatch"][0]["field"] == "model_type"
+    out2 = tmp_path / "c"
+    r = run_capshim("bench", "--arm", "a=", "-r", "1", "--warmup", "0", "--host-baseline", str(host),
+                    "--allow-mismatch", "--out", str(out2), "--", str(script))
+    assert r.returncode == 0, r.stderr
+    assert "CONFIG DIFFERS" in (out2 / "report.md").read_text()
+
+
+def test_model_hash_is_read_from_the_json_record(tmp_path):
+    from capshim.bench import model as model_mod
+
+    m = tmp_path / "m.gguf"
+    m.write_bytes(b"GGUF" + b"\0" * 100)
+    digest = model_mod.model_sha256(m)  # writes the JSON record beside the file
+    assert json.loads((tmp_path / "m.gguf.sha256").read_text())["sha256"] == digest
+    assert runner._model_sha(m) == digest == evidence.sha256_file(m)
+    (tmp_path / "m.gguf.sha256").write_text('{"sha256": "junk"}')  # a bad record: hashed again
+    assert runner._model_sha(m) == digest
+    os.utime(m, ns=(1, 1))
+    assert runner._model_sha(m) == digest
