@@ -645,7 +645,9 @@ def _finish(bundle: Bundle, arms: list[Arm], results: dict[str, list[RunResult]]
         refused = exc
         summary = analysis.analyze(records, arm_info, baseline, host_dict, allow_mismatch=True,
                                    aa_arm=aa_arm, notes=(notes or []) + [f"refused: {exc}"])
-    if precision_target is not None:
+    except Exception:  # noqa: BLE001 - finalize runs the analysis again as an isolated, recorded step
+        summary = None
+    if precision_target is not None and summary is not None:
         if precision is None or interrupted:
             precision = {"target": precision_target, "reached": False, "max_half_width": None,
                          "rounds": max((len(v) for v in results.values()), default=0), "cap": cap}
