@@ -120,13 +120,13 @@ def test_catalog_has_the_keys_the_brief_names():
 
 def test_generated_profiles_survive_quotes_and_backslashes():
     """Generated profiles are written with a TOML writer: a device name with a quote must not break a bench."""
-    from capshim.backends import vulkan
+    from capshim.profiles import ondevice
 
     paravirt = profiles.load("vulkan-paravirt")
     stock = {"device": {"name": 'GPU "fast" \\ edition\nline2'},
              "capabilities": {"maxComputeSharedMemorySize": 49152, "shaderFloat16": True, "apiVersion": "1.3.280"},
              "extensions": {"VK_KHR_cooperative_matrix": 2}}
-    p = vulkan.restore_profile(stock, paravirt)
+    p = ondevice.restore_profile(stock, paravirt)
     assert p.description.endswith('GPU "fast" \\ edition line2')
     assert p.capabilities["maxComputeSharedMemorySize"] == 49152 and p.capabilities["shaderFloat16"]
     assert p.extensions["VK_KHR_cooperative_matrix"] == 2
