@@ -287,3 +287,17 @@ def test_gpu_default_has_a_precision_target_that_user_options_override(monkeypat
     assert (seen["precision"], seen["precision_tests"], seen["max_runs"]) == (2.0, ["pp512"], 30)
     plan_mod.execute(p, tmp_path / "b", precision=5.0, precision_tests=None, max_runs=None)
     assert (seen["precision"], seen["precision_tests"], seen["max_runs"]) == (5.0, None, None)
+
+
+def test_bench_refuses_an_arm_whose_answers_break_the_subgroup_order(tmp_path):
+    # lavapipe: min = size = max = 8; a lowering profile that sets the minimum to 16
+    # would report min 16 > max 8, which llama.cpp asserts on (issue: subgroup answers)
+    prof = tmp_path / "minsg.toml"
+    prof.write_text('name="m"\napi="vulkan"\ndirection="lower"\nversion=1\ndescription="d"\n'
+                    "[capabilities]\nminSubgroupSize = 16\n")
+    out = tmp_path / "b"
+    r = run_capshim("bench", "--arm", "a=", "--arm", f"b=simulate:{prof}", "-r", "1", "--out", str(out),
+                    "--", "true")
+    assert r.returncode == 2
+    assert "--arm b" in r.stderr and "minSubgroupSize 16" in r.stderr and "spec requires" in r.stderr
+    assert not out.exists()  # refused before anything ran

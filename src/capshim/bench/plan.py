@@ -178,6 +178,7 @@ def make_plan(arm_opts: tuple[str, ...] | list[str], baseline: str | None, host_
         a.restore or a.identity for a in arms) or (not argv and platform != "darwin")
     extra_env: dict[str, str] = {}
     if uses_vulkan:
+        from capshim import profiles as profiles_mod
         from capshim.backends import vulkan
         from capshim.profiles import ondevice
 
@@ -195,7 +196,19 @@ def make_plan(arm_opts: tuple[str, ...] | list[str], baseline: str | None, host_
 
                 # the keys vulkan-paravirt lowers, answered with this device's own values
                 a.profile = ondevice.restore_profile(chosen, profiles.load("vulkan-paravirt"), name="identity")
-            elif a.profile is not None and a.profile.api == "vulkan":
+            for flag, prof in (("simulate", a.simulate), ("profile", a.profile)):
+                # the consistency rules of the capability table, against this device
+                # (the same check as run and probe: refusals are exit 2, warnings on stderr)
+                if prof is None or prof.api != "vulkan":
+                    continue
+                for f in profiles_mod.check_against_device(prof, chosen):
+                    if f.severity == "refuse":
+                        raise UsageError(f"--arm {a.name}: {flag}:{prof.source}: {f.message}")
+                    import sys
+
+                    print(f"capshim: warning: arm {a.name}: {flag}:{prof.source}: {f.message}", file=sys.stderr)
+            if a.profile is not None and a.profile.api == "vulkan" and a.profile.direction == "raise" \
+                    and not a.profile.source.startswith("generated:"):
                 over = [str(b) for b in ondevice.beyond_device(a.profile, chosen)]
                 if over:
                     import sys
