@@ -193,7 +193,7 @@ class Bundle:
     # --- the end -------------------------------------------------------------------------
     def finalize(self, records: list[dict], arms: dict, baseline: str, host: dict | None = None, *,
                  interrupted: bool = False, metadata_update: dict | None = None,
-                 title: str | None = None) -> dict:
+                 title: str | None = None, annotate=None) -> dict:
         """Write results.csv, summary.json, report.md, chart.png, metadata.json and, last, SHA256SUMS.
 
         Args:
@@ -203,6 +203,9 @@ class Bundle:
                 metadata.json and summary.json.
             metadata_update: merged into metadata.json.
             title: report heading.
+            annotate: called with the summary right after the analysis, before anything is
+                written; returns the summary (metric directions, control verdicts:
+                :func:`capshim.bench.metrics.annotate`).
 
         Returns:
             The summary dict. With no records at all the summary has empty arms
@@ -219,6 +222,8 @@ class Bundle:
         self.metadata["interrupted"] = bool(interrupted)
         self.metadata["finished_utc"] = _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
         summary = analyze(records, arms, baseline, host)
+        if annotate is not None:
+            summary = annotate(summary)
         summary["interrupted"] = bool(interrupted)
         states = {a: v.get("state") for a, v in arms.items()}
         try:

@@ -89,6 +89,10 @@ def table(summaries: list[dict], labels: list[str] | None = None) -> dict:
     baselines = {s["baseline"] for s in summaries}
     columns[columns.index("speedup")] = (f"speedup vs {next(iter(baselines))} (95% CI)"
                                          if len(baselines) == 1 else "speedup vs baseline (95% CI)")
+    # Other metrics than llama-bench tok/s (capshim.bench.metrics): the unit goes with each test.
+    units = {t: m for s in summaries for t, m in (s.get("metrics") or {}).items() if m.get("kind") != "tok/s"}
+    if units:
+        columns[columns.index("median tok/s")] = "median"
     rows = []
     notes = []
     for s, label in zip(summaries, labels):
@@ -123,8 +127,11 @@ def table(summaries: list[dict], labels: list[str] | None = None) -> dict:
                 marked = state in NOT_SHIM_STATES
                 if marked:
                     state = f"{state} (NOT a shim result)"
+            num = (lambda v: f"{v:.4g}") if t in units else (lambda v: f"{v:.2f}")
+            tcell = f"{t} ({units[t]['unit'] + ', ' if units[t]['unit'] else ''}{units[t]['better']} is better)" \
+                if t in units else (f"{t} (tok/s)" if units else t)
             cells = ([label] if multi else []) + [
-                name, t, f"{st['median']:.2f}", f"{st['min']:.2f}–{st['max']:.2f}",
+                name, tcell, num(st['median']), f"{num(st['min'])}–{num(st['max'])}",
                 speed, pct, state] + [display_value(path, b, k) for _, b, k in path_cols] + ["; ".join(flags)]
             rows.append({"cells": cells, "marked": marked, "notes": flags, "arm": arm_name, "test": t,
                          "bundle": label})
@@ -132,6 +139,7 @@ def table(summaries: list[dict], labels: list[str] | None = None) -> dict:
         notes.append(f"{label + ': ' if multi else ''}medians of per-repetition samples "
                      f"(samples per arm and test: {', '.join(f'{a} {k}' for a, k in n.items())}); "
                      f"95% CI: {s['method']['ci']}; spread: {s['method']['spread']}")
+        notes += [f"{label + ': ' if multi else ''}{note}" for note in s.get("notes") or []]
     return {"columns": columns, "rows": rows, "notes": notes}
 
 
@@ -165,7 +173,7 @@ def render_rich(summaries: list[dict], labels: list[str] | None = None, title: s
     keep, same = [], []
     for i, c in enumerate(cols):
         values = {r["cells"][i] for r in tab["rows"]}
-        is_base = c in fixed or c.startswith("speedup")
+        is_base = c in fixed or c.startswith(("speedup", "median"))
         if compact and c == "min–max":
             continue
         if not is_base and len(values) <= 1 and tab["rows"]:

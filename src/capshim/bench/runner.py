@@ -28,7 +28,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
 from capshim import __version__, launch
-from capshim.bench import attest, llamabench
+from capshim.bench import attest, llamabench, metrics
 from capshim.bench.arms import Arm
 from capshim.errors import CapshimError
 from capshim.evidence import Bundle, sha256_file
@@ -46,6 +46,11 @@ class Workload:
         model: the model file hashed into metadata (None when unknown).
         check_output: compare each arm's generated token ids with the reference arm.
         versions: tool versions to record.
+        adapter: for workloads that do not print llama-bench JSON (``--metric``, ``--workload
+            ncnn``): reads each run's metric and output fingerprint (:class:`capshim.bench.metrics.Adapter`).
+        control: set on a control workload (``--control NAME=CMD``): its name; its records' tests
+            are ``NAME ... (control)``.
+        controls: control workloads run next to this one, under the same arm, in every round.
     """
 
     kind: str
@@ -55,6 +60,9 @@ class Workload:
     model: Path | None = None
     check_output: bool = False
     versions: dict[str, str] = field(default_factory=dict)
+    adapter: "metrics.Adapter | None" = None
+    control: str | None = None
+    controls: list["Workload"] = field(default_factory=list)
 
 
 def llama_bench_workload(argv: list[str], check_output: bool = False) -> Workload:
@@ -122,13 +130,17 @@ class RunResult:
 
 def _run_one(bundle: Bundle, arm: Arm, n: int, workload: Workload, timeout: float, work: Path,
              record: bool = True) -> RunResult:
-    run_dir = work / f"{arm.name}-{n}{'' if record else '-warmup'}"
-    status_file = bundle.status_file(arm.name, n) if record else run_dir / "status.jsonl"
+    # A control workload's files are named <arm>.<control>-<n> in the bundle.
+    label = f"{arm.name}.{workload.control}" if workload.control else arm.name
+    run_dir = work / f"{label}-{n}{'' if record else '-warmup'}"
+    status_file = bundle.status_file(label, n) if record else run_dir / "status.jsonl"
     lc = launch.prepare(workload.argv, arm.profile, arm.simulate, run_dir=run_dir, status_file=status_file)
     env = lc.env()
     env.update(workload.env)
-    out_path = bundle.raw_json(arm.name, n) if record else run_dir / "stdout.json"
-    err_path = bundle.raw_stderr(arm.name, n) if record else run_dir / "stderr.txt"
+    out_path = bundle.raw_json(label, n) if record else run_dir / "stdout.json"
+    err_path = bundle.raw_stderr(label, n) if record else run_dir / "stderr.txt"
+    if workload.adapter is not None:
+        workload.adapter.before_run()
     t0 = time.monotonic()
     timed_out = False
     with open(out_path, "wb") as out, open(err_path, "wb") as err:
@@ -159,15 +171,25 @@ def _run_one(bundle: Bundle, arm: Arm, n: int, workload: Workload, timeout: floa
     tokens = None
     if rc == 0 and not timed_out:
         try:
-            rows = llamabench.parse_output(stdout, str(out_path))
-            records = llamabench.to_records(rows, arm.name, n)
-            for row in rows:
-                out_check = row.get("capshim_output")
-                if isinstance(out_check, dict) and isinstance(out_check.get("token_ids"), list):
-                    tokens = out_check["token_ids"]
-                    break
+            if workload.adapter is not None:
+                records, tokens = workload.adapter.parse_run(stdout, stderr, seconds, arm.name, n, str(out_path))
+            else:
+                rows = llamabench.parse_output(stdout, str(out_path))
+                records = llamabench.to_records(rows, arm.name, n)
+                for row in rows:
+                    out_check = row.get("capshim_output")
+                    if isinstance(out_check, dict) and isinstance(out_check.get("token_ids"), list):
+                        tokens = out_check["token_ids"]
+                        break
+            if workload.control:
+                for rec in records:
+                    rec["test"] = metrics.control_test(workload.control,
+                                                       rec["test"] if workload.adapter is None else None)
         except CapshimError as exc:
             error = str(exc)
+            if workload.adapter is None and isinstance(exc, llamabench.LlamaBenchError):
+                error += " (for a program that does not print llama-bench JSON, give --metric wall, " \
+                         "json:PATH or regex:PATTERN)"
     elif timed_out:
         error = f"timed out after {timeout:g} s"
     else:
@@ -270,12 +292,20 @@ def run_bench(arms: list[Arm], workload: Workload, baseline: str, out: Path, rep
         "arms": {a.name: a.spec() for a in arms},
         "shims": _shim_hashes(arms),
     }
+    if workload.adapter is not None:
+        meta["workload"]["metric"] = workload.adapter.metric.to_dict()
+        meta["workload"]["output_check"] = workload.adapter.check
+    if workload.controls:
+        meta["controls"] = {c.control: {"argv": c.argv, "metric": (c.adapter.metric.to_dict() if c.adapter
+                                                                   else metrics.TOK_S.to_dict())}
+                            for c in workload.controls}
     meta.update(extra_metadata or {})
     bundle = Bundle.create(out, meta)
     results: dict[str, list[RunResult]] = {a.name: [] for a in arms}
+    control_results: dict[str, list[RunResult]] = {a.name: [] for a in arms}
     interrupted = False
     interrupted_by = None
-    total = len(arms) * (warmup + repetitions)
+    total = len(arms) * (warmup + repetitions) * (1 + len(workload.controls))
     work = Path(tempfile.mkdtemp(prefix="capshim-bench-"))
     def on_term(signum, frame):
         raise Stop("SIGTERM")
@@ -304,6 +334,13 @@ def run_bench(arms: list[Arm], workload: Workload, baseline: str, out: Path, rep
                         done = int(progress.tasks[0].completed)
                         console.print(f"[{done}/{total}] {what}: {res.seconds:.1f} s"
                                       + (f" ({res.error})" if res.error else ""))
+                    for ctl in workload.controls:  # the control workloads, under the same arm
+                        cres = _run_one(bundle, arm, n if record else rnd + 1, ctl, timeout, work, record)
+                        if record:
+                            control_results[arm.name].append(cres)
+                        if cres.error:
+                            console.print(f"[yellow]{arm.name} control {ctl.control}: {cres.error}[/]")
+                        progress.advance(task)
     except (KeyboardInterrupt, Interrupted) as exc:
         interrupted = True
         if isinstance(exc, Interrupted):
@@ -314,7 +351,8 @@ def run_bench(arms: list[Arm], workload: Workload, baseline: str, out: Path, rep
     finally:
         signal.signal(signal.SIGTERM, old_term)
         shutil.rmtree(work, ignore_errors=True)
-    result = _finish(bundle, arms, results, workload, baseline, host_arm, host, reference_arm, interrupted)
+    result = _finish(bundle, arms, results, workload, baseline, host_arm, host, reference_arm, interrupted,
+                     control_results)
     result.interrupted_by = interrupted_by
     return result
 
@@ -352,14 +390,19 @@ def _shim_hashes(arms: list[Arm]) -> dict:
 
 def _finish(bundle: Bundle, arms: list[Arm], results: dict[str, list[RunResult]], workload: Workload,
             baseline: str, host_arm: str | None, host: dict | None, reference_arm: str | None,
-            interrupted: bool) -> BenchResult:
-    records = [rec for rs in results.values() for r in rs for rec in r.records]
+            interrupted: bool, control_results: dict[str, list[RunResult]] | None = None) -> BenchResult:
+    control_results = control_results or {}
+    records = [rec for rs in (*results.values(), *control_results.values()) for r in rs for rec in r.records]
     arm_info: dict[str, dict] = {}
     for arm in arms:
         rs = results[arm.name]
         ok = [r for r in rs if r.error is None]
         info = {"spec": arm.spec(), "state": _arm_state(arm, rs), "path": ok[0].path if ok else {},
                 "runs": [r.info() for r in rs]}
+        if control_results.get(arm.name):
+            ctl_names = [c.control for c in workload.controls]  # runs are stored round by round, in this order
+            info["control_runs"] = [{**r.info(), "control": ctl_names[i % len(ctl_names)]}
+                                    for i, r in enumerate(control_results[arm.name])]
         arm_info[arm.name] = info
     # Correctness gate: every arm's generated tokens must equal the reference arm's.
     ref = reference_arm or host_arm or baseline
@@ -371,8 +414,9 @@ def _finish(bundle: Bundle, arms: list[Arm], results: dict[str, list[RunResult]]
             if ref_tokens is None or not toks:
                 info["output_check"] = "not checked (no token ids)"
                 continue
-            same = all(t == ref_tokens for t in toks)
-            info["output_check"] = f"same tokens as {ref}" if same else f"tokens differ from {ref}"
+            same = all(metrics.same_output(t, ref_tokens) for t in toks)
+            what = "tokens" if workload.adapter is None else "output"
+            info["output_check"] = f"same {what} as {ref}" if same else f"{what} differs from {ref}"
             if not same and info["state"] in ("native", "active"):
                 info["state"] = "wrong-output"
     host_dict = host
@@ -383,8 +427,14 @@ def _finish(bundle: Bundle, arms: list[Arm], results: dict[str, list[RunResult]]
                 tests.setdefault(rec["test"], []).append(rec["tok_s"])
         host_dict = {"name": host_arm, "tests": tests, "path": arm_info[host_arm]["path"],
                      "source": f"arm {host_arm} of this bench"}
-    failed = sum(1 for rs in results.values() for r in rs if r.error)
+    failed = sum(1 for rs in (*results.values(), *control_results.values()) for r in rs if r.error)
+    tests_metric = {}
+    for w in (workload, *workload.controls):
+        if w.adapter is not None:
+            tests_metric[metrics.control_test(w.control) if w.control else w.adapter.metric.name] = w.adapter.metric
     summary = bundle.finalize(records, arm_info, baseline, host_dict, interrupted=interrupted,
-                              metadata_update={"failed_runs": failed}, title="capshim bench")
+                              metadata_update={"failed_runs": failed}, title="capshim bench",
+                              annotate=lambda s: metrics.annotate(s, tests_metric,
+                                                                  [c.control for c in workload.controls]))
     bad = [a for a, i in arm_info.items() if i["state"] in ("inert", "invalid", "failed", "wrong-output")]
     return BenchResult(summary, bundle.root, interrupted, failed, bad)
