@@ -338,6 +338,9 @@ def run_bench(arms: list[Arm], workload: Workload, baseline: str, out: Path, rep
                         cres = _run_one(bundle, arm, n if record else rnd + 1, ctl, timeout, work, record)
                         if record:
                             control_results[arm.name].append(cres)
+                            bundle.metadata["arms"][arm.name].setdefault("control_runs", []).append(
+                                {"control": ctl.control, **cres.info(), "exec_argv": cres.exec_argv,
+                                 "env_delta": cres.env_delta})
                         if cres.error:
                             console.print(f"[yellow]{arm.name} control {ctl.control}: {cres.error}[/]")
                         progress.advance(task)
@@ -399,10 +402,6 @@ def _finish(bundle: Bundle, arms: list[Arm], results: dict[str, list[RunResult]]
         ok = [r for r in rs if r.error is None]
         info = {"spec": arm.spec(), "state": _arm_state(arm, rs), "path": ok[0].path if ok else {},
                 "runs": [r.info() for r in rs]}
-        if control_results.get(arm.name):
-            ctl_names = [c.control for c in workload.controls]  # runs are stored round by round, in this order
-            info["control_runs"] = [{**r.info(), "control": ctl_names[i % len(ctl_names)]}
-                                    for i, r in enumerate(control_results[arm.name])]
         arm_info[arm.name] = info
     # Correctness gate: every arm's generated tokens must equal the reference arm's.
     ref = reference_arm or host_arm or baseline
