@@ -280,6 +280,9 @@ def draw_chart(summaries: list[dict], path: str | Path, labels: list[str] | None
     fig, axes = plt.subplots(1, n, figsize=(max(5.0, 4.2 * n), 4.2), squeeze=False)
     palette = plt.rcParams["axes.prop_cycle"].by_key()["color"]
     for ax, t in zip(axes[0], tab_tests):
+        # other metrics than tok/s (capshim.bench.metrics) carry their unit and direction
+        unit = next((m for s in summaries for tt, m in (s.get("metrics") or {}).items()
+                     if tt == t and m.get("kind") != "tok/s"), None)
         bars = []
         for s, label in zip(summaries, labels):
             pre = f"{label}:" if multi else ""
@@ -295,12 +298,13 @@ def draw_chart(summaries: list[dict], path: str | Path, labels: list[str] | None
             color = "#bbbbbb" if marked else palette[i % len(palette)]
             ax.bar(i, st["median"], color=color, hatch="//" if marked else None, edgecolor="black",
                    linewidth=0.5, yerr=[[st["median"] - st["min"]], [st["max"] - st["median"]]], capsize=4)
-            txt = f"{st['median']:.1f}" + (f"\n{sp['value']:.2f}x" if sp else "")
+            txt = (f"{st['median']:.4g}" if unit else f"{st['median']:.1f}") + (f"\n{sp['value']:.2f}x" if sp else "")
             ax.annotate(txt, (i, st["max"]), textcoords="offset points", xytext=(0, 3),
                         ha="center", va="bottom", fontsize=8)
         ax.set_xticks(range(len(bars)), [b[0] for b in bars], rotation=30, ha="right", fontsize=8)
         ax.set_title(t)
-        ax.set_ylabel("tok/s (median, min–max)")
+        ax.set_ylabel(f"{unit['unit'] or 'value'} (median, min–max; {unit['better']} is better)" if unit
+                      else "tok/s (median, min–max)")
         ax.margins(y=0.2)
     if title:
         fig.suptitle(title)

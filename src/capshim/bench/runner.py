@@ -414,8 +414,8 @@ def _finish(bundle: Bundle, arms: list[Arm], results: dict[str, list[RunResult]]
                 info["output_check"] = "not checked (no token ids)"
                 continue
             same = all(metrics.same_output(t, ref_tokens) for t in toks)
-            what = "tokens" if workload.adapter is None else "output"
-            info["output_check"] = f"same {what} as {ref}" if same else f"{what} differs from {ref}"
+            what, differ = ("tokens", "differ") if workload.adapter is None else ("output", "differs")
+            info["output_check"] = f"same {what} as {ref}" if same else f"{what} {differ} from {ref}"
             if not same and info["state"] in ("native", "active"):
                 info["state"] = "wrong-output"
     host_dict = host
