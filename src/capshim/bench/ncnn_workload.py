@@ -57,7 +57,7 @@ MISSING = ("the ncnn workload needs the ncnn Python wheel (Vulkan enabled): "
 
 #: Network presets: input (channels, height, width), conv stages [(out channels, stride, pool after)],
 #: fully connected widths. "tiny" is for CI on lavapipe (milliseconds); "standard" is compute-heavy
-#: (about 8.4 GMAC per inference) for GPUs.
+#: (about 4.3 GMAC per inference) for GPUs.
 PRESETS = {
     "tiny": {"input": (3, 32, 32), "convs": [(16, 1, False), (16, 1, True)], "fcs": [64, 32]},
     "standard": {"input": (3, 256, 256),
