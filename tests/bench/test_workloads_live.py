@@ -187,3 +187,28 @@ def test_bad_generic_usage_exits_2(args, needle, tmp_path):
     r = run_capshim("bench", "--arm", "a=", "--out", str(tmp_path / "b"), *args, timeout=120)
     assert r.returncode == 2, (r.stdout, r.stderr)
     assert needle in r.stderr and "Traceback" not in r.stderr
+
+
+def test_ctrl_c_during_a_control_keeps_the_arm_and_records_the_control(tmp_path):
+    import signal
+    import time
+
+    ctl = _script(tmp_path, "slow-control", f'[ -f "{tmp_path}/slow" ] && exec sleep 60\ntouch "{tmp_path}/slow"')
+    out = tmp_path / "b"
+    env = dict(os.environ, PYTHONPATH=str(REPO / "src"))
+    proc = subprocess.Popen([sys.executable, "-m", "capshim.cli", "bench", "--arm", "a=", "--arm", "b=", "-r", "2",
+                             "--warmup", "0", "--metric", "wall", "--control", f"ctl={ctl}", "--out", str(out),
+                             "--", "true"], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 60
+    while not (out / "raw" / "b.ctl-1.stderr").exists() and time.time() < deadline:
+        time.sleep(0.1)
+    time.sleep(0.5)  # b's control is in its sleep now
+    proc.send_signal(signal.SIGINT)
+    _, stderr = proc.communicate(timeout=60)
+    assert proc.returncode == 130, stderr
+    assert evidence.verify(out) == []
+    s = json.loads((out / "summary.json").read_text())
+    assert s["arms"]["b"]["state"] == "native" and s["arms"]["b"]["tests"]["wall"]["n"] == 1
+    meta = json.loads((out / "metadata.json").read_text())
+    assert meta["arms"]["b"]["control_runs"][-1]["signal"] == "SIGINT"
+    assert meta["arms"]["a"]["control_runs"][0]["exit_code"] == 0

@@ -335,15 +335,24 @@ def run_bench(arms: list[Arm], workload: Workload, baseline: str, out: Path, rep
                         console.print(f"[{done}/{total}] {what}: {res.seconds:.1f} s"
                                       + (f" ({res.error})" if res.error else ""))
                     for ctl in workload.controls:  # the control workloads, under the same arm
-                        cres = _run_one(bundle, arm, n if record else rnd + 1, ctl, timeout, work, record)
+                        progress.update(task, description=f"{what}: control {ctl.control}")
+                        try:
+                            cres = _run_one(bundle, arm, n if record else rnd + 1, ctl, timeout, work, record)
+                        except Interrupted as stop:  # keep the stopped control run with the controls
+                            cres = stop.result
                         if record:
                             control_results[arm.name].append(cres)
                             bundle.metadata["arms"][arm.name].setdefault("control_runs", []).append(
                                 {"control": ctl.control, **cres.info(), "exec_argv": cres.exec_argv,
                                  "env_delta": cres.env_delta})
+                        if cres.error and cres.error.startswith("interrupted ("):
+                            raise Stop(cres.signal or "SIGINT")
                         if cres.error:
                             console.print(f"[yellow]{arm.name} control {ctl.control}: {cres.error}[/]")
                         progress.advance(task)
+                        if not console.is_terminal:
+                            console.print(f"[{int(progress.tasks[0].completed)}/{total}] {what}: control "
+                                          f"{ctl.control}: {cres.seconds:.1f} s")
     except (KeyboardInterrupt, Interrupted) as exc:
         interrupted = True
         if isinstance(exc, Interrupted):
