@@ -95,7 +95,9 @@ def test_bench_workload_ncnn_end_to_end(tmp_path, vk_build):
     pytest.importorskip("ncnn", reason="the ncnn extra is not installed (pip install 'capshim[ncnn]')")
     out = tmp_path / "b"
     r = run_capshim("bench", "--workload", "ncnn", "-r", "2", "--arm", "native=",
-                    "--arm", "paravirt=simulate:vulkan-paravirt", "--out", str(out), "--json", timeout=900)
+                    "--arm", "paravirt=simulate:vulkan-paravirt",
+                    "--arm", "unlocked=simulate:vulkan-paravirt,profile:restore", "--out", str(out), "--json",
+                    timeout=900)
     assert r.returncode == 0, r.stderr[-3000:]
     assert evidence.verify(out) == []
     s = json.loads(r.stdout)
@@ -105,6 +107,11 @@ def test_bench_workload_ncnn_end_to_end(tmp_path, vk_build):
     native, para = s["arms"]["native"], s["arms"]["paravirt"]
     assert para["state"] == "active" and native["state"] == "native"
     assert native["path"]["ncnn"]["fp16_arithmetic"] is True and para["path"]["ncnn"]["fp16_arithmetic"] is False
+    # the restore profile above the simulated device gives ncnn its fp16 arithmetic back
+    assert s["arms"]["unlocked"]["state"] == "active"
+    assert s["arms"]["unlocked"]["path"]["ncnn"]["fp16_arithmetic"] is True
+    assert "fp16-p/s/u/a=1/1/1/0" in (out / "raw" / "paravirt-1.stderr").read_text()
+    assert "fp16-p/s/u/a=1/1/1/1" in (out / "raw" / "unlocked-1.stderr").read_text()
     assert para["output_check"] == "same output as native"
     assert native["tests"]["ncnn-tiny"]["n"] == 2 * 10  # 2 processes x 10 timed inferences
     meta = json.loads((out / "metadata.json").read_text())
