@@ -215,6 +215,36 @@ def _kill(proc: subprocess.Popen) -> None:
             continue
 
 
+def _run_controls(bundle: Bundle, arm: Arm, n: int, record: bool, workload: Workload, timeout: float, work: Path,
+                  control_results: dict[str, list["RunResult"]], progress, task, console: Console, what: str,
+                  total: int) -> None:
+    """Run each control workload (``--control``) once under ``arm``'s shims, right after the arm's own run.
+
+    Recorded runs go to ``control_results[arm.name]`` and to ``metadata.json`` (``arms.<arm>.control_runs``).
+
+    Raises:
+        Stop: a control run was stopped by Ctrl-C or SIGTERM (after it is recorded).
+    """
+    for ctl in workload.controls:
+        progress.update(task, description=f"{what}: control {ctl.control}")
+        try:
+            cres = _run_one(bundle, arm, n, ctl, timeout, work, record)
+        except Interrupted as stop:  # keep the stopped control run with the controls
+            cres = stop.result
+        if record:
+            control_results[arm.name].append(cres)
+            bundle.metadata["arms"][arm.name].setdefault("control_runs", []).append(
+                {"control": ctl.control, **cres.info(), "exec_argv": cres.exec_argv, "env_delta": cres.env_delta})
+        if cres.error and cres.error.startswith("interrupted ("):
+            raise Stop(cres.signal or "SIGINT")
+        if cres.error:
+            console.print(f"[yellow]{arm.name} control {ctl.control}: {cres.error}[/]")
+        progress.advance(task)
+        if not console.is_terminal:
+            console.print(f"[{int(progress.tasks[0].completed)}/{total}] {what}: control {ctl.control}: "
+                          f"{cres.seconds:.1f} s")
+
+
 def _arm_state(arm: Arm, results: list[RunResult]) -> str:
     ok = [r for r in results if r.error is None]
     if not ok:
@@ -334,25 +364,8 @@ def run_bench(arms: list[Arm], workload: Workload, baseline: str, out: Path, rep
                         done = int(progress.tasks[0].completed)
                         console.print(f"[{done}/{total}] {what}: {res.seconds:.1f} s"
                                       + (f" ({res.error})" if res.error else ""))
-                    for ctl in workload.controls:  # the control workloads, under the same arm
-                        progress.update(task, description=f"{what}: control {ctl.control}")
-                        try:
-                            cres = _run_one(bundle, arm, n if record else rnd + 1, ctl, timeout, work, record)
-                        except Interrupted as stop:  # keep the stopped control run with the controls
-                            cres = stop.result
-                        if record:
-                            control_results[arm.name].append(cres)
-                            bundle.metadata["arms"][arm.name].setdefault("control_runs", []).append(
-                                {"control": ctl.control, **cres.info(), "exec_argv": cres.exec_argv,
-                                 "env_delta": cres.env_delta})
-                        if cres.error and cres.error.startswith("interrupted ("):
-                            raise Stop(cres.signal or "SIGINT")
-                        if cres.error:
-                            console.print(f"[yellow]{arm.name} control {ctl.control}: {cres.error}[/]")
-                        progress.advance(task)
-                        if not console.is_terminal:
-                            console.print(f"[{int(progress.tasks[0].completed)}/{total}] {what}: control "
-                                          f"{ctl.control}: {cres.seconds:.1f} s")
+                    _run_controls(bundle, arm, n if record else rnd + 1, record, workload, timeout, work,
+                                  control_results, progress, task, console, what, total)
     except (KeyboardInterrupt, Interrupted) as exc:
         interrupted = True
         if isinstance(exc, Interrupted):
