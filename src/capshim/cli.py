@@ -341,7 +341,9 @@ def evidence_verify(bundle):
 @click.option("--n-prompt", "-p", type=click.IntRange(1), default=512, show_default=True, help="Built-in: prompt tokens (pp test).")
 @click.option("--n-gen", "-n", type=click.IntRange(1), default=128, show_default=True, help="Built-in: generated tokens (tg test).")
 @click.option("--check-output/--no-check-output", default=None,
-              help="Compare generated token ids of every arm with the host/baseline arm [default: on for the built-in workload].")
+              help="Compare every arm's output with the host/baseline arm's: generated token ids (llama.cpp), "
+                   "the SHA-256 of stdout or --output-file (--metric), the network's output within 2% (ncnn) "
+                   "[default: on for the built-in workloads].")
 @click.option("--strict", is_flag=True, help="Exit 3 when an arm's shim stayed inert or invalid.")
 @click.option("--json", "as_json", is_flag=True, help="Print summary.json on stdout instead of the table.")
 @click.option("--metric", metavar="SPEC",
