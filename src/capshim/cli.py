@@ -479,7 +479,7 @@ def evidence_verify(bundle):
               help="With --metric and --check-output: the file the command writes, compared (SHA-256) across arms "
                    "instead of stdout; removed before each run.")
 @click.option("--control", "control_opts", multiple=True, metavar="NAME=CMD",
-              help="A control workload run in every round next to each arm, under the same shims, expected "
+              help="A control workload run in every round under each arm's shims (in the round's seeded order), expected "
                    "not to change (flagged when its interval excludes 1.00x). llama-bench commands report tok/s, "
                    "others wall seconds. Repeatable.")
 @click.option("--workload", "workload_name", type=click.Choice(["ncnn"]),

@@ -102,3 +102,51 @@ def test_a_control_that_moves_is_flagged_and_one_that_stays_is_not():
     verdict = moved["controls"]["cpu"]["arms"]["b"][test]
     assert verdict["moved"] is True and verdict["ratio"] == pytest.approx(1 / 1.5, rel=0.01)
     assert any(f.startswith("control cpu moved: 0.67x") for f in moved["arms"]["b"]["flags"])
+
+
+def test_an_annotated_summary_is_a_valid_summary_json_and_the_exporters_label_it():
+    from capshim.bench import summary_schema
+    from capshim.export import chart, markdown, table
+
+    test = metrics.control_test("cpu")
+    s = _summary({"base": [2.0, 2.1, 1.9, 2.0], "fast": [1.0, 1.05, 1.02, 1.03]}, "wall", "base")
+    ctl = _summary({"base": [1.0, 1.01, 0.99, 1.0], "fast": [1.0, 0.99, 1.01, 1.0]}, test, "base")
+    for arm in s["arms"]:
+        s["arms"][arm]["tests"].update(ctl["arms"][arm]["tests"])
+    s["tests"] += [test]
+    metrics.annotate(s, {"wall": metrics.parse_spec("wall"), test: metrics.parse_spec("wall")}, ["cpu"])
+    summary_schema.validate(s, "summary.json")
+    tab = table.table([s])
+    assert tab["columns"][2] == "median"  # not "median tok/s"
+    row = next(r for r in tab["rows"] if r["arm"] == "fast" and r["test"] == "wall")
+    assert row["cells"][1] == "wall (s, lower is better)" and row["cells"][2] == "1.025"
+    assert row["cells"][5].startswith("1.95x")  # baseline / arm: above 1.00x is faster
+    assert "cpu (control) (s, lower is better)" in markdown.serialize(s)
+    assert chart.serialize(s)[:4] == b"\x89PNG"
+    bad = {**s, "metrics": {"wall": {"unit": "s", "better": "sideways"}}}
+    with pytest.raises(summary_schema.SummaryShapeError, match=r"\$\.metrics\.wall\.better"):
+        summary_schema.validate(bad, "summary.json")
+    bad = {**s, "controls": {"cpu": {"expectation": "no change", "tests": [], "arms": {"fast": {test: {}}}}}}
+    with pytest.raises(summary_schema.SummaryShapeError, match=r"\$\.controls\.cpu\.arms\.fast"):
+        summary_schema.validate(bad, "summary.json")
+
+
+def test_tok_s_summaries_keep_the_tok_s_header():
+    from capshim.export import table
+
+    s = _summary({"base": [10.0, 11.0, 10.5], "b": [20.0, 21.0, 20.5]}, "pp512", "base")
+    metrics.annotate(s, {})
+    assert s["metrics"]["pp512"]["unit"] == "tok/s"
+    tab = table.table([s])
+    assert tab["columns"][2] == "median tok/s" and tab["rows"][0]["cells"][1] == "pp512"
+
+
+def test_lower_is_better_inverts_the_aa_ratio_too():
+    records = [{"arm": a, "run": i, "sample": 1, "test": "wall", "tok_s": v}
+               for a, vals in {"native": [1.0, 1.02, 0.98], "aa": [2.0, 2.04, 1.96]}.items()
+               for i, v in enumerate(vals, 1)]
+    s = analysis.analyze(records, {"native": {"state": "native"}, "aa": {"state": "active", "spec": {"identity": True}}},
+                         "native", aa_arm="aa")
+    assert s["aa"]["tests"]["wall"]["value"] == pytest.approx(2.0)
+    metrics.annotate(s, {"wall": metrics.parse_spec("wall")})
+    assert s["aa"]["tests"]["wall"]["value"] == pytest.approx(0.5)
