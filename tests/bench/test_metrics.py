@@ -116,6 +116,7 @@ def test_an_annotated_summary_is_a_valid_summary_json_and_the_exporters_label_it
     s["tests"] += [test]
     metrics.annotate(s, {"wall": metrics.parse_spec("wall"), test: metrics.parse_spec("wall")}, ["cpu"])
     summary_schema.validate(s, "summary.json")
+    assert "wall: its wall-clock seconds" in s["method"]["statistic"] and "samples_ts" not in s["method"]["statistic"]
     tab = table.table([s])
     assert tab["columns"][2] == "median"  # not "median tok/s"
     row = next(r for r in tab["rows"] if r["arm"] == "fast" and r["test"] == "wall")

@@ -355,6 +355,11 @@ def _invert(cmp: dict | None, scale: float = 1.0) -> dict | None:
             "ci95": [k / ci[1], k / ci[0]] if ci and ci[0] > 0 and ci[1] > 0 else ci}
 
 
+#: What one process's samples are, per metric kind (the method line of the report).
+_SAMPLES = {"wall": "its wall-clock seconds", "json": "the number(s) at {arg} in its JSON output",
+            "regex": "every match of {arg} in its output"}
+
+
 def annotate(summary: dict, metrics: dict[str, Metric], controls: list[str] | None = None) -> dict:
     """Add metric directions and control-workload verdicts to an analysis summary (in place).
 
@@ -365,7 +370,8 @@ def annotate(summary: dict, metrics: dict[str, Metric], controls: list[str] | No
         controls: names of the control workloads (their tests end in :data:`CONTROL_SUFFIX`).
 
     Returns:
-        The summary with ``"metrics": {test: Metric.to_dict()}``; for lower-is-better tests
+        The summary with ``"metrics": {test: Metric.to_dict()}``, ``method.statistic`` saying
+        what a process's samples are when a test is not tok/s; for lower-is-better tests
         ``speedup``, ``pct_of_host`` and the A/A ratio (``aa.tests``) inverted (baseline/arm); ``"controls": {name: {"expectation":
         "no change", "tests": [test], "arms": {arm: {test: {"ratio", "ci95", "moved": bool}}}}}``
         (``moved``: the 95% interval excludes 1.00x); a flag on each arm whose control moved, and
@@ -373,6 +379,12 @@ def annotate(summary: dict, metrics: dict[str, Metric], controls: list[str] | No
     """
     summary["metrics"] = {t: (metrics.get(t) or TOK_S).to_dict() for t in summary.get("tests") or []}
     notes = summary.setdefault("notes", [])
+    other = {t: m for t, m in metrics.items() if t in summary["metrics"]}
+    if other and isinstance(summary.get("method"), dict):
+        summary["method"]["statistic"] = (
+            "median of per-process medians (each process one run; its samples: "
+            + "; ".join(f"{t}: {_SAMPLES[m.kind].format(arg=m.arg)}" for t, m in other.items())
+            + ("; other tests: llama-bench samples_ts" if len(other) < len(summary["metrics"]) else "") + ")")
     for t, m in metrics.items():
         if m.better == "lower" and t in summary["metrics"]:
             for arm in summary["arms"].values():

@@ -35,6 +35,9 @@ CPU_DEFAULT = (3, 3)
 CPU_NOTE = ("{device} is a CPU device: the capabilities change which kernels llama.cpp picks (the path "
             "columns) but no speed effect is expected; the default is short here (fewer processes and "
             "repetitions) and shows the mechanism and the evidence chain, not a speed-up")
+#: The same for a workload other than llama.cpp (``--metric``, ``--workload ncnn``).
+CPU_NOTE_OTHER = ("{device} is a CPU device: the capabilities change which code paths the program takes "
+                  "but no speed effect is expected; the bench shows the mechanism and the evidence chain")
 
 
 @dataclass
@@ -236,7 +239,8 @@ def make_plan(arm_opts: tuple[str, ...] | list[str], baseline: str | None, host_
             print(f"capshim: warning: --model {model} on a CPU Vulkan device ({device['name']}): each run may take "
                   "many minutes (the 'tiny' default takes seconds); --timeout is per run", file=sys.stderr)
     if cpu:
-        notes.append(CPU_NOTE.format(device=device["name"]))
+        notes.append((CPU_NOTE if workload.kind in ("builtin", "llama-bench") else CPU_NOTE_OTHER)
+                     .format(device=device["name"]))
     workload.env.update(extra_env)
     if controls:
         from capshim.bench import metrics
