@@ -38,3 +38,14 @@ def run_capshim(*args: str, env: dict | None = None, cwd: Path | None = None, ti
     full_env.update(env or {})
     return subprocess.run([sys.executable, "-m", "capshim.cli", *args], capture_output=True, text=True,
                           env=full_env, cwd=cwd, timeout=timeout, input=input)
+
+
+def pytest_terminal_summary(terminalreporter):
+    """Print the fuzz campaigns' counts (tests/fuzzing.py) so each CI log shows executions per run."""
+    from tests.fuzzing import STATS
+
+    if STATS:
+        terminalreporter.section("capshim fuzz campaigns")
+        for s in STATS:
+            terminalreporter.write_line(f"{s['driver']}: {s['executions']} executions, seed {s['seed']}, "
+                                        f"{s['seconds']} s")

@@ -105,3 +105,193 @@ def test_sha256_file(tmp_path):
     assert evidence.sha256_file(f) == hashlib.sha256(b"capshim" * 100000).hexdigest()
     with pytest.raises(evidence.EvidenceError, match="nope: cannot read"):
         evidence.sha256_file(tmp_path / "nope")
+
+
+# --- sealed no matter what (issue 9, item 1) ------------------------------------------------
+
+
+def _one_arm(tmp_path, samples, host=None):
+    b = evidence.Bundle.create(tmp_path / "b", metadata={})
+    row = json.dumps([{"n_prompt": 512, "n_gen": 0, "samples_ts": samples}])
+    b.write_run("a", 1, stdout=row, stderr="")
+    records = llamabench.to_records(llamabench.parse_output(row, "a"), "a", 1)
+    arms = {"a": {"spec": {}, "state": "native", "path": {}, "runs": [{"run": 1, "exit_code": 0}]}}
+    return b, b.finalize(records, arms, "a", host)
+
+
+def test_chart_failure_on_huge_samples_is_recorded_and_sealed(tmp_path):
+    b, summary = _one_arm(tmp_path, [1e308, 1e308, 1e300])
+    assert evidence.verify(b.root) == []
+    meta = json.loads((b.root / "metadata.json").read_text())
+    # whatever overflowed (a mean, an interval, the chart's axes) is recorded, never raised
+    assert {f["step"] for f in meta.get("finalize_failures", [])} <= {"summary.json", "chart", "report"}
+    assert (b.root / "summary.json").is_file() and (b.root / "results.csv").is_file()
+    json.loads((b.root / "summary.json").read_text(), parse_constant=lambda c: pytest.fail(f"non-strict {c}"))
+
+
+def test_chart_exception_is_recorded_and_sealed(tmp_path, monkeypatch):
+    from capshim import report
+
+    def bad_chart(*a, **k):
+        raise ValueError("'yerr' must not contain negative values")
+
+    monkeypatch.setattr(report, "draw_chart", bad_chart)
+    b, summary = _one_arm(tmp_path, [100.0, 90.0])
+    assert evidence.verify(b.root) == []
+    assert summary["finalize_failures"] == [{"step": "chart", "error": "ValueError: 'yerr' must not contain "
+                                                                      "negative values"}]
+    assert not (b.root / "chart.png").exists()
+    assert "![chart]" not in (b.root / "report.md").read_text()
+
+
+def test_bad_host_baseline_is_isolated(tmp_path):
+    host = {"name": "h", "source": "elsewhere", "path": {}, "tests": {"pp512": ["x"]}}
+    b, summary = _one_arm(tmp_path, [100.0, 101.0], host=host)
+    assert evidence.verify(b.root) == []
+    assert summary["finalize_failures"][0]["step"] == "host baseline"
+    assert summary["arms"]["a"]["tests"]["pp512"]["median"] == pytest.approx(100.5)
+    assert "Finalize failures" in (b.root / "report.md").read_text()
+
+
+def test_every_step_failing_still_seals(tmp_path, monkeypatch):
+    from capshim import report
+    from capshim.bench import analysis
+
+    def boom(*a, **k):
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr(analysis, "analyze", boom)
+    monkeypatch.setattr(report, "render_markdown", boom)
+    b, summary = _one_arm(tmp_path, [100.0])
+    assert evidence.verify(b.root) == []
+    steps = [f["step"] for f in json.loads((b.root / "metadata.json").read_text())["finalize_failures"]]
+    assert steps == ["analysis", "report"]
+
+
+def test_metadata_is_strict_json(tmp_path):
+    b = evidence.Bundle.create(tmp_path / "b", metadata={"method": {"timeout_s": float("nan")}})
+    meta = json.loads((b.root / "metadata.json").read_text(), parse_constant=lambda c: pytest.fail(c))
+    assert meta["method"]["timeout_s"] is None and "timeout_s" in meta["nonfinite"]
+    with pytest.raises(ValueError, match=r"\$\.x\[1\]"):
+        evidence.strict_json({"x": [1.0, float("inf")]})
+
+
+def test_second_signal_during_finalize_waits_for_the_seal(tmp_path, monkeypatch):
+    import os
+    import signal
+
+    from capshim.bench import analysis
+
+    real = analysis.analyze
+
+    def slow(*a, **k):
+        os.kill(os.getpid(), signal.SIGINT)  # arrives mid-finalize
+        return real(*a, **k)
+
+    monkeypatch.setattr(analysis, "analyze", slow)
+    with pytest.raises(SystemExit) as info:
+        _one_arm(tmp_path, [100.0])
+    assert info.value.code == 130
+    assert evidence.verify(tmp_path / "b") == []
+
+
+def test_full_disk_during_finalize_is_exit_4_without_tmp_files(tmp_path, monkeypatch):
+    import errno
+
+    from capshim import paths
+
+    b = evidence.Bundle.create(tmp_path / "b", metadata={})
+    real = paths.os.replace
+
+    def full(src, dst):
+        if str(dst).endswith("summary.json"):
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return real(src, dst)
+
+    monkeypatch.setattr(paths.os, "replace", full)
+    with pytest.raises(paths.StorageError) as info:
+        b.finalize([], {"a": {"state": "native"}}, "a")
+    assert info.value.exit_code == 4
+    assert not [p for p in b.root.rglob("*") if p.name.endswith(".tmp")]
+
+
+def test_out_is_a_file_or_device(tmp_path):
+    with pytest.raises(evidence.EvidenceError, match="not a folder"):
+        evidence.Bundle.create("/dev/null")
+    (tmp_path / "f").write_text("x")
+    with pytest.raises(evidence.EvidenceError, match="not a folder"):
+        evidence.Bundle.create(tmp_path / "f")
+
+
+def test_unique_folder_same_second(tmp_path):
+    a = evidence.unique_folder(tmp_path / "capshim-bench-x")
+    b = evidence.unique_folder(tmp_path / "capshim-bench-x")
+    assert a != b and b.name == "capshim-bench-x-2" and a.is_dir() and b.is_dir()
+
+
+# --- verify means inside (issue 9, item 2) ---------------------------------------------------
+
+
+def _sealed(tmp_path):
+    b = evidence.Bundle.create(tmp_path / "b", metadata={})
+    b.finalize([], {"a": {"state": "native"}}, "a")
+    assert evidence.verify(b.root) == []
+    return b.root
+
+
+def test_verify_refuses_a_link_even_listed(tmp_path):
+    root = _sealed(tmp_path)
+    outside = tmp_path / "outside.json"
+    outside.write_text("{}")
+    (root / "raw" / "x.json").symlink_to(outside)
+    line = f"{hashlib.sha256(b'{}').hexdigest()}  raw/x.json\n"
+    with open(root / "SHA256SUMS", "a") as fh:
+        fh.write(line)
+    probs = evidence.verify(root)
+    assert any(p.startswith("raw/x.json: is a link") for p in probs)
+    assert any("resolves outside" in p for p in probs)
+
+
+def test_verify_refuses_a_linked_folder_and_a_fifo(tmp_path):
+    import os
+
+    root = _sealed(tmp_path)
+    (tmp_path / "elsewhere").mkdir()
+    (root / "more").symlink_to(tmp_path / "elsewhere")
+    os.mkfifo(root / "pipe")
+    probs = evidence.verify(root)  # returns: never opens the FIFO
+    assert any(p.startswith("more: is a link") for p in probs)
+    assert any(p.startswith("pipe: is not a regular file") for p in probs)
+
+
+def test_verify_refuses_dotdot_and_absolute(tmp_path):
+    root = _sealed(tmp_path)
+    with open(root / "SHA256SUMS", "a") as fh:
+        fh.write("0" * 64 + "  ../b/metadata.json\n" + "0" * 64 + "  /etc/passwd\n")
+    probs = evidence.verify(root)
+    assert sum("outside the folder" in p for p in probs) == 2
+
+
+def test_verify_sums_is_a_link(tmp_path):
+    root = _sealed(tmp_path)
+    (root / "SHA256SUMS").rename(tmp_path / "S")
+    (root / "SHA256SUMS").symlink_to(tmp_path / "S")
+    probs = evidence.verify(root)
+    assert any(p.startswith("SHA256SUMS: is a link") for p in probs)
+
+
+def test_full_disk_while_storing_a_run_is_exit_4(tmp_path, monkeypatch):
+    import errno
+    import shutil as _shutil
+
+    b = evidence.Bundle.create(tmp_path / "b", metadata={})
+    status = tmp_path / "s.jsonl"
+    status.write_text("{}\n")
+
+    def full(*a, **k):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(_shutil, "copyfile", full)
+    with pytest.raises(evidence.StorageError) as info:
+        b.write_run("a", 1, status_src=status)
+    assert info.value.exit_code == 4 and "run 1 of arm 'a'" in str(info.value)

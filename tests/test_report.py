@@ -12,7 +12,7 @@ from capshim import report
 from capshim.bench.analysis import AnalysisError, analyze, host_from_file
 from capshim.cli import main
 
-# (model folder, file prefix) -> published figures (DESIGN.md section 1)
+# (model folder, file prefix) -> published figures (docs/contracts.md, "Published figures")
 PUBLISHED = {
     ("2026-08-09-m1-ultra", "tiny", "tiny-host-minimal", "tiny-stock-minimal", "tiny-safe-shim-10x-final"): {
         "pp512": ("4871.99", "431.86", "4786.70", "11.08x", "98.25%"),

@@ -1,7 +1,9 @@
 """The ``capshim`` command line: parse, call, print. Logic lives in the modules.
 
-Exit codes (DESIGN.md section 3): 0 success; 1 the workload failed; 2 bad
-usage or invalid profile; 3 ``--strict`` and a shim stayed inert.
+Exit codes (docs/exit-codes.md): 0 success; 1 the workload failed; 2 bad
+usage or invalid profile; 3 ``--strict`` and a shim stayed inert; 4 capshim
+could not write its files (disk full); 5 a bench bundle is sealed but a
+finalize step (report, chart, host baseline) failed.
 """
 
 from __future__ import annotations
@@ -15,6 +17,24 @@ from capshim import __version__, backends
 from capshim.errors import EXIT_INERT, CapshimError
 
 _API_NAMES = backends.names()
+
+
+class FiniteFloat(click.FloatRange):
+    """A click number type for seconds and counts: a float in range that is never NaN or infinite.
+
+    click's own ``FloatRange`` accepts ``nan`` (every comparison with NaN is
+    false) and ``inf`` when there is no upper bound.
+    """
+
+    name = "finite float"
+
+    def convert(self, value, param, ctx):
+        import math
+
+        rv = super().convert(value, param, ctx)
+        if not math.isfinite(rv):
+            self.fail(f"{value!r} is not a finite number of seconds", param, ctx)
+        return rv
 
 
 class _Group(click.Group):
@@ -178,9 +198,11 @@ def build_cmd(api, force, target):
               help="Exit 3 when a requested shim stayed inert or was invalid, or (without running the "
                    "command) when a raise profile answers beyond the device.")
 @click.option("--quiet", is_flag=True, help="No capshim banner on stderr (CAPSHIM_QUIET=1).")
-@click.option("--status-file", type=click.Path(dir_okay=False), help="Keep the shims' JSON-lines status here.")
+@click.option("--status-file", help="Keep the shims' JSON-lines status here: a new regular file (its folder is "
+                                    "created); devices, FIFOs and links are refused.")
+@click.option("--force", is_flag=True, help="Let --status-file empty an existing file.")
 @click.argument("command", nargs=-1, required=True, type=click.UNPROCESSED)
-def run_cmd(profile_ref, simulate_ref, inherit, strict, quiet, status_file, command):
+def run_cmd(profile_ref, simulate_ref, inherit, strict, quiet, status_file, force, command):
     """Run COMMAND with the shims enabled for that process alone.
 
     \b
@@ -196,8 +218,6 @@ def run_cmd(profile_ref, simulate_ref, inherit, strict, quiet, status_file, comm
     line per answer on stderr and a beyond_device event in the status file;
     with --strict the command is not started and capshim exits 3.
     """
-    from pathlib import Path
-
     from capshim import launch
 
     profile = _load_profile(profile_ref, "--profile")
@@ -205,13 +225,12 @@ def run_cmd(profile_ref, simulate_ref, inherit, strict, quiet, status_file, comm
     argv = list(command)
     if argv and argv[0] == "--":
         argv = argv[1:]
-    if status_file and not Path(status_file).resolve().parent.is_dir():
-        raise CapshimError(f"--status-file {status_file}: folder {Path(status_file).resolve().parent} does not exist")
+    status_path = launch.check_status_file(status_file, force) if status_file else None
     if simulate is not None and simulate.direction == "raise":
         click.echo(f"capshim: warning: --simulate {simulate.source} is a 'raise' profile: it raises answers next "
                    "to the driver (simulate is meant to lower them)", err=True)
     lc = launch.prepare(argv, profile, simulate, inherit=inherit, quiet=quiet,
-                        status_file=Path(status_file).resolve() if status_file else None)
+                        status_file=status_path)
     try:
         if lc.backend is not None:
             for warning in lc.backend.run_warnings(profile, simulate, argv):
@@ -441,7 +460,7 @@ def evidence_verify(bundle):
                    "(also --arm NAME=identity). Its ratio to native is the harness's and the shim's own bias.")
 @click.option("--seed", type=click.IntRange(0, 2**32 - 1), default=None,
               help="Seed of the arm order per round and the environment padding [default: random, recorded].")
-@click.option("--precision", type=click.FloatRange(0, 100, min_open=True), default=None, metavar="PCT",
+@click.option("--precision", type=FiniteFloat(0, 100, min_open=True), default=None, metavar="PCT",
               help="Add rounds until every interval's half-width is at most PCT points (% of host; "
                    "without a host, percent of the speedup), or --max-runs is hit (then the table says so).")
 @click.option("--precision-test", "precision_tests", multiple=True, metavar="TEST",
@@ -453,7 +472,7 @@ def evidence_verify(bundle):
                    "on the GPU, throttled clocks) out of the statistics; they stay listed and flagged.")
 @click.option("--allow-mismatch", is_flag=True,
               help="Compare a host baseline measured with a different model or settings (rows marked) instead of exit 2.")
-@click.option("--timeout", type=click.FloatRange(1), default=900, show_default=True, help="Seconds one run may take.")
+@click.option("--timeout", type=FiniteFloat(1), default=900, show_default=True, help="Seconds one run may take.")
 @click.option("--out", type=click.Path(file_okay=False), help="Evidence bundle folder [default: ./capshim-bench-DATE-TIME].")
 @click.option("--model", metavar="PATH|PRESET",
               help="Built-in workload: a GGUF file, or a preset (tiny, tinyllama-1.1b) [default: tiny].")
@@ -532,13 +551,20 @@ def bench_cmd(arm_opts, baseline, host_baseline, host_arm, repetitions, process_
                        check_output, argv, platform=sys.platform, aa=aa, process_reps=process_reps, warmup=warmup,
                        metric=metric, unit=unit, better=better, output_file=output_file, controls=control_opts,
                        workload_name=workload_name, network=network)
-    stamp = __import__("datetime").datetime.now().strftime("%Y%m%d-%H%M%S")
-    out_dir = Path(out) if out else Path(f"capshim-bench-{stamp}")
+    if out:
+        out_dir = Path(out)
+    else:  # a new folder, even for two benches started in the same second
+        from capshim.evidence import unique_folder
+
+        stamp = __import__("datetime").datetime.now().strftime("%Y%m%d-%H%M%S")
+        out_dir = unique_folder(Path(f"capshim-bench-{stamp}"))
     result = plan.execute(p, out_dir, timeout=timeout, seed=seed, precision=precision, max_runs=max_runs,
                           precision_tests=list(precision_tests) or None,
                           exclude_contaminated=exclude_contaminated, allow_mismatch=allow_mismatch)
-    if as_json:
-        click.echo(json.dumps(result.summary, indent=2))
+    if as_json:  # strict JSON, as in summary.json: a non-finite number is null
+        from capshim.evidence import finite_or_null, strict_json
+
+        click.echo(strict_json(finite_or_null(result.summary)).decode(), nl=False)
     else:
         print_table([result.summary], title=p.title)
     click.echo(f"evidence bundle: {result.bundle}  (check it: capshim evidence verify {result.bundle})", err=True)
@@ -555,6 +581,12 @@ def bench_cmd(arm_opts, baseline, host_baseline, host_arm, repetitions, process_
         sys.exit(3)
     if result.failed_runs:
         sys.exit(1)
+    if result.summary.get("finalize_failures"):
+        from capshim.errors import EXIT_FINALIZE
+
+        for f in result.summary["finalize_failures"]:
+            click.echo(f"capshim: finalize step {f['step']} failed: {f['error']} (recorded in the bundle)", err=True)
+        sys.exit(EXIT_FINALIZE)
 
 
 

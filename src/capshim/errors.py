@@ -1,13 +1,18 @@
-"""Errors with the exit codes of DESIGN.md section 3.
+"""Errors with the exit codes of docs/contracts.md ("Exit codes").
 
 Exit codes: 0 success; 1 the workload failed; 2 bad usage or an invalid
-profile; 3 ``--strict`` and a shim stayed inert.
+profile; 3 ``--strict`` and a shim stayed inert; 4 capshim could not write its
+own files (a full disk, an I/O error: nothing partial is left behind); 5 a
+bench wrote and sealed its bundle but a finalize step (report, chart, host
+baseline) failed, recorded in the bundle.
 """
 
 EXIT_OK = 0
 EXIT_WORKLOAD = 1
 EXIT_USAGE = 2
 EXIT_INERT = 3
+EXIT_STORAGE = 4
+EXIT_FINALIZE = 5
 
 
 class CapshimError(Exception):

@@ -1,6 +1,6 @@
 """Evidence bundles: write them as a bench runs, finalize them, verify them.
 
-Layout (DESIGN.md section 3), one folder per bench run::
+Layout (docs/evidence.md), one folder per bench run::
 
     metadata.json            host, OS, tool versions, SHA-256 of workload binary,
                              model, shim libraries, profiles; commands and
@@ -28,23 +28,32 @@ always writes a complete, verifiable bundle. ``verify(dir)`` lists problems;
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import datetime as _dt
-import hashlib
 import json
+import math
 import os
 import platform
 import re
 import shutil
+import signal
+import stat
 import sys
+import threading
+import time
 from pathlib import Path
 
+from capshim import paths
 from capshim.errors import CapshimError
+from capshim.paths import SUMS_NAME, StorageError
 
-__all__ = ["Bundle", "EvidenceError", "sha256_file", "verify", "host_metadata", "SUMS_NAME"]
+__all__ = ["Bundle", "EvidenceError", "sha256_file", "verify", "host_metadata", "unique_folder", "strict_json",
+           "finite_or_null", "SUMS_NAME", "SEAL_WAIT_S"]
 
-SUMS_NAME = "SHA256SUMS"
 _ARM_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
-_SUM_LINE = re.compile(r"^(?P<digest>[0-9a-fA-F]{64}) [ *](?P<name>.+)$")
+SEAL_WAIT_S = 10.0
+"""Seconds a second Ctrl-C / SIGTERM during finalize waits for the seal before it stops capshim anyway."""
 
 
 class EvidenceError(CapshimError):
@@ -57,14 +66,10 @@ def sha256_file(path: str | Path, chunk: int = 1 << 20) -> str:
     Raises:
         EvidenceError: the file cannot be read (names it).
     """
-    h = hashlib.sha256()
     try:
-        with open(path, "rb") as fh:
-            for block in iter(lambda: fh.read(chunk), b""):
-                h.update(block)
+        return paths.sha256_file(path, chunk)
     except OSError as exc:
         raise EvidenceError(f"{path}: cannot read to hash: {exc.strerror or exc}") from None
-    return h.hexdigest()
 
 
 def host_metadata() -> dict:
@@ -82,14 +87,73 @@ def host_metadata() -> dict:
     }
 
 
-def _atomic_write(path: Path, data: bytes) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp")
-    with open(tmp, "wb") as fh:
-        fh.write(data)
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, path)
+_atomic_write = paths.atomic_write
+
+
+def strict_json(value) -> bytes:
+    """``value`` as strict JSON (RFC 8259: no NaN or Infinity), indented, with a final newline.
+
+    Raises:
+        ValueError: a float is NaN or infinite (names its JSON path).
+    """
+    bad = _nonfinite_path(value, "$")
+    if bad:
+        raise ValueError(f"{bad}: not a finite number (JSON has no NaN or Infinity)")
+    return (json.dumps(value, indent=2, sort_keys=False, default=str, allow_nan=False) + "\n").encode()
+
+
+def _nonfinite_path(value, where: str) -> str | None:
+    if isinstance(value, float) and not math.isfinite(value):
+        return where
+    if isinstance(value, dict):
+        for k, v in value.items():
+            hit = _nonfinite_path(v, f"{where}.{k}")
+            if hit:
+                return hit
+    elif isinstance(value, (list, tuple)):
+        for i, v in enumerate(value):
+            hit = _nonfinite_path(v, f"{where}[{i}]")
+            if hit:
+                return hit
+    return None
+
+
+def _write_error(exc: OSError, what: str) -> CapshimError:
+    """The error for a failed write: StorageError (exit 4) for a full disk or quota, else EvidenceError (exit 2)."""
+    if exc.errno in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG):
+        return StorageError(f"{what}: {exc.strerror}")
+    return EvidenceError(f"{what}: {exc.strerror or exc}")
+
+
+def finite_or_null(value):
+    """A copy of a JSON-ready value with every NaN or infinite float replaced by None."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {k: finite_or_null(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [finite_or_null(v) for v in value]
+    return value
+
+
+def unique_folder(base: Path) -> Path:
+    """Create and return a new empty folder ``base``, or ``base-2``, ``base-3`` ... when taken.
+
+    ``mkdir`` is atomic, so two benches started in the same second get two folders.
+
+    Raises:
+        EvidenceError: the parent folder cannot be written (names it).
+    """
+    for n in range(1, 1000):
+        cand = base if n == 1 else base.with_name(f"{base.name}-{n}")
+        try:
+            cand.mkdir(parents=False)
+            return cand
+        except FileExistsError:
+            continue
+        except OSError as exc:
+            raise EvidenceError(f"{cand}: cannot create bundle folder: {exc.strerror or exc}") from None
+    raise EvidenceError(f"{base}: 999 bundle folders of this name exist; give --out")
 
 
 def _as_bytes(data) -> bytes:
@@ -126,13 +190,15 @@ class Bundle:
             EvidenceError: the folder exists and is not empty, or cannot be created.
         """
         p = Path(root)
+        if p.is_symlink() or (p.exists() and not p.is_dir()):
+            raise EvidenceError(f"{p}: exists and is not a folder; --out must name a new or empty folder")
         if p.exists() and any(p.iterdir()) and not exist_ok:
             raise EvidenceError(f"{p}: bundle folder exists and is not empty; choose another --out")
         try:
             (p / "raw").mkdir(parents=True, exist_ok=True)
             (p / "status").mkdir(parents=True, exist_ok=True)
         except OSError as exc:
-            raise EvidenceError(f"{p}: cannot create bundle folder: {exc.strerror or exc}") from None
+            raise _write_error(exc, f"{p}: cannot create bundle folder") from None
         meta = dict(metadata or {})
         meta.setdefault("host", host_metadata())
         meta.setdefault("bundle_format", "capshim-evidence/1")
@@ -181,19 +247,37 @@ class Bundle:
                 if Path(status_src).exists():
                     shutil.copyfile(status_src, self.status_file(arm, run))
         except OSError as exc:
-            raise EvidenceError(f"{self.root}: cannot store run {run} of arm {arm!r}: "
-                                f"{exc.strerror or exc}") from None
+            raise _write_error(exc, f"{self.root}: cannot store run {run} of arm {arm!r}") from None
 
     def write_metadata(self) -> None:
-        """(Re)write metadata.json from :attr:`metadata`."""
+        """(Re)write metadata.json from :attr:`metadata` as strict JSON (no NaN/Infinity).
+
+        A non-finite number is written as null and named under ``"nonfinite"``.
+
+        Raises:
+            StorageError: the disk is full (exit 4). OSError: other write errors.
+        """
+        meta = json.loads(json.dumps(self.metadata, default=str))
+        bad = _nonfinite_path(meta, "$")
+        if bad:
+            meta = finite_or_null(meta)
+            meta["nonfinite"] = f"{bad} was not a finite number; written as null"
         _atomic_write(self.root / "metadata.json",
-                      (json.dumps(self.metadata, indent=2, sort_keys=True, default=str) + "\n").encode())
+                      (json.dumps(meta, indent=2, sort_keys=True, allow_nan=False) + "\n").encode())
 
     # --- the end -------------------------------------------------------------------------
     def finalize(self, records: list[dict], arms: dict, baseline: str, host: dict | None = None, *,
                  interrupted: bool = False, metadata_update: dict | None = None,
                  title: str | None = None, summary: dict | None = None) -> dict:
         """Write results.csv, summary.json, report.md, chart.png, metadata.json and, last, SHA256SUMS.
+
+        Sealed no matter what: each step that can fail (the analysis, the host
+        baseline, the report, the chart) runs isolated; its failure is recorded
+        as ``{"step", "error"}`` under ``"finalize_failures"`` in metadata.json
+        and summary.json, and the data and SHA256SUMS are still written. A
+        Ctrl-C / SIGTERM during finalize waits up to :data:`SEAL_WAIT_S`
+        seconds for the seal (and says so on stderr); after the seal capshim
+        then exits 128+signal.
 
         Args:
             records, arms, baseline, host: as for
@@ -207,100 +291,230 @@ class Bundle:
                 here from ``records`` when None.
 
         Returns:
-            The summary dict. With no records at all the summary has empty arms
-            tests and the report says so; the bundle still verifies.
+            The summary dict (with ``"finalize_failures"`` when a step failed).
+            With no records at all the summary has empty arms tests and the
+            report says so; the bundle still verifies.
 
         Raises:
-            AnalysisError: bad records/arms (see analyze); EvidenceError on write errors.
+            StorageError: the disk is full (exit 4); no partial file is left.
+            EvidenceError: other write errors.
         """
-        from capshim import report
-        from capshim.bench.analysis import analyze
+        with _SealGuard() as guard:
+            try:
+                summary = self._finalize(records, arms, baseline, host, interrupted, metadata_update, title,
+                                         summary)
+            except OSError as exc:
+                raise _write_error(exc, f"{self.root}: cannot write bundle") from None
+        guard.exit_if_signalled()
+        return summary
 
+    def _finalize(self, records, arms, baseline, host, interrupted, metadata_update, title, summary) -> dict:
+        failures: list[dict] = []
+
+        def step(name, fn):
+            try:
+                return fn()
+            except (StorageError, KeyboardInterrupt, SystemExit):
+                raise
+            except Exception as exc:  # noqa: BLE001 - isolated on purpose: the bundle must still be sealed
+                failures.append({"step": name, "error": f"{type(exc).__name__}: {exc}"[:2000]})
+                print(f"capshim: finalize: {name} failed ({type(exc).__name__}: {exc}); "
+                      "recorded in the bundle, the data are still sealed", file=sys.stderr)
+                return None
+
+        def analyze(host_arg):
+            from capshim.bench.analysis import analyze as _analyze
+
+            return _analyze(records, arms, baseline, host_arg)
+
+        if summary is None:
+            summary = step("analysis", lambda: analyze(host))
+        if summary is None and host is not None:
+            summary = step("analysis without the host baseline", lambda: analyze(None))
+            if summary is not None:
+                failures[0]["step"] = "host baseline"
+        if summary is None:
+            summary = {"schema": "capshim-summary/1", "baseline": baseline, "tests": [], "host": None,
+                       "arms": {a: {"state": (v or {}).get("state"), "tests": {}} for a, v in arms.items()}}
+        summary["interrupted"] = bool(interrupted)
         if metadata_update:
             self.metadata.update(metadata_update)
         self.metadata["interrupted"] = bool(interrupted)
         self.metadata["finished_utc"] = _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-        if summary is None:
-            summary = analyze(records, arms, baseline, host)
-        summary["interrupted"] = bool(interrupted)
-        states = {a: v.get("state") for a, v in arms.items()}
-        try:
-            self.write_metadata()
+        states = {a: (v or {}).get("state") for a, v in arms.items()}
+        def results_csv():
             from capshim.export import csv as csv_export
 
             _atomic_write(self.root / "results.csv", csv_export.serialize_records(records, states).encode())
-            _atomic_write(self.root / "summary.json",
-                          (json.dumps(summary, indent=2) + "\n").encode())
-            md = report.render_markdown([summary], title=title or "capshim bench")
-            if interrupted:
-                md += "\n**Interrupted:** this bundle holds only the runs that finished.\n"
-            has_data = any(a["tests"] for a in summary["arms"].values())
-            if has_data:
+
+        step("results.csv", results_csv)
+        data = step("summary.json", lambda: strict_json(summary))
+        if data is None:
+            data = strict_json(finite_or_null(summary))
+        _atomic_write(self.root / "summary.json", data)
+
+        def markdown():
+            from capshim import report
+
+            return report.render_markdown([summary], title=title or "capshim bench")
+
+        md = step("report", markdown)
+        md = md if md is not None else f"# {title or 'capshim bench'}\n\nThe report could not be rendered; " \
+                                       "see finalize_failures in metadata.json.\n"
+        if interrupted:
+            md += "\n**Interrupted:** this bundle holds only the runs that finished.\n"
+        has_data = any((a or {}).get("tests") for a in summary.get("arms", {}).values())
+        if has_data:
+            def chart():
+                from capshim import report
+
                 report.draw_chart([summary], self.root / "chart.png", title=title)
+
+            step("chart", chart)
+            if (self.root / "chart.png").is_file():
                 md += "\n![chart](chart.png)\n"
-            _atomic_write(self.root / "report.md", md.encode())
-            self.write_sums()
-        except OSError as exc:
-            raise EvidenceError(f"{self.root}: cannot write bundle: {exc.strerror or exc}") from None
+        if failures:
+            md += "\n**Finalize failures** (the data above are complete and checksummed):\n\n" + "".join(
+                f"- {f['step']}: {f['error']}\n" for f in failures)
+            summary["finalize_failures"] = failures
+            self.metadata["finalize_failures"] = failures
+            _atomic_write(self.root / "summary.json", strict_json(finite_or_null(summary)))
+        _atomic_write(self.root / "report.md", md.encode())
+        self.write_metadata()
+        self.write_sums()
         return summary
 
     def write_sums(self) -> Path:
         """Write SHA256SUMS over every other file (sorted, ``sha256sum -c`` format)."""
-        lines = [f"{sha256_file(self.root / rel)}  {rel}" for rel in _bundle_files(self.root)]
-        out = self.root / SUMS_NAME
-        _atomic_write(out, ("\n".join(lines) + "\n").encode())
-        return out
+        return paths.write_sums(self.root, _bundle_files(self.root))
+
+
+class _SealGuard:
+    """While a bundle is sealed, Ctrl-C / SIGTERM / SIGHUP wait (bounded) instead of stopping capshim.
+
+    The first such signal prints that the bundle is being sealed; one that
+    arrives more than :data:`SEAL_WAIT_S` seconds after it stops capshim as
+    before (KeyboardInterrupt). Only the main thread can hold signal handlers:
+    elsewhere the guard does nothing.
+    """
+
+    _SIGNALS = tuple(s for s in (signal.SIGINT, signal.SIGTERM, getattr(signal, "SIGHUP", None)) if s)
+
+    def __init__(self):
+        self.first: tuple[int, float] | None = None
+        self.old: dict = {}
+
+    def _handler(self, signum, frame):
+        now = time.monotonic()
+        if self.first is None:
+            self.first = (signum, now)
+            print(f"capshim: {signal.Signals(signum).name} while sealing the bundle: waiting for the seal "
+                  f"(at most {SEAL_WAIT_S:g} s; signal again after that to stop at once)",
+                  file=sys.stderr, flush=True)
+        elif now - self.first[1] > SEAL_WAIT_S:
+            raise KeyboardInterrupt(signal.Signals(signum).name)
+
+    def __enter__(self):
+        if threading.current_thread() is threading.main_thread():
+            for sig in self._SIGNALS:
+                with contextlib.suppress(ValueError, OSError):
+                    self.old[sig] = signal.signal(sig, self._handler)
+        return self
+
+    def __exit__(self, *exc):
+        for sig, old in self.old.items():
+            with contextlib.suppress(ValueError, OSError):
+                signal.signal(sig, old)
+        self.old = {}
+        return False
+
+    def exit_if_signalled(self) -> None:
+        """After the seal: a signal that waited stops capshim now (exit 128+N)."""
+        if self.first is not None:
+            print(f"capshim: bundle sealed; stopping ({signal.Signals(self.first[0]).name})", file=sys.stderr)
+            raise SystemExit(128 + self.first[0])
 
 
 def _bundle_files(root: Path) -> list[str]:
+    """Relative paths of the regular files of a bundle (links and special files are not followed)."""
     out = []
     for dirpath, dirnames, filenames in os.walk(root):
-        dirnames.sort()
+        dirnames[:] = sorted(d for d in dirnames if not os.path.islink(os.path.join(dirpath, d)))
         for f in filenames:
-            rel = Path(dirpath, f).relative_to(root).as_posix()
-            if rel == SUMS_NAME:
+            full = os.path.join(dirpath, f)
+            rel = Path(full).relative_to(root).as_posix()
+            if rel == SUMS_NAME or not stat.S_ISREG(os.lstat(full).st_mode):
                 continue
             out.append(rel)
     return sorted(out)
 
 
+def _foreign_entries(root: Path) -> list[str]:
+    """Entries that make a bundle not self-contained: links (anywhere) and anything but files and folders."""
+    problems = []
+    for dirpath, dirnames, filenames in os.walk(root):
+        for name in sorted(dirnames + filenames):
+            full = os.path.join(dirpath, name)
+            rel = Path(full).relative_to(root).as_posix()
+            mode = os.lstat(full).st_mode
+            if stat.S_ISLNK(mode):
+                problems.append(f"{rel}: is a link (a bundle holds only its own files and folders)")
+            elif not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
+                problems.append(f"{rel}: is not a regular file or folder")
+        dirnames[:] = sorted(d for d in dirnames if not os.path.islink(os.path.join(dirpath, d)))
+    return problems
+
+
 def verify(root: str | Path) -> list[str]:
-    """Check a bundle against its SHA256SUMS.
+    """Check a bundle against its SHA256SUMS; only the folder's own regular files count.
 
     Returns:
         Problems, one string each, starting with the file's path relative to
         the bundle: ``"<file>: checksum mismatch"``, ``"<file>: listed in
         SHA256SUMS but missing"``, ``"<file>: not listed in SHA256SUMS"``,
-        ``"SHA256SUMS: line N is malformed"``, or ``"SHA256SUMS: missing"``.
-        An empty list means every file matches.
+        ``"<entry>: is a link ..."``, ``"<entry>: is not a regular file or
+        folder"``, ``"<file>: resolves outside the bundle"``,
+        ``"SHA256SUMS: line N is malformed"`` or ``"... names a path outside
+        the folder"``, ``"metadata.json: $.path: ..."`` (its shape, see
+        :data:`capshim.jsonread.METADATA_SCHEMA`), or ``"SHA256SUMS:
+        missing"``. An empty list means every file matches.
     """
     p = Path(root)
     if not p.is_dir():
         return [f"{p}: not a folder"]
-    sums = p / SUMS_NAME
-    if not sums.is_file():
+    base = p.resolve()
+    sums_path = p / SUMS_NAME
+    if not sums_path.exists() and not sums_path.is_symlink():
         return [f"{SUMS_NAME}: missing"]
-    problems = []
-    listed = set()
-    for n, line in enumerate(sums.read_text(encoding="utf-8", errors="replace").splitlines(), 1):
-        if not line.strip():
-            continue
-        m = _SUM_LINE.match(line)
-        if not m:
-            problems.append(f"{SUMS_NAME}: line {n} is malformed")
-            continue
-        name = m.group("name")
-        rel = Path(name)
-        if rel.is_absolute() or ".." in rel.parts:
-            problems.append(f"{SUMS_NAME}: line {n} names a path outside the bundle: {name}")
-            continue
-        listed.add(rel.as_posix())
+    problems = _foreign_entries(p)
+    if sums_path.is_symlink() or not sums_path.is_file():
+        return problems or [f"{SUMS_NAME}: not a regular file"]
+    try:
+        listed, bad_lines = paths.read_sums(p)
+    except OSError as exc:
+        return problems + [f"{SUMS_NAME}: cannot read: {exc.strerror or exc}"]
+    problems += bad_lines
+    for rel, digest in listed.items():
         f = p / rel
-        if not f.is_file():
-            problems.append(f"{name}: listed in {SUMS_NAME} but missing")
-        elif sha256_file(f) != m.group("digest").lower():
-            problems.append(f"{name}: checksum mismatch")
+        try:
+            mode = os.lstat(f).st_mode
+        except OSError:
+            problems.append(f"{rel}: listed in {SUMS_NAME} but missing")
+            continue
+        if not f.resolve().is_relative_to(base):
+            problems.append(f"{rel}: resolves outside the bundle")
+        elif stat.S_ISLNK(mode) or not stat.S_ISREG(mode):
+            problems.append(f"{rel}: listed in {SUMS_NAME} but not a regular file of the bundle")
+        elif sha256_file(f) != digest:
+            problems.append(f"{rel}: checksum mismatch")
     for rel in _bundle_files(p):
         if rel not in listed:
             problems.append(f"{rel}: not listed in {SUMS_NAME}")
-    return problems
+    if "metadata.json" in listed and not any(x.startswith("metadata.json:") for x in problems):
+        from capshim import jsonread
+
+        try:
+            jsonread.load_metadata(p)
+        except jsonread.JsonShapeError as exc:
+            problems.append("metadata.json:" + str(exc).split("metadata.json:", 1)[-1])
+    return list(dict.fromkeys(problems))

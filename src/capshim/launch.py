@@ -13,11 +13,15 @@ The Metal shim removes its injection variables at load instead (issue 4).
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import os
 import shutil
 import signal
+import stat
 import subprocess
 import tempfile
+import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -97,16 +101,16 @@ def prepare(argv: list[str], profile: Profile | None = None, simulate: Profile |
     exe = argv[0]
     if ("/" in exe and not os.access(exe, os.X_OK)) or ("/" not in exe and shutil.which(exe) is None):
         raise UsageError(f"cannot run '{exe}': not found or not executable")
+    problem = exec_problem(exe)
+    if problem:
+        raise UsageError(f"cannot run {problem}")
     tmp = None
     if run_dir is None:
         tmp = tempfile.TemporaryDirectory(prefix="capshim-run-")
         run_dir = Path(tmp.name)
     run_dir.mkdir(parents=True, exist_ok=True)
     status_file = status_file or run_dir / "status.jsonl"
-    try:
-        status_file.write_text("")  # this run's events only: a file kept from an earlier run would mislead
-    except OSError as exc:
-        raise UsageError(f"status file {status_file}: cannot write: {exc.strerror}") from None
+    _fresh_status_file(status_file)  # this run's events only: a file kept from an earlier run would mislead
     delta: dict[str, str] = {}
     shims: list[str] = []
     if backend is not None:
@@ -118,6 +122,129 @@ def prepare(argv: list[str], profile: Profile | None = None, simulate: Profile |
     return Launch(list(argv), exec_argv, delta, status_file, shims, run_dir, tmp, backend)
 
 
+def _fresh_status_file(path: Path) -> None:
+    """Empty (or create) a status file; refuse anything but a regular file, without blocking on a FIFO.
+
+    Raises:
+        UsageError: a device, FIFO, folder or link, or not writable (names the file).
+    """
+    flags = os.O_WRONLY | os.O_CREAT | os.O_NONBLOCK | os.O_NOFOLLOW | getattr(os, "O_NOCTTY", 0)
+    try:
+        fd = os.open(path, flags, 0o644)
+    except OSError as exc:
+        why = {errno.ENXIO: "is a FIFO", errno.ELOOP: "is a link", errno.EISDIR: "is a folder"}.get(
+            exc.errno, exc.strerror)
+        raise UsageError(f"status file {path}: {why}; give a regular file in a writable folder") from None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise UsageError(f"status file {path}: is not a regular file (a device or FIFO); "
+                             "give a regular file in a writable folder")
+        os.ftruncate(fd, 0)
+    finally:
+        os.close(fd)
+
+
+def check_status_file(path: str, force: bool = False) -> Path:
+    """Validate ``capshim run --status-file PATH`` before anything runs; create its folder.
+
+    Rules: the path must not name a device (``/dev/null``, ``/dev/stdout``,
+    ``/dev/zero``), a FIFO, a folder or a link; an existing regular file is
+    refused unless ``force`` (it would be emptied); a missing folder is created.
+
+    Returns:
+        The absolute path (the file is created empty by :func:`prepare`).
+
+    Raises:
+        UsageError: names the flag, the file and why (exit 2).
+    """
+    p = Path(path)
+    flag = f"--status-file {path}"
+    try:
+        st = os.lstat(p)
+    except FileNotFoundError:
+        st = None
+    except OSError as exc:
+        raise UsageError(f"{flag}: {exc.strerror}") from None
+    if st is not None:
+        if stat.S_ISLNK(st.st_mode) or not stat.S_ISREG(st.st_mode):
+            kind = ("a link" if stat.S_ISLNK(st.st_mode) else "a folder" if stat.S_ISDIR(st.st_mode)
+                    else "a FIFO" if stat.S_ISFIFO(st.st_mode) else "a device or other special file")
+            raise UsageError(f"{flag}: is {kind}; the status file must be a regular file in a writable "
+                             "folder (the shims append JSON lines to it and capshim reads it back)")
+        if not force:
+            raise UsageError(f"{flag}: the file exists and would be emptied; remove it, choose another "
+                             "name, or pass --force")
+    folder = p.absolute().parent
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise UsageError(f"{flag}: cannot create folder {folder}: {exc.strerror}") from None
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise UsageError(f"{flag}: folder {folder} is not writable")
+    return p.absolute()
+
+
+# Magic numbers of programs exec can start: ELF (System V ABI), Mach-O thin 32/64 bit in
+# both byte orders and universal (<mach-o/loader.h>, <mach-o/fat.h>).
+_PROGRAM_MAGIC = (b"\x7fELF", b"\xfe\xed\xfa\xce", b"\xfe\xed\xfa\xcf", b"\xce\xfa\xed\xfe",
+                  b"\xcf\xfa\xed\xfe", b"\xca\xfe\xba\xbe")
+
+
+def exec_problem(exe: str) -> str | None:
+    """Why ``exe`` cannot be exec'd, checked before anything runs, or None when it can.
+
+    The shim wrapper starts commands through ``/bin/sh``, which would run a
+    file of any bytes as a shell script and report a missing ``#!``
+    interpreter only as exit 127; so capshim checks first: a folder, a ``#!``
+    line whose interpreter is missing, and a file that is neither a ``#!``
+    script nor an ELF or Mach-O program are refused.
+    """
+    path = exe if "/" in exe else shutil.which(exe)
+    if path is None:
+        return None
+    if os.path.isdir(path):
+        return f"'{exe}': it is a folder, not a program"
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(256)
+    except OSError:
+        return None  # not readable but executable: let exec decide
+    if head.startswith(b"#!"):
+        parts = head[2:].split(b"\n", 1)[0].split()
+        interp = parts[0].decode(errors="replace") if parts else ""
+        if not interp or not os.access(interp, os.X_OK) or os.path.isdir(interp):
+            return f"'{exe}': its interpreter (#! line) was not found: {interp or '(empty)'}"
+        return None
+    if not head.startswith(_PROGRAM_MAGIC):
+        return f"'{exe}': not an executable format (no #! line and not a program for this machine)"
+    return None
+
+
+def exec_failure(exe: str, exc: OSError) -> str:
+    """Why ``exe`` could not be started, in words, from the ``OSError`` of exec.
+
+    ENOENT for a file that exists means its ``#!`` interpreter is missing;
+    ENOEXEC means neither a ``#!`` script nor a binary for this machine
+    (execve(2)).
+    """
+    path = exe if "/" in exe else (shutil.which(exe) or exe)
+    if exc.errno == errno.ENOENT and os.path.isfile(path):
+        interp = ""
+        with contextlib.suppress(OSError):
+            with open(path, "rb") as fh:
+                head = fh.read(256)
+            if head.startswith(b"#!"):
+                interp = ": " + head[2:].split(b"\n", 1)[0].decode(errors="replace").strip()
+        return f"'{exe}': its interpreter (#! line) was not found{interp}"
+    if exc.errno == errno.ENOENT:
+        return f"'{exe}': no longer exists"
+    if exc.errno == errno.ENOEXEC:
+        return f"'{exe}': not an executable format (no #! line and not a program for this machine)"
+    if os.path.isdir(path):
+        return f"'{exe}': is a folder, not a program"
+    return f"'{exe}': {exc.strerror or exc}"
+
+
 def exit_code_of(returncode: int) -> int:
     """The shell convention: a process killed by signal N exits 128+N."""
     return 128 - returncode if returncode < 0 else returncode
@@ -127,16 +254,43 @@ def run(launch: Launch, timeout: float | None = None) -> int:
     """Run a prepared launch in the foreground with inherited stdio; return its exit code.
 
     The command's stdout and stderr are the caller's own (never merged).
-    Ctrl-C is delivered to the command (same process group); the launcher
-    waits for it to exit.
+    Ctrl-C is delivered to the command (same process group); SIGTERM and
+    SIGHUP sent to capshim are forwarded to the command. Either way the
+    launcher waits for the command to exit and returns its code (143 / 129
+    when the forwarded signal killed it), so the caller cleans up after it.
 
     Raises:
-        UsageError: the command cannot be started (not found, not executable).
+        UsageError: the command cannot be started (names it and why:
+            missing interpreter, not an executable format, a folder).
     """
     try:
         proc = subprocess.Popen(launch.exec_argv, env=launch.env())
     except OSError as exc:
-        raise UsageError(f"cannot run '{launch.argv[0]}': {exc.strerror}") from None
+        raise UsageError(f"cannot run {exec_failure(launch.argv[0], exc)}") from None
+    with _forward_signals(proc):
+        return _wait(proc, timeout)
+
+
+@contextlib.contextmanager
+def _forward_signals(proc: subprocess.Popen):
+    """While the command runs, SIGTERM and SIGHUP to capshim go to the command instead."""
+    def forward(signum, frame):
+        with contextlib.suppress(ProcessLookupError):
+            proc.send_signal(signum)
+
+    old = {}
+    if threading.current_thread() is threading.main_thread():
+        for sig in (signal.SIGTERM, getattr(signal, "SIGHUP", None)):
+            if sig is not None:
+                old[sig] = signal.signal(sig, forward)
+    try:
+        yield
+    finally:
+        for sig, handler in old.items():
+            signal.signal(sig, handler)
+
+
+def _wait(proc: subprocess.Popen, timeout: float | None) -> int:
     try:
         rc = proc.wait(timeout=timeout)
     except KeyboardInterrupt:

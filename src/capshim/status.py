@@ -69,24 +69,39 @@ class ShimState:
         return {"state": self.state, "reason": self.reason, "changes": self.changes}
 
 
+MAX_STATUS_BYTES = 64 << 20
+"""Bytes of a status file that are read (the shims write lines of well under 4 KiB; a run writes a few KiB)."""
+MAX_LINE_BYTES = 64 << 10
+"""A longer line is counted as a bad line without being decoded."""
+
+
 def read(path: Path | str) -> StatusReport:
     """Parse a status file; a missing file, or one that is not a regular file
     (a FIFO would block the reader; the shims refuse to write to one), is an
-    empty report (nothing loaded)."""
+    empty report (nothing loaded).
+
+    Bounded: the file is opened without blocking and checked before any read
+    (:func:`capshim.paths.read_limited`), at most :data:`MAX_STATUS_BYTES` of
+    it are read; lines longer than :data:`MAX_LINE_BYTES`, deeper than Python's
+    JSON recursion allows, or not a JSON object are listed in ``bad_lines``.
+    """
+    from capshim import paths
+
     report = StatusReport()
-    p = Path(path)
     try:
-        if not p.is_file():
-            return report
-        text = p.read_text(encoding="utf-8", errors="replace")
-    except FileNotFoundError:
+        data = paths.read_limited(path, MAX_STATUS_BYTES, truncate=True)
+    except OSError:  # missing, not a regular file, unreadable: nothing the shims wrote
         return report
+    text = data.decode("utf-8", errors="replace")
     for n, line in enumerate(text.splitlines(), 1):
         if not line.strip():
             continue
+        if len(line) > MAX_LINE_BYTES:
+            report.bad_lines.append(n)
+            continue
         try:
             ev = json.loads(line)
-        except ValueError:
+        except (ValueError, RecursionError):
             report.bad_lines.append(n)
             continue
         if isinstance(ev, dict):

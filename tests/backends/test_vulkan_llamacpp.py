@@ -33,7 +33,7 @@ def _env():
 
 def _run(worker, *shim_args, tmp_path=None):
     status = tmp_path / "status.jsonl"
-    r = run_capshim("run", "--status-file", str(status), *shim_args, "--", *worker, env=_env())
+    r = run_capshim("run", "--force", "--status-file", str(status), *shim_args, "--", *worker, env=_env())
     assert r.returncode == 0, r.stderr[-3000:]
     m = LINE.search(r.stderr)
     assert m, r.stderr[-3000:]

@@ -261,3 +261,29 @@ def test_precision_test_limits_the_target_to_the_named_tests(tmp_path):
     assert p["reached"] is False and p["rounds"] == 3 and p["tests"] == "all"  # the noisy tg16 keeps it going
     r = run_capshim("bench", "--arm", "a=", "--precision-test", "pp64", "--", str(script))
     assert r.returncode == 2 and "--precision" in r.stderr
+
+
+def test_gpu_default_has_a_precision_target_that_user_options_override(monkeypatch, tmp_path):
+    from capshim.bench import plan as plan_mod
+    from capshim.bench.runner import Workload
+
+    real_pick = plan_mod._pick_vulkan_device
+
+    def as_gpu(stock):
+        index, chosen = real_pick(stock)
+        chosen = {**chosen, "device": {**chosen["device"], "type": "discrete-gpu"}}
+        return index, chosen
+
+    monkeypatch.setattr(plan_mod, "_pick_vulkan_device", as_gpu)
+    monkeypatch.setattr(plan_mod, "_builtin_workload", lambda *a, **k: Workload("builtin", ["true"]))
+    make = lambda **kw: plan_mod.make_plan((), None, None, None, kw.get("r"), None, 512, 128, None, [],
+                                           platform="linux")
+    p = make()
+    assert p.defaults == {"precision": 2.0, "precision_tests": ["pp512"], "max_runs": 30}
+    assert make(r=5).defaults is None  # an explicit -r is the user's choice
+    seen = {}
+    monkeypatch.setattr(plan_mod, "run_bench", lambda *a, **kw: seen.update(kw))
+    plan_mod.execute(p, tmp_path / "a")
+    assert (seen["precision"], seen["precision_tests"], seen["max_runs"]) == (2.0, ["pp512"], 30)
+    plan_mod.execute(p, tmp_path / "b", precision=5.0, precision_tests=None, max_runs=None)
+    assert (seen["precision"], seen["precision_tests"], seen["max_runs"]) == (5.0, None, None)

@@ -116,3 +116,35 @@ def test_catalog_has_the_keys_the_brief_names():
                 "storageBuffer16BitAccess", "shaderInt8", "integerDotProduct4x8BitPackedSignedAccelerated",
                 "cooperativeMatrix", "shaderBFloat16Type"]:
         assert key in VULKAN_KEYS
+
+
+def test_generated_profiles_survive_quotes_and_backslashes():
+    """Generated profiles are written with a TOML writer: a device name with a quote must not break a bench."""
+    from capshim.profiles import ondevice
+
+    paravirt = profiles.load("vulkan-paravirt")
+    stock = {"device": {"name": 'GPU "fast" \\ edition\nline2'},
+             "capabilities": {"maxComputeSharedMemorySize": 49152, "shaderFloat16": True, "apiVersion": "1.3.280"},
+             "extensions": {"VK_KHR_cooperative_matrix": 2}}
+    p = ondevice.restore_profile(stock, paravirt)
+    assert p.description.endswith('GPU "fast" \\ edition line2')
+    assert p.capabilities["maxComputeSharedMemorySize"] == 49152 and p.capabilities["shaderFloat16"]
+    assert p.extensions["VK_KHR_cooperative_matrix"] == 2
+    q = profiles.parse(profiles.to_toml(p), "rt.toml")
+    assert q.description == p.description and q.capabilities == p.capabilities
+
+
+@pytest.mark.parametrize("target", ["/dev/zero", "fifo", "big"])
+def test_profile_check_is_bounded(tmp_path, target):
+    """`profile check /dev/zero` grew memory without end; a FIFO would block."""
+    import os
+
+    if target == "fifo":
+        target = str(tmp_path / "f")
+        os.mkfifo(target)
+    elif target == "big":
+        target = str(tmp_path / "big.toml")
+        with open(target, "w") as fh:
+            fh.write("#" * (profiles.MAX_PROFILE_BYTES + 1))
+    with pytest.raises(profiles.ProfileError, match="cannot read"):
+        profiles.load(target)

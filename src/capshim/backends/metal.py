@@ -12,7 +12,7 @@ From Linux it is also cross-built for arm64 and x86_64 with ``zig cc``
 (``build_cross``) and its Mach-O files are checked with LIEF
 (``inspect_macho``, ``capshim verify --api metal --shim FILE``).
 
-Facts this module relies on (DESIGN.md sections 1 and 4; trycua/cua
+Facts this module relies on (docs/contracts.md, "Published figures" and "Reference facts: Metal"; trycua/cua
 ``libs/lume/metal-capability-shim``): the private
 ``-[_MTLDevice initGPUFamilySupport]`` runs when a device is set up; Apple
 GPU families are 1001 (Apple1) .. 1009 (Apple9), Mac 2xxx, Common 3xxx,
@@ -380,7 +380,7 @@ def profile_warnings(profile) -> list[str]:
     A profile that forces Mac, Common or Metal families is warned about:
     advertising Metal3 (5001) made MLX ask for a residency set the
     paravirtual device cannot create ("Unable to construct residency set",
-    DESIGN.md section 1).
+    docs/contracts.md ("Published figures")).
     """
     forced = profile.capabilities.get("forceFamilies") or []
     if not forced:

@@ -33,6 +33,7 @@ from pathlib import Path
 from capshim import profiles
 from capshim.backends import Backend, answer_differences
 from capshim.errors import CapshimError, UsageError
+from capshim import paths
 from capshim.native import build as nb
 from capshim.profiles import Profile, format_version
 
@@ -101,8 +102,13 @@ def _commands(cc: str) -> dict[str, list[str]]:
     }
 
 
-def build(force: bool = False) -> VulkanBuild:
+def build(force: bool = False, repair: bool = True) -> VulkanBuild:
     """Build the layer, the probe and the fuzz driver (warnings are errors); reuse a cached build.
+
+    A cached build is used only when its library and probe match its
+    SHA256SUMS (checked cheaply, see :func:`capshim.native.build.cached_ok`);
+    otherwise it is rebuilt, unless ``repair`` is False (``capshim verify``
+    reports the mismatch instead).
 
     Raises:
         BuildError: no compiler, missing Vulkan headers (libvulkan-dev), or a
@@ -113,8 +119,10 @@ def build(force: bool = False) -> VulkanBuild:
     # The manifest layout is part of the build: bump it when _manifest or the folders change.
     final = nb.build_dir("vulkan", [src / s for s in SOURCES], [*cmds.values(), ["manifest-layout", "4"]])
     result = VulkanBuild(final, final / LIBRARY, final / PROBE, final / "fuzz_config")
-    if final.is_dir() and not force and result.library.is_file() and result.probe.is_file():
+    present = result.library.is_file() and result.probe.is_file()
+    if not force and present and (not repair or nb.cached_ok(final, [LIBRARY, PROBE])):
         return result
+    force = force or final.is_dir()  # a corrupted cached build is replaced
     if not Path("/usr/include/vulkan/vulkan.h").is_file() and not os.environ.get("CPATH"):
         raise CapshimError("Vulkan headers not found (/usr/include/vulkan/vulkan.h): "
                            "install libvulkan-dev (./setup.sh does)")
@@ -127,18 +135,9 @@ def build(force: bool = False) -> VulkanBuild:
         data = _manifest(layer, role)
         (tmp / "manifests" / role).mkdir(parents=True)
         (tmp / "manifests" / role / f"{layer}.json").write_text(json.dumps(data, indent=2) + "\n")
-    sums = [f"{_sha256(tmp / name)}  {name}" for name in (LIBRARY, PROBE)]
-    (tmp / "SHA256SUMS").write_text("\n".join(sums) + "\n")
-    if force and final.is_dir():
-        shutil.rmtree(final)
-    nb.publish(tmp, final)
+    paths.write_sums(tmp, [LIBRARY, PROBE], fsync=False)
+    nb.publish(tmp, final, replace=force)
     return result
-
-
-def _sha256(path: Path) -> str:
-    import hashlib
-
-    return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
 EXPORTS = {f"capshim_{role}_{fn}" for role in ROLES
@@ -162,7 +161,7 @@ def verify() -> list[dict]:
     """
     import platform
 
-    b = build()
+    b = build(repair=False)  # a cached build that fails its SHA256SUMS is reported, not replaced
     out = []
 
     def check(name, ok, detail):
@@ -187,12 +186,8 @@ def verify() -> list[dict]:
         except (OSError, ValueError, KeyError) as exc:
             bad.append(f"{layer}: {exc}")
     check("manifests", not bad, "; ".join(bad) or "both roles point at the library")
-    sums = {}
-    for line in (b.dir / "SHA256SUMS").read_text().splitlines() if (b.dir / "SHA256SUMS").is_file() else []:
-        digest, name = line.split(None, 1)
-        sums[name.strip()] = digest
-    wrong = [n for n in (LIBRARY, PROBE) if sums.get(n) != _sha256(b.dir / n)]
-    check("SHA256SUMS", not wrong, "library and probe match" if not wrong else f"mismatch: {', '.join(wrong)}")
+    wrong = paths.check_sums(b.dir, [LIBRARY, PROBE])
+    check("SHA256SUMS", not wrong, "library and probe match" if not wrong else f"mismatch: {'; '.join(wrong)}")
     try:
         stock = probe()
     except CapshimError as exc:

@@ -139,10 +139,8 @@ def _written(profile: Profile) -> tuple[dict, dict]:
 
 def restore_for(stock: dict, lowering: Profile) -> Profile:
     """The raise profile answering the stock values ``lowering`` lowers (the bench's ``profile:restore``)."""
-    try:
-        from capshim.profiles import restore_profile  # where engineer R moves it
-    except ImportError:
-        from capshim.backends.vulkan import restore_profile
+    from capshim.profiles.ondevice import restore_profile
+
     return restore_profile(stock, lowering)
 
 

@@ -23,7 +23,7 @@ line, the ``ggml_vulkan: 0 = ...`` device line too, to stderr), goes to
 STDERR: file descriptor 1 is pointed at stderr while llama.cpp runs, so no
 native print can reach stdout.
 
-Exit codes (DESIGN.md section 3): 0 success; 1 the workload failed (model
+Exit codes (docs/contracts.md, "Exit codes"): 0 success; 1 the workload failed (model
 did not load, a decode failed); 2 bad usage (bad flag, missing model file).
 Errors are one line on stderr, ``capshim-builtin: error: ...``.
 """

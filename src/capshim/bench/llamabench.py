@@ -7,7 +7,7 @@ object per line. Each row holds the configuration (``n_prompt``, ``n_gen``,
 ``n_depth`` ...), ``avg_ts``/``stddev_ts`` and the per-repetition
 ``samples_ns`` and ``samples_ts`` (tokens per second). capshim always uses
 ``samples_ts`` (one value per repetition), never ``avg_ts``: the published
-figures are medians of samples (DESIGN.md section 1).
+figures are medians of samples (docs/contracts.md, "Published figures").
 
 Stdout may carry other lines (backend init lines when a library prints to
 stdout, a UTF-8 byte-order mark, blank lines): every JSON value that starts at
@@ -87,12 +87,61 @@ def _check_row(row: dict, index: int, source: str) -> dict:
     return out
 
 
+MAX_OUTPUT_BYTES = 256 << 20
+"""The most workload output capshim parses (llama-bench prints a few KiB per row)."""
+MAX_DEPTH = 32
+"""Deepest nesting of a JSON value that is decoded (a llama-bench row is 3 deep: array, row, samples)."""
+
+# One token of the bracket scan: a whole JSON string (never spans a line), a lone quote
+# (an unterminated string), or a bracket.
+_TOKEN = re.compile(r'"(?:[^"\\\n]|\\.)*"|"|[\[\]{}]')
+_CANDIDATE = re.compile(r"^[ \t\r]*([\[{])", re.MULTILINE)
+_PAIR = {"]": "[", "}": "{"}
+
+
+def _matching_ends(text: str, starts: set[int]) -> tuple[dict[int, int], bool]:
+    """For each position in ``starts`` (an opening bracket), the position of its closing bracket.
+
+    One pass over the text (linear): strings are skipped whole; a mismatched
+    bracket or an unterminated string forgets every pending opening bracket;
+    nesting deeper than :data:`MAX_DEPTH` does too. Returns the matches and
+    whether the depth limit was hit.
+    """
+    ends: dict[int, int] = {}
+    stack: list[tuple[str, int]] = []
+    too_deep = False
+    for m in _TOKEN.finditer(text):
+        tok = m.group()
+        if tok in "[{":
+            if len(stack) >= MAX_DEPTH:
+                stack.clear()
+                too_deep = True
+                continue
+            stack.append((tok, m.start()))
+        elif tok in "]}":
+            if stack and stack[-1][0] == _PAIR[tok]:
+                _, at = stack.pop()
+                if at in starts:
+                    ends[at] = m.start()
+            else:
+                stack.clear()
+        elif tok == '"':
+            stack.clear()
+    return ends, too_deep
+
+
 def parse_output(text: str, source: str) -> list[dict]:
     """Parse llama-bench ``-o json`` or ``-o jsonl`` output.
 
+    Every JSON value that starts a line (after blanks) is decoded, in time
+    linear in the size of the text: one bracket scan finds where each such
+    value ends, and each value is decoded once (values nested more than
+    :data:`MAX_DEPTH` deep are not decoded).
+
     Args:
         text: what llama-bench printed on stdout (str; a leading UTF-8 BOM,
-            blank lines and non-JSON lines are tolerated).
+            blank lines and non-JSON lines are tolerated; at most
+            :data:`MAX_OUTPUT_BYTES`).
         source: the file or stream name used in error messages.
 
     Returns:
@@ -104,45 +153,56 @@ def parse_output(text: str, source: str) -> list[dict]:
     Raises:
         LlamaBenchError: no row was found, a JSON value that starts a line is
             cut off or malformed and no row inside it could be recovered, or a row
-            lacks ``n_prompt``/``n_gen``/``samples_ts`` or has a bad value. The
-            message names ``source``, the line or row and the key.
+            lacks ``n_prompt``/``n_gen``/``samples_ts`` or has a bad value, or the
+            text is too large. The message names ``source``, the line or row and
+            the key.
     """
     if isinstance(text, bytes):  # be lenient with callers passing raw bytes
         text = text.decode("utf-8", errors="replace")
+    if len(text) > MAX_OUTPUT_BYTES:
+        raise LlamaBenchError(f"{source}: {len(text)} characters of output; capshim reads at most "
+                              f"{MAX_OUTPUT_BYTES} (is this llama-bench output?)")
     text = text.replace("\ufeff", "")
     text = _NONFINITE.sub(lambda m: "NaN" if m.group(2).lower() == "nan" else m.group(1) + "Infinity", text)
-    decoder = json.JSONDecoder()
+    starts = [m.start(1) for m in _CANDIDATE.finditer(text)]
+    ends, too_deep = _matching_ends(text, set(starts))
     rows: list[dict] = []
-    bad: list[tuple[int, int, str]] = []  # (line number, offset, decoder message)
+    bad: list[tuple[int, int, str]] = []  # (index in starts, offset, what is wrong)
     consumed_to = 0
-    offset = 0
-    for lineno, line in enumerate(text.split("\n"), 1):
-        start, offset = offset, offset + len(line) + 1
-        stripped = line.lstrip()
-        if start < consumed_to or not stripped or stripped[0] not in "[{":
+    for i, at in enumerate(starts):
+        if at < consumed_to:
             continue
-        at = start + (len(line) - len(stripped))
+        end = ends.get(at)
+        if end is None:
+            bad.append((i, at, "cut off, unbalanced or nested too deep"))
+            continue
         try:
-            value, end = decoder.raw_decode(text, at)
-        except json.JSONDecodeError as exc:
-            bad.append((lineno, at, exc.msg))
+            value = json.loads(text[at:end + 1])
+        except (ValueError, RecursionError) as exc:
+            bad.append((i, at, getattr(exc, "msg", str(exc))))
             continue
-        consumed_to = end
+        consumed_to = end + 1
         if isinstance(value, list) and value and all(isinstance(v, dict) for v in value):
             rows.extend(v for v in value if _is_row(v))
         elif _is_row(value):
             rows.append(value)
+
+    def lineno(at: int) -> int:
+        return text.count("\n", 0, at) + 1
+
     # An array whose decoding failed (junk inside it, or a run cut off) has its
     # objects recovered one by one above; an object that itself fails to decode
     # and looks like a llama-bench row means a cut-off or corrupted row.
-    for lineno, at, msg in bad:
-        if text[at] == "{" and _ROW_HINT.search(text, at, at + 4000):
-            raise LlamaBenchError(f"{source}: line {lineno}: malformed or cut-off llama-bench row ({msg})")
+    for i, at, msg in bad:
+        window_end = min(at + 4000, starts[i + 1] if i + 1 < len(starts) else len(text))
+        if text[at] == "{" and _ROW_HINT.search(text, at, window_end):
+            raise LlamaBenchError(f"{source}: line {lineno(at)}: malformed or cut-off llama-bench row ({msg})")
     if not rows:
         if bad:
-            lineno, _, msg = bad[0]
-            raise LlamaBenchError(f"{source}: line {lineno}: malformed or cut-off JSON ({msg}); "
-                                  "no complete llama-bench row found")
+            _, at, msg = bad[0]
+            raise LlamaBenchError(f"{source}: line {lineno(at)}: malformed or cut-off JSON ({msg}); "
+                                  "no complete llama-bench row found"
+                                  + (f" (values nested deeper than {MAX_DEPTH} are not read)" if too_deep else ""))
         raise LlamaBenchError(f"{source}: no llama-bench rows found (expected the output of "
                               "llama-bench -o json or -o jsonl on stdout)")
     return [_check_row(r, i, source) for i, r in enumerate(rows)]
@@ -155,9 +215,11 @@ def load_file(path: str | Path) -> list[dict]:
         LlamaBenchError: the file cannot be read (names the path and the OS
             error) or its content is not llama-bench output.
     """
+    from capshim import paths
+
     p = Path(path)
     try:
-        data = p.read_bytes()
+        data = paths.read_limited(p, MAX_OUTPUT_BYTES)
     except OSError as exc:
         raise LlamaBenchError(f"{p}: cannot read llama-bench output: {exc.strerror or exc}") from None
     return parse_output(data.decode("utf-8", errors="replace"), str(p))

@@ -47,10 +47,10 @@ CMAKE_FLAGS = [
 
 
 def default_cache_dir() -> Path:
-    """The cache root: ``$CAPSHIM_CACHE_DIR/llama-bench`` or ``~/.cache/capshim/llama-bench``."""
-    root = os.environ.get("CAPSHIM_CACHE_DIR")
-    base = Path(root) if root else Path.home() / ".cache" / "capshim"
-    return base / "llama-bench"
+    """``llama-bench/`` under the cache root (:func:`capshim.paths.cache_root`)."""
+    from capshim import paths
+
+    return paths.cache_root() / "llama-bench"
 
 
 def _say(msg: str) -> None:

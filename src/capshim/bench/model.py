@@ -3,8 +3,8 @@
 ``ensure_model(preset)`` writes, once, a GGUF file with random weights (a fixed
 seed) and a synthetic SentencePiece-style vocabulary, using the ``gguf``
 package's ``GGUFWriter`` and ``gguf.quants`` (the same code llama.cpp's
-``convert_hf_to_gguf.py`` uses). The file is cached under
-``$XDG_CACHE_HOME/capshim/models/`` (or ``~/.cache/capshim/models/``), named by
+``convert_hf_to_gguf.py`` uses). The file is cached under ``models/`` of the
+cache root (:func:`capshim.paths.cache_root`), named by
 preset, format version and a hash of the preset's parameters, so any change
 to the generator invalidates the cache.
 
@@ -110,7 +110,7 @@ PRESETS: dict[str, Preset] = {
         output_type="F16",
     ),
     # TinyLlama 1.1B shape (TinyLlama/TinyLlama-1.1B config.json), Q4_0 like the
-    # DESIGN.md section 4 H200 measurements; output.weight in Q8_0.
+    # docs/contracts.md "Reference facts: Vulkan and llama.cpp" H200 measurements; output.weight in Q8_0.
     "tinyllama-1.1b": Preset(
         name="tinyllama-1.1b", n_vocab=32000, n_embd=2048, n_layer=22, n_head=32,
         n_head_kv=4, n_ff=5632, n_ctx_train=2048, matrix_type="Q4_0",
@@ -140,14 +140,10 @@ UNK_ID, BOS_ID, EOS_ID = 0, 1, 2
 
 
 def capshim_cache_dir() -> Path:
-    """The capshim cache folder: ``$XDG_CACHE_HOME/capshim`` or ``~/.cache/capshim``.
+    """The capshim cache folder: :func:`capshim.paths.cache_root` (not created here)."""
+    from capshim import paths
 
-    Follows the XDG Base Directory specification (an empty or relative
-    ``XDG_CACHE_HOME`` is ignored). The folder is not created here.
-    """
-    xdg = os.environ.get("XDG_CACHE_HOME", "")
-    base = Path(xdg) if xdg and os.path.isabs(xdg) else Path.home() / ".cache"
-    return base / "capshim"
+    return paths.cache_root()
 
 
 def model_filename(preset: str) -> str:
@@ -207,35 +203,17 @@ def ensure_model(preset: str = "tiny", cache_dir: Path | None = None) -> Path:
 def model_sha256(path: Path) -> str:
     """SHA-256 (hex) of a model file, cached next to it in ``<file>.sha256``.
 
-    The cache records the file's size (bytes) and mtime (ns) and is used only
-    while both match; otherwise the hash is computed again (about 1 s per GB)
-    and the cache rewritten. An unwritable folder just skips the cache.
+    The cache (JSON: sha256, size in bytes, mtime in ns; see
+    :func:`capshim.paths.cached_sha256`) is used only while size and mtime
+    match; otherwise the hash is computed again (about 1 s per GB) and the
+    cache rewritten. An unwritable folder just skips the cache.
 
     Raises:
         OSError: the model file cannot be read.
     """
-    path = Path(path)
-    st = path.stat()
-    side = path.with_name(path.name + ".sha256")
-    try:
-        cached = json.loads(side.read_text())
-        if cached.get("size") == st.st_size and cached.get("mtime_ns") == st.st_mtime_ns:
-            return str(cached["sha256"])
-    except (OSError, ValueError, KeyError, AttributeError):
-        pass
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 22), b""):
-            h.update(chunk)
-    digest = h.hexdigest()
-    record = {"sha256": digest, "size": st.st_size, "mtime_ns": st.st_mtime_ns,
-              "file": path.name}
-    with contextlib.suppress(OSError):
-        fd, tmp = tempfile.mkstemp(prefix=side.name + ".", suffix=".tmp", dir=side.parent)
-        with os.fdopen(fd, "w") as f:
-            json.dump(record, f)
-        os.replace(tmp, side)
-    return digest
+    from capshim import paths
+
+    return paths.cached_sha256(path)
 
 
 # --------------------------------------------------------------------------

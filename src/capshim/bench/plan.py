@@ -10,7 +10,9 @@ devices otherwise: ggml-vulkan.cpp, device enumeration).
 
 Process counts: each process of the built-in workload warms up in-process,
 then runs ``process_reps`` timed repetitions; its median is one sample. On a
-GPU the default is 10 processes of 5 repetitions per arm. On a CPU Vulkan
+GPU the default is 10 processes of 5 repetitions per arm, then more rounds
+until the pp interval is +-2 points wide (``GPU_PRECISION``, at most 30
+processes), unless ``-r`` or ``--precision`` is given. On a CPU Vulkan
 device (lavapipe) the capabilities change which kernels llama.cpp picks but
 not the speed, so the default is shorter (3 processes of 3 repetitions, no
 warm-up round: the in-process warm-up and the kept shader cache do that job)
@@ -32,6 +34,12 @@ MODEL_PRESETS = ("tiny", "tinyllama-1.1b", "llama-8b")
 #: (processes per arm, timed repetitions per process) of the built-in workload: on a GPU, on a CPU device.
 GPU_DEFAULT = (10, 5)
 CPU_DEFAULT = (3, 3)
+#: The built-in workload's default precision target on a GPU: (half-width in points,
+#: tests it applies to, the most processes per arm). Measured on the H200
+#: (tinyllama-1.1b, evidence/h200-tinyllama-aa): the pp512 % of host intervals
+#: reached +-2 points after 29 processes of 5 repetitions per arm (9.5 min with
+#: four arms); generation is overhead-bound and noisier, so the target is pp only.
+GPU_PRECISION = (2.0, ["pp512"], 30)
 CPU_NOTE = ("{device} is a CPU device: the capabilities change which kernels llama.cpp picks (the path "
             "columns) but no speed effect is expected; the default is short here (fewer processes and "
             "repetitions) and shows the mechanism and the evidence chain, not a speed-up")
@@ -55,6 +63,9 @@ class Plan:
     warmup: int = 1
     aa_arm: str | None = None
     notes: list[str] | None = None
+    #: default options of run_bench chosen by the plan (e.g. the GPU precision target);
+    #: what the user gives overrides them
+    defaults: dict | None = None
 
 
 def _pick_vulkan_device(stock: dict) -> tuple[int, dict]:
@@ -254,8 +265,13 @@ def make_plan(arm_opts: tuple[str, ...] | list[str], baseline: str | None, host_
     title = "capshim bench"
     if device:
         title += f" — {device['name']}"
+    defaults = None
+    if not argv and not cpu and repetitions is None and n_prompt > 0:
+        target, tests, cap = GPU_PRECISION
+        defaults = {"precision": target, "precision_tests": [f"pp{n_prompt}" if t == "pp512" else t for t in tests],
+                    "max_runs": cap}
     return Plan(arms, workload, baseline, host_arm, host, reps, title, device, warm, identities[0] if identities else None,
-                notes)
+                notes, defaults)
 
 
 def _check_workload_flags(argv, metric, unit, better, output_file, workload_name, network, model) -> None:
@@ -299,9 +315,17 @@ def explain_arm(name: str, arm: dict) -> str:
 
 def execute(plan: Plan, out: Path, warmup: int | None = None, timeout: float = 900.0, **options) -> BenchResult:
     """Run a Plan (see :func:`capshim.bench.runner.run_bench`; ``options`` are its keyword options:
-    seed, precision, max_runs, exclude_contaminated, allow_mismatch)."""
+    seed, precision, precision_tests, max_runs, exclude_contaminated, allow_mismatch). An option
+    left None takes the plan's default (``Plan.defaults``: on a GPU, the built-in workload's
+    precision target ``GPU_PRECISION`` unless ``-r`` was given)."""
+    if out.exists() and not out.is_dir():
+        raise UsageError(f"--out {out}: exists and is not a folder")
     if out.exists() and any(out.iterdir()):
         raise UsageError(f"--out {out}: folder exists and is not empty")
+    if options.get("precision") is None:
+        for key, value in (plan.defaults or {}).items():
+            if options.get(key) is None:
+                options[key] = value
     return run_bench(plan.arms, plan.workload, plan.baseline, out, repetitions=plan.repetitions,
                      warmup=plan.warmup if warmup is None else warmup, timeout=timeout, host_arm=plan.host_arm,
                      host=plan.host, extra_metadata={"device": plan.device, "title": plan.title},

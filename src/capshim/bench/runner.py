@@ -29,7 +29,6 @@ bundle of what finished.
 from __future__ import annotations
 
 import datetime as _dt
-import json
 import os
 import random
 import secrets
@@ -192,8 +191,9 @@ def llama_bench_workload(argv: list[str], check_output: bool = False) -> Workloa
     if not argv:
         raise CapshimError("no workload command after --")
     exe = shutil.which(argv[0]) if "/" not in argv[0] else argv[0]
-    if exe is None or not os.access(exe, os.X_OK):
-        raise CapshimError(f"workload '{argv[0]}': not found or not executable")
+    if exe is None or not os.access(exe, os.X_OK) or os.path.isdir(exe):
+        raise CapshimError(f"workload '{argv[0]}': not found or not executable"
+                           + (" (it is a folder)" if exe and os.path.isdir(exe) else ""))
     argv = list(argv)
     if "llama-bench" in Path(argv[0]).name and "-o" not in argv and "--output" not in argv:
         argv += ["-o", "json"]
@@ -310,8 +310,11 @@ def _make_launcher(arms: list[Arm], workload: Workload, work: Path, rng: random.
     for w in (workload, *workload.controls):
         for arm in arms:
             probe_dir = work / f"probe-{w.label(arm.name)}"
-            lc = launch.prepare(w.argv, arm.profile, arm.simulate, run_dir=probe_dir,
-                                status_file=probe_dir / "status.jsonl")
+            try:
+                lc = launch.prepare(w.argv, arm.profile, arm.simulate, run_dir=probe_dir,
+                                    status_file=probe_dir / "status.jsonl")
+            except launch.UsageError:  # the command cannot start: each of its runs records why
+                continue
             keys += [k for k in lc.env_delta if k not in keys]
             size = max(size, _env_size({**lc.env(), **w.env}))
     if "CAPSHIM_STATUS_FILE" not in keys:
@@ -325,7 +328,12 @@ def _run_one(bundle: Bundle, arm: Arm, n: int, workload: Workload, timeout: floa
     label = workload.label(arm.name)
     run_dir = work / f"{label}-{n}{'' if record else '-warmup'}"
     status_file = bundle.status_file(label, n) if record else run_dir / "status.jsonl"
-    lc = launch.prepare(workload.argv, arm.profile, arm.simulate, run_dir=run_dir, status_file=status_file)
+    t0 = time.monotonic()
+    try:
+        lc = launch.prepare(workload.argv, arm.profile, arm.simulate, run_dir=run_dir, status_file=status_file)
+    except launch.UsageError as exc:  # the workload vanished or changed since the bench started
+        return _not_started(bundle, arm, n, record, t0, str(exc), workload.argv, position=position,
+                            control=workload.control)
     launcher = launcher or Launcher(list(lc.env_delta), 0, random.Random(0))
     if "CAPSHIM_STATUS_FILE" in launcher.keys:
         lc.env_delta.setdefault("CAPSHIM_STATUS_FILE", str(status_file))
@@ -337,8 +345,12 @@ def _run_one(bundle: Bundle, arm: Arm, n: int, workload: Workload, timeout: floa
     t0 = time.monotonic()
     timed_out = False
     with open(out_path, "wb") as out, open(err_path, "wb") as err:
-        proc = subprocess.Popen(exec_argv, env=env, stdout=out, stderr=err, stdin=subprocess.DEVNULL,
-                                start_new_session=True)
+        try:
+            proc = subprocess.Popen(exec_argv, env=env, stdout=out, stderr=err, stdin=subprocess.DEVNULL,
+                                    start_new_session=True)
+        except OSError as exc:  # missing interpreter, not an executable format, a folder, deleted
+            return _not_started(bundle, arm, n, record, t0, launch.exec_failure(workload.argv[0], exc),
+                                exec_argv, lc.env_delta, position=position, control=workload.control)
         try:
             rc = proc.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
@@ -360,8 +372,8 @@ def _run_one(bundle: Bundle, arm: Arm, n: int, workload: Workload, timeout: floa
     after = probe.snapshot() if probe else {}
     sig = signal.Signals(-rc).name if rc < 0 and -rc in signal.Signals._value2member_map_ else None
     exit_code = rc if rc >= 0 else None
-    stdout = out_path.read_text(encoding="utf-8", errors="replace")
-    stderr = err_path.read_text(encoding="utf-8", errors="replace")
+    stdout = _read_output(out_path)
+    stderr = _read_output(err_path)
     records: list[dict] = []
     error = None
     tokens = None
@@ -385,6 +397,27 @@ def _run_one(bundle: Bundle, arm: Arm, n: int, workload: Workload, timeout: floa
     return RunResult(arm.name, n, exit_code, sig, timed_out, seconds, records, attest.parse_path(stderr), states,
                      tokens, error, exec_argv, recorded_delta, position[0], position[1],
                      {"before": before, "after": after} if probe else {}, dirty, control=workload.control)
+
+
+def _read_output(path: Path) -> str:
+    """A run's stdout or stderr as text, at most llamabench.MAX_OUTPUT_BYTES (+1 so too much is seen)."""
+    from capshim import paths
+
+    data = paths.read_limited(path, llamabench.MAX_OUTPUT_BYTES + 1, truncate=True)
+    return data.decode("utf-8", errors="replace")
+
+
+def _not_started(bundle: Bundle, arm: Arm, n: int, record: bool, t0: float, reason: str, argv: list[str],
+                 env_delta: dict | None = None, position: tuple[int, int] = (0, 0),
+                 control: str | None = None) -> RunResult:
+    """A run whose command could not be started: recorded as a failed run with the reason
+    (a control's under ``<arm>.<control>``)."""
+    if record:
+        bundle.write_run(f"{arm.name}.{control}" if control else arm.name, n, stdout=b"",
+                         stderr=f"capshim: {reason}\n")
+    return RunResult(arm.name, n, None, None, False, time.monotonic() - t0, [], {}, {}, None,
+                     f"not started: {reason}", list(argv), dict(env_delta or {}), position[0], position[1],
+                     control=control)
 
 
 def _kill(proc: subprocess.Popen) -> None:
@@ -512,6 +545,7 @@ def run_bench(arms: list[Arm], workload: Workload, baseline: str, out: Path, rep
     units = [(a, w) for a in arms for w in (workload, *workload.controls)]
     interrupted = False
     interrupted_by = None
+    aborted = None
     rng = random.Random(seed)
     work = Path(tempfile.mkdtemp(prefix="capshim-bench-"))
     probe = telemetry.Telemetry()
@@ -590,15 +624,25 @@ def run_bench(arms: list[Arm], workload: Workload, baseline: str, out: Path, rep
         how = exc.result.signal if isinstance(exc, Interrupted) else getattr(exc, "signal_name", "SIGINT")
         interrupted_by = how
         console.print(f"[red]interrupted ({how}): writing the bundle of the runs that finished[/]")
+    except Exception as exc:  # noqa: BLE001 - whatever broke, the finished runs are sealed below
+        interrupted = True
+        aborted = f"{type(exc).__name__}: {exc}"
+        console.print(f"[red]bench stopped by an error ({aborted}): writing the bundle of the runs that finished[/]")
     finally:
         signal.signal(signal.SIGTERM, old_term)
         shutil.rmtree(work, ignore_errors=True)
         probe.close()
+    if aborted:
+        bundle.metadata["aborted"] = aborted
     result = _finish(bundle, arms, results, workload, baseline, host_arm, host, reference_arm, interrupted,
-                     control_results=control_results, aa_arm=aa_arm, allow_mismatch=allow_mismatch, exclude_contaminated=exclude_contaminated,
+                     control_results=control_results, aa_arm=aa_arm, allow_mismatch=allow_mismatch,
+                     exclude_contaminated=exclude_contaminated,
                      notes=notes, precision=precision_state if precision is not None else None,
                      precision_target=precision, cap=cap, precision_tests=precision_tests)
     result.interrupted_by = interrupted_by
+    if aborted:
+        raise CapshimError(f"bench stopped by an error ({aborted}); the finished runs are sealed in {bundle.root}",
+                           exit_code=1)
     return result
 
 
@@ -670,21 +714,15 @@ def _host_dict(records, host_arm, host, arm_info) -> dict | None:
 
 
 def _model_sha(model: Path | None) -> str | None:
-    """SHA-256 of the model: from the ``<model>.sha256`` record that
-    :func:`capshim.bench.model.model_sha256` writes (JSON with ``sha256``, ``size``,
-    ``mtime_ns``) while size and mtime still match, else hashed now."""
+    """The model's SHA-256 through the one sidecar cache (:func:`capshim.paths.cached_sha256`)."""
     if model is None:
         return None
-    side = model.with_name(model.name + ".sha256")
+    from capshim import paths
+
     try:
-        st = model.stat()
-        cached = json.loads(side.read_text())
-        if (isinstance(cached, dict) and cached.get("size") == st.st_size and cached.get("mtime_ns") == st.st_mtime_ns
-                and isinstance(cached.get("sha256"), str) and len(cached["sha256"]) == 64):
-            return cached["sha256"]
-    except (OSError, ValueError):
-        pass
-    return sha256_file(model)
+        return paths.cached_sha256(model)
+    except OSError as exc:
+        raise CapshimError(f"model {model}: cannot read to hash: {exc.strerror or exc}") from None
 
 
 def _shim_hashes(arms: list[Arm]) -> dict:
@@ -728,7 +766,12 @@ def _finish(bundle: Bundle, arms: list[Arm], results: dict[str, list[RunResult]]
             toks = [r.token_ids for r in results[arm.name] if r.token_ids is not None]
             info = arm_info[arm.name]
             if ref_tokens is None or not toks:
-                info["output_check"] = "not checked (no token ids)" if what == "tokens" else "not checked (no output)"
+                whose = f"reference arm {ref}" if ref_tokens is None else f"arm {arm.name}"
+                none = "token ids" if what == "tokens" else "output"
+                info["output_check"] = f"not checked: {whose} produced no {none}"
+                print(f"capshim: output check skipped for arm {arm.name}: {whose} produced no {none} "
+                      f"(no run finished with {'generated tokens' if what == 'tokens' else 'its output read'})",
+                      file=sys.stderr)
                 continue
             same = all(workload.same_output(t, ref_tokens) for t in toks)
             info["output_check"] = f"same {what} as {ref}" if same else f"{what} {differ} from {ref}"
@@ -744,7 +787,9 @@ def _finish(bundle: Bundle, arms: list[Arm], results: dict[str, list[RunResult]]
         refused = exc
         summary = _analyze(workload, records, arm_info, baseline, host_dict, allow_mismatch=True,
                            aa_arm=aa_arm, notes=(notes or []) + [f"refused: {exc}"])
-    if precision_target is not None:
+    except Exception:  # noqa: BLE001 - finalize runs the analysis again as an isolated, recorded step
+        summary = None
+    if precision_target is not None and summary is not None:
         if precision is None or interrupted:
             precision = {"target": precision_target, "reached": False, "max_half_width": None,
                          "rounds": max((len(v) for v in results.values()), default=0), "cap": cap}

@@ -1,30 +1,29 @@
 """Compile native sources into a per-source-hash cache folder.
 
-The folder is ``$XDG_CACHE_HOME/capshim/native/<name>-<hash>`` (``~/.cache``
-when unset), where the hash covers the sources and the compiler command, so an
-edited source or flag rebuilds and an unchanged one is reused.
+The folder is ``<cache root>/native/<name>-<hash>`` (the cache root and the
+hash are :mod:`capshim.paths`' rules), where the hash covers the sources and the
+compiler command, so an edited source or flag rebuilds and an unchanged one is
+reused.
 """
 
 from __future__ import annotations
 
-import hashlib
 import os
 import shlex
 import shutil
 import subprocess
-import tempfile
 from importlib import resources
 from pathlib import Path
 
+from capshim import paths
 from capshim.errors import BuildError
 
 WARNINGS = ["-Wall", "-Wextra", "-Werror", "-Wshadow", "-Wconversion", "-Wno-sign-conversion"]
 
 
 def cache_root() -> Path:
-    """The capshim cache folder (``$XDG_CACHE_HOME/capshim`` or ``~/.cache/capshim``)."""
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "capshim"
+    """The capshim cache folder: :func:`capshim.paths.cache_root`."""
+    return paths.cache_root()
 
 
 def source_dir(api: str) -> Path:
@@ -39,12 +38,7 @@ def compiler() -> str:
 
 def build_dir(name: str, sources: list[Path], commands: list[list[str]]) -> Path:
     """The cache folder for these sources and commands (not created)."""
-    h = hashlib.sha256()
-    for src in sorted(sources):
-        h.update(src.name.encode() + b"\0" + src.read_bytes())
-    for cmd in commands:
-        h.update(("\0".join(cmd)).encode())
-    return cache_root() / "native" / f"{name}-{h.hexdigest()[:12]}"
+    return paths.cache_root() / "native" / f"{name}-{paths.content_key(sources, commands)}"
 
 
 def run_compiler(cmd: list[str], cwd: Path | None = None) -> None:
@@ -65,18 +59,25 @@ def run_compiler(cmd: list[str], cwd: Path | None = None) -> None:
         raise BuildError(f"build failed (exit {proc.returncode}): {shlex.join(cmd)}\n" + "\n".join(tail))
 
 
-def publish(tmp: Path, final: Path) -> None:
-    """Move a finished build folder into place atomically (another process may race us)."""
-    final.parent.mkdir(parents=True, exist_ok=True)
-    try:
-        os.rename(tmp, final)
-    except OSError:
-        if not final.is_dir():
-            raise
-        shutil.rmtree(tmp, ignore_errors=True)
+publish = paths.publish_dir
+new_tmp = paths.new_tmp_dir
 
 
-def new_tmp(final: Path) -> Path:
-    """A fresh temporary folder beside ``final``."""
-    final.parent.mkdir(parents=True, exist_ok=True)
-    return Path(tempfile.mkdtemp(prefix=final.name + ".tmp-", dir=final.parent))
+def cached_ok(folder: Path, names: list[str]) -> bool:
+    """Whether a cached build folder holds ``names`` and they match its SHA256SUMS.
+
+    Cheap before every use: the hashes are computed once per change of size or
+    mtime (:func:`capshim.paths.verified_sums`). A mismatch (a corrupted or
+    edited cached library, which would otherwise crash the application with
+    SIGBUS and look like a layer that "never loaded") is said on stderr, and
+    the caller rebuilds.
+    """
+    import sys
+
+    if not folder.is_dir() or not all((folder / n).is_file() for n in names):
+        return False
+    problems = paths.verified_sums(folder, names)
+    if problems:
+        print(f"capshim: cached build {folder} does not match its SHA256SUMS ({'; '.join(problems)}); "
+              "rebuilding", file=sys.stderr)
+    return not problems

@@ -387,6 +387,10 @@ def builtin_names() -> list[str]:
     return sorted(p.name[:-5] for p in _builtin_dir().iterdir() if p.name.endswith(".toml"))
 
 
+MAX_PROFILE_BYTES = 1 << 20
+"""The largest profile file read (a profile is a few hundred bytes)."""
+
+
 def load(ref: str | Path) -> Profile:
     """Load a profile by built-in name or by file path.
 
@@ -399,8 +403,10 @@ def load(ref: str | Path) -> Profile:
     ref_s = str(ref)
     path = Path(ref_s)
     if path.is_file() or "/" in ref_s or ref_s.endswith(".toml"):
-        try:
-            text = path.read_text(encoding="utf-8")
+        from capshim import paths
+
+        try:  # bounded, regular files only: /dev/zero or a FIFO is refused at once
+            text = paths.read_limited(path, MAX_PROFILE_BYTES).decode("utf-8")
         except (OSError, UnicodeDecodeError) as exc:
             raise ProfileError(ref_s, None, None, f"cannot read: {exc.strerror if isinstance(exc, OSError) else exc}") from None
         return parse(text, ref_s)
@@ -412,29 +418,23 @@ def load(ref: str | Path) -> Profile:
 
 
 def to_toml(profile: Profile) -> str:
-    """Write a profile back as TOML text (used for generated profiles)."""
-    lines = [f'name = "{profile.name}"', f'api = "{profile.api}"',
-             f'direction = "{profile.direction}"', f"version = {profile.version}",
-             f'description = "{profile.description}"']
-    if profile.override_exact:
-        lines.append(f"override_exact = {json.dumps(list(profile.override_exact))}")
-    lines += ["", "[capabilities]"]
+    """Write a profile back as TOML text (used for generated profiles), with the tomli-w writer."""
+    import tomli_w
+
     kinds = KEYS[profile.api]
+    caps = {}
     for key, value in profile.capabilities.items():
         kind = kinds[key]
-        if kind == "bool":
-            lines.append(f"{key} = {'true' if value else 'false'}")
-        elif kind == "families":
-            lines.append(f"{key} = [{', '.join(str(v) for v in value)}]")
-        elif kind == "version":
-            lines.append(f'{key} = "{format_version(value)}"')
-        else:
-            lines.append(f"{key} = {value}")
+        caps[key] = (bool(value) if kind == "bool" else [int(v) for v in value] if kind == "families"
+                     else format_version(value) if kind == "version" else value)
+    doc = {"name": profile.name, "api": profile.api, "direction": profile.direction, "version": profile.version,
+           "description": profile.description}
+    if profile.override_exact:
+        doc["override_exact"] = list(profile.override_exact)
+    doc["capabilities"] = caps
     if profile.extensions:
-        lines += ["", "[extensions]"]
-        for name, spec in profile.extensions.items():
-            lines.append(f"{name} = {spec if spec else 'false'}")
-    return "\n".join(lines) + "\n"
+        doc["extensions"] = {name: (spec if spec else False) for name, spec in profile.extensions.items()}
+    return tomli_w.dumps(doc)
 
 
 from capshim.profiles.checks import Finding, check_against_device, check_alone, describe  # noqa: E402

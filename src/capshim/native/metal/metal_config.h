@@ -4,7 +4,7 @@
  * Plain C11, no Objective-C and no allocation, so that it can be fuzzed on
  * its own (tests/native/metal/fuzz_config.c).
  *
- * Two spellings are accepted (DESIGN.md section 3; the names are written
+ * Two spellings are accepted (docs/contracts.md, "Shim configuration"; the names are written
  * once, in metal_vars.h):
  *   capshim form  CAPSHIM_METAL_APPLE_FAMILY_MAX        1001..1999 (optional)
  *                 CAPSHIM_METAL_MAX_THREADGROUP_MEMORY  bytes (optional)

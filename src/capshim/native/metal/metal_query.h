@@ -111,7 +111,7 @@ static inline void mq_json_highest(FILE *out, long v)
 }
 
 /* Prints one JSON object (no newline) describing dev.
- * llama.cpp's decisions (ggml-metal-device.m, DESIGN.md section 4):
+ * llama.cpp's decisions (ggml-metal-device.m, docs/contracts.md "Reference facts: Metal"):
  * simdgroup reduction = Apple7 or Metal3; simdgroup matrix multiply = Apple7;
  * bfloat = Apple6 or Metal3; tensor = Metal4. */
 static inline void mq_print_device(FILE *out, id dev)

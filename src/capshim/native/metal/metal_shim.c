@@ -1,6 +1,6 @@
 /*
  * capshim Metal shim: changes, inside one process, the capability answers of
- * Metal devices (DESIGN.md sections 2-4). Plain C against the Objective-C
+ * Metal devices (docs/contracts.md). Plain C against the Objective-C
  * runtime API only (class lookup, class_getInstanceMethod,
  * method_setImplementation, class_addMethod); no Metal headers.
  *

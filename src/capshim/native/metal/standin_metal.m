@@ -7,7 +7,7 @@
  *                              called from -init (absent when built with
  *                              -DSTANDIN_NO_PRIVATE: hook path 2).
  *   CSParavirtDevice           answers like Apple's paravirtual device in a
- *                              macOS guest (DESIGN.md section 1): Apple1..5,
+ *                              macOS guest (docs/contracts.md, "Published figures"): Apple1..5,
  *                              Mac2, Common1..3, no Metal3; 32768 bytes of
  *                              threadgroup memory; a working set.
  *   CSParavirtDevice2          a second concrete class (Apple1..4, 16384).

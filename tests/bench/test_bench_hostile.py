@@ -1,0 +1,124 @@
+"""``capshim bench`` against hostile workloads and inputs: every case ends in a sealed bundle or a
+clean exit 2, never a traceback (issue 9). ``w`` prints one valid llama-bench row."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from capshim import evidence
+from tests.conftest import run_capshim
+
+ROW = '[{"n_prompt":512,"n_gen":0,"samples_ts":[100]}]'
+
+
+def _w(tmp_path: Path, body: str, name: str = "w") -> Path:
+    p = tmp_path / name
+    p.write_text("#!/bin/sh\n" + body + "\n")
+    p.chmod(0o755)
+    return p
+
+
+def _bench(tmp_path, *args, out="b"):
+    return run_capshim("bench", "--arm", "a=", "--arm", "b=", "--baseline", "a", "--warmup", "0",
+                       "--out", str(tmp_path / out), *args, timeout=300)
+
+
+def _sealed(tmp_path, r, out="b"):
+    assert "Traceback" not in r.stderr, r.stderr
+    assert evidence.verify(tmp_path / out) == [], r.stderr
+    return json.loads((tmp_path / out / "summary.json").read_text())
+
+
+@pytest.mark.parametrize("kind", ["interpreter", "random"])
+def test_workload_that_cannot_exec_is_a_recorded_failed_run(tmp_path, kind):
+    w = tmp_path / "w"
+    w.write_bytes(b"#!/nonexistent/python9\n" if kind == "interpreter" else bytes(range(7, 250)) * 4)
+    w.chmod(0o755)
+    r = _bench(tmp_path, "-r", "2", "--", str(w))
+    summary = _sealed(tmp_path, r)
+    assert r.returncode == 1
+    err = summary["arms"]["a"]["runs"][0]["error"]
+    assert err.startswith("not started:")
+    assert ("interpreter" in err) if kind == "interpreter" else ("not an executable format" in err)
+    assert "capshim:" in (tmp_path / "b" / "raw" / "a-1.stderr").read_text()
+
+
+def test_workload_deleted_after_its_first_run(tmp_path):
+    w = _w(tmp_path, f"echo '{ROW}'\nrm -f \"$0\"")
+    r = _bench(tmp_path, "-r", "2", "--", str(w))
+    summary = _sealed(tmp_path, r)
+    assert r.returncode == 1
+    runs = summary["arms"]["a"]["runs"] + summary["arms"]["b"]["runs"]
+    assert len(runs) == 4 and [x["error"] for x in runs].count(None) == 1  # the first run (any arm) finished
+    assert all(x["error"].startswith("not started:") and "not found" in x["error"] for x in runs if x["error"])
+
+
+def test_folder_as_workload_is_exit_2(tmp_path):
+    (tmp_path / "d").mkdir()
+    r = _bench(tmp_path, "-r", "1", "--", str(tmp_path / "d"))
+    assert r.returncode == 2 and "folder" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_samples_of_1e308_still_seal(tmp_path):
+    w = _w(tmp_path, """echo '[{"n_prompt":512,"n_gen":0,"samples_ts":[1e308,1e308]}]'""")
+    r = _bench(tmp_path, "-r", "2", "--json", "--", str(w))
+    _sealed(tmp_path, r)
+    json.loads(r.stdout, parse_constant=lambda c: pytest.fail(f"--json printed {c}"))
+    meta = json.loads((tmp_path / "b" / "metadata.json").read_text())
+    # 0 when every step coped with the huge numbers, 5 when one failed and was recorded
+    assert r.returncode == (5 if meta.get("finalize_failures") else 0), r.stderr
+
+
+def test_host_baseline_bundle_of_the_wrong_shape_still_seals(tmp_path):
+    host = tmp_path / "host"
+    host.mkdir()
+    (host / "summary.json").write_text(json.dumps(
+        {"baseline": "h", "arms": {"h": {"tests": {"pp512": {"samples": ["x"]}}}}}))
+    w = _w(tmp_path, f"echo '{ROW}'")
+    r = _bench(tmp_path, "-r", "1", "--host-baseline", str(host), "--", str(w))
+    assert "Traceback" not in r.stderr
+    if r.returncode == 2:  # refused up front, naming the file (the summary reader's check)
+        assert "summary.json" in r.stderr
+    else:
+        _sealed(tmp_path, r)
+        assert r.returncode == 5
+
+
+@pytest.mark.parametrize("value", ["nan", "inf", "-inf", "NaN"])
+def test_timeout_must_be_finite(tmp_path, value):
+    r = _bench(tmp_path, "-r", "1", "--timeout", value, "--", "true")
+    assert r.returncode == 2 and "--timeout" in r.stderr and not (tmp_path / "b").exists()
+
+
+def test_out_dev_null_is_exit_2(tmp_path):
+    r = run_capshim("bench", "--arm", "a=", "--out", "/dev/null", "--", "true")
+    assert r.returncode == 2 and "not a folder" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_two_benches_in_the_same_second_without_out(tmp_path):
+    w = _w(tmp_path, f"echo '{ROW}'")
+    import subprocess
+    import sys
+    import os
+    from tests.conftest import REPO
+
+    env = dict(os.environ, PYTHONPATH=str(REPO / "src"))
+    cmd = [sys.executable, "-m", "capshim.cli", "bench", "--arm", "a=", "-r", "1", "--warmup", "0", "--", str(w)]
+    procs = [subprocess.Popen(cmd, cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+             for _ in range(2)]
+    outs = [p.communicate(timeout=300) for p in procs]
+    assert [p.returncode for p in procs] == [0, 0], outs
+    bundles = sorted(tmp_path.glob("capshim-bench-*"))
+    assert len(bundles) == 2 and all(evidence.verify(b) == [] for b in bundles)
+
+
+def test_skipped_output_check_says_so(tmp_path):
+    w = _w(tmp_path, f"echo '{ROW}'")
+    r = _bench(tmp_path, "-r", "1", "--check-output", "--", str(w))
+    summary = _sealed(tmp_path, r)
+    assert r.returncode == 0
+    assert "output check skipped for arm b: reference arm a produced no token ids" in r.stderr
+    assert summary["arms"]["b"]["output_check"] == "not checked: reference arm a produced no token ids"

@@ -1,0 +1,132 @@
+"""A safe ``capshim run``: --status-file rules, signals forwarded, exec failures named (issue 9, item 4)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from capshim import launch, status
+from tests.conftest import REPO, run_capshim
+
+
+@pytest.mark.parametrize("target", ["/dev/null", "/dev/stdout", "/dev/zero", "/dev/full"])
+def test_status_file_device_is_refused(target):
+    r = run_capshim("run", "--status-file", target, "--simulate", "vulkan-paravirt", "--", "true")
+    assert r.returncode == 2, r.stderr
+    assert f"--status-file {target}: is a" in r.stderr and "regular file" in r.stderr
+    assert "Traceback" not in r.stderr and "/proc/" not in r.stderr
+
+
+def test_status_file_fifo_is_refused_without_blocking(tmp_path):
+    fifo = tmp_path / "f"
+    os.mkfifo(fifo)
+    r = run_capshim("run", "--status-file", str(fifo), "--simulate", "vulkan-paravirt", "--", "true", timeout=60)
+    assert r.returncode == 2 and "is a FIFO" in r.stderr
+
+
+def test_status_file_fifo_in_prepare_does_not_block(tmp_path):
+    fifo = tmp_path / "f"
+    os.mkfifo(fifo)
+    with pytest.raises(launch.UsageError, match="FIFO"):
+        launch.prepare(["true"], status_file=fifo, run_dir=tmp_path / "r")
+
+
+def test_status_file_link_and_folder_are_refused(tmp_path):
+    (tmp_path / "real").write_text("mine")
+    (tmp_path / "link").symlink_to(tmp_path / "real")
+    for target, what in ((tmp_path / "link", "a link"), (tmp_path, "a folder")):
+        with pytest.raises(launch.UsageError, match=what):
+            launch.check_status_file(str(target), force=True)
+    assert (tmp_path / "real").read_text() == "mine"
+
+
+def test_existing_status_file_needs_force(tmp_path):
+    f = tmp_path / "mine.txt"
+    f.write_text("my notes")
+    with pytest.raises(launch.UsageError, match="--force"):
+        launch.check_status_file(str(f))
+    assert f.read_text() == "my notes"
+    assert launch.check_status_file(str(f), force=True) == f
+
+
+def test_status_file_folder_is_created(tmp_path):
+    p = launch.check_status_file(str(tmp_path / "a" / "b" / "s.jsonl"))
+    assert p.parent.is_dir()
+
+
+def test_status_read_refuses_devices_and_is_bounded(tmp_path):
+    for dev in ("/dev/zero", "/dev/full"):
+        rep = status.read(dev)  # returns at once, empty: no MemoryError
+        assert rep.events == [] and rep.bad_lines == []
+    big = tmp_path / "big.jsonl"
+    with open(big, "wb") as fh:
+        fh.write(b'{"event":"loaded","shim":"metal","pid":1}\n')
+        fh.write(b"[" * 200_000 + b"\n")  # deeper than the JSON decoder's recursion: a bad line, not a crash
+        fh.write(b"x" * (status.MAX_LINE_BYTES + 1) + b"\n")
+    rep = status.read(big)
+    assert len(rep.events) == 1 and rep.bad_lines == [2, 3]
+
+
+def _script(tmp_path: Path, name: str, body: bytes, mode: int = 0o755) -> Path:
+    p = tmp_path / name
+    p.write_bytes(body)
+    p.chmod(mode)
+    return p
+
+
+def test_exec_problem_accepts_programs_and_scripts(tmp_path):
+    import shutil
+
+    assert launch.exec_problem(shutil.which("true")) is None
+    assert launch.exec_problem(str(_script(tmp_path, "ok", b"#!/bin/sh\necho\n"))) is None
+    assert "interpreter" in launch.exec_problem(str(_script(tmp_path, "e", b"#!\n")))
+
+
+@pytest.mark.parametrize("kind", ["interpreter", "random", "folder"])
+def test_run_exec_failures_are_named(tmp_path, kind):
+    if kind == "interpreter":
+        cmd = _script(tmp_path, "w", b"#!/nonexistent/python9\nprint(1)\n")
+        want = "interpreter (#! line) was not found: /nonexistent/python9"
+    elif kind == "random":
+        cmd = _script(tmp_path, "w", bytes(range(7, 250)) * 8)
+        want = "not an executable format"
+    else:
+        cmd = tmp_path / "d"
+        cmd.mkdir()
+        want = "is a folder"
+    for shim in ([], ["--simulate", "vulkan-paravirt"]):
+        r = run_capshim("run", *shim, "--", str(cmd))
+        assert "Traceback" not in r.stderr
+        # refused before anything runs: /bin/sh (the shim wrapper) would run random bytes as a script
+        assert r.returncode == 2 and want in r.stderr and "inert" not in r.stderr, r.stderr
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP])
+def test_signal_is_forwarded_and_waited_for(tmp_path, sig):
+    marker = tmp_path / "child.pid"
+    script = _script(tmp_path, "w", (
+        "#!/bin/sh\n"
+        f"echo $$ > '{marker}'\n"
+        f"trap 'echo got >> \"{marker}.sig\"; exit 7' {sig.name[3:]}\n"
+        "while :; do sleep 0.05; done\n").encode())
+    env = dict(os.environ, PYTHONPATH=str(REPO / "src"), TMPDIR=str(tmp_path))
+    proc = subprocess.Popen([sys.executable, "-m", "capshim.cli", "run", "--simulate", "vulkan-paravirt", "--",
+                             str(script)], env=env, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 60
+    while not marker.exists() or not marker.read_text().strip():
+        assert time.monotonic() < deadline and proc.poll() is None
+        time.sleep(0.05)
+    child = int(marker.read_text())
+    proc.send_signal(sig)
+    rc = proc.wait(timeout=60)
+    assert rc == 7, proc.stderr.read()  # the command's own exit code
+    assert (tmp_path / "child.pid.sig").read_text() == "got\n"
+    with pytest.raises(ProcessLookupError):
+        os.kill(child, 0)  # no orphan
+    assert not list(tmp_path.glob("capshim-run-*"))  # its temp folder is gone
