@@ -524,7 +524,7 @@ def bench_cmd(arm_opts, baseline, host_baseline, host_arm, repetitions, process_
     \b
     Examples:
       capshim bench
-      capshim bench --metric wall -- sh -c 'vulkaninfo --summary >/dev/null'
+      capshim bench --metric wall -- sh -c 'exec vulkaninfo --summary >/dev/null'
       capshim bench --metric json:fps --better higher --unit fps -- ./my-app --json
       capshim bench --workload ncnn --control cpu='python3 -c "sum(range(10**7))"'
       capshim bench --arm stock= --arm apple9=profile:metal-apple9 -- llama-bench -m m.gguf -p 512 -n 128 -r 10
