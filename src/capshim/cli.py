@@ -479,16 +479,38 @@ def evidence_verify(bundle):
 @click.option("--n-prompt", "-p", type=click.IntRange(1), default=512, show_default=True, help="Built-in: prompt tokens (pp test).")
 @click.option("--n-gen", "-n", type=click.IntRange(1), default=128, show_default=True, help="Built-in: generated tokens (tg test).")
 @click.option("--check-output/--no-check-output", default=None,
-              help="Compare generated token ids of every arm with the host/baseline arm [default: on for the built-in workload].")
+              help="Compare every arm's output with the host/baseline arm's: generated token ids (llama.cpp), "
+                   "the SHA-256 of stdout or --output-file (--metric), the network's output within 2% (ncnn) "
+                   "[default: on for the built-in workloads].")
 @click.option("--strict", is_flag=True, help="Exit 3 when an arm's shim stayed inert or invalid.")
 @click.option("--json", "as_json", is_flag=True, help="Print summary.json on stdout instead of the table.")
 @click.option("--db", "db_url", metavar="URL",
               help="Add the finished bundle to this results store (see capshim db --help); "
                    "'default' for $CAPSHIM_DB or the default SQLite file.")
+@click.option("--metric", metavar="SPEC",
+              help="Any command after --: 'wall' (seconds per process, lower is better), 'json:PATH' (a number "
+                   "or list of numbers in the JSON on stdout, e.g. json:results.fps) or 'regex:PATTERN' (numbers "
+                   "matched on stdout/stderr; one capture group).")
+@click.option("--unit", help="With --metric: the unit shown [default: s for wall].")
+@click.option("--better", type=click.Choice(["higher", "lower"]),
+              help="With --metric: which direction is better (required for json: and regex:).")
+@click.option("--output-file", type=click.Path(dir_okay=False), metavar="PATH",
+              help="With --metric and --check-output: the file the command writes, compared (SHA-256) across arms "
+                   "instead of stdout; removed before each run.")
+@click.option("--control", "control_opts", multiple=True, metavar="NAME=CMD",
+              help="A control workload run in every round under each arm's shims (in the round's seeded order), expected "
+                   "not to change (flagged when its interval excludes 1.00x). llama-bench commands report tok/s, "
+                   "others wall seconds. Repeatable.")
+@click.option("--workload", "workload_name", type=click.Choice(["ncnn"]),
+              help="A built-in workload other than llama.cpp: ncnn (a synthetic network through ncnn's Vulkan "
+                   "backend; needs pip install 'capshim[ncnn]').")
+@click.option("--network", type=click.Choice(["tiny", "standard"]),
+              help="--workload ncnn: the network [default: tiny on a CPU device, standard on a GPU].")
 @click.argument("command", nargs=-1, type=click.UNPROCESSED)
 def bench_cmd(arm_opts, baseline, host_baseline, host_arm, repetitions, process_reps, warmup, aa, seed, precision,
               precision_tests, max_runs, exclude_contaminated, allow_mismatch, timeout, out, model, n_prompt, n_gen,
-              check_output, strict, as_json, db_url, command):
+              check_output, strict, as_json, db_url, metric, unit, better, output_file, control_opts, workload_name,
+              network, command):
     """Benchmark arms (stock, simulated, shimmed) A/B, interleaved, and write an evidence bundle.
 
     \b
@@ -496,11 +518,15 @@ def bench_cmd(arm_opts, baseline, host_baseline, host_arm, repetitions, process_
     small synthetic model, three arms: native, vm-stock (--simulate
     vulkan-paravirt) and vm-unlocked (vm-stock plus a profile restoring the
     native answers). On macOS: stock and metal-apple9.
-    With -- CMD ARGS: any llama-bench command (-o json is added when missing).
+    With -- CMD ARGS: any llama-bench command (-o json is added when missing),
+    or with --metric SPEC any command at all.
 
     \b
     Examples:
       capshim bench
+      capshim bench --metric wall -- sh -c 'exec vulkaninfo --summary >/dev/null'
+      capshim bench --metric json:fps --better higher --unit fps -- ./my-app --json
+      capshim bench --workload ncnn --control cpu='python3 -c "sum(range(10**7))"'
       capshim bench --arm stock= --arm apple9=profile:metal-apple9 -- llama-bench -m m.gguf -p 512 -n 128 -r 10
       capshim bench -r 5 --host-baseline host-llama-bench.json -- llama-bench -m m.gguf
       capshim bench --aa --model tinyllama-1.1b --precision 2 --precision-test pp512
@@ -522,7 +548,9 @@ def bench_cmd(arm_opts, baseline, host_baseline, host_arm, repetitions, process_
 
         raise UsageError("--precision-test names the tests of --precision; give --precision PCT too")
     p = plan.make_plan(arm_opts, baseline, host_arm, host_baseline, repetitions, model, n_prompt, n_gen,
-                       check_output, argv, platform=sys.platform, aa=aa, process_reps=process_reps, warmup=warmup)
+                       check_output, argv, platform=sys.platform, aa=aa, process_reps=process_reps, warmup=warmup,
+                       metric=metric, unit=unit, better=better, output_file=output_file, controls=control_opts,
+                       workload_name=workload_name, network=network)
     if out:
         out_dir = Path(out)
     else:  # a new folder, even for two benches started in the same second

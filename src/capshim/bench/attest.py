@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["parse_path", "path_key", "same_path", "DISPLAY_COLUMNS", "display_value"]
+__all__ = ["parse_path", "parse_ncnn", "path_key", "same_path", "DISPLAY_COLUMNS", "display_value"]
 
 _METAL = re.compile(r"^ggml_metal_\w*:\s+(?P<body>.*)$")
 _FAMILY = re.compile(r"GPU family:\s*MTLGPUFamily(?P<kind>[A-Za-z]+?)(?P<num>\d+)\s*\((?P<code>\d+)\)")
@@ -149,7 +149,8 @@ def parse_path(stderr: str) -> dict:
         ``fp16``, ``fp16_dot2``, ``bf16``, ``fp4``, ``int_dot`` (bool),
         ``warp_size``, ``shared_memory`` (int, bytes), ``matrix_cores`` (str,
         ``none``/``KHR_coopmat``/``NV_coopmat2``). When a device prints twice
-        (several backend inits) the last line wins.
+        (several backend inits) the last line wins. ``"ncnn"``, ``"ncnn:1"`` ...:
+        ncnn's capability lines, see :func:`parse_ncnn`.
 
     Raises:
         nothing: unknown lines are ignored.
@@ -171,7 +172,81 @@ def parse_path(stderr: str) -> dict:
             out[key] = dev
     if metal:
         out["metal"] = metal
+    out.update(parse_ncnn(stderr))
     return {k: out[k] for k in sorted(out, key=lambda k: (not k.startswith("metal"), k))}
+
+
+_NCNN_LINE = re.compile(r"^\[(?P<idx>\d+) (?P<name>.*?)\]\s{2,}(?P<rest>\S.*)$")
+_NCNN_LETTERS = {"p": "packed", "s": "storage", "u": "uniform", "a": "arithmetic"}
+_NCNN_SUBGROUP = re.compile(r"^(?P<size>\d+)(?:\((?P<min>\d+)~(?P<max>\d+)\))?$")
+
+
+def parse_ncnn(stderr: str, device: int | None = None) -> dict:
+    """Extract ncnn's own capability decisions from a run's stderr.
+
+    Source of the format: ncnn ``src/gpu.cpp`` (``create_gpu_instance``), one block per
+    device, printed with ``NCNN_LOGE`` (stderr) when the GPU instance is created::
+
+        [0 llvmpipe (LLVM 15.0.6, 256 bits)]  queueC=0[1]  queueT=0[1]  prefer-slm=0  rebar=1  r-score=4
+        [0 llvmpipe (LLVM 15.0.6, 256 bits)]  fp16-p/s/u/a=1/1/1/1  int8-p/s/u/a=1/1/1/1  bf16-p/s=1/0
+        [0 llvmpipe (LLVM 15.0.6, 256 bits)]  subgroup=8(8~8)  ops=1/1/1/1/1/1/0/1/0/0
+        [0 llvmpipe (LLVM 15.0.6, 256 bits)]  fp16-cm=0  int8-cm=0  bf16-cm=0  fp8-cm=0  fp6-cm=0  fp4-cm=0
+
+    A cooperative-matrix field is ``0`` (none) or the shapes ncnn will use
+    (``16x16x16/16x8x16``); ``-`` (unknown, the WebGPU build) is left out. Older
+    builds print ``fp16-p/s/a=1/1/1`` and ``subgroup=32  basic/vote/ballot/shuffle=1/1/1/1``;
+    both are read.
+
+    Args:
+        stderr: the run's stderr text.
+        device: return only this device's block, under the key ``"ncnn"``.
+
+    Returns:
+        ``{"ncnn": {...}, "ncnn:1": {...}}`` (device 0 is ``"ncnn"``), or ``{}``. Per device:
+        ``device`` (int), ``device_name`` (str), ``fp16_packed``/``_storage``/``_uniform``/
+        ``_arithmetic``, ``int8_...``, ``bf16_packed``/``_storage`` (bool), ``subgroup_size``,
+        ``subgroup_min``, ``subgroup_max`` (int), ``subgroup_ops`` (str, ncnn's flags),
+        ``fp16_cm``, ``int8_cm``, ``bf16_cm``, ``fp8_cm`` ... (str: ``none`` or the shapes).
+
+    Raises:
+        nothing: unknown lines and fields are ignored.
+    """
+    if isinstance(stderr, bytes):
+        stderr = stderr.decode("utf-8", errors="replace")
+    devs: dict[int, dict] = {}
+    for raw in stderr.replace("\ufeff", "").splitlines():
+        m = _NCNN_LINE.match(raw.strip())
+        if not m:
+            continue
+        idx = int(m.group("idx"))
+        dev = devs.setdefault(idx, {"device": idx, "device_name": m.group("name")})
+        for tok in m.group("rest").split():
+            key, sep, val = tok.partition("=")
+            if not sep:
+                continue
+            if key.endswith("-cm"):
+                if val != "-":
+                    dev[_norm(key)] = "none" if val == "0" else val
+            elif "/" in key and re.fullmatch(r"[\d/]+", val):
+                prefix, dash, names = key.rpartition("-") if "-" in key else ("", "", key)
+                vals = val.split("/")
+                fields = names.split("/")
+                if len(vals) != len(fields):
+                    continue
+                for f, v in zip(fields, vals):
+                    name = _NCNN_LETTERS.get(f, f) if prefix else f
+                    dev[_norm(f"{prefix}_{name}" if prefix else f"subgroup_{name}")] = v != "0"
+            elif key == "subgroup":
+                sm = _NCNN_SUBGROUP.match(val)
+                if sm:
+                    dev["subgroup_size"] = int(sm.group("size"))
+                    if sm.group("min"):
+                        dev["subgroup_min"], dev["subgroup_max"] = int(sm.group("min")), int(sm.group("max"))
+            elif key == "ops":
+                dev["subgroup_ops"] = val
+    if device is not None:
+        return {"ncnn": devs[device]} if device in devs else {}
+    return {("ncnn" if i == 0 else f"ncnn:{i}"): d for i, d in sorted(devs.items())}
 
 
 #: Keys that say which kernels llama.cpp picked; names and drivers are left out.
@@ -204,6 +279,14 @@ DISPLAY_COLUMNS = [
     ("warp size", "vulkan", "warp_size"),
     ("shared memory", "vulkan", "shared_memory"),
     ("matrix cores", "vulkan", "matrix_cores"),
+    ("ncnn fp16 storage", "ncnn", "fp16_storage"),
+    ("ncnn fp16 arith", "ncnn", "fp16_arithmetic"),
+    ("ncnn int8 arith", "ncnn", "int8_arithmetic"),
+    ("ncnn bf16 storage", "ncnn", "bf16_storage"),
+    ("ncnn subgroup", "ncnn", "subgroup_size"),
+    ("ncnn fp16 cm", "ncnn", "fp16_cm"),
+    ("ncnn int8 cm", "ncnn", "int8_cm"),
+    ("ncnn bf16 cm", "ncnn", "bf16_cm"),
 ]
 
 

@@ -43,6 +43,9 @@ GPU_PRECISION = (2.0, ["pp512"], 30)
 CPU_NOTE = ("{device} is a CPU device: the capabilities change which kernels llama.cpp picks (the path "
             "columns) but no speed effect is expected; the default is short here (fewer processes and "
             "repetitions) and shows the mechanism and the evidence chain, not a speed-up")
+#: The same for a workload other than llama.cpp (``--metric``, ``--workload ncnn``).
+CPU_NOTE_OTHER = ("{device} is a CPU device: the capabilities change which code paths the program takes "
+                  "but no speed effect is expected; the bench shows the mechanism and the evidence chain")
 
 
 @dataclass
@@ -130,12 +133,19 @@ def _builtin_workload(model: str | None, n_prompt: int, n_gen: int, check_output
 def make_plan(arm_opts: tuple[str, ...] | list[str], baseline: str | None, host_arm: str | None,
               host_baseline: str | None, repetitions: int | None, model: str | None, n_prompt: int, n_gen: int,
               check_output: bool | None, argv: list[str], platform: str, *, aa: bool = False,
-              process_reps: int | None = None, warmup: int | None = None) -> Plan:
+              process_reps: int | None = None, warmup: int | None = None, metric: str | None = None,
+              unit: str | None = None, better: str | None = None, output_file: str | None = None,
+              controls: tuple[str, ...] | list[str] = (), workload_name: str | None = None,
+              network: str | None = None) -> Plan:
     """Turn the command line into a Plan.
 
     ``aa`` adds the A/A arm ``aa`` (``identity``); ``process_reps`` is the number
-    of timed repetitions inside each built-in process; ``warmup`` the unrecorded
-    rounds (default: 0 for the built-in workload, which warms up in-process; 1 for a command).
+    of timed repetitions inside each built-in process (llama.cpp or ncnn); ``warmup``
+    the unrecorded rounds (default: 0 for the built-in workloads, which warm up
+    in-process; 1 for a command). ``metric``/``unit``/``better``/``output_file`` make
+    a generic command workload and ``workload_name="ncnn"`` the ncnn one
+    (:mod:`capshim.bench.metrics`, :mod:`capshim.bench.ncnn_workload`); ``controls``
+    are ``NAME=CMD`` control workloads.
 
     Raises:
         UsageError: bad arms, baseline, model or workload command (exit 2).
@@ -173,9 +183,10 @@ def make_plan(arm_opts: tuple[str, ...] | list[str], baseline: str | None, host_
             raise UsageError(f"--host-arm {host_arm!r} is not an arm ({', '.join(names)})")
     if model and argv:
         raise UsageError("--model is for the built-in workload; a command after -- brings its own model")
+    _check_workload_flags(argv, metric, unit, better, output_file, workload_name, network, model)
     device = None
     uses_vulkan = any(p is not None and p.api == "vulkan" for a in arms for p in (a.profile, a.simulate)) or any(
-        a.restore or a.identity for a in arms) or (not argv and platform != "darwin")
+        a.restore or a.identity for a in arms) or (not argv and platform != "darwin") or workload_name == "ncnn"
     extra_env: dict[str, str] = {}
     if uses_vulkan:
         from capshim import profiles as profiles_mod
@@ -218,10 +229,24 @@ def make_plan(arm_opts: tuple[str, ...] | list[str], baseline: str | None, host_
                           + (f" (+{len(over) - 6} more)" if len(over) > 6 else ""), file=sys.stderr)
     notes: list[str] = []
     cpu = device is not None and device.get("type") == "cpu"
-    if argv:
+    if workload_name == "ncnn":
+        from capshim.bench import ncnn_workload
+
+        workload = ncnn_workload.bench_workload(network or ("tiny" if cpu else "standard"),
+                                                check_output if check_output is not None else True,
+                                                repetitions=process_reps or 10)
+        reps = repetitions or (5 if cpu else 10)
+        warm = 0 if warmup is None else warmup
+    elif argv:
         if process_reps is not None:
-            raise UsageError("--process-reps is for the built-in workload; give llama-bench its own -r")
-        workload = llama_bench_workload(argv, check_output=bool(check_output))
+            raise UsageError("--process-reps is for the built-in workloads; give the command its own repetitions")
+        if metric:
+            from capshim.bench import metrics
+
+            workload = metrics.command_workload(argv, metrics.parse_spec(metric, unit, better),
+                                                bool(check_output), output_file)
+        else:
+            workload = llama_bench_workload(argv, check_output=bool(check_output))
         reps = repetitions or 10
         warm = 1 if warmup is None else warmup
     else:
@@ -238,8 +263,18 @@ def make_plan(arm_opts: tuple[str, ...] | list[str], baseline: str | None, host_
             print(f"capshim: warning: --model {model} on a CPU Vulkan device ({device['name']}): each run may take "
                   "many minutes (the 'tiny' default takes seconds); --timeout is per run", file=sys.stderr)
     if cpu:
-        notes.append(CPU_NOTE.format(device=device["name"]))
+        notes.append((CPU_NOTE if workload.kind in ("builtin", "llama-bench") else CPU_NOTE_OTHER)
+                     .format(device=device["name"]))
     workload.env.update(extra_env)
+    if controls:
+        from capshim.bench import metrics
+
+        workload.controls = [metrics.control_workload(c) for c in controls]
+        names = [c.control for c in workload.controls]
+        if len(set(names)) != len(names):
+            raise UsageError(f"--control: names must be unique ({', '.join(names)})")
+        for c in workload.controls:
+            c.env.update(extra_env)
     title = "capshim bench"
     if device:
         title += f" — {device['name']}"
@@ -250,6 +285,26 @@ def make_plan(arm_opts: tuple[str, ...] | list[str], baseline: str | None, host_
                     "max_runs": cap}
     return Plan(arms, workload, baseline, host_arm, host, reps, title, device, warm, identities[0] if identities else None,
                 notes, defaults)
+
+
+def _check_workload_flags(argv, metric, unit, better, output_file, workload_name, network, model) -> None:
+    """Refuse flag combinations that mean nothing (exit 2, naming the flags)."""
+    if workload_name is not None and workload_name != "ncnn":
+        raise UsageError(f"--workload {workload_name!r}: expected ncnn (llama.cpp is the default)")
+    if workload_name == "ncnn":
+        if argv:
+            raise UsageError("--workload ncnn runs its own network; give no command after --")
+        if model:
+            raise UsageError("--model is for the llama.cpp workload; --workload ncnn takes --network")
+        if metric:
+            raise UsageError("--metric is for a command after --; --workload ncnn reports ms per inference")
+    elif network:
+        raise UsageError("--network is for --workload ncnn")
+    if metric and not argv:
+        raise UsageError(f"--metric {metric}: give the command to measure after --")
+    for flag, value in (("--unit", unit), ("--better", better), ("--output-file", output_file)):
+        if value is not None and not metric:
+            raise UsageError(f"{flag} goes with --metric SPEC (a command after --)")
 
 
 def explain_arm(name: str, arm: dict) -> str:

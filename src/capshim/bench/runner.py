@@ -45,7 +45,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
 from capshim import __version__, backends, launch
-from capshim.bench import analysis, attest, llamabench, stats, telemetry
+from capshim.bench import analysis, attest, llamabench, metrics, stats, telemetry
 from capshim.bench.arms import Arm
 from capshim.errors import CapshimError
 from capshim.evidence import Bundle, sha256_file
@@ -55,14 +55,22 @@ from capshim.evidence import Bundle, sha256_file
 class Workload:
     """What each arm run executes, and how its output becomes records (the workload adapter).
 
+    This class reads llama-bench JSON (tok/s, higher is better); :class:`MetricWorkload`
+    reads any other program's metric (``--metric``, ``--workload ncnn``). The runner calls
+    only the methods below, the same way for every kind.
+
     Attributes:
-        kind: "llama-bench" (a command printing llama-bench JSON) or "builtin".
+        kind: "llama-bench" (a command printing llama-bench JSON), "builtin", "command"
+            (``--metric``) or "ncnn".
         argv: the command.
         env: variables every arm's process gets (device selection, shader cache).
         binary: the workload binary hashed into metadata (None when unknown).
         model: the model file hashed into metadata (None when unknown).
-        check_output: compare each arm's generated token ids with the reference arm.
+        check_output: compare each arm's output (generated token ids here) with the reference arm.
         versions: tool versions to record.
+        control: set on a control workload (``--control NAME=CMD``): its name; its records'
+            tests are ``NAME ... (control)`` and its files ``<arm>.NAME-<run>``.
+        controls: control workloads run in every round under every arm, expected not to change.
     """
 
     kind: str
@@ -72,24 +80,106 @@ class Workload:
     model: Path | None = None
     check_output: bool = False
     versions: dict[str, str] = field(default_factory=dict)
+    control: str | None = None
+    controls: list["Workload"] = field(default_factory=list)
 
-    def parse(self, stdout: str, source: str, arm: str, run: int) -> tuple[list[dict], list[int] | None]:
-        """One run's stdout -> (analysis records, generated token ids or None).
+    #: What ``--check-output`` compares, and the verb for "not equal" (the arm's ``output_check``).
+    output_noun: tuple[str, str] = ("tokens", "differ")
+
+    @property
+    def metric(self) -> metrics.Metric:
+        """What a run yields: tok/s, higher is better (:data:`capshim.bench.metrics.TOK_S`)."""
+        return metrics.TOK_S
+
+    def metric_tests(self) -> dict[str, metrics.Metric]:
+        """``{test: Metric}`` of the tests whose metric is not llama-bench tok/s (none here)."""
+        return {}
+
+    def label(self, arm: str) -> str:
+        """The name of a run's files in the bundle: the arm, or ``<arm>.<control>``."""
+        return f"{arm}.{self.control}" if self.control else arm
+
+    def before_run(self) -> None:
+        """Called before each run's process starts (nothing to prepare here)."""
+
+    def same_output(self, a, b) -> bool:
+        """Whether two runs' outputs (token id lists) agree."""
+        return a == b
+
+    def parse(self, stdout: str, source: str, arm: str, run: int, *, stderr: str = "",
+              seconds: float = 0.0) -> tuple[list[dict], list[int] | None]:
+        """One run's output -> (analysis records, generated token ids or None).
 
         The llama-bench specifics live here and in :mod:`capshim.bench.llamabench`;
-        another kind of workload overrides this method.
+        :class:`MetricWorkload` overrides this method. ``stderr`` and ``seconds`` (the
+        process's wall-clock time) are for workloads whose metric is read there.
 
         Raises:
             CapshimError: the output is not what the workload prints (names ``source``).
         """
-        rows = llamabench.parse_output(stdout, source)
+        try:
+            rows = llamabench.parse_output(stdout, source)
+        except llamabench.LlamaBenchError as exc:
+            raise llamabench.LlamaBenchError(f"{exc} (for a program that does not print llama-bench JSON, give "
+                                             "--metric wall, json:PATH or regex:PATTERN)") from None
         tokens = None
         for row in rows:
             out_check = row.get("capshim_output")
             if isinstance(out_check, dict) and isinstance(out_check.get("token_ids"), list):
                 tokens = out_check["token_ids"]
                 break
-        return llamabench.to_records(rows, arm, run), tokens
+        records = llamabench.to_records(rows, arm, run)
+        if self.control:
+            for rec in records:
+                rec["test"] = metrics.control_test(self.control, rec["test"])
+        return records, tokens
+
+
+@dataclass
+class MetricWorkload(Workload):
+    """A workload that does not print llama-bench JSON: any command with ``--metric SPEC``, the
+    ncnn workload, a control that is timed. Its ``adapter`` (:class:`capshim.bench.metrics.Adapter`)
+    reads each run's samples and output fingerprint.
+
+    Attributes:
+        adapter: the metric and what ``--check-output`` compares (required).
+    """
+
+    adapter: metrics.Adapter | None = None
+    output_noun: tuple[str, str] = ("output", "differs")
+
+    @property
+    def metric(self) -> metrics.Metric:
+        """The adapter's metric (unit, direction)."""
+        return self.adapter.metric
+
+    def _test(self) -> str:
+        return metrics.control_test(self.control) if self.control else self.adapter.metric.name
+
+    def metric_tests(self) -> dict[str, metrics.Metric]:
+        """``{test: Metric}`` of this workload's one test."""
+        return {self._test(): self.adapter.metric}
+
+    def before_run(self) -> None:
+        """Remove the declared output file (``--output-file``) so this run's own is the one hashed.
+
+        Raises:
+            MetricError: it cannot be removed.
+        """
+        self.adapter.before_run()
+
+    def same_output(self, a, b) -> bool:
+        """Hashes equal, or numeric output within the adapter's tolerance (:func:`capshim.bench.metrics.same_output`)."""
+        return metrics.same_output(a, b)
+
+    def parse(self, stdout: str, source: str, arm: str, run: int, *, stderr: str = "",
+              seconds: float = 0.0) -> tuple[list[dict], object]:
+        """One run -> (records of the metric's samples, output fingerprint or None).
+
+        Raises:
+            MetricError: the metric or the checked output cannot be read (names the flag and ``source``).
+        """
+        return self.adapter.parse_run(stdout, stderr, seconds, arm, run, source, test=self._test())
 
 
 def llama_bench_workload(argv: list[str], check_output: bool = False) -> Workload:
@@ -134,7 +224,8 @@ class Interrupted(Exception):
 
 @dataclass
 class RunResult:
-    """One finished (or failed) arm run; ``round``/``position`` say when it ran (position from 1)."""
+    """One finished (or failed) arm run; ``round``/``position`` say when it ran (position from 1);
+    ``control`` names the control workload it ran (None: the workload itself)."""
 
     arm: str
     run: int
@@ -154,10 +245,11 @@ class RunResult:
     telemetry: dict = field(default_factory=dict)
     contaminated: list[str] = field(default_factory=list)
     excluded: bool = False
+    control: str | None = None
 
     def info(self) -> dict:
-        """The ``runs`` entry of the arm in summary.json."""
-        return {"run": self.run, "round": self.round, "position": self.position, "exit_code": self.exit_code,
+        """The ``runs`` entry of the arm in summary.json (``control_runs`` in metadata.json for a control)."""
+        return {**({"control": self.control} if self.control else {}), "run": self.run, "round": self.round, "position": self.position, "exit_code": self.exit_code,
                 "signal": self.signal, "timed_out": self.timed_out, "seconds": round(self.seconds, 3),
                 "error": self.error, "shims": self.shim_states, "telemetry": self.telemetry,
                 "contaminated": self.contaminated, "excluded": self.excluded}
@@ -212,16 +304,19 @@ class Launcher:
 
 
 def _make_launcher(arms: list[Arm], workload: Workload, work: Path, rng: random.Random) -> Launcher:
+    """One launcher for the workload and its controls: the variables any arm sets, the largest environment."""
     keys: list[str] = []
     size = 0
-    for arm in arms:
-        try:
-            lc = launch.prepare(workload.argv, arm.profile, arm.simulate, run_dir=work / f"probe-{arm.name}",
-                                status_file=work / f"probe-{arm.name}" / "status.jsonl")
-        except launch.UsageError:  # the command cannot start: each of its runs records why
-            continue
-        keys += [k for k in lc.env_delta if k not in keys]
-        size = max(size, _env_size({**lc.env(), **workload.env}))
+    for w in (workload, *workload.controls):
+        for arm in arms:
+            probe_dir = work / f"probe-{w.label(arm.name)}"
+            try:
+                lc = launch.prepare(w.argv, arm.profile, arm.simulate, run_dir=probe_dir,
+                                    status_file=probe_dir / "status.jsonl")
+            except launch.UsageError:  # the command cannot start: each of its runs records why
+                continue
+            keys += [k for k in lc.env_delta if k not in keys]
+            size = max(size, _env_size({**lc.env(), **w.env}))
     if "CAPSHIM_STATUS_FILE" not in keys:
         keys.append("CAPSHIM_STATUS_FILE")
     return Launcher(keys, size, rng)
@@ -230,19 +325,22 @@ def _make_launcher(arms: list[Arm], workload: Workload, work: Path, rng: random.
 def _run_one(bundle: Bundle, arm: Arm, n: int, workload: Workload, timeout: float, work: Path,
              record: bool = True, launcher: Launcher | None = None, probe: telemetry.Telemetry | None = None,
              position: tuple[int, int] = (0, 0)) -> RunResult:
-    run_dir = work / f"{arm.name}-{n}{'' if record else '-warmup'}"
-    status_file = bundle.status_file(arm.name, n) if record else run_dir / "status.jsonl"
+    label = workload.label(arm.name)
+    run_dir = work / f"{label}-{n}{'' if record else '-warmup'}"
+    status_file = bundle.status_file(label, n) if record else run_dir / "status.jsonl"
     t0 = time.monotonic()
     try:
         lc = launch.prepare(workload.argv, arm.profile, arm.simulate, run_dir=run_dir, status_file=status_file)
     except launch.UsageError as exc:  # the workload vanished or changed since the bench started
-        return _not_started(bundle, arm, n, record, t0, str(exc), workload.argv, position=position)
+        return _not_started(bundle, arm, n, record, t0, str(exc), workload.argv, position=position,
+                            control=workload.control)
     launcher = launcher or Launcher(list(lc.env_delta), 0, random.Random(0))
     if "CAPSHIM_STATUS_FILE" in launcher.keys:
         lc.env_delta.setdefault("CAPSHIM_STATUS_FILE", str(status_file))
     exec_argv, env, delta = launcher.build(lc, workload.env)
-    out_path = bundle.raw_json(arm.name, n) if record else run_dir / "stdout.json"
-    err_path = bundle.raw_stderr(arm.name, n) if record else run_dir / "stderr.txt"
+    out_path = bundle.raw_json(label, n) if record else run_dir / "stdout.json"
+    err_path = bundle.raw_stderr(label, n) if record else run_dir / "stderr.txt"
+    workload.before_run()
     before = probe.snapshot() if probe else {}
     t0 = time.monotonic()
     timed_out = False
@@ -252,7 +350,7 @@ def _run_one(bundle: Bundle, arm: Arm, n: int, workload: Workload, timeout: floa
                                     start_new_session=True)
         except OSError as exc:  # missing interpreter, not an executable format, a folder, deleted
             return _not_started(bundle, arm, n, record, t0, launch.exec_failure(workload.argv[0], exc),
-                                exec_argv, lc.env_delta, position=position)
+                                exec_argv, lc.env_delta, position=position, control=workload.control)
         try:
             rc = proc.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
@@ -268,7 +366,8 @@ def _run_one(bundle: Bundle, arm: Arm, n: int, workload: Workload, timeout: floa
             states = {name: s.to_dict() for name, s in lc.states().items()}
             raise Interrupted(RunResult(arm.name, n, None, stop.signal_name, False, time.monotonic() - t0, [], {},
                                         states, None, f"interrupted ({stop.signal_name})",
-                                        round=position[0], position=position[1])) from None
+                                        round=position[0], position=position[1],
+                                        control=workload.control)) from None
     seconds = time.monotonic() - t0
     after = probe.snapshot() if probe else {}
     sig = signal.Signals(-rc).name if rc < 0 and -rc in signal.Signals._value2member_map_ else None
@@ -280,7 +379,7 @@ def _run_one(bundle: Bundle, arm: Arm, n: int, workload: Workload, timeout: floa
     tokens = None
     if rc == 0 and not timed_out:
         try:
-            records, tokens = workload.parse(stdout, str(out_path), arm.name, n)
+            records, tokens = workload.parse(stdout, str(out_path), arm.name, n, stderr=stderr, seconds=seconds)
         except CapshimError as exc:
             error = str(exc)
     elif timed_out:
@@ -297,7 +396,7 @@ def _run_one(bundle: Bundle, arm: Arm, n: int, workload: Workload, timeout: floa
     recorded_delta = {k: (f"<{len(v)} bytes>" if k == PAD_VAR else v) for k, v in {**delta, **workload.env}.items()}
     return RunResult(arm.name, n, exit_code, sig, timed_out, seconds, records, attest.parse_path(stderr), states,
                      tokens, error, exec_argv, recorded_delta, position[0], position[1],
-                     {"before": before, "after": after} if probe else {}, dirty)
+                     {"before": before, "after": after} if probe else {}, dirty, control=workload.control)
 
 
 def _read_output(path: Path) -> str:
@@ -309,12 +408,16 @@ def _read_output(path: Path) -> str:
 
 
 def _not_started(bundle: Bundle, arm: Arm, n: int, record: bool, t0: float, reason: str, argv: list[str],
-                 env_delta: dict | None = None, position: tuple[int, int] = (0, 0)) -> RunResult:
-    """A run whose command could not be started: recorded as a failed run with the reason."""
+                 env_delta: dict | None = None, position: tuple[int, int] = (0, 0),
+                 control: str | None = None) -> RunResult:
+    """A run whose command could not be started: recorded as a failed run with the reason
+    (a control's under ``<arm>.<control>``)."""
     if record:
-        bundle.write_run(arm.name, n, stdout=b"", stderr=f"capshim: {reason}\n")
+        bundle.write_run(f"{arm.name}.{control}" if control else arm.name, n, stdout=b"",
+                         stderr=f"capshim: {reason}\n")
     return RunResult(arm.name, n, None, None, False, time.monotonic() - t0, [], {}, {}, None,
-                     f"not started: {reason}", list(argv), dict(env_delta or {}), position[0], position[1])
+                     f"not started: {reason}", list(argv), dict(env_delta or {}), position[0], position[1],
+                     control=control)
 
 
 def _kill(proc: subprocess.Popen) -> None:
@@ -430,9 +533,16 @@ def run_bench(arms: list[Arm], workload: Workload, baseline: str, out: Path, rep
         "shims": _shim_hashes(arms),
         "schedule": [],
     }
+    meta["workload"]["metric"] = workload.metric.to_dict()
+    if isinstance(workload, MetricWorkload):
+        meta["workload"]["output_check"] = workload.adapter.check
+    if workload.controls:
+        meta["controls"] = {c.control: {"argv": c.argv, "metric": c.metric.to_dict()} for c in workload.controls}
     meta.update(extra_metadata or {})
     bundle = Bundle.create(out, meta)
     results: dict[str, list[RunResult]] = {a.name: [] for a in arms}
+    control_results: dict[str, list[RunResult]] = {a.name: [] for a in arms}
+    units = [(a, w) for a in arms for w in (workload, *workload.controls)]
     interrupted = False
     interrupted_by = None
     aborted = None
@@ -451,7 +561,7 @@ def run_bench(arms: list[Arm], workload: Workload, baseline: str, out: Path, rep
     try:
         launcher = _make_launcher(arms, workload, work, rng)
         with progress:
-            total = len(arms) * (warmup + repetitions)
+            total = len(units) * (warmup + repetitions)
             task = progress.add_task("bench", total=total)
             rnd = 0
             recorded = 0
@@ -461,34 +571,40 @@ def run_bench(arms: list[Arm], workload: Workload, baseline: str, out: Path, rep
                     if precision is None:
                         break
                     precision_state = _precision(results, arms, baseline, host_arm, host, precision, recorded,
-                                                 cap, exclude_contaminated, precision_tests)
+                                                 cap, exclude_contaminated, precision_tests, workload,
+                                                 control_results)
                     if precision_state["reached"] or recorded >= cap:
                         break
                     worst = precision_state["max_half_width"]
                     console.print(f"precision: widest half-width "
                                   f"{'unknown' if worst is None else format(worst, '.2f')} "
                                   f"> {precision:g} points after {recorded} rounds: one more round")
-                    total += len(arms)
+                    total += len(units)
                     progress.update(task, total=total)
                 n = recorded + 1 if record else rnd + 1
-                order = list(arms)
+                # one permutation of every (arm, workload) pair: the controls are shuffled in as well
+                order = list(units)
                 rng.shuffle(order)
                 if record:
-                    bundle.metadata["schedule"].append([a.name for a in order])
-                for pos, arm in enumerate(order, 1):
-                    what = (f"{arm.name} run {n}/{repetitions if n <= repetitions else n}" if record
-                            else f"{arm.name} warm-up {rnd + 1}/{warmup}")
+                    bundle.metadata["schedule"].append([w.label(a.name) for a, w in order])
+                for pos, (arm, w) in enumerate(order, 1):
+                    who = arm.name + (f" control {w.control}" if w.control else "")
+                    what = (f"{who} run {n}/{repetitions if n <= repetitions else n}" if record
+                            else f"{who} warm-up {rnd + 1}/{warmup}")
                     progress.update(task, description=what)
-                    res = _run_one(bundle, arm, n, workload, timeout, work, record, launcher, probe,
+                    res = _run_one(bundle, arm, n, w, timeout, work, record, launcher, probe,
                                    (n if record else 0, pos))
                     if record:
-                        results[arm.name].append(res)
-                        bundle.metadata["arms"][arm.name].setdefault("runs", []).append(
-                            {"run": n, "round": n, "position": pos, "exec_argv": res.exec_argv,
-                             "env_delta": res.env_delta, "telemetry": res.telemetry,
-                             "contaminated": res.contaminated})
+                        (control_results if w.control else results)[arm.name].append(res)
+                        entry = {"run": n, "round": n, "position": pos, "exec_argv": res.exec_argv,
+                                 "env_delta": res.env_delta, "telemetry": res.telemetry,
+                                 "contaminated": res.contaminated}
+                        if w.control:
+                            entry = {**res.info(), **entry}
+                        bundle.metadata["arms"][arm.name].setdefault(
+                            "control_runs" if w.control else "runs", []).append(entry)
                     if res.error:
-                        console.print(f"[yellow]{arm.name} {'run ' + str(n) if record else 'warm-up'}: {res.error}[/]")
+                        console.print(f"[yellow]{who} {'run ' + str(n) if record else 'warm-up'}: {res.error}[/]")
                     progress.advance(task)
                     if not console.is_terminal:  # no live bar in a log: one line per run
                         done = int(progress.tasks[0].completed)
@@ -501,7 +617,10 @@ def run_bench(arms: list[Arm], workload: Workload, baseline: str, out: Path, rep
     except (KeyboardInterrupt, Interrupted) as exc:
         interrupted = True
         if isinstance(exc, Interrupted):
-            results[exc.result.arm].append(exc.result)
+            stopped = exc.result
+            (control_results if stopped.control else results)[stopped.arm].append(stopped)
+            if stopped.control:  # a control's runs are listed in metadata.json only: the stopped one too
+                bundle.metadata["arms"][stopped.arm].setdefault("control_runs", []).append(stopped.info())
         how = exc.result.signal if isinstance(exc, Interrupted) else getattr(exc, "signal_name", "SIGINT")
         interrupted_by = how
         console.print(f"[red]interrupted ({how}): writing the bundle of the runs that finished[/]")
@@ -516,7 +635,8 @@ def run_bench(arms: list[Arm], workload: Workload, baseline: str, out: Path, rep
     if aborted:
         bundle.metadata["aborted"] = aborted
     result = _finish(bundle, arms, results, workload, baseline, host_arm, host, reference_arm, interrupted,
-                     aa_arm=aa_arm, allow_mismatch=allow_mismatch, exclude_contaminated=exclude_contaminated,
+                     control_results=control_results, aa_arm=aa_arm, allow_mismatch=allow_mismatch,
+                     exclude_contaminated=exclude_contaminated,
                      notes=notes, precision=precision_state if precision is not None else None,
                      precision_target=precision, cap=cap, precision_tests=precision_tests)
     result.interrupted_by = interrupted_by
@@ -545,13 +665,14 @@ def _comparisons(summary: dict, tests: list[str] | None = None) -> list[tuple[st
 
 
 def _precision(results, arms, baseline, host_arm, host, target, rounds, cap, exclude_contaminated,
-               tests: list[str] | None = None) -> dict:
+               tests: list[str] | None = None, workload: Workload | None = None,
+               control_results: dict[str, list[RunResult]] | None = None) -> dict:
     """Whether every interval is at most ``target`` points wide (half-width), from the runs so far."""
-    records = _records(results, exclude_contaminated)
+    records = _records(results, exclude_contaminated, control_results)
     arm_info = {a.name: {"state": "native"} for a in arms}
     try:
-        summary = analysis.analyze(records, arm_info, baseline, _host_dict(records, host_arm, host, {}),
-                                   allow_mismatch=True)
+        summary = _analyze(workload, records, arm_info, baseline, _host_dict(records, host_arm, host, {}),
+                           allow_mismatch=True)
     except CapshimError:
         return {"target": target, "reached": False, "max_half_width": None, "rounds": rounds, "cap": cap}
     widths = [w for _, _, w in _comparisons(summary, tests)]
@@ -560,9 +681,25 @@ def _precision(results, arms, baseline, host_arm, host, target, rounds, cap, exc
             "rounds": rounds, "cap": cap}
 
 
-def _records(results: dict[str, list[RunResult]], exclude_contaminated: bool) -> list[dict]:
-    return [rec for rs in results.values() for r in rs if not (exclude_contaminated and r.contaminated)
-            for rec in r.records]
+def _records(results: dict[str, list[RunResult]], exclude_contaminated: bool,
+             control_results: dict[str, list[RunResult]] | None = None) -> list[dict]:
+    return [rec for res in (results, control_results or {}) for rs in res.values() for r in rs
+            if not (exclude_contaminated and r.contaminated) for rec in r.records]
+
+
+def _analyze(workload: Workload | None, records: list[dict], arm_info: dict, baseline: str, host: dict | None,
+             **options) -> dict:
+    """The analysis step: :func:`capshim.bench.analysis.analyze`, then the workload's metric
+    directions and the control verdicts (:func:`capshim.bench.metrics.annotate`): a
+    lower-is-better metric's ratios read "times faster", a control whose interval excludes
+    1.00x is flagged. Same errors as ``analyze``."""
+    summary = analysis.analyze(records, arm_info, baseline, host, **options)
+    if workload is None:
+        return summary
+    tests_metric: dict[str, metrics.Metric] = {}
+    for w in (workload, *workload.controls):
+        tests_metric.update(w.metric_tests())
+    return metrics.annotate(summary, tests_metric, [c.control for c in workload.controls])
 
 
 def _host_dict(records, host_arm, host, arm_info) -> dict | None:
@@ -601,16 +738,18 @@ def _shim_hashes(arms: list[Arm]) -> dict:
 
 def _finish(bundle: Bundle, arms: list[Arm], results: dict[str, list[RunResult]], workload: Workload,
             baseline: str, host_arm: str | None, host: dict | None, reference_arm: str | None,
-            interrupted: bool, *, aa_arm: str | None = None, allow_mismatch: bool = False,
+            interrupted: bool, *, control_results: dict[str, list[RunResult]] | None = None,
+            aa_arm: str | None = None, allow_mismatch: bool = False,
             exclude_contaminated: bool = False, notes: list[str] | None = None, precision: dict | None = None,
             precision_target: float | None = None, cap: int | None = None,
             precision_tests: list[str] | None = None) -> BenchResult:
     """The pipeline's end: analysis (typed summary) -> bundle (which runs the exporters and seals)."""
-    all_records = [rec for rs in results.values() for r in rs for rec in r.records]
-    for rs in results.values():
+    control_results = control_results or {}
+    all_records = _records(results, False, control_results)
+    for rs in (*results.values(), *control_results.values()):
         for r in rs:
             r.excluded = bool(exclude_contaminated and r.contaminated)
-    records = _records(results, exclude_contaminated)
+    records = _records(results, exclude_contaminated, control_results)
     arm_info: dict[str, dict] = {}
     for arm in arms:
         rs = results[arm.name]
@@ -618,33 +757,36 @@ def _finish(bundle: Bundle, arms: list[Arm], results: dict[str, list[RunResult]]
         info = {"spec": arm.spec(), "state": _arm_state(arm, rs), "path": ok[0].path if ok else {},
                 "runs": [r.info() for r in rs]}
         arm_info[arm.name] = info
-    # Correctness gate: every arm's generated tokens must equal the reference arm's.
+    # Correctness gate: every arm's output (generated tokens, output hash) must equal the reference arm's.
     ref = reference_arm or host_arm or baseline
     ref_tokens = next((r.token_ids for r in results.get(ref, []) if r.token_ids is not None), None)
     if workload.check_output:
+        what, differ = workload.output_noun
         for arm in arms:
             toks = [r.token_ids for r in results[arm.name] if r.token_ids is not None]
             info = arm_info[arm.name]
             if ref_tokens is None or not toks:
                 whose = f"reference arm {ref}" if ref_tokens is None else f"arm {arm.name}"
-                info["output_check"] = f"not checked: {whose} produced no token ids"
-                print(f"capshim: output check skipped for arm {arm.name}: {whose} produced no token ids "
-                      "(no run finished with generated tokens)", file=sys.stderr)
+                none = "token ids" if what == "tokens" else "output"
+                info["output_check"] = f"not checked: {whose} produced no {none}"
+                print(f"capshim: output check skipped for arm {arm.name}: {whose} produced no {none} "
+                      f"(no run finished with {'generated tokens' if what == 'tokens' else 'its output read'})",
+                      file=sys.stderr)
                 continue
-            same = all(t == ref_tokens for t in toks)
-            info["output_check"] = f"same tokens as {ref}" if same else f"tokens differ from {ref}"
+            same = all(workload.same_output(t, ref_tokens) for t in toks)
+            info["output_check"] = f"same {what} as {ref}" if same else f"{what} {differ} from {ref}"
             if not same and info["state"] in ("native", "active"):
                 info["state"] = "wrong-output"
     host_dict = _host_dict(records, host_arm, host, arm_info)
-    failed = sum(1 for rs in results.values() for r in rs if r.error)
+    failed = sum(1 for rs in (*results.values(), *control_results.values()) for r in rs if r.error)
     refused = None
     try:
-        summary = analysis.analyze(records, arm_info, baseline, host_dict, allow_mismatch=allow_mismatch,
-                                   aa_arm=aa_arm, notes=notes)
+        summary = _analyze(workload, records, arm_info, baseline, host_dict, allow_mismatch=allow_mismatch,
+                           aa_arm=aa_arm, notes=notes)
     except analysis.ComparabilityError as exc:  # seal what finished (rows marked), then refuse
         refused = exc
-        summary = analysis.analyze(records, arm_info, baseline, host_dict, allow_mismatch=True,
-                                   aa_arm=aa_arm, notes=(notes or []) + [f"refused: {exc}"])
+        summary = _analyze(workload, records, arm_info, baseline, host_dict, allow_mismatch=True,
+                           aa_arm=aa_arm, notes=(notes or []) + [f"refused: {exc}"])
     except Exception:  # noqa: BLE001 - finalize runs the analysis again as an isolated, recorded step
         summary = None
     if precision_target is not None and summary is not None:

@@ -2,7 +2,8 @@
 
 A JSON Schema (draft 2020-12, checked with ``jsonschema``) of what the
 report, the host baseline and the exporters read: the baseline arm, the arms
-with their state and per-test statistics, the comparisons, the host. Extra
+with their state and per-test statistics, the comparisons, the host, each
+test's metric (unit, direction) and the control workloads' verdicts. Extra
 keys are allowed, so summaries written by earlier versions (before
 ``processes``/``by_process`` existed) still load and report. A wrong shape is
 a :class:`SummaryShapeError` (exit 2) naming the file and the path inside it
@@ -43,6 +44,21 @@ _STATS = {"type": "object", "required": ["n", "median", "min", "max"],
                          "mismatch": {"type": "array", "items": {"type": "object"}},
                          "warnings": {"type": "array", "items": {"type": "string"}},
                          "speedup": _CMP, "pct_of_host": _CMP}}
+#: One test's metric (:meth:`capshim.bench.metrics.Metric.to_dict`).
+_METRIC = {"type": "object", "required": ["unit", "better"],
+           "properties": {"spec": {"type": "string"}, "kind": {"type": "string"}, "unit": {"type": "string"},
+                          "better": {"enum": ["higher", "lower"]}, "ratio": {"type": "string"}}}
+#: One control workload's verdicts (:func:`capshim.bench.metrics.annotate`).
+_CONTROL = {"type": "object", "required": ["expectation", "tests", "arms"],
+            "properties": {"expectation": {"type": "string"},
+                           "tests": {"type": "array", "items": {"type": "string"}},
+                           "arms": {"type": "object", "additionalProperties": {
+                               "type": "object", "additionalProperties": {
+                                   "type": "object", "required": ["ratio", "moved"],
+                                   "properties": {"ratio": _NUM, "moved": {"type": "boolean"},
+                                                  "ci95": {"oneOf": [{"type": "null"},
+                                                                     {"type": "array", "items": _NUM,
+                                                                      "minItems": 2, "maxItems": 2}]}}}}}}}
 SUMMARY_SCHEMA = {
     "$schema": "https://json-schema.org/draft/2020-12/schema",
     "title": "capshim summary.json",
@@ -70,6 +86,8 @@ SUMMARY_SCHEMA = {
         "notes": {"type": "array", "items": {"type": "string"}},
         "precision": {"type": "object"},
         "interrupted": {"type": "boolean"},
+        "metrics": {"type": "object", "additionalProperties": _METRIC},
+        "controls": {"type": "object", "additionalProperties": _CONTROL},
     },
 }
 _VALIDATOR = jsonschema.Draft202012Validator(SUMMARY_SCHEMA)

@@ -1,5 +1,8 @@
 """chart.png: grouped bars of median tok/s per series (one panel each), min–max whiskers.
 
+A series of another metric (``--metric``, ``--workload ncnn``) is labelled with
+its unit and direction (:func:`capshim.export.table.other_metric`).
+
 Drawn with matplotlib's Agg backend, without the software tag so that the same
 summary gives the same bytes.
 """
@@ -11,6 +14,7 @@ import math
 from pathlib import Path
 
 from capshim.bench.analysis import NOT_SHIM_STATES
+from capshim.export.table import other_metric
 
 __all__ = ["serialize", "draw"]
 
@@ -47,6 +51,7 @@ def _figure(summaries: list[dict], labels: list[str] | None, title: str | None):
     fig, axes = plt.subplots(1, n, figsize=(max(5.0, 4.2 * n), 4.2), squeeze=False)
     palette = plt.rcParams["axes.prop_cycle"].by_key()["color"]
     for ax, t in zip(axes[0], tests):
+        metric = other_metric(summaries, t)
         bars = []
         for s, label in zip(summaries, labels):
             pre = f"{label}:" if multi else ""
@@ -62,12 +67,13 @@ def _figure(summaries: list[dict], labels: list[str] | None, title: str | None):
             color = "#bbbbbb" if marked else palette[i % len(palette)]
             ax.bar(i, _clip(st["median"]), color=color, hatch="//" if marked else None, edgecolor="black",
                    linewidth=0.5, yerr=_err(st), capsize=4)
-            txt = f"{st['median']:.1f}" + (f"\n{sp['value']:.2f}x" if sp else "")
+            txt = (f"{st['median']:.4g}" if metric else f"{st['median']:.1f}") + (f"\n{sp['value']:.2f}x" if sp else "")
             ax.annotate(txt, (i, _clip(st["max"])),
                         textcoords="offset points", xytext=(0, 3), ha="center", va="bottom", fontsize=8)
         ax.set_xticks(range(len(bars)), [b[0] for b in bars], rotation=30, ha="right", fontsize=8)
         ax.set_title(t, fontsize=9)
-        ax.set_ylabel("tok/s (median of processes, min–max)")
+        ax.set_ylabel(f"{metric.get('unit') or 'value'} (median of processes, min–max; {metric.get('better')} is better)"
+                      if metric else "tok/s (median of processes, min–max)")
         top = max((_clip(max(b[1]["max"], b[1]["median"])) for b in bars), default=1.0)
         ax.set_ylim(0, top * 1.25)  # room for the labels
     if title:

@@ -7,6 +7,11 @@ of host, the arm's state, the path llama.cpp attested, and notes (flags,
 stability warnings, configuration mismatches). The notes under the table say
 the method, the A/A arm's ratio to native, the precision reached and the
 bench's own notes. Numbers are formatted here and nowhere before.
+
+A summary of another metric than llama-bench tok/s (``"metrics"`` in
+summary.json, :mod:`capshim.bench.metrics`) gets the header ``median`` and
+each test its unit and direction: ``wall (s, lower is better)``; its numbers
+have 4 significant digits (seconds of a fast command are not 2-decimal numbers).
 """
 
 from __future__ import annotations
@@ -16,7 +21,7 @@ from pathlib import Path
 from capshim.bench.analysis import NOT_SHIM_STATES
 from capshim.bench.attest import DISPLAY_COLUMNS, display_value
 
-__all__ = ["table", "fmt_ratio", "BASE_COLUMNS", "NUMERIC_PREFIXES"]
+__all__ = ["table", "fmt_ratio", "other_metric", "BASE_COLUMNS", "NUMERIC_PREFIXES"]
 
 BASE_COLUMNS = ["arm", "test", "median tok/s", "min–max", "processes×reps", "speedup", "% of host", "state"]
 #: Columns whose header starts with one of these are right-aligned numbers.
@@ -31,6 +36,20 @@ def fmt_ratio(cmp: dict | None, unit: str) -> str:
     if cmp.get("ci95"):
         s += f" [{cmp['ci95'][0]:.2f}–{cmp['ci95'][1]:.2f}]"
     return s
+
+
+def other_metric(summaries: list[dict], test: str) -> dict | None:
+    """The ``metrics`` entry (``{"unit", "better", ...}``) of ``test`` when it is not llama-bench
+    tok/s, else None (summaries without ``metrics`` are tok/s)."""
+    return next((m for s in summaries for t, m in (s.get("metrics") or {}).items()
+                 if t == test and m.get("kind") != "tok/s"), None)
+
+
+def _test_cell(test: str, metric: dict | None, mixed: bool) -> str:
+    if metric is None:
+        return f"{test} (tok/s)" if mixed else test
+    unit = metric.get("unit")
+    return f"{test} ({unit + ', ' if unit else ''}{metric.get('better')} is better)"
 
 
 def _count(st: dict) -> str:
@@ -98,6 +117,9 @@ def table(summaries: list[dict], labels: list[str] | None = None) -> dict:
     baselines = {s["baseline"] for s in summaries}
     columns[columns.index("speedup")] = (f"speedup vs {next(iter(baselines))} (95% CI)"
                                          if len(baselines) == 1 else "speedup vs baseline (95% CI)")
+    units = {t: m for s in summaries for t in s.get("tests") or [] if (m := other_metric([s], t))}
+    if units:
+        columns[columns.index("median tok/s")] = "median"
     rows = []
     notes = []
     for s, label in zip(summaries, labels):
@@ -135,8 +157,10 @@ def table(summaries: list[dict], labels: list[str] | None = None) -> dict:
                 if st.get("mismatch"):
                     marked = True
                     flags.insert(0, _mismatch_note(st["mismatch"]))
+            num = (lambda v: f"{v:.4g}") if t in units else (lambda v: f"{v:.2f}")
             cells = ([label] if multi else []) + [
-                name, t, f"{st['median']:.2f}", f"{st['min']:.2f}–{st['max']:.2f}", _count(st),
+                name, _test_cell(t, units.get(t), bool(units)), num(st["median"]),
+                f"{num(st['min'])}–{num(st['max'])}", _count(st),
                 speed, pct, state] + [display_value(path, b, k) for _, b, k in path_cols] + ["; ".join(flags)]
             rows.append({"cells": cells, "marked": marked, "notes": flags, "arm": arm_name, "test": t,
                          "bundle": label})

@@ -33,7 +33,7 @@ def render(summaries: list[dict], labels: list[str] | None = None, title: str | 
         values = {r["cells"][i] for r in tab["rows"]}
         if compact and c == "min–max":
             continue
-        if not (c in fixed or c.startswith("speedup")) and len(values) <= 1 and tab["rows"]:
+        if not (c in fixed or c.startswith(("speedup", "median"))) and len(values) <= 1 and tab["rows"]:
             v = next(iter(values))
             if v:
                 same.append(f"{c} {v}")
