@@ -27,7 +27,7 @@ def test_builtins_load_and_match_the_brief():
     assert v.capabilities["shaderFloat16"] == 0
     assert v.capabilities["integerDotProduct4x8BitPackedSignedAccelerated"] == 0
     assert 0 < v.capabilities["maxComputeSharedMemorySize"] < 32768
-    assert v.extensions == {"VK_KHR_cooperative_matrix": 0, "VK_NV_cooperative_matrix2": 0,
+    assert v.extensions == {"VK_KHR_cooperative_matrix": 0, "VK_NV_cooperative_matrix": 0, "VK_NV_cooperative_matrix2": 0,
                             "VK_KHR_shader_bfloat16": 0}
 
 
