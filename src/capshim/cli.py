@@ -576,7 +576,7 @@ def bench_cmd(arm_opts, baseline, host_baseline, host_arm, repetitions, process_
     for name in result.non_shim_arms:
         click.echo(f"capshim: {plan.explain_arm(name, result.summary['arms'][name])}", err=True)
     if result.interrupted:
-        sys.exit(143 if result.interrupted_by == "SIGTERM" else 130)
+        sys.exit({"SIGTERM": 143, "SIGHUP": 129}.get(result.interrupted_by, 130))
     if strict and any(result.summary["arms"][a]["state"] in ("inert", "invalid") for a in result.non_shim_arms):
         sys.exit(3)
     if result.failed_runs:

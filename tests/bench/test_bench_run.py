@@ -147,6 +147,15 @@ def test_sigterm_is_handled_like_ctrl_c_and_leaves_no_workload_behind(tmp_path):
     assert left.stdout.strip() == ""
 
 
+def test_sighup_seals_the_bundle_too(tmp_path):
+    proc, out, stderr = _interrupt(tmp_path, signal.SIGHUP)  # the terminal went away
+    assert proc.returncode == 129, stderr
+    assert evidence.verify(out) == []
+    summary = json.loads((out / "summary.json").read_text())
+    second = json.loads((out / "metadata.json").read_text())["schedule"][0][1]
+    assert summary["interrupted"] is True and summary["arms"][second]["runs"][0]["signal"] == "SIGHUP"
+
+
 def test_bad_bench_usage_exits_2(tmp_path):
     r = run_capshim("bench", "--arm", "x=profile:no-such", "--out", str(tmp_path / "b"), "--", "true")
     assert r.returncode == 2 and "no-such" in r.stderr

@@ -553,9 +553,10 @@ def run_bench(arms: list[Arm], workload: Workload, baseline: str, out: Path, rep
     precision_state = None
 
     def on_term(signum, frame):
-        raise Stop("SIGTERM")
+        raise Stop(signal.Signals(signum).name)
 
     old_term = signal.signal(signal.SIGTERM, on_term)
+    old_hup = signal.signal(signal.SIGHUP, on_term)  # a closed terminal seals like SIGTERM
     progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                         TextColumn("ETA"), TimeRemainingColumn(), console=console, transient=False)
     try:
@@ -630,6 +631,7 @@ def run_bench(arms: list[Arm], workload: Workload, baseline: str, out: Path, rep
         console.print(f"[red]bench stopped by an error ({aborted}): writing the bundle of the runs that finished[/]")
     finally:
         signal.signal(signal.SIGTERM, old_term)
+        signal.signal(signal.SIGHUP, old_hup)
         shutil.rmtree(work, ignore_errors=True)
         probe.close()
     if aborted:
