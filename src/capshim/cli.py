@@ -606,26 +606,36 @@ def _ablate_tune_table(rows: list[dict], notes: list[str], title: str) -> None:
         con.print(f"- {n}", highlight=False)
 
 
+def _builtin_workload_options(f):
+    """The built-in workload's options shared by ablate and tune (model, warm-up, test sizes)."""
+    for opt in reversed([
+        click.option("--model", metavar="PATH|PRESET",
+                     help="Built-in workload model (GGUF file or preset) [default: tiny]."),
+        click.option("--warmup", type=click.IntRange(0, 100), default=None,
+                     help="Unrecorded warm-up runs per arm [default: 1 on a GPU, 0 on a CPU device]."),
+        click.option("--n-prompt", "-p", type=click.IntRange(1), default=None,
+                     help="Prompt tokens [default: 512 on a GPU, 64 on a CPU device]."),
+        click.option("--n-gen", "-n", type=click.IntRange(1), default=None,
+                     help="Generated tokens [default: 128 on a GPU, 16 on a CPU device]."),
+    ]):
+        f = opt(f)
+    return f
+
+
 @main.command("ablate")
 @click.option("--profile", "profile_ref", default="vulkan-paravirt", show_default=True, metavar="P",
               help="The Vulkan lowering profile whose capability groups are measured (built-in name or file).")
 @click.option("--by", type=click.Choice(["group", "key"]), default="group", show_default=True,
               help="Ablate capability groups (coopmat, intdot, fp16, shmem, subgroup) or key by key.")
-@click.option("--model", metavar="PATH|PRESET", help="Built-in workload model (GGUF file or preset) [default: tiny].")
 @click.option("--repetitions", "-r", type=click.IntRange(1, 1000), default=None,
               help="Runs per arm, one process each [default: 10 on a GPU, 2 on a CPU device].")
-@click.option("--warmup", type=click.IntRange(0, 100), default=None,
-              help="Unrecorded warm-up runs per arm [default: 1 on a GPU, 0 on a CPU device].")
-@click.option("--n-prompt", "-p", type=click.IntRange(1), default=None,
-              help="Prompt tokens [default: 512 on a GPU, 64 on a CPU device].")
-@click.option("--n-gen", "-n", type=click.IntRange(1), default=None,
-              help="Generated tokens [default: 128 on a GPU, 16 on a CPU device].")
+@_builtin_workload_options
 @click.option("--test", metavar="TEST", help="The test the smallest profile is chosen on [default: the pp test].")
 @click.option("--recover", type=click.FloatRange(0, 2), default=0.99, show_default=True,
               help="Smallest profile rule: median ratio to native at least this.")
 @click.option("--lower-bound", type=click.FloatRange(0, 2), default=0.97, show_default=True,
               help="Smallest profile rule: 95% interval lower bound at least this.")
-@click.option("--timeout", type=click.FloatRange(1), default=900, show_default=True, help="Seconds one run may take.")
+@click.option("--timeout", type=FiniteFloat(1), default=900, show_default=True, help="Seconds one run may take.")
 @click.option("--out", type=click.Path(file_okay=False), help="Output folder [default: ./capshim-ablate-DATE-TIME].")
 @click.option("--json", "as_json", is_flag=True, help="Print ablation.json on stdout instead of the table.")
 def ablate_cmd(profile_ref, by, model, repetitions, warmup, n_prompt, n_gen, test, recover, lower_bound, timeout,
@@ -666,20 +676,14 @@ def ablate_cmd(profile_ref, by, model, repetitions, warmup, n_prompt, n_gen, tes
 @main.command("tune")
 @click.option("--budget", type=click.IntRange(1, 1000), default=None,
               help="Candidates to try [default: 8 on a GPU, 4 on a CPU device].")
-@click.option("--model", metavar="PATH|PRESET", help="Built-in workload model (GGUF file or preset) [default: tiny].")
 @click.option("--repetitions", "-r", type=click.IntRange(1, 1000), default=None,
               help="Runs per arm in the first stage (doubled each stage) [default: 2].")
 @click.option("--confirm-runs", type=click.IntRange(1, 1000), default=None,
               help="Runs per arm of the final native-vs-winner bench [default: 10 on a GPU, 2 on a CPU device].")
-@click.option("--warmup", type=click.IntRange(0, 100), default=None,
-              help="Unrecorded warm-up runs per arm [default: 1 on a GPU, 0 on a CPU device].")
-@click.option("--n-prompt", "-p", type=click.IntRange(1), default=None,
-              help="Prompt tokens [default: 512 on a GPU, 64 on a CPU device].")
-@click.option("--n-gen", "-n", type=click.IntRange(1), default=None,
-              help="Generated tokens [default: 128 on a GPU, 16 on a CPU device].")
+@_builtin_workload_options
 @click.option("--test", metavar="TEST", help="The test candidates are ranked on [default: the pp test].")
 @click.option("--seed", type=click.IntRange(0), default=1, show_default=True, help="Seed of the candidate sample.")
-@click.option("--timeout", type=click.FloatRange(1), default=900, show_default=True, help="Seconds one run may take.")
+@click.option("--timeout", type=FiniteFloat(1), default=900, show_default=True, help="Seconds one run may take.")
 @click.option("--out", type=click.Path(file_okay=False), help="Output folder [default: ./capshim-tune-DATE-TIME].")
 @click.option("--json", "as_json", is_flag=True, help="Print tune.json on stdout instead of the table.")
 def tune_cmd(budget, model, repetitions, confirm_runs, warmup, n_prompt, n_gen, test, seed, timeout, out, as_json):

@@ -57,7 +57,7 @@ GROUPS: dict[str, dict[str, tuple[str, ...]]] = {
                  "cooperativeMatrixReductions", "cooperativeMatrixConversions",
                  "cooperativeMatrixPerElementOperations", "cooperativeMatrixTensorAddressing",
                  "cooperativeMatrixBlockLoads"),
-        "exts": ("VK_KHR_cooperative_matrix", "VK_NV_cooperative_matrix2"),
+        "exts": ("VK_KHR_cooperative_matrix", "VK_NV_cooperative_matrix", "VK_NV_cooperative_matrix2"),
     },
     "intdot": {
         "caps": ("shaderIntegerDotProduct",

@@ -95,7 +95,7 @@ def dimensions(stock: dict) -> dict[str, list[Option]]:
             o = off(nv2, ["VK_NV_cooperative_matrix2"])
             opts.append(Option("coopmat1", o.caps, o.exts))
         o = off(["cooperativeMatrix", "cooperativeMatrixRobustBufferAccess", *nv2],
-                ["VK_KHR_cooperative_matrix", "VK_NV_cooperative_matrix2"])
+                ["VK_KHR_cooperative_matrix", "VK_NV_cooperative_matrix", "VK_NV_cooperative_matrix2"])
         opts.append(Option("none", o.caps, o.exts))
         dims["coopmat"] = opts
     return dims
