@@ -42,6 +42,15 @@ def test_build_caches_by_source_hash_and_writes_sums(cache):
     assert f"{hashlib.sha256(arts['shim'].read_bytes()).hexdigest()}  {metal.SO_NAME}" in sums
 
 
+def test_a_corrupted_cached_shim_is_built_again(cache):
+    arts = metal.build()
+    arts["shim"].write_bytes(b"\0" * 64)  # a truncated or damaged file in the cache
+    again = metal.build()
+    ok, detail = metal.check_sums(again["shim"].parent)
+    assert ok, detail
+    assert again["shim"].read_bytes()[:4] == b"\x7fELF"
+
+
 def test_build_error_names_the_command(tmp_path):
     bad = tmp_path / "broken.c"
     bad.write_text("int main(void) { return undeclared; }\n")

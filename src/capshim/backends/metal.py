@@ -26,7 +26,6 @@ entitlement.
 
 from __future__ import annotations
 
-import hashlib
 import importlib.util
 import json
 import os
@@ -37,6 +36,7 @@ import sys
 import tempfile
 from pathlib import Path
 
+from capshim import paths
 from capshim import status as shim_status
 from capshim.backends import Backend
 from capshim.errors import BuildError, UsageError
@@ -277,15 +277,17 @@ def _cross_artifacts(root: Path) -> dict[str, Path]:
 
 
 def _write_sums(root: Path, files: list[Path]) -> None:
-    lines = [f"{hashlib.sha256(f.read_bytes()).hexdigest()}  {f.relative_to(root).as_posix()}"
-             for f in files]
-    (root / "SHA256SUMS").write_text("\n".join(lines) + "\n")
+    paths.write_sums(root, [f.relative_to(root).as_posix() for f in files])
 
 
 def _build_into(final: Path, commands: list[list[str]], arts: dict[str, Path], force: bool,
                 files: dict[str, str] | None = None) -> dict[str, Path]:
     if not force and all(p.is_file() for p in arts.values()):
-        return arts
+        listed = [p.relative_to(final).as_posix() for k, p in arts.items() if k != "sums"]
+        if not paths.verified_sums(final, listed):
+            return arts
+        # a cached file no longer matches its SHA256SUMS (corrupted, edited): build again
+        force = True
     tmp = nb.new_tmp(final)
     try:
         for rel, text in (files or {}).items():
@@ -654,20 +656,15 @@ def deny_list_hits(data: bytes) -> list[str]:
 
 
 def check_sums(root: Path) -> tuple[bool, str]:
-    """Verify ``root/SHA256SUMS`` (``HEX  relative/path`` lines): (ok, detail)."""
-    sums = root / "SHA256SUMS"
-    if not sums.is_file():
-        return False, f"{sums} is missing"
-    bad = []
-    lines = [ln for ln in sums.read_text().splitlines() if ln.strip()]
-    for ln in lines:
-        digest, _, rel = ln.partition("  ")
-        f = root / rel
-        if not f.is_file() or hashlib.sha256(f.read_bytes()).hexdigest() != digest:
-            bad.append(rel)
-    if bad or not lines:
+    """Verify ``root/SHA256SUMS`` (:func:`capshim.paths.check_sums`): (ok, detail)."""
+    try:
+        listed, _ = paths.read_sums(root)
+    except OSError:
+        return False, f"{root / paths.SUMS_NAME} is missing"
+    bad = paths.check_sums(root)
+    if bad or not listed:
         return False, f"mismatch: {', '.join(bad) or 'empty SHA256SUMS'}"
-    return True, f"{len(lines)} files match {sums}"
+    return True, f"{len(listed)} files match {root / paths.SUMS_NAME}"
 
 
 def _functional_checks(arts: dict[str, Path], inject_var: str, framework: Path | None,
