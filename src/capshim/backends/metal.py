@@ -281,10 +281,10 @@ def _write_sums(root: Path, files: list[Path]) -> None:
 
 
 def _build_into(final: Path, commands: list[list[str]], arts: dict[str, Path], force: bool,
-                files: dict[str, str] | None = None) -> dict[str, Path]:
+                files: dict[str, str] | None = None, repair: bool = True) -> dict[str, Path]:
     if not force and all(p.is_file() for p in arts.values()):
         listed = [p.relative_to(final).as_posix() for k, p in arts.items() if k != "sums"]
-        if not paths.verified_sums(final, listed):
+        if not repair or not paths.verified_sums(final, listed):
             return arts
         # a cached file no longer matches its SHA256SUMS (corrupted, edited): build again
         force = True
@@ -307,7 +307,7 @@ def _build_into(final: Path, commands: list[list[str]], arts: dict[str, Path], f
     return arts
 
 
-def build(force: bool = False) -> dict[str, Path]:
+def build(force: bool = False, repair: bool = True) -> dict[str, Path]:
     """Compile the Metal shim and its probe into ``cache_dir()``.
 
     macOS: ``libcapshim-metal.dylib``, universal arm64 + arm64e,
@@ -324,6 +324,8 @@ def build(force: bool = False) -> dict[str, Path]:
 
     Args:
         force: rebuild even when the artifacts of these sources exist.
+        repair: build again when a cached file no longer matches its
+            SHA256SUMS (``verify`` passes False: it reports the mismatch).
 
     Returns:
         name -> path: "shim", "probe", "sums" (and on Linux "standin",
@@ -334,7 +336,7 @@ def build(force: bool = False) -> dict[str, Path]:
             ``apt-get install gcc gobjc``; on macOS the Xcode command line tools).
     """
     final = cache_dir()
-    return _build_into(final, _platform_commands(), _artifacts(final), force)
+    return _build_into(final, _platform_commands(), _artifacts(final), force, repair=repair)
 
 
 def build_cross(force: bool = False) -> dict[str, Path]:
@@ -842,7 +844,7 @@ def verify(shim: Path | None = None) -> list[dict]:
         checks.append(_check("answers change on a real Metal device", SKIPPED,
                              "checked for the built shim: capshim verify (no --shim) on a Mac"))
         return checks
-    arts = build()
+    arts = build(repair=False)  # report a damaged cache, do not hide it by rebuilding
     shim = arts["shim"]
     data = shim.read_bytes()
     checks: list[dict] = [_check("build", "passed", f"{shim}")]
