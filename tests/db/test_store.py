@@ -346,3 +346,18 @@ def test_bundles_of_unknown_time_list_last_on_both_databases(db_url):
         st.add(ext)
         st.add(read_bundle(EVIDENCE / "lavapipe-default"))
         assert [r["name"] for r in st.select()] == ["lavapipe-default", "x"]
+
+
+def test_compare_keeps_the_process_as_the_unit_like_the_bundle_report(tmp_path):
+    # a bundle of the process-level method (29 processes x 5 repetitions per arm):
+    # the stored selection must give the bundle's own % of host and interval
+    url = f"sqlite:///{tmp_path / 'p.sqlite'}"
+    with Store.open(url) as st:
+        st.add(read_bundle(EVIDENCE / "h200-tinyllama-aa"))
+        res = query.compare(st, {"name": "h200-tinyllama-aa"}, {"name": "h200-tinyllama-aa"})
+    want = _summary("h200-tinyllama-aa")["arms"]
+    for r in res["rows"]:
+        if r["arm"] == "native":
+            continue
+        got, exp = r["b"]["pct_of_host"], want[r["arm"]]["tests"][r["test"]]["pct_of_host"]
+        assert (got["value"], got["ci95"]) == (exp["value"], exp["ci95"]), (r["arm"], r["test"])

@@ -87,10 +87,14 @@ def _selection_input(store: Store, bundles: list[dict]):
     """
     ids = [b["id"] for b in bundles]
     index = {bid: i for i, bid in enumerate(ids)}
-    records, host_tests = [], {}
+    records, host_runs = [], {}
     for s in store.samples(ids):
         if s["role"] == "host":
-            host_tests.setdefault(s["test"], []).append(s["tok_s"])
+            # one list per host process, as the bench hands the host to analyze (the
+            # process is the unit); samples without a run id each stand alone
+            run = (s["bundle_id"], s["run"]) if s["run"] is not None else (s["bundle_id"], "sample", len(records),
+                                                                           s["sample"], s["tok_s"])
+            host_runs.setdefault(s["test"], {}).setdefault(run, []).append(s["tok_s"])
         else:
             records.append({"arm": s["arm"], "run": index[s["bundle_id"]] * 100000 + (s["run"] or 0),
                             "sample": s["sample"], "test": s["test"], "tok_s": s["tok_s"]})
@@ -99,6 +103,14 @@ def _selection_input(store: Store, bundles: list[dict]):
         for a in b["arms"]:
             arms.setdefault(a["name"], {"state": a["state"], "spec": a.get("spec") or {}})
     host_name = next((b["host_name"] for b in bundles if b.get("host_name")), None)
+    if host_name is not None and any(r["arm"] == host_name for r in records):
+        # the host is an arm of these bundles: its processes, as the bench hands them to
+        # analyze (runner._host_dict), so the numbers equal the bundles' own report
+        host_runs = {}
+        for r in records:
+            if r["arm"] == host_name:
+                host_runs.setdefault(r["test"], {}).setdefault(r["run"], []).append(r["tok_s"])
+    host_tests = {t: list(runs.values()) for t, runs in host_runs.items()}
     host = {"name": host_name, "tests": host_tests} if host_tests else None
     return records, arms, host
 
