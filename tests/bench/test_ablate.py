@@ -169,3 +169,12 @@ def test_build_arms_by_key_one_arm_per_key(tmp_path):
     loo = [a for a in arms if a.kind == "loo"]
     assert [a.units for a in loo] == [[u.name] for u in live]
     assert loo[0].name == "loo-k00" and profiles.load(str(tmp_path / "loo-k00.toml")).direction == "lower"
+
+
+def test_an_a_a_arm_away_from_one_is_a_warning():
+    s = _summary({"native": 1000, "aa": 1300, "sim": 300, "loi-coopmat": 1000})
+    rs = ablate.ratios(s, "pp512")
+    assert rs["aa"].lo > 1.0
+    (note,) = ablate.aa_warning(rs)
+    assert "excludes 1.00x" in note and "not reliable" in note
+    assert ablate.aa_warning(ablate.ratios(_summary({"native": 1000, "aa": 1000, "sim": 300}), "pp512")) == []

@@ -361,3 +361,9 @@ def test_compare_keeps_the_process_as_the_unit_like_the_bundle_report(tmp_path):
             continue
         got, exp = r["b"]["pct_of_host"], want[r["arm"]]["tests"][r["test"]]["pct_of_host"]
         assert (got["value"], got["ci95"]) == (exp["value"], exp["ci95"]), (r["arm"], r["test"])
+
+
+def test_ablate_and_tune_bundles_are_named_with_their_output_folder():
+    assert read_bundle(EVIDENCE / "h200-ablate-tinyllama" / "bench").name == "h200-ablate-tinyllama/bench"
+    assert read_bundle(EVIDENCE / "h200-tune-tinyllama" / "confirm").name == "h200-tune-tinyllama/confirm"
+    assert read_bundle(EVIDENCE / "h200-tinyllama-aa").name == "h200-tinyllama-aa"

@@ -783,7 +783,7 @@ def inspect_macho(path: Path, kind: str = "shim") -> list[dict]:
         if kind != "shim":
             continue
         checks.append(_check(f"{a}: install name", "passed" if sl.install_name == INSTALL_NAME else "failed",
-                             f"{sl.install_name} (want {INSTALL_NAME})"))
+                             f"{sl.install_name or 'none'} (want {INSTALL_NAME})"))
         imports = {macho.c_name(x) for x in sl.imports}
         unexpected = sorted(x for x in imports if not _import_allowed(x))
         lacking = sorted((MACHO_OBJC_IMPORTS | set(INTERPOSED)) - imports)

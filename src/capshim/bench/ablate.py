@@ -401,6 +401,17 @@ def smallest(arms: list[ArmInfo], rs: dict[str, Ratio], recover: float = RECOVER
 
 # --- output -------------------------------------------------------------------
 
+def aa_warning(rs: dict[str, Ratio]) -> list[str]:
+    """A note when the A/A arm's interval excludes 1.00x (the harness's own bias is
+    then as large as a capability's effect may be, so the smallest raise is not reliable)."""
+    aa = rs.get("aa")
+    if aa is None or aa.lo is None or aa.hi is None or aa.lo <= 1.0 <= aa.hi:
+        return []
+    return [f"warning: the A/A arm (stock answers through the layer) is {fmt_ratio(aa)} of native; its "
+            "interval excludes 1.00x: the harness moved as much as a capability may, so the smallest raise "
+            "is not reliable (more runs, -r, on a quieter machine)"]
+
+
 def fmt_ratio(r: Ratio | None) -> str:
     """``0.98x [0.95–1.01]`` (``—`` when missing)."""
     if r is None or math.isnan(r.value):
@@ -522,6 +533,7 @@ def ablate(profile_ref: str = "vulkan-paravirt", by: str = "group", out: Path | 
     notes += [f"{u.name}: skipped: {u.skipped}" for u in us if u.skipped]
     if is_cpu(device):
         notes.append(CPU_NOTE)
+    notes += aa_warning(rs)
     smallest_path = None
     if best is not None:
         caps, exts = _written(profiles.load(str(best.raise_profile)))

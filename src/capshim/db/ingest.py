@@ -195,6 +195,15 @@ def _host_samples(summary: dict) -> list[dict]:
     return out
 
 
+def _bundle_name(root: Path) -> str:
+    """The bundle's folder name; ``PARENT/NAME`` for the bundles that ``capshim ablate``
+    and ``tune`` write inside their output folder (``bench``, ``confirm``, ``stage-N``)."""
+    parent = root.parent
+    if any((parent / f).is_file() for f in ("ablation.json", "tune.json")):
+        return f"{parent.name}/{root.name}"
+    return root.name
+
+
 def read_bundle(path: str | Path) -> BundleRecord:
     """Verify an evidence bundle and read it into a :class:`BundleRecord`.
 
@@ -246,7 +255,7 @@ def read_bundle(path: str | Path) -> BundleRecord:
     workload = meta.get("workload") or {}
     driver = " ".join(str(x) for x in (dev.get("driver"), dev.get("driverInfo")) if x) or None
     return BundleRecord(
-        key=key, kind="bundle", name=p.resolve().name, source=str(p.resolve()),
+        key=key, kind="bundle", name=_bundle_name(p.resolve()), source=str(p.resolve()),
         created_utc=_str(meta.get("started_utc") or host.get("created_utc")),
         host=_str(host.get("host")), os=_str(host.get("os")),
         device=_str(dev.get("name") or raw.get("gpu_info")), driver=driver,

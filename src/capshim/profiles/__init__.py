@@ -68,6 +68,9 @@ def escape(text: str) -> str:
 
 
 def _show(value: Any, limit: int = 80) -> str:
+    """A value as the profile (TOML) spells it: true/false, integers, quoted strings."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
     text = repr(value) if not isinstance(value, int) or value.bit_length() < 1000 else f"<{value.bit_length()}-bit integer>"
     return text if len(text) <= limit else text[:limit] + "..."
 
