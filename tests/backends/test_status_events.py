@@ -16,7 +16,7 @@ from capshim.backends import metal, vulkan
 from tests.backends.metal_harness import SAN, Harness
 
 APPLE9 = {"LUME_METAL_APPLE_FAMILY_MAX": "1009"}
-LOWER = "direction=lower\nmaxComputeSharedMemorySize=1024\n"
+LOWER = "direction=lower\nmaxComputeSharedMemorySize=20480\n"
 
 
 def _vk_env(vk_build, tmp_path: Path, config: str | None, status_file: Path) -> dict[str, str]:
@@ -138,7 +138,7 @@ def test_a_fifo_status_path_is_refused_and_the_layer_still_works(vk_build, stock
     finally:
         if fd is not None:
             os.close(fd)
-    assert data["capabilities"]["maxComputeSharedMemorySize"] == 1024  # the layer is active
+    assert data["capabilities"]["maxComputeSharedMemorySize"] == 20480  # the layer is active
     assert err.count(f"capshim: status file {fifo} refused: not a regular file") == 1
     assert "no status is written" in err
     assert status.read(fifo).events == []  # the reader does not block on it either

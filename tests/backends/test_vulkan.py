@@ -114,11 +114,11 @@ def test_malformed_raw_config_stays_stock_and_is_invalid(vk_build, stock_probe, 
 
 
 def test_valid_raw_config_hex_and_octal(vk_build, stock_probe, tmp_path):
-    env = _raw_env(vk_build, tmp_path, "# comment with spaces\n\ndirection=lower\nmaxComputeSharedMemorySize=0x2000\n"
-                                         "maxComputeWorkGroupInvocations=0100\n")
+    env = _raw_env(vk_build, tmp_path, "# comment with spaces\n\ndirection=lower\nmaxComputeSharedMemorySize=0x5000\n"
+                                         "maxComputeWorkGroupInvocations=0200\n")
     data, _ = _probe_raw(vk_build, env)
-    assert data["capabilities"]["maxComputeSharedMemorySize"] == min(0x2000, stock_probe["capabilities"]["maxComputeSharedMemorySize"])
-    assert data["capabilities"]["maxComputeWorkGroupInvocations"] == 64
+    assert data["capabilities"]["maxComputeSharedMemorySize"] == min(0x5000, stock_probe["capabilities"]["maxComputeSharedMemorySize"])
+    assert data["capabilities"]["maxComputeWorkGroupInvocations"] == 128
     assert status.classify(status.read(tmp_path / "status.jsonl"), vulkan.LAYER_DEVICE).state == "active"
 
 
@@ -132,13 +132,13 @@ def test_missing_config_variable_is_invalid(vk_build, stock_probe, tmp_path):
 
 
 def test_status_records_changes_with_stock_and_reported(vk_build, stock_probe, tmp_path):
-    env = _raw_env(vk_build, tmp_path, "direction=lower\nmaxComputeSharedMemorySize=1024\n")
+    env = _raw_env(vk_build, tmp_path, "direction=lower\nmaxComputeSharedMemorySize=20480\n")
     _probe_raw(vk_build, env)
     changes = status.read(tmp_path / "status.jsonl").changes(vulkan.LAYER_DEVICE)
     stock = stock_probe["capabilities"]["maxComputeSharedMemorySize"]
     assert {"query": "vkGetPhysicalDeviceProperties2", "key": "maxComputeSharedMemorySize",
-            "stock": stock, "reported": 1024}.items() <= changes[-1].items() or any(
-        c["query"] == "vkGetPhysicalDeviceProperties2" and c["stock"] == stock and c["reported"] == 1024
+            "stock": stock, "reported": 20480}.items() <= changes[-1].items() or any(
+        c["query"] == "vkGetPhysicalDeviceProperties2" and c["stock"] == stock and c["reported"] == 20480
         for c in changes)
 
 

@@ -130,3 +130,59 @@ def test_the_paravirt_restore_arm_creates_what_llamacpp_enables(vk_build, stock_
     result, report, _ = _create(creator, tmp_path, ["vk12.shaderFloat16"], simulate=paravirt, profile=restore)
     assert result == 0
     assert status.classify(report, vulkan.LAYER_APP).state == "active"
+
+
+# Hostile pNext chains (docs/hostile-inputs.md): the layer walks up to 65536
+# structures; a longer chain (or one that loops) fails closed.
+PADDED_FP16 = ["pad=300", "vk12.shaderFloat16"]
+
+
+def test_a_long_pnext_chain_does_not_bypass_the_refusal(vk_build, stock_probe, creator, tmp_path):
+    _with(stock_probe, "shaderFloat16")
+    paravirt = profiles.load("vulkan-paravirt")
+    result, report, _ = _create(creator, tmp_path, PADDED_FP16, simulate=paravirt)
+    assert result == FEATURE_NOT_PRESENT
+    (ev,) = [e for e in report.events if e.get("event") == "refused"]
+    assert ev["key"] == "shaderFloat16" and ev["struct"] == "VkPhysicalDeviceVulkan12Features"
+
+
+def test_a_long_pnext_chain_in_a_query_is_still_patched(vk_build, stock_probe, creator, tmp_path):
+    _with(stock_probe, "shaderFloat16")
+    st = tmp_path / "status.jsonl"
+    env = dict(os.environ)
+    env.update(vulkan.launch_env(None, _profile("lower", {"shaderFloat16": False}), st, tmp_path))
+    proc = subprocess.run([str(creator), "query", *PADDED_FP16], env=env, capture_output=True, text=True,
+                          timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["shaderFloat16"] == 0
+    assert [e for e in status.read(st).events if e.get("event") == "chain_cut"] == []
+
+
+def test_a_pnext_chain_past_the_limit_fails_closed_at_create_device(vk_build, creator, tmp_path):
+    # The feature sits past the limit: the device role cannot see it, so it refuses
+    # the call. (A chain that loops back on itself never reaches the layer under the
+    # real loader: the loader's own vkCreateDevice walks the chain first and hangs.
+    # tests/native/test_layer_chain_loop.py drives the layer directly with a loop.)
+    paravirt = profiles.load("vulkan-paravirt")
+    result, report, err = _create(creator, tmp_path, ["pad=70000", "vk12.shaderFloat16"], simulate=paravirt)
+    assert result == -3  # VK_ERROR_INITIALIZATION_FAILED
+    assert [e for e in report.events if e.get("event") == "refused"] == []
+    (ev,) = [e for e in report.events if e.get("event") == "chain_cut"]
+    assert ev["query"] == "vkCreateDevice" and ev["limit"] == 65536
+    assert ev["result"] == "VK_ERROR_INITIALIZATION_FAILED"
+    assert "vkCreateDevice: pNext chain longer than 65536 structures (or a loop)" in err
+
+
+def test_a_query_chain_past_the_limit_is_reported_as_cut(vk_build, stock_probe, creator, tmp_path):
+    # A loop would hang the driver before the layer sees it, so the query side
+    # is tested with a finite chain past the limit.
+    _with(stock_probe, "shaderFloat16")
+    st = tmp_path / "status.jsonl"
+    env = dict(os.environ)
+    env.update(vulkan.launch_env(None, _profile("lower", {"shaderFloat16": False}), st, tmp_path))
+    proc = subprocess.run([str(creator), "query", "pad=70000", "vk12.shaderFloat16"], env=env, capture_output=True,
+                          text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    (ev,) = [e for e in status.read(st).events if e.get("event") == "chain_cut"]
+    assert ev["query"] == "vkGetPhysicalDeviceFeatures2" and "result" not in ev
+    assert "structures after the limit keep their stock answers" in proc.stderr

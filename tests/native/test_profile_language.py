@@ -49,6 +49,9 @@ CORPUS = {
     "ext_name_max": prof(exts(1, NAME_MAX)),
     "ext_count_max": prof(exts(EXT_MAX)),
     "ext_spec_max": prof("[extensions]\nVK_KHR_x = 4294967295\n", direction="raise"),
+    "spec_min_exact": prof("[capabilities]\nmaxComputeSharedMemorySize = 16384\n"
+                           "maxComputeWorkGroupInvocations = 128\n"),
+    "version_lowest": prof("[capabilities]\napiVersion = 1\n"),
     # invalid
     "u32_over": prof("[capabilities]\nmaxComputeSharedMemorySize = 4294967296\n"),
     "bool_as_int": prof("[capabilities]\nshaderFloat16 = 2\n"),
@@ -68,6 +71,13 @@ CORPUS = {
     "ext_lowercase": prof("[extensions]\nvk_khr_x = false\n"),
     "ext_spec_over": prof("[extensions]\nVK_KHR_x = 4294967296\n", direction="raise"),
     "direction_unknown": prof(direction="sideways"),
+    # below the Vulkan spec's Required Limits, and versions no device reports
+    "below_spec_min_invocations": prof("[capabilities]\nmaxComputeWorkGroupInvocations = 1\n"),
+    "below_spec_min_shared": prof("[capabilities]\nmaxComputeSharedMemorySize = 16383\n"),
+    "version_zero": prof("[capabilities]\napiVersion = 0\n"),
+    "version_zero_text": prof('[capabilities]\napiVersion = "0.0.0"\n'),
+    "version_variant": prof("[capabilities]\napiVersion = 4294967295\n"),
+    "version_variant_1": prof("[capabilities]\napiVersion = 541065216\n"),
 }
 
 
@@ -172,6 +182,12 @@ def test_a_huge_integer_is_an_error_not_a_traceback():
     ("version_minor_wraps", "capabilities.apiVersion", "minor 2000 does not fit VK_MAKE_API_VERSION (0..1023)"),
     ("version_major_wraps", "capabilities.apiVersion", "major 128 does not fit"),
     ("ext_spec_over", "extensions.VK_KHR_x", "spec version 1..4294967295"),
+    ("below_spec_min_invocations", "capabilities.maxComputeWorkGroupInvocations",
+     "below the Vulkan spec's required minimum 128"),
+    ("below_spec_min_shared", "capabilities.maxComputeSharedMemorySize",
+     "below the Vulkan spec's required minimum 16384"),
+    ("version_zero", "capabilities.apiVersion", "version 0 is no Vulkan version"),
+    ("version_variant", "capabilities.apiVersion", "variant 7 in bits 29..31"),
 ])
 def test_rejections_name_the_limit(name, key, words):
     with pytest.raises(profiles.ProfileError) as exc:

@@ -9,11 +9,18 @@
  *   vk13.MEMBER       VkPhysicalDeviceVulkan13Features (chained)
  *   f16i8.MEMBER      VkPhysicalDeviceShaderFloat16Int8Features (chained)
  *   ext:NAME          ppEnabledExtensionNames
+ *   pad=N             N structures of an unknown sType chained in front of
+ *                     the ones above (a hostile, long pNext chain)
+ *   loop              the padding's last structure points back to its first
+ *   query             instead of vkCreateDevice, call
+ *                     vkGetPhysicalDeviceFeatures2 with the same chain and
+ *                     print {"result": 0, "shaderFloat16": V} (from vk12.*)
  * Exit 0 when the call was made (whatever its result), 2 on bad usage, 1
  * when no instance or device could be found.
  */
 #include <stddef.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <vulkan/vulkan.h>
 
@@ -59,11 +66,19 @@ int main(int argc, char **argv) {
     int use_base = 0, use_f2 = 0, use_11 = 0, use_12 = 0, use_13 = 0, use_f16 = 0;
     const char *exts[32];
     uint32_t nexts = 0;
+    long npad = 0;
+    int loop = 0, query = 0;
     for (int a = 1; a < argc; a++) {
         const char *arg = argv[a];
         const char *dot = strchr(arg, '.');
         int bad = 0;
         if (strncmp(arg, "ext:", 4) == 0 && nexts < 32) exts[nexts++] = arg + 4;
+        else if (strncmp(arg, "pad=", 4) == 0) {
+            char *end = NULL;
+            npad = strtol(arg + 4, &end, 10);
+            bad = end == arg + 4 || *end != '\0' || npad < 1 || npad > 1000000;
+        } else if (strcmp(arg, "loop") == 0) loop = 1;
+        else if (strcmp(arg, "query") == 0) query = 1;
         else if (dot == NULL) bad = 1;
         else if (strncmp(arg, "base.", 5) == 0) bad = set(&base, base_m, dot + 1), use_base = 1;
         else if (strncmp(arg, "features2.", 10) == 0) bad = set(&f2.features, base_m, dot + 1), use_f2 = 1;
@@ -103,6 +118,29 @@ int main(int argc, char **argv) {
     LINK(use_12, v12)
     LINK(use_13, v13)
     LINK(use_f16, f16)
+    VkBaseOutStructure *pad = NULL;
+    if (npad > 0) {
+        pad = calloc((size_t)npad, sizeof *pad);
+        if (pad == NULL) {
+            fprintf(stderr, "vk_create_device: out of memory\n");
+            vkDestroyInstance(inst, NULL);
+            return 1;
+        }
+        for (long k = 0; k < npad; k++) {
+            pad[k].sType = (VkStructureType)0x7ffffff0; /* no structure has this type */
+            pad[k].pNext = k + 1 < npad ? &pad[k + 1] : (VkBaseOutStructure *)chain;
+        }
+        if (loop) pad[npad - 1].pNext = &pad[0];
+        chain = pad;
+    }
+    if (query) {
+        VkPhysicalDeviceFeatures2 qf = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2, .pNext = chain};
+        vkGetPhysicalDeviceFeatures2(pd, &qf);
+        printf("{\"result\": 0, \"shaderFloat16\": %u}\n", (unsigned)v12.shaderFloat16);
+        free(pad);
+        vkDestroyInstance(inst, NULL);
+        return 0;
+    }
     float prio = 1.0f;
     VkDeviceQueueCreateInfo q = {.sType = VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO,
                                  .queueFamilyIndex = 0,
@@ -119,6 +157,7 @@ int main(int argc, char **argv) {
     VkResult r = vkCreateDevice(pd, &dci, NULL, &dev);
     printf("{\"result\": %d}\n", (int)r);
     if (r == VK_SUCCESS) vkDestroyDevice(dev, NULL);
+    free(pad);
     vkDestroyInstance(inst, NULL);
     return 0;
 }

@@ -208,3 +208,56 @@ def test_check_against_device_reads_probe_json_as_the_cli_prints_it(vk_build):
     assert [(f.key, f.device, f.reported, f.severity) for f in findings] == \
         [("cooperativeMatrix", None, True, "refuse")]
     assert set(findings[0].to_dict()) == {"key", "device", "reported", "severity", "message"}
+
+
+# ---------- hostile inputs: lower profiles that cannot lower, answers below the spec ----------
+
+SYNTHETIC = {"device": {"apiVersion": "1.3.280"},
+             "capabilities": {"apiVersion": "1.3.280", "minSubgroupSize": 8, "maxSubgroupSize": 32,
+                              "maxComputeSharedMemorySize": 32768, "shaderFloat16": False,
+                              "subgroupSupportedOperations": 0x0F},
+             "extensions": {}}
+
+
+def test_a_lower_profile_that_asks_for_more_than_the_device_warns():
+    p = parse("lower", '[capabilities]\nminSubgroupSize = 4\napiVersion = "1.3.999"\n'
+                       "maxComputeSharedMemorySize = 65536\nsubgroupSupportedOperations = 0xFF\n")
+    findings = profiles.check_against_device(p, SYNTHETIC)
+    assert [(f.key, f.severity) for f in findings] == [
+        ("minSubgroupSize", "warn"), ("apiVersion", "warn"), ("maxComputeSharedMemorySize", "warn"),
+        ("subgroupSupportedOperations", "warn")]
+    by_key = {f.key: f.message for f in findings}
+    assert by_key["minSubgroupSize"] == ("minSubgroupSize = 4: no effect: the device already answers 8; "
+                                         "a lower profile never raises")
+    assert "apiVersion = 1.3.999: no effect: the device already answers 1.3.280" in by_key["apiVersion"]
+    assert "the device already answers 32768" in by_key["maxComputeSharedMemorySize"]
+
+
+def test_a_lower_profile_that_lowers_or_matches_the_device_does_not_warn():
+    p = parse("lower", '[capabilities]\nminSubgroupSize = 16\napiVersion = "1.2"\n'
+                       "maxComputeSharedMemorySize = 32768\nsubgroupSupportedOperations = 0x03\n")
+    assert profiles.check_against_device(p, SYNTHETIC) == []
+
+
+def test_run_warns_about_a_lower_profile_with_no_effect(vk_build, stock_probe, tmp_path):
+    dev = stock_probe["capabilities"]["maxComputeSharedMemorySize"]
+    f = tmp_path / "p.toml"
+    f.write_text(prof("lower", f"[capabilities]\nmaxComputeSharedMemorySize = {dev * 2}\n"))
+    r = run_capshim("probe", "--api", "vulkan", "--simulate", str(f), "--json")
+    assert r.returncode == 0, r.stderr
+    assert (f"maxComputeSharedMemorySize = {dev * 2}: no effect: the device already answers {dev}; "
+            "a lower profile never raises") in r.stderr
+
+
+@pytest.mark.parametrize("body, words", [
+    ("maxComputeWorkGroupInvocations = 1", "value 1: below the Vulkan spec's required minimum 128"),
+    ("maxComputeSharedMemorySize = 1024", "value 1024: below the Vulkan spec's required minimum 16384"),
+    ("apiVersion = 0", "value 0: version 0 is no Vulkan version"),
+    ("apiVersion = 4294967295", "value 4294967295: variant 7 in bits 29..31"),
+])
+def test_profile_check_refuses_answers_no_conformant_device_gives(tmp_path, body, words):
+    f = tmp_path / "p.toml"
+    f.write_text(prof("lower", f"[capabilities]\n{body}\n"))
+    r = run_capshim("profile", "check", str(f))
+    assert r.returncode == 2
+    assert f"key 'capabilities.{body.split()[0]}'" in r.stderr and words in r.stderr

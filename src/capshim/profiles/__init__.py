@@ -43,7 +43,7 @@ from typing import Any
 import jsonschema
 
 from capshim.errors import CapshimError
-from capshim.profiles.catalog import FLAG_NAMES, KEYS, KINDS, LIMITS, ORDERED, POWER_OF_TWO
+from capshim.profiles.catalog import FLAG_NAMES, KEYS, KINDS, LIMITS, ORDERED, POWER_OF_TWO, SPEC_MIN
 
 __all__ = ["Profile", "ProfileError", "load", "builtin_names", "parse_version", "check_against_device",
            "check_alone", "describe", "Finding", "escape"]
@@ -312,6 +312,12 @@ def _resolve(data: dict, source: str, text: str) -> Profile:
                 caps[key] = parse_version(value)
             except ValueError as exc:
                 raise ProfileError(source, where, value, str(exc)) from None
+            if caps[key] == 0:
+                raise ProfileError(source, where, value, "version 0 is no Vulkan version (1.0 is the lowest)")
+            if caps[key] >> 29:
+                raise ProfileError(source, where, value,
+                                   f"variant {caps[key] >> 29} in bits 29..31: a Vulkan API version has variant 0 "
+                                   "(VK_MAKE_API_VERSION)")
         elif kind == "flags":
             if isinstance(value, list):
                 bits = FLAG_NAMES[key]
@@ -324,6 +330,11 @@ def _resolve(data: dict, source: str, text: str) -> Profile:
         elif kind == "families":
             caps[key] = sorted(value)
         else:
+            floor = SPEC_MIN.get(api, {}).get(key)
+            if floor is not None and value < floor:
+                raise ProfileError(source, where, value,
+                                   f"below the Vulkan spec's required minimum {floor} (Vulkan spec, Limits, "
+                                   "\"Required Limits\" table): no conformant device answers less")
             caps[key] = value
     exts: dict[str, int] = {}
     for name, value in data.get("extensions", {}).items():

@@ -39,3 +39,6 @@ LIMITS: dict[str, int] = dict(_TABLE.limits)
 #: Consistency rules (``[rules]``): key sequences that must be non-decreasing, keys that are powers of two.
 ORDERED: tuple[tuple[str, ...], ...] = _TABLE.ordered
 POWER_OF_TWO: tuple[str, ...] = _TABLE.power_of_two
+#: api -> key -> the smallest value the Vulkan spec lets a device report ("Required Limits" table).
+SPEC_MIN: dict[str, dict[str, int]] = {api: {k.key: k.spec_min for k in keys if k.spec_min is not None}
+                                       for api, keys in _TABLE.keys.items()}

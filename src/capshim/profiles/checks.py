@@ -174,6 +174,47 @@ def _hidden_finding(ext: str, keys: list[str], device: Any) -> Finding:
                    f"{'it' if len(keys) == 1 else 'them'} too")
 
 
+def _no_effect(profile: Profile, device_answers: dict) -> list[Finding]:
+    """Keys of a ``lower`` profile whose value cannot lower the device's answer.
+
+    The layer answers min(device, profile) (or the device's bits within the
+    profile's, or false only where the profile says false), so a value beyond
+    the device's answer (minSubgroupSize 4 on a device with 8, apiVersion
+    1.3.999, a limit above the device's) is clamped to the device's answer.
+    A value equal to the device's answer is taken as deliberate and not named.
+    """
+    if profile.direction != "lower":
+        return []
+    from capshim.profiles import format_version, parse_version
+
+    kinds = KINDS[profile.api]
+    vtypes = {k.key: k.type for k in load_table().keys[profile.api]}
+    dev_caps = device_answers.get("capabilities", {})
+    out = []
+    for key, value in profile.capabilities.items():
+        dev = dev_caps.get(key)
+        if dev is None or kinds[key] == "exact":
+            continue
+        if vtypes[key] == "version" and isinstance(dev, str):
+            dev = parse_version(dev)
+        if answer(kinds[key], vtypes[key], "lower", dev, value) != dev or value == dev:
+            continue
+        if vtypes[key] == "bool" and (bool(value) == bool(dev)):
+            continue
+
+        def show(v: Any) -> Any:
+            if vtypes[key] == "version":
+                return format_version(v)
+            if vtypes[key] == "bool":
+                return "true" if v else "false"
+            return f"{v:#x}" if vtypes[key] == "flags" else v
+
+        out.append(Finding(key, dev_caps.get(key), dev_caps.get(key), "warn",
+                           f"{key} = {show(value)}: no effect: the device already answers {show(dev)}; "
+                           f"a lower profile never raises"))
+    return out
+
+
 def check_alone(profile: Profile) -> list[Finding]:
     """Findings a profile has without a device (what ``profile check`` can say).
 
@@ -215,6 +256,7 @@ def check_against_device(profile: Profile, device_answers: dict) -> list[Finding
             warn.append(Finding(key, dev_caps.get(key), reported[key], "warn",
                                 f"{key}: exact property answered {reported[key]}, the device does "
                                 f"{dev_caps.get(key)} (override_exact): shaders still run as the device does"))
+    warn += _no_effect(profile, device_answers)
     for seq in ORDERED:
         answers = [(k, reported[k]) for k in seq if k in reported]
         for (lo_key, lo), (hi_key, hi) in zip(answers, answers[1:]):

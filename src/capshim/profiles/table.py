@@ -79,6 +79,8 @@ class Key:
         structs: (struct name, member path) pairs, Vulkan only, in lookup order.
         flag_names: the FlagBits table naming this mask's bits, or None.
         selector: the Metal selector, or None.
+        spec_min: the smallest value the Vulkan spec allows a device to report
+            (Limits, "Required Limits" table), or None; profiles may not go below.
     """
 
     api: str
@@ -91,6 +93,7 @@ class Key:
     structs: tuple[tuple[str, str], ...] = ()
     flag_names: str | None = None
     selector: str | None = None
+    spec_min: int | None = None
 
 
 @dataclass(frozen=True)
@@ -183,8 +186,12 @@ def parse(text: str) -> Table:
             if e.get("flag_names") is not None and e["flag_names"] not in flags:
                 raise TableError(f"{where}: unknown flags {e['flag_names']}")
             source = e.get("source") or (structs[locs[0][0]].source if locs else "")
+            spec_min = e.get("spec_min")
+            if spec_min is not None and (e["type"] != "u32" or not isinstance(spec_min, int)
+                                         or isinstance(spec_min, bool) or not 0 < spec_min <= 0xFFFFFFFF):
+                raise TableError(f"{where}: spec_min must be a whole number 1..4294967295 on a u32 key")
             keys[api].append(Key(api, e["key"], e["kind"], e["type"], e.get("unit", ""), e["description"],
-                                 source, tuple(locs), e.get("flag_names"), e.get("selector")))
+                                 source, tuple(locs), e.get("flag_names"), e.get("selector"), spec_min))
     rules = data.get("rules", {})
     ordered = tuple(tuple(seq) for seq in rules.get("ordered", ()))
     power_of_two = tuple(rules.get("power_of_two", ()))
@@ -269,6 +276,10 @@ def render_caps_table_h(table: Table) -> str:
     ]
     o += _macro("CAPSHIM_KEYS", "X(key, type, kind): each key once, in the probe's order.",
                 [f"X({k.key}, {_C_KIND[k.type]}, {_C_SEM[k.kind]})" for k in keys])
+    o += _macro("CAPSHIM_SPEC_MINIMUMS",
+                "X(key, min): the smallest value the Vulkan spec lets a device report (Limits, \"Required\n"
+                " * Limits\" table); a configuration below it is invalid.",
+                [f"X({k.key}, {k.spec_min}u)" for k in keys if k.spec_min is not None])
     o += ["#endif", "", "#if !defined(CAPSHIM_KEYS_ONLY) && !defined(CAPSHIM_CAPS_TABLE_H)",
           "#define CAPSHIM_CAPS_TABLE_H", "", "#include <stddef.h>", "#include <stdint.h>",
           "#include <vulkan/vulkan.h>", "",
@@ -362,7 +373,17 @@ def render_docs(table: Table) -> str:
         f"powers of two: {', '.join(f'`{k}`' for k in table.power_of_two)}; a feature",
         "answered true needs a structure the device may be queried for (its extension present,",
         "or its core version); a `lower` profile that hides an extension should also turn off",
-        "the features of its structures (a warning otherwise).",
+        "the features of its structures (a warning otherwise). A key of a `lower` profile whose",
+        "value cannot lower the device's answer (`minSubgroupSize = 4` on a device with 8, an",
+        "`apiVersion` above the device's, a limit above the device's) has no effect: a warning",
+        "against the device (a lower profile never raises).",
+        "",
+        "Values no conformant device reports are refused by `capshim profile check` (exit 2,",
+        "naming key, value and bound) and by the layer's configuration parser alike: a limit below",
+        "its spec minimum (the table's `spec_min`, from the Vulkan spec's \"Required Limits\" table:",
+        *[f"`{k.key}` {k.spec_min}," for k in table.keys["vulkan"] if k.spec_min is not None],
+        "shown in the source column below), an `apiVersion` of 0, and an `apiVersion` whose",
+        "variant (bits 29..31 of `VK_MAKE_API_VERSION`) is not 0.",
         "",
         "The layer computes each answer with `capshim_answer` (`native/vulkan/config.c`); Python's",
         "twin is `capshim.profiles.checks.answer`, and a test compares them.",
@@ -385,7 +406,8 @@ def render_docs(table: Table) -> str:
     for k in table.keys["vulkan"]:
         where = "<br>".join(
             f"`{sn}`{'' if m == k.key else f'.{m}'} ({_guard(table.structs[sn])})" for sn, m in k.structs)
-        o.append(f"| `{k.key}` | {k.kind} | {k.type} | {k.unit} | {where} | {k.description} | {k.source} |")
+        floor = f"; spec minimum {k.spec_min} (Required Limits table)" if k.spec_min is not None else ""
+        o.append(f"| `{k.key}` | {k.kind} | {k.type} | {k.unit} | {where} | {k.description} | {k.source}{floor} |")
     o += ["", "## Adding a Vulkan capability", "",
           "One `[[vulkan]]` entry in `capabilities.toml` (and a `[structs.NAME]` entry when its",
           "structure is new: chain, stype, guards), then `python -m capshim.profiles.generate --write`",

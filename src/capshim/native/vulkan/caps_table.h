@@ -98,6 +98,12 @@ enum capshim_sem {
     X(cooperativeMatrixTensorAddressing, CAPSHIM_BOOL, CAPSHIM_SEM_FEATURE) \
     X(cooperativeMatrixBlockLoads, CAPSHIM_BOOL, CAPSHIM_SEM_FEATURE)
 
+/* X(key, min): the smallest value the Vulkan spec lets a device report (Limits, "Required
+ * Limits" table); a configuration below it is invalid. */
+#define CAPSHIM_SPEC_MINIMUMS(X) \
+    X(maxComputeSharedMemorySize, 16384u) \
+    X(maxComputeWorkGroupInvocations, 128u)
+
 #endif
 
 #if !defined(CAPSHIM_KEYS_ONLY) && !defined(CAPSHIM_CAPS_TABLE_H)

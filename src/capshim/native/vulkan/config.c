@@ -147,6 +147,21 @@ static int parse_line(char *line, size_t lineno, const struct capshim_keyspec *k
         set_err(err, errlen, lineno, "key '%.80s': '%.64s' does not fit in 32 bits", key, val);
         return -1;
     }
+    /* VK_MAKE_API_VERSION: variant in bits 29..31, which a profile never sets;
+     * 0 is no version at all. */
+    if (spec->kind == CAPSHIM_VERSION && (num == 0 || (num >> 29) != 0)) {
+        set_err(err, errlen, lineno, "key '%.80s': '%.64s' is %s", key, val,
+                num == 0 ? "version 0" : "a version with a variant other than 0");
+        return -1;
+    }
+#define SPEC_MIN_CHECK(k, min)                                                                                 \
+    if (strcmp(key, #k) == 0 && num < (min)) {                                                                 \
+        set_err(err, errlen, lineno, "key '%.80s': %llu is below the Vulkan spec's required minimum %u", key, \
+                (unsigned long long)num, (unsigned)(min));                                                     \
+        return -1;                                                                                             \
+    }
+    CAPSHIM_SPEC_MINIMUMS(SPEC_MIN_CHECK)
+#undef SPEC_MIN_CHECK
     if (out->nvalues >= CAPSHIM_MAX_VALUES) {
         set_err(err, errlen, lineno, "more than %d values", CAPSHIM_MAX_VALUES);
         return -1;

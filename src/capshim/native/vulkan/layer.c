@@ -45,7 +45,12 @@
 
 #define EXPORT __attribute__((visibility("default")))
 #define MAX_LOGGED 512
-#define MAX_CHAIN 256
+/* The longest pNext chain the layer walks. Real applications chain a few
+ * dozen structures; the bound exists only so that a chain that loops back on
+ * itself cannot hang the host process. A longer chain fails closed: a
+ * vkCreateDevice the device role checks is refused (it cannot see every
+ * enabled feature), a query is reported as cut ("chain_cut" event, stderr). */
+#define MAX_CHAIN 65536
 
 enum { ROLE_DEVICE = 0, ROLE_APP = 1, NUM_ROLES = 2 };
 enum { STATE_ACTIVE = 1, STATE_INVALID = 2, STATE_SKIPPED = 3 };
@@ -386,9 +391,32 @@ static void patch_struct(struct role *r, uint32_t stype, void *base, const char 
     }
 }
 
+static int quiet(void) {
+    const char *q = getenv("CAPSHIM_QUIET");
+    return q != NULL && strcmp(q, "1") == 0;
+}
+
+/* A pNext chain longer than MAX_CHAIN (or one that loops): one "chain_cut"
+ * event and one stderr line per call. */
+static void chain_cut(struct role *r, const char *query, const char *result) {
+    struct capshim_json j;
+    capshim_json_begin(&j, "chain_cut", "vulkan", r->layer_name);
+    capshim_json_str(&j, "query", query);
+    capshim_json_u64(&j, "limit", MAX_CHAIN);
+    if (result != NULL) capshim_json_str(&j, "result", result);
+    capshim_json_end_and_write(&j);
+    if (!quiet())
+        fprintf(stderr,
+                "capshim-vulkan: %s: %s: pNext chain longer than %d structures (or a loop); %s\n",
+                r->layer_name, query, MAX_CHAIN,
+                result != NULL ? result : "structures after the limit keep their stock answers");
+}
+
 static void patch_chain(struct role *r, void *pnext, const char *query) {
     VkBaseOutStructure *s = (VkBaseOutStructure *)pnext;
-    for (int n = 0; s != NULL && n < MAX_CHAIN; n++, s = s->pNext) patch_struct(r, (uint32_t)s->sType, s, query);
+    int n = 0;
+    for (; s != NULL && n < MAX_CHAIN; n++, s = s->pNext) patch_struct(r, (uint32_t)s->sType, s, query);
+    if (s != NULL) chain_cut(r, query, NULL);
 }
 
 static void do_vkGetPhysicalDeviceProperties(struct role *r, VkPhysicalDevice pd, VkPhysicalDeviceProperties *p) {
@@ -536,9 +564,10 @@ static VkResult do_vkCreateInstance(struct role *r, const VkInstanceCreateInfo *
     ensure_init(r);
     unsigned long position = __atomic_add_fetch(&create_seq, 1, __ATOMIC_SEQ_CST);
     VkLayerInstanceCreateInfo *chain = (VkLayerInstanceCreateInfo *)ci->pNext;
-    while (chain != NULL &&
-           !(chain->sType == VK_STRUCTURE_TYPE_LOADER_INSTANCE_CREATE_INFO && chain->function == VK_LAYER_LINK_INFO))
-        chain = (VkLayerInstanceCreateInfo *)chain->pNext;
+    for (int n = 0; chain != NULL && !(chain->sType == VK_STRUCTURE_TYPE_LOADER_INSTANCE_CREATE_INFO &&
+                                       chain->function == VK_LAYER_LINK_INFO);
+         n++)
+        chain = n < MAX_CHAIN ? (VkLayerInstanceCreateInfo *)chain->pNext : NULL;
     if (chain == NULL || chain->u.pLayerInfo == NULL) return VK_ERROR_INITIALIZATION_FAILED;
     PFN_vkGetInstanceProcAddr gipa = chain->u.pLayerInfo->pfnNextGetInstanceProcAddr;
     chain->u.pLayerInfo = chain->u.pLayerInfo->pNext;
@@ -672,6 +701,11 @@ static VkResult enforce_create_device(struct role *r, VkPhysicalDevice pd, const
         else
             feats += enforce_struct(r, inst_key, (uint32_t)s->sType, s, NULL);
     }
+    /* Fail closed: a feature enabled past the limit would go unchecked. */
+    if (s != NULL) {
+        chain_cut(r, "vkCreateDevice", "VK_ERROR_INITIALIZATION_FAILED");
+        return VK_ERROR_INITIALIZATION_FAILED;
+    }
     if (exts > 0) return VK_ERROR_EXTENSION_NOT_PRESENT;
     return feats > 0 ? VK_ERROR_FEATURE_NOT_PRESENT : VK_SUCCESS;
 }
@@ -679,9 +713,10 @@ static VkResult enforce_create_device(struct role *r, VkPhysicalDevice pd, const
 static VkResult do_vkCreateDevice(struct role *r, VkPhysicalDevice pd, const VkDeviceCreateInfo *ci,
                                   const VkAllocationCallbacks *a, VkDevice *out) {
     VkLayerDeviceCreateInfo *chain = (VkLayerDeviceCreateInfo *)ci->pNext;
-    while (chain != NULL &&
-           !(chain->sType == VK_STRUCTURE_TYPE_LOADER_DEVICE_CREATE_INFO && chain->function == VK_LAYER_LINK_INFO))
-        chain = (VkLayerDeviceCreateInfo *)chain->pNext;
+    for (int n = 0; chain != NULL && !(chain->sType == VK_STRUCTURE_TYPE_LOADER_DEVICE_CREATE_INFO &&
+                                       chain->function == VK_LAYER_LINK_INFO);
+         n++)
+        chain = n < MAX_CHAIN ? (VkLayerDeviceCreateInfo *)chain->pNext : NULL;
     if (chain == NULL || chain->u.pLayerInfo == NULL) return VK_ERROR_INITIALIZATION_FAILED;
     PFN_vkGetInstanceProcAddr gipa = chain->u.pLayerInfo->pfnNextGetInstanceProcAddr;
     PFN_vkGetDeviceProcAddr gdpa = chain->u.pLayerInfo->pfnNextGetDeviceProcAddr;
