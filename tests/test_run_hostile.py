@@ -130,3 +130,74 @@ def test_signal_is_forwarded_and_waited_for(tmp_path, sig):
     with pytest.raises(ProcessLookupError):
         os.kill(child, 0)  # no orphan
     assert not list(tmp_path.glob("capshim-run-*"))  # its temp folder is gone
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return False
+    return state not in ("Z", "X")
+
+
+def _start_and_wait_for(tmp_path, body: str, n: int):
+    pids = tmp_path / "pids"
+    script = _script(tmp_path, "forker.sh", body.replace("PIDS", str(pids)).encode())
+    env = dict(os.environ, PYTHONPATH=str(REPO / "src"), TMPDIR=str(tmp_path))
+    proc = subprocess.Popen([sys.executable, "-m", "capshim.cli", "run", "--", str(script)], env=env,
+                            stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 60
+    while not pids.exists() or len(pids.read_text().split()) < n:
+        assert time.monotonic() < deadline and proc.poll() is None
+        time.sleep(0.05)
+    time.sleep(0.3)
+    return proc, [int(x) for x in pids.read_text().split()]
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads /proc")
+def test_sigterm_ends_the_commands_whole_group(tmp_path):
+    """A TERM-ignoring background subshell plus a foreground sleep: SIGTERM to capshim → 143, nothing survives."""
+    proc, pids = _start_and_wait_for(tmp_path, (
+        "#!/bin/sh\n"
+        "( trap '' TERM; sleep 300 & echo $! >> 'PIDS'; wait ) &\n"
+        "sh -c 'echo $$ >> PIDS; exec sleep 300'\n"), 2)
+    t0 = time.monotonic()
+    proc.send_signal(signal.SIGTERM)
+    rc = proc.wait(timeout=60)
+    assert rc == 143, proc.stderr.read()
+    assert time.monotonic() - t0 < launch.TERM_GRACE_S + launch.LEFTOVER_GRACE_S + 5
+    time.sleep(0.2)
+    assert not any(_alive(p) for p in pids), pids
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads /proc")
+def test_command_that_ignores_sigterm_is_killed_after_the_grace(tmp_path):
+    proc, pids = _start_and_wait_for(tmp_path, "#!/bin/sh\ntrap '' TERM\necho $$ >> 'PIDS'\nsleep 300\n", 1)
+    t0 = time.monotonic()
+    proc.send_signal(signal.SIGTERM)
+    rc = proc.wait(timeout=60)
+    took = time.monotonic() - t0
+    assert rc == 137 and launch.TERM_GRACE_S - 1 < took < launch.TERM_GRACE_S + 10, (rc, took)
+    assert not any(_alive(p) for p in pids)
+
+
+def test_background_child_is_ended_when_the_command_exits(tmp_path):
+    """The command exits 5 leaving `sleep 300 &`: exit 5 passes through, the sleep is ended."""
+    pids = tmp_path / "pids"
+    script = _script(tmp_path, "w", f"#!/bin/sh\nsleep 300 &\necho $! > '{pids}'\nexit 5\n".encode())
+    r = run_capshim("run", "--", str(script), timeout=60)
+    assert r.returncode == 5, r.stderr
+    assert not _alive(int(pids.read_text()))
+
+
+def test_run_gives_a_command_that_cds_absolute_paths(tmp_path):
+    """`--status-file rel.jsonl` and a command that cds: CAPSHIM_STATUS_FILE is absolute."""
+    seen = tmp_path / "seen"
+    script = _script(tmp_path, "w", f"#!/bin/sh\ncd /\necho \"$CAPSHIM_STATUS_FILE\" > '{seen}'\n".encode())
+    r = run_capshim("run", "--status-file", "rel.jsonl", "--simulate", "vulkan-paravirt", "--", str(script),
+                    cwd=tmp_path, timeout=120)
+    assert r.returncode in (0, 3), r.stderr
+    assert seen.read_text().strip() == str(tmp_path / "rel.jsonl")
+    lc = launch.prepare(["true"], run_dir=Path(os.path.relpath(tmp_path / "r")),
+                        status_file=Path(os.path.relpath(tmp_path / "s.jsonl")))
+    assert lc.status_file.is_absolute() and lc.run_dir.is_absolute()

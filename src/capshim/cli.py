@@ -14,7 +14,7 @@ import sys
 import click
 
 from capshim import __version__, backends
-from capshim.errors import EXIT_INERT, CapshimError
+from capshim.errors import EXIT_INERT, EXIT_STORAGE, CapshimError
 
 _API_NAMES = backends.names()
 
@@ -37,14 +37,62 @@ class FiniteFloat(click.FloatRange):
         return rv
 
 
+def _output_failed(exc: OSError) -> int:
+    """One line on stderr (if it still takes writes) for a failed write to stdout/stderr.
+
+    A full disk or an I/O error (ENOSPC, EIO, ...) is exit 4, capshim could not
+    write its own output; a closed pipe (``capshim profiles | head -0``) is the
+    quiet exit 1 click gives EPIPE. Both standard streams are then pointed at
+    ``/dev/null`` so the interpreter's final flush cannot fail again.
+    """
+    import errno
+    import os
+
+    code = 1 if exc.errno == errno.EPIPE else EXIT_STORAGE
+    if code == EXIT_STORAGE:
+        try:
+            sys.stderr.write(f"capshim: cannot write the output: {exc.strerror or exc}\n")
+            sys.stderr.flush()
+        except (OSError, ValueError, AttributeError):
+            pass
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            fd = stream.fileno()
+            null = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(null, fd)
+            os.close(null)
+        except (OSError, ValueError, AttributeError):
+            pass
+    return code
+
+
 class _Group(click.Group):
-    """A click group that turns CapshimError into one line and its exit code."""
+    """A click group that turns CapshimError into one line and its exit code.
+
+    Its ``main`` (the ``capshim`` entry point) also turns a failed write to
+    stdout or stderr (``capshim profiles > /dev/full``, a closed pipe) into one
+    line and an exit code instead of a traceback (:func:`_output_failed`).
+    """
+
+    def main(self, *args, **kwargs):
+        try:
+            try:
+                return super().main(*args, **kwargs)
+            finally:  # buffered output fails here, not in the interpreter's exit flush
+                for stream in (sys.stdout, sys.stderr):
+                    if stream is not None:
+                        stream.flush()
+        except OSError as exc:
+            sys.exit(_output_failed(exc))
 
     def invoke(self, ctx):
         try:
             return super().invoke(ctx)
         except CapshimError as exc:
-            click.echo(f"capshim: {exc}", err=True)
+            try:
+                click.echo(f"capshim: {exc}", err=True)
+            except OSError:  # stderr is full or closed: the exit code still says what failed
+                pass
             ctx.exit(exc.exit_code)
 
 

@@ -20,8 +20,10 @@ import shutil
 import signal
 import stat
 import subprocess
+import sys
 import tempfile
 import threading
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -29,6 +31,10 @@ from capshim import backends
 from capshim import status as st
 from capshim.errors import UsageError
 from capshim.profiles import Profile
+
+#: Variables whose values are paths (colon-separated lists), made absolute by :func:`prepare`.
+_PATH_VARS = ("CAPSHIM_STATUS_FILE", "CAPSHIM_VK_APP_CONFIG", "CAPSHIM_VK_DEVICE_CONFIG", "VK_ADD_LAYER_PATH",
+              "DYLD_INSERT_LIBRARIES")
 
 PID_WRAPPER = 'CAPSHIM_TARGET_PID=$$; export CAPSHIM_TARGET_PID; exec "$@"'
 
@@ -108,14 +114,20 @@ def prepare(argv: list[str], profile: Profile | None = None, simulate: Profile |
     if run_dir is None:
         tmp = tempfile.TemporaryDirectory(prefix="capshim-run-")
         run_dir = Path(tmp.name)
+    # every path the command gets in its environment is absolute: a command that changes folder
+    # (cd) must still find its status file and configuration files
+    run_dir = Path(run_dir).absolute()
     run_dir.mkdir(parents=True, exist_ok=True)
-    status_file = status_file or run_dir / "status.jsonl"
+    status_file = Path(status_file).absolute() if status_file else run_dir / "status.jsonl"
     _fresh_status_file(status_file)  # this run's events only: a file kept from an earlier run would mislead
     delta: dict[str, str] = {}
     shims: list[str] = []
     if backend is not None:
         delta = backend.launch_env(profile, simulate, status_file, run_dir, inherit=inherit, quiet=quiet)
         shims = backend.requested_shims(profile, simulate)
+    for var in _PATH_VARS:
+        if delta.get(var):
+            delta[var] = ":".join(os.path.abspath(p) if p else p for p in delta[var].split(":"))
     if inherit and delta:
         delta["CAPSHIM_INHERIT"] = "1"
     exec_argv = list(argv) if (inherit or not delta) else ["/bin/sh", "-c", PID_WRAPPER, "capshim-run", *argv]
@@ -250,60 +262,170 @@ def exit_code_of(returncode: int) -> int:
     return 128 - returncode if returncode < 0 else returncode
 
 
+#: Seconds a command gets to exit after capshim forwarded SIGTERM/SIGHUP/SIGINT (or its
+#: ``timeout`` ran out) before its process group gets SIGKILL.
+TERM_GRACE_S = 10.0
+#: Seconds what is left of a finished command's process group gets after SIGTERM before SIGKILL.
+LEFTOVER_GRACE_S = 2.0
+
+
+def group_members(pgid: int) -> list[int]:
+    """Live (not zombie) processes of process group ``pgid``.
+
+    Read from ``/proc`` where there is one; elsewhere ``[pgid]`` when the
+    group still has a member (``killpg(pgid, 0)``), else ``[]``.
+    """
+    proc = Path("/proc")
+    if not (proc / "self" / "stat").exists():
+        try:
+            os.killpg(pgid, 0)
+        except ProcessLookupError:
+            return []
+        except PermissionError:
+            return [pgid]
+        return [pgid]
+    found = []
+    for entry in os.scandir(proc):
+        if not entry.name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry.name}/stat", "rb") as fh:
+                fields = fh.read().rsplit(b")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        # after the command name: state ppid pgrp ... (proc(5))
+        if len(fields) > 2 and fields[0] not in (b"Z", b"X") and int(fields[2]) == pgid:
+            found.append(int(entry.name))
+    return found
+
+
+def end_group(pgid: int, grace: float = LEFTOVER_GRACE_S) -> int:
+    """End what is left of process group ``pgid``: SIGTERM, up to ``grace`` seconds, then SIGKILL.
+
+    Returns:
+        How many processes were left in the group (0: nothing to end).
+    """
+    left = group_members(pgid)
+    if not left:
+        return 0
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        try:
+            os.killpg(pgid, sig)
+        except (ProcessLookupError, PermissionError):
+            return len(left)
+        deadline = time.monotonic() + (grace if sig == signal.SIGTERM else 5.0)
+        while group_members(pgid) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        if not group_members(pgid):
+            break
+    return len(left)
+
+
 def run(launch: Launch, timeout: float | None = None) -> int:
     """Run a prepared launch in the foreground with inherited stdio; return its exit code.
 
-    The command's stdout and stderr are the caller's own (never merged).
-    Ctrl-C is delivered to the command (same process group); SIGTERM and
-    SIGHUP sent to capshim are forwarded to the command. Either way the
-    launcher waits for the command to exit and returns its code (143 / 129
-    when the forwarded signal killed it), so the caller cleans up after it.
+    The command's stdout and stderr are the caller's own (never merged). The
+    command runs in its own process group; in a terminal that group gets the
+    terminal (Ctrl-C and Ctrl-Z reach it directly) and capshim takes it back
+    afterwards. SIGTERM, SIGHUP and SIGINT sent to capshim are forwarded to the
+    whole group; a command still running :data:`TERM_GRACE_S` seconds later
+    (one that ignores the signal) gets SIGKILL. When the command exits, what is
+    left of its group (background children) gets SIGTERM and, after
+    :data:`LEFTOVER_GRACE_S` seconds, SIGKILL: nothing outlives ``capshim run``
+    unless it left the group itself (setsid). The command's exit code is
+    returned (143 / 129 / 130 when the forwarded signal killed it).
 
     Raises:
         UsageError: the command cannot be started (names it and why:
             missing interpreter, not an executable format, a folder).
     """
     try:
-        proc = subprocess.Popen(launch.exec_argv, env=launch.env())
+        proc = subprocess.Popen(launch.exec_argv, env=launch.env(), process_group=0)
     except OSError as exc:
         raise UsageError(f"cannot run {exec_failure(launch.argv[0], exc)}") from None
-    with _forward_signals(proc):
-        return _wait(proc, timeout)
+    tty = _give_terminal(proc.pid)
+    try:
+        with _forward_signals(proc) as forwarded:
+            rc = _wait(proc, timeout, forwarded)
+    finally:
+        if tty is not None:
+            _take_terminal(tty)
+        end_group(proc.pid)
+    return rc
+
+
+def _give_terminal(pgid: int) -> int | None:
+    """Make ``pgid`` the terminal's foreground group when capshim holds the terminal; its fd, else None."""
+    try:
+        fd = sys.stdin.fileno()
+        if not os.isatty(fd) or os.tcgetpgrp(fd) != os.getpgrp():
+            return None
+        old = signal.signal(signal.SIGTTOU, signal.SIG_IGN)
+        try:
+            os.tcsetpgrp(fd, pgid)
+        finally:
+            signal.signal(signal.SIGTTOU, old)
+        with contextlib.suppress(OSError):  # it may have stopped on SIGTTIN before it had the terminal
+            os.killpg(pgid, signal.SIGCONT)
+        return fd
+    except (OSError, ValueError, AttributeError):
+        return None
+
+
+def _take_terminal(fd: int) -> None:
+    with contextlib.suppress(OSError, ValueError):
+        old = signal.signal(signal.SIGTTOU, signal.SIG_IGN)
+        try:
+            os.tcsetpgrp(fd, os.getpgrp())
+        finally:
+            signal.signal(signal.SIGTTOU, old)
 
 
 @contextlib.contextmanager
 def _forward_signals(proc: subprocess.Popen):
-    """While the command runs, SIGTERM and SIGHUP to capshim go to the command instead."""
+    """While the command runs, SIGTERM, SIGHUP and SIGINT to capshim go to the command's group instead.
+
+    Yields a list that holds the time of the first forwarded signal (empty until then).
+    """
+    forwarded: list[float] = []
+
     def forward(signum, frame):
-        with contextlib.suppress(ProcessLookupError):
-            proc.send_signal(signum)
+        if not forwarded:
+            forwarded.append(time.monotonic())
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(proc.pid, signum)
 
     old = {}
     if threading.current_thread() is threading.main_thread():
-        for sig in (signal.SIGTERM, getattr(signal, "SIGHUP", None)):
+        for sig in (signal.SIGTERM, getattr(signal, "SIGHUP", None), signal.SIGINT):
             if sig is not None:
                 old[sig] = signal.signal(sig, forward)
     try:
-        yield
+        yield forwarded
     finally:
         for sig, handler in old.items():
             signal.signal(sig, handler)
 
 
-def _wait(proc: subprocess.Popen, timeout: float | None) -> int:
-    try:
-        rc = proc.wait(timeout=timeout)
-    except KeyboardInterrupt:
+def _wait(proc: subprocess.Popen, timeout: float | None, forwarded: list[float]) -> int:
+    """Wait for the command; SIGTERM its group at ``timeout``; SIGKILL it TERM_GRACE_S after a signal."""
+    start = time.monotonic()
+    while True:
         try:
-            rc = proc.wait(timeout=10)
+            return exit_code_of(proc.wait(timeout=0.1))
         except subprocess.TimeoutExpired:
-            proc.kill()
-            rc = proc.wait()
-    except subprocess.TimeoutExpired:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            rc = proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            rc = proc.wait()
-    return exit_code_of(rc)
+            pass
+        except KeyboardInterrupt:  # not the main thread's handler: treat like a forwarded SIGINT
+            if not forwarded:
+                forwarded.append(time.monotonic())
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(proc.pid, signal.SIGINT)
+        now = time.monotonic()
+        if timeout is not None and not forwarded and now - start >= timeout:
+            forwarded.append(now)
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(proc.pid, signal.SIGTERM)
+        if forwarded and now - forwarded[0] >= TERM_GRACE_S:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(proc.pid, signal.SIGKILL)
+            return exit_code_of(proc.wait())

@@ -66,8 +66,10 @@ def resolve_program(program: str) -> str:
     """An absolute path for PROGRAM (launchd does not search PATH).
 
     Raises:
-        UsageError: PROGRAM is relative and not found on PATH.
+        UsageError: PROGRAM is a folder, or relative and not found on PATH.
     """
+    if os.path.isdir(program) or program.endswith("/"):  # as `capshim run` refuses it
+        raise UsageError(f"PROGRAM {program!r}: it is a folder, not a program")
     if os.path.isabs(program):
         return program
     found = shutil.which(program)

@@ -58,6 +58,16 @@ def test_relative_program_resolved_or_refused(home):
         launchagent.plist_dict(profiles.load("metal-apple9"), "L", [])
 
 
+@pytest.mark.parametrize("folder", ["/", "HOME/", "HOME"])
+def test_folder_as_program_is_refused(home, folder):
+    """`launchagent install --dry-run -- /some/folder/`: exit 2, as `capshim run` refuses a folder."""
+    folder = folder.replace("HOME", str(home))
+    r = CliRunner().invoke(main, ["launchagent", "install", "--dry-run", "--profile", "metal-apple9",
+                                  "--label", "com.example.x", "--", folder])
+    assert r.exit_code == 2 and "it is a folder, not a program" in r.output, r.output
+    assert r.exception is None or isinstance(r.exception, SystemExit)
+
+
 def test_cli_dry_run_prints_the_plist_and_writes_nothing(home):
     r = CliRunner().invoke(main, ["launchagent", "install", "--dry-run", "--profile", "metal-apple9",
                                   "--label", "com.example.llama", "--",

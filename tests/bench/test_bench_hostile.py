@@ -122,3 +122,63 @@ def test_skipped_output_check_says_so(tmp_path):
     assert r.returncode == 0
     assert "output check skipped for arm b: reference arm a produced no token ids" in r.stderr
     assert summary["arms"]["b"]["output_check"] == "not checked: reference arm a produced no token ids"
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return False
+    return state not in ("Z", "X")
+
+
+def test_workload_background_child_is_ended_and_counted(tmp_path):
+    """`( sleep 1000 ) & echo ROW`: the sleep is ended after the run, and the run records it."""
+    pids = tmp_path / "pids"
+    w = _w(tmp_path, f"( sleep 1000 ) &\necho $! >> '{pids}'\necho '{ROW}'")
+    r = _bench(tmp_path, "-r", "1", "--", str(w))
+    summary = _sealed(tmp_path, r)
+    assert r.returncode == 0, r.stderr
+    left = [int(x) for x in pids.read_text().split()]
+    assert len(left) == 2 and not any(_alive(p) for p in left)
+    for arm in ("a", "b"):
+        assert summary["arms"][arm]["runs"][0]["left_processes"] >= 1
+
+
+def test_relative_out_gives_the_workload_an_absolute_status_file(tmp_path):
+    """`--out bc` (relative) and a workload that cds: CAPSHIM_STATUS_FILE is still the bundle's file."""
+    seen = tmp_path / "seen"
+    w = _w(tmp_path, f"cd /\necho \"$CAPSHIM_STATUS_FILE\" >> '{seen}'\necho '{ROW}'")
+    r = run_capshim("bench", "--arm", "a=", "--arm", "b=", "--baseline", "a", "--warmup", "0", "-r", "1",
+                    "--out", "bc", "--", str(w), cwd=tmp_path, timeout=300)
+    assert r.returncode == 0, r.stderr
+    for line in seen.read_text().split():
+        assert Path(line).is_absolute() and Path(line).parent == (tmp_path / "bc" / "status"), line
+
+
+def test_huge_stderr_is_kept_as_head_and_tail(tmp_path, monkeypatch):
+    """A workload writing 300 MB of stderr: the bundle keeps MAX_STDERR_KEEP bytes (head and tail)
+    and the run records how much was left out (scaled down here: a 1 MiB cap)."""
+    from capshim.bench import runner
+
+    f = tmp_path / "err"
+    f.write_bytes(b"H" * 1000 + b"m" * (3 << 20) + b"T" * 1000)
+    size = f.stat().st_size
+    cut = runner._cap_stderr(f, cap=1 << 20)
+    data = f.read_bytes()
+    assert cut == size - (1 << 20)
+    assert data.startswith(b"H" * 1000) and data.endswith(b"T" * 1000)
+    assert b"bytes of this run's stderr left out here" in data and len(data) < (1 << 20) + 200
+    small = tmp_path / "small"
+    small.write_bytes(b"abc")
+    assert runner._cap_stderr(small) == 0 and small.read_bytes() == b"abc"
+
+
+def test_workload_stderr_over_the_cap_is_recorded(tmp_path):
+    w = _w(tmp_path, f"head -c 40000000 /dev/zero | tr '\\\\0' e >&2\necho '{ROW}'")
+    r = _bench(tmp_path, "-r", "1", "--", str(w))
+    summary = _sealed(tmp_path, r)
+    assert r.returncode == 0, r.stderr
+    run = summary["arms"]["a"]["runs"][0]
+    assert run["stderr_truncated_bytes"] == 40000000 - (32 << 20)
+    assert (tmp_path / "b" / "raw" / "a-1.stderr").stat().st_size < (32 << 20) + 200

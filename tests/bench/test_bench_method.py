@@ -263,6 +263,18 @@ def test_precision_test_limits_the_target_to_the_named_tests(tmp_path):
     assert r.returncode == 2 and "--precision" in r.stderr
 
 
+def test_precision_test_naming_no_test_stops_after_the_first_round(tmp_path):
+    """`--precision-test pp999`: exit 2 naming the flag and the workload's tests, not a run to --max-runs."""
+    script = _script(tmp_path, TWO_TESTS, "two")
+    out = tmp_path / "b"
+    r = run_capshim("bench", "--arm", "a=", "--arm", "b=", "-r", "2", "--warmup", "0", "--precision", "1",
+                    "--max-runs", "50", "--precision-test", "pp999", "--out", str(out), "--", str(script))
+    assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr
+    assert "--precision-test pp999: no such test" in r.stderr and "pp64" in r.stderr
+    assert evidence.verify(out) == []
+    assert len(_summary(out)["arms"]["a"]["runs"]) == 1
+
+
 def test_gpu_default_has_a_precision_target_that_user_options_override(monkeypatch, tmp_path):
     from capshim.bench import plan as plan_mod
     from capshim.bench.runner import Workload

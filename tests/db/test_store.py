@@ -19,6 +19,7 @@ from capshim.db import query
 from capshim.db.ingest import IngestError, read_bundle
 from capshim.db.store import DbError, Store, resolve_url
 from capshim.evidence import Bundle
+from tests.conftest import run_capshim
 from tests.db.conftest import BUNDLES, EVIDENCE, REPO
 
 FIXTURE = REPO / "tests" / "fixtures" / "llama-bench" / "cpu-tiny.json"
@@ -367,3 +368,22 @@ def test_ablate_and_tune_bundles_are_named_with_their_output_folder():
     assert read_bundle(EVIDENCE / "h200-ablate-tinyllama" / "bench").name == "h200-ablate-tinyllama/bench"
     assert read_bundle(EVIDENCE / "h200-tune-tinyllama" / "confirm").name == "h200-tune-tinyllama/confirm"
     assert read_bundle(EVIDENCE / "h200-tinyllama-aa").name == "h200-tinyllama-aa"
+
+
+@pytest.mark.parametrize("value", ["/dev/null", "file:x?mode=ro", "sqlite:////dev/null", "sqlite:///file:x?uri=true",
+                                   "FOLDER"])
+@pytest.mark.parametrize("how", ["env", "flag"])
+def test_sqlite_path_that_is_not_a_regular_file_is_refused(tmp_path, value, how):
+    """CAPSHIM_DB=/dev/null would create /dev/null-journal; file:x?mode=ro a file named file:x."""
+    value = str(tmp_path) if value == "FOLDER" else value
+    before = set(os.listdir(tmp_path))
+    if how == "env":
+        r = run_capshim("db", "list", env={"CAPSHIM_DB": value}, cwd=tmp_path, timeout=120)
+        name = "CAPSHIM_DB"
+    else:
+        r = run_capshim("db", "list", "--db", value, cwd=tmp_path, timeout=120)
+        name = "--db"
+    assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr
+    assert r.stderr.startswith(f"capshim: {name} {value}:")
+    assert set(os.listdir(tmp_path)) == before
+    assert not os.path.exists("/dev/null-journal") or value != "/dev/null"

@@ -148,3 +148,18 @@ def test_profile_check_is_bounded(tmp_path, target):
             fh.write("#" * (profiles.MAX_PROFILE_BYTES + 1))
     with pytest.raises(profiles.ProfileError, match="cannot read"):
         profiles.load(target)
+
+
+@pytest.mark.parametrize("depth", [5, 950, 2000, 20000])
+def test_deeply_nested_value_is_a_profile_error(depth, tmp_path):
+    """A 2 KB profile of nested arrays is refused as a ProfileError, never a RecursionError."""
+    text = prof(body="[capabilities]\nsubgroupSupportedOperations = " + "[" * depth + "]" * depth + "\n")
+    with pytest.raises(profiles.ProfileError, match="nested"):
+        profiles.parse(text, "deep.toml")
+    f = tmp_path / "deep.toml"
+    f.write_text(text)
+    for args in (["profile", "check", str(f)], ["profile", "show", str(f)]):
+        r = run_capshim(*args)
+        assert r.returncode == 2 and "Traceback" not in r.stderr and "deep.toml" in r.stderr, r.stderr
+    if depth == 5:
+        assert "capabilities.subgroupSupportedOperations" in r.stderr

@@ -246,13 +246,17 @@ class RunResult:
     contaminated: list[str] = field(default_factory=list)
     excluded: bool = False
     control: str | None = None
+    left_processes: int = 0
+    stderr_truncated: int = 0
 
     def info(self) -> dict:
         """The ``runs`` entry of the arm in summary.json (``control_runs`` in metadata.json for a control)."""
         return {**({"control": self.control} if self.control else {}), "run": self.run, "round": self.round, "position": self.position, "exit_code": self.exit_code,
                 "signal": self.signal, "timed_out": self.timed_out, "seconds": round(self.seconds, 3),
                 "error": self.error, "shims": self.shim_states, "telemetry": self.telemetry,
-                "contaminated": self.contaminated, "excluded": self.excluded}
+                "contaminated": self.contaminated, "excluded": self.excluded,
+                "left_processes": self.left_processes,
+                **({"stderr_truncated_bytes": self.stderr_truncated} if self.stderr_truncated else {})}
 
 
 #: The variable whose length pads every run's environment (hyperfine: HYPERFINE_RANDOMIZED_ENVIRONMENT_OFFSET).
@@ -336,7 +340,7 @@ def _run_one(bundle: Bundle, arm: Arm, n: int, workload: Workload, timeout: floa
                             control=workload.control)
     launcher = launcher or Launcher(list(lc.env_delta), 0, random.Random(0))
     if "CAPSHIM_STATUS_FILE" in launcher.keys:
-        lc.env_delta.setdefault("CAPSHIM_STATUS_FILE", str(status_file))
+        lc.env_delta.setdefault("CAPSHIM_STATUS_FILE", str(lc.status_file))  # absolute (launch.prepare)
     exec_argv, env, delta = launcher.build(lc, workload.env)
     out_path = bundle.raw_json(label, n) if record else run_dir / "stdout.json"
     err_path = bundle.raw_stderr(label, n) if record else run_dir / "stderr.txt"
@@ -361,6 +365,7 @@ def _run_one(bundle: Bundle, arm: Arm, n: int, workload: Workload, timeout: floa
             stop = stop if isinstance(stop, Stop) else Stop("SIGINT")
             _kill(proc)
             proc.wait()
+            launch.end_group(proc.pid)
             if not record:
                 raise
             states = {name: s.to_dict() for name, s in lc.states().items()}
@@ -369,10 +374,13 @@ def _run_one(bundle: Bundle, arm: Arm, n: int, workload: Workload, timeout: floa
                                         round=position[0], position=position[1],
                                         control=workload.control)) from None
     seconds = time.monotonic() - t0
+    # what the workload left running in its session (a `( sleep 1000 ) &`): SIGTERM, grace, SIGKILL
+    left = launch.end_group(proc.pid)
     after = probe.snapshot() if probe else {}
     sig = signal.Signals(-rc).name if rc < 0 and -rc in signal.Signals._value2member_map_ else None
     exit_code = rc if rc >= 0 else None
     stdout = _read_output(out_path)
+    stderr_cut = _cap_stderr(err_path)
     stderr = _read_output(err_path)
     records: list[dict] = []
     error = None
@@ -396,7 +404,45 @@ def _run_one(bundle: Bundle, arm: Arm, n: int, workload: Workload, timeout: floa
     recorded_delta = {k: (f"<{len(v)} bytes>" if k == PAD_VAR else v) for k, v in {**delta, **workload.env}.items()}
     return RunResult(arm.name, n, exit_code, sig, timed_out, seconds, records, attest.parse_path(stderr), states,
                      tokens, error, exec_argv, recorded_delta, position[0], position[1],
-                     {"before": before, "after": after} if probe else {}, dirty, control=workload.control)
+                     {"before": before, "after": after} if probe else {}, dirty, control=workload.control,
+                     left_processes=left, stderr_truncated=stderr_cut)
+
+
+#: The most of one run's stderr a bundle keeps (its first and last half; the rest is left out, with a
+#: line saying how much, and the run records ``stderr_truncated_bytes``).
+MAX_STDERR_KEEP = 32 << 20
+
+
+def _cap_stderr(path: Path, cap: int = MAX_STDERR_KEEP) -> int:
+    """Cut a run's stderr file over ``cap`` bytes down to its head and tail, in place, in bounded memory.
+
+    Returns:
+        How many bytes were left out (0: the file was kept whole).
+    """
+    try:
+        size = os.stat(path).st_size
+    except OSError:
+        return 0
+    if size <= cap:
+        return 0
+    half = cap // 2
+    cut = size - 2 * half
+    marker = (f"\n[capshim: {cut} bytes of this run's stderr left out here; the first and last "
+              f"{half} bytes are kept]\n").encode()
+    with open(path, "r+b") as fh:
+        src, dst = size - half, half
+        fh.seek(dst)
+        fh.write(marker)
+        dst += len(marker)
+        while src < size:  # dst < src throughout: copying forward never overwrites unread bytes
+            fh.seek(src)
+            chunk = fh.read(min(1 << 20, size - src))
+            fh.seek(dst)
+            fh.write(chunk)
+            src += len(chunk)
+            dst += len(chunk)
+        fh.truncate(dst)
+    return cut
 
 
 def _read_output(path: Path) -> str:
@@ -546,6 +592,7 @@ def run_bench(arms: list[Arm], workload: Workload, baseline: str, out: Path, rep
     interrupted = False
     interrupted_by = None
     aborted = None
+    bad_tests = None
     rng = random.Random(seed)
     work = Path(tempfile.mkdtemp(prefix="capshim-bench-"))
     probe = telemetry.Telemetry()
@@ -561,6 +608,7 @@ def run_bench(arms: list[Arm], workload: Workload, baseline: str, out: Path, rep
                         TextColumn("ETA"), TimeRemainingColumn(), console=console, transient=False)
     try:
         launcher = _make_launcher(arms, workload, work, rng)
+        tests_checked = False
         with progress:
             total = len(units) * (warmup + repetitions)
             task = progress.add_task("bench", total=total)
@@ -614,6 +662,14 @@ def run_bench(arms: list[Arm], workload: Workload, baseline: str, out: Path, rep
                                       + (f" [contaminated: {'; '.join(res.contaminated)}]" if res.contaminated else ""))
                 if record:
                     recorded += 1
+                    if precision is not None and precision_tests and not tests_checked:
+                        # a --precision-test that names no test of the workload would run to --max-runs
+                        check = _precision(results, arms, baseline, host_arm, host, precision, recorded, cap,
+                                           exclude_contaminated, precision_tests, workload, control_results)
+                        tests_checked = "known_tests" in check or check["max_half_width"] is not None
+                        if check.get("unknown_tests"):
+                            bad_tests = check
+                            break
                 rnd += 1
     except (KeyboardInterrupt, Interrupted) as exc:
         interrupted = True
@@ -642,6 +698,12 @@ def run_bench(arms: list[Arm], workload: Workload, baseline: str, out: Path, rep
                      notes=notes, precision=precision_state if precision is not None else None,
                      precision_target=precision, cap=cap, precision_tests=precision_tests)
     result.interrupted_by = interrupted_by
+    if bad_tests is not None:
+        from capshim.errors import UsageError
+
+        raise UsageError(f"--precision-test {', '.join(bad_tests['unknown_tests'])}: no such test in this "
+                         f"workload's results (its tests: {', '.join(bad_tests['known_tests'])}); stopped after "
+                         f"round {bad_tests['rounds']}, the finished runs are sealed in {bundle.root}")
     if aborted:
         raise CapshimError(f"bench stopped by an error ({aborted}); the finished runs are sealed in {bundle.root}",
                            exit_code=1)
@@ -679,8 +741,13 @@ def _precision(results, arms, baseline, host_arm, host, target, rounds, cap, exc
         return {"target": target, "reached": False, "max_half_width": None, "rounds": rounds, "cap": cap}
     widths = [w for _, _, w in _comparisons(summary, tests)]
     worst = None if any(w is None for w in widths) or not widths else max(widths)
-    return {"target": target, "reached": worst is not None and worst <= target, "max_half_width": worst,
-            "rounds": rounds, "cap": cap}
+    out = {"target": target, "reached": worst is not None and worst <= target, "max_half_width": worst,
+           "rounds": rounds, "cap": cap}
+    known = sorted({t for arm in summary["arms"].values() for t in arm["tests"]})
+    unknown = [x for x in tests or [] if known and not any(t == x or t.split()[0] == x for t in known)]
+    if unknown:
+        out["unknown_tests"], out["known_tests"] = unknown, known
+    return out
 
 
 def _records(results: dict[str, list[RunResult]], exclude_contaminated: bool,

@@ -57,12 +57,49 @@ def resolve_url(url: str | None) -> str:
     used), any other SQLAlchemy URL, or a plain file path (a SQLite file).
     None gives :func:`default_url`.
     """
+    given = url
     url = url or default_url()
+    flag = "--db" if given else ("CAPSHIM_DB" if os.environ.get("CAPSHIM_DB") else "--db")
     if "://" not in url:
+        _check_sqlite_path(url, url, flag)
         return f"sqlite:///{Path(url).expanduser().resolve()}"
     if url.startswith(("postgresql://", "postgres://")):
         return "postgresql+psycopg://" + url.split("://", 1)[1]
+    if url.startswith("sqlite"):
+        try:
+            u = sa.engine.make_url(url)
+        except sa.exc.ArgumentError:
+            return url  # Store.open names it
+        if "uri" in u.query:
+            raise DbError(f"{flag} {_safe(url)}: SQLite URI names (uri=true) are not supported; "
+                          "give a plain file path or sqlite:///PATH")
+        if u.database and u.database != ":memory:":
+            _check_sqlite_path(u.database, url, flag)
     return url
+
+
+def _check_sqlite_path(path: str, url: str, flag: str) -> None:
+    """Refuse a SQLite file name that is a URI (``file:...``, a ``?`` query) or that exists as
+    something other than a regular file (``/dev/null``: SQLite would create ``/dev/null-journal``).
+
+    Raises:
+        DbError: naming ``flag`` (``--db`` or ``CAPSHIM_DB``), the value and why (exit 2).
+    """
+    if path.startswith("file:") or "?" in path:
+        raise DbError(f"{flag} {url}: SQLite URI-style names (file:..., ?mode=...) are not supported; "
+                      "give a plain file path")
+    try:
+        mode = os.stat(Path(path).expanduser()).st_mode
+    except FileNotFoundError:
+        return
+    except OSError as exc:
+        raise DbError(f"{flag} {url}: {exc.strerror or exc}") from None
+    import stat
+
+    if not stat.S_ISREG(mode):
+        kind = "a folder" if stat.S_ISDIR(mode) else "a device, FIFO or other special file"
+        raise DbError(f"{flag} {url}: is {kind}; the results store must be a regular SQLite file "
+                      "(or a postgresql:// URL)")
 
 
 def _now() -> str:

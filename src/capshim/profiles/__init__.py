@@ -378,6 +378,33 @@ def _check_rules(caps: dict[str, int], source: str) -> None:
                                    f"below {lo_key} {lo} (the spec requires {' <= '.join(seq)})")
 
 
+MAX_NESTING = 4
+"""The deepest nesting of tables and arrays a profile may have (profiles are
+flat: ``capabilities.KEY = [..]`` is 3 levels); deeper data is refused before
+any recursive code (schema validation, resolving, JSON output) sees it."""
+
+
+def _check_nesting(data: dict, source: str) -> None:
+    """Refuse tables or arrays nested deeper than :data:`MAX_NESTING`, iteratively.
+
+    Raises:
+        ProfileError: naming the dotted key whose value nests too deep.
+    """
+    stack: list[tuple[Any, list[str], int]] = [(data, [], 0)]
+    while stack:
+        value, path, depth = stack.pop()
+        if not isinstance(value, (dict, list)):
+            continue
+        if depth >= MAX_NESTING:
+            raise ProfileError(source, ".".join(path) or None, None,
+                               f"nested deeper than {MAX_NESTING} levels of tables or arrays "
+                               "(a profile's values are flat)")
+        if isinstance(value, dict):
+            stack.extend((v, path + [str(k)], depth + 1) for k, v in value.items())
+        else:
+            stack.extend((v, path if path else ["[]"], depth + 1) for v in value)
+
+
 def parse(text: str, source: str) -> Profile:
     """Parse and validate a profile's TOML text.
 
@@ -388,6 +415,10 @@ def parse(text: str, source: str) -> Profile:
         data = tomllib.loads(text)
     except ValueError as exc:  # TOMLDecodeError, or an integer of more than 4300 digits
         raise ProfileError(source, None, None, f"not valid TOML: {exc}") from None
+    except RecursionError:  # tomllib parses nested arrays and inline tables recursively
+        raise ProfileError(source, None, None, f"not valid TOML for a profile: arrays or tables nested "
+                           f"too deep (a profile nests at most {MAX_NESTING} levels)") from None
+    _check_nesting(data, source)
     _check_schema(data, source)
     return _resolve(data, source, text)
 

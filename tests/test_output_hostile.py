@@ -1,0 +1,66 @@
+"""capshim when its own stdout or stderr cannot be written: one line and an exit code, never a traceback."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+from tests.conftest import REPO
+
+
+def _run_to(args, stdout=None, stderr=subprocess.PIPE):
+    env = dict(os.environ)
+    env["PYTHONPATH"] = str(REPO / "src") + os.pathsep + env.get("PYTHONPATH", "")
+    return subprocess.run([sys.executable, "-m", "capshim.cli", *args], stdout=stdout, stderr=stderr,
+                          env=env, timeout=300)
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full")
+@pytest.mark.parametrize("args", [["profiles"], ["profiles", "--json"], ["--help"],
+                                  ["profile", "show", "vulkan-paravirt"], ["db", "list"]])
+def test_stdout_on_a_full_disk_is_exit_4(args, tmp_path, monkeypatch):
+    monkeypatch.setenv("CAPSHIM_DB", str(tmp_path / "r.sqlite"))
+    with open("/dev/full", "w") as full:
+        r = _run_to(args, stdout=full)
+    err = r.stderr.decode()
+    assert r.returncode == 4, err
+    assert "Traceback" not in err and err.count("\n") == 1
+    assert "cannot write the output: No space left on device" in err
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full")
+def test_stderr_on_a_full_disk_keeps_the_error_exit_code():
+    with open("/dev/full", "w") as full:
+        r = _run_to(["profile", "show", "/nonexistent/x.toml"], stdout=subprocess.PIPE, stderr=full)
+    assert r.returncode == 2
+
+
+def test_closed_pipe_is_a_quiet_exit():
+    env = dict(os.environ)
+    env["PYTHONPATH"] = str(REPO / "src") + os.pathsep + env.get("PYTHONPATH", "")
+    r = subprocess.run(f"'{sys.executable}' -m capshim.cli profiles --json | head -c0; exit ${{PIPESTATUS[0]}}",
+                       shell=True, executable="/bin/bash", capture_output=True, text=True, env=env, timeout=300)
+    assert "Traceback" not in r.stderr and r.stderr == ""
+    assert r.returncode == 1
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full")
+def test_bench_verify_and_report_on_a_full_stdout_are_exit_4(tmp_path):
+    """The bundle is sealed first; only the table on stdout fails: exit 4, one line, no traceback."""
+    w = tmp_path / "w"
+    w.write_text("#!/bin/sh\necho '[{\"n_prompt\":512,\"n_gen\":0,\"samples_ts\":[100]}]'\n")
+    w.chmod(0o755)
+    out = str(tmp_path / "b")
+    for args in (["bench", "--arm", "a=", "--arm", "b=", "--baseline", "a", "--warmup", "0", "-r", "1",
+                  "--out", out, "--", str(w)], ["evidence", "verify", out], ["report", out]):
+        with open("/dev/full", "w") as full:
+            r = _run_to(args, stdout=full)
+        err = r.stderr.decode()
+        assert r.returncode == 4 and "Traceback" not in err, (args, err)
+        assert err.rstrip().endswith("capshim: cannot write the output: No space left on device")
+    from capshim import evidence
+
+    assert evidence.verify(tmp_path / "b") == []
