@@ -497,7 +497,7 @@ def evidence_verify(bundle):
               help="Bare-metal host numbers measured elsewhere: a bundle or a llama-bench JSON file.")
 @click.option("--host-arm", metavar="NAME", help="An arm of this bench that plays the host (default: native).")
 @click.option("--repetitions", "-r", type=click.IntRange(1, 1000), default=None,
-              help="Recorded processes per arm (one round each) [default: 10; built-in workload on a CPU device: 3].")
+              help="Recorded processes per arm (one round each) [default: 10; on a CPU device: 3 for the llama.cpp workload, 5 for ncnn].")
 @click.option("--process-reps", type=click.IntRange(1, 1000), default=None,
               help="Built-in workload: timed repetitions inside each process, after its in-process warm-up; "
                    "the process's median is one sample [default: 5; on a CPU device 3].")

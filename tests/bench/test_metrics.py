@@ -19,7 +19,8 @@ def test_wall_defaults_to_seconds_lower_is_better():
     ("json:", "higher", "needs a PATH"),
     ("json:a..b", "higher", "bad PATH"),
     ("regex:([0-9]+", "higher", "not a valid regular expression"),
-    ("regex:(\\d+) (\\d+)", "higher", "at most one capture group"),
+    ("regex:(\\d+) (\\d+)", "higher", "exactly one capture group"),
+    ("regex:elapsed_ms=[0-9.]+", "lower", "exactly one capture group"),
     ("json:fps", None, "--better higher|lower"),
     ("wall:x", None, "takes no argument"),
 ])
@@ -56,6 +57,15 @@ def test_unreadable_output_names_flag_spec_and_file(spec, stdout, needle):
 def test_regex_takes_every_match_from_stdout_then_stderr():
     m = metrics.parse_spec(r"regex:took ([0-9.]+) ms", better="lower", unit="ms")
     assert metrics.extract(m, "took 3.5 ms\ntook 4 ms\n", "took 5 ms", 9, "f") == [3.5, 4.0, 5.0]
+
+
+def test_regex_ignores_the_shims_own_stderr_lines():
+    # the layer's banner names the answers it changed: it must not become a sample of some arms
+    m = metrics.parse_spec(r"regex:maxComputeSharedMemorySize\s*=\s*(\d+)", better="higher")
+    err = ("capshim-vulkan: VK_LAYER_CAPSHIM_device active in vulkaninfo[42]: lower maxComputeSharedMemorySize=24576\n"
+           "WARNING: [Loader Message] Code 0 : maxComputeSharedMemorySize = 1\n"
+           "\tmaxComputeSharedMemorySize = 24576\n")
+    assert metrics.extract(m, "", err, 0.1, "f") == [24576.0]
 
 
 def test_same_output_hashes_exact_numbers_within_tolerance():

@@ -98,3 +98,14 @@ def test_stability_warnings():
     assert any(w.startswith("spread of the process values") for w in noisy)
     assert any("outlier process(es)" in w and "#1" in w and "#7" in w for w in noisy)
     assert any(w.startswith("slow first process") for w in noisy)
+
+
+def test_slow_first_process_follows_the_metric_direction():
+    # seconds: the first process took longer (slow), then a fast first one is not "slow"
+    slow_seconds = [[0.12], [0.064], [0.065], [0.063], [0.066]]
+    assert any(w.startswith("slow first process") for w in
+               stats.stability_warnings(slow_seconds, higher_is_better=False))
+    fast_seconds = [[0.064], [0.117], [0.118], [0.116], [0.119]]
+    assert not any(w.startswith("slow first process") for w in
+                   stats.stability_warnings(fast_seconds, higher_is_better=False))
+    assert any(w.startswith("slow first process") for w in stats.stability_warnings(fast_seconds))  # as tok/s

@@ -103,7 +103,8 @@ def _entry(by_process: list[list[float]]) -> dict:
 
 
 def analyze(records: list[dict], arms: dict, baseline: str, host: dict | None = None, *,
-            allow_mismatch: bool = False, aa_arm: str | None = None, notes: list[str] | None = None) -> dict:
+            allow_mismatch: bool = False, aa_arm: str | None = None, notes: list[str] | None = None,
+            lower_is_better: frozenset[str] | set[str] = frozenset()) -> dict:
     """Compute the summary of one bench run (the content of ``summary.json``): typed values only.
 
     Args:
@@ -123,6 +124,8 @@ def analyze(records: list[dict], arms: dict, baseline: str, host: dict | None = 
         aa_arm: the A/A arm (app layer active, stock answers): its ratio to the
             unshimmed reference arm is reported under ``"aa"``.
         notes: sentences for the table notes (e.g. "no speed effect is expected on a CPU device").
+        lower_is_better: tests whose metric is better when lower (seconds): the
+            stability warnings read them that way (a slow first process is a high value).
 
     Returns:
         ``{"schema", "baseline", "tests": [series], "method", "host": {...} | None,
@@ -208,7 +211,7 @@ def analyze(records: list[dict], arms: dict, baseline: str, host: dict | None = 
             procs = list(runs_of.values())
             entry = {**_entry(procs), "config": _first_config(configs, name, t),
                      "mismatch": mismatches.get((name, t), []), "speedup": None, "pct_of_host": None}
-            entry["warnings"] = stats.stability_warnings(procs)
+            entry["warnings"] = stats.stability_warnings(procs, higher_is_better=t not in lower_is_better)
             all_warnings += [{"arm": name, "test": t, "warning": w} for w in entry["warnings"]]
             base_runs = samples[baseline].get(t)
             if base_runs and name != baseline:

@@ -12,7 +12,8 @@
   ``runs[0].ms``, ``samples_ms``. The JSON is the whole stdout, or else the
   last JSON value that starts a line.
 * ``regex:PATTERN``: every match of a Python regular expression in stdout,
-  then stderr; the first capture group (or the whole match) is the number.
+  then stderr (without the shims' own banner and warning lines); the one capture
+  group is the number.
 
 ``json:`` and ``regex:`` need ``--better higher|lower`` (a number's meaning
 is the command's); ``--unit`` names the unit (shown in the table and
@@ -133,8 +134,9 @@ def parse_spec(spec: str, unit: str | None = None, better: str | None = None, fl
             rx = re.compile(arg)
         except re.error as exc:
             raise UsageError(f"{flag} {spec!r}: not a valid regular expression: {exc}") from None
-        if rx.groups > 1:
-            raise UsageError(f"{flag} {spec!r}: use at most one capture group (the number)")
+        if rx.groups != 1:
+            raise UsageError(f"{flag} {spec!r}: use exactly one capture group around the number, "
+                             r"e.g. 'regex:elapsed_ms=([0-9.]+)'")
     if better is None:
         if kind != "wall":
             raise UsageError(f"{flag} {spec!r}: say whether higher or lower is better with --better higher|lower")
@@ -224,6 +226,17 @@ def _number(v, where: str) -> float:
     return float(v)
 
 
+#: stderr lines that capshim's shims and the Vulkan loader print into every shimmed
+#: process (banners, warnings): never the workload's numbers. Their count differs by
+#: arm, so a pattern matching them would give arms different samples.
+_SHIM_LINE = re.compile(r"^(capshim[-:\w]*:|WARNING: \[Loader Message\]).*$\n?", re.M)
+
+
+def _without_shim_lines(stderr: str) -> str:
+    """``stderr`` without the lines capshim's shims and the loader add (see ``_SHIM_LINE``)."""
+    return _SHIM_LINE.sub("", stderr)
+
+
 def extract(metric: Metric, stdout: str, stderr: str, seconds: float, source: str) -> list[float]:
     """The samples one run yields.
 
@@ -251,9 +264,9 @@ def extract(metric: Metric, stdout: str, stderr: str, seconds: float, source: st
         return [_number(x, f"{where}: {metric.arg}") for x in vals]
     rx = re.compile(metric.arg)
     found = []
-    for text in (stdout, stderr):
+    for text in (stdout, _without_shim_lines(stderr)):
         for m in rx.finditer(text):
-            found.append(m.group(1) if rx.groups else m.group(0))
+            found.append(m.group(1))
     if not found:
         raise MetricError(f"{where}: the pattern matched nothing on stdout or stderr")
     return [_number(x, where) for x in found]

@@ -762,12 +762,13 @@ def _analyze(workload: Workload | None, records: list[dict], arm_info: dict, bas
     directions and the control verdicts (:func:`capshim.bench.metrics.annotate`): a
     lower-is-better metric's ratios read "times faster", a control whose interval excludes
     1.00x is flagged. Same errors as ``analyze``."""
-    summary = analysis.analyze(records, arm_info, baseline, host, **options)
     if workload is None:
-        return summary
+        return analysis.analyze(records, arm_info, baseline, host, **options)
     tests_metric: dict[str, metrics.Metric] = {}
     for w in (workload, *workload.controls):
         tests_metric.update(w.metric_tests())
+    lower = {t for t, m in tests_metric.items() if m.better == "lower"}
+    summary = analysis.analyze(records, arm_info, baseline, host, lower_is_better=lower, **options)
     return metrics.annotate(summary, tests_metric, [c.control for c in workload.controls])
 
 

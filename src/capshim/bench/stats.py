@@ -199,7 +199,7 @@ def half_width(cmp: dict | None, percent: bool) -> float | None:
     return (hi - lo) / 2.0 * (1.0 if percent else 100.0)
 
 
-def stability_warnings(by_process) -> list[str]:
+def stability_warnings(by_process, higher_is_better: bool = True) -> list[str]:
     """pyperf-style warnings about one arm's test (https://pyperf.readthedocs.io, "check").
 
     Args:
@@ -211,7 +211,9 @@ def stability_warnings(by_process) -> list[str]:
         :data:`SPREAD_LIMIT_PCT` % of the median, outlier processes (modified
         z-score above :data:`OUTLIER_Z`; Iglewicz and Hoaglin, 1993: 0.6745 *
         (x - median) / MAD), a slow first process (below
-        :data:`SLOW_FIRST_FACTOR` times the median of the others).
+        :data:`SLOW_FIRST_FACTOR` times the median of the others; for a
+        lower-is-better metric such as seconds, ``higher_is_better=False``:
+        above the median of the others divided by that factor).
     """
     procs = [list(p) for p in by_process if len(p)]
     if not procs:
@@ -234,6 +236,7 @@ def stability_warnings(by_process) -> list[str]:
                 out.append(f"outlier process(es) by modified z-score > {OUTLIER_Z:g}: "
                            + ", ".join(f"#{i}" for i in idx))
         rest = float(np.median(vals[1:]))
-        if vals[0] < SLOW_FIRST_FACTOR * rest:
+        slow = vals[0] < SLOW_FIRST_FACTOR * rest if higher_is_better else vals[0] * SLOW_FIRST_FACTOR > rest
+        if slow:
             out.append(f"slow first process: {vals[0]:.4g} vs {rest:.4g} for the others (warm-up too short?)")
     return out
