@@ -367,3 +367,14 @@ def test_ablate_and_tune_bundles_are_named_with_their_output_folder():
     assert read_bundle(EVIDENCE / "h200-ablate-tinyllama" / "bench").name == "h200-ablate-tinyllama/bench"
     assert read_bundle(EVIDENCE / "h200-tune-tinyllama" / "confirm").name == "h200-tune-tinyllama/confirm"
     assert read_bundle(EVIDENCE / "h200-tinyllama-aa").name == "h200-tinyllama-aa"
+
+
+def test_add_refuses_a_host_bundle_that_does_not_verify(tmp_path, db_url):
+    import shutil
+
+    host = tmp_path / "host"
+    shutil.copytree(EVIDENCE / "h200-tinyllama-r10", host)
+    (host / "summary.json").write_text((host / "summary.json").read_text().replace('"median": ', '"median": 9', 1))
+    r = _cli("db", "add", "--arm", f"guest={FIXTURE}", "--host", str(host), "--db", db_url)
+    assert r.exit_code == 2 and "Traceback" not in r.output
+    assert f"--host {host}: the bundle does not verify" in r.output and "summary.json: checksum mismatch" in r.output
