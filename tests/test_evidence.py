@@ -80,6 +80,7 @@ def test_interrupted_with_nothing_finished_still_verifies(tmp_path):
     b = evidence.Bundle.create(tmp_path / "b")
     arms = {"native": {"state": "native", "runs": []}, "vm": {"state": "failed", "runs": [
         {"run": 1, "exit_code": None, "signal": "SIGINT", "timed_out": False}]}}
+    b.write_run("vm", 1, stdout="", stderr="")  # the runner opens both before the process starts
     s = b.finalize([], arms, "native", interrupted=True)
     assert s["interrupted"] is True and s["arms"]["native"]["tests"] == {}
     assert any("SIGINT" in f for f in s["arms"]["vm"]["flags"])
@@ -282,7 +283,6 @@ def test_verify_sums_is_a_link(tmp_path):
 
 def test_full_disk_while_storing_a_run_is_exit_4(tmp_path, monkeypatch):
     import errno
-    import shutil as _shutil
 
     b = evidence.Bundle.create(tmp_path / "b", metadata={})
     status = tmp_path / "s.jsonl"
@@ -291,7 +291,67 @@ def test_full_disk_while_storing_a_run_is_exit_4(tmp_path, monkeypatch):
     def full(*a, **k):
         raise OSError(errno.ENOSPC, "No space left on device")
 
-    monkeypatch.setattr(_shutil, "copyfile", full)
+    monkeypatch.setattr(evidence, "_atomic_write", full)
     with pytest.raises(evidence.StorageError) as info:
         b.write_run("a", 1, status_src=status)
     assert info.value.exit_code == 4 and "run 1 of arm 'a'" in str(info.value)
+
+
+def test_verify_refuses_a_duplicated_sums_line(tmp_path):
+    root, _ = _bundle(tmp_path)
+    sums = (root / "SHA256SUMS").read_text()
+    line = next(x for x in sums.splitlines() if x.endswith("  summary.json"))
+    # first line wrong, last right: a reader keeping the last entry would pass, sha256sum -c fails
+    (root / "SHA256SUMS").write_text("0" * 64 + "  summary.json\n" + sums)
+    assert line in (root / "SHA256SUMS").read_text()
+    probs = evidence.verify(root)
+    assert any("lists summary.json again" in p for p in probs), probs
+
+
+def test_verify_refuses_an_empty_folder_with_an_empty_sums(tmp_path):
+    (tmp_path / "e").mkdir()
+    (tmp_path / "e" / "SHA256SUMS").write_text("")
+    probs = evidence.verify(tmp_path / "e")
+    assert "metadata.json: not listed in SHA256SUMS (every bundle has it)" in probs
+    assert "summary.json: not listed in SHA256SUMS (every bundle has it)" in probs
+
+
+def test_verify_refuses_a_recorded_run_whose_raw_file_went_with_its_line(tmp_path):
+    root, _ = _bundle(tmp_path)
+    (root / "raw" / "shim-1.json").unlink()
+    sums = root / "SHA256SUMS"
+    sums.write_text("".join(x + "\n" for x in sums.read_text().splitlines() if not x.endswith(" raw/shim-1.json")))
+    probs = evidence.verify(root)
+    assert any(p.startswith("raw/shim-1.json: run shim-1 is recorded") for p in probs), probs
+
+
+def test_verify_refuses_a_hard_link_to_a_file_outside(tmp_path):
+    import os
+
+    root, _ = _bundle(tmp_path)
+    os.link(root / "report.md", tmp_path / "outside.md")  # edit outside.md and the bundle changes
+    probs = evidence.verify(root)
+    assert any(p.startswith("report.md: has 2 hard links") for p in probs), probs
+
+
+def test_sums_escape_odd_names_and_verify_refuses_control_characters(tmp_path):
+    import shutil
+
+    from capshim import paths
+
+    root, _ = _bundle(tmp_path)
+    (root / "status" / "a\\b").write_text("x")
+    (root / "status" / "c\nd").write_text("y")
+    evidence.Bundle(root, {}).write_sums()
+    lines = (root / "SHA256SUMS").read_bytes().split(b"\n")
+    assert b"\\" + hashlib.sha256(b"y").hexdigest().encode() + b"  status/c\\nd" in lines  # one line, escaped
+    assert any(x.endswith(b"  status/a\\\\b") and x.startswith(b"\\") for x in lines)
+    if shutil.which("sha256sum"):  # GNU's own reader agrees with the format
+        r = subprocess.run(["sha256sum", "-c", "--quiet", "SHA256SUMS"], cwd=root, capture_output=True)
+        assert r.returncode == 0, r.stdout + r.stderr
+    listed, _ = paths.read_sums(root)
+    assert "status/a\\b" in listed
+    probs = evidence.verify(root)
+    assert any("control character: status/c\\nd" in p for p in probs), probs
+    assert not any("a\\\\b" in p and "control" in p for p in probs)
+    assert all("\n" not in p for p in probs)

@@ -114,6 +114,26 @@ def _synthetic_summary(host=None):
     return analyze(recs, _arms(), "vm-stock", host)
 
 
+def _seal(folder):
+    """Make ``folder`` (holding a summary.json) a bundle that verifies: capshim reads only those."""
+    from capshim import evidence
+
+    b = evidence.Bundle.create(folder, exist_ok=True)
+    for run in _summary_runs(folder):
+        (folder / "raw" / f"{run}.json").write_text("[]")
+        (folder / "raw" / f"{run}.stderr").write_text("")
+    b.write_sums()
+    return folder
+
+
+def _summary_runs(folder):
+    """``<arm>-<run>`` of each run a summary.json records (a bundle keeps their raw files)."""
+    s = json.loads((folder / "summary.json").read_text())
+    arms = s.get("arms") if isinstance(s, dict) else None
+    return [f"{a}-{r['run']}" for a, v in (arms.items() if isinstance(arms, dict) else [])
+            if isinstance(v, dict) for r in v.get("runs") or [] if isinstance(r, dict) and "run" in r]
+
+
 def test_flags_inert_failed_and_path_unchanged():
     s = _synthetic_summary()
     a = s["arms"]
@@ -202,6 +222,7 @@ def test_different_models_are_not_compared_silently(tmp_path):
 ])
 def test_report_on_a_wrong_shaped_summary_exits_2_naming_the_file_and_path(tmp_path, bad, where):
     (tmp_path / "summary.json").write_text(json.dumps(bad))
+    _seal(tmp_path)
     r = CliRunner().invoke(main, ["report", str(tmp_path)])
     assert r.exit_code == 2, r.output
     assert "Traceback" not in r.output and f"summary.json: not a capshim summary: at {where}" in r.output
@@ -249,6 +270,7 @@ def test_merge_bundles_and_write_html_with_chart(tmp_path):
     for name in ("day1", "day2"):
         (tmp_path / name).mkdir()
         (tmp_path / name / "summary.json").write_text(json.dumps(s))
+        _seal(tmp_path / name)
     out = tmp_path / "r.html"
     r = CliRunner().invoke(main, ["report", str(tmp_path / "day1"), str(tmp_path / "day2"), "--output", str(out)])
     assert r.exit_code == 0, r.output
@@ -266,3 +288,26 @@ def test_report_output_into_a_missing_folder_is_a_usage_error(tmp_path):
     r = run_capshim("report", "--arm", f"a={src}", "--format", "md", "-o", str(tmp_path / "no" / "r.md"))
     assert r.returncode == 2 and "--output" in r.stderr and "does not exist" in r.stderr
     assert "Traceback" not in r.stderr
+
+
+def test_report_refuses_a_bundle_that_does_not_verify(tmp_path):
+    s = _synthetic_summary({"name": "bare", "tests": {"pp64": [40.0, 40.0, 40.0]}, "path": FULL_PATH,
+                            "source": "h.json"})
+    (tmp_path / "summary.json").write_text(json.dumps(s))
+    _seal(tmp_path)
+    assert CliRunner().invoke(main, ["report", str(tmp_path)]).exit_code == 0
+    fixture = FIXTURES / "llama-bench" / "cpu-tiny.json"
+    s["arms"]["vm-unlocked"]["tests"]["pp64"]["median"] = 12345.0  # edited after the seal
+    (tmp_path / "summary.json").write_text(json.dumps(s))
+    for args in (["report", str(tmp_path)], ["report", "--arm", f"a={fixture}", "--host", str(tmp_path)]):
+        r = CliRunner().invoke(main, args)
+        assert r.exit_code == 2, r.output
+        assert "Traceback" not in r.output and "12345" not in r.output
+        assert f"{tmp_path}: the bundle does not verify" in r.output and "summary.json: checksum mismatch" in r.output
+    # an unsealed folder (no SHA256SUMS) is no bundle either
+    (tmp_path / "SHA256SUMS").unlink()
+    r = CliRunner().invoke(main, ["report", str(tmp_path)])
+    assert r.exit_code == 2 and "SHA256SUMS: missing" in r.output
+    # llama-bench files are not bundles: still read as they are
+    r = CliRunner().invoke(main, ["report", "--arm", f"a={fixture}", "--host", str(fixture)])
+    assert r.exit_code == 0, r.output

@@ -408,6 +408,13 @@ def report_cmd(bundles, arm_opts, host_file, baseline, fmt, allow_mismatch, outp
         raise UsageError("give one or more bundle folders, or --arm NAME=FILE.json")
     if baseline and not arm_opts:
         raise UsageError("--baseline applies to --arm files (a bundle keeps its own baseline)")
+    from capshim import evidence
+
+    if host_file and Path(host_file).is_dir():  # a bundle read as input must verify
+        evidence.require_verified(host_file, "--host")
+    for b in bundles:
+        if Path(b).is_dir():
+            evidence.require_verified(b, "report")
     if arm_opts:
         summaries = [report.report_from_files([_parse_arm_option(a) for a in arm_opts], host_file, baseline,
                                               allow_mismatch=allow_mismatch)]

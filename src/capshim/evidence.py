@@ -36,7 +36,6 @@ import math
 import os
 import platform
 import re
-import shutil
 import signal
 import stat
 import sys
@@ -48,8 +47,8 @@ from capshim import paths
 from capshim.errors import CapshimError
 from capshim.paths import SUMS_NAME, StorageError
 
-__all__ = ["Bundle", "EvidenceError", "sha256_file", "verify", "host_metadata", "unique_folder", "strict_json",
-           "finite_or_null", "SUMS_NAME", "SEAL_WAIT_S"]
+__all__ = ["Bundle", "EvidenceError", "sha256_file", "verify", "require_verified", "REQUIRED_FILES", "host_metadata", "unique_folder", "strict_json",
+           "finite_or_null", "SUMS_NAME", "SEAL_WAIT_S", "seal_guard", "StepInterrupted", "STATUS_COPY_LIMIT"]
 
 _ARM_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 SEAL_WAIT_S = 10.0
@@ -224,7 +223,12 @@ class Bundle:
         return self.root / "raw" / f"{arm}-{int(run)}.stderr"
 
     def status_file(self, arm: str, run: int) -> Path:
-        """``status/<arm>-<run>.jsonl``: pass it as ``CAPSHIM_STATUS_FILE`` so the shim writes it in place."""
+        """``status/<arm>-<run>.jsonl``: where :meth:`write_run` keeps the copy of a run's status file.
+
+        Never hand this path to the workload (``CAPSHIM_STATUS_FILE``): a
+        workload could then plant files in the bundle. The runner gives it a
+        file in its private work folder and copies it here after the run.
+        """
         self._check_arm(arm)
         return self.root / "status" / f"{arm}-{int(run)}.jsonl"
 
@@ -244,8 +248,9 @@ class Bundle:
             if stderr is not None:
                 _atomic_write(self.raw_stderr(arm, run), _as_bytes(stderr))
             if status_src is not None and Path(status_src) != self.status_file(arm, run):
-                if Path(status_src).exists():
-                    shutil.copyfile(status_src, self.status_file(arm, run))
+                data = _read_status_copy(Path(status_src))
+                if data is not None:
+                    _atomic_write(self.status_file(arm, run), data)
         except OSError as exc:
             raise _write_error(exc, f"{self.root}: cannot store run {run} of arm {arm!r}") from None
 
@@ -299,21 +304,31 @@ class Bundle:
             StorageError: the disk is full (exit 4); no partial file is left.
             EvidenceError: other write errors.
         """
-        with _SealGuard() as guard:
+        cm = _SealGuard()
+        with cm as guard:
             try:
                 summary = self._finalize(records, arms, baseline, host, interrupted, metadata_update, title,
-                                         summary)
+                                         summary, guard)
             except OSError as exc:
                 raise _write_error(exc, f"{self.root}: cannot write bundle") from None
-        guard.exit_if_signalled()
+        cm.exit_if_signalled()
         return summary
 
-    def _finalize(self, records, arms, baseline, host, interrupted, metadata_update, title, summary) -> dict:
+    def _finalize(self, records, arms, baseline, host, interrupted, metadata_update, title, summary,
+                  guard: _SealGuard) -> dict:
         failures: list[dict] = []
 
-        def step(name, fn):
+        def step(name, fn, slow=True):
             try:
-                return fn()
+                if not slow:
+                    return fn()
+                with guard.abortable():
+                    return fn()
+            except StepInterrupted as stop:
+                failures.append({"step": name, "error": f"skipped: interrupted by {stop.signal_name}"})
+                print(f"capshim: finalize: {name} skipped ({stop.signal_name}); the data are still sealed",
+                      file=sys.stderr, flush=True)
+                return None
             except (StorageError, KeyboardInterrupt, SystemExit):
                 raise
             except Exception as exc:  # noqa: BLE001 - isolated on purpose: the bundle must still be sealed
@@ -329,7 +344,7 @@ class Bundle:
 
         if summary is None:
             summary = step("analysis", lambda: analyze(host))
-        if summary is None and host is not None:
+        if summary is None and host is not None and not guard.abort:
             summary = step("analysis without the host baseline", lambda: analyze(None))
             if summary is not None:
                 failures[0]["step"] = "host baseline"
@@ -347,8 +362,8 @@ class Bundle:
 
             _atomic_write(self.root / "results.csv", csv_export.serialize_records(records, states).encode())
 
-        step("results.csv", results_csv)
-        data = step("summary.json", lambda: strict_json(summary))
+        step("results.csv", results_csv, slow=False)  # the data: never skipped
+        data = step("summary.json", lambda: strict_json(summary), slow=False)
         if data is None:
             data = strict_json(finite_or_null(summary))
         _atomic_write(self.root / "summary.json", data)
@@ -370,7 +385,9 @@ class Bundle:
 
                 report.draw_chart([summary], self.root / "chart.png", title=title)
 
-            step("chart", chart)
+            if step("chart", chart) is None and any(f["step"] == "chart" for f in failures):
+                with contextlib.suppress(OSError):  # a chart cut short is no chart
+                    (self.root / "chart.png").unlink()
             if (self.root / "chart.png").is_file():
                 md += "\n![chart](chart.png)\n"
         if failures:
@@ -389,39 +406,129 @@ class Bundle:
         return paths.write_sums(self.root, _bundle_files(self.root))
 
 
-class _SealGuard:
-    """While a bundle is sealed, Ctrl-C / SIGTERM / SIGHUP wait (bounded) instead of stopping capshim.
+STATUS_COPY_LIMIT = 64 << 20
+"""At most this many bytes of a run's status file are copied into the bundle (the rest is cut)."""
 
-    The first such signal prints that the bundle is being sealed; one that
-    arrives more than :data:`SEAL_WAIT_S` seconds after it stops capshim as
-    before (KeyboardInterrupt). Only the main thread can hold signal handlers:
-    elsewhere the guard does nothing.
+
+def _read_status_copy(src: Path) -> bytes | None:
+    """The bytes of a run's status file to keep, or None when there is none to keep.
+
+    Only a regular file is copied, never a link (``O_NOFOLLOW``), a FIFO or a
+    device, and at most :data:`STATUS_COPY_LIMIT` bytes of it: the workload
+    could write that file.
+    """
+    try:
+        fd = os.open(src, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NOCTTY", 0))
+    except OSError:  # missing (the shim never wrote), a link (ELOOP), unreadable
+        return None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        chunks, total = [], 0
+        while total < STATUS_COPY_LIMIT:
+            block = os.read(fd, min(1 << 20, STATUS_COPY_LIMIT - total))
+            if not block:
+                break
+            chunks.append(block)
+            total += len(block)
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
+
+
+class StepInterrupted(BaseException):
+    """Raised inside an abortable finalize step (:meth:`_SealGuard.abortable`) by a signal that stops it.
+
+    A BaseException so that a step's own ``except Exception`` does not swallow it.
+    ``signal_name`` is the signal that asked to stop (``"SIGINT"`` ...).
+    """
+
+    def __init__(self, signal_name: str):
+        super().__init__(signal_name)
+        self.signal_name = signal_name
+
+
+class _SealGuard:
+    """While a bundle is sealed, Ctrl-C / SIGTERM / SIGHUP never stop capshim before the seal.
+
+    The first such signal prints that the bundle is being sealed and gives the
+    slow steps (analysis, report, chart: run inside :meth:`abortable`)
+    :data:`SEAL_WAIT_S` seconds more; a second signal, or the end of that wait,
+    interrupts the step that is running (:class:`StepInterrupted`, raised
+    inside the step only) and the remaining slow steps are skipped. A signal
+    outside a slow step only waits: the data files, metadata.json and
+    SHA256SUMS are always written. After the seal :meth:`exit_if_signalled`
+    exits 128+N. Guards nest: an inner one (``finalize`` inside the runner's)
+    shares the outer one's state. Only the main thread can hold signal
+    handlers: elsewhere the guard does nothing.
     """
 
     _SIGNALS = tuple(s for s in (signal.SIGINT, signal.SIGTERM, getattr(signal, "SIGHUP", None)) if s)
+    _active: "_SealGuard | None" = None
 
     def __init__(self):
         self.first: tuple[int, float] | None = None
+        self.abort: str | None = None
+        self.in_step = 0
         self.old: dict = {}
+        self.outer: _SealGuard | None = None
 
     def _handler(self, signum, frame):
         now = time.monotonic()
-        if self.first is None:
+        alarm = signum == getattr(signal, "SIGALRM", None)
+        if alarm:
+            if self.first is None:
+                return
+            self.abort = self.abort or signal.Signals(self.first[0]).name
+        elif self.first is None:
             self.first = (signum, now)
-            print(f"capshim: {signal.Signals(signum).name} while sealing the bundle: waiting for the seal "
-                  f"(at most {SEAL_WAIT_S:g} s; signal again after that to stop at once)",
-                  file=sys.stderr, flush=True)
-        elif now - self.first[1] > SEAL_WAIT_S:
-            raise KeyboardInterrupt(signal.Signals(signum).name)
+            print(f"capshim: {signal.Signals(signum).name} while sealing the bundle: the seal is written "
+                  f"whatever happens; slow steps (analysis, report, chart) get {SEAL_WAIT_S:g} s more "
+                  "(signal again to skip them now)", file=sys.stderr, flush=True)
+            if hasattr(signal, "setitimer") and signal.SIGALRM in self.old:
+                with contextlib.suppress(ValueError, OSError):
+                    signal.setitimer(signal.ITIMER_REAL, SEAL_WAIT_S)
+            return
+        else:
+            self.abort = self.abort or signal.Signals(signum).name
+        if self.in_step:
+            raise StepInterrupted(self.abort)
+
+    @contextlib.contextmanager
+    def abortable(self):
+        """Run a slow, optional step: a stopping signal raises :class:`StepInterrupted` in it.
+
+        Raises StepInterrupted at once when an earlier signal already stopped the slow steps.
+        """
+        if self.abort:
+            raise StepInterrupted(self.abort)
+        self.in_step += 1
+        try:
+            yield
+        finally:
+            self.in_step -= 1
 
     def __enter__(self):
+        if _SealGuard._active is not None:
+            self.outer = _SealGuard._active
+            return self.outer
         if threading.current_thread() is threading.main_thread():
-            for sig in self._SIGNALS:
+            for sig in (*self._SIGNALS, getattr(signal, "SIGALRM", None)):
+                if sig is None:
+                    continue
                 with contextlib.suppress(ValueError, OSError):
                     self.old[sig] = signal.signal(sig, self._handler)
+            _SealGuard._active = self
         return self
 
     def __exit__(self, *exc):
+        if self.outer is not None:
+            return False
+        if _SealGuard._active is self:
+            _SealGuard._active = None
+        if hasattr(signal, "setitimer") and getattr(signal, "SIGALRM", None) in self.old:
+            with contextlib.suppress(ValueError, OSError):
+                signal.setitimer(signal.ITIMER_REAL, 0)
         for sig, old in self.old.items():
             with contextlib.suppress(ValueError, OSError):
                 signal.signal(sig, old)
@@ -429,10 +536,20 @@ class _SealGuard:
         return False
 
     def exit_if_signalled(self) -> None:
-        """After the seal: a signal that waited stops capshim now (exit 128+N)."""
-        if self.first is not None:
+        """After the seal: a signal that waited stops capshim now (exit 128+N); nothing for an inner guard."""
+        if self.first is not None and self.outer is None:
             print(f"capshim: bundle sealed; stopping ({signal.Signals(self.first[0]).name})", file=sys.stderr)
             raise SystemExit(128 + self.first[0])
+
+
+def seal_guard() -> _SealGuard:
+    """A context manager that holds Ctrl-C / SIGTERM / SIGHUP until a bundle is sealed (see ``_SealGuard``).
+
+    ``with seal_guard() as g:`` gives the guard (the outer one when nested);
+    run slow optional steps inside ``g.abortable()``; after the block call
+    ``exit_if_signalled()`` on the object ``seal_guard()`` returned.
+    """
+    return _SealGuard()
 
 
 def _bundle_files(root: Path) -> list[str]:
@@ -455,7 +572,7 @@ def _foreign_entries(root: Path) -> list[str]:
     for dirpath, dirnames, filenames in os.walk(root):
         for name in sorted(dirnames + filenames):
             full = os.path.join(dirpath, name)
-            rel = Path(full).relative_to(root).as_posix()
+            rel = paths.show_name(Path(full).relative_to(root).as_posix())
             mode = os.lstat(full).st_mode
             if stat.S_ISLNK(mode):
                 problems.append(f"{rel}: is a link (a bundle holds only its own files and folders)")
@@ -463,6 +580,82 @@ def _foreign_entries(root: Path) -> list[str]:
                 problems.append(f"{rel}: is not a regular file or folder")
         dirnames[:] = sorted(d for d in dirnames if not os.path.islink(os.path.join(dirpath, d)))
     return problems
+
+
+REQUIRED_FILES = ("metadata.json", "summary.json")
+"""Files every bundle lists in its SHA256SUMS: an empty SHA256SUMS over an empty folder is no bundle."""
+
+
+def _recorded_runs(p: Path, listed: dict[str, str]) -> set[str]:
+    """Labels ``<arm>-<run>`` / ``<arm>.<control>-<run>`` of the runs metadata.json and summary.json record.
+
+    Only files listed in SHA256SUMS are read (an unlisted one is a problem of its own);
+    files that cannot be read or have another shape give no runs here.
+    """
+    labels: set[str] = set()
+    for name, kinds in (("metadata.json", ("runs", "control_runs")), ("summary.json", ("runs",))):
+        if name not in listed:
+            continue
+        try:
+            doc = json.loads(paths.read_limited(p / name, 64 << 20))
+        except (OSError, ValueError):
+            continue
+        arms = doc.get("arms") if isinstance(doc, dict) else None
+        if not isinstance(arms, dict):
+            continue
+        for arm, body in arms.items():
+            if not isinstance(body, dict):
+                continue
+            for kind in kinds:
+                runs = body.get(kind)
+                for r in runs if isinstance(runs, list) else []:
+                    if not isinstance(r, dict) or not isinstance(r.get("run"), int) or isinstance(r["run"], bool):
+                        continue
+                    label = arm
+                    if kind == "control_runs":
+                        if not isinstance(r.get("control"), str):
+                            continue
+                        label = f"{arm}.{r['control']}"
+                    if _ARM_NAME.match(label):
+                        labels.add(f"{label}-{r['run']}")
+    return labels
+
+
+def _missing_raw(p: Path, listed: dict[str, str]) -> list[str]:
+    """Problems for recorded runs whose ``raw/`` stdout or stderr is not listed in SHA256SUMS."""
+    problems = []
+    for label in sorted(_recorded_runs(p, listed)):
+        for ext in ("json", "stderr"):
+            rel = f"raw/{label}.{ext}"
+            if rel not in listed:
+                problems.append(f"{rel}: run {label} is recorded in metadata.json/summary.json but its "
+                                f"file is not listed in {SUMS_NAME}")
+    return problems
+
+
+def require_verified(root: str | Path, what: str) -> Path:
+    """Refuse a bundle folder read as input unless :func:`verify` finds no problem.
+
+    Args:
+        root: the bundle folder.
+        what: how the user named it, for the message (``"--host-baseline"``,
+            ``"report"``, ``"--host"``).
+
+    Returns:
+        ``root`` as a Path.
+
+    Raises:
+        EvidenceError (exit 2): the bundle does not verify; names the folder,
+            the flag and each problem (at most 20).
+    """
+    p = Path(root)
+    problems = verify(p)
+    if problems and not (p / "summary.json").exists():
+        problems.insert(0, "summary.json: missing (not an evidence bundle)")
+    if problems:
+        shown = "; ".join(problems[:20]) + (f"; ... {len(problems) - 20} more" if len(problems) > 20 else "")
+        raise EvidenceError(f"{what} {p}: the bundle does not verify (capshim evidence verify {p}): {shown}")
+    return p
 
 
 def verify(root: str | Path) -> list[str]:
@@ -475,7 +668,13 @@ def verify(root: str | Path) -> list[str]:
         ``"<entry>: is a link ..."``, ``"<entry>: is not a regular file or
         folder"``, ``"<file>: resolves outside the bundle"``,
         ``"SHA256SUMS: line N is malformed"`` or ``"... names a path outside
-        the folder"``, ``"metadata.json: $.path: ..."`` (its shape, see
+        the folder"``, ``"SHA256SUMS: line N lists X again"`` (a duplicate
+        line), ``"... names a file with a control character"``, ``"<file>:
+        has N hard links"``, ``"metadata.json: not listed ..."`` (a bundle
+        lists metadata.json and summary.json at least), ``"raw/<arm>-<n>.json:
+        run ... is recorded ... but its file is not listed"`` (every run that
+        metadata.json or summary.json records has its stdout and stderr),
+        ``"metadata.json: $.path: ..."`` (its shape, see
         :data:`capshim.jsonread.METADATA_SCHEMA`), or ``"SHA256SUMS:
         missing"``. An empty list means every file matches.
     """
@@ -505,11 +704,18 @@ def verify(root: str | Path) -> list[str]:
             problems.append(f"{rel}: resolves outside the bundle")
         elif stat.S_ISLNK(mode) or not stat.S_ISREG(mode):
             problems.append(f"{rel}: listed in {SUMS_NAME} but not a regular file of the bundle")
+        elif os.lstat(f).st_nlink > 1:
+            problems.append(f"{rel}: has {os.lstat(f).st_nlink} hard links (a file of a bundle has one; "
+                            "another name could be a file outside the bundle)")
         elif sha256_file(f) != digest:
             problems.append(f"{rel}: checksum mismatch")
     for rel in _bundle_files(p):
         if rel not in listed:
-            problems.append(f"{rel}: not listed in {SUMS_NAME}")
+            problems.append(f"{paths.show_name(rel)}: not listed in {SUMS_NAME}")
+    for rel in REQUIRED_FILES:
+        if rel not in listed:
+            problems.append(f"{rel}: not listed in {SUMS_NAME} (every bundle has it)")
+    problems += _missing_raw(p, listed)
     if "metadata.json" in listed and not any(x.startswith("metadata.json:") for x in problems):
         from capshim import jsonread
 

@@ -36,7 +36,7 @@ from pathlib import Path
 from capshim.errors import EXIT_STORAGE, CapshimError
 
 __all__ = ["StorageError", "cache_root", "content_key", "sha256_file", "cached_sha256", "atomic_write",
-           "publish_dir", "new_tmp_dir", "write_sums", "read_sums", "check_sums", "verified_sums",
+           "publish_dir", "new_tmp_dir", "write_sums", "sum_line", "show_name", "read_sums", "check_sums", "verified_sums",
            "read_limited", "SUMS_NAME"]
 
 SUMS_NAME = "SHA256SUMS"
@@ -202,40 +202,103 @@ def publish_dir(tmp: Path, final: Path, replace: bool = False) -> None:
 def write_sums(root: Path, names: list[str], *, fsync: bool = True) -> Path:
     """Write ``root/SHA256SUMS`` over ``names`` (paths relative to root), sorted, ``sha256sum -c`` format.
 
+    A name with a newline, carriage return or backslash is written the way
+    GNU ``sha256sum`` writes it: the line starts with a backslash and the
+    name has ``\\n``, ``\\r`` and ``\\\\`` escapes (:func:`sum_line`).
+
     Raises:
         OSError: a file cannot be read; StorageError: the disk is full.
     """
-    lines = [f"{sha256_file(root / rel)}  {rel}" for rel in sorted(names)]
+    lines = [sum_line(sha256_file(root / rel), rel) for rel in sorted(names)]
     out = root / SUMS_NAME
     atomic_write(out, ("\n".join(lines) + "\n").encode(), fsync=fsync)
     return out
 
 
+def sum_line(digest: str, rel: str) -> str:
+    """One SHA256SUMS line for ``rel``, escaped as GNU ``sha256sum`` does when the name needs it.
+
+    A name holding ``\\``, a newline or a carriage return gets a leading
+    backslash on the line and ``\\\\``, ``\\n``, ``\\r`` in the name, so one
+    file is always one line.
+    """
+    if any(c in rel for c in "\\\n\r"):
+        esc = rel.replace("\\", "\\\\").replace("\n", "\\n").replace("\r", "\\r")
+        return f"\\{digest}  {esc}"
+    return f"{digest}  {rel}"
+
+
+def _unescape(name: str) -> str | None:
+    """A name of an escaped SHA256SUMS line with its escapes undone, or None for an unknown or cut escape."""
+    out, i = [], 0
+    while i < len(name):
+        c = name[i]
+        if c == "\\":
+            nxt = name[i + 1:i + 2]
+            if nxt not in ("\\", "n", "r"):
+                return None
+            out.append({"\\": "\\", "n": "\n", "r": "\r"}[nxt])
+            i += 2
+        else:
+            out.append(c)
+            i += 1
+    return "".join(out)
+
+
+def _has_control(name: str) -> bool:
+    return any(ord(c) < 0x20 or ord(c) == 0x7F for c in name)
+
+
+def show_name(name: str) -> str:
+    """A file name for a message: control characters and backslashes escaped, so it stays one line."""
+    if not (_has_control(name) or "\\" in name):
+        return name
+    return name.encode("unicode_escape").decode("ascii")
+
+
 def read_sums(root: Path, limit: int = 16 << 20) -> tuple[dict[str, str], list[str]]:
-    """Parse ``root/SHA256SUMS``.
+    """Parse ``root/SHA256SUMS`` (GNU ``sha256sum`` format, escaped lines included).
 
     Returns:
         ``({relative path: lowercase digest}, problems)``; problems name the
-        line (malformed, or a path that is absolute or climbs out with ``..``).
+        line: malformed (an unknown escape too), a path that is absolute or
+        climbs out with ``..``, a name with a control character, or a path
+        listed twice (``sha256sum -c`` checks every line, so a duplicate line
+        could hide a wrong one).
 
     Raises:
         OSError: the file is missing or unreadable (or not a regular file).
     """
     text = read_limited(root / SUMS_NAME, limit).decode("utf-8", errors="replace")
     sums: dict[str, str] = {}
+    first_line: dict[str, int] = {}
     problems: list[str] = []
-    for n, line in enumerate(text.splitlines(), 1):
+    for n, line in enumerate(text.split("\n"), 1):
         if not line.strip():
             continue
-        m = _SUM_LINE.match(line)
+        escaped = line.startswith("\\")
+        m = _SUM_LINE.match(line[1:] if escaped else line)
         if not m:
             problems.append(f"{SUMS_NAME}: line {n} is malformed")
             continue
-        rel = Path(m.group("name"))
-        if rel.is_absolute() or ".." in rel.parts:
-            problems.append(f"{SUMS_NAME}: line {n} names a path outside the folder: {m.group('name')}")
+        name = _unescape(m.group("name")) if escaped else m.group("name")
+        if name is None:
+            problems.append(f"{SUMS_NAME}: line {n} is malformed (an unknown escape in the name)")
             continue
-        sums[rel.as_posix()] = m.group("digest").lower()
+        if _has_control(name):
+            problems.append(f"{SUMS_NAME}: line {n} names a file with a control character: {show_name(name)}")
+            continue
+        rel = Path(name)
+        if rel.is_absolute() or ".." in rel.parts:
+            problems.append(f"{SUMS_NAME}: line {n} names a path outside the folder: {show_name(name)}")
+            continue
+        key = rel.as_posix()
+        if key in sums:
+            problems.append(f"{SUMS_NAME}: line {n} lists {show_name(key)} again (first on line "
+                            f"{first_line[key]}); each file must be listed once")
+            continue
+        first_line[key] = n
+        sums[key] = m.group("digest").lower()
     return sums, problems
 
 

@@ -77,6 +77,7 @@ def test_host_baseline_bundle_of_the_wrong_shape_still_seals(tmp_path):
     host.mkdir()
     (host / "summary.json").write_text(json.dumps(
         {"baseline": "h", "arms": {"h": {"tests": {"pp512": {"samples": ["x"]}}}}}))
+    evidence.Bundle.create(host, exist_ok=True).write_sums()  # sealed: an unsealed bundle is refused first
     w = _w(tmp_path, f"echo '{ROW}'")
     r = _bench(tmp_path, "-r", "1", "--host-baseline", str(host), "--", str(w))
     assert "Traceback" not in r.stderr
@@ -153,7 +154,9 @@ def test_relative_out_gives_the_workload_an_absolute_status_file(tmp_path):
                     "--out", "bc", "--", str(w), cwd=tmp_path, timeout=300)
     assert r.returncode == 0, r.stderr
     for line in seen.read_text().split():
-        assert Path(line).is_absolute() and Path(line).parent == (tmp_path / "bc" / "status"), line
+        # absolute, and private to the run (outside the bundle; copied into bc/status after the run)
+        assert Path(line).is_absolute() and (tmp_path / "bc") not in Path(line).parents, line
+    assert sorted(p.name for p in (tmp_path / "bc" / "status").iterdir()) == ["a-1.jsonl", "b-1.jsonl"]
 
 
 def test_huge_stderr_is_kept_as_head_and_tail(tmp_path, monkeypatch):
@@ -182,3 +185,53 @@ def test_workload_stderr_over_the_cap_is_recorded(tmp_path):
     run = summary["arms"]["a"]["runs"][0]
     assert run["stderr_truncated_bytes"] == 40000000 - (32 << 20)
     assert (tmp_path / "b" / "raw" / "a-1.stderr").stat().st_size < (32 << 20) + 200
+def test_workload_cannot_plant_files_through_its_status_file(tmp_path):
+    # The workload writes odd names and links next to its status file and swaps the file for a link.
+    secret = tmp_path / "secret"
+    secret.write_text("not for the bundle\n")
+    body = ('d=$(dirname "$CAPSHIM_STATUS_FILE")\n'
+            "touch \"$d/evil\nname\" \"$d/back\\\\slash\"\n"
+            f'ln -s "{secret}" "$d/link"\n'
+            f'rm -f "$CAPSHIM_STATUS_FILE"; ln -s "{secret}" "$CAPSHIM_STATUS_FILE"\n'
+            f"echo '{ROW}'")
+    w = _w(tmp_path, body)
+    r = _bench(tmp_path, "-r", "1", "--", str(w))
+    assert r.returncode == 0, r.stderr
+    _sealed(tmp_path, r)
+    out = tmp_path / "b"
+    status = sorted(p.name for p in (out / "status").iterdir())
+    assert status == []  # no planted name; a status file swapped for a link is not copied
+    for p in (out / "status").iterdir():
+        assert not p.is_symlink() and "not for the bundle" not in p.read_text()
+    env = json.loads((out / "metadata.json").read_text())["arms"]["a"]["runs"][0]["env_delta"]
+    assert not env["CAPSHIM_STATUS_FILE"].startswith(str(out))
+
+
+def test_host_baseline_bundle_that_does_not_verify_is_exit_2(tmp_path):
+    w = _w(tmp_path, f"echo '{ROW}'")
+    r = _bench(tmp_path, "-r", "1", "--", str(w), out="host")
+    assert r.returncode == 0, r.stderr
+    host = tmp_path / "host"
+    s = json.loads((host / "summary.json").read_text())
+    s["arms"]["a"]["tests"]["pp512"]["median"] = 1e6  # a forged number: the checksum no longer matches
+    (host / "summary.json").write_text(json.dumps(s))
+    r = _bench(tmp_path, "-r", "1", "--host-baseline", str(host), "--", str(w))
+    assert r.returncode == 2 and "Traceback" not in r.stderr
+    assert f"--host-baseline {host}: the bundle does not verify" in r.stderr
+    assert "summary.json: checksum mismatch" in r.stderr
+    assert not (tmp_path / "b").exists()
+    # a raw llama-bench file is no bundle: still taken as is
+    raw = tmp_path / "host.json"
+    raw.write_text(ROW)
+    r = _bench(tmp_path, "-r", "1", "--host-baseline", str(raw), "--", str(w), out="c")
+    assert r.returncode == 0, r.stderr
+
+
+def test_status_file_is_copied_into_the_bundle_after_the_run(tmp_path):
+    w = _w(tmp_path, f"""echo '{{"event":"from-the-run"}}' >> "$CAPSHIM_STATUS_FILE"\necho '{ROW}'""")
+    r = _bench(tmp_path, "-r", "1", "--", str(w))
+    assert r.returncode == 0, r.stderr
+    _sealed(tmp_path, r)
+    for arm in ("a", "b"):
+        copy = tmp_path / "b" / "status" / f"{arm}-1.jsonl"
+        assert not copy.is_symlink() and "from-the-run" in copy.read_text()

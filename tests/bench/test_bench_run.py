@@ -205,3 +205,36 @@ def test_host_baseline_from_a_llama_bench_file(tmp_path):
     assert summary["host"]["source"].endswith("cpu-tiny.json")
     pct = summary["arms"]["stock"]["tests"]["pp64"]["pct_of_host"]["value"]
     assert abs(pct - 100.0) < 1e-9  # the same samples on both sides
+
+
+def test_second_ctrl_c_during_a_slow_finalize_still_seals(tmp_path):
+    # 2,000 series (one n_prompt each): the analysis takes seconds. SIGINT once the runs are done, then again:
+    # the second one cuts the slow step short, it is recorded as skipped, and the bundle is sealed (exit 130).
+    rows = tmp_path / "rows.json"
+    rows.write_text(json.dumps([{"n_prompt": 512 + i, "n_gen": 0, "samples_ts": [100 + i / 1000, 101, 99]}
+                                for i in range(2000)]))
+    script = _fake_workload(tmp_path, f'cat "{rows}"')
+    out = tmp_path / "b"
+    env = dict(os.environ, PYTHONPATH=str(REPO / "src"))
+    proc = subprocess.Popen([sys.executable, "-m", "capshim.cli", "bench", "--arm", "a=", "--arm", "b=", "-r", "1",
+                             "--warmup", "0", "--out", str(out), "--", str(script)],
+                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 120
+    while len(list((out / "raw").glob("*-1.stderr")) if (out / "raw").is_dir() else []) < 2 \
+            and time.time() < deadline:
+        time.sleep(0.1)
+    time.sleep(0.5)  # both runs done: capshim is analysing 2 x 2,000 series
+    proc.send_signal(signal.SIGINT)
+    time.sleep(1.0)
+    proc.send_signal(signal.SIGINT)
+    stdout, stderr = proc.communicate(timeout=300)
+    assert proc.returncode == 130, stderr[-3000:]
+    assert "Aborted" not in stderr and "Traceback" not in stderr
+    assert evidence.verify(out) == []
+    meta = json.loads((out / "metadata.json").read_text())
+    skipped = [f for f in meta["finalize_failures"] if f["error"] == "skipped: interrupted by SIGINT"]
+    assert skipped and skipped[0]["step"] in ("analysis", "report", "chart"), meta["finalize_failures"]
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["finalize_failures"] == meta["finalize_failures"]
+    assert (out / "results.csv").read_text().count("\n") == 1 + 2 * 2000 * 3  # the data are all there
+    assert len(list((out / "raw").glob("*.json"))) == 2

@@ -387,3 +387,14 @@ def test_sqlite_path_that_is_not_a_regular_file_is_refused(tmp_path, value, how)
     assert r.stderr.startswith(f"capshim: {name} {value}:")
     assert set(os.listdir(tmp_path)) == before
     assert not os.path.exists("/dev/null-journal") or value != "/dev/null"
+
+
+def test_add_refuses_a_host_bundle_that_does_not_verify(tmp_path, db_url):
+    import shutil
+
+    host = tmp_path / "host"
+    shutil.copytree(EVIDENCE / "h200-tinyllama-r10", host)
+    (host / "summary.json").write_text((host / "summary.json").read_text().replace('"median": ', '"median": 9', 1))
+    r = _cli("db", "add", "--arm", f"guest={FIXTURE}", "--host", str(host), "--db", db_url)
+    assert r.exit_code == 2 and "Traceback" not in r.output
+    assert f"--host {host}: the bundle does not verify" in r.output and "summary.json: checksum mismatch" in r.output

@@ -175,6 +175,10 @@ def make_plan(arm_opts: tuple[str, ...] | list[str], baseline: str | None, host_
     if host_baseline:
         from capshim.bench.analysis import host_from_file
 
+        if Path(host_baseline).is_dir():  # a bundle is taken only when it verifies; a llama-bench file as is
+            from capshim import evidence
+
+            evidence.require_verified(host_baseline, "--host-baseline")
         host = host_from_file(host_baseline)
         host_arm = None
     else:

@@ -28,6 +28,7 @@ bundle of what finished.
 
 from __future__ import annotations
 
+import contextlib
 import datetime as _dt
 import os
 import random
@@ -44,7 +45,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
-from capshim import __version__, backends, launch
+from capshim import __version__, backends, evidence, launch
 from capshim.bench import analysis, attest, llamabench, metrics, stats, telemetry
 from capshim.bench.arms import Arm
 from capshim.errors import CapshimError
@@ -331,7 +332,9 @@ def _run_one(bundle: Bundle, arm: Arm, n: int, workload: Workload, timeout: floa
              position: tuple[int, int] = (0, 0)) -> RunResult:
     label = workload.label(arm.name)
     run_dir = work / f"{label}-{n}{'' if record else '-warmup'}"
-    status_file = bundle.status_file(label, n) if record else run_dir / "status.jsonl"
+    # The status file lives in the private work folder, never in the bundle: the workload may write
+    # that path (and its folder), so only a copy of the one file goes into status/ after the run.
+    status_file = run_dir / "status.jsonl"
     t0 = time.monotonic()
     try:
         lc = launch.prepare(workload.argv, arm.profile, arm.simulate, run_dir=run_dir, status_file=status_file)
@@ -368,6 +371,7 @@ def _run_one(bundle: Bundle, arm: Arm, n: int, workload: Workload, timeout: floa
             launch.end_group(proc.pid)
             if not record:
                 raise
+            bundle.write_run(label, n, status_src=status_file)
             states = {name: s.to_dict() for name, s in lc.states().items()}
             raise Interrupted(RunResult(arm.name, n, None, stop.signal_name, False, time.monotonic() - t0, [], {},
                                         states, None, f"interrupted ({stop.signal_name})",
@@ -376,6 +380,8 @@ def _run_one(bundle: Bundle, arm: Arm, n: int, workload: Workload, timeout: floa
     seconds = time.monotonic() - t0
     # what the workload left running in its session (a `( sleep 1000 ) &`): SIGTERM, grace, SIGKILL
     left = launch.end_group(proc.pid)
+    if record:
+        bundle.write_run(label, n, status_src=status_file)
     after = probe.snapshot() if probe else {}
     sig = signal.Signals(-rc).name if rc < 0 and -rc in signal.Signals._value2member_map_ else None
     exit_code = rc if rc >= 0 else None
@@ -692,11 +698,15 @@ def run_bench(arms: list[Arm], workload: Workload, baseline: str, out: Path, rep
         probe.close()
     if aborted:
         bundle.metadata["aborted"] = aborted
-    result = _finish(bundle, arms, results, workload, baseline, host_arm, host, reference_arm, interrupted,
-                     control_results=control_results, aa_arm=aa_arm, allow_mismatch=allow_mismatch,
-                     exclude_contaminated=exclude_contaminated,
-                     notes=notes, precision=precision_state if precision is not None else None,
-                     precision_target=precision, cap=cap, precision_tests=precision_tests)
+    # From here a signal never stops capshim before the seal: it only cuts the slow steps short.
+    guard_cm = evidence.seal_guard()
+    with guard_cm as guard:
+        result = _finish(bundle, arms, results, workload, baseline, host_arm, host, reference_arm, interrupted,
+                         control_results=control_results, aa_arm=aa_arm, allow_mismatch=allow_mismatch,
+                         exclude_contaminated=exclude_contaminated,
+                         notes=notes, precision=precision_state if precision is not None else None,
+                         precision_target=precision, cap=cap, precision_tests=precision_tests, guard=guard)
+    guard_cm.exit_if_signalled()
     result.interrupted_by = interrupted_by
     if bad_tests is not None:
         from capshim.errors import UsageError
@@ -812,8 +822,13 @@ def _finish(bundle: Bundle, arms: list[Arm], results: dict[str, list[RunResult]]
             aa_arm: str | None = None, allow_mismatch: bool = False,
             exclude_contaminated: bool = False, notes: list[str] | None = None, precision: dict | None = None,
             precision_target: float | None = None, cap: int | None = None,
-            precision_tests: list[str] | None = None) -> BenchResult:
-    """The pipeline's end: analysis (typed summary) -> bundle (which runs the exporters and seals)."""
+            precision_tests: list[str] | None = None, guard=None) -> BenchResult:
+    """The pipeline's end: analysis (typed summary) -> bundle (which runs the exporters and seals).
+
+    ``guard`` (:func:`capshim.evidence.seal_guard`): the analysis runs as one of its slow steps, so
+    a signal can cut it short (finalize then records it as skipped) but never stop the seal.
+    """
+    slow = guard.abortable if guard is not None else contextlib.nullcontext
     control_results = control_results or {}
     all_records = _records(results, False, control_results)
     for rs in (*results.values(), *control_results.values()):
@@ -851,12 +866,16 @@ def _finish(bundle: Bundle, arms: list[Arm], results: dict[str, list[RunResult]]
     failed = sum(1 for rs in (*results.values(), *control_results.values()) for r in rs if r.error)
     refused = None
     try:
-        summary = _analyze(workload, records, arm_info, baseline, host_dict, allow_mismatch=allow_mismatch,
-                           aa_arm=aa_arm, notes=notes)
-    except analysis.ComparabilityError as exc:  # seal what finished (rows marked), then refuse
-        refused = exc
-        summary = _analyze(workload, records, arm_info, baseline, host_dict, allow_mismatch=True,
-                           aa_arm=aa_arm, notes=(notes or []) + [f"refused: {exc}"])
+        with slow():
+            try:
+                summary = _analyze(workload, records, arm_info, baseline, host_dict, allow_mismatch=allow_mismatch,
+                                   aa_arm=aa_arm, notes=notes)
+            except analysis.ComparabilityError as exc:  # seal what finished (rows marked), then refuse
+                refused = exc
+                summary = _analyze(workload, records, arm_info, baseline, host_dict, allow_mismatch=True,
+                                   aa_arm=aa_arm, notes=(notes or []) + [f"refused: {exc}"])
+    except evidence.StepInterrupted:  # finalize records the analysis as skipped and seals
+        summary = None
     except Exception:  # noqa: BLE001 - finalize runs the analysis again as an isolated, recorded step
         summary = None
     if precision_target is not None and summary is not None:
@@ -872,7 +891,7 @@ def _finish(bundle: Bundle, arms: list[Arm], results: dict[str, list[RunResult]]
         summary["precision"] = precision
     summary = bundle.finalize(all_records, arm_info, baseline, host_dict, interrupted=interrupted,
                               metadata_update={"failed_runs": failed}, title="capshim bench", summary=summary)
-    if refused is not None:
+    if refused is not None and not (guard is not None and guard.first):  # a signal's exit code wins
         raise analysis.ComparabilityError(f"{refused} (bundle of the runs kept: {bundle.root})")
     bad = [a for a, i in arm_info.items() if i["state"] in ("inert", "invalid", "failed", "wrong-output")]
     return BenchResult(summary, bundle.root, interrupted, failed, bad)

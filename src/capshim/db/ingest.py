@@ -285,13 +285,18 @@ def read_external(arm_specs: list[tuple[str, list[str]]], host: str | None = Non
         bytes with their arm names (the same files twice are one record).
 
     Raises:
-        IngestError / AnalysisError / LlamaBenchError naming the file or arm.
+        IngestError / AnalysisError / LlamaBenchError naming the file or arm;
+            EvidenceError (exit 2) when ``host`` is a bundle that does not verify.
     """
     from capshim.bench.analysis import arms_from_files
     from capshim.evidence import sha256_file
     from capshim.report import report_from_files
 
     files = [Path(f) for _, fs in arm_specs for f in fs]
+    if host and Path(host).is_dir():  # a bundle read as input must verify (an edited host would be stored)
+        from capshim.evidence import require_verified
+
+        require_verified(host, "--host")
     for f in files + ([Path(host)] if host and not Path(host).is_dir() else []):
         if not f.is_file():
             raise IngestError(f"{f}: no such file")

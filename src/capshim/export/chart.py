@@ -24,6 +24,10 @@ __all__ = ["serialize", "draw"]
 CLIP = 1e12
 
 
+#: At most this many series get a panel; the chart says how many were left out.
+MAX_PANELS = 24
+
+
 def _clip(v: float) -> float:
     return min(v, CLIP) if math.isfinite(v) else CLIP
 
@@ -47,6 +51,10 @@ def _figure(summaries: list[dict], labels: list[str] | None, title: str | None):
                 tests.append(t)
     labels = labels or [f"#{i + 1}" for i in range(len(summaries))]
     multi = len(summaries) > 1
+    cut = len(tests) - MAX_PANELS if len(tests) > MAX_PANELS else 0
+    if cut:  # a panel each: thousands of series would take minutes and exceed the image size limit
+        tests = tests[:MAX_PANELS]
+        title = f"{title + ' - ' if title else ''}first {MAX_PANELS} of {MAX_PANELS + cut} series (the table has all)"
     n = max(1, len(tests))
     fig, axes = plt.subplots(1, n, figsize=(max(5.0, 4.2 * n), 4.2), squeeze=False)
     palette = plt.rcParams["axes.prop_cycle"].by_key()["color"]
@@ -88,6 +96,8 @@ def draw(summaries: list[dict], path: str | Path, labels: list[str] | None = Non
 
     Bars of arms that are not shim results (or compare different configurations)
     are hatched and grey; the speedup vs the baseline is written above each bar.
+    At most :data:`MAX_PANELS` series are drawn (the first ones); the title
+    then says how many there were.
     """
     out = Path(path)
     out.write_bytes(_png(summaries, labels, title))
