@@ -235,3 +235,19 @@ def test_status_file_is_copied_into_the_bundle_after_the_run(tmp_path):
     for arm in ("a", "b"):
         copy = tmp_path / "b" / "status" / f"{arm}-1.jsonl"
         assert not copy.is_symlink() and "from-the-run" in copy.read_text()
+
+
+def test_a_workload_cannot_plant_files_next_to_its_own_output(tmp_path):
+    """The workload finds its stdout file through /proc/self/fd/1 and drops a file and a link
+    beside it, then replaces the file with a link: nothing of that reaches the bundle."""
+    w = _w(tmp_path, "d=$(dirname \"$(readlink /proc/self/fd/1)\")\n"
+                     "echo planted > \"$d/planted.json\"; ln -sf /etc/hostname \"$d/evil-link\"\n"
+                     f"echo '{ROW}'\n"
+                     "f=$(readlink /proc/self/fd/1); rm -f \"$f\"; ln -s /etc/hostname \"$f\"")
+    r = _bench(tmp_path, "-r", "1", "--", str(w))
+    summary = _sealed(tmp_path, r)
+    assert r.returncode == 0, r.stderr
+    raw = sorted(p.name for p in (tmp_path / "b" / "raw").iterdir())
+    assert raw == ["a-1.json", "a-1.stderr", "b-1.json", "b-1.stderr"]
+    assert json.loads((tmp_path / "b" / "raw" / "a-1.json").read_text()) == json.loads(ROW)
+    assert summary["arms"]["b"]["tests"]["pp512"]["median"] == 100.0

@@ -327,6 +327,16 @@ def _make_launcher(arms: list[Arm], workload: Workload, work: Path, rng: random.
     return Launcher(keys, size, rng)
 
 
+def _copy_output(fh, dst: Path) -> None:
+    """Copy what a run wrote to ``fh`` (capshim's own descriptor of its private output file)
+    into the bundle file ``dst``, through that descriptor: whatever the workload did to the
+    private path (replaced it with a link, say), the bundle gets only what was written to it."""
+    fh.flush()
+    fh.seek(0)
+    with open(dst, "wb") as out:
+        shutil.copyfileobj(fh, out, 1 << 20)
+
+
 def _run_one(bundle: Bundle, arm: Arm, n: int, workload: Workload, timeout: float, work: Path,
              record: bool = True, launcher: Launcher | None = None, probe: telemetry.Telemetry | None = None,
              position: tuple[int, int] = (0, 0)) -> RunResult:
@@ -345,13 +355,18 @@ def _run_one(bundle: Bundle, arm: Arm, n: int, workload: Workload, timeout: floa
     if "CAPSHIM_STATUS_FILE" in launcher.keys:
         lc.env_delta.setdefault("CAPSHIM_STATUS_FILE", str(lc.status_file))  # absolute (launch.prepare)
     exec_argv, env, delta = launcher.build(lc, workload.env)
-    out_path = bundle.raw_json(label, n) if record else run_dir / "stdout.json"
-    err_path = bundle.raw_stderr(label, n) if record else run_dir / "stderr.txt"
+    # stdout and stderr go to private files too (a workload can find the path of its own stdout
+    # through /proc/self/fd/1 and must not learn a path inside the bundle); the bundle gets copies
+    # read through capshim's own descriptors after the run.
+    run_dir.mkdir(parents=True, exist_ok=True)
+    priv_out, priv_err = run_dir / "stdout.json", run_dir / "stderr.txt"
+    out_path = bundle.raw_json(label, n) if record else priv_out
+    err_path = bundle.raw_stderr(label, n) if record else priv_err
     workload.before_run()
     before = probe.snapshot() if probe else {}
     t0 = time.monotonic()
     timed_out = False
-    with open(out_path, "wb") as out, open(err_path, "wb") as err:
+    with open(priv_out, "w+b") as out, open(priv_err, "w+b") as err:
         try:
             proc = subprocess.Popen(exec_argv, env=env, stdout=out, stderr=err, stdin=subprocess.DEVNULL,
                                     start_new_session=True)
@@ -371,17 +386,21 @@ def _run_one(bundle: Bundle, arm: Arm, n: int, workload: Workload, timeout: floa
             launch.end_group(proc.pid)
             if not record:
                 raise
+            _copy_output(out, out_path)
+            _copy_output(err, err_path)
             bundle.write_run(label, n, status_src=status_file)
             states = {name: s.to_dict() for name, s in lc.states().items()}
             raise Interrupted(RunResult(arm.name, n, None, stop.signal_name, False, time.monotonic() - t0, [], {},
                                         states, None, f"interrupted ({stop.signal_name})",
                                         round=position[0], position=position[1],
                                         control=workload.control)) from None
-    seconds = time.monotonic() - t0
-    # what the workload left running in its session (a `( sleep 1000 ) &`): SIGTERM, grace, SIGKILL
-    left = launch.end_group(proc.pid)
-    if record:
-        bundle.write_run(label, n, status_src=status_file)
+        seconds = time.monotonic() - t0
+        # what the workload left running in its session (a `( sleep 1000 ) &`): SIGTERM, grace, SIGKILL
+        left = launch.end_group(proc.pid)
+        if record:
+            _copy_output(out, out_path)
+            _copy_output(err, err_path)
+            bundle.write_run(label, n, status_src=status_file)
     after = probe.snapshot() if probe else {}
     sig = signal.Signals(-rc).name if rc < 0 and -rc in signal.Signals._value2member_map_ else None
     exit_code = rc if rc >= 0 else None
