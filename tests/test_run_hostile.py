@@ -201,3 +201,25 @@ def test_run_gives_a_command_that_cds_absolute_paths(tmp_path):
     lc = launch.prepare(["true"], run_dir=Path(os.path.relpath(tmp_path / "r")),
                         status_file=Path(os.path.relpath(tmp_path / "s.jsonl")))
     assert lc.status_file.is_absolute() and lc.run_dir.is_absolute()
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+def test_a_signal_during_the_cleanup_grace_leaves_no_orphan(tmp_path, sig):
+    """The command exits at once, leaving a TERM-ignoring child; a signal to capshim while it waits
+    out the grace before SIGKILL must not cut the cleanup short."""
+    pids = tmp_path / "pids"
+    script = _script(tmp_path, "ign.sh", (
+        "#!/bin/sh\ntrap '' TERM HUP INT\n"
+        f"( sleep 783 ) &\necho $! >> '{pids}'\nexit 0\n").encode())
+    env = dict(os.environ, PYTHONPATH=str(REPO / "src"), TMPDIR=str(tmp_path))
+    proc = subprocess.Popen([sys.executable, "-m", "capshim.cli", "run", "--", str(script)], env=env,
+                            stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 60
+    while not pids.exists() or not pids.read_text().strip():
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    time.sleep(0.8)  # the command has exited; capshim is in end_group's grace
+    proc.send_signal(sig)
+    proc.wait(timeout=60)
+    time.sleep(0.2)
+    assert not _alive(int(pids.read_text().split()[0]))

@@ -623,6 +623,15 @@ def bench_cmd(arm_opts, baseline, host_baseline, host_arm, repetitions, process_
     else:
         print_table([result.summary], title=p.title)
     click.echo(f"evidence bundle: {result.bundle}  (check it: capshim evidence verify {result.bundle})", err=True)
+    from capshim import evidence as _evidence
+
+    sealed_problems = _evidence.verify(result.bundle)  # the seal is checked, never assumed
+    if sealed_problems:
+        click.echo(f"capshim: the sealed bundle does not verify (something else wrote into {result.bundle} "
+                   "during the bench?):", err=True)
+        for line in sealed_problems[:20]:
+            click.echo(f"  {line}", err=True)
+        sys.exit(5)
     if db_url:
         from capshim.db import add_bundle
 

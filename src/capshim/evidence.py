@@ -552,11 +552,32 @@ def seal_guard() -> _SealGuard:
     return _SealGuard()
 
 
+MAX_DEPTH = 8
+"""Folder depth below a bundle's root that capshim walks (bundles use 1: raw/, status/)."""
+
+
+def _walk(root: Path):
+    """``(dirpath, dirnames, filenames, depth)`` below ``root``, iteratively (no recursion limit),
+    folders deeper than :data:`MAX_DEPTH` not entered; links (also to folders) are file names."""
+    stack = [(str(root), 0)]
+    while stack:
+        d, depth = stack.pop()
+        try:
+            with os.scandir(d) as it:
+                entries = sorted(it, key=lambda e: e.name)
+        except OSError:
+            continue
+        dirs = [e.name for e in entries if e.is_dir(follow_symlinks=False)]
+        files = [e.name for e in entries if not e.is_dir(follow_symlinks=False)]
+        yield d, dirs, files, depth
+        if depth < MAX_DEPTH:
+            stack.extend((os.path.join(d, x), depth + 1) for x in reversed(dirs))
+
+
 def _bundle_files(root: Path) -> list[str]:
     """Relative paths of the regular files of a bundle (links and special files are not followed)."""
     out = []
-    for dirpath, dirnames, filenames in os.walk(root):
-        dirnames[:] = sorted(d for d in dirnames if not os.path.islink(os.path.join(dirpath, d)))
+    for dirpath, dirnames, filenames, _depth in _walk(root):
         for f in filenames:
             full = os.path.join(dirpath, f)
             rel = Path(full).relative_to(root).as_posix()
@@ -569,7 +590,10 @@ def _bundle_files(root: Path) -> list[str]:
 def _foreign_entries(root: Path) -> list[str]:
     """Entries that make a bundle not self-contained: links (anywhere) and anything but files and folders."""
     problems = []
-    for dirpath, dirnames, filenames in os.walk(root):
+    for dirpath, dirnames, filenames, depth in _walk(root):
+        if depth == MAX_DEPTH and dirnames:
+            rel = paths.show_name(Path(dirpath).relative_to(root).as_posix())
+            problems.append(f"{rel}: folders nested deeper than {MAX_DEPTH} levels (not a bundle's layout)")
         for name in sorted(dirnames + filenames):
             full = os.path.join(dirpath, name)
             rel = paths.show_name(Path(full).relative_to(root).as_posix())
@@ -578,7 +602,6 @@ def _foreign_entries(root: Path) -> list[str]:
                 problems.append(f"{rel}: is a link (a bundle holds only its own files and folders)")
             elif not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
                 problems.append(f"{rel}: is not a regular file or folder")
-        dirnames[:] = sorted(d for d in dirnames if not os.path.islink(os.path.join(dirpath, d)))
     return problems
 
 
@@ -630,6 +653,29 @@ def _missing_raw(p: Path, listed: dict[str, str]) -> list[str]:
             if rel not in listed:
                 problems.append(f"{rel}: run {label} is recorded in metadata.json/summary.json but its "
                                 f"file is not listed in {SUMS_NAME}")
+    return problems
+
+
+LAYOUT_FILES = frozenset({"metadata.json", "summary.json", "results.csv", "report.md", "chart.png"})
+"""The files capshim writes at a bundle's top level (besides SHA256SUMS)."""
+
+_RUN_FILE = re.compile(r"(?:raw/(?P<raw>[^/]+)\.(?:json|stderr)|status/(?P<status>[^/]+)\.jsonl)")
+
+
+def _outside_layout(p: Path, listed: dict[str, str]) -> list[str]:
+    """Listed files that are not part of a bundle's layout: only :data:`LAYOUT_FILES`,
+    ``raw/<run>.json|.stderr`` and ``status/<run>.jsonl`` of a run that metadata.json or
+    summary.json records. A file planted during the run and sealed with the rest shows here."""
+    runs = _recorded_runs(p, listed)
+    problems = []
+    for rel in sorted(listed):
+        if rel in LAYOUT_FILES:
+            continue
+        m = _RUN_FILE.fullmatch(rel)
+        label = m and (m.group("raw") or m.group("status"))
+        if not label or (runs and label not in runs):
+            problems.append(f"{paths.show_name(rel)}: not part of a bundle's layout (capshim writes no such "
+                            "file: it may have been planted during the run)")
     return problems
 
 
@@ -716,6 +762,7 @@ def verify(root: str | Path) -> list[str]:
         if rel not in listed:
             problems.append(f"{rel}: not listed in {SUMS_NAME} (every bundle has it)")
     problems += _missing_raw(p, listed)
+    problems += _outside_layout(p, listed)
     if "metadata.json" in listed and not any(x.startswith("metadata.json:") for x in problems):
         from capshim import jsonread
 

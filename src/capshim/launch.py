@@ -308,16 +308,26 @@ def end_group(pgid: int, grace: float = LEFTOVER_GRACE_S) -> int:
     left = group_members(pgid)
     if not left:
         return 0
-    for sig in (signal.SIGTERM, signal.SIGKILL):
-        try:
-            os.killpg(pgid, sig)
-        except (ProcessLookupError, PermissionError):
-            return len(left)
-        deadline = time.monotonic() + (grace if sig == signal.SIGTERM else 5.0)
-        while group_members(pgid) and time.monotonic() < deadline:
-            time.sleep(0.05)
-        if not group_members(pgid):
-            break
+    # Ctrl-C / SIGTERM / SIGHUP to capshim during the grace must not cut the cleanup short
+    # (that left the group's survivors orphaned): they are held until the group is ended,
+    # then delivered as usual.
+    held = {signal.SIGINT, signal.SIGTERM, signal.SIGHUP}
+    main = threading.current_thread() is threading.main_thread()
+    old = signal.pthread_sigmask(signal.SIG_BLOCK, held) if main else None
+    try:
+        for sig in (signal.SIGTERM, signal.SIGKILL):
+            try:
+                os.killpg(pgid, sig)
+            except (ProcessLookupError, PermissionError):
+                return len(left)
+            deadline = time.monotonic() + (grace if sig == signal.SIGTERM else 5.0)
+            while group_members(pgid) and time.monotonic() < deadline:
+                time.sleep(0.05)
+            if not group_members(pgid):
+                break
+    finally:
+        if old is not None:
+            signal.pthread_sigmask(signal.SIG_SETMASK, old)
     return len(left)
 
 
@@ -346,11 +356,15 @@ def run(launch: Launch, timeout: float | None = None) -> int:
     tty = _give_terminal(proc.pid)
     try:
         with _forward_signals(proc) as forwarded:
-            rc = _wait(proc, timeout, forwarded)
+            try:
+                rc = _wait(proc, timeout, forwarded)
+            finally:
+                # still forwarding: a signal that arrives now goes to the group (and end_group
+                # holds it during its grace), so capshim never dies with survivors left behind
+                end_group(proc.pid)
     finally:
         if tty is not None:
             _take_terminal(tty)
-        end_group(proc.pid)
     return rc
 
 

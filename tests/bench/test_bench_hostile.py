@@ -251,3 +251,30 @@ def test_a_workload_cannot_plant_files_next_to_its_own_output(tmp_path):
     assert raw == ["a-1.json", "a-1.stderr", "b-1.json", "b-1.stderr"]
     assert json.loads((tmp_path / "b" / "raw" / "a-1.json").read_text()) == json.loads(ROW)
     assert summary["arms"]["b"]["tests"]["pp512"]["median"] == 100.0
+
+
+def test_files_planted_in_the_out_folder_during_the_bench_are_caught(tmp_path):
+    """A workload that knows --out writes into it while the bench runs: the seal lists the file,
+    but verify (which bench runs on its own seal) names it as outside the layout: exit 5."""
+    out = tmp_path / "b"
+    w = _w(tmp_path, f"echo planted > '{out}/planted.txt'\nmkdir -p '{out}/raw'\n"
+                     f"echo '{ROW}' > '{out}/raw/zz-9.json'\necho '{ROW}'")
+    r = _bench(tmp_path, "-r", "1", "--", str(w))
+    assert r.returncode == 5 and "Traceback" not in r.stderr, r.stderr
+    assert "planted.txt: not part of a bundle's layout" in r.stderr
+    problems = evidence.verify(out)
+    assert any(p.startswith("raw/zz-9.json: not part") for p in problems), problems
+
+
+def test_deeply_nested_folders_in_a_bundle_are_a_problem_not_a_traceback(tmp_path):
+    out = tmp_path / "b"
+    r = _bench(tmp_path, "-r", "1", "--", str(_w(tmp_path, f"echo '{ROW}'")))
+    assert r.returncode == 0, r.stderr
+    d = out / "raw"
+    for _ in range(30):  # deeper than evidence.MAX_DEPTH; the walk is iterative (no recursion limit)
+        d = d / "d"
+    d.mkdir(parents=True)
+    problems = evidence.verify(out)
+    assert any("nested deeper than" in p for p in problems), problems
+    rep = run_capshim("report", str(out), timeout=120)
+    assert rep.returncode == 2 and "Traceback" not in rep.stderr

@@ -211,9 +211,10 @@ def test_bench_adds_its_bundle_with_db(db_url, tmp_path):
 
 
 def _distinct_copy(src: Path, dest: Path, n: int) -> Path:
-    """A copy of a bundle with one extra file, sealed again: another bundle (another key)."""
+    """A copy of a bundle whose report.md says which copy it is, sealed again: another bundle (another key)."""
     shutil.copytree(src, dest)
-    (dest / "note.txt").write_text(f"copy {n}\n")
+    with open(dest / "report.md", "a") as fh:
+        fh.write(f"\ncopy {n}\n")
     Bundle(dest, {}).write_sums()
     return dest
 
