@@ -40,6 +40,15 @@ def run_capshim(*args: str, env: dict | None = None, cwd: Path | None = None, ti
                           env=full_env, cwd=cwd, timeout=timeout, input=input)
 
 
+def alive(pid: int) -> bool:
+    """Whether process ``pid`` exists and is neither a zombie nor dead (reads /proc/PID/stat)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return False
+    return state not in ("Z", "X")
+
+
 def pytest_terminal_summary(terminalreporter):
     """Print the fuzz campaigns' counts (tests/fuzzing.py) so each CI log shows executions per run."""
     from tests.fuzzing import STATS

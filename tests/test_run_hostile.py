@@ -13,6 +13,7 @@ import pytest
 
 from capshim import launch, status
 from tests.conftest import REPO, run_capshim
+from tests.conftest import alive as _alive
 
 
 @pytest.mark.parametrize("target", ["/dev/null", "/dev/stdout", "/dev/zero", "/dev/full"])
@@ -130,14 +131,6 @@ def test_signal_is_forwarded_and_waited_for(tmp_path, sig):
     with pytest.raises(ProcessLookupError):
         os.kill(child, 0)  # no orphan
     assert not list(tmp_path.glob("capshim-run-*"))  # its temp folder is gone
-
-
-def _alive(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except (OSError, IndexError):
-        return False
-    return state not in ("Z", "X")
 
 
 def _start_and_wait_for(tmp_path, body: str, n: int):

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from capshim import evidence
-from tests.conftest import run_capshim
+from tests.conftest import alive as _alive, run_capshim
 
 ROW = '[{"n_prompt":512,"n_gen":0,"samples_ts":[100]}]'
 
@@ -123,14 +123,6 @@ def test_skipped_output_check_says_so(tmp_path):
     assert r.returncode == 0
     assert "output check skipped for arm b: reference arm a produced no token ids" in r.stderr
     assert summary["arms"]["b"]["output_check"] == "not checked: reference arm a produced no token ids"
-
-
-def _alive(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except (OSError, IndexError):
-        return False
-    return state not in ("Z", "X")
 
 
 def test_workload_background_child_is_ended_and_counted(tmp_path):
