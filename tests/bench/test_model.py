@@ -184,3 +184,28 @@ def test_model_sha256_is_cached_and_refreshed(tmp_path):
     assert model.model_sha256(path) == hashlib.sha256(b"changed").hexdigest()
     with pytest.raises(OSError):
         model.model_sha256(tmp_path / "missing.gguf")
+
+
+@pytest.mark.parametrize("workers", [2, 5])
+def test_threaded_generation_writes_the_same_bytes(tmp_path, workers):
+    """Blocks computed ahead in threads are written in file order: the file is
+    byte-identical to the one-thread file (6 blocks, so some are still pending)."""
+    p = dataclasses.replace(model.PRESETS["tiny"], name="tiny-t", n_layer=6, matrix_type="Q4_0",
+                            embd_type="Q8_0", output_type="Q8_0", chain_size=64)
+    model.write_model(p, tmp_path / "one.gguf", workers=1)
+    model.write_model(p, tmp_path / "many.gguf", workers=workers)
+    assert (tmp_path / "one.gguf").read_bytes() == (tmp_path / "many.gguf").read_bytes()
+
+
+def test_a_failing_block_fails_the_write(tmp_path, monkeypatch):
+    p = dataclasses.replace(model.PRESETS["tiny"], name="tiny-f", n_layer=4, chain_size=64)
+    real = model._block_values
+
+    def broken(pp, i):
+        if i == 2:
+            raise MemoryError("block 2")
+        return real(pp, i)
+
+    monkeypatch.setattr(model, "_block_values", broken)
+    with pytest.raises(MemoryError, match="block 2"):
+        model.write_model(p, tmp_path / "f.gguf", workers=3)
