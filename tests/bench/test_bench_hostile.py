@@ -22,8 +22,9 @@ def _w(tmp_path: Path, body: str, name: str = "w") -> Path:
 
 
 def _bench(tmp_path, *args, out="b"):
+    # cwd is the test's own folder: a workload that writes next to "." never touches the checkout
     return run_capshim("bench", "--arm", "a=", "--arm", "b=", "--baseline", "a", "--warmup", "0",
-                       "--out", str(tmp_path / out), *args, timeout=300)
+                       "--out", str(tmp_path / out), *args, timeout=300, cwd=tmp_path)
 
 
 def _sealed(tmp_path, r, out="b"):
@@ -230,12 +231,14 @@ def test_status_file_is_copied_into_the_bundle_after_the_run(tmp_path):
 
 
 def test_a_workload_cannot_plant_files_next_to_its_own_output(tmp_path):
-    """The workload finds its stdout file through /proc/self/fd/1 and drops a file and a link
-    beside it, then replaces the file with a link: nothing of that reaches the bundle."""
-    w = _w(tmp_path, "d=$(dirname \"$(readlink /proc/self/fd/1)\")\n"
+    """The workload finds its stdout file through /proc/$$/fd/1 (the shell's own descriptor: inside
+    $(...) /proc/self is the substitution's pipe) and drops a file and a link beside it, then
+    replaces the file with a link: nothing of that reaches the bundle."""
+    w = _w(tmp_path, "f=$(readlink /proc/$$/fd/1); case \"$f\" in /*) ;; *) exit 9;; esac\n"
+                     "d=$(dirname \"$f\")\n"
                      "echo planted > \"$d/planted.json\"; ln -sf /etc/hostname \"$d/evil-link\"\n"
                      f"echo '{ROW}'\n"
-                     "f=$(readlink /proc/self/fd/1); rm -f \"$f\"; ln -s /etc/hostname \"$f\"")
+                     "f=$(readlink /proc/$$/fd/1); rm -f \"$f\"; ln -s /etc/hostname \"$f\"")
     r = _bench(tmp_path, "-r", "1", "--", str(w))
     summary = _sealed(tmp_path, r)
     assert r.returncode == 0, r.stderr
