@@ -747,10 +747,14 @@ def ablate_cmd(profile_ref, by, model, repetitions, warmup, n_prompt, n_gen, tes
 @_builtin_workload_options
 @click.option("--test", metavar="TEST", help="The test candidates are ranked on [default: the pp test].")
 @click.option("--seed", type=click.IntRange(0), default=1, show_default=True, help="Seed of the candidate sample.")
+@click.option("--dims", metavar="D[,D...]",
+              help="Search only these dimensions (shmem, fp16, bf16, intdot, subgroup-size-control, "
+                   "coopmat; those this device has) and keep the others stock.")
 @click.option("--timeout", type=FiniteFloat(1), default=900, show_default=True, help="Seconds one run may take.")
 @click.option("--out", type=click.Path(file_okay=False), help="Output folder [default: ./capshim-tune-DATE-TIME].")
 @click.option("--json", "as_json", is_flag=True, help="Print tune.json on stdout instead of the table.")
-def tune_cmd(budget, model, repetitions, confirm_runs, warmup, n_prompt, n_gen, test, seed, timeout, out, as_json):
+def tune_cmd(budget, model, repetitions, confirm_runs, warmup, n_prompt, n_gen, test, seed, dims, timeout, out,
+             as_json):
     """Search the answers safe on this device for the fastest arm that passes the correctness gate.
 
     \b
@@ -766,14 +770,21 @@ def tune_cmd(budget, model, repetitions, confirm_runs, warmup, n_prompt, n_gen, 
       capshim tune
       capshim tune --model tinyllama-1.1b --out evidence/h200-tune
       capshim tune --budget 2 -r 1 --confirm-runs 2        # tiny, for CI
+      capshim tune --dims coopmat --model llama-8b          # coopmat + coopmat2, coopmat only, none
     """
     from pathlib import Path
 
     from capshim.bench import tune
 
+    only = None
+    if dims is not None:
+        only = [d.strip() for d in dims.split(",") if d.strip()]
+        if not only:
+            raise click.BadParameter("give at least one dimension name", param_hint="--dims")
+
     res = tune.tune(out=Path(out) if out else None, budget=budget, model=model, repetitions=repetitions,
                     confirm_runs=confirm_runs, warmup=warmup, n_prompt=n_prompt, n_gen=n_gen, test=test, seed=seed,
-                    timeout=timeout)
+                    timeout=timeout, only=only)
     if as_json:
         click.echo(json.dumps(res, indent=2))
     else:

@@ -63,10 +63,12 @@ def test_halve_keeps_the_faster_half_that_passes_the_gate():
 def test_tune_end_to_end_on_lavapipe(tmp_path, stock_probe):
     out = tmp_path / "tune"
     r = run_capshim("tune", "--json", "--budget", "2", "-r", "1", "--confirm-runs", "2", "-p", "16", "-n", "4",
-                    "--out", str(out), timeout=900)
+                    "--dims", "shmem,fp16", "--out", str(out), timeout=900)
     assert r.returncode == 0, r.stderr[-2000:]
     res = json.loads(r.stdout)
     assert len(res["candidates"]) == 2
+    assert res["only"] == ["shmem", "fp16"] and set(res["dimensions"]) == {"shmem", "fp16"}
+    assert all(c["answers"].split("=")[0] in ("shmem", "fp16") for c in res["candidates"].values())
     stage0 = json.loads((out / "stage-0" / "summary.json").read_text())
     assert set(stage0["arms"]) == {"native", *res["candidates"]}
     for name, c in res["candidates"].items():
@@ -86,3 +88,12 @@ def test_ratio_json_has_no_nan():
     assert json.loads(json.dumps(tune._ratio_json(failed))) == tune._ratio_json(failed)
     ok = ablate.Ratio(1.02, 0.99, 1.05, "active", True)
     assert tune._ratio_json(ok) == {"ratio": 1.02, "ci95": [0.99, 1.05], "state": "active"}
+
+
+def test_dims_names_what_this_device_has(tmp_path, stock_probe):
+    r = run_capshim("tune", "--dims", "shmem,warp-drive", "--out", str(tmp_path / "t"), timeout=120)
+    assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr
+    assert "--dims warp-drive: not a dimension of" in r.stderr and "shmem" in r.stderr
+    assert not (tmp_path / "t").exists()
+    r = run_capshim("tune", "--dims", " , ", "--out", str(tmp_path / "t"), timeout=120)
+    assert r.returncode == 2 and "--dims" in r.stderr and "Traceback" not in r.stderr

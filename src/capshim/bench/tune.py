@@ -153,15 +153,19 @@ def halve(names: list[str], rs: dict[str, ablate.Ratio]) -> list[str]:
 def tune(out: Path | None = None, budget: int | None = None, model: str | None = None,
          repetitions: int | None = None, confirm_runs: int | None = None, warmup: int | None = None,
          n_prompt: int | None = None, n_gen: int | None = None, test: str | None = None, seed: int = 1,
-         timeout: float = 900.0) -> dict:
+         timeout: float = 900.0, only: list[str] | None = None) -> dict:
     """Search, confirm, and write ``tuned.toml`` and ``tune.json`` into ``out``; return tune.json's content.
 
     Files: ``candidates/cNN.toml``, ``stage-N/`` (one evidence bundle per
     stage), ``confirm/`` (native vs the winner), ``tune.md``, ``tune.json``,
     ``tuned.toml`` (the winner's profile, when one passed the gate).
 
+    ``only`` restricts the search to those dimensions (names of
+    :func:`dimensions`, e.g. ``["coopmat"]``); the others stay stock.
+
     Raises:
-        UsageError: a non-empty ``out``; nothing to tune on this device.
+        UsageError: a non-empty ``out``; nothing to tune on this device; a name in
+            ``only`` that is not a dimension of this device (the message lists them).
         CapshimError: no Vulkan driver; a bench was interrupted.
     """
     t0 = time.monotonic()
@@ -173,6 +177,12 @@ def tune(out: Path | None = None, budget: int | None = None, model: str | None =
     dims = dimensions(stock)
     if not dims:
         raise UsageError(f"{device['name']}: no capability this device has can be lowered; nothing to tune")
+    if only:
+        unknown = [n for n in only if n not in dims]
+        if unknown:
+            raise UsageError(f"--dims {','.join(unknown)}: not a dimension of {device['name']} "
+                             f"(this device has: {', '.join(dims)})")
+        dims = {n: o for n, o in dims.items() if n in only}
     cands = candidates(dims, budget or d["budget"], seed)
     names = {f"c{i + 1:02d}": c for i, c in enumerate(cands)}
     specs = {}
@@ -222,7 +232,8 @@ def tune(out: Path | None = None, budget: int | None = None, model: str | None =
         rows.append({"candidate": n, "answers": describe(dims, c), "stages": len(results[n]),
                      f"{t} vs native (last stage)": ablate.fmt_ratio(last[n]),
                      "state": last[n].state, "winner": "yes" if n == best else ""})
-    notes = [f"search: successive halving, {len(names)} candidates (seed {seed}), stages: "
+    notes = [f"search: successive halving, {len(names)} candidates (seed {seed}) over "
+             f"{', '.join(dims)}, stages: "
              + "; ".join(f"{s['stage']}: {len(s['arms'])} arms x {s['runs']} runs" for s in stages)]
     if confirm:
         notes.append(f"confirmation ({out / 'confirm'}): tuned {best} ({describe(dims, names[best])}) "
@@ -237,7 +248,8 @@ def tune(out: Path | None = None, budget: int | None = None, model: str | None =
     (out / "tune.md").write_text(f"# capshim tune — {device['name']}\n\n" + ablate.markdown(rows, notes),
                                  encoding="utf-8")
     result = {"schema": "capshim-tune/1", "out": str(out), "device": device, "cpu_device": ablate.is_cpu(device), "test": t,
-              "seed": seed, "dimensions": {k: [o.label for o in v] for k, v in dims.items()},
+              "seed": seed, "only": list(only) if only else None,
+              "dimensions": {k: [o.label for o in v] for k, v in dims.items()},
               "candidates": {n: {"answers": describe(dims, c), "profile": str(out / "candidates" / f"{n}.toml"),
                                  "results": results[n]} for n, c in names.items()},
               "stages": stages, "winner": best, "confirm": confirm,
