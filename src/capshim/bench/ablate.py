@@ -283,13 +283,20 @@ class Measured:
 
 
 def run_arms(arm_specs: list[str], out: Path, *, repetitions: int, warmup: int, model: str | None,
-             n_prompt: int, n_gen: int, timeout: float = 900.0) -> Measured:
+             n_prompt: int, n_gen: int, timeout: float = 900.0, env: dict[str, str] | None = None,
+             check_output: bool = True, warmup_run: bool | None = None,
+             process_reps: int | None = None) -> Measured:
     """Run ``--arm`` specs through the same entry ``capshim bench`` uses (baseline and host: ``native``).
 
     The summary returned is the bundle's own ``summary.json``, read back.
+    ``env``: variables every arm's process gets on top of the workload's (the
+    kernels check turns ggml-vulkan's perf logger on with it); ``check_output``:
+    the bench's correctness gate; ``warmup_run`` / ``process_reps``: the
+    built-in worker's in-process warm-up run and timed repetitions (default:
+    the plan's).
 
-    This is the ONE place ablate and tune call the bench; re-point it when the
-    bench API changes.
+    This is the ONE place ablate, tune and kernels call the bench; re-point it
+    when the bench API changes.
 
     Raises:
         UsageError / CapshimError: as ``capshim bench`` (bad arms, no Vulkan driver).
@@ -297,7 +304,8 @@ def run_arms(arm_specs: list[str], out: Path, *, repetitions: int, warmup: int, 
     from capshim.bench import plan
 
     p = plan.make_plan(list(arm_specs), "native", "native", None, repetitions, model, n_prompt, n_gen,
-                       True, [], platform=sys.platform)
+                       check_output, [], platform=sys.platform, warmup_run=warmup_run, process_reps=process_reps)
+    p.workload.env.update(env or {})
     res = plan.execute(p, out, warmup=warmup, timeout=timeout)
     if res.interrupted:
         raise CapshimError(f"bench interrupted ({res.interrupted_by}); partial bundle: {res.bundle}",
