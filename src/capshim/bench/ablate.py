@@ -270,6 +270,21 @@ def build_arms(lowering: Profile, stock: dict, folder: Path, by: str = "group") 
     return arms, us
 
 
+def load_vulkan_profile(ref: str, needs: str) -> Profile:
+    """The profile ``--profile REF`` names, which must be a Vulkan one (``needs`` says why).
+
+    Raises:
+        UsageError: it does not load, or is for another API (names ``--profile`` and REF).
+    """
+    try:
+        prof = profiles.load(ref)
+    except profiles.ProfileError as exc:
+        raise UsageError(f"--profile: {exc}") from None
+    if prof.api != "vulkan":
+        raise UsageError(f"--profile {ref}: {needs}; this one is for {prof.api}")
+    return prof
+
+
 # --- the one seam to the bench ------------------------------------------------
 
 @dataclass
@@ -516,13 +531,8 @@ def ablate(profile_ref: str = "vulkan-paravirt", by: str = "group", out: Path | 
     t0 = time.monotonic()
     if by not in ("group", "key"):
         raise UsageError(f"--by {by}: expected group or key")
-    try:
-        lowering = profiles.load(profile_ref)
-    except profiles.ProfileError as exc:
-        raise UsageError(f"--profile: {exc}") from None
-    if lowering.api != "vulkan":
-        raise UsageError(f"--profile {lowering.source}: ablate measures Vulkan lowering profiles; "
-                         f"this one is for {lowering.api} (Metal ablation is not implemented yet)")
+    lowering = load_vulkan_profile(profile_ref, "ablate measures Vulkan lowering profiles "
+                                                "(Metal ablation is not implemented yet)")
     out = Path(out) if out else Path(f"capshim-ablate-{time.strftime('%Y%m%d-%H%M%S')}")
     if out.exists() and any(out.iterdir()):
         raise UsageError(f"--out {out}: folder exists and is not empty")

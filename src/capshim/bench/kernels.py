@@ -318,17 +318,11 @@ def answers_for(profile_refs: list[str] | tuple[str, ...]) -> list[Answers]:
     Raises:
         UsageError: a profile does not load, is not Vulkan, or is given twice (names ``--profile``).
     """
-    from capshim import profiles
+    from capshim.bench.ablate import load_vulkan_profile
 
     out = [Answers("native", "native=", "native")]
     for ref in profile_refs:
-        try:
-            prof = profiles.load(ref)
-        except profiles.ProfileError as exc:
-            raise UsageError(f"--profile: {exc}") from None
-        if prof.api != "vulkan":
-            raise UsageError(f"--profile {ref}: a {prof.api} profile; kernels reads ggml-vulkan's perf logger "
-                             "(Vulkan only)")
+        prof = load_vulkan_profile(ref, "kernels reads ggml-vulkan's perf logger (Vulkan only)")
         role = "simulate" if prof.direction == "lower" else "profile"
         arm = re.sub(r"[^A-Za-z0-9._-]+", "-", f"{'sim' if role == 'simulate' else 'raise'}-{prof.name}")[:64]
         if any(a.arm == arm for a in out):
