@@ -41,8 +41,10 @@ def test_default_bench_writes_a_verified_bundle_with_three_active_arms(tmp_path)
     assert "shared memory: 24576" not in native
     assert arms["vm-stock"]["path"]["vulkan"]["shared_memory"] == 24576
     assert arms["vm-unlocked"]["path"]["vulkan"]["shared_memory"] == arms["native"]["path"]["vulkan"]["shared_memory"]
+    assert "create_tensor:" not in stderr and "llama_model_loader:" in stderr  # --log-level info
     meta = json.loads((out / "metadata.json").read_text())
     assert meta["workload"]["model_sha256"] and meta["workload"]["binary_sha256"]
+    assert meta["workload"]["log_level"] == "info" and "--log-level" in meta["workload"]["argv"]
     assert meta["shims"]["vulkan_layer"]["sha256"]
     assert "vulkan-paravirt" in meta["arms"]["vm-stock"]["simulate"]["text"]
     run1 = meta["arms"]["vm-stock"]["runs"][0]

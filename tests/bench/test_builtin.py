@@ -108,6 +108,60 @@ def test_llama_cpp_logs_and_the_vulkan_device_line_go_to_stderr(stock_runs):
     assert "capshim-builtin: pp48:" in r.stderr
 
 
+def test_info_log_level_drops_llama_cpp_debug_lines_but_keeps_the_device_line(stock_runs, tiny):
+    info = stock_runs[0].stderr  # worker_command's default: --log-level info
+    for needle in ("create_tensor:", "llama_graph_n_input_tensors", "load_tensors: layer ",
+                   "llama_kv_cache: layer "):
+        assert needle not in info, needle
+    assert DEVICE_LINE.search(info)
+    assert "ggml_vulkan: Found 1 Vulkan devices:" in info  # DEBUG in llama.cpp, kept by prefix
+    assert "llama_model_loader: - kv" in info and "print_info:" in info  # INFO
+    assert "capshim-builtin: model and context ready" in info and "capshim-builtin: tg16:" in info
+    # in order: llama.cpp's load log, then the worker's own lines
+    assert info.index("llama_model_loader:") < info.index("capshim-builtin: model and context ready")
+
+    argv = builtin.worker_command(tiny, n_prompt=N_PROMPT, n_gen=N_GEN, repetitions=1, log_level="debug")
+    r = _run(argv)
+    assert r.returncode == 0, r.stderr[-3000:]
+    debug = r.stderr
+    assert "create_tensor: loading tensor" in debug and "load_tensors: layer " in debug
+    assert DEVICE_LINE.search(debug).group(0) == DEVICE_LINE.search(info).group(0)
+    # every line kept at info is byte-identical to a debug run's (timings aside)
+    timed = re.compile(r"took|tok/s| in \d+\.\d+ s")
+    assert [x for x in info.splitlines() if not timed.search(x)] == \
+        [x for x in debug.splitlines() if x in set(info.splitlines()) and not timed.search(x)]
+    assert len(info.encode()) < len(debug.encode())
+
+
+def test_log_filter_levels_and_continuations():
+    out: list[bytes] = []
+    f = builtin.LogFilter(write=out.append)
+    L = builtin
+    for level, text in [(L.GGML_LOG_LEVEL_INFO, b"load: a\n"), (L.GGML_LOG_LEVEL_DEBUG, b"create_tensor: x\n"),
+                        (L.GGML_LOG_LEVEL_CONT, b"more of x\n"), (L.GGML_LOG_LEVEL_DEBUG, b"ggml_vulkan: 0 = d | uma: 0\n"),
+                        (L.GGML_LOG_LEVEL_CONT, b"."), (L.GGML_LOG_LEVEL_WARN, b"w\n"), (L.GGML_LOG_LEVEL_CONT, b"."),
+                        (L.GGML_LOG_LEVEL_ERROR, b"e \xff\n"), (L.GGML_LOG_LEVEL_NONE, b"n\n"), (9, b"unknown\n"),
+                        (L.GGML_LOG_LEVEL_DEBUG, b"ggml_metal_device_init: GPU name: x\n")]:
+        f(level, text, None)
+    assert out == [b"load: a\n", b"ggml_vulkan: 0 = d | uma: 0\n", b".", b"w\n", b".", b"e \xff\n", b"n\n",
+                   b"unknown\n", b"ggml_metal_device_init: GPU name: x\n"]
+    assert (f.kept, f.dropped) == (9, 2)
+
+
+def test_log_filter_never_raises():
+    def broken(_data):
+        raise OSError("stderr is gone")
+
+    f = builtin.LogFilter(write=broken)
+    f(builtin.GGML_LOG_LEVEL_ERROR, b"e\n", None)  # the write fails: the message is lost, nothing raised
+    f("not a level", b"x\n", None)
+    f(builtin.GGML_LOG_LEVEL_INFO, None, None)  # a NULL text
+    out: list[bytes] = []
+    g = builtin.LogFilter(write=out.append)
+    g(builtin.GGML_LOG_LEVEL_INFO, "text as str\n")
+    assert out == [b"text as str\n"]
+
+
 def test_greedy_tokens_are_stable_across_runs(stock_runs):
     a, b = (json.loads(r.stdout)[0]["capshim_output"] for r in stock_runs)
     assert a["token_ids"] == b["token_ids"]
@@ -158,11 +212,27 @@ def test_worker_command_and_env(tmp_path):
     assert argv[:3] == [sys.executable, "-m", "capshim.bench.builtin"]
     flags = dict(zip(argv[3::2], argv[4::2]))
     assert flags == {"--model": "/m.gguf", "--n-prompt": "7", "--n-gen": "3", "--repetitions": "2",
-                     "--ngl": "0", "--seed": "5", "--threads": "1", "--flash-attn": "0"}
+                     "--ngl": "0", "--seed": "5", "--threads": "1", "--flash-attn": "0", "--log-level": "info"}
+    assert builtin.worker_command("/m.gguf", log_level="debug")[-2:] == ["--log-level", "debug"]
     env = builtin.worker_env(tmp_path)
     assert env["MESA_SHADER_CACHE_DIR"] == str(tmp_path / "mesa-shader-cache")
     assert (tmp_path / "mesa-shader-cache").is_dir()
     assert "GGML_VK_VISIBLE_DEVICES" not in env
+
+
+def test_bench_passes_the_log_level_from_its_variable(monkeypatch):
+    from capshim.bench import plan
+    from capshim.errors import UsageError
+
+    monkeypatch.delenv(plan.WORKER_LOG_LEVEL_VAR, raising=False)
+    w = plan._builtin_workload("tiny", 8, 4, check_output=True)
+    assert w.log_level == "info" and w.argv[w.argv.index("--log-level") + 1] == "info"
+    monkeypatch.setenv(plan.WORKER_LOG_LEVEL_VAR, "debug")
+    w = plan._builtin_workload("tiny", 8, 4, check_output=True)
+    assert w.log_level == "debug" and w.argv[w.argv.index("--log-level") + 1] == "debug"
+    monkeypatch.setenv(plan.WORKER_LOG_LEVEL_VAR, "trace")
+    with pytest.raises(UsageError, match=plan.WORKER_LOG_LEVEL_VAR):
+        plan._builtin_workload("tiny", 8, 4, check_output=True)
 
 
 def test_prompt_tokens_are_deterministic_and_in_range():

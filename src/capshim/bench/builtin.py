@@ -1,7 +1,8 @@
 """The built-in llama.cpp workload: one process per arm run, llama-bench JSON out.
 
 Run as ``python -m capshim.bench.builtin --model PATH [--n-prompt 512]
-[--n-gen 128] [--repetitions 1] [--threads N] [--ngl 99] [--seed 0]``.
+[--n-gen 128] [--repetitions 1] [--threads N] [--ngl 99] [--seed 0]
+[--log-level info|debug]``.
 
 It loads the model through ``cyllama.llama.llama_cpp`` (the low-level
 llama.cpp binding of the ``cyllama-vulkan`` wheel), runs one untimed pass that
@@ -18,10 +19,17 @@ than one token, ``t_eval_ms``/``n_eval`` for single tokens; read through
 STDOUT gets exactly one JSON array in llama-bench's ``-o json`` row format,
 one row per test (``pp<n_prompt>``, ``tg<n_gen>``), each with an extra key
 ``capshim_output`` (greedy token ids, logits digest, smallest top-1 margin).
-Everything else, llama.cpp's logs included (its default logger writes every
-line, the ``ggml_vulkan: 0 = ...`` device line too, to stderr), goes to
-STDERR: file descriptor 1 is pointed at stderr while llama.cpp runs, so no
-native print can reach stdout.
+Everything else, llama.cpp's logs included, goes to STDERR: file descriptor 1
+is pointed at stderr while llama.cpp runs, so no native print can reach stdout.
+With ``--log-level info`` (the default) llama.cpp's and ggml's DEBUG messages
+are dropped, except the GPU backends' capability lines (``ggml_vulkan: 0 =
+...``, which recent llama.cpp logs at DEBUG; see :data:`KEEP_DEBUG_PREFIXES`);
+every other message is written unchanged (see :class:`LogFilter`). Measured on
+lavapipe, stderr bytes per process: tinyllama-1.1b 22,210 -> 8,131, tiny
+10,491 -> 7,881 (an 8B model's load logs about 250 KB, nearly all DEBUG:
+per-tensor, per-layer and per-graph-input lines).
+``--log-level debug`` keeps llama.cpp's default logger, which writes every
+level.
 
 Exit codes (docs/contracts.md, "Exit codes"): 0 success; 1 the workload failed (model
 did not load, a decode failed); 2 bad usage (bad flag, missing model file).
@@ -43,6 +51,23 @@ PROG = "capshim-builtin"
 EXIT_WORKLOAD = 1
 EXIT_USAGE = 2
 
+#: ``--log-level`` choices: ``info`` drops llama.cpp's DEBUG messages (see :class:`LogFilter`),
+#: ``debug`` keeps llama.cpp's default logger (every level).
+LOG_LEVELS = ("info", "debug")
+DEFAULT_LOG_LEVEL = "info"
+
+#: ggml's log levels, ``enum ggml_log_level`` in llama.cpp ``ggml/include/ggml.h`` (NONE 0, DEBUG 1,
+#: INFO 2, WARN 3, ERROR 4, CONT 5 "continue previous log"), checked by experiment on cyllama-vulkan
+#: 0.2.18 (llama.cpp b9190: the model loader's lines arrive as 2, ``ggml_vulkan: 0 = ...`` as 1, the
+#: progress dots as 5). ggml builds of 2024 numbered them INFO 1, WARN 2, ERROR 3, DEBUG 4.
+GGML_LOG_LEVEL_NONE, GGML_LOG_LEVEL_DEBUG, GGML_LOG_LEVEL_INFO = 0, 1, 2
+GGML_LOG_LEVEL_WARN, GGML_LOG_LEVEL_ERROR, GGML_LOG_LEVEL_CONT = 3, 4, 5
+
+#: DEBUG messages kept at ``info``: the GPU backends' capability lines that
+#: :func:`capshim.bench.attest.parse_path` reads. ggml-vulkan.cpp logs ``ggml_vulkan: Found N Vulkan
+#: devices:`` and ``ggml_vulkan: 0 = NAME (DRIVER) | uma: ...`` with ``GGML_LOG_DEBUG``.
+KEEP_DEBUG_PREFIXES = (b"ggml_vulkan:", b"ggml_metal")
+
 
 class WorkerError(Exception):
     """An expected failure: reported as one line with its exit code."""
@@ -50,6 +75,114 @@ class WorkerError(Exception):
     def __init__(self, message: str, exit_code: int = EXIT_WORKLOAD):
         super().__init__(message)
         self.exit_code = exit_code
+
+
+# --------------------------------------------------------------------------
+# llama.cpp's log
+
+
+def _write_stderr(data: bytes) -> None:
+    """Write bytes to file descriptor 2 as they are, after what Python's ``sys.stderr`` holds."""
+    sys.stderr.flush()
+    view = memoryview(data)
+    while view:
+        view = view[os.write(2, view):]
+
+
+class LogFilter:
+    """A ``ggml_log_callback``: writes llama.cpp's and ggml's messages to stderr, dropping DEBUG ones.
+
+    Called as ``(level, text, user_data)`` with ``level`` a ggml log level (``GGML_LOG_LEVEL_*``
+    above), ``text`` the message as bytes (one line with its newline, or part of one) and
+    ``user_data`` unused. A kept message is written byte for byte, at once (no buffering, so it
+    stays in order with the worker's own ``capshim-builtin:`` lines). Dropped: DEBUG messages
+    other than those starting with :data:`KEEP_DEBUG_PREFIXES`, and a ``GGML_LOG_LEVEL_CONT``
+    message whose message it continues was dropped (llama.cpp's progress dots continue an INFO
+    message, so they stay). NONE, INFO, WARN, ERROR and unknown levels are kept. It never raises:
+    a failure (a closed stderr, a bad argument) loses that one message and nothing else.
+    """
+
+    def __init__(self, write=_write_stderr):
+        self._write = write
+        self._keep_last = True  # whether the message a CONT continues was kept
+        #: messages dropped and kept so far
+        self.dropped = 0
+        self.kept = 0
+
+    def keep(self, level: int, text: bytes) -> bool:
+        """Whether a message is written (and, for a non-CONT one, what its CONT messages do)."""
+        if level == GGML_LOG_LEVEL_CONT:
+            return self._keep_last
+        self._keep_last = level != GGML_LOG_LEVEL_DEBUG or text.startswith(KEEP_DEBUG_PREFIXES)
+        return self._keep_last
+
+    def __call__(self, level, text, user_data=None) -> None:
+        try:
+            if text is None:  # a NULL text
+                return
+            data = text if isinstance(text, bytes) else str(text).encode("utf-8", "surrogateescape")
+            if self.keep(int(level), data):
+                self.kept += 1
+                self._write(data)
+            else:
+                self.dropped += 1
+        except BaseException:  # noqa: BLE001 - a log line must never take the worker down
+            pass
+
+
+_log_state: dict = {}
+
+
+def install_log_filter(cy, level: str = DEFAULT_LOG_LEVEL) -> str | None:
+    """Route llama.cpp's and ggml's log through :class:`LogFilter` (``level`` ``info``).
+
+    Must run before ``ggml_backend_load_all()``, whose backends log through ggml's logger.
+    The callback is handed to ``llama_log_set`` (which also sets ggml's logger) through
+    ctypes, looked up via the handle of cyllama's extension module (``dlsym`` searches its
+    libllama dependency too), not through cyllama's ``set_log_callback``: cyllama's Cython
+    trampoline (``log_callback`` in its ``llama_cpp.pyx``) calls Python without taking the
+    GIL, and recent cyllama sources run ``llama_decode`` inside ``with nogil``, so a message
+    logged during a decode would run Python code without the GIL. A ctypes callback takes the
+    GIL itself, from any thread. :func:`main` gives llama.cpp its default logger back after
+    the run (:func:`uninstall_log_filter`, also registered with ``atexit``), so nothing calls
+    into Python once the interpreter is going away.
+
+    Args:
+        cy: the ``cyllama.llama.llama_cpp`` module.
+        level: ``info`` installs the filter; ``debug`` leaves llama.cpp's default logger.
+
+    Returns:
+        None when done (or nothing to do), else why the filter could not be installed
+        (then llama.cpp's default logger stays: every level is written).
+    """
+    if level == "debug" or _log_state:
+        return None
+    import atexit
+    import ctypes
+
+    try:
+        log_set = ctypes.CDLL(cy.__file__).llama_log_set
+    except (OSError, AttributeError, TypeError) as exc:
+        return f"llama_log_set not found through {getattr(cy, '__file__', cy)}: {exc}"
+    callback_type = ctypes.CFUNCTYPE(None, ctypes.c_int, ctypes.c_char_p, ctypes.c_void_p)
+    log_set.argtypes = [callback_type, ctypes.c_void_p]
+    log_set.restype = None
+    filt = LogFilter()
+    callback = callback_type(filt)  # kept in _log_state: llama.cpp holds its address
+    log_set(callback, None)
+    _log_state.update(log_set=log_set, callback=callback, filter=filt, null=callback_type())
+    atexit.register(uninstall_log_filter)
+    return None
+
+
+def uninstall_log_filter() -> None:
+    """Give llama.cpp its default logger back (every level to stderr); a no-op when not installed."""
+    log_set = _log_state.pop("log_set", None)
+    if log_set is not None:
+        try:
+            log_set(_log_state["null"], None)  # NULL: llama_log_set restores llama.cpp's and ggml's default
+        except Exception:  # noqa: BLE001 - at exit; the callback object stays alive in _log_state
+            pass
 
 
 # --------------------------------------------------------------------------
@@ -106,6 +239,7 @@ def worker_command(
     flash_attn: int = -1,
     python: str | None = None,
     warmup_run: bool = True,
+    log_level: str = DEFAULT_LOG_LEVEL,
 ) -> list[str]:
     """The argv of one worker run: ``[python, -m, capshim.bench.builtin, ...]``.
 
@@ -122,6 +256,8 @@ def worker_command(
         python: interpreter (default ``sys.executable``).
         warmup_run: one untimed run of each test before the timed ones
             (``--no-warmup`` when false).
+        log_level: ``--log-level``, always written out so the recorded argv says
+            whether llama.cpp's DEBUG lines were dropped from stderr (``info``).
 
     The child needs ``capshim`` importable: the bench passes its own
     ``PYTHONPATH`` or runs from an installed package.
@@ -133,6 +269,7 @@ def worker_command(
         cmd += ["--threads", str(threads)]
     if flash_attn != -1:
         cmd += ["--flash-attn", str(flash_attn)]
+    cmd += ["--log-level", log_level]
     if not warmup_run:
         cmd.append("--no-warmup")
     return cmd
@@ -177,6 +314,9 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--n-ubatch", type=int, default=512, help="physical batch size")
     ap.add_argument("--flash-attn", type=int, choices=(-1, 0, 1), default=-1,
                     help="flash attention: -1 auto (llama.cpp's default), 0 off, 1 on")
+    ap.add_argument("--log-level", choices=LOG_LEVELS, default=DEFAULT_LOG_LEVEL,
+                    help="llama.cpp log on stderr: info drops its DEBUG messages except the "
+                         "ggml_vulkan/ggml_metal device lines; debug keeps every message")
     args = ap.parse_args(argv)
     for name in ("n_prompt", "n_gen"):
         if getattr(args, name) < 0:
@@ -284,6 +424,9 @@ class _Runner:
         except ImportError as exc:
             raise WorkerError(f"cannot import cyllama (pip install cyllama-vulkan): {exc}") from None
         self.cy = cy
+        why = install_log_filter(cy, args.log_level)  # before the backends log anything
+        if why:
+            _note(f"llama.cpp's log is not filtered, every level is kept: {why}")
         cy.ggml_backend_load_all()  # prints the ggml_vulkan device lines to stderr
         mp = cy.LlamaModelParams()
         mp.n_gpu_layers = args.ngl
@@ -506,6 +649,7 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         sys.stdout.flush()
         sys.stderr.flush()
+        uninstall_log_filter()  # the model and context are freed by now
     with os.fdopen(real_stdout, "w") as out:
         json.dump(rows, out, indent=1)
         out.write("\n")

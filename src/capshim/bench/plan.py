@@ -17,6 +17,11 @@ device (lavapipe) the capabilities change which kernels llama.cpp picks but
 not the speed, so the default is shorter (3 processes of 3 repetitions, no
 warm-up round: the in-process warm-up and the kept shader cache do that job)
 and the table says that no speed effect is expected there.
+
+The built-in llama.cpp worker runs with ``--log-level info`` (llama.cpp's
+DEBUG lines, except the device lines, left out of the runs' stderr files);
+``CAPSHIM_WORKER_LOG_LEVEL=debug`` keeps them. metadata.json records it as
+``workload.log_level``.
 """
 
 from __future__ import annotations
@@ -105,6 +110,11 @@ def resolve_model(ref: str, write: bool = True) -> Path:
     return path
 
 
+#: The built-in llama.cpp worker's ``--log-level`` for a bench: ``info`` (default) drops llama.cpp's
+#: DEBUG lines from the runs' stderr files (about 250 KB per process for an 8B model), ``debug`` keeps them.
+WORKER_LOG_LEVEL_VAR = "CAPSHIM_WORKER_LOG_LEVEL"
+
+
 def _builtin_workload(model: str | None, n_prompt: int, n_gen: int, check_output: bool,
                       process_reps: int = 1, warmup_run: bool = True) -> Workload:
     from capshim.bench import builtin
@@ -135,10 +145,13 @@ def _builtin_workload(model: str | None, n_prompt: int, n_gen: int, check_output
             binary = Path(spec.origin)
     except (ImportError, ValueError):
         binary = None
+    log_level = os.environ.get(WORKER_LOG_LEVEL_VAR) or builtin.DEFAULT_LOG_LEVEL
+    if log_level not in builtin.LOG_LEVELS:
+        raise UsageError(f"{WORKER_LOG_LEVEL_VAR}={log_level!r}: expected one of {', '.join(builtin.LOG_LEVELS)}")
     argv = builtin.worker_command(path, n_prompt=n_prompt, n_gen=n_gen, repetitions=process_reps,
-                                  warmup_run=warmup_run)
+                                  warmup_run=warmup_run, log_level=log_level)
     return Workload("builtin", argv, env=env, binary=binary, model=path, check_output=check_output,
-                    versions=versions)
+                    versions=versions, log_level=log_level)
 
 
 def make_plan(arm_opts: tuple[str, ...] | list[str], baseline: str | None, host_arm: str | None,

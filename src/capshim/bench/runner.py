@@ -72,6 +72,9 @@ class Workload:
         control: set on a control workload (``--control NAME=CMD``): its name; its records'
             tests are ``NAME ... (control)`` and its files ``<arm>.NAME-<run>``.
         controls: control workloads run in every round under every arm, expected not to change.
+        log_level: the built-in llama.cpp worker's ``--log-level`` (``info``: llama.cpp's DEBUG
+            messages other than the device lines are not in the runs' stderr files; ``debug``:
+            all are), recorded in metadata.json; None for other workloads.
     """
 
     kind: str
@@ -83,6 +86,7 @@ class Workload:
     versions: dict[str, str] = field(default_factory=dict)
     control: str | None = None
     controls: list["Workload"] = field(default_factory=list)
+    log_level: str | None = None
 
     #: What ``--check-output`` compares, and the verb for "not equal" (the arm's ``output_check``).
     output_noun: tuple[str, str] = ("tokens", "differ")
@@ -605,6 +609,8 @@ def run_bench(arms: list[Arm], workload: Workload, baseline: str, out: Path, rep
         "schedule": [],
     }
     meta["workload"]["metric"] = workload.metric.to_dict()
+    if workload.log_level is not None:
+        meta["workload"]["log_level"] = workload.log_level
     if isinstance(workload, MetricWorkload):
         meta["workload"]["output_check"] = workload.adapter.check
     if workload.controls:
