@@ -658,16 +658,20 @@ def bench_cmd(arm_opts, baseline, host_baseline, host_arm, repetitions, process_
 
 
 def _ablate_tune_table(rows: list[dict], notes: list[str], title: str) -> None:
+    """The table and its notes; cells wrap (never cut) in a narrow terminal, text is never read as markup."""
     from rich.console import Console
     from rich.table import Table
+    from rich.text import Text
 
-    table = Table(*(rows[0] if rows else []), title=title)
+    table = Table(title=title)
+    for c in rows[0] if rows else []:
+        table.add_column(c, overflow="fold")
     for r in rows:
-        table.add_row(*(str(v) for v in r.values()))
+        table.add_row(*(Text(str(v)) for v in r.values()))
     con = Console()
     con.print(table)
     for n in notes:
-        con.print(f"- {n}", highlight=False)
+        con.print(Text(f"- {n}"))
 
 
 def _builtin_workload_options(f):
@@ -743,7 +747,7 @@ def ablate_cmd(profile_ref, by, model, repetitions, warmup, n_prompt, n_gen, tes
 @click.option("--repetitions", "-r", type=click.IntRange(1, 1000), default=None,
               help="Runs per arm in the first stage (doubled each stage) [default: 2].")
 @click.option("--confirm-runs", type=click.IntRange(1, 1000), default=None,
-              help="Runs per arm of the final native-vs-winner bench [default: 10 on a GPU, 2 on a CPU device].")
+              help="Runs per arm of the final native-vs-best bench [default: 10 on a GPU, 2 on a CPU device].")
 @_builtin_workload_options
 @click.option("--test", metavar="TEST", help="The test candidates are ranked on [default: the pp test].")
 @click.option("--seed", type=click.IntRange(0), default=1, show_default=True, help="Seed of the candidate sample.")
@@ -762,8 +766,9 @@ def tune_cmd(budget, model, repetitions, confirm_runs, warmup, n_prompt, n_gen, 
     fp16, bf16, integer dot acceleration, subgroup size control on/off, and
     cooperative matrix visibility (coopmat + coopmat2, coopmat only, none).
     Successive halving over the bench's statistics (one bundle per stage in
-    OUT/stage-N), then the winner against native in OUT/confirm. Writes
-    OUT/tuned.toml (use it with capshim run --profile), OUT/tune.md, OUT/tune.json.
+    OUT/stage-N, N from 1), then the best candidate against native in OUT/confirm.
+    Writes OUT/tuned.toml (the best candidate, for capshim run --profile; it says
+    whether the confirmation showed it faster than native), OUT/tune.md, OUT/tune.json.
 
     \b
     Examples:

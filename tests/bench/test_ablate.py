@@ -45,8 +45,10 @@ def test_groups_name_catalog_keys_once():
 
 def test_units_of_paravirt_on_a_gpu_follow_group_order():
     us = ablate.units(profiles.load("vulkan-paravirt"), GPU_STOCK)
-    assert [u.name for u in us] == ["coopmat", "intdot", "fp16", "shmem"]
-    assert all(u.skipped is None for u in us)
+    assert [u.name for u in us] == ["coopmat", "intdot", "fp16", "shmem", "subgroup"]
+    assert all(u.skipped is None for u in us[:4])
+    # a group the profile does not lower is listed as skipped, with why, not dropped
+    assert us[4].keys == [] and us[4].skipped == "vulkan-paravirt does not lower it: nothing to measure"
     shm = us[3]
     assert shm.lower_caps == {"maxComputeSharedMemorySize": 24576}
     assert shm.raise_caps == {"maxComputeSharedMemorySize": 49152}
@@ -59,6 +61,21 @@ def test_units_skip_what_the_device_lacks():
     us = {u.name: u for u in ablate.units(profiles.load("vulkan-paravirt"), stock)}
     assert us["shmem"].skipped and us["coopmat"].skipped
     assert us["fp16"].skipped is None
+
+
+def test_profile_errors_name_what_ablate_takes(tmp_path, monkeypatch):
+    with pytest.raises(UsageError) as e:
+        ablate.load_lowering("does-not-exist")
+    assert "built-in: vulkan-paravirt)" in str(e.value) and "metal-apple9" not in str(e.value)
+    assert ablate.lowering_builtins() == ["vulkan-paravirt"]
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "somefolder").mkdir()
+    for ref in ("somefolder", str(tmp_path / "somefolder")):
+        with pytest.raises(UsageError, match="is a folder, not a profile file"):
+            ablate.load_lowering(ref)
+    with pytest.raises(UsageError, match="Metal ablation is not implemented"):
+        ablate.load_lowering("metal-apple9")
+    assert ablate.load_lowering("vulkan-paravirt").name == "vulkan-paravirt"
 
 
 def test_units_by_key_and_bad_profiles():
@@ -137,6 +154,10 @@ def test_main_test_prefers_pp():
 def test_bad_options_exit_2(tmp_path):
     r = run_capshim("ablate", "--profile", "metal-apple9", "--out", str(tmp_path / "x"))
     assert r.returncode == 2 and "Vulkan" in r.stderr and "Traceback" not in r.stderr
+    r = run_capshim("ablate", "--profile", "does-not-exist", "--out", str(tmp_path / "x"))
+    assert r.returncode == 2 and "built-in: vulkan-paravirt" in r.stderr and "metal-apple9" not in r.stderr
+    r = run_capshim("ablate", "--profile", str(tmp_path), "--out", str(tmp_path / "x"))
+    assert r.returncode == 2 and "is a folder" in r.stderr, r.stderr
     (tmp_path / "full").mkdir()
     (tmp_path / "full" / "f").write_text("x")
     r = run_capshim("ablate", "--out", str(tmp_path / "full"))
@@ -155,7 +176,19 @@ def test_ablate_end_to_end_on_lavapipe(tmp_path, stock_probe):
     assert set(names) == set(summary["arms"])
     assert all(summary["arms"][n]["state"] == "active" for n in names[1:])
     assert (out / "ablation.png").stat().st_size > 1000
-    assert "| arm | answers |" in (out / "ablation.md").read_text()
+    md = (out / "ablation.md").read_text()
+    assert "| arm | answers |" in md and "| state | flags |" in md
+    # the bench's own warnings reach every row: 2 processes per arm is below the bench's minimum
+    assert all("few processes" in row["flags"] for row in res["rows"]), res["rows"]
+    assert all("few processes" in a["flags"] for a in res["arms"])
+    assert len(res["warnings"]) == len(summary["warnings"]) + sum(len(a["flags"]) for a in summary["arms"].values())
+    # every group is named: measured, or skipped with why (vulkan-paravirt never lowers subgroup)
+    units = {u["name"]: u for u in res["units"]}
+    assert set(units) == set(ablate.GROUP_ORDER)
+    assert "vulkan-paravirt does not lower it" in units["subgroup"]["skipped"]
+    assert "subgroup: skipped: vulkan-paravirt does not lower it: nothing to measure" in res["notes"]
+    moved = ablate.aa_warning(ablate.per_test(summary))
+    assert (res["notes"][:1] == moved) if moved else not any("A/A arm" in n for n in res["notes"])
     if stock_probe["device"]["type"] == "cpu":
         assert res["cpu_device"] and any("no speed effect" in n for n in res["notes"])
     if res["smallest"]:
@@ -171,10 +204,139 @@ def test_build_arms_by_key_one_arm_per_key(tmp_path):
     assert loo[0].name == "loo-k00" and profiles.load(str(tmp_path / "loo-k00.toml")).direction == "lower"
 
 
+def test_test_is_checked_before_any_run(tmp_path, stock_probe):
+    for cmd in ("ablate", "tune"):
+        out = tmp_path / cmd
+        r = run_capshim(cmd, "--test", "tg999", "-p", "8", "-n", "3", "--out", str(out), timeout=120)
+        assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr
+        assert "--test tg999: not a test of this bench" in r.stderr and "pp8, tg3" in r.stderr
+        assert not out.exists() and "[1/" not in r.stderr  # no output folder, no run
+
+
 def test_an_a_a_arm_away_from_one_is_a_warning():
     s = _summary({"native": 1000, "aa": 1300, "sim": 300, "loi-coopmat": 1000})
     rs = ablate.ratios(s, "pp512")
     assert rs["aa"].lo > 1.0
-    (note,) = ablate.aa_warning(rs)
-    assert "excludes 1.00x" in note and "not reliable" in note
-    assert ablate.aa_warning(ablate.ratios(_summary({"native": 1000, "aa": 1000, "sim": 300}), "pp512")) == []
+    (note,) = ablate.aa_warning({"pp512": rs})
+    assert "excludes 1.00x (pp512)" in note and "not reliable" in note
+    still = ablate.ratios(_summary({"native": 1000, "aa": 1000, "sim": 300}), "pp512")
+    assert ablate.aa_warning({"pp512": still}) == []
+
+
+# --- the bench's warnings, failed runs and the A/A arm in ablate's output ------------------------
+
+#: The stderr of a run that llama.cpp could not load the model in (lavapipe, shared memory lowered to
+#: 16 KiB; shortened): llama.cpp's own error line comes before cyllama's generic one.
+FAILED_STDERR = """ggml_vulkan: 0 = llvmpipe (LLVM 15.0.6, 256 bits) (llvmpipe) | uma: 0 | fp16: 1 | shared memory: 16384
+load_tensors: loading model tensors, this can take a while... (mmap = true, direct_io = false)
+ggml_vulkan: Error: Shared memory size too small for matrix multiplication.
+llama_model_load: error loading model: Shared memory size too small for matrix multiplication.
+llama_model_load_from_file_impl: failed to load model
+capshim-builtin: error: llama.cpp could not load /m.gguf: Failed to load model from file: /m.gguf. The file \
+passed format checks but llama.cpp could not load it. Possible causes: unsupported GGUF version or quantization
+"""
+SHMEM_ERROR = "ggml_vulkan: Error: Shared memory size too small for matrix multiplication."
+
+
+def test_error_line_prefers_llama_cpp_own_error():
+    from capshim.bench import runner
+
+    assert runner.error_line(FAILED_STDERR) == SHMEM_ERROR
+    assert runner.error_line("llama_model_load_from_file_impl: failed to load model\nbye\n").startswith("llama_")
+    assert runner.error_line("ggml_vulkan: 0 = dev\nTraceback...\nValueError: x\n\n") == "ValueError: x"
+    assert runner.error_line("") is None
+
+
+def fake_bench(value, calls: list | None = None):
+    """A stand-in for :func:`ablate.run_arms` (the one seam to the bench): ``value(name, what, test, r)``
+    gives an arm's per-process tok/s (``r`` processes), or None for an arm whose runs fail as a real
+    failed load does (error: the runner's line from :data:`FAILED_STDERR`). Summary: analyze()."""
+    from capshim.bench import runner
+
+    def run_arms(arm_specs, out, *, repetitions, warmup, model, n_prompt, n_gen, timeout=900.0):
+        if calls is not None:
+            calls.append((list(arm_specs), out, repetitions))
+        out.mkdir(parents=True)
+        records, arms = [], {}
+        for spec in arm_specs:
+            name, _, what = spec.partition("=")
+            vals = {t: value(name, what, t, repetitions) for t in ablate.builtin_tests(n_prompt, n_gen)}
+            if any(v is None for v in vals.values()):
+                err = f"exit 1: {runner.error_line(FAILED_STDERR)}"
+                arms[name] = {"state": "failed", "spec": {"profile": what},
+                              "runs": [{"run": i + 1, "exit_code": 1, "error": err} for i in range(repetitions)]}
+                continue
+            arms[name] = {"state": "active" if what else "native", "spec": {"identity": what == "identity"},
+                          "runs": [{"run": i + 1, "exit_code": 0} for i in range(repetitions)]}
+            records += [{"arm": name, "run": i + 1, "sample": 1, "test": t, "tok_s": v}
+                        for t, vs in vals.items() for i, v in enumerate(vs)]
+        return ablate.Measured(analyze(records, arms, baseline="native"), out, {"name": "Fake"}, 0)
+
+    return run_arms
+
+
+def _user_case(name, what, test, r):
+    """The new user's bench: 2 processes; the A/A arm inside 1.00x for pp, 0.69x excluding it for tg;
+    loi-fp16 unstable (spread about 70%)."""
+    if name == "aa":
+        return [500.0, 1500.0] if test.startswith("pp") else [690.0, 700.0]
+    if name == "loi-fp16":
+        return [350.0, 750.0]
+    return [1000.0, 1005.0]
+
+
+def test_ablate_output_carries_the_bench_warnings(tmp_path, monkeypatch):
+    monkeypatch.setattr(ablate, "stock_probe", lambda: (GPU_STOCK, GPU_STOCK["device"]))
+    monkeypatch.setattr(ablate, "run_arms", fake_bench(_user_case))
+    res = ablate.ablate(out=tmp_path / "ab", repetitions=2, n_prompt=64, n_gen=16)
+    notes = res["notes"]
+    # the A/A arm moved in tg only (pp is the selection test): the warning fires, first
+    assert notes[0].startswith("warning: the A/A arm") and "excludes 1.00x (tg16)" in notes[0], notes
+    assert "0.69x" in notes[0] and "as large as the effects" in notes[0]
+    rows = {r["arm"]: r for r in res["rows"]}
+    assert rows["native"]["flags"] == "few processes"
+    assert rows["loi-fp16"]["flags"] == "few processes, unstable"
+    assert rows["aa"]["flags"] == "few processes, unstable (pp64)"  # a warning of one test names it
+    assert rows["loi-fp16"]["pp64 vs native"].startswith("0.55x")
+    assert "subgroup: skipped: vulkan-paravirt does not lower it: nothing to measure" in notes
+    md = (tmp_path / "ab" / "ablation.md").read_text()
+    assert "| few processes, unstable |" in md and notes[0] in md
+    saved = json.loads((tmp_path / "ab" / "ablation.json").read_text())
+    assert saved["notes"] == notes and saved["rows"] == res["rows"]
+    fp16 = next(w for w in saved["warnings"] if w["arm"] == "loi-fp16" and w["short"] == "unstable")
+    assert fp16["test"] in ("pp64", "tg16") and "spread of the process values" in fp16["warning"]
+
+
+def test_ablate_names_why_an_arm_failed(tmp_path, monkeypatch):
+    monkeypatch.setattr(ablate, "stock_probe", lambda: (GPU_STOCK, GPU_STOCK["device"]))
+    monkeypatch.setattr(ablate, "run_arms", fake_bench(
+        lambda name, what, test, r: None if name == "loo-shmem" else [1000.0 + i for i in range(r)]))
+    res = ablate.ablate(out=tmp_path / "ab", repetitions=6, n_prompt=64, n_gen=16)
+    arm = next(a for a in res["arms"] if a["name"] == "loo-shmem")
+    assert arm["state"] == "failed" and arm["why"] == f"exit 1: {SHMEM_ERROR} (and 5 more failed run(s))"
+    assert f"loo-shmem failed: exit 1: {SHMEM_ERROR} (and 5 more failed run(s))" in res["notes"]
+    assert not any("Possible causes" in n for n in res["notes"])
+    assert next(r for r in res["rows"] if r["arm"] == "loo-shmem")["flags"] == "runs failed, no samples"
+    assert next(r for r in res["rows"] if r["arm"] == "sim")["flags"] == ""  # 6 steady processes: no warning
+    assert not any("A/A arm" in n for n in res["notes"])
+
+
+def test_short_flags_cover_every_warning_the_bench_writes():
+    from capshim.bench import stats
+
+    made = [*stats.stability_warnings([[100.0], [60.0]]),  # few processes, unstable
+            *stats.stability_warnings([[100.0], [100.5], [99.5], [100.2], [150.0]]),  # outlier
+            *stats.stability_warnings([[50.0], [100.0], [100.0], [100.0], [100.0]])]  # slow first
+    runs = [{"run": 1, "exit_code": 1, "error": "exit 1"}, {"run": 2, "exit_code": 0, "contaminated": ["load 3 > 2"]}]
+    s = analyze([{"arm": "b", "run": 2, "sample": 1, "test": "pp8", "tok_s": 1.0}],
+                {"a": {"state": "failed", "spec": {"profile": "x"}, "runs": runs},
+                 "b": {"state": "active", "runs": runs}}, baseline="b")
+    made += s["arms"]["a"]["flags"] + s["arms"]["b"]["flags"]
+    made.append("control ncnn moved: 0.90x [0.85–0.95] excludes 1.00x (expected no change)")  # metrics.py
+    labels = {w: ablate.short_flag(w) for w in made}
+    known = {label for _, label in ablate.FLAG_LABELS}
+    assert all(label in known for label in labels.values()), labels  # none falls back to the sentence's head
+    assert set(labels.values()) == {"few processes", "unstable", "outliers", "slow first process", None,
+                                    "runs failed", "contaminated", "no samples", "control moved"}, labels
+    assert labels["failed: not a shim result"] is None  # the row's state says it
+    assert ablate.short_flag("something new: details") == "something new"

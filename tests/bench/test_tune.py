@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
 from capshim import profiles
 from capshim.bench import ablate, tune
-from tests.bench.test_ablate import GPU_STOCK
+from capshim.errors import UsageError
+from tests.bench.test_ablate import GPU_STOCK, SHMEM_ERROR, fake_bench
 from tests.conftest import run_capshim
 
 H200_LIKE = {**GPU_STOCK, "capabilities": {**GPU_STOCK["capabilities"], "subgroupSizeControl": True,
@@ -62,24 +64,37 @@ def test_halve_keeps_the_faster_half_that_passes_the_gate():
 
 def test_tune_end_to_end_on_lavapipe(tmp_path, stock_probe):
     out = tmp_path / "tune"
-    r = run_capshim("tune", "--json", "--budget", "2", "-r", "1", "--confirm-runs", "2", "-p", "16", "-n", "4",
+    r = run_capshim("tune", "--json", "--budget", "3", "-r", "1", "--confirm-runs", "2", "-p", "16", "-n", "4",
                     "--dims", "shmem,fp16", "--out", str(out), timeout=900)
     assert r.returncode == 0, r.stderr[-2000:]
     res = json.loads(r.stdout)
-    assert len(res["candidates"]) == 2
+    assert len(res["candidates"]) == 3
     assert res["only"] == ["shmem", "fp16"] and set(res["dimensions"]) == {"shmem", "fp16"}
     assert all(c["answers"].split("=")[0] in ("shmem", "fp16") for c in res["candidates"].values())
-    stage0 = json.loads((out / "stage-0" / "summary.json").read_text())
-    assert set(stage0["arms"]) == {"native", *res["candidates"]}
+    assert res["stages"][0]["stage"] == 1 and not (out / "stage-0").exists()
+    stage1 = json.loads((out / "stage-1" / "summary.json").read_text())
+    assert set(stage1["arms"]) == {"native", *res["candidates"]}
     for name, c in res["candidates"].items():
-        assert c["results"][0]["state"] == stage0["arms"][name]["state"]
+        first = c["results"][0]
+        assert first["state"] == stage1["arms"][name]["state"]
+        # the bench's warnings are carried: one process per arm is too few for an interval
+        assert ("runs failed" if first["state"] == "failed" else "few processes") in first["flags"]
+        if first["state"] == "failed":  # the reason is the run's error, whole, and in the notes
+            assert first["why"] == stage1["arms"][name]["runs"][0]["error"]
+            assert any(first["why"] in n for n in res["notes"]) and "Possible causes" not in first["why"]
+    if stock_probe["device"]["type"] == "cpu":  # lavapipe (32 KiB): llama.cpp cannot run with 16 KiB
+        (low,) = [c for c in res["candidates"].values() if c["answers"] == "shmem=16384"]
+        assert low["results"][0]["state"] == "failed"
+        assert low["results"][0]["why"].startswith("exit 1: ggml_vulkan: Error: Shared memory size too small")
     if res["winner"]:
-        assert profiles.load(res["tuned_profile"]).direction == "lower"
+        prof = profiles.load(res["tuned_profile"])
+        assert prof.direction == "lower" and res["confirm"]["verdict"] in prof.description
         confirm = json.loads((out / "confirm" / "summary.json").read_text())
         assert set(confirm["arms"]) == {"native", "tuned", "aa"}
         assert res["confirm"]["aa"]["state"] == confirm["arms"]["aa"]["state"]
-        assert res["confirm"]["verdict"]
-    assert (out / "tune.md").is_file()
+        assert res["confirm"]["verdict"] and res["notes"][0].startswith(f"best: {res['winner']} ")
+        assert "few processes" in res["confirm"]["flags"]["tuned"]
+    assert "| best |" in (out / "tune.md").read_text()
 
 
 def test_ratio_json_has_no_nan():
@@ -97,3 +112,82 @@ def test_dims_names_what_this_device_has(tmp_path, stock_probe):
     assert not (tmp_path / "t").exists()
     r = run_capshim("tune", "--dims", " , ", "--out", str(tmp_path / "t"), timeout=120)
     assert r.returncode == 2 and "--dims" in r.stderr and "Traceback" not in r.stderr
+
+
+CPU_STOCK = {"device": {"name": "llvmpipe", "type": "cpu", "index": 0},
+             "capabilities": {"maxComputeSharedMemorySize": 32768, "shaderFloat16": True}, "extensions": {}}
+
+
+def _lavapipe_like(name, what, test, r):
+    """The new user's tune: shared memory 16 KiB fails to load, fp16=off is the fastest candidate but
+    not shown faster in the confirmation, and the A/A arm is 0.69x in tg."""
+    if what.startswith("profile:") and "maxComputeSharedMemorySize = 16384" in Path(what[8:]).read_text():
+        return None
+    if name == "aa":
+        return [500.0, 1500.0] if test.startswith("pp") else [690.0, 700.0]
+    if name == "tuned" or (what.startswith("profile:") and "shaderFloat16 = false" in Path(what[8:]).read_text()):
+        return [990.0, 1030.0][:r] + [1000.0] * (r - 2)
+    return [900.0 + 10 * i for i in range(r)] if name != "native" else [1000.0 + i for i in range(r)]
+
+
+def test_tune_output_says_what_failed_what_is_flagged_and_the_verdict(tmp_path, monkeypatch):
+    calls = []
+    monkeypatch.setattr(ablate, "stock_probe", lambda: (CPU_STOCK, CPU_STOCK["device"]))
+    monkeypatch.setattr(ablate, "run_arms", fake_bench(_lavapipe_like, calls))
+    out = tmp_path / "t"
+    res = tune.tune(out=out)
+    assert [c[1].name for c in calls] == ["stage-1", "confirm"] and calls[0][2] == 2
+    notes = res["notes"]
+    best = res["winner"]
+    assert res["candidates"][best]["answers"] == "fp16=off"
+    # the verdict first, then the A/A arm's warning (it moved in tg16)
+    assert notes[0].startswith(f"best: {best} (fp16=off) 1.01x [") and "not shown faster than native" in notes[0]
+    assert notes[1].startswith("warning: the A/A arm") and "(tg16)" in notes[1]
+    rows = {r["candidate"]: r for r in res["rows"]}
+    assert "winner" not in rows[best] and rows[best]["best"] == "yes"
+    assert rows[best]["flags"] == "few processes"
+    (low,) = [n for n, c in res["candidates"].items() if c["answers"] == "shmem=16384"]
+    assert rows[low]["state"] == "failed" and rows[low]["flags"] == "runs failed, no samples"
+    why = f"exit 1: {SHMEM_ERROR} (and 1 more failed run(s))"
+    assert res["candidates"][low]["results"] == [{"stage": 1, "runs": 2, "ratio": None, "ci95": None,
+                                                  "state": "failed", "gate": False,
+                                                  "flags": ["runs failed", "no samples"], "why": why}]
+    assert f"stage 1: {low} (shmem=16384) failed: {why}" in notes
+    search = next(n for n in notes if n.startswith("search:"))
+    assert search.endswith(f"stages: 1: native + {len(res['candidates'])} candidates x 2 runs; "
+                           "confirmation: native + best + A/A x 2 runs")
+    # tuned.toml is the best candidate and says it was not shown faster, in its description and on top
+    text = (out / "tuned.toml").read_text()
+    prof = profiles.load(str(out / "tuned.toml"))
+    assert prof.description.startswith("1.01x [") and "not shown faster than native" in prof.description
+    assert text.startswith(f"# The best candidate of capshim tune ({best}: fp16=off)")
+    assert prof.capabilities == {"shaderFloat16": False}
+    assert res["confirm"]["flags"]["aa"] == ["few processes", "unstable (pp64)"]
+    assert json.loads((out / "tune.json").read_text())["notes"] == notes
+
+
+def test_tune_checks_test_before_writing_anything(tmp_path, monkeypatch):
+    calls = []
+    monkeypatch.setattr(ablate, "stock_probe", lambda: (CPU_STOCK, CPU_STOCK["device"]))
+    monkeypatch.setattr(ablate, "run_arms", fake_bench(_lavapipe_like, calls))
+    with pytest.raises(UsageError, match=r"--test tg999: not a test of this bench .*pp64, tg16"):
+        tune.tune(out=tmp_path / "t", test="tg999")
+    assert calls == [] and not (tmp_path / "t").exists()
+    assert tune.tune(out=tmp_path / "ok", test="tg16")["test"] == "tg16"
+
+
+def test_terminal_table_wraps_cells_instead_of_cutting_them(monkeypatch, capsys):
+    from capshim import cli
+
+    monkeypatch.setenv("COLUMNS", "80")
+    long = "subgroup-size-control=off, shmem=24576, coopmat=coopmat1"
+    rows = [{"candidate": "c01", "answers": long, "stages": 1, "pp512 vs native (last stage)": "0.98x [0.95–1.00]",
+             "state": "active", "flags": "few processes, contaminated, unstable (pp512)", "best": "yes"}]
+    cli._ablate_tune_table(rows, ["[/x] stays text"], "capshim tune (pp512)")
+    out = capsys.readouterr().out
+    assert max(len(line) for line in out.splitlines()) <= 80 and "…" not in out
+    lines = [line for line in out.splitlines() if line.startswith("│")]
+    cells = [[c.strip() for c in line.strip("│").split("│")] for line in lines]
+    for i, text in ((1, long), (5, rows[0]["flags"])):  # a cell's lines, joined, give its whole text
+        assert "".join(c[i] for c in cells).replace(" ", "") == text.replace(" ", "")
+    assert "- [/x] stays text" in out

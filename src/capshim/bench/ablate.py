@@ -22,7 +22,11 @@ P's answer on this device, are skipped (nothing to measure) and listed as such.
 
 All bench runs go through :func:`run_arms` (the one seam to the bench API) and
 all numbers are read from the bundle's summary through :func:`ratios` (one
-place): no statistics are computed here.
+place): no statistics are computed here. The bench's own warnings about each
+arm (too few processes, unstable, contaminated, failed runs...) are read from
+the summary too and shown short in each row (:func:`arm_flags`); why an arm
+failed is the bench's reason (:func:`why`); when the A/A arm's interval
+excludes 1.00x in any test, the first note says so (:func:`aa_warning`).
 """
 
 from __future__ import annotations
@@ -117,13 +121,17 @@ def profile_data(name: str, direction: str, description: str, caps: dict, exts: 
     return data
 
 
-def write_profile(path: Path, data: dict) -> Profile:
+def write_profile(path: Path, data: dict, comment: str | None = None) -> Profile:
     """Write ``data`` as TOML (tomli_w) at ``path`` and return it parsed and validated.
+
+    ``comment`` (any length, lines kept) goes on top of the file as ``#`` lines.
 
     Raises:
         ProfileError: the data is not a valid profile (a bug here; names the file and key).
     """
     text = tomli_w.dumps(data)
+    if comment:
+        text = "".join(f"# {line}".rstrip() + "\n" for line in comment.splitlines()) + text
     prof = profiles.parse(text, str(path))
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(text, encoding="utf-8")
@@ -214,6 +222,9 @@ def units(lowering: Profile, stock: dict, by: str = "group") -> list[Unit]:
     for u in out.values():
         if not u.raise_caps and not u.raise_exts:
             u.skipped = "this device does not have more than the profile answers: nothing to measure"
+    if by == "group":
+        for g in GROUP_ORDER:
+            out.setdefault(g, Unit(g, skipped=f"{lowering.name} does not lower it: nothing to measure"))
     order = {g: i for i, g in enumerate((*GROUP_ORDER, OTHER))}
     result = list(out.values())
     if by == "group":
@@ -389,6 +400,24 @@ def ratios(summary: dict, test: str) -> dict[str, Ratio]:
     return out
 
 
+def builtin_tests(n_prompt: int, n_gen: int) -> list[str]:
+    """The tests the built-in workload runs (known before any run): ``pp<n_prompt>``, ``tg<n_gen>``."""
+    from capshim.bench.llamabench import test_name
+
+    return [test_name(n_prompt, 0), test_name(0, n_gen)]
+
+
+def check_test(wanted: str | None, tests: list[str]) -> None:
+    """Refuse a ``--test`` that the bench will not produce, before any run.
+
+    Raises:
+        UsageError: naming ``--test`` and the valid names.
+    """
+    if wanted and wanted not in tests:
+        raise UsageError(f"--test {wanted}: not a test of this bench (the built-in workload runs "
+                         f"{', '.join(tests)}; -p and -n set their sizes)")
+
+
 def main_test(summary: dict, wanted: str | None = None) -> str:
     """The test selection uses: ``wanted``, else the first prompt-processing test (``pp*``), else the first.
 
@@ -422,17 +451,95 @@ def smallest(arms: list[ArmInfo], rs: dict[str, Ratio], recover: float = RECOVER
     return min(cands, key=lambda a: (len(a.units), a.raise_keys, -rs[a.name].value))
 
 
+def per_test(summary: dict) -> dict[str, dict[str, Ratio]]:
+    """:func:`ratios` for every test of the summary, in its order."""
+    return {t: ratios(summary, t) for t in summary.get("tests") or []}
+
+
+#: Short labels of the bench's own warnings (summary.json: an arm's ``flags``, written by
+#: capshim.bench.analysis.analyze and metrics, and each test's ``warnings``, written by
+#: capshim.bench.stats.stability_warnings), by the start of the sentence. None: not shown
+#: (the row's state says it).
+FLAG_LABELS: tuple[tuple[str, str | None], ...] = (
+    (r"^only \d+ process", "few processes"),
+    (r"^spread of the process values", "unstable"),
+    (r"^outlier process", "outliers"),
+    (r"^slow first process", "slow first process"),
+    (r"^\d+ of \d+ runs failed", "runs failed"),
+    (r"^\d+ of \d+ runs contaminated", "contaminated"),
+    (r"^path unchanged", "path unchanged"),
+    (r"^runs attested different paths", "paths differ"),
+    (r"^control \S+ moved", "control moved"),
+    (r"^no samples$", "no samples"),
+    (r": not (a shim )?result$", None),
+)
+
+
+def short_flag(text: str) -> str | None:
+    """The short label of one of the bench's warnings (:data:`FLAG_LABELS`); an unknown
+    one keeps its head (the text before its first ``:`` or ``(``)."""
+    import re
+
+    for pattern, label in FLAG_LABELS:
+        if re.search(pattern, text):
+            return label
+    return re.split(r":|\s\(", text, maxsplit=1)[0].strip() or text
+
+
+def arm_flags(summary: dict, name: str) -> list[str]:
+    """The bench's warnings about one arm, short (:func:`short_flag`), read from summary.json: the
+    arm's flags, then its tests' warnings (a label that holds for only some tests names them)."""
+    arm = summary["arms"].get(name) or {}
+    out = [label for f in arm.get("flags") or [] if (label := short_flag(f))]
+    tests = arm.get("tests") or {}
+    where: dict[str, list[str]] = {}
+    for t, entry in tests.items():
+        labels = [short_flag(w) for w in entry.get("warnings") or []]
+        labels += ["config mismatch"] if entry.get("mismatch") else []
+        for label in filter(None, labels):
+            where.setdefault(label, []).append(t)
+    out += [label if len(ts) == len(tests) else f"{label} ({', '.join(ts)})" for label, ts in where.items()]
+    return list(dict.fromkeys(out))
+
+
+def bench_warnings(summary: dict) -> list[dict]:
+    """Every warning of the bench, whole: ``[{"arm", "test" (None: about the arm), "warning", "short"}]``."""
+    out = []
+    for name, arm in summary["arms"].items():
+        out += [{"arm": name, "test": None, "warning": f, "short": short_flag(f)} for f in arm.get("flags") or []]
+        out += [{"arm": name, "test": t, "warning": w, "short": short_flag(w)}
+                for t, entry in (arm.get("tests") or {}).items() for w in entry.get("warnings") or []]
+    return out
+
+
+def why(arm: dict) -> str | None:
+    """Why an arm of summary.json is not a result, or which of its runs failed and why (the bench's
+    own reason, :func:`capshim.bench.plan.arm_reason`: llama.cpp's error line when it printed one)."""
+    from capshim.bench.plan import arm_reason
+
+    reason = arm_reason(arm)
+    if reason:
+        return reason
+    runs = arm.get("runs") or []
+    errors = [r["error"] for r in runs if r.get("error")]
+    return f"{len(errors)} of {len(runs)} runs failed: {errors[0]}" if errors else None
+
+
 # --- output -------------------------------------------------------------------
 
-def aa_warning(rs: dict[str, Ratio]) -> list[str]:
-    """A note when the A/A arm's interval excludes 1.00x (the harness's own bias is
-    then as large as a capability's effect may be, so the smallest raise is not reliable)."""
-    aa = rs.get("aa")
-    if aa is None or aa.lo is None or aa.hi is None or aa.lo <= 1.0 <= aa.hi:
+def aa_warning(rs_by_test: dict[str, dict[str, Ratio]], arm: str = "aa") -> list[str]:
+    """A warning when the A/A arm's interval excludes 1.00x in any test (``rs_by_test``:
+    :func:`per_test`): the harness's own bias is then as large as the effects measured,
+    so no ratio of the table, and no choice made from them, is reliable."""
+    shown = {t: rs[arm] for t, rs in rs_by_test.items() if arm in rs and rs[arm].ok}
+    moved = [t for t, r in shown.items() if r.lo is not None and not r.lo <= 1.0 <= r.hi]
+    if not moved:
         return []
-    return [f"warning: the A/A arm (stock answers through the layer) is {fmt_ratio(aa)} of native; its "
-            "interval excludes 1.00x: the harness moved as much as a capability may, so the smallest raise "
-            "is not reliable (more runs, -r, on a quieter machine)"]
+    return ["warning: the A/A arm (stock answers through the app layer) is "
+            + ", ".join(f"{fmt_ratio(r)} {t}" for t, r in shown.items())
+            + f" of native; its interval excludes 1.00x ({', '.join(moved)}): the harness's own bias is as "
+            "large as the effects measured here, so these ratios, and any choice made from them, are not "
+            "reliable (more runs, -r, on a quieter machine)"]
 
 
 def fmt_ratio(r: Ratio | None) -> str:
@@ -459,16 +566,27 @@ def answers_text(a: ArmInfo) -> str:
 
 
 def table_rows(arms: list[ArmInfo], summary: dict) -> list[dict]:
-    """One row per arm: ``arm``, ``answers``, then per test the ratio to native text, then ``state``."""
+    """One row per arm: ``arm``, ``answers``, then per test the ratio to native text, then ``state``
+    and ``flags`` (the bench's warnings about the arm, short: :func:`arm_flags`)."""
     rows = []
-    per_test = {t: ratios(summary, t) for t in summary.get("tests") or []}
     for a in arms:
         row = {"arm": a.name, "answers": answers_text(a)}
-        for t, rs in per_test.items():
+        for t, rs in per_test(summary).items():
             row[f"{t} vs native"] = fmt_ratio(rs.get(a.name))
         row["state"] = summary["arms"].get(a.name, {}).get("state", "—")
+        row["flags"] = ", ".join(arm_flags(summary, a.name))
         rows.append(row)
     return rows
+
+
+def why_notes(summary: dict, label=lambda name: name) -> list[str]:
+    """One note per arm that is not a result or had failed runs: ``NAME STATE: why`` (:func:`why`)."""
+    out = []
+    for name, arm in summary["arms"].items():
+        reason = why(arm)
+        if reason:
+            out.append(f"{label(name)} {arm.get('state')}: {reason}")
+    return out
 
 
 def markdown(rows: list[dict], notes: list[str]) -> str:
@@ -512,6 +630,27 @@ CPU_NOTE = ("CPU Vulkan device (lavapipe): no speed effect of these capabilities
             "shader paths and show that the method runs, not what a GPU gains.")
 
 
+def lowering_builtins() -> list[str]:
+    """The built-in profiles ablate takes: Vulkan ``lower`` profiles."""
+    return [n for n in profiles.builtin_names()
+            if (p := profiles.load(n)).api == "vulkan" and p.direction == "lower"]
+
+
+def load_lowering(ref: str) -> Profile:
+    """``--profile``: a built-in name or a file, which must be a Vulkan lowering profile.
+
+    Raises:
+        UsageError: unknown name (the message lists the built-ins ablate takes), a folder,
+            an invalid profile, or one for another API.
+    """
+    looks_like_file = Path(ref).exists() or "/" in ref or ref.endswith(".toml")
+    if not looks_like_file and ref not in profiles.builtin_names():
+        raise UsageError(f"--profile {ref}: no such profile file or built-in Vulkan lowering profile "
+                         f"(built-in: {', '.join(lowering_builtins())})")
+    return load_vulkan_profile(ref, "ablate measures Vulkan lowering profiles "
+                                    "(Metal ablation is not implemented yet)")
+
+
 def ablate(profile_ref: str = "vulkan-paravirt", by: str = "group", out: Path | None = None,
            model: str | None = None, repetitions: int | None = None, warmup: int | None = None,
            n_prompt: int | None = None, n_gen: int | None = None, test: str | None = None,
@@ -531,27 +670,30 @@ def ablate(profile_ref: str = "vulkan-paravirt", by: str = "group", out: Path | 
     t0 = time.monotonic()
     if by not in ("group", "key"):
         raise UsageError(f"--by {by}: expected group or key")
-    lowering = load_vulkan_profile(profile_ref, "ablate measures Vulkan lowering profiles "
-                                                "(Metal ablation is not implemented yet)")
+    lowering = load_lowering(profile_ref)
     out = Path(out) if out else Path(f"capshim-ablate-{time.strftime('%Y%m%d-%H%M%S')}")
     if out.exists() and any(out.iterdir()):
         raise UsageError(f"--out {out}: folder exists and is not empty")
     stock, device = stock_probe()
     d = CPU_DEFAULTS if is_cpu(device) else GPU_DEFAULTS
+    n_prompt, n_gen = n_prompt or d["n_prompt"], n_gen or d["n_gen"]
+    check_test(test, builtin_tests(n_prompt, n_gen))
     arms, us = build_arms(lowering, stock, out / "profiles", by)
     m = run_arms([a.spec for a in arms], out / "bench",
                  repetitions=repetitions or d["repetitions"], warmup=d["warmup"] if warmup is None else warmup,
-                 model=model, n_prompt=n_prompt or d["n_prompt"], n_gen=n_gen or d["n_gen"], timeout=timeout)
+                 model=model, n_prompt=n_prompt, n_gen=n_gen, timeout=timeout)
     t = main_test(m.summary, test)
     rs = ratios(m.summary, t)
     best = smallest(arms, rs, recover, lower_bound)
-    notes = [f"P = {lowering.source}; ratios to native (median, 95% interval) from {m.bundle / 'summary.json'}",
-             f"smallest raise: fewest groups, then keys, whose {t} median >= {recover:.2f}x of native and "
-             f"interval lower bound >= {lower_bound:.2f}x"]
+    notes = aa_warning(per_test(m.summary))
+    notes += [f"P = {lowering.source}; ratios to native (median, 95% interval) from {m.bundle / 'summary.json'}; "
+              f"flags: the bench's own warnings (whole in {m.bundle / 'report.md'})",
+              f"smallest raise: fewest groups, then keys, whose {t} median >= {recover:.2f}x of native and "
+              f"interval lower bound >= {lower_bound:.2f}x"]
     notes += [f"{u.name}: skipped: {u.skipped}" for u in us if u.skipped]
+    notes += why_notes(m.summary)
     if is_cpu(device):
         notes.append(CPU_NOTE)
-    notes += aa_warning(rs)
     smallest_path = None
     if best is not None:
         caps, exts = _written(profiles.load(str(best.raise_profile)))
@@ -574,8 +716,11 @@ def ablate(profile_ref: str = "vulkan-paravirt", by: str = "group", out: Path | 
         "cpu_device": is_cpu(device), "test": t, "rule": {"recover": recover, "lower_bound": lower_bound},
         "units": [{"name": u.name, "keys": u.keys, "skipped": u.skipped} for u in us],
         "arms": [{"name": a.name, "kind": a.kind, "units": a.units, "spec": a.spec,
-                  "raise_profile": str(a.raise_profile) if a.raise_profile else None} for a in arms],
-        "rows": rows, "notes": notes, "bundle": str(m.bundle),
+                  "raise_profile": str(a.raise_profile) if a.raise_profile else None,
+                  "state": m.summary["arms"].get(a.name, {}).get("state"),
+                  "flags": arm_flags(m.summary, a.name), "why": why(m.summary["arms"].get(a.name, {}))}
+                 for a in arms],
+        "rows": rows, "notes": notes, "warnings": bench_warnings(m.summary), "bundle": str(m.bundle),
         "smallest": None if best is None else {"arm": best.name, "units": best.units, "profile": str(smallest_path)},
         "failed_runs": m.failed_runs, "elapsed_s": round(time.monotonic() - t0, 1),
     }

@@ -336,22 +336,37 @@ def _check_workload_flags(argv, metric, unit, better, output_file, workload_name
             raise UsageError(f"{flag} goes with --metric SPEC (a command after --)")
 
 
-def explain_arm(name: str, arm: dict) -> str:
-    """One line saying why an arm is not a result (failed, inert, invalid, wrong-output), from summary.json."""
+def arm_reason(arm: dict) -> str | None:
+    """Why an arm of summary.json is not a result (failed, inert, invalid, wrong-output), short; else None.
+
+    A failed arm: its first failed run's ``error`` (the runner's ``exit N: <the stderr line that
+    says why>``, :func:`capshim.bench.runner.error_line`).
+    """
     state = arm.get("state")
     runs = arm.get("runs") or []
     if state == "failed":
         errors = [r.get("error") for r in runs if r.get("error")]
         why = errors[0] if errors else "no run finished"
-        more = f" (and {len(errors) - 1} more failed run(s))" if len(errors) > 1 else ""
-        return f"arm {name} failed: {why}{more}"
+        return why + (f" (and {len(errors) - 1} more failed run(s))" if len(errors) > 1 else "")
     if state in ("inert", "invalid"):
         reasons = [f"{shim}: {s.get('reason')}" for r in runs for shim, s in (r.get("shims") or {}).items()
                    if s.get("state") == state]
-        why = reasons[0] if reasons else state
-        return f"arm {name}: the shim stayed {state} ({why}): not a shim result"
+        return f"the shim stayed {state} ({reasons[0] if reasons else state})"
     if state == "wrong-output":
-        return f"arm {name}: {arm.get('output_check', 'generated tokens differ')}: not a result"
+        return arm.get("output_check") or "generated tokens differ"
+    return None
+
+
+def explain_arm(name: str, arm: dict) -> str:
+    """One line saying why an arm is not a result (failed, inert, invalid, wrong-output), from summary.json."""
+    state = arm.get("state")
+    why = arm_reason(arm)
+    if state == "failed":
+        return f"arm {name} failed: {why}"
+    if state in ("inert", "invalid"):
+        return f"arm {name}: {why}: not a shim result"
+    if state == "wrong-output":
+        return f"arm {name}: {why}: not a result"
     return f"arm {name}: {state}"
 
 
@@ -374,4 +389,4 @@ def execute(plan: Plan, out: Path, warmup: int | None = None, timeout: float = 9
                      aa_arm=plan.aa_arm, notes=plan.notes, **options)
 
 
-__all__ = ["make_plan", "execute", "explain_arm", "Plan", "MODEL_PRESETS"]
+__all__ = ["make_plan", "execute", "explain_arm", "arm_reason", "Plan", "MODEL_PRESETS"]

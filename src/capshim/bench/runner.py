@@ -32,6 +32,7 @@ import contextlib
 import datetime as _dt
 import os
 import random
+import re
 import secrets
 import shutil
 import signal
@@ -423,9 +424,9 @@ def _run_one(bundle: Bundle, arm: Arm, n: int, workload: Workload, timeout: floa
         error = f"timed out after {timeout:g} s"
     else:
         error = f"killed by {sig}" if sig else f"exit {rc}"
-        tail = [line for line in stderr.strip().splitlines() if line.strip()][-1:]
-        if tail:
-            error += f": {tail[0][:300]}"
+        line = error_line(stderr)
+        if line:
+            error += f": {line[:300]}"
     states = {name: s.to_dict() for name, s in lc.states().items()}
     dirty = telemetry.contamination(before, after, {os.getpid(), proc.pid}) if probe else []
     for rec in records:
@@ -435,6 +436,28 @@ def _run_one(bundle: Bundle, arm: Arm, n: int, workload: Workload, timeout: floa
                      tokens, error, exec_argv, recorded_delta, position[0], position[1],
                      {"before": before, "after": after} if probe else {}, dirty, control=workload.control,
                      left_processes=left, stderr_truncated=stderr_cut)
+
+
+#: llama.cpp's (and ggml's) own error lines: ``ggml_vulkan: Error: ...``,
+#: ``llama_model_load: error loading model: ...``, ``..._impl: failed to load model``.
+_LLAMA_ERROR = re.compile(r"^(?:ggml|llama)\w*: .*\berror\b", re.IGNORECASE)
+_LLAMA_FAILED = re.compile(r"^(?:ggml|llama)\w*: .*\bfailed\b", re.IGNORECASE)
+
+
+def error_line(stderr: str) -> str | None:
+    """The line of a failed run's stderr that says why it failed (the run's ``error`` after ``exit N: ``).
+
+    llama.cpp's own first error line (``ggml_vulkan: Error: ...``, ``llama_model_load: error ...``;
+    else its first ``... failed ...`` line) when there is one: the root cause, which a binding's
+    last line (cyllama's generic "could not load it. Possible causes: ...") hides; else the last
+    non-empty line. None for an empty stderr.
+    """
+    lines = [line.strip() for line in stderr.splitlines() if line.strip()]
+    for pattern in (_LLAMA_ERROR, _LLAMA_FAILED):
+        own = next((line for line in lines if pattern.match(line)), None)
+        if own:
+            return own
+    return lines[-1] if lines else None
 
 
 #: The most of one run's stderr a bundle keeps (its first and last half; the rest is left out, with a

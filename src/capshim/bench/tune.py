@@ -13,12 +13,15 @@ device has it, a size only lowered). The dimensions (:func:`dimensions`):
   the device has them), ``coopmat1`` (NV coopmat2 hidden), ``none`` (both hidden).
 
 Search: successive halving (Jamieson and Talwalkar 2016) over the bench's own
-statistics. Stage 0 benches ``native`` and every candidate with ``r`` runs; each
+statistics. Stage 1 benches ``native`` and every candidate with ``r`` runs; each
 later stage keeps the better half (by median ratio to native, among arms that
 pass the correctness gate: state not failed, inert, invalid or wrong-output)
-and doubles the runs, until at most two are kept. The better of those is
-confirmed against native in a final interleaved bench. Every stage is its own evidence
-bundle; ``tune.json`` lists every candidate's result in every stage.
+and doubles the runs, until at most two are kept. The better of those (the
+best candidate) is confirmed against native in a final interleaved bench; its
+profile, ``tuned.toml``, is written whatever the verdict, and says it. Every
+stage is its own evidence bundle (``stage-1/``, ``stage-2/``, ...);
+``tune.json`` lists every candidate's result in every stage, with the bench's
+warnings (short flags) and, for a candidate that failed, why.
 """
 
 from __future__ import annotations
@@ -130,12 +133,18 @@ def describe(dims: dict[str, list[Option]], cand: dict[str, int]) -> str:
     return ", ".join(f"{d}={dims[d][i].label}" for d, i in cand.items() if i) or "stock"
 
 
-def write_candidate(dims: dict[str, list[Option]], cand: dict[str, int], path: Path, name: str, device: str):
-    """Write a candidate's lower profile (TOML, via :func:`capshim.bench.ablate.write_profile`)."""
+def write_candidate(dims: dict[str, list[Option]], cand: dict[str, int], path: Path, name: str, device: str,
+                    verdict: str | None = None, comment: str | None = None):
+    """Write a candidate's lower profile (TOML, via :func:`capshim.bench.ablate.write_profile`).
+
+    ``verdict`` (the confirmation's ratio and verdict) leads the description, so the 200
+    characters a description holds never cut it; ``comment`` goes on top of the file.
+    """
     caps = {k: v for d, i in cand.items() for k, v in dims[d][i].caps.items()}
     exts = {k: v for d, i in cand.items() for k, v in dims[d][i].exts.items()}
+    what = f"capshim tune on {device}: {describe(dims, cand)}"
     return ablate.write_profile(path, ablate.profile_data(
-        name, "lower", f"capshim tune on {device}: {describe(dims, cand)}", caps, exts))
+        name, "lower", f"{verdict}; {what}" if verdict else what, caps, exts), comment)
 
 
 def _ratio_json(r: ablate.Ratio) -> dict:
@@ -157,15 +166,19 @@ def tune(out: Path | None = None, budget: int | None = None, model: str | None =
     """Search, confirm, and write ``tuned.toml`` and ``tune.json`` into ``out``; return tune.json's content.
 
     Files: ``candidates/cNN.toml``, ``stage-N/`` (one evidence bundle per
-    stage), ``confirm/`` (native vs the winner), ``tune.md``, ``tune.json``,
-    ``tuned.toml`` (the winner's profile, when one passed the gate).
+    stage, N from 1), ``confirm/`` (native vs the best candidate, as ``tuned``),
+    ``tune.md``, ``tune.json``, ``tuned.toml`` (the best candidate's profile, when
+    one passed the gate, written after the confirmation; its description and
+    comment give the confirmation's ratio and verdict, "not shown faster than
+    native" included).
 
     ``only`` restricts the search to those dimensions (names of
     :func:`dimensions`, e.g. ``["coopmat"]``); the others stay stock.
 
     Raises:
         UsageError: a non-empty ``out``; nothing to tune on this device; a name in
-            ``only`` that is not a dimension of this device (the message lists them).
+            ``only`` that is not a dimension of this device (the message lists them);
+            a ``test`` the built-in workload does not run (before any run or file).
         CapshimError: no Vulkan driver; a bench was interrupted.
     """
     t0 = time.monotonic()
@@ -183,6 +196,8 @@ def tune(out: Path | None = None, budget: int | None = None, model: str | None =
             raise UsageError(f"--dims {','.join(unknown)}: not a dimension of {device['name']} "
                              f"(this device has: {', '.join(dims)})")
         dims = {n: o for n, o in dims.items() if n in only}
+    n_prompt, n_gen = n_prompt or d["n_prompt"], n_gen or d["n_gen"]
+    ablate.check_test(test, ablate.builtin_tests(n_prompt, n_gen))
     cands = candidates(dims, budget or d["budget"], seed)
     names = {f"c{i + 1:02d}": c for i, c in enumerate(cands)}
     specs = {}
@@ -191,11 +206,13 @@ def tune(out: Path | None = None, budget: int | None = None, model: str | None =
         write_candidate(dims, c, p, f"tune-{n}", device["name"])
         specs[n] = f"{n}=profile:{p}"
     bench = dict(warmup=d["warmup"] if warmup is None else warmup, model=model,
-                 n_prompt=n_prompt or d["n_prompt"], n_gen=n_gen or d["n_gen"], timeout=timeout)
+                 n_prompt=n_prompt, n_gen=n_gen, timeout=timeout)
     results: dict[str, list[dict]] = {n: [] for n in names}
     last: dict[str, ablate.Ratio] = {}
+    last_flags: dict[str, list[str]] = {}
+    why_notes: list[str] = []
     stages = []
-    alive, r, stage, t = list(names), repetitions or d["repetitions"], 0, None
+    alive, r, stage, t = list(names), repetitions or d["repetitions"], 1, None
     failed_runs = 0
     while True:
         m = ablate.run_arms(["native=", *(specs[n] for n in alive)], out / f"stage-{stage}", repetitions=r, **bench)
@@ -205,49 +222,70 @@ def tune(out: Path | None = None, budget: int | None = None, model: str | None =
         rs = ablate.ratios(m.summary, t)
         for n in alive:
             last[n] = rs[n]
-            results[n].append({"stage": stage, "runs": r, **_ratio_json(rs[n]), "gate": rs[n].ok})
+            last_flags[n] = ablate.arm_flags(m.summary, n)
+            why = ablate.why(m.summary["arms"][n])
+            results[n].append({"stage": stage, "runs": r, **_ratio_json(rs[n]), "gate": rs[n].ok,
+                               "flags": last_flags[n], "why": why})
+        why_notes += ablate.why_notes(m.summary, lambda n: f"stage {stage}: {n} ({describe(dims, names[n])})"
+                                      if n in names else f"stage {stage}: {n}")
         kept = halve(alive, rs)
-        stages.append({"stage": stage, "runs": r, "bundle": str(m.bundle), "arms": alive, "kept": kept})
+        stages.append({"stage": stage, "runs": r, "bundle": str(m.bundle), "arms": alive, "kept": kept,
+                       "warnings": ablate.bench_warnings(m.summary)})
         if len(kept) <= 2:  # the confirmation bench decides between the last two
             best = kept[0] if kept else None
             break
         alive, r, stage = kept, r * 2, stage + 1
     confirm = None
     tuned_path = None
+    notes: list[str] = []
     if best is not None:
-        tuned_path = out / "tuned.toml"
-        write_candidate(dims, names[best], tuned_path, "tuned", device["name"])
-        arm_specs = ["native=", f"tuned=profile:{tuned_path}"] + ([AA_ARM] if AA_ARM else [])
+        arm_specs = ["native=", f"tuned={specs[best].split('=', 1)[1]}"] + ([AA_ARM] if AA_ARM else [])
         m = ablate.run_arms(arm_specs, out / "confirm", repetitions=confirm_runs or d["confirm"], **bench)
         failed_runs += m.failed_runs
         rcs = ablate.ratios(m.summary, ablate.main_test(m.summary, test))
         rc = rcs["tuned"]
-        aa = rcs.get(AA_ARM.split("=", 1)[0]) if AA_ARM else None
+        aa_name = AA_ARM.split("=", 1)[0] if AA_ARM else None
+        aa = rcs.get(aa_name) if aa_name else None
         verdict = ("faster than native (the whole interval above 1.00x)" if rc.ok and rc.lo is not None
                    and rc.lo > 1.0 else "not shown faster than native")
         confirm = {"bundle": str(m.bundle), **_ratio_json(rc), "verdict": verdict,
-                   "aa": None if aa is None else _ratio_json(aa)}
+                   "aa": None if aa is None else _ratio_json(aa),
+                   "flags": {a: ablate.arm_flags(m.summary, a) for a in m.summary["arms"]},
+                   "why": ablate.why(m.summary["arms"]["tuned"]), "warnings": ablate.bench_warnings(m.summary)}
+        tuned_path = out / "tuned.toml"
+        said = f"{ablate.fmt_ratio(rc)} of native {t}: {verdict}"
+        write_candidate(dims, names[best], tuned_path, "tuned", device["name"], verdict=said,
+                        comment=f"The best candidate of capshim tune ({best}: {describe(dims, names[best])}) on "
+                                f"{device['name']}.\nConfirmation ({out / 'confirm'}): {said}.")
+        notes.append(f"best: {best} ({describe(dims, names[best])}) {said} (confirmation, {out / 'confirm'}); "
+                     f"profile {tuned_path}")
+        moved = ablate.aa_warning(ablate.per_test(m.summary), aa_name) if aa_name else []
+        notes += moved
+        if aa is not None and not moved:
+            notes.append(f"A/A arm (app layer active, stock answers): {ablate.fmt_ratio(aa)} of native: "
+                         "the harness's and the shim's own bias")
+        if confirm["flags"].get("tuned") or confirm["flags"].get("native"):
+            notes.append("confirmation flags: " + "; ".join(f"{a}: {', '.join(f)}" for a, f
+                                                            in confirm["flags"].items() if f))
+        why_notes += ablate.why_notes(m.summary, lambda n: f"confirmation: {n}")
+    else:
+        notes.append("no candidate passed the correctness gate; no profile written")
     rows = []
     for n, c in names.items():
         rows.append({"candidate": n, "answers": describe(dims, c), "stages": len(results[n]),
                      f"{t} vs native (last stage)": ablate.fmt_ratio(last[n]),
-                     "state": last[n].state, "winner": "yes" if n == best else ""})
-    notes = [f"search: successive halving, {len(names)} candidates (seed {seed}) over "
-             f"{', '.join(dims)}, stages: "
-             + "; ".join(f"{s['stage']}: {len(s['arms'])} arms x {s['runs']} runs" for s in stages)]
-    if confirm:
-        notes.append(f"confirmation ({out / 'confirm'}): tuned {best} ({describe(dims, names[best])}) "
-                     f"{ablate.fmt_ratio(rc)} of native: {confirm['verdict']}; profile {tuned_path}")
-        if aa is not None:
-            notes.append(f"A/A arm (app layer active, stock answers): {ablate.fmt_ratio(aa)} of native: "
-                         "the harness's and the shim's own bias")
-    else:
-        notes.append("no candidate passed the correctness gate; no profile written")
+                     "state": last[n].state, "flags": ", ".join(last_flags[n]), "best": "yes" if n == best else ""})
+    notes.append(f"search: successive halving, {len(names)} candidates (seed {seed}) over {', '.join(dims)}; "
+                 "stages: " + "; ".join(f"{s['stage']}: native + {len(s['arms'])} candidates x {s['runs']} runs"
+                                        for s in stages)
+                 + (f"; confirmation: native + best" + (" + A/A" if AA_ARM else "")
+                    + f" x {confirm_runs or d['confirm']} runs" if confirm else ""))
+    notes += why_notes
     if ablate.is_cpu(device):
         notes.append(ablate.CPU_NOTE)
     (out / "tune.md").write_text(f"# capshim tune — {device['name']}\n\n" + ablate.markdown(rows, notes),
                                  encoding="utf-8")
-    result = {"schema": "capshim-tune/1", "out": str(out), "device": device, "cpu_device": ablate.is_cpu(device), "test": t,
+    result = {"schema": "capshim-tune/2", "out": str(out), "device": device, "cpu_device": ablate.is_cpu(device), "test": t,
               "seed": seed, "only": list(only) if only else None,
               "dimensions": {k: [o.label for o in v] for k, v in dims.items()},
               "candidates": {n: {"answers": describe(dims, c), "profile": str(out / "candidates" / f"{n}.toml"),

@@ -443,10 +443,12 @@ def load(ref: str | Path) -> Profile:
     ends in ``.toml``) is a file; otherwise it is a built-in name.
 
     Raises:
-        ProfileError: unknown built-in name, unreadable file, or invalid profile.
+        ProfileError: unknown built-in name, a folder, unreadable file, or invalid profile.
     """
     ref_s = str(ref)
     path = Path(ref_s)
+    if path.is_dir() and ("/" in ref_s or ref_s not in builtin_names()):
+        raise ProfileError(ref_s, None, None, "is a folder, not a profile file")
     if path.is_file() or "/" in ref_s or ref_s.endswith(".toml"):
         from capshim import paths
 
