@@ -753,7 +753,8 @@ def ablate_cmd(profile_ref, by, model, repetitions, warmup, n_prompt, n_gen, tes
 @click.option("--seed", type=click.IntRange(0), default=1, show_default=True, help="Seed of the candidate sample.")
 @click.option("--dims", metavar="D[,D...]",
               help="Search only these dimensions (shmem, fp16, bf16, intdot, subgroup-size-control, "
-                   "coopmat; those this device has) and keep the others stock.")
+                   "coopmat; any case, duplicates dropped; those this device offers a choice in) and keep "
+                   "the others stock.")
 @click.option("--timeout", type=FiniteFloat(1), default=900, show_default=True, help="Seconds one run may take.")
 @click.option("--out", type=click.Path(file_okay=False), help="Output folder [default: ./capshim-tune-DATE-TIME].")
 @click.option("--json", "as_json", is_flag=True, help="Print tune.json on stdout instead of the table.")
@@ -771,6 +772,14 @@ def tune_cmd(budget, model, repetitions, confirm_runs, warmup, n_prompt, n_gen, 
     whether the confirmation showed it faster than native), OUT/tune.md, OUT/tune.json.
 
     \b
+    Exit status:
+      0  a best candidate was found and confirmed (tuned.toml written; its
+         verdict says whether it is faster than native)
+      1  no candidate passed the correctness gate (no tuned.toml), the best
+         failed it in the confirmation, or runs of native / the confirmation failed
+      2  usage error (bad option, --dims name, non-empty --out), nothing written
+
+    \b
     Examples:
       capshim tune
       capshim tune --model tinyllama-1.1b --out evidence/h200-tune
@@ -781,12 +790,7 @@ def tune_cmd(budget, model, repetitions, confirm_runs, warmup, n_prompt, n_gen, 
 
     from capshim.bench import tune
 
-    only = None
-    if dims is not None:
-        only = [d.strip() for d in dims.split(",") if d.strip()]
-        if not only:
-            raise click.BadParameter("give at least one dimension name", param_hint="--dims")
-
+    only = dims.split(",") if dims is not None else None  # tune.parse_only checks them
     res = tune.tune(out=Path(out) if out else None, budget=budget, model=model, repetitions=repetitions,
                     confirm_runs=confirm_runs, warmup=warmup, n_prompt=n_prompt, n_gen=n_gen, test=test, seed=seed,
                     timeout=timeout, only=only)
@@ -794,8 +798,8 @@ def tune_cmd(budget, model, repetitions, confirm_runs, warmup, n_prompt, n_gen, 
         click.echo(json.dumps(res, indent=2))
     else:
         _ablate_tune_table(res["rows"], res["notes"], f"capshim tune ({res['test']})")
-    click.echo(f"tune: {res['out']}  ({res['elapsed_s']:.0f} s)", err=True)
-    if res["failed_runs"]:
+    click.echo(f"tune: {res['out']}  ({res['elapsed_s']:.0f} s; {res['outcome']})", err=True)
+    if res["failed_runs"] or res["outcome"] != "confirmed":
         sys.exit(1)
 
 

@@ -120,6 +120,9 @@ METADATA_SCHEMA: dict = {
             "binary_sha256": {"type": ["string", "null"], "pattern": "^[0-9a-f]{64}$"},
             "model_sha256": {"type": ["string", "null"], "pattern": "^[0-9a-f]{64}$"}}},
         "arms": {"type": "object", "additionalProperties": {"type": "object"}},
+        "inherited_env": {"type": "object", "required": ["variables"], "properties": {
+            "variables": {"type": "object", "additionalProperties": {"type": "string"}},
+            "prefixes": _STR_LIST, "names": _STR_LIST, "redacted": _STR_LIST}},
         "finalize_failures": {"type": "array", "items": {
             "type": "object", "required": ["step", "error"],
             "properties": {"step": {"type": "string"}, "error": {"type": "string"}}}},

@@ -247,10 +247,12 @@ def test_error_line_prefers_llama_cpp_own_error():
     assert runner.error_line("") is None
 
 
-def fake_bench(value, calls: list | None = None):
+def fake_bench(value, calls: list | None = None, path=None, bench_warnings: list[str] | None = None):
     """A stand-in for :func:`ablate.run_arms` (the one seam to the bench): ``value(name, what, test, r)``
     gives an arm's per-process tok/s (``r`` processes), or None for an arm whose runs fail as a real
-    failed load does (error: the runner's line from :data:`FAILED_STDERR`). Summary: analyze()."""
+    failed load does (error: the runner's line from :data:`FAILED_STDERR`); ``path(name, what)``, the
+    path llama.cpp attested for the arm (default: none); ``bench_warnings``, the bench's warnings about
+    the whole bench (an inherited GGML_VK_DISABLE_*). Summary: analyze()."""
     from capshim.bench import runner
 
     def run_arms(arm_specs, out, *, repetitions, warmup, model, n_prompt, n_gen, timeout=900.0):
@@ -267,10 +269,12 @@ def fake_bench(value, calls: list | None = None):
                               "runs": [{"run": i + 1, "exit_code": 1, "error": err} for i in range(repetitions)]}
                 continue
             arms[name] = {"state": "active" if what else "native", "spec": {"identity": what == "identity"},
-                          "runs": [{"run": i + 1, "exit_code": 0} for i in range(repetitions)]}
+                          "runs": [{"run": i + 1, "exit_code": 0} for i in range(repetitions)],
+                          "path": path(name, what) if path else {}}
             records += [{"arm": name, "run": i + 1, "sample": 1, "test": t, "tok_s": v}
                         for t, vs in vals.items() for i, v in enumerate(vs)]
-        return ablate.Measured(analyze(records, arms, baseline="native"), out, {"name": "Fake"}, 0)
+        return ablate.Measured(analyze(records, arms, baseline="native", bench_warnings=bench_warnings), out,
+                               {"name": "Fake"}, 0)
 
     return run_arms
 
@@ -305,6 +309,18 @@ def test_ablate_output_carries_the_bench_warnings(tmp_path, monkeypatch):
     assert saved["notes"] == notes and saved["rows"] == res["rows"]
     fp16 = next(w for w in saved["warnings"] if w["arm"] == "loi-fp16" and w["short"] == "unstable")
     assert fp16["test"] in ("pp64", "tg16") and "spread of the process values" in fp16["warning"]
+
+
+def test_ablate_notes_an_inherited_llama_cpp_switch(tmp_path, monkeypatch):
+    from capshim.bench import inherited_env
+
+    (w,) = inherited_env.warnings({"GGML_VK_DISABLE_COOPMAT": "1"})
+    monkeypatch.setattr(ablate, "stock_probe", lambda: (GPU_STOCK, GPU_STOCK["device"]))
+    monkeypatch.setattr(ablate, "run_arms", fake_bench(lambda name, what, test, r: [1000.0 + i for i in range(r)],
+                                                       bench_warnings=[w]))
+    res = ablate.ablate(out=tmp_path / "ab", repetitions=6, n_prompt=64, n_gen=16)
+    assert res["notes"][0] == f"warning: {w}" and "without KHR cooperative matrix" in w
+    assert res["warnings"][0]["arm"] is None and res["warnings"][0]["warning"] == w
 
 
 def test_ablate_names_why_an_arm_failed(tmp_path, monkeypatch):

@@ -95,6 +95,29 @@ def test_inert_shim_is_flagged_and_strict_exits_3(tmp_path):
     assert summary["arms"]["sim"]["shim_result"] is False
 
 
+def test_inherited_llama_cpp_environment_is_recorded_and_warned_about(tmp_path):
+    script = _fake_workload(tmp_path, f'cat "{FIXTURE}"')
+    out = tmp_path / "b"
+    env = {"GGML_VK_DISABLE_F16": "1", "LLAMA_ARG_API_KEY": "hunter2", "MESA_SHADER_CACHE_DISABLE": "true",
+           "CUDA_VISIBLE_DEVICES": "0", "MY_PRIVATE_THING": "nope"}
+    r = run_capshim("bench", "--arm", "a=", "--arm", "b=", "-r", "1", "--warmup", "0", "--out", str(out), "--",
+                    str(script), env=env)
+    assert r.returncode == 0, r.stderr
+    assert evidence.verify(out) == []
+    inherited = json.loads((out / "metadata.json").read_text())["inherited_env"]
+    assert inherited["variables"]["GGML_VK_DISABLE_F16"] == "1"
+    assert inherited["variables"]["MESA_SHADER_CACHE_DISABLE"] == "true"
+    assert inherited["variables"]["CUDA_VISIBLE_DEVICES"] == "0"
+    assert inherited["variables"]["LLAMA_ARG_API_KEY"] == "<redacted>" and "MY_PRIVATE_THING" not in inherited["variables"]
+    assert "hunter2" not in (out / "metadata.json").read_text()
+    summary = json.loads((out / "summary.json").read_text())
+    (w,) = [x for x in summary["warnings"] if x["arm"] is None]
+    assert w["warning"].startswith("GGML_VK_DISABLE_F16=1 inherited: every arm runs without fp16")
+    assert f"warning: {w['warning']}" in summary["notes"]
+    assert "GGML_VK_DISABLE_F16=1 inherited" in (out / "report.md").read_text()
+    assert "capshim: warning: GGML_VK_DISABLE_F16=1 inherited" in r.stderr
+
+
 def test_timeout_is_recorded(tmp_path):
     script = _fake_workload(tmp_path, "sleep 30")
     out = tmp_path / "b"

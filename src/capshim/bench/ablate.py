@@ -503,13 +503,23 @@ def arm_flags(summary: dict, name: str) -> list[str]:
 
 
 def bench_warnings(summary: dict) -> list[dict]:
-    """Every warning of the bench, whole: ``[{"arm", "test" (None: about the arm), "warning", "short"}]``."""
-    out = []
+    """Every warning of the bench, whole: ``[{"arm", "test" (None: about the arm), "warning", "short"}]``;
+    first those about the whole bench (``arm`` None: an inherited ``GGML_VK_DISABLE_*``, :func:`env_notes`)."""
+    out = [{**w, "short": short_flag(w["warning"])} for w in summary.get("warnings") or []
+           if w.get("arm") is None and w.get("warning")]
     for name, arm in summary["arms"].items():
         out += [{"arm": name, "test": None, "warning": f, "short": short_flag(f)} for f in arm.get("flags") or []]
         out += [{"arm": name, "test": t, "warning": w, "short": short_flag(w)}
                 for t, entry in (arm.get("tests") or {}).items() for w in entry.get("warnings") or []]
     return out
+
+
+def env_notes(summary: dict) -> list[str]:
+    """``warning: ...`` notes for the bench's warnings about the whole bench (summary.json ``warnings``
+    with ``arm`` null: an inherited variable that switches llama.cpp's paths for every arm,
+    :func:`capshim.bench.inherited_env.warnings`)."""
+    return [f"warning: {w['warning']}" for w in summary.get("warnings") or []
+            if w.get("arm") is None and w.get("warning")]
 
 
 def why(arm: dict) -> str | None:
@@ -685,7 +695,7 @@ def ablate(profile_ref: str = "vulkan-paravirt", by: str = "group", out: Path | 
     t = main_test(m.summary, test)
     rs = ratios(m.summary, t)
     best = smallest(arms, rs, recover, lower_bound)
-    notes = aa_warning(per_test(m.summary))
+    notes = aa_warning(per_test(m.summary)) + env_notes(m.summary)
     notes += [f"P = {lowering.source}; ratios to native (median, 95% interval) from {m.bundle / 'summary.json'}; "
               f"flags: the bench's own warnings (whole in {m.bundle / 'report.md'})",
               f"smallest raise: fewest groups, then keys, whose {t} median >= {recover:.2f}x of native and "

@@ -104,7 +104,8 @@ def _entry(by_process: list[list[float]]) -> dict:
 
 def analyze(records: list[dict], arms: dict, baseline: str, host: dict | None = None, *,
             allow_mismatch: bool = False, aa_arm: str | None = None, notes: list[str] | None = None,
-            lower_is_better: frozenset[str] | set[str] = frozenset()) -> dict:
+            lower_is_better: frozenset[str] | set[str] = frozenset(),
+            bench_warnings: list[str] | None = None) -> dict:
     """Compute the summary of one bench run (the content of ``summary.json``): typed values only.
 
     Args:
@@ -126,6 +127,9 @@ def analyze(records: list[dict], arms: dict, baseline: str, host: dict | None = 
         notes: sentences for the table notes (e.g. "no speed effect is expected on a CPU device").
         lower_is_better: tests whose metric is better when lower (seconds): the
             stability warnings read them that way (a slow first process is a high value).
+        bench_warnings: warnings about the whole bench, not one arm (an inherited
+            ``GGML_VK_DISABLE_*``, :func:`capshim.bench.inherited_env.warnings`): listed
+            first under ``"warnings"`` with ``arm`` and ``test`` null, and as ``warning: ...`` notes.
 
     Returns:
         ``{"schema", "baseline", "tests": [series], "method", "host": {...} | None,
@@ -171,7 +175,7 @@ def analyze(records: list[dict], arms: dict, baseline: str, host: dict | None = 
     base_arm = arms[baseline] or {}
     base_path = base_arm.get("path") or {}
     out_arms = {}
-    all_warnings = []
+    all_warnings = [{"arm": None, "test": None, "warning": w} for w in bench_warnings or []]
     for name, arm in arms.items():
         arm = arm or {}
         state = arm.get("state", "native")
@@ -255,7 +259,7 @@ def analyze(records: list[dict], arms: dict, baseline: str, host: dict | None = 
         "arms": out_arms,
         "aa": _aa(aa_arm, arms, samples, tests, host),
         "warnings": all_warnings,
-        "notes": list(notes or []),
+        "notes": [f"warning: {w}" for w in bench_warnings or []] + list(notes or []),
     }
 
 

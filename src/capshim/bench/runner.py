@@ -47,7 +47,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
 from capshim import __version__, backends, evidence, launch
-from capshim.bench import analysis, attest, llamabench, metrics, stats, telemetry
+from capshim.bench import analysis, attest, inherited_env, llamabench, metrics, stats, telemetry
 from capshim.bench.arms import Arm
 from capshim.errors import CapshimError
 from capshim.evidence import Bundle, sha256_file
@@ -628,6 +628,7 @@ def run_bench(arms: list[Arm], workload: Workload, baseline: str, out: Path, rep
                      "model_sha256": _model_sha(workload.model),
                      "versions": workload.versions},
         "arms": {a.name: a.spec() for a in arms},
+        "inherited_env": inherited_env.record(os.environ),
         "shims": _shim_hashes(arms),
         "schedule": [],
     }
@@ -639,6 +640,9 @@ def run_bench(arms: list[Arm], workload: Workload, baseline: str, out: Path, rep
     if workload.controls:
         meta["controls"] = {c.control: {"argv": c.argv, "metric": c.metric.to_dict()} for c in workload.controls}
     meta.update(extra_metadata or {})
+    env_warnings = inherited_env.warnings(os.environ, workload.env)
+    for w in env_warnings:
+        console.print(f"capshim: warning: {w}", markup=False, highlight=False)
     bundle = Bundle.create(out, meta)
     results: dict[str, list[RunResult]] = {a.name: [] for a in arms}
     control_results: dict[str, list[RunResult]] = {a.name: [] for a in arms}
@@ -752,7 +756,8 @@ def run_bench(arms: list[Arm], workload: Workload, baseline: str, out: Path, rep
         result = _finish(bundle, arms, results, workload, baseline, host_arm, host, reference_arm, interrupted,
                          control_results=control_results, aa_arm=aa_arm, allow_mismatch=allow_mismatch,
                          exclude_contaminated=exclude_contaminated,
-                         notes=notes, precision=precision_state if precision is not None else None,
+                         notes=notes, bench_warnings=env_warnings,
+                         precision=precision_state if precision is not None else None,
                          precision_target=precision, cap=cap, precision_tests=precision_tests, guard=guard)
     guard_cm.exit_if_signalled()
     result.interrupted_by = interrupted_by
@@ -868,7 +873,8 @@ def _finish(bundle: Bundle, arms: list[Arm], results: dict[str, list[RunResult]]
             baseline: str, host_arm: str | None, host: dict | None, reference_arm: str | None,
             interrupted: bool, *, control_results: dict[str, list[RunResult]] | None = None,
             aa_arm: str | None = None, allow_mismatch: bool = False,
-            exclude_contaminated: bool = False, notes: list[str] | None = None, precision: dict | None = None,
+            exclude_contaminated: bool = False, notes: list[str] | None = None,
+            bench_warnings: list[str] | None = None, precision: dict | None = None,
             precision_target: float | None = None, cap: int | None = None,
             precision_tests: list[str] | None = None, guard=None) -> BenchResult:
     """The pipeline's end: analysis (typed summary) -> bundle (which runs the exporters and seals).
@@ -917,11 +923,12 @@ def _finish(bundle: Bundle, arms: list[Arm], results: dict[str, list[RunResult]]
         with slow():
             try:
                 summary = _analyze(workload, records, arm_info, baseline, host_dict, allow_mismatch=allow_mismatch,
-                                   aa_arm=aa_arm, notes=notes)
+                                   aa_arm=aa_arm, notes=notes, bench_warnings=bench_warnings)
             except analysis.ComparabilityError as exc:  # seal what finished (rows marked), then refuse
                 refused = exc
                 summary = _analyze(workload, records, arm_info, baseline, host_dict, allow_mismatch=True,
-                                   aa_arm=aa_arm, notes=(notes or []) + [f"refused: {exc}"])
+                                   aa_arm=aa_arm, notes=(notes or []) + [f"refused: {exc}"],
+                                   bench_warnings=bench_warnings)
     except evidence.StepInterrupted:  # finalize records the analysis as skipped and seals
         summary = None
     except Exception:  # noqa: BLE001 - finalize runs the analysis again as an isolated, recorded step

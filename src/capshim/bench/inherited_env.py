@@ -1,0 +1,116 @@
+"""The inherited environment that can change a GPU workload's behaviour, for metadata.json.
+
+Every arm's process starts from capshim's own environment (runner.Launcher.build:
+``os.environ``, then the variables capshim sets, then the workload's), so a variable
+set in the user's shell (``GGML_VK_DISABLE_F16=1``, ``VK_ICD_FILENAMES=...``) reaches
+every arm, and each run's ``env_delta`` in metadata.json only holds what capshim set.
+:func:`record` keeps, for metadata.json's ``inherited_env``, the variables whose names
+start with one of :data:`PREFIXES` or are one of :data:`NAMES` (never the whole
+environment: it holds secrets), with their values; a name that looks like a secret
+(:data:`SECRET_NAME`, e.g. llama.cpp's ``LLAMA_API_KEY``, ``LLAMA_ARG_HF_TOKEN``) keeps
+its name, its value is recorded as :data:`REDACTED`.
+
+:func:`warnings` says which inherited variables switch llama.cpp's Vulkan paths for
+every arm (``GGML_VK_DISABLE_*``, ``GGML_VK_FORCE_*``): ggml-vulkan tests them with
+``getenv(NAME) != nullptr``, so any value, ``0`` and empty included, turns them on.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+
+#: Name prefixes recorded, each with where its variables are documented or read.
+PREFIXES: tuple[tuple[str, str], ...] = (
+    ("GGML_", "ggml (llama.cpp's tensor library): ggml/src/ggml-vulkan/ggml-vulkan.cpp getenv(\"GGML_VK_*\"), "
+              "ggml-cuda (GGML_CUDA_*), ggml-sched (GGML_SCHED_*)"),
+    ("LLAMA_", "llama.cpp: common/arg.cpp (LLAMA_ARG_* set any command-line argument), LLAMA_CACHE, "
+               "LLAMA_LOG_*"),
+    ("VK_", "Vulkan loader: docs/LoaderInterfaceArchitecture.md, table of environment variables "
+            "(VK_ICD_FILENAMES, VK_DRIVER_FILES, VK_ADD_DRIVER_FILES, VK_INSTANCE_LAYERS, VK_LAYER_PATH, "
+            "VK_LOADER_LAYERS_ENABLE/DISABLE, VK_LOADER_DRIVERS_SELECT); layer settings (VK_LAYER_*)"),
+    ("MESA_", "Mesa: docs/envvars.rst (MESA_VK_DEVICE_SELECT, MESA_SHADER_CACHE_DISABLE, MESA_LOADER_*)"),
+    ("LP_", "Mesa llvmpipe/lavapipe: docs/envvars.rst (LP_NUM_THREADS, LP_DEBUG, LP_PERF)"),
+    ("GALLIUM_", "Mesa Gallium: docs/envvars.rst (GALLIUM_DRIVER)"),
+    ("RADV_", "Mesa RADV: docs/envvars.rst (RADV_DEBUG, RADV_PERFTEST)"),
+    ("ACO_", "Mesa ACO compiler: docs/envvars.rst (ACO_DEBUG)"),
+    ("AMD_", "AMD drivers: Mesa docs/envvars.rst (AMD_DEBUG), AMDVLK (AMD_VULKAN_ICD)"),
+    ("ANV_", "Mesa ANV (Intel Vulkan): docs/envvars.rst (ANV_DEBUG)"),
+    ("INTEL_", "Mesa Intel drivers: docs/envvars.rst (INTEL_DEBUG)"),
+    ("NVK_", "Mesa NVK: docs/envvars.rst (NVK_DEBUG, NVK_I_WANT_A_BROKEN_VULKAN_DRIVER)"),
+    ("NAK_", "Mesa NAK compiler: docs/envvars.rst (NAK_DEBUG)"),
+    ("TU_", "Mesa Turnip: docs/envvars.rst (TU_DEBUG)"),
+    ("NVIDIA_", "NVIDIA Container Toolkit: NVIDIA_VISIBLE_DEVICES, NVIDIA_DRIVER_CAPABILITIES"),
+    ("__GL_", "NVIDIA driver README, 'Environment variables' (__GL_SHADER_DISK_CACHE*, "
+              "__GL_THREADED_OPTIMIZATIONS; the shader disk cache also serves Vulkan)"),
+    ("__NV_", "NVIDIA driver README, PRIME render offload (__NV_PRIME_RENDER_OFFLOAD)"),
+    ("CUDA_", "CUDA C Programming Guide, 'CUDA Environment Variables' (CUDA_VISIBLE_DEVICES, "
+              "CUDA_LAUNCH_BLOCKING, CUDA_CACHE_*)"),
+    ("HIP_", "ROCm HIP environment variables (HIP_VISIBLE_DEVICES)"),
+    ("ROCR_", "ROCm runtime (ROCR_VISIBLE_DEVICES)"),
+    ("HSA_", "ROCm runtime (HSA_OVERRIDE_GFX_VERSION)"),
+    ("ZE_", "oneAPI Level Zero specification, environment variables (ZE_AFFINITY_MASK)"),
+    ("ONEAPI_", "oneAPI DPC++ (ONEAPI_DEVICE_SELECTOR)"),
+    ("SYCL_", "oneAPI DPC++ environment variables (SYCL_CACHE_*)"),
+    ("DXVK_", "DXVK README (DXVK_CONFIG, DXVK_HUD)"),
+    ("VKD3D_", "vkd3d-proton README (VKD3D_CONFIG)"),
+    ("MVK_", "MoltenVK: Docs/MoltenVK_Configuration_Parameters.md (MVK_CONFIG_*)"),
+    ("OMP_", "OpenMP specification, environment variables (OMP_NUM_THREADS: ggml's CPU threads)"),
+)
+#: Whole names recorded (they change which libraries, and so which driver, a process loads).
+NAMES: tuple[tuple[str, str], ...] = (
+    ("LD_PRELOAD", "ld.so(8)"), ("LD_LIBRARY_PATH", "ld.so(8)"),
+    ("DYLD_INSERT_LIBRARIES", "dyld(1)"), ("DYLD_LIBRARY_PATH", "dyld(1)"),
+    ("DRI_PRIME", "Mesa docs/envvars.rst (GPU selection)"),
+)
+#: A name whose value is not recorded (only the name, with :data:`REDACTED`).
+SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSW|CREDENTIAL|AUTH|COOKIE", re.IGNORECASE)
+REDACTED = "<redacted>"
+
+#: What each llama.cpp switch does to every arm (ggml-vulkan.cpp); others get a generic sentence.
+SWITCHES: dict[str, str] = {
+    "GGML_VK_DISABLE_F16": "fp16 shader paths (llama.cpp treats the device as without shaderFloat16)",
+    "GGML_VK_DISABLE_BFLOAT16": "bf16 shader paths (VK_KHR_shader_bfloat16 ignored)",
+    "GGML_VK_DISABLE_COOPMAT": "KHR cooperative matrix (VK_KHR_cooperative_matrix ignored)",
+    "GGML_VK_DISABLE_COOPMAT2": "NV cooperative matrix 2 (VK_NV_cooperative_matrix2 ignored)",
+    "GGML_VK_DISABLE_INTEGER_DOT_PRODUCT": "integer dot product (VK_KHR_shader_integer_dot_product ignored)",
+    "GGML_VK_DISABLE_FUSION": "operator fusion",
+    "GGML_VK_DISABLE_GRAPH_OPTIMIZE": "graph reordering",
+    "GGML_VK_DISABLE_MMVQ": "quantized matrix-vector (MMVQ) shaders",
+    "GGML_VK_DISABLE_HOST_VISIBLE_VIDMEM": "host-visible video memory",
+}
+SWITCH = re.compile(r"^GGML_VK_(DISABLE|FORCE)_")
+
+
+def recorded(name: str) -> bool:
+    """Whether ``name`` is one :func:`record` keeps."""
+    return any(name.startswith(p) for p, _ in PREFIXES) or any(name == n for n, _ in NAMES)
+
+
+def record(environ: Mapping[str, str]) -> dict:
+    """``metadata.json``'s ``inherited_env``: ``{"variables": {name: value} (sorted; a secret-looking
+    name's value is :data:`REDACTED`), "prefixes": [str], "names": [str], "redacted": [name]}``."""
+    found = {k: v for k, v in sorted(environ.items()) if recorded(k)}
+    secret = [k for k in found if SECRET_NAME.search(k)]
+    return {"variables": {k: REDACTED if k in secret else v for k, v in found.items()},
+            "prefixes": [p for p, _ in PREFIXES], "names": [n for n, _ in NAMES], "redacted": secret}
+
+
+def warnings(environ: Mapping[str, str], overridden: Mapping[str, str] | None = None) -> list[str]:
+    """One warning per inherited ``GGML_VK_DISABLE_*`` / ``GGML_VK_FORCE_*`` variable (any value: llama.cpp
+    tests only that it is set); a name the workload itself sets (``overridden``) is not inherited."""
+    out = []
+    for k, v in sorted(environ.items()):
+        if not SWITCH.match(k) or k in (overridden or {}):
+            continue
+        shown = f"{k}={REDACTED if SECRET_NAME.search(k) else v}"
+        what = SWITCHES.get(k)
+        if what:
+            effect = f"every arm runs without {what}"
+        elif k.startswith("GGML_VK_FORCE_"):
+            effect = "every arm runs with this llama.cpp override"
+        else:
+            effect = "every arm runs with this llama.cpp path turned off"
+        out.append(f"{shown} inherited: {effect}, whatever the arm's answers (llama.cpp acts on the variable "
+                   "being set, whatever its value); unset it to measure the capabilities themselves")
+    return out
