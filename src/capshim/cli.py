@@ -803,6 +803,17 @@ def tune_cmd(budget, model, repetitions, confirm_runs, warmup, n_prompt, n_gen, 
         sys.exit(1)
 
 
+def _kernels_prompt(ctx, param, value):
+    """``capshim kernels -p``: at least :data:`capshim.bench.kernels.MIN_PROMPT` (why in the message)."""
+    from capshim.bench.kernels import MIN_PROMPT
+
+    if value is not None and value < MIN_PROMPT:
+        raise click.BadParameter(f"{value}: give at least {MIN_PROMPT}: ggml-vulkan runs a matrix multiplication with "
+                                 "n <= 8 columns as the mat-vec path (MUL_MAT_VEC), so -p 2..8 never runs the "
+                                 "batched MUL_MAT path")
+    return value
+
+
 @main.command("kernels")
 @click.option("--model", "models", multiple=True, metavar="PRESET|PATH",
               help="A model to compare (repeatable; the first is the reference). A preset or a GGUF file "
@@ -810,8 +821,10 @@ def tune_cmd(budget, model, repetitions, confirm_runs, warmup, n_prompt, n_gen, 
 @click.option("--profile", "profile_refs", multiple=True, metavar="P",
               help="Answers to compare with native (repeatable): a lowering profile runs as the simulated "
                    "device, a raising one through the app layer [default: vulkan-paravirt].")
-@click.option("--n-prompt", "-p", type=click.IntRange(2, 4096), default=64, show_default=True,
-              help="Prompt tokens of the one pass (the batch, n>1, path).")
+@click.option("--n-prompt", "-p", type=click.IntRange(1, 4096), default=64, show_default=True,
+              callback=_kernels_prompt,
+              help="Prompt tokens of the one pass (the batch, n>1, path): at least 9, since ggml-vulkan runs "
+                   "n <= 8 columns as the mat-vec path.")
 @click.option("--n-gen", "-n", type=click.IntRange(1, 256), default=4, show_default=True,
               help="Generated tokens of the one pass (the single-token, n=1, path).")
 @click.option("--timeout", type=FiniteFloat(1), default=900, show_default=True, help="Seconds one run may take.")
@@ -827,9 +840,24 @@ def kernels_cmd(models, profile_refs, n_prompt, n_gen, timeout, out, as_json):
     ggml-vulkan's perf logger on (GGML_VK_PERF_LOGGER=1). It compares the
     device line (fp16, bf16, int dot, shared memory, matrix cores) and the op
     classes the perf logger names (fused chain, op, weight type, n=1 or n>1,
-    flash attention): per answers across models (split into weight type,
-    path and graph differences) and per model native vs each profile.
-    Writes OUT/kernels.md and OUT/kernels.json.
+    flash attention; the model-dependent evidence) and each run's logged GPU
+    time by family: per answers across models (split into weight type, path
+    and graph differences) and per model native vs each profile. The device
+    line is printed before the model loads: it shows what the answers change,
+    not anything about the model. Only runs that succeeded on Vulkan and
+    logged every expected graph are compared; the others are named in the
+    verdict with the reason. GGML_* variables of the environment are
+    recorded; GGML_VK_PERF_LOGGER_CONCURRENT and GGML_VK_PERF_LOGGER_FREQUENCY
+    other than 1 are refused. Writes OUT/kernels.md and OUT/kernels.json.
+
+    \b
+    Exit status:
+      0  every model/answers pair was compared
+      1  at least one was not (failed, timed out, ran on llama.cpp's CPU
+         backend, no Vulkan device line, no or too few perf logger blocks):
+         each is named in the verdict; the report is still written
+      2  bad usage (model, profile, -p, --out, GGML_VK_PERF_LOGGER_*):
+         nothing run, nothing written
 
     \b
     Examples:
@@ -841,15 +869,18 @@ def kernels_cmd(models, profile_refs, n_prompt, n_gen, timeout, out, as_json):
 
     from capshim.bench import kernels
 
+    if out is not None and not out.strip():
+        raise click.BadParameter("an empty path: give a folder, or leave --out out for the default",
+                                 param_hint="--out")
     res = kernels.kernels(models, profile_refs or kernels.DEFAULT_PROFILES, out=Path(out) if out else None,
-                          n_prompt=n_prompt, n_gen=n_gen, timeout=timeout, argv=["capshim", *sys.argv[1:]])
+                          n_prompt=n_prompt, n_gen=n_gen, timeout=timeout, argv=list(sys.argv))
     if as_json:
         click.echo(json.dumps(res, indent=2))
     else:
         for line in res["verdict"]:
             click.echo(f"- {line}")
     click.echo(f"kernels: {res['out']}/kernels.md  ({res['elapsed_s']:.0f} s)", err=True)
-    if res["failed_runs"]:
+    if res["failed_runs"] or not res["complete"]:
         sys.exit(1)
 
 

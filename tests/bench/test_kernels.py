@@ -122,6 +122,7 @@ def test_kernels_end_to_end_on_lavapipe(tmp_path, stock_probe):
     res = json.loads(r.stdout)
     assert res == json.loads((out / "kernels.json").read_text())
     assert [e["label"] for e in res["models"]] == ["tiny", "tiny-q8"]
+    assert res["complete"] and res["not_compared"] == [] and res["expected_graphs"] == 6
     assert [a["arm"] for a in res["answers"]] == ["native", "sim-vulkan-paravirt"]
     assert res["models"][1]["file_types"] == {"Q8_0": 16, "F32": 5}
     for e in res["models"]:
@@ -149,3 +150,221 @@ def test_kernels_end_to_end_on_lavapipe(tmp_path, stock_probe):
     text = (out / "kernels.md").read_text()
     assert "## Verdict" in text and "differ only by weight type" in text and "0 path difference(s)" in text
     assert any("profile's effect" in v and "the same in every model" in v for v in res["verdict"])
+
+
+# --- hostile review: only complete runs are compared, and exit codes say so -----------------------------
+
+import os  # noqa: E402
+
+import pytest  # noqa: E402
+from click.testing import CliRunner  # noqa: E402
+
+from capshim.bench import ablate, plan  # noqa: E402
+from capshim.cli import main  # noqa: E402
+from capshim.errors import UsageError  # noqa: E402
+
+CPU_FALLBACK = REPO / "tests" / "fixtures" / "kernels" / "tiny-cpu-fallback.stderr"
+DEVICE = "ggml_vulkan: 0 = llvmpipe (llvmpipe) | uma: 0 | fp16: 1 | warp size: 8 | shared memory: 32768"
+
+
+def _stderr(blocks: int, *lines: str, device: str = DEVICE) -> str:
+    """A worker's stderr as the perf logger writes it: the device line, Vulkan buffers, ``blocks`` graphs."""
+    body = "".join(f"{x}: 1 x 2 us = {t} us\n" for x, t in zip(lines, (10, 30, 60, 100, 200)))
+    return (f"{device}\nload_tensors:      Vulkan0 model buffer size =     1.00 MiB\n"
+            + f"----------------\nVulkan Timings:\n{body}Total time: 2 us.\n" * blocks)
+
+
+OK_RUN = {"run": 1, "exit_code": 0, "signal": None, "timed_out": False, "error": None}
+
+
+def _fake_run_arms(plans: dict):
+    """A stand-in for ablate.run_arms: writes a bundle with the given stderr and summary per arm.
+
+    ``plans``: model ref -> {arm: (state, run entry, stderr text)}.
+    """
+    def run_arms(specs, out, *, model, **kw):
+        (out / "raw").mkdir(parents=True)
+        arms = {}
+        for spec in specs:
+            arm = spec.split("=", 1)[0]
+            state, run, text = plans[model][arm]
+            (out / "raw" / f"{arm}-1.stderr").write_text(text)
+            arms[arm] = {"state": state, "runs": [run]}
+        failed = sum(ablate.run_failed(a["runs"][0]) for a in arms.values())
+        return ablate.Measured({"arms": arms}, out, {"name": "llvmpipe", "type": "cpu"}, failed)
+    return run_arms
+
+
+@pytest.fixture
+def two_models(tmp_path):
+    q8 = dataclasses.replace(model_mod.PRESETS["tiny"], name="tiny-q8", matrix_type="Q8_0", embd_type="Q8_0",
+                             output_type="Q8_0")
+    path = tmp_path / "tiny-q8.gguf"
+    model_mod.write_model(q8, path)
+    return str(path)
+
+
+GOOD = _stderr(kernels.expected_graphs(16, 2), "MUL_MAT f16 m=8 n=16 k=8", "MUL_MAT_VEC f16 m=8 n=1 k=8", "GLU")
+GOOD_Q8 = _stderr(kernels.expected_graphs(16, 2), "MUL_MAT q8_0 m=8 n=16 k=8", "MUL_MAT_VEC q8_0 m=8 n=1 k=8", "GLU")
+
+
+def test_a_timed_out_run_is_named_and_every_comparison_with_it_skipped(tmp_path, monkeypatch, two_models):
+    # the reviewer's case: the real model's simulated run timed out after 1 graph (its partial op classes
+    # used to be compared: "path difference(s) ... only in tiny", "effect NOT the same across models")
+    timed_out = {"run": 1, "exit_code": None, "signal": "SIGKILL", "timed_out": True, "error": "timed out after 6 s"}
+    partial = _stderr(1, "MUL_MAT q8_0 m=8 n=16 k=8")
+    monkeypatch.setattr(ablate, "run_arms", _fake_run_arms({
+        "tiny": {"native": ("native", OK_RUN, GOOD), "sim-vulkan-paravirt": ("active", OK_RUN, GOOD)},
+        two_models: {"native": ("native", OK_RUN, GOOD_Q8), "sim-vulkan-paravirt": ("failed", timed_out, partial)}}))
+    res = kernels.kernels(["tiny", two_models], out=tmp_path / "k", n_prompt=16, n_gen=2,
+                          argv=["/opt/bin/capshim", "kernels", "--model", "my model.gguf"])
+    assert not res["complete"]
+    assert res["not_compared"] == [{"model": "tiny-q8", "answers": "simulate:vulkan-paravirt",
+                                    "arm": "sim-vulkan-paravirt", "reason": "run failed: timed out after 6 s"}]
+    v = res["verdict"]
+    assert "tiny-q8 under simulate:vulkan-paravirt: not compared: run failed: timed out after 6 s" in v
+    assert v[0].startswith("INCOMPLETE: 1 of 4")
+    assert list(res["versus"]["tiny-q8"]) == ["native"]  # the simulated comparison is skipped, not partial
+    assert "sim-vulkan-paravirt" not in res["profile_effects"]["tiny-q8"]
+    assert "sim-vulkan-paravirt" not in res["device_lines"]
+    assert not any("NOT the same" in x or "path difference(s) (" in x for x in v)
+    assert "tiny vs tiny-q8, simulate:vulkan-paravirt: not compared (a run above is not)" in v
+    text = (tmp_path / "k" / "kernels.md").read_text()
+    assert "INCOMPLETE" in text and "run failed: timed out after 6 s" in text and "| 1 / 6 |" in text
+    # the command as given, shell-quoted (argv[0] not rewritten), and capshim's own version / commit
+    assert res["command"] == "/opt/bin/capshim kernels --model 'my model.gguf'"
+    assert "/opt/bin/capshim kernels --model 'my model.gguf'" in text
+    assert res["capshim"]["version"] and "commit" in res["capshim"]
+
+
+def test_not_compared_reasons():
+    expected = kernels.expected_graphs(16, 2)
+    assert expected == 6 and kernels.expected_graphs(600, 1) == 6  # 2 ubatches of the prompt, twice
+    good = kernels.parse_stderr(GOOD)
+    nc = kernels.not_compared
+    assert nc({"state": "native", "runs": [OK_RUN]}, good, GOOD, expected) is None
+    killed = {**OK_RUN, "exit_code": None, "signal": "SIGKILL",
+              "error": "killed by SIGKILL: ggml_vulkan: Error: device lost"}
+    one = _stderr(1, "MUL_MAT f16 m=8 n=16 k=8")
+    assert nc({"state": "failed", "runs": [killed]}, kernels.parse_stderr(one), one, expected) \
+        == "run failed: killed by SIGKILL: ggml_vulkan: Error: device lost"
+    # a run the summary calls a success but that logged fewer graphs than a complete run
+    assert nc({"state": "active", "runs": [OK_RUN]}, kernels.parse_stderr(one), one, expected) \
+        == "logged 1 of the 6 graphs a complete run logs"
+    cpu = CPU_FALLBACK.read_text()
+    assert nc({"state": "native", "runs": [OK_RUN]}, kernels.parse_stderr(cpu), cpu, expected) == (
+        "llama.cpp ran on the CPU backend, not on Vulkan (ggml_vulkan: Invalid device index 7 in "
+        "GGML_VK_VISIBLE_DEVICES.)")
+    no_logger = DEVICE + "\nload_tensors:      Vulkan0 model buffer size =     1.00 MiB\n"
+    assert nc({"state": "native", "runs": [OK_RUN]}, kernels.parse_stderr(no_logger), no_logger, expected) \
+        .startswith("no perf logger block")
+    assert nc({"state": "native", "runs": [OK_RUN]}, kernels.Fingerprint(), "hello\n", expected) \
+        == "no Vulkan device line in its stderr"
+    inert = {"state": "inert", "runs": [{**OK_RUN, "shims": {"vulkan": {"state": "inert", "reason": "not loaded"}}}]}
+    assert nc(inert, good, GOOD, expected).startswith("not a shim result: the shim stayed inert")
+    assert nc(None, good, GOOD, expected) == "the bundle's summary has no result for it"
+
+
+def test_exit_1_when_a_pair_was_not_compared_and_0_when_all_were(tmp_path, monkeypatch, two_models):
+    cpu = CPU_FALLBACK.read_text()
+    monkeypatch.setattr(ablate, "run_arms", _fake_run_arms({
+        "tiny": {"native": ("native", OK_RUN, cpu), "sim-vulkan-paravirt": ("active", OK_RUN, cpu)}}))
+    r = CliRunner().invoke(main, ["kernels", "--model", "tiny", "-p", "16", "-n", "2", "--out", str(tmp_path / "a")])
+    assert r.exit_code == 1, r.output
+    assert "not compared: llama.cpp ran on the CPU backend" in r.output and "logged no graph" not in r.output
+    assert "nothing compared" in (tmp_path / "a" / "kernels.md").read_text().splitlines()[0]
+    monkeypatch.setattr(ablate, "run_arms", _fake_run_arms({
+        "tiny": {"native": ("native", OK_RUN, GOOD), "sim-vulkan-paravirt": ("active", OK_RUN, GOOD)}}))
+    r = CliRunner().invoke(main, ["kernels", "--model", "tiny", "-p", "16", "-n", "2", "--out", str(tmp_path / "b")])
+    assert r.exit_code == 0, r.output
+    assert "Exit status" in CliRunner().invoke(main, ["kernels", "--help"]).output
+
+
+def test_cpu_backend_fallback_on_lavapipe_exits_1(tmp_path, stock_probe):
+    # one real, short run: GGML_VK_VISIBLE_DEVICES names no device, llama.cpp falls back to its CPU backend
+    r = run_capshim("kernels", "--model", "tiny", "-p", "16", "-n", "2", "--out", str(tmp_path / "k"),
+                    env={"GGML_VK_VISIBLE_DEVICES": "7"}, timeout=120)
+    assert r.returncode == 1, r.stderr[-2000:]
+    assert "tiny under native: not compared: llama.cpp ran on the CPU backend" in r.stdout
+    res = json.loads((tmp_path / "k" / "kernels.json").read_text())
+    assert res["ggml_env"]["GGML_VK_VISIBLE_DEVICES"] == "7" and not res["complete"]
+
+
+def test_truncated_gguf_is_refused_before_any_run(tmp_path, monkeypatch):
+    full = plan.resolve_model("tiny")
+    cut = tmp_path / "cut.gguf"
+    cut.write_bytes(full.read_bytes()[:700_000])  # valid magic, tensors missing
+    types, err = kernels.file_types(cut)
+    assert types == {} and err.startswith("unreadable: ValueError")
+    monkeypatch.setattr(ablate, "run_arms", lambda *a, **k: pytest.fail("ran before checking the model"))
+    with pytest.raises(UsageError, match=r"--model .*cut.gguf: not a readable GGUF file \(ValueError"):
+        kernels.kernels(["tiny", str(cut)], out=tmp_path / "k", n_prompt=16, n_gen=2)
+    assert not (tmp_path / "k").exists()
+    r = CliRunner().invoke(main, ["kernels", "--model", str(cut), "--out", str(tmp_path / "k")])
+    assert r.exit_code == 2 and "not a readable GGUF file" in r.output and not (tmp_path / "k").exists()
+
+
+def test_ggml_variables_recorded_and_the_logger_format_ones_refused(tmp_path, monkeypatch):
+    assert kernels.ggml_env({"GGML_VK_DISABLE_F16": "1", "GGML_VK_PERF_LOGGER_FREQUENCY": "1", "HOME": "/"}) == \
+        {"GGML_VK_DISABLE_F16": "1", "GGML_VK_PERF_LOGGER_FREQUENCY": "1"}
+    for env in ({"GGML_VK_PERF_LOGGER_CONCURRENT": "1"}, {"GGML_VK_PERF_LOGGER_FREQUENCY": "5"}):
+        r = run_capshim("kernels", "--model", "tiny", "--out", str(tmp_path / "k"), env=env)
+        assert r.returncode == 2 and next(iter(env)) in r.stderr and "Traceback" not in r.stderr
+        assert not (tmp_path / "k").exists()
+    monkeypatch.setenv("GGML_VK_DISABLE_FUSION", "1")
+    monkeypatch.setattr(ablate, "run_arms", _fake_run_arms({
+        "tiny": {"native": ("native", OK_RUN, GOOD), "sim-vulkan-paravirt": ("active", OK_RUN, GOOD)}}))
+    res = kernels.kernels(["tiny"], out=tmp_path / "j", n_prompt=16, n_gen=2)
+    assert res["ggml_env"]["GGML_VK_DISABLE_FUSION"] == "1" and res["complete"]
+    assert "`GGML_VK_DISABLE_FUSION=1`" in (tmp_path / "j" / "kernels.md").read_text()
+
+
+def test_device_line_wording_and_gpu_time_shares(tmp_path, monkeypatch, two_models):
+    monkeypatch.setattr(ablate, "run_arms", _fake_run_arms({
+        "tiny": {"native": ("native", OK_RUN, GOOD), "sim-vulkan-paravirt": ("active", OK_RUN, GOOD)},
+        two_models: {"native": ("native", OK_RUN, GOOD_Q8), "sim-vulkan-paravirt": ("active", OK_RUN, GOOD_Q8)}}))
+    res = kernels.kernels(["tiny", two_models], out=tmp_path / "k", n_prompt=16, n_gen=2)
+    text = (tmp_path / "k" / "kernels.md").read_text()
+    assert res["complete"] and "identical across models" not in text
+    assert any(x.startswith("native: device line") and "not evidence about the model" in x for x in res["verdict"])
+    # GOOD: MUL_MAT 10 us, MUL_MAT_VEC 30 us, GLU 60 us per graph -> 40% matmul, 60% other
+    g = res["models"][0]["answers"]["native"]["gpu_time"]
+    assert (g["matmul"], g["flash_attention"], g["other"]) == (40.0, 0.0, 60.0)
+    c = res["versus"]["tiny-q8"]["native"]
+    assert c["shared"] == ["GLU"] and c["shared_matmul"] == [] and c["matmul_classes"] == [2, 2]
+    assert c["shared_time_pct"] == [60.0, 60.0]
+    assert any("0 matrix-multiplication class(es) of 2 in tiny and 2 in tiny-q8; the shared classes carry 60% of "
+               "tiny's logged GPU time and 60% of tiny-q8's" in x for x in res["verdict"])
+
+
+def test_family_shares_on_the_real_capture():
+    fp = kernels.parse_stderr(FIXTURE.read_bytes())
+    s = kernels.family_shares(fp)
+    assert s["total_us"] > 0 and abs(s["matmul"] + s["flash_attention"] + s["other"] - 100) < 0.5
+    assert set(fp.times) == set(fp.classes)
+
+
+def test_short_prompt_empty_out_and_bad_model_files_exit_2(tmp_path):
+    r = run_capshim("kernels", "--model", "tiny", "-p", "8", "--out", str(tmp_path / "a"))
+    assert r.returncode == 2 and "MUL_MAT_VEC" in r.stderr and not (tmp_path / "a").exists()
+    r = run_capshim("kernels", "--model", "tiny", "--out", "", cwd=tmp_path)
+    assert r.returncode == 2 and "--out" in r.stderr and list(tmp_path.iterdir()) == []
+    (tmp_path / "dir.gguf").mkdir()
+    fifo = tmp_path / "pipe.gguf"
+    os.mkfifo(fifo)  # opening it would block: resolve_model must not
+    for ref, says in ((tmp_path / "dir.gguf", "is a folder"), (fifo, "is not a regular file"),
+                      ("/dev/zero", "is not a regular file")):
+        with pytest.raises(UsageError, match=f"--model {ref}: {says}"):
+            plan.resolve_model(str(ref))
+
+
+def test_the_same_model_under_two_names_is_refused(tmp_path, monkeypatch):
+    full = plan.resolve_model("tiny")
+    (tmp_path / "link.gguf").symlink_to(full)
+    (tmp_path / "copy.gguf").write_bytes(full.read_bytes())
+    monkeypatch.setattr(ablate, "run_arms", lambda *a, **k: pytest.fail("ran"))
+    with pytest.raises(UsageError, match="the same file"):
+        kernels.kernels(["tiny", str(tmp_path / "link.gguf")], out=tmp_path / "k")
+    with pytest.raises(UsageError, match="the same content"):
+        kernels.kernels(["tiny", str(tmp_path / "copy.gguf")], out=tmp_path / "k")
+    assert not (tmp_path / "k").exists()

@@ -11,7 +11,10 @@ what llama.cpp itself reports:
 * the device line (``ggml_vulkan: 0 = NAME | uma: 0 | fp16: 1 | ... | matrix
   cores: none``), read by :func:`capshim.bench.attest.parse_path`: the
   capability-driven choices (fp16, bf16, integer dot, warp size, shared
-  memory, matrix cores: none / KHR_coopmat / NV_coopmat2);
+  memory, matrix cores: none / KHR_coopmat / NV_coopmat2). ggml-vulkan prints
+  it at backend start-up, before any model is loaded: it is per device and
+  answers (it shows what the answers changed), not evidence about the model;
+  that it is the same for two models is true by construction;
 * the perf logger's op lines, one block per graph. Source of the format:
   llama.cpp ``ggml/src/ggml-vulkan/ggml-vulkan.cpp``, ``vk_perf_logger``
   (``print_timings``, ``get_node_fusion_name``)::
@@ -40,12 +43,24 @@ A line becomes an op class (:class:`OpClass`): the fusion name (if any), the
 node's op, the weight type (matrix multiplications) and the phase (``n=1``
 or ``n>1``: the batch width of matrix multiplications and of flash
 attention's queries); shapes, call counts and timings are left out of the
-comparison. The set of op classes of one run is its kernel fingerprint.
+comparison. The set of op classes of one run is its kernel fingerprint: the
+model-dependent evidence. The logger's own timings (``TOTAL us``) give each
+run's share of logged GPU time per op class family (matrix multiplications,
+flash attention, the rest), so a comparison can say how much of the work the
+shared classes carry.
+
+Only a run that succeeded (its arm's bench state is not failed, inert,
+invalid or wrong-output, and no run of it failed or timed out), ran on the
+Vulkan backend (a device line; llama.cpp did not fall back to its CPU
+backend) and logged every expected graph (:func:`expected_graphs`) is
+compared; every other run is named in the verdict with the reason, and every
+comparison involving it is skipped, never done in part.
 
 Differences between two models' fingerprints are sorted into:
 
 * ``weight type``: the same (fusion, op, phase) in both, with other weight
-  types (a real Q4_K_M file has q4_K/q6_K where the preset has q4_0/q8_0);
+  types (a real Q4_K_M file has q4_K/q6_K where the preset has q4_0/q8_0):
+  other dequantising kernels, not the same kernels;
 * ``path``: a matrix multiplication, flash attention or fused chain that one
   model runs and the other does not (flash attention on/off, a fusion taken
   or not);
@@ -56,6 +71,7 @@ Differences between two models' fingerprints are sorted into:
 from __future__ import annotations
 
 import json
+import os
 import re
 import sys
 import time
@@ -74,9 +90,19 @@ DEFAULT_PROFILES = ("vulkan-paravirt",)
 #: repetition of each test, so every run logs 2 + 2 x N_GEN graphs.
 N_PROMPT = 64
 N_GEN = 4
+#: The smallest ``-p``: ggml-vulkan runs (and its perf logger labels) a matrix multiplication with
+#: n <= 8 columns as the mat-vec path (``MUL_MAT_VEC``, ``mul_mat_vec_max_cols``), so a prompt of 2..8
+#: tokens never runs the batched ``MUL_MAT`` path the prompt pass is there for.
+MIN_PROMPT = 9
+#: The built-in worker's physical batch (``--n-ubatch``): one graph per ubatch of the prompt.
+UBATCH = 512
+#: Variables that change the perf logger's output so that the parser cannot read one block per graph
+#: (ggml-vulkan.cpp: ``GGML_VK_PERF_LOGGER_CONCURRENT`` prints one line per concurrent node group,
+#: ``GGML_VK_PERF_LOGGER_FREQUENCY`` N sums N graphs into one block); FREQUENCY may be unset or 1.
+REFUSED_ENV = ("GGML_VK_PERF_LOGGER_CONCURRENT", "GGML_VK_PERF_LOGGER_FREQUENCY")
 
 _HEADER = "Vulkan Timings:"
-_LINE = re.compile(r"^(?P<name>\S.*?):\s+(?P<calls>\d+)\s+x\s+\S+\s+us\s+=\s+\S+\s+us(?:\s+\(.*\))?\s*$")
+_LINE = re.compile(r"^(?P<name>\S.*?):\s+(?P<calls>\d+)\s+x\s+\S+\s+us\s+=\s+(?P<total>\S+)\s+us(?:\s+\(.*\))?\s*$")
 _OP = re.compile(r"^[A-Z][A-Z0-9_]*$")
 _OP_SHAPE = re.compile(r"^(?P<op>[A-Z][A-Z0-9_]*)\(.*$")
 _KV = re.compile(r"^(?P<k>[a-z_]+)=(?P<v>\d+),?$")
@@ -119,6 +145,11 @@ class OpClass:
         return OpClass(self.op, self.fused, "", self.phase)
 
     @property
+    def family(self) -> str:
+        """``matmul`` (MUL_MAT, MUL_MAT_VEC, MUL_MAT_ID[_VEC], fused or not), ``flash_attention`` or ``other``."""
+        return "matmul" if self.op in MATMUL_OPS else "flash_attention" if self.op == FLASH_ATTN else "other"
+
+    @property
     def kind(self) -> str:
         """``path`` for matrix multiplications, flash attention and fused chains, else ``graph``."""
         return "path" if self.op in MATMUL_OPS or self.op == FLASH_ATTN or self.fused else "graph"
@@ -151,6 +182,7 @@ class Fingerprint:
 
     Attributes:
         classes: op class label -> calls summed over all logged graphs.
+        times: op class label -> the logger's total microseconds summed over all logged graphs.
         blocks: perf logger blocks (graphs) read.
         flash_attention: whether any ``FLASH_ATTN_EXT`` ran.
         device: the device line's fields (:func:`capshim.bench.attest.parse_path` ``["vulkan"]``).
@@ -158,6 +190,7 @@ class Fingerprint:
     """
 
     classes: dict[str, int] = field(default_factory=dict)
+    times: dict[str, float] = field(default_factory=dict)
     blocks: int = 0
     flash_attention: bool = False
     device: dict = field(default_factory=dict)
@@ -173,6 +206,7 @@ class Fingerprint:
         d = asdict(self)
         d.pop("_ops")
         d["classes"] = dict(sorted(self.classes.items()))
+        d["times"] = {k: round(v, 3) for k, v in sorted(self.times.items())}
         return d
 
 
@@ -211,6 +245,10 @@ def parse_stderr(text: str | bytes) -> Fingerprint:
             continue
         oc = parse_line(m.group("name"))
         fp.classes[oc.label] = fp.classes.get(oc.label, 0) + int(m.group("calls"))
+        try:
+            fp.times[oc.label] = fp.times.get(oc.label, 0.0) + float(m.group("total"))
+        except ValueError:  # not a number: the class still counts, its time does not
+            pass
         fp._ops[oc.label] = oc
         fp.flash_attention = fp.flash_attention or oc.op == FLASH_ATTN
     return fp
@@ -242,6 +280,26 @@ def profile_effect(native: Fingerprint, other: Fingerprint) -> dict:
                         sorted({other.op(x).untyped.label for x in only_p})]}
 
 
+FAMILIES = ("matmul", "flash_attention", "other")
+
+
+def time_share(fp: Fingerprint, labels: set[str]) -> float | None:
+    """Percent of a run's logged GPU time (the perf logger's totals) carried by ``labels``; None: no time logged."""
+    total = sum(fp.times.values())
+    if total <= 0:
+        return None
+    return round(100.0 * sum(t for lab, t in fp.times.items() if lab in labels) / total, 1)
+
+
+def family_shares(fp: Fingerprint) -> dict:
+    """``{"total_us": ..., "matmul": %, "flash_attention": %, "other": %}`` of a run's logged GPU time
+    (percent None when nothing was timed)."""
+    out: dict = {"total_us": round(sum(fp.times.values()), 1)}
+    for fam in FAMILIES:
+        out[fam] = time_share(fp, {lab for lab in fp.times if fp.op(lab).family == fam})
+    return out
+
+
 def compare_models(ref: Fingerprint, other: Fingerprint) -> dict:
     """Sort the op classes of two models (same answers) into shared, weight type, path and graph.
 
@@ -250,7 +308,9 @@ def compare_models(ref: Fingerprint, other: Fingerprint) -> dict:
         (fusion, op, phase) both run with different weight types; ``path`` and ``graph``:
         ``[{"class", "only_in": "ref"|"other"}]`` for each (fusion, op, phase) one model runs and
         the other does not (``path``: matrix multiplications, flash attention, fused chains);
-        ``flash_attention``: ``[ref, other]``.
+        ``flash_attention``: ``[ref, other]``; ``matmul_classes``: ``[ref, other]`` counts of
+        matrix-multiplication classes; ``shared_matmul``: the shared ones; ``shared_time_pct``:
+        ``[ref, other]``, percent of each run's logged GPU time the shared classes carry.
     """
     def by_untyped(fp: Fingerprint) -> dict[OpClass, set[str]]:
         out: dict[OpClass, set[str]] = {}
@@ -260,8 +320,12 @@ def compare_models(ref: Fingerprint, other: Fingerprint) -> dict:
         return out
 
     ra, ob = by_untyped(ref), by_untyped(other)
-    result: dict = {"shared": sorted(set(ref.classes) & set(other.classes)), "weight_type": [], "path": [],
-                    "graph": [], "flash_attention": [ref.flash_attention, other.flash_attention]}
+    shared = sorted(set(ref.classes) & set(other.classes))
+    result: dict = {"shared": shared, "weight_type": [], "path": [],
+                    "graph": [], "flash_attention": [ref.flash_attention, other.flash_attention],
+                    "matmul_classes": [sum(fp.op(lab).family == "matmul" for lab in fp.classes) for fp in (ref, other)],
+                    "shared_matmul": [lab for lab in shared if ref.op(lab).family == "matmul"],
+                    "shared_time_pct": [time_share(ref, set(shared)), time_share(other, set(shared))]}
     for u in sorted(set(ra) | set(ob)):
         if u in ra and u in ob:
             if ra[u] != ob[u]:
@@ -278,15 +342,23 @@ def same_effect(effects: list[dict]) -> bool:
 
 # --- models and answers ------------------------------------------------------------
 
-def file_types(path: Path) -> dict[str, int]:
-    """Tensor count per GGML type in a GGUF file (``gguf.GGUFReader``, the llama.cpp project's reader)."""
-    import gguf
+def file_types(path: Path) -> tuple[dict[str, int], str | None]:
+    """Tensor count per GGML type in a GGUF file (``gguf.GGUFReader``, the llama.cpp project's reader).
 
-    counts: dict[str, int] = {}
-    for t in gguf.GGUFReader(str(path)).tensors:
-        name = t.tensor_type.name
-        counts[name] = counts.get(name, 0) + 1
-    return dict(sorted(counts.items(), key=lambda kv: -kv[1]))
+    Returns:
+        ``(counts, None)``, or ``({}, "unreadable: REASON")`` when the reader raises anything (a
+        truncated or malformed file): the report says so instead of failing.
+    """
+    try:
+        import gguf
+
+        counts: dict[str, int] = {}
+        for t in gguf.GGUFReader(str(path)).tensors:
+            name = t.tensor_type.name
+            counts[name] = counts.get(name, 0) + 1
+    except Exception as exc:  # noqa: BLE001 - any reader failure is a fact for the table
+        return {}, f"unreadable: {type(exc).__name__}: {exc}"[:300]
+    return dict(sorted(counts.items(), key=lambda kv: -kv[1])), None
 
 
 def _label(ref: str, taken: set[str]) -> str:
@@ -331,6 +403,139 @@ def answers_for(profile_refs: list[str] | tuple[str, ...]) -> list[Answers]:
     return out
 
 
+def ggml_env(environ=None) -> dict[str, str]:
+    """Every ``GGML_*`` variable of the environment (they change what llama.cpp runs: recorded in the report).
+
+    Raises:
+        UsageError: one of :data:`REFUSED_ENV` is set so that the perf logger's output is not one block
+            per graph (names the variable).
+    """
+    env = {k: v for k, v in sorted((environ if environ is not None else os.environ).items())
+           if k.startswith("GGML_")}
+    if "GGML_VK_PERF_LOGGER_CONCURRENT" in env:
+        raise UsageError(f"GGML_VK_PERF_LOGGER_CONCURRENT={env['GGML_VK_PERF_LOGGER_CONCURRENT']} is set: it "
+                         "changes the perf logger's format (lines per concurrent node group), which kernels "
+                         "cannot read as op classes; unset it")
+    freq = env.get("GGML_VK_PERF_LOGGER_FREQUENCY")
+    if freq is not None and freq != "1":
+        raise UsageError(f"GGML_VK_PERF_LOGGER_FREQUENCY={freq} is set: kernels needs one perf logger block "
+                         "per graph; unset it or set it to 1")
+    return env
+
+
+def _same_models(models: list[str], paths: list[Path]) -> None:
+    """Refuse one model given twice under two names (a preset and a copy or symlink of its file).
+
+    Raises:
+        UsageError: the same real path, or two files of the same size and SHA-256 (names both ``--model``).
+    """
+    from capshim.evidence import sha256_file
+
+    seen: dict[str, str] = {}
+    for ref, path in zip(models, paths):
+        real = os.path.realpath(path)
+        if real in seen:
+            raise UsageError(f"--model {seen[real]} and --model {ref}: the same file ({real})")
+        seen[real] = ref
+    sizes: dict[int, list[tuple[str, Path]]] = {}
+    for ref, path in zip(models, paths):
+        try:
+            sizes.setdefault(os.stat(path).st_size, []).append((ref, path))
+        except OSError:  # a preset not written yet: nothing to compare
+            pass
+    for group in sizes.values():  # hashing only files of equal size: cheap in practice
+        digests: dict[str, str] = {}
+        for ref, path in group if len(group) > 1 else ():
+            d = sha256_file(path)
+            if d in digests:
+                raise UsageError(f"--model {digests[d]} and --model {ref}: the same content (SHA-256 {d[:16]}...)")
+            digests[d] = ref
+
+
+def capshim_source() -> dict:
+    """capshim's version and, in a git checkout, the commit of its source (``dirty``: uncommitted changes)."""
+    import subprocess
+
+    from capshim import __version__
+
+    out = {"version": __version__, "commit": None, "dirty": None}
+    here = Path(__file__).resolve().parent
+    try:
+        commit = subprocess.run(["git", "-C", str(here), "rev-parse", "HEAD"], capture_output=True, text=True,
+                                timeout=10)
+        if commit.returncode == 0:
+            out["commit"] = commit.stdout.strip()
+            st = subprocess.run(["git", "-C", str(here), "status", "--porcelain", "--untracked-files=no", "--", "."],
+                                capture_output=True, text=True, timeout=10)
+            out["dirty"] = bool(st.stdout.strip()) if st.returncode == 0 else None
+    except (OSError, subprocess.SubprocessError):
+        pass
+    return out
+
+
+# --- which runs are compared ------------------------------------------------------------
+
+def expected_graphs(n_prompt: int, n_gen: int) -> int:
+    """Perf logger blocks a complete run of the built-in worker logs (``--no-warmup``, one timed repetition):
+    the correctness pass (the prompt, then ``n_gen`` single tokens) and the timed pp and tg passes again,
+    one graph per ubatch of :data:`UBATCH` prompt tokens and one per generated token."""
+    return 2 * (-(-n_prompt // UBATCH)) + 2 * n_gen
+
+
+#: A Vulkan device in llama.cpp's load lines (``using device Vulkan0``, ``Vulkan0 model buffer size``).
+_VK_USED = re.compile(r"\bVulkan\d+\b")
+#: llama.cpp's CPU backend holding the model or the compute buffers.
+_CPU_BUF = re.compile(r"^\s*\w+:\s+CPU(?:_Mapped)?\s+(?:model|compute|KV|output)\b.*buffer", re.MULTILINE)
+#: Why ggml-vulkan did not start (``ggml_vulkan: Invalid device index 7 ...``, ``load_backend: failed ...``).
+_VK_FAIL = re.compile(r"^(?:ggml_vulkan: .*(?:invalid|error|failed|no devices?)|load_backend: failed.*vulkan).*$",
+                      re.IGNORECASE | re.MULTILINE)
+
+
+def not_compared(arm: dict | None, fp: Fingerprint, stderr: str | None, expected: int) -> str | None:
+    """Why one run may not be compared, or None when it may.
+
+    Args:
+        arm: the arm's entry in the bundle's summary.json (None: the summary has no such arm).
+        fp: its fingerprint; stderr: its stderr text (None: no stderr file in the bundle).
+        expected: the perf logger blocks a complete run logs (:func:`expected_graphs`).
+
+    Returns:
+        ``run failed: ERROR`` (the runner's error: llama.cpp's own error line, ``timed out after N s``,
+        ``killed by SIGKILL``), ``not a shim result: ...`` (inert / invalid), ``wrong output: ...``,
+        ``llama.cpp ran on the CPU backend ...``, ``no Vulkan device line ...``, ``no perf logger
+        block ...`` or ``logged K of the N graphs ...``.
+    """
+    from capshim.bench.ablate import run_failed
+    from capshim.bench.plan import arm_reason
+
+    if arm is None:
+        return "the bundle's summary has no result for it"
+    runs = arm.get("runs") or []
+    bad = [r for r in runs if run_failed(r)]
+    state = arm.get("state")
+    if state == "failed" or bad or not runs:
+        err = next((r.get("error") for r in bad if r.get("error")), None)
+        return f"run failed: {err or arm_reason(arm) or 'no run finished'}"
+    if state in ("inert", "invalid"):
+        return f"not a shim result: {arm_reason(arm)}"
+    if state == "wrong-output":
+        return f"wrong output: {arm_reason(arm)}"
+    if stderr is None:
+        return "no stderr file in the bundle"
+    if not _VK_USED.search(stderr) and _CPU_BUF.search(stderr):
+        why = _VK_FAIL.search(stderr)
+        return ("llama.cpp ran on the CPU backend, not on Vulkan ("
+                + (why.group(0).strip() if why else "no Vulkan device line, no Vulkan buffer") + ")")
+    if not fp.device:
+        why = _VK_FAIL.search(stderr)
+        return "no Vulkan device line in its stderr" + (f" ({why.group(0).strip()})" if why else "")
+    if fp.blocks == 0:
+        return "no perf logger block in its stderr (the run succeeded on Vulkan but logged no graph)"
+    if fp.blocks < expected:
+        return f"logged {fp.blocks} of the {expected} graphs a complete run logs"
+    return None
+
+
 # --- the run -------------------------------------------------------------------------
 
 def kernels(models: list[str] | tuple[str, ...] = (), profile_refs: list[str] | tuple[str, ...] = DEFAULT_PROFILES,
@@ -343,20 +548,30 @@ def kernels(models: list[str] | tuple[str, ...] = (), profile_refs: list[str] | 
             Empty: :data:`DEFAULT_MODEL`. When none is a preset, :data:`DEFAULT_MODEL` is put first.
         profile_refs: the answers besides native (built-in profile names or files).
         out: the output folder (must be new or empty).
-        n_prompt / n_gen: prompt tokens and generated tokens of the one pass.
+        n_prompt / n_gen: prompt tokens (at least :data:`MIN_PROMPT`) and generated tokens of the one pass.
         timeout: seconds one run may take.
-        argv: the command line, recorded in the report.
+        argv: the command line, recorded (shell-quoted) in the report.
 
     Files in ``out``: ``bench-<model>/`` (one evidence bundle per model: each run's raw stderr in
     ``raw/<arm>-1.stderr``, its status file in ``status/``), ``kernels.md``, ``kernels.json``.
+    The result's ``complete`` is true only when every model/answers pair was compared; the
+    others are in ``not_compared`` and in the verdict.
 
     Raises:
-        UsageError: a bad model, profile or ``out`` (exit 2).
+        UsageError: a bad model (missing, a folder, not a regular file, not a readable GGUF file, the
+            same model twice), profile, ``-p``, ``out`` or ``GGML_VK_PERF_LOGGER_*`` variable (exit 2),
+            before anything runs or is written.
         CapshimError: no Vulkan driver, no cyllama, or the bench was interrupted.
     """
+    import shlex
+
     from capshim.bench import ablate, plan
 
     t0 = time.monotonic()
+    if n_prompt < MIN_PROMPT:
+        raise UsageError(f"--n-prompt {n_prompt}: give at least {MIN_PROMPT}: ggml-vulkan runs n <= 8 columns "
+                         "as the mat-vec path (MUL_MAT_VEC), so a shorter prompt never runs the batched MUL_MAT path")
+    inherited = ggml_env()
     models = list(models) or [DEFAULT_MODEL]
     added = None
     if not any(m in plan.MODEL_PRESETS for m in models):
@@ -364,12 +579,20 @@ def kernels(models: list[str] | tuple[str, ...] = (), profile_refs: list[str] | 
         added = DEFAULT_MODEL
     if len(set(models)) != len(models):
         raise UsageError(f"--model: a model is given twice ({', '.join(models)})")
-    for ref in models:  # every --model checked before the first (long) run
-        plan.resolve_model(ref, write=False)
+    # every --model checked before the first (long) run: the file, then the GGUF reader on it
+    paths = [plan.resolve_model(ref, write=False) for ref in models]
+    _same_models(models, paths)
+    types: dict[str, tuple[dict, str | None]] = {}
+    for ref, path in zip(models, paths):
+        if ref not in plan.MODEL_PRESETS:
+            types[ref] = file_types(path)
+            if types[ref][1]:
+                raise UsageError(f"--model {ref}: not a readable GGUF file ({types[ref][1].split(': ', 1)[1]})")
     answers = answers_for(profile_refs)
     out = Path(out) if out else Path(f"capshim-kernels-{time.strftime('%Y%m%d-%H%M%S')}")
     if out.exists() and (not out.is_dir() or any(out.iterdir())):
         raise UsageError(f"--out {out}: exists and is not an empty folder")
+    expected = expected_graphs(n_prompt, n_gen)
     taken: set[str] = set()
     runs: list[dict] = []
     device = None
@@ -384,20 +607,28 @@ def kernels(models: list[str] | tuple[str, ...] = (), profile_refs: list[str] | 
         device = device or m.device
         failed += m.failed_runs
         model_path = plan.resolve_model(ref)
+        ftypes, ferr = types.get(ref) or file_types(model_path)
         entry = {"model": ref, "label": label, "path": str(model_path), "bundle": str(m.bundle),
-                 "seconds": round(time.monotonic() - r0, 1), "file_types": file_types(model_path), "answers": {}}
+                 "seconds": round(time.monotonic() - r0, 1), "file_types": ftypes, "file_types_error": ferr,
+                 "answers": {}}
         for a in answers:
-            arm = m.summary["arms"].get(a.arm, {})
+            arm = m.summary["arms"].get(a.arm)
             stderrs = sorted((m.bundle / "raw").glob(f"{a.arm}-*.stderr"))
-            fp = parse_stderr(stderrs[0].read_bytes()) if stderrs else Fingerprint()
-            entry["answers"][a.arm] = {"state": arm.get("state", "failed"), "stderr": str(stderrs[0]) if stderrs else None,
-                                       "error": next((r.get("error") for r in arm.get("runs") or [] if r.get("error")),
-                                                     None),
-                                       "fingerprint": fp}
+            text = stderrs[0].read_bytes().decode("utf-8", errors="replace") if stderrs else None
+            fp = parse_stderr(text) if text is not None else Fingerprint()
+            entry["answers"][a.arm] = {"state": (arm or {}).get("state", "failed"),
+                                       "stderr": str(stderrs[0]) if stderrs else None,
+                                       "error": next((r.get("error") for r in (arm or {}).get("runs") or []
+                                                      if r.get("error")), None),
+                                       "expected_graphs": expected,
+                                       "not_compared": not_compared(arm, fp, text, expected),
+                                       "gpu_time": family_shares(fp), "fingerprint": fp}
         runs.append(entry)
     result = _analyse(runs, answers, device, added)
-    result.update({"schema": "capshim-kernels/1", "command": " ".join(argv) if argv else None,
-                   "n_prompt": n_prompt, "n_gen": n_gen, "failed_runs": failed,
+    command = shlex.join(argv) if argv else None
+    result.update({"schema": "capshim-kernels/2", "command": command, "capshim": capshim_source(),
+                   "ggml_env": inherited, "run_env": dict(PERF_ENV),
+                   "n_prompt": n_prompt, "n_gen": n_gen, "expected_graphs": expected, "failed_runs": failed,
                    "elapsed_s": round(time.monotonic() - t0, 1), "out": str(out)})
     for e in result["models"]:
         for a in e["answers"].values():
@@ -407,26 +638,46 @@ def kernels(models: list[str] | tuple[str, ...] = (), profile_refs: list[str] | 
     return result
 
 
+def _pct(x: float | None) -> str:
+    return "n/a" if x is None else f"{x:.0f}%"
+
+
 def _analyse(runs: list[dict], answers: list[Answers], device: dict | None, added: str | None) -> dict:
-    """The comparisons and the verdict lines, from the runs' fingerprints."""
+    """The comparisons and the verdict lines, from the runs' fingerprints.
+
+    A run whose ``not_compared`` is set is named in the verdict, and every comparison involving it
+    (the device line under its answers, its model's profile effects, the same-effect check across
+    models, the model-vs-model comparison under its answers) is skipped whole.
+    """
     ref = runs[0]
     verdict: list[str] = []
+    missing: list[dict] = []
     devices, effects, versus = {}, {}, {}
-    usable = lambda e, a: e["answers"][a.arm]["fingerprint"].blocks > 0  # noqa: E731
+
+    def usable(e: dict, a: Answers) -> bool:
+        return e["answers"][a.arm]["not_compared"] is None
+
     for e in runs:
         for a in answers:
-            fp = e["answers"][a.arm]["fingerprint"]
-            if fp.blocks == 0:
-                verdict.append(f"{e['label']} under {a.text}: no perf logger block in its stderr "
-                               f"({e['answers'][a.arm]['error'] or 'the run logged no graph'}): not compared")
+            why = e["answers"][a.arm]["not_compared"]
+            if why:
+                missing.append({"model": e["label"], "answers": a.text, "arm": a.arm, "reason": why})
+                verdict.append(f"{e['label']} under {a.text}: not compared: {why}")
     for a in answers:
-        per = {e["label"]: device_choices(e["answers"][a.arm]["fingerprint"]) for e in runs if usable(e, a)}
+        if not all(usable(e, a) for e in runs):
+            continue
+        per = {e["label"]: device_choices(e["answers"][a.arm]["fingerprint"]) for e in runs}
         same = len({json.dumps(v, sort_keys=True) for v in per.values()}) <= 1
         devices[a.arm] = {"same": same, "per_model": per}
-        if len(per) > 1:
+        first = next(iter(per.values()))
+        text = ", ".join(f"{k} {v}" for k, v in first.items())
+        if same:
+            verdict.append(f"{a.text}: device line {text} (ggml-vulkan prints it at start-up, before the model "
+                           "loads: per device and answers, not evidence about the model)")
+        else:
             diff = sorted({k for v in per.values() for k in v if len({json.dumps(x.get(k)) for x in per.values()}) > 1})
-            verdict.append(f"{a.text}: device line (capability choices) "
-                           + ("identical across models" if same else f"DIFFERS across models in {', '.join(diff)}"))
+            verdict.append(f"{a.text}: device line DIFFERS between runs with the same answers in {', '.join(diff)} "
+                           "(printed before the model loads: the device or the answers changed between runs)")
     for e in runs:
         if not usable(e, answers[0]):
             continue
@@ -435,9 +686,12 @@ def _analyse(runs: list[dict], answers: list[Answers], device: dict | None, adde
                                for a in answers[1:] if usable(e, a)}
     for a in answers[1:]:
         eff = [effects[m][a.arm] for m in effects if a.arm in effects[m]]
-        if len(eff) > 1:
-            verdict.append(f"{a.text}: the profile's effect (device fields, op classes without weight types) is "
+        if len(runs) > 1 and len(eff) == len(runs):
+            verdict.append(f"{a.text}: the profile's effect on the op classes (weight types left out; with the "
+                           "device fields it changes) is "
                            + ("the same in every model" if same_effect(eff) else "NOT the same across models"))
+        elif len(runs) > 1:
+            verdict.append(f"{a.text}: the profile's effect across models: not compared (a run above is not)")
         for m in effects:
             if a.arm in effects[m]:
                 x = effects[m][a.arm]
@@ -445,36 +699,61 @@ def _analyse(runs: list[dict], answers: list[Answers], device: dict | None, adde
                                + (", ".join(f"{k} {v[0]}->{v[1]}" for k, v in x["device"].items()) or "none")
                                + f"; op classes only under native: {len(x['only_native'])}, "
                                f"only under the profile: {len(x['only_profile'])}")
+    for e in runs:
+        for a in answers[:1]:
+            if usable(e, a):
+                g = e["answers"][a.arm]["gpu_time"]
+                verdict.append(f"{e['label']} under {a.text}: logged GPU time {g['total_us'] / 1e3:.1f} ms: matrix "
+                               f"multiplications {_pct(g['matmul'])}, flash attention {_pct(g['flash_attention'])}, "
+                               f"other ops {_pct(g['other'])} (the perf logger's own timings)")
     for e in runs[1:]:
         versus[e["label"]] = {}
         for a in answers:
+            r, o = ref["label"], e["label"]
             if not (usable(ref, a) and usable(e, a)):
+                verdict.append(f"{r} vs {o}, {a.text}: not compared (a run above is not)")
                 continue
             c = compare_models(ref["answers"][a.arm]["fingerprint"], e["answers"][a.arm]["fingerprint"])
             versus[e["label"]][a.arm] = c
-            fa = c["flash_attention"]
+            fa, sm, mc, st = c["flash_attention"], c["shared_matmul"], c["matmul_classes"], c["shared_time_pct"]
+            wt = "; ".join(f"{x['class']}: {', '.join(x['ref'])} vs {', '.join(x['other'])}" for x in c["weight_type"])
             verdict.append(
-                f"{ref['label']} vs {e['label']}, {a.text}: {len(c['shared'])} op classes shared; "
-                f"{len(c['weight_type'])} differ only by weight type; {len(c['path'])} path difference(s)"
-                + (f" ({', '.join(p['class'] + ' only in ' + (ref['label'] if p['only_in'] == 'ref' else e['label']) for p in c['path'])})"
+                f"{r} vs {o}, {a.text}: {len(c['shared'])} op classes shared, of them {len(sm)} matrix-multiplication "
+                f"class(es)" + (f" ({', '.join(sm)})" if sm else "") + f" of {mc[0]} in {r} and {mc[1]} in {o}; "
+                f"the shared classes carry {_pct(st[0])} of {r}'s logged GPU time and {_pct(st[1])} of {o}'s; "
+                f"{len(c['weight_type'])} matrix-multiplication op(s) run with other weight types (other kernels)"
+                + (f" ({wt})" if wt else "")
+                + f"; {len(c['path'])} path difference(s)"
+                + (f" ({', '.join(p['class'] + ' only in ' + (r if p['only_in'] == 'ref' else o) for p in c['path'])})"
                    if c["path"] else "")
                 + f"; {len(c['graph'])} op(s) only one graph has; flash attention "
                 + ("on in both" if all(fa) else "off in both" if not any(fa) else
                    f"{'on' if fa[0] else 'off'} vs {'on' if fa[1] else 'off'}"))
     if len(runs) == 1:
         verdict.append("one model only: no synthetic-vs-real comparison (give --model FILE.gguf)")
-    notes = ["op classes: fusion(op) weight-type [phase]; shapes, call counts and timings are not compared",
+    total = len(runs) * len(answers)
+    if missing:
+        verdict.insert(0, f"INCOMPLETE: {len(missing)} of {total} model/answers runs not compared (listed below)")
+    notes = ["op classes: fusion(op) weight-type [phase]; shapes, call counts and timings are not compared; "
+             "the op classes are the model-dependent evidence",
+             "the device line is printed by ggml-vulkan at backend start-up, before the model loads: it is per "
+             "device and answers (it shows what the answers change: fp16, shared memory, ...), so it is the same "
+             "for every model by construction and says nothing about the model",
              "the perf logger names ops and weight types, not the pipeline variant (scalar, coopmat, coopmat2, "
-             "integer dot): llama.cpp picks those from the capabilities on the device line, which is the "
-             "evidence for them; MUL_MAT vs MUL_MAT_VEC is the logger's own label for n <= 8 columns"]
+             "integer dot): llama.cpp picks those from the capabilities on the device line; MUL_MAT vs "
+             "MUL_MAT_VEC is the logger's own label for n <= 8 columns",
+             "a matrix multiplication with another weight type runs another (dequantising) kernel: 'differ only "
+             "by weight type' means the same op and phase, not the same kernels",
+             "compared: runs whose bench state is a success and that ran on Vulkan and logged every expected "
+             "graph; any comparison involving another run is skipped whole"]
     if device and device.get("type") == "cpu":
         notes.append(f"{device.get('name')} is a CPU Vulkan device: no cooperative matrix and no integer dot "
                      "acceleration to lose, so the check covers fewer capability-driven choices than on a GPU")
     if added:
         notes.append(f"{added} added as the synthetic reference (no preset among --model)")
     return {"device": device, "answers": [asdict(a) for a in answers], "reference": ref["label"],
-            "models": runs, "device_lines": devices, "profile_effects": effects, "versus": versus,
-            "verdict": verdict, "notes": notes}
+            "models": runs, "complete": not missing, "not_compared": missing, "device_lines": devices,
+            "profile_effects": effects, "versus": versus, "verdict": verdict, "notes": notes}
 
 
 # --- output ----------------------------------------------------------------------------
@@ -485,31 +764,63 @@ def _table(cols: list[str], rows: list[list]) -> str:
 
 
 def markdown(res: dict) -> str:
-    """``kernels.md`` from the result as ``kernels.json`` holds it: verdict, device lines, op
-    classes per run, differences, profile effects, notes."""
+    """``kernels.md`` from the result as ``kernels.json`` holds it: verdict, models, GGML_* variables,
+    device lines, GPU time by family, op classes per run, differences, profile effects, notes."""
     from capshim.bench.attest import DISPLAY_COLUMNS, display_value
 
     answers = [Answers(**a) for a in res["answers"]]
     dev = (res.get("device") or {}).get("name", "?")
-    parts = [f"# capshim kernels — {dev}\n"]
-    if res.get("command"):
-        parts.append(f"`{res['command']}` ({res['elapsed_s']:.0f} s; one pass per run: -p {res['n_prompt']} "
-                     f"-n {res['n_gen']}, perf logger on)\n")
-    parts.append("## Verdict\n\n" + "\n".join(f"- {v}" for v in res["verdict"]) + "\n")
     models = res["models"]
+    n_runs = len(models) * len(answers)
+    missing = res.get("not_compared") or []
+    if len(missing) == n_runs:
+        title = f"capshim kernels — nothing compared (the bench picked {dev}; no run is usable)"
+    elif missing:
+        title = f"capshim kernels — {dev} — INCOMPLETE ({len(missing)} of {n_runs} runs not compared)"
+    else:
+        title = f"capshim kernels — {dev}"
+    parts = [f"# {title}\n"]
+    if res.get("command"):
+        src = res.get("capshim") or {}
+        ver = f"capshim {src.get('version', '?')}" + (
+            f", commit {src['commit'][:12]}{' (uncommitted changes)' if src.get('dirty') else ''}"
+            if src.get("commit") else "")
+        parts.append(f"```sh\n{res['command']}\n```\n\n{ver}; {res['elapsed_s']:.0f} s; one pass per run: "
+                     f"-p {res['n_prompt']} -n {res['n_gen']} ({res.get('expected_graphs', '?')} graphs), "
+                     "perf logger on\n")
+    parts.append("## Verdict\n\n" + "\n".join(f"- {v}" for v in res["verdict"]) + "\n")
     parts.append("## Models\n\n" + _table(
         ["model", "file", "tensor types in the file", "bundle", "seconds"],
-        [[e["label"], f"`{Path(e['path']).name}`", ", ".join(f"{k} {v}" for k, v in e["file_types"].items()),
+        [[e["label"], f"`{Path(e['path']).name}`",
+          e.get("file_types_error") or ", ".join(f"{k} {v}" for k, v in e["file_types"].items()),
           f"`{Path(e['bundle']).name}/`", e["seconds"]] for e in models]))
+    genv = res.get("ggml_env") or {}
+    parts.append("## GGML_* variables\n\n- inherited from the environment (every run got them): "
+                 + (", ".join(f"`{k}={v}`" for k, v in genv.items()) or "none") + "\n"
+                 + "- set by kernels: " + ", ".join(f"`{k}={v}`" for k, v in (res.get("run_env") or {}).items())
+                 + "\n")
     cols = [(h, k) for h, b, k in DISPLAY_COLUMNS if b == "vulkan" and k != "device_name"]
     rows = []
     for a in answers:
         for e in models:
             r = e["answers"][a.arm]
             path = {"vulkan": r["fingerprint"]["device"]}
-            rows.append([a.text, e["label"], r["state"], *(display_value(path, "vulkan", k) for _, k in cols)])
-    parts.append("## Device line (capability-driven choices)\n\n" + _table(
-        ["answers", "model", "arm state", *(h for h, _ in cols)], rows))
+            rows.append([a.text, e["label"], r["state"] + ("" if not r.get("not_compared") else ", not compared"),
+                         *(display_value(path, "vulkan", k) for _, k in cols)])
+    parts.append("## Device line (per device and answers)\n\nggml-vulkan prints it at backend start-up, before "
+                 "the model loads: it shows what the answers change, not anything about the model.\n\n" + _table(
+                     ["answers", "model", "arm state", *(h for h, _ in cols)], rows))
+    rows = []
+    for e in models:
+        for a in answers:
+            r = e["answers"][a.arm]
+            g = r.get("gpu_time") or {}
+            rows.append([e["label"], a.text, f"{r['fingerprint']['blocks']} / {r.get('expected_graphs', '?')}",
+                         f"{g.get('total_us', 0) / 1e3:.1f}", _pct(g.get("matmul")), _pct(g.get("flash_attention")),
+                         _pct(g.get("other")), r.get("not_compared") or "yes"])
+    parts.append("## Runs: graphs and logged GPU time by family (the perf logger's timings)\n\n" + _table(
+        ["model", "answers", "graphs logged / expected", "GPU ms", "matrix mult.", "flash attention", "other ops",
+         "compared"], rows))
     fps = {(e["label"], a.arm): e["answers"][a.arm]["fingerprint"] for e in models for a in answers}
     labels = sorted({lab for fp in fps.values() for lab in fp["classes"]})
     parts.append("## Op classes (calls over all logged graphs; — not run)\n\n" + _table(
@@ -521,7 +832,14 @@ def markdown(res: dict) -> str:
             for kind in ("path", "graph"):
                 rows += [[x["class"], kind, "yes" if x["only_in"] == "ref" else "—",
                           "yes" if x["only_in"] == "other" else "—"] for x in c[kind]]
-            parts.append(f"## {res['reference']} vs {m}, answers {arm}\n\n"
+            st = c.get("shared_time_pct") or [None, None]
+            head = (f"- shared op classes: {len(c['shared'])}; shared matrix-multiplication classes: "
+                    f"{', '.join(f'`{x}`' for x in c.get('shared_matmul', [])) or 'none'} "
+                    f"(of {c.get('matmul_classes', ['?', '?'])[0]} in {res['reference']} and "
+                    f"{c.get('matmul_classes', ['?', '?'])[1]} in {m})\n"
+                    f"- logged GPU time the shared classes carry: {_pct(st[0])} in {res['reference']}, "
+                    f"{_pct(st[1])} in {m}\n\n")
+            parts.append(f"## {res['reference']} vs {m}, answers {arm}\n\n" + head
                          + (_table(["op class (no weight type)", "difference", res["reference"], m], rows)
                             if rows else "No difference.\n"))
     for m, per in res["profile_effects"].items():
@@ -535,6 +853,7 @@ def markdown(res: dict) -> str:
 
 
 __all__ = ["OpClass", "Fingerprint", "parse_line", "parse_stderr", "compare_models", "profile_effect",
-           "same_effect", "kernels", "answers_for", "markdown", "PERF_ENV"]
+           "same_effect", "kernels", "answers_for", "markdown", "not_compared", "expected_graphs", "ggml_env",
+           "file_types", "family_shares", "time_share", "PERF_ENV", "MIN_PROMPT"]
 if __name__ == "__main__":  # pragma: no cover - python -m capshim.bench.kernels FILE: print a fingerprint
     print(json.dumps(parse_stderr(Path(sys.argv[1]).read_bytes()).to_dict(), indent=2))

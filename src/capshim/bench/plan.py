@@ -27,6 +27,7 @@ DEBUG lines, except the device lines, left out of the runs' stderr files);
 from __future__ import annotations
 
 import os
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -89,7 +90,8 @@ def resolve_model(ref: str, write: bool = True) -> Path:
     """The GGUF file of ``--model``: a preset's (written once, unless ``write`` is false) or a file.
 
     Raises:
-        UsageError: not a preset and not a readable GGUF file (names ``--model``).
+        UsageError: not a preset and not a readable GGUF file (names ``--model``): no such file,
+            a folder, not a regular file (a FIFO or device is never opened), not starting with ``GGUF``.
     """
     from capshim.bench import model as model_mod
 
@@ -98,8 +100,16 @@ def resolve_model(ref: str, write: bool = True) -> Path:
             return model_mod.capshim_cache_dir() / "models" / model_mod.model_filename(ref)
         return model_mod.ensure_model(ref)
     path = Path(ref)
-    if not path.is_file():
-        raise UsageError(f"--model {ref}: no such file, and not a preset ({', '.join(MODEL_PRESETS)})")
+    try:
+        st = os.stat(path)  # follows a symlink; never opens the file (a FIFO would block)
+    except FileNotFoundError:
+        raise UsageError(f"--model {ref}: no such file, and not a preset ({', '.join(MODEL_PRESETS)})") from None
+    except OSError as exc:
+        raise UsageError(f"--model {ref}: cannot read: {exc.strerror}") from None
+    if stat.S_ISDIR(st.st_mode):
+        raise UsageError(f"--model {ref}: is a folder, not a GGUF file")
+    if not stat.S_ISREG(st.st_mode):
+        raise UsageError(f"--model {ref}: is not a regular file (a FIFO, socket or device), not a GGUF file")
     try:
         with open(path, "rb") as fh:
             magic = fh.read(4)
