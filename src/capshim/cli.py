@@ -509,7 +509,7 @@ def evidence_verify(bundle):
               help="Built-in workload: timed repetitions inside each process, after its in-process warm-up; "
                    "the process's median is one sample [default: 5; on a CPU device 3].")
 @click.option("--warmup", type=click.IntRange(0, 100), default=None,
-              help="Unrecorded warm-up rounds [default: 0 for the built-in workload (it warms up in-process), 1 for a command].")
+              help="Unrecorded warm-up rounds [default: 1 for a command and for the built-in workload on a CPU device (it fills Mesa's shader cache, whose shaders run slower on lavapipe than freshly compiled ones), 0 for the built-in workload on a GPU (it warms up in-process)].")
 @click.option("--aa", is_flag=True,
               help="Add the A/A arm 'aa': the app layer active, answering exactly the stock values "
                    "(also --arm NAME=identity). Its ratio to native is the harness's and the shim's own bias.")
@@ -680,7 +680,7 @@ def _builtin_workload_options(f):
         click.option("--model", metavar="PATH|PRESET",
                      help="Built-in workload model (GGUF file or preset) [default: tiny]."),
         click.option("--warmup", type=click.IntRange(0, 100), default=None,
-                     help="Unrecorded warm-up runs per arm [default: 1 on a GPU, 0 on a CPU device]."),
+                     help="Unrecorded warm-up rounds (one process per arm) [default: 1]."),
         click.option("--n-prompt", "-p", type=click.IntRange(1), default=None,
                      help="Prompt tokens [default: 512 on a GPU, 64 on a CPU device]."),
         click.option("--n-gen", "-n", type=click.IntRange(1), default=None,

@@ -48,7 +48,8 @@ from capshim.profiles.catalog import KEYS
 #: answering exactly the stock values); None leaves it out.
 AA_ARM: str | None = "aa=identity"
 
-CPU_DEFAULTS = {"repetitions": 2, "warmup": 0, "n_prompt": 64, "n_gen": 16, "confirm": 2, "budget": 4}
+#: CPU defaults: the warm-up round fills Mesa's shader cache (see ablate.CPU_DEFAULTS).
+CPU_DEFAULTS = {"repetitions": 2, "warmup": 1, "n_prompt": 64, "n_gen": 16, "confirm": 2, "budget": 4}
 #: GPU defaults sized for one command under 10 minutes on the H200 with tinyllama-1.1b:
 #: 8 candidates (every single change there), stages of 9 x 3 and 5 x 5 processes, confirmation 3 x 11.
 GPU_DEFAULTS = {"repetitions": 2, "warmup": 1, "n_prompt": 512, "n_gen": 128, "confirm": 10, "budget": 8}
