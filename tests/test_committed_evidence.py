@@ -1,20 +1,48 @@
-"""Every evidence bundle committed under evidence/ verifies (checksums, layout, no links)."""
+"""Every evidence bundle and study folder committed under evidence/ verifies (checksums, layout, no links)."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
-from capshim import evidence
+from capshim import evidence, study
 from tests.conftest import REPO
 
-BUNDLES = sorted(p.parent for p in (REPO / "evidence").rglob("SHA256SUMS"))
+SEALED = sorted(p.parent for p in (REPO / "evidence").rglob("SHA256SUMS"))
+STUDIES = [p for p in SEALED if study.is_study(p)]
+BUNDLES = [p for p in SEALED if not study.is_study(p)]
+#: The output folders of ablate, tune and kernels committed here (each sealed as a study after its run).
+STUDY_NAMES = {"h200-ablate-tinyllama", "h200-ablate-llama8b", "h200-tune-tinyllama", "h200-tune-llama8b",
+               "h200-tune-llama8b-dims", "kernels-lavapipe-gemma3"}
+
+
+def _name(p):
+    return p.relative_to(REPO / "evidence").as_posix()
 
 
 def test_the_committed_bundles_are_found():
-    names = {b.relative_to(REPO / "evidence").as_posix() for b in BUNDLES}
+    names = {_name(b) for b in BUNDLES}
     assert {"h200-tinyllama-aa", "h200-ablate-llama8b/bench", "h200-tune-llama8b/confirm"} <= names
 
 
-@pytest.mark.parametrize("bundle", BUNDLES, ids=lambda p: p.relative_to(REPO / "evidence").as_posix())
+def test_every_committed_study_folder_is_sealed_as_a_study():
+    tops = {p.name for p in (REPO / "evidence").iterdir()
+            if p.is_dir() and any((p / f).exists() for f in ("ablation.json", "tune.json", "kernels.json"))}
+    assert tops == STUDY_NAMES
+    assert {_name(s) for s in STUDIES} == STUDY_NAMES
+
+
+@pytest.mark.parametrize("bundle", BUNDLES, ids=_name)
 def test_committed_bundle_verifies(bundle):
     assert evidence.verify(bundle) == []
+
+
+@pytest.mark.parametrize("folder", STUDIES, ids=_name)
+def test_committed_study_verifies(folder):
+    assert study.verify(folder) == []
+    doc = json.loads((folder / "study.json").read_text())
+    # sealed after the run, and says so (the seal proves integrity from then on, not from the run)
+    assert doc["sealed_after"] is True and "not since the run" in doc["note"]
+    if (folder / "run.txt").exists():
+        assert "  run.txt\n" in (folder / "SHA256SUMS").read_text()

@@ -47,7 +47,7 @@ from capshim import paths
 from capshim.errors import CapshimError
 from capshim.paths import SUMS_NAME, StorageError
 
-__all__ = ["Bundle", "EvidenceError", "sha256_file", "verify", "require_verified", "REQUIRED_FILES", "host_metadata", "unique_folder", "strict_json",
+__all__ = ["Bundle", "EvidenceError", "sha256_file", "verify", "check_seal", "require_verified", "REQUIRED_FILES", "host_metadata", "unique_folder", "strict_json",
            "finite_or_null", "SUMS_NAME", "SEAL_WAIT_S", "seal_guard", "StepInterrupted", "STATUS_COPY_LIMIT"]
 
 _ARM_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
@@ -556,9 +556,10 @@ MAX_DEPTH = 8
 """Folder depth below a bundle's root that capshim walks (bundles use 1: raw/, status/)."""
 
 
-def _walk(root: Path):
+def _walk(root: Path, skip: frozenset[str] = frozenset()):
     """``(dirpath, dirnames, filenames, depth)`` below ``root``, iteratively (no recursion limit),
-    folders deeper than :data:`MAX_DEPTH` not entered; links (also to folders) are file names."""
+    folders deeper than :data:`MAX_DEPTH` not entered; links (also to folders) are file names.
+    ``skip``: names of real folders directly in ``root`` left out (a study's nested bundles)."""
     stack = [(str(root), 0)]
     while stack:
         d, depth = stack.pop()
@@ -567,17 +568,18 @@ def _walk(root: Path):
                 entries = sorted(it, key=lambda e: e.name)
         except OSError:
             continue
-        dirs = [e.name for e in entries if e.is_dir(follow_symlinks=False)]
+        dirs = [e.name for e in entries if e.is_dir(follow_symlinks=False)
+                and not (depth == 0 and e.name in skip)]
         files = [e.name for e in entries if not e.is_dir(follow_symlinks=False)]
         yield d, dirs, files, depth
         if depth < MAX_DEPTH:
             stack.extend((os.path.join(d, x), depth + 1) for x in reversed(dirs))
 
 
-def _bundle_files(root: Path) -> list[str]:
+def _bundle_files(root: Path, skip: frozenset[str] = frozenset()) -> list[str]:
     """Relative paths of the regular files of a bundle (links and special files are not followed)."""
     out = []
-    for dirpath, dirnames, filenames, _depth in _walk(root):
+    for dirpath, dirnames, filenames, _depth in _walk(root, skip):
         for f in filenames:
             full = os.path.join(dirpath, f)
             rel = Path(full).relative_to(root).as_posix()
@@ -587,19 +589,19 @@ def _bundle_files(root: Path) -> list[str]:
     return sorted(out)
 
 
-def _foreign_entries(root: Path) -> list[str]:
+def _foreign_entries(root: Path, skip: frozenset[str] = frozenset(), noun: str = "bundle") -> list[str]:
     """Entries that make a bundle not self-contained: links (anywhere) and anything but files and folders."""
     problems = []
-    for dirpath, dirnames, filenames, depth in _walk(root):
+    for dirpath, dirnames, filenames, depth in _walk(root, skip):
         if depth == MAX_DEPTH and dirnames:
             rel = paths.show_name(Path(dirpath).relative_to(root).as_posix())
-            problems.append(f"{rel}: folders nested deeper than {MAX_DEPTH} levels (not a bundle's layout)")
+            problems.append(f"{rel}: folders nested deeper than {MAX_DEPTH} levels (not a {noun}'s layout)")
         for name in sorted(dirnames + filenames):
             full = os.path.join(dirpath, name)
             rel = paths.show_name(Path(full).relative_to(root).as_posix())
             mode = os.lstat(full).st_mode
             if stat.S_ISLNK(mode):
-                problems.append(f"{rel}: is a link (a bundle holds only its own files and folders)")
+                problems.append(f"{rel}: is a link (a {noun} holds only its own files and folders)")
             elif not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
                 problems.append(f"{rel}: is not a regular file or folder")
     return problems
@@ -704,6 +706,51 @@ def require_verified(root: str | Path, what: str) -> Path:
     return p
 
 
+def check_seal(p: Path, skip: frozenset[str] = frozenset(), noun: str = "bundle") -> tuple[list[str], dict | None]:
+    """The checks every sealed folder gets (a bundle, a study's top level): its SHA256SUMS, each listed
+    file (there, a regular file of the folder with one link, the same bytes), no unlisted regular file,
+    no link or special file anywhere. ``skip``: folders directly in ``p`` left to their own seal.
+
+    Returns:
+        ``(problems, listed)``; ``listed`` ({relative path: digest}) is None when SHA256SUMS is missing
+        or unreadable (the problems say so and nothing more can be checked).
+    """
+    if not p.is_dir():
+        return [f"{p}: not a folder"], None
+    base = p.resolve()
+    sums_path = p / SUMS_NAME
+    if not sums_path.exists() and not sums_path.is_symlink():
+        return [f"{SUMS_NAME}: missing"], None
+    problems = _foreign_entries(p, skip, noun)
+    if sums_path.is_symlink() or not sums_path.is_file():
+        return problems or [f"{SUMS_NAME}: not a regular file"], None
+    try:
+        listed, bad_lines = paths.read_sums(p)
+    except OSError as exc:
+        return problems + [f"{SUMS_NAME}: cannot read: {exc.strerror or exc}"], None
+    problems += bad_lines
+    for rel, digest in listed.items():
+        f = p / rel
+        try:
+            mode = os.lstat(f).st_mode
+        except OSError:
+            problems.append(f"{rel}: listed in {SUMS_NAME} but missing")
+            continue
+        if not f.resolve().is_relative_to(base):
+            problems.append(f"{rel}: resolves outside the {noun}")
+        elif stat.S_ISLNK(mode) or not stat.S_ISREG(mode):
+            problems.append(f"{rel}: listed in {SUMS_NAME} but not a regular file of the {noun}")
+        elif os.lstat(f).st_nlink > 1:
+            problems.append(f"{rel}: has {os.lstat(f).st_nlink} hard links (a file of a {noun} has one; "
+                            f"another name could be a file outside the {noun})")
+        elif sha256_file(f) != digest:
+            problems.append(f"{rel}: checksum mismatch")
+    for rel in _bundle_files(p, skip):
+        if rel not in listed:
+            problems.append(f"{paths.show_name(rel)}: not listed in {SUMS_NAME}")
+    return problems, listed
+
+
 def verify(root: str | Path) -> list[str]:
     """Check a bundle against its SHA256SUMS; only the folder's own regular files count.
 
@@ -725,39 +772,9 @@ def verify(root: str | Path) -> list[str]:
         missing"``. An empty list means every file matches.
     """
     p = Path(root)
-    if not p.is_dir():
-        return [f"{p}: not a folder"]
-    base = p.resolve()
-    sums_path = p / SUMS_NAME
-    if not sums_path.exists() and not sums_path.is_symlink():
-        return [f"{SUMS_NAME}: missing"]
-    problems = _foreign_entries(p)
-    if sums_path.is_symlink() or not sums_path.is_file():
-        return problems or [f"{SUMS_NAME}: not a regular file"]
-    try:
-        listed, bad_lines = paths.read_sums(p)
-    except OSError as exc:
-        return problems + [f"{SUMS_NAME}: cannot read: {exc.strerror or exc}"]
-    problems += bad_lines
-    for rel, digest in listed.items():
-        f = p / rel
-        try:
-            mode = os.lstat(f).st_mode
-        except OSError:
-            problems.append(f"{rel}: listed in {SUMS_NAME} but missing")
-            continue
-        if not f.resolve().is_relative_to(base):
-            problems.append(f"{rel}: resolves outside the bundle")
-        elif stat.S_ISLNK(mode) or not stat.S_ISREG(mode):
-            problems.append(f"{rel}: listed in {SUMS_NAME} but not a regular file of the bundle")
-        elif os.lstat(f).st_nlink > 1:
-            problems.append(f"{rel}: has {os.lstat(f).st_nlink} hard links (a file of a bundle has one; "
-                            "another name could be a file outside the bundle)")
-        elif sha256_file(f) != digest:
-            problems.append(f"{rel}: checksum mismatch")
-    for rel in _bundle_files(p):
-        if rel not in listed:
-            problems.append(f"{paths.show_name(rel)}: not listed in {SUMS_NAME}")
+    problems, listed = check_seal(p)
+    if listed is None:
+        return problems
     for rel in REQUIRED_FILES:
         if rel not in listed:
             problems.append(f"{rel}: not listed in {SUMS_NAME} (every bundle has it)")

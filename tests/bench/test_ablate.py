@@ -193,6 +193,9 @@ def test_ablate_end_to_end_on_lavapipe(tmp_path, stock_probe):
         assert res["cpu_device"] and any("no speed effect" in n for n in res["notes"])
     if res["smallest"]:
         profiles.load(res["smallest"]["profile"])
+    from capshim import study
+
+    assert study.verify(out) == []  # the study seal over the folder and its nested bundle
 
 
 def test_build_arms_by_key_one_arm_per_key(tmp_path):

@@ -123,6 +123,9 @@ def test_kernels_end_to_end_on_lavapipe(tmp_path, stock_probe):
     assert res == json.loads((out / "kernels.json").read_text())
     assert [e["label"] for e in res["models"]] == ["tiny", "tiny-q8"]
     assert res["complete"] and res["not_compared"] == [] and res["expected_graphs"] == 6
+    from capshim import study
+
+    assert study.verify(out) == []  # the study seal over the folder and its nested bundles
     assert [a["arm"] for a in res["answers"]] == ["native", "sim-vulkan-paravirt"]
     assert res["models"][1]["file_types"] == {"Q8_0": 16, "F32": 5}
     for e in res["models"]:

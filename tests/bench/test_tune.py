@@ -100,6 +100,9 @@ def test_tune_end_to_end_on_lavapipe(tmp_path, stock_probe):
         assert res["confirm"]["verdict"] and res["notes"][0].startswith(f"best: {res['winner']} ")
         assert "few processes" in res["confirm"]["flags"]["tuned"]
     assert "| best |" in (out / "tune.md").read_text()
+    from capshim import study
+
+    assert study.verify(out) == []  # the study seal over the folder and its nested bundles
 
 
 def test_ratio_json_has_no_nan():

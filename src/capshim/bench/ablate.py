@@ -673,7 +673,8 @@ def ablate(profile_ref: str = "vulkan-paravirt", by: str = "group", out: Path | 
 
     Files in ``out``: ``profiles/`` (every arm's profile), ``bench/`` (the
     evidence bundle), ``ablation.md`` (the table), ``ablation.png`` (the chart),
-    ``smallest-raise.toml`` (when an arm passes), ``ablation.json``.
+    ``smallest-raise.toml`` (when an arm passes), ``ablation.json``; last, the study seal
+    (``study.json``, ``SHA256SUMS``: :mod:`capshim.study`), also after an error once files were written.
 
     Raises:
         UsageError: bad profile, ``--by``, or a non-empty ``out``.
@@ -688,55 +689,58 @@ def ablate(profile_ref: str = "vulkan-paravirt", by: str = "group", out: Path | 
     out = Path(out) if out else Path(f"capshim-ablate-{time.strftime('%Y%m%d-%H%M%S')}")
     if out.exists() and any(out.iterdir()):
         raise UsageError(f"--out {out}: folder exists and is not empty")
-    stock, device = stock_probe()
-    d = CPU_DEFAULTS if is_cpu(device) else GPU_DEFAULTS
-    n_prompt, n_gen = n_prompt or d["n_prompt"], n_gen or d["n_gen"]
-    check_test(test, builtin_tests(n_prompt, n_gen))
-    arms, us = build_arms(lowering, stock, out / "profiles", by)
-    m = run_arms([a.spec for a in arms], out / "bench",
-                 repetitions=repetitions or d["repetitions"], warmup=d["warmup"] if warmup is None else warmup,
-                 model=model, n_prompt=n_prompt, n_gen=n_gen, timeout=timeout)
-    t = main_test(m.summary, test)
-    rs = ratios(m.summary, t)
-    best = smallest(arms, rs, recover, lower_bound)
-    notes = aa_warning(per_test(m.summary)) + env_notes(m.summary)
-    notes += [f"P = {lowering.source}; ratios to native (median, 95% interval) from {m.bundle / 'summary.json'}; "
-              f"flags: the bench's own warnings (whole in {m.bundle / 'report.md'})",
-              f"smallest raise: fewest groups, then keys, whose {t} median >= {recover:.2f}x of native and "
-              f"interval lower bound >= {lower_bound:.2f}x"]
-    notes += [f"{u.name}: skipped: {u.skipped}" for u in us if u.skipped]
-    notes += why_notes(m.summary)
-    if is_cpu(device):
-        notes.append(CPU_NOTE)
-    smallest_path = None
-    if best is not None:
-        caps, exts = _written(profiles.load(str(best.raise_profile)))
-        smallest_path = out / "smallest-raise.toml"
-        write_profile(smallest_path, profile_data(
-            f"smallest-raise-{lowering.name}", "raise",
-            f"Smallest raise over {lowering.name} recovering {recover:.0%} of native {t} on "
-            f"{(device or {}).get('name', 'this device')} (capshim ablate)", caps, exts))
-        notes.append(f"smallest raise profile: {best.name} ({' + '.join(best.units)}), "
-                     f"{fmt_ratio(rs[best.name])} -> {smallest_path}")
-    else:
-        notes.append("no raise arm met the rule; no profile written (more runs, -r, give tighter intervals)")
-    rows = table_rows(arms, m.summary)
-    title = f"capshim ablate {lowering.name} — {(device or {}).get('name', '?')}"
-    (out / "ablation.md").write_text(f"# {title}\n\n" + markdown(rows, notes) + "\n![chart](ablation.png)\n",
-                                     encoding="utf-8")
-    chart(arms, m.summary, t, out / "ablation.png", title)
-    result = {
-        "schema": "capshim-ablation/1", "profile": lowering.source, "by": by, "device": device,
-        "cpu_device": is_cpu(device), "test": t, "rule": {"recover": recover, "lower_bound": lower_bound},
-        "units": [{"name": u.name, "keys": u.keys, "skipped": u.skipped} for u in us],
-        "arms": [{"name": a.name, "kind": a.kind, "units": a.units, "spec": a.spec,
-                  "raise_profile": str(a.raise_profile) if a.raise_profile else None,
-                  "state": m.summary["arms"].get(a.name, {}).get("state"),
-                  "flags": arm_flags(m.summary, a.name), "why": why(m.summary["arms"].get(a.name, {}))}
-                 for a in arms],
-        "rows": rows, "notes": notes, "warnings": bench_warnings(m.summary), "bundle": str(m.bundle),
-        "smallest": None if best is None else {"arm": best.name, "units": best.units, "profile": str(smallest_path)},
-        "failed_runs": m.failed_runs, "elapsed_s": round(time.monotonic() - t0, 1),
-    }
-    (out / "ablation.json").write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
-    return result
+    from capshim import study
+
+    with study.sealing(out, "ablate"):  # the study seal: written last, also after an error
+        stock, device = stock_probe()
+        d = CPU_DEFAULTS if is_cpu(device) else GPU_DEFAULTS
+        n_prompt, n_gen = n_prompt or d["n_prompt"], n_gen or d["n_gen"]
+        check_test(test, builtin_tests(n_prompt, n_gen))
+        arms, us = build_arms(lowering, stock, out / "profiles", by)
+        m = run_arms([a.spec for a in arms], out / "bench",
+                     repetitions=repetitions or d["repetitions"], warmup=d["warmup"] if warmup is None else warmup,
+                     model=model, n_prompt=n_prompt, n_gen=n_gen, timeout=timeout)
+        t = main_test(m.summary, test)
+        rs = ratios(m.summary, t)
+        best = smallest(arms, rs, recover, lower_bound)
+        notes = aa_warning(per_test(m.summary)) + env_notes(m.summary)
+        notes += [f"P = {lowering.source}; ratios to native (median, 95% interval) from {m.bundle / 'summary.json'}; "
+                  f"flags: the bench's own warnings (whole in {m.bundle / 'report.md'})",
+                  f"smallest raise: fewest groups, then keys, whose {t} median >= {recover:.2f}x of native and "
+                  f"interval lower bound >= {lower_bound:.2f}x"]
+        notes += [f"{u.name}: skipped: {u.skipped}" for u in us if u.skipped]
+        notes += why_notes(m.summary)
+        if is_cpu(device):
+            notes.append(CPU_NOTE)
+        smallest_path = None
+        if best is not None:
+            caps, exts = _written(profiles.load(str(best.raise_profile)))
+            smallest_path = out / "smallest-raise.toml"
+            write_profile(smallest_path, profile_data(
+                f"smallest-raise-{lowering.name}", "raise",
+                f"Smallest raise over {lowering.name} recovering {recover:.0%} of native {t} on "
+                f"{(device or {}).get('name', 'this device')} (capshim ablate)", caps, exts))
+            notes.append(f"smallest raise profile: {best.name} ({' + '.join(best.units)}), "
+                         f"{fmt_ratio(rs[best.name])} -> {smallest_path}")
+        else:
+            notes.append("no raise arm met the rule; no profile written (more runs, -r, give tighter intervals)")
+        rows = table_rows(arms, m.summary)
+        title = f"capshim ablate {lowering.name} — {(device or {}).get('name', '?')}"
+        (out / "ablation.md").write_text(f"# {title}\n\n" + markdown(rows, notes) + "\n![chart](ablation.png)\n",
+                                         encoding="utf-8")
+        chart(arms, m.summary, t, out / "ablation.png", title)
+        result = {
+            "schema": "capshim-ablation/1", "profile": lowering.source, "by": by, "device": device,
+            "cpu_device": is_cpu(device), "test": t, "rule": {"recover": recover, "lower_bound": lower_bound},
+            "units": [{"name": u.name, "keys": u.keys, "skipped": u.skipped} for u in us],
+            "arms": [{"name": a.name, "kind": a.kind, "units": a.units, "spec": a.spec,
+                      "raise_profile": str(a.raise_profile) if a.raise_profile else None,
+                      "state": m.summary["arms"].get(a.name, {}).get("state"),
+                      "flags": arm_flags(m.summary, a.name), "why": why(m.summary["arms"].get(a.name, {}))}
+                     for a in arms],
+            "rows": rows, "notes": notes, "warnings": bench_warnings(m.summary), "bundle": str(m.bundle),
+            "smallest": None if best is None else {"arm": best.name, "units": best.units, "profile": str(smallest_path)},
+            "failed_runs": m.failed_runs, "elapsed_s": round(time.monotonic() - t0, 1),
+        }
+        (out / "ablation.json").write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
+        return result

@@ -553,7 +553,8 @@ def kernels(models: list[str] | tuple[str, ...] = (), profile_refs: list[str] | 
         argv: the command line, recorded (shell-quoted) in the report.
 
     Files in ``out``: ``bench-<model>/`` (one evidence bundle per model: each run's raw stderr in
-    ``raw/<arm>-1.stderr``, its status file in ``status/``), ``kernels.md``, ``kernels.json``.
+    ``raw/<arm>-1.stderr``, its status file in ``status/``), ``kernels.md``, ``kernels.json``; last, the
+    study seal (``study.json``, ``SHA256SUMS``: :mod:`capshim.study`), also after an error once files were written.
     The result's ``complete`` is true only when every model/answers pair was compared; the
     others are in ``not_compared`` and in the verdict.
 
@@ -592,50 +593,53 @@ def kernels(models: list[str] | tuple[str, ...] = (), profile_refs: list[str] | 
     out = Path(out) if out else Path(f"capshim-kernels-{time.strftime('%Y%m%d-%H%M%S')}")
     if out.exists() and (not out.is_dir() or any(out.iterdir())):
         raise UsageError(f"--out {out}: exists and is not an empty folder")
-    expected = expected_graphs(n_prompt, n_gen)
-    taken: set[str] = set()
-    runs: list[dict] = []
-    device = None
-    failed = 0
-    for ref in models:
-        label = _label(ref, taken)
-        bundle_dir = out / f"bench-{label}"
-        r0 = time.monotonic()
-        m = ablate.run_arms([a.spec for a in answers], bundle_dir, repetitions=1, warmup=0, model=ref,
-                            n_prompt=n_prompt, n_gen=n_gen, timeout=timeout, env=PERF_ENV, check_output=False,
-                            warmup_run=False, process_reps=1)
-        device = device or m.device
-        failed += m.failed_runs
-        model_path = plan.resolve_model(ref)
-        ftypes, ferr = types.get(ref) or file_types(model_path)
-        entry = {"model": ref, "label": label, "path": str(model_path), "bundle": str(m.bundle),
-                 "seconds": round(time.monotonic() - r0, 1), "file_types": ftypes, "file_types_error": ferr,
-                 "answers": {}}
-        for a in answers:
-            arm = m.summary["arms"].get(a.arm)
-            stderrs = sorted((m.bundle / "raw").glob(f"{a.arm}-*.stderr"))
-            text = stderrs[0].read_bytes().decode("utf-8", errors="replace") if stderrs else None
-            fp = parse_stderr(text) if text is not None else Fingerprint()
-            entry["answers"][a.arm] = {"state": (arm or {}).get("state", "failed"),
-                                       "stderr": str(stderrs[0]) if stderrs else None,
-                                       "error": next((r.get("error") for r in (arm or {}).get("runs") or []
-                                                      if r.get("error")), None),
-                                       "expected_graphs": expected,
-                                       "not_compared": not_compared(arm, fp, text, expected),
-                                       "gpu_time": family_shares(fp), "fingerprint": fp}
-        runs.append(entry)
-    result = _analyse(runs, answers, device, added)
-    command = shlex.join(argv) if argv else None
-    result.update({"schema": "capshim-kernels/2", "command": command, "capshim": capshim_source(),
-                   "ggml_env": inherited, "run_env": dict(PERF_ENV),
-                   "n_prompt": n_prompt, "n_gen": n_gen, "expected_graphs": expected, "failed_runs": failed,
-                   "elapsed_s": round(time.monotonic() - t0, 1), "out": str(out)})
-    for e in result["models"]:
-        for a in e["answers"].values():
-            a["fingerprint"] = a["fingerprint"].to_dict()
-    (out / "kernels.json").write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
-    (out / "kernels.md").write_text(markdown(result), encoding="utf-8")
-    return result
+    from capshim import study
+
+    with study.sealing(out, "kernels"):  # the study seal: written last, also after an error
+        expected = expected_graphs(n_prompt, n_gen)
+        taken: set[str] = set()
+        runs: list[dict] = []
+        device = None
+        failed = 0
+        for ref in models:
+            label = _label(ref, taken)
+            bundle_dir = out / f"bench-{label}"
+            r0 = time.monotonic()
+            m = ablate.run_arms([a.spec for a in answers], bundle_dir, repetitions=1, warmup=0, model=ref,
+                                n_prompt=n_prompt, n_gen=n_gen, timeout=timeout, env=PERF_ENV, check_output=False,
+                                warmup_run=False, process_reps=1)
+            device = device or m.device
+            failed += m.failed_runs
+            model_path = plan.resolve_model(ref)
+            ftypes, ferr = types.get(ref) or file_types(model_path)
+            entry = {"model": ref, "label": label, "path": str(model_path), "bundle": str(m.bundle),
+                     "seconds": round(time.monotonic() - r0, 1), "file_types": ftypes, "file_types_error": ferr,
+                     "answers": {}}
+            for a in answers:
+                arm = m.summary["arms"].get(a.arm)
+                stderrs = sorted((m.bundle / "raw").glob(f"{a.arm}-*.stderr"))
+                text = stderrs[0].read_bytes().decode("utf-8", errors="replace") if stderrs else None
+                fp = parse_stderr(text) if text is not None else Fingerprint()
+                entry["answers"][a.arm] = {"state": (arm or {}).get("state", "failed"),
+                                           "stderr": str(stderrs[0]) if stderrs else None,
+                                           "error": next((r.get("error") for r in (arm or {}).get("runs") or []
+                                                          if r.get("error")), None),
+                                           "expected_graphs": expected,
+                                           "not_compared": not_compared(arm, fp, text, expected),
+                                           "gpu_time": family_shares(fp), "fingerprint": fp}
+            runs.append(entry)
+        result = _analyse(runs, answers, device, added)
+        command = shlex.join(argv) if argv else None
+        result.update({"schema": "capshim-kernels/2", "command": command, "capshim": capshim_source(),
+                       "ggml_env": inherited, "run_env": dict(PERF_ENV),
+                       "n_prompt": n_prompt, "n_gen": n_gen, "expected_graphs": expected, "failed_runs": failed,
+                       "elapsed_s": round(time.monotonic() - t0, 1), "out": str(out)})
+        for e in result["models"]:
+            for a in e["answers"].values():
+                a["fingerprint"] = a["fingerprint"].to_dict()
+        (out / "kernels.json").write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
+        (out / "kernels.md").write_text(markdown(result), encoding="utf-8")
+        return result
 
 
 def _pct(x: float | None) -> str:

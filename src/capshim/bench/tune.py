@@ -238,7 +238,8 @@ def tune(out: Path | None = None, budget: int | None = None, model: str | None =
     ``tune.md``, ``tune.json``, ``tuned.toml`` (the best candidate's profile, when
     one passed the gate, written after the confirmation; its description and
     comment give the confirmation's ratio and verdict, "not shown faster than
-    native" included).
+    native" included); last, the study seal (``study.json``, ``SHA256SUMS``: :mod:`capshim.study`),
+    also after an error once files were written.
 
     ``only`` restricts the search to those dimensions (names of
     :data:`DIMENSIONS`, e.g. ``["coopmat"]``, any case, duplicates dropped:
@@ -261,145 +262,148 @@ def tune(out: Path | None = None, budget: int | None = None, model: str | None =
     out = Path(out) if out else Path(f"capshim-tune-{time.strftime('%Y%m%d-%H%M%S')}")
     if out.exists() and any(out.iterdir()):
         raise UsageError(f"--out {out}: folder exists and is not empty")
-    only = parse_only(only) if only is not None else None
-    stock, device = ablate.stock_probe()
-    d = CPU_DEFAULTS if ablate.is_cpu(device) else GPU_DEFAULTS
-    dims = dimensions(stock)
-    if not dims:
-        raise UsageError(f"{device['name']}: no capability this device has can be lowered; nothing to tune")
-    if only:
-        absent = [n for n in only if n not in dims]
-        if absent:
-            raise UsageError("--dims " + "; ".join(f"{n}: {device['name']} offers no choice there: {DIMENSIONS[n]}"
-                                                   for n in absent)
-                             + f" (this device's dimensions: {', '.join(dims)})")
-        dims = {n: o for n, o in dims.items() if n in only}
-    n_prompt, n_gen = n_prompt or d["n_prompt"], n_gen or d["n_gen"]
-    ablate.check_test(test, ablate.builtin_tests(n_prompt, n_gen))
-    asked = budget or d["budget"]
-    cands = candidates(dims, asked, seed)
-    space = space_size(dims)
-    budget_info = {"requested": asked, "default": budget is None, "space": space, "tried": len(cands)}
-    names = {f"c{i + 1:02d}": c for i, c in enumerate(cands)}
-    specs = {}
-    for n, c in names.items():
-        p = out / "candidates" / f"{n}.toml"
-        write_candidate(dims, c, p, f"tune-{n}", device["name"])
-        specs[n] = f"{n}=profile:{p}"
-    bench = dict(warmup=d["warmup"] if warmup is None else warmup, model=model,
-                 n_prompt=n_prompt, n_gen=n_gen, timeout=timeout)
-    results: dict[str, list[dict]] = {n: [] for n in names}
-    last: dict[str, ablate.Ratio] = {}
-    last_flags: dict[str, list[str]] = {}
-    unchanged: dict[str, str] = {}  # candidate -> where the bench flagged it "path unchanged"
-    why_notes: list[str] = []
-    env_notes: list[str] = []
-    stages = []
-    alive, r, stage, t = list(names), repetitions or d["repetitions"], 1, None
-    failed_runs = 0
-    while True:
-        m = ablate.run_arms(["native=", *(specs[n] for n in alive)], out / f"stage-{stage}", repetitions=r, **bench)
-        # a candidate's failed runs are a result (it fails the gate); native's are a failed bench
-        failed_runs += sum(1 for run in m.summary["arms"]["native"]["runs"] if ablate.run_failed(run))
-        t = ablate.main_test(m.summary, test)
-        rs = ablate.ratios(m.summary, t)
-        for n in alive:
-            last[n] = rs[n]
-            last_flags[n] = ablate.arm_flags(m.summary, n)
-            why = ablate.why(m.summary["arms"][n])
-            same = PATH_UNCHANGED in last_flags[n]
-            if same:
-                unchanged.setdefault(n, f"stage {stage}")
-            results[n].append({"stage": stage, "runs": r, **_ratio_json(rs[n]), "gate": rs[n].ok,
-                               "flags": last_flags[n], "path_unchanged": same, "why": why})
-        env_notes += [x for x in ablate.env_notes(m.summary) if x not in env_notes]
-        why_notes += ablate.why_notes(m.summary, lambda n: f"stage {stage}: {n} ({describe(dims, names[n])})"
-                                      if n in names else f"stage {stage}: {n}")
-        kept = halve(alive, rs)
-        stages.append({"stage": stage, "runs": r, "bundle": str(m.bundle), "arms": alive, "kept": kept,
-                       "warnings": ablate.bench_warnings(m.summary)})
-        if len(kept) <= 2:  # the best by median is confirmed against native (the runner-up is not)
-            best = kept[0] if kept else None
-            final = [n for n in alive if rs[n].ok]
-            tie, tied = (tie_note(best, rs, final, lambda n: f"{n} ({describe(dims, names[n])})")
-                         if best else (None, []))
-            break
-        alive, r, stage = kept, r * 2, stage + 1
-    confirm = None
-    tuned_path = None
-    notes: list[str] = []
-    if best is not None:
-        arm_specs = ["native=", f"tuned={specs[best].split('=', 1)[1]}"] + ([AA_ARM] if AA_ARM else [])
-        m = ablate.run_arms(arm_specs, out / "confirm", repetitions=confirm_runs or d["confirm"], **bench)
-        failed_runs += m.failed_runs
-        rcs = ablate.ratios(m.summary, ablate.main_test(m.summary, test))
-        rc = rcs["tuned"]
-        tuned_flags = ablate.arm_flags(m.summary, "tuned")
-        if PATH_UNCHANGED in tuned_flags:
-            unchanged.setdefault(best, "confirmation")
-        aa_name = AA_ARM.split("=", 1)[0] if AA_ARM else None
-        aa = rcs.get(aa_name) if aa_name else None
-        verdict = ("faster than native (the whole interval above 1.00x)" if rc.ok and rc.lo is not None
-                   and rc.lo > 1.0 else "not shown faster than native")
-        outcome = "confirmed" if rc.ok else "confirmation failed"
-        confirm = {"bundle": str(m.bundle), **_ratio_json(rc), "verdict": verdict,
-                   "path_unchanged": PATH_UNCHANGED in tuned_flags,
-                   "aa": None if aa is None else _ratio_json(aa),
-                   "flags": {a: ablate.arm_flags(m.summary, a) for a in m.summary["arms"]},
-                   "why": ablate.why(m.summary["arms"]["tuned"]), "warnings": ablate.bench_warnings(m.summary)}
-        tuned_path = out / "tuned.toml"
-        said = f"{ablate.fmt_ratio(rc)} of native {t}: {verdict}"
-        write_candidate(dims, names[best], tuned_path, "tuned", device["name"], verdict=said,
-                        comment=f"The best candidate of capshim tune ({best}: {describe(dims, names[best])}) on "
-                                f"{device['name']}.\nConfirmation ({out / 'confirm'}): {said}.")
-        notes.append(f"best: {best} ({describe(dims, names[best])}) {said} (confirmation, {out / 'confirm'}); "
-                     f"profile {tuned_path}"
-                     + (f"; {tie}" if tie else "")
-                     + (f"; {best} is path unchanged ({unchanged[best]}): {EQUIVALENT}" if best in unchanged else ""))
-        moved = ablate.aa_warning(ablate.per_test(m.summary), aa_name) if aa_name else []
-        notes += moved
-        if aa is not None and not moved:
-            notes.append(f"A/A arm (app layer active, stock answers): {ablate.fmt_ratio(aa)} of native: "
-                         "the harness's and the shim's own bias")
-        if confirm["flags"].get("tuned") or confirm["flags"].get("native"):
-            notes.append("confirmation flags: " + "; ".join(f"{a}: {', '.join(f)}" for a, f
-                                                            in confirm["flags"].items() if f))
-        why_notes += ablate.why_notes(m.summary, lambda n: f"confirmation: {n}")
-        env_notes += [x for x in ablate.env_notes(m.summary) if x not in env_notes]
-    else:
-        outcome = "no candidate passed"
-        notes.append("no candidate passed the correctness gate; no profile written")
-    notes[1:1] = env_notes
-    if budget_info["requested"] > space:
-        notes.append(f"budget {asked}: only {space} candidate{'s' if space != 1 else ''} exist"
-                     f"{'s' if space == 1 else ''} on this device"
-                     + (f" in {', '.join(dims)}" if only else "") + f"; {len(cands)} tried")
-    notes += [f"{n} ({describe(dims, names[n])}) path unchanged ({where}): {EQUIVALENT}"
-              for n, where in unchanged.items() if n != best]
-    rows = []
-    for n, c in names.items():
-        flags = last_flags[n] + ([PATH_UNCHANGED] if n in unchanged and PATH_UNCHANGED not in last_flags[n] else [])
-        rows.append({"candidate": n, "answers": describe(dims, c), "stages": len(results[n]),
-                     f"{t} vs native (last stage)": ablate.fmt_ratio(last[n]),
-                     "state": last[n].state, "flags": ", ".join(flags), "best": "yes" if n == best else ""})
-    notes.append(f"search: successive halving, {len(names)} candidates (seed {seed}) over {', '.join(dims)}; "
-                 "stages: " + "; ".join(f"{s['stage']}: native + {len(s['arms'])} candidates x {s['runs']} runs"
-                                        for s in stages)
-                 + (f"; confirmation: native + best" + (" + A/A" if AA_ARM else "")
-                    + f" x {confirm_runs or d['confirm']} runs" if confirm else ""))
-    notes += why_notes
-    if ablate.is_cpu(device):
-        notes.append(ablate.CPU_NOTE)
-    (out / "tune.md").write_text(f"# capshim tune — {device['name']}\n\n" + ablate.markdown(rows, notes),
-                                 encoding="utf-8")
-    result = {"schema": "capshim-tune/2", "out": str(out), "device": device, "cpu_device": ablate.is_cpu(device), "test": t,
-              "seed": seed, "only": list(only) if only else None, "budget": budget_info, "outcome": outcome,
-              "tie": {"with": tied, "note": tie} if tie else None,
-              "dimensions": {k: [o.label for o in v] for k, v in dims.items()},
-              "candidates": {n: {"answers": describe(dims, c), "profile": str(out / "candidates" / f"{n}.toml"),
-                                 "path_unchanged": n in unchanged, "results": results[n]} for n, c in names.items()},
-              "stages": stages, "winner": best, "confirm": confirm,
-              "tuned_profile": str(tuned_path) if tuned_path else None, "rows": rows, "notes": notes,
-              "failed_runs": failed_runs, "elapsed_s": round(time.monotonic() - t0, 1)}
-    (out / "tune.json").write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
-    return result
+    from capshim import study
+
+    with study.sealing(out, "tune"):  # the study seal: written last, also after an error
+        only = parse_only(only) if only is not None else None
+        stock, device = ablate.stock_probe()
+        d = CPU_DEFAULTS if ablate.is_cpu(device) else GPU_DEFAULTS
+        dims = dimensions(stock)
+        if not dims:
+            raise UsageError(f"{device['name']}: no capability this device has can be lowered; nothing to tune")
+        if only:
+            absent = [n for n in only if n not in dims]
+            if absent:
+                raise UsageError("--dims " + "; ".join(f"{n}: {device['name']} offers no choice there: {DIMENSIONS[n]}"
+                                                       for n in absent)
+                                 + f" (this device's dimensions: {', '.join(dims)})")
+            dims = {n: o for n, o in dims.items() if n in only}
+        n_prompt, n_gen = n_prompt or d["n_prompt"], n_gen or d["n_gen"]
+        ablate.check_test(test, ablate.builtin_tests(n_prompt, n_gen))
+        asked = budget or d["budget"]
+        cands = candidates(dims, asked, seed)
+        space = space_size(dims)
+        budget_info = {"requested": asked, "default": budget is None, "space": space, "tried": len(cands)}
+        names = {f"c{i + 1:02d}": c for i, c in enumerate(cands)}
+        specs = {}
+        for n, c in names.items():
+            p = out / "candidates" / f"{n}.toml"
+            write_candidate(dims, c, p, f"tune-{n}", device["name"])
+            specs[n] = f"{n}=profile:{p}"
+        bench = dict(warmup=d["warmup"] if warmup is None else warmup, model=model,
+                     n_prompt=n_prompt, n_gen=n_gen, timeout=timeout)
+        results: dict[str, list[dict]] = {n: [] for n in names}
+        last: dict[str, ablate.Ratio] = {}
+        last_flags: dict[str, list[str]] = {}
+        unchanged: dict[str, str] = {}  # candidate -> where the bench flagged it "path unchanged"
+        why_notes: list[str] = []
+        env_notes: list[str] = []
+        stages = []
+        alive, r, stage, t = list(names), repetitions or d["repetitions"], 1, None
+        failed_runs = 0
+        while True:
+            m = ablate.run_arms(["native=", *(specs[n] for n in alive)], out / f"stage-{stage}", repetitions=r, **bench)
+            # a candidate's failed runs are a result (it fails the gate); native's are a failed bench
+            failed_runs += sum(1 for run in m.summary["arms"]["native"]["runs"] if ablate.run_failed(run))
+            t = ablate.main_test(m.summary, test)
+            rs = ablate.ratios(m.summary, t)
+            for n in alive:
+                last[n] = rs[n]
+                last_flags[n] = ablate.arm_flags(m.summary, n)
+                why = ablate.why(m.summary["arms"][n])
+                same = PATH_UNCHANGED in last_flags[n]
+                if same:
+                    unchanged.setdefault(n, f"stage {stage}")
+                results[n].append({"stage": stage, "runs": r, **_ratio_json(rs[n]), "gate": rs[n].ok,
+                                   "flags": last_flags[n], "path_unchanged": same, "why": why})
+            env_notes += [x for x in ablate.env_notes(m.summary) if x not in env_notes]
+            why_notes += ablate.why_notes(m.summary, lambda n: f"stage {stage}: {n} ({describe(dims, names[n])})"
+                                          if n in names else f"stage {stage}: {n}")
+            kept = halve(alive, rs)
+            stages.append({"stage": stage, "runs": r, "bundle": str(m.bundle), "arms": alive, "kept": kept,
+                           "warnings": ablate.bench_warnings(m.summary)})
+            if len(kept) <= 2:  # the best by median is confirmed against native (the runner-up is not)
+                best = kept[0] if kept else None
+                final = [n for n in alive if rs[n].ok]
+                tie, tied = (tie_note(best, rs, final, lambda n: f"{n} ({describe(dims, names[n])})")
+                             if best else (None, []))
+                break
+            alive, r, stage = kept, r * 2, stage + 1
+        confirm = None
+        tuned_path = None
+        notes: list[str] = []
+        if best is not None:
+            arm_specs = ["native=", f"tuned={specs[best].split('=', 1)[1]}"] + ([AA_ARM] if AA_ARM else [])
+            m = ablate.run_arms(arm_specs, out / "confirm", repetitions=confirm_runs or d["confirm"], **bench)
+            failed_runs += m.failed_runs
+            rcs = ablate.ratios(m.summary, ablate.main_test(m.summary, test))
+            rc = rcs["tuned"]
+            tuned_flags = ablate.arm_flags(m.summary, "tuned")
+            if PATH_UNCHANGED in tuned_flags:
+                unchanged.setdefault(best, "confirmation")
+            aa_name = AA_ARM.split("=", 1)[0] if AA_ARM else None
+            aa = rcs.get(aa_name) if aa_name else None
+            verdict = ("faster than native (the whole interval above 1.00x)" if rc.ok and rc.lo is not None
+                       and rc.lo > 1.0 else "not shown faster than native")
+            outcome = "confirmed" if rc.ok else "confirmation failed"
+            confirm = {"bundle": str(m.bundle), **_ratio_json(rc), "verdict": verdict,
+                       "path_unchanged": PATH_UNCHANGED in tuned_flags,
+                       "aa": None if aa is None else _ratio_json(aa),
+                       "flags": {a: ablate.arm_flags(m.summary, a) for a in m.summary["arms"]},
+                       "why": ablate.why(m.summary["arms"]["tuned"]), "warnings": ablate.bench_warnings(m.summary)}
+            tuned_path = out / "tuned.toml"
+            said = f"{ablate.fmt_ratio(rc)} of native {t}: {verdict}"
+            write_candidate(dims, names[best], tuned_path, "tuned", device["name"], verdict=said,
+                            comment=f"The best candidate of capshim tune ({best}: {describe(dims, names[best])}) on "
+                                    f"{device['name']}.\nConfirmation ({out / 'confirm'}): {said}.")
+            notes.append(f"best: {best} ({describe(dims, names[best])}) {said} (confirmation, {out / 'confirm'}); "
+                         f"profile {tuned_path}"
+                         + (f"; {tie}" if tie else "")
+                         + (f"; {best} is path unchanged ({unchanged[best]}): {EQUIVALENT}" if best in unchanged else ""))
+            moved = ablate.aa_warning(ablate.per_test(m.summary), aa_name) if aa_name else []
+            notes += moved
+            if aa is not None and not moved:
+                notes.append(f"A/A arm (app layer active, stock answers): {ablate.fmt_ratio(aa)} of native: "
+                             "the harness's and the shim's own bias")
+            if confirm["flags"].get("tuned") or confirm["flags"].get("native"):
+                notes.append("confirmation flags: " + "; ".join(f"{a}: {', '.join(f)}" for a, f
+                                                                in confirm["flags"].items() if f))
+            why_notes += ablate.why_notes(m.summary, lambda n: f"confirmation: {n}")
+            env_notes += [x for x in ablate.env_notes(m.summary) if x not in env_notes]
+        else:
+            outcome = "no candidate passed"
+            notes.append("no candidate passed the correctness gate; no profile written")
+        notes[1:1] = env_notes
+        if budget_info["requested"] > space:
+            notes.append(f"budget {asked}: only {space} candidate{'s' if space != 1 else ''} exist"
+                         f"{'s' if space == 1 else ''} on this device"
+                         + (f" in {', '.join(dims)}" if only else "") + f"; {len(cands)} tried")
+        notes += [f"{n} ({describe(dims, names[n])}) path unchanged ({where}): {EQUIVALENT}"
+                  for n, where in unchanged.items() if n != best]
+        rows = []
+        for n, c in names.items():
+            flags = last_flags[n] + ([PATH_UNCHANGED] if n in unchanged and PATH_UNCHANGED not in last_flags[n] else [])
+            rows.append({"candidate": n, "answers": describe(dims, c), "stages": len(results[n]),
+                         f"{t} vs native (last stage)": ablate.fmt_ratio(last[n]),
+                         "state": last[n].state, "flags": ", ".join(flags), "best": "yes" if n == best else ""})
+        notes.append(f"search: successive halving, {len(names)} candidates (seed {seed}) over {', '.join(dims)}; "
+                     "stages: " + "; ".join(f"{s['stage']}: native + {len(s['arms'])} candidates x {s['runs']} runs"
+                                            for s in stages)
+                     + (f"; confirmation: native + best" + (" + A/A" if AA_ARM else "")
+                        + f" x {confirm_runs or d['confirm']} runs" if confirm else ""))
+        notes += why_notes
+        if ablate.is_cpu(device):
+            notes.append(ablate.CPU_NOTE)
+        (out / "tune.md").write_text(f"# capshim tune — {device['name']}\n\n" + ablate.markdown(rows, notes),
+                                     encoding="utf-8")
+        result = {"schema": "capshim-tune/2", "out": str(out), "device": device, "cpu_device": ablate.is_cpu(device), "test": t,
+                  "seed": seed, "only": list(only) if only else None, "budget": budget_info, "outcome": outcome,
+                  "tie": {"with": tied, "note": tie} if tie else None,
+                  "dimensions": {k: [o.label for o in v] for k, v in dims.items()},
+                  "candidates": {n: {"answers": describe(dims, c), "profile": str(out / "candidates" / f"{n}.toml"),
+                                     "path_unchanged": n in unchanged, "results": results[n]} for n, c in names.items()},
+                  "stages": stages, "winner": best, "confirm": confirm,
+                  "tuned_profile": str(tuned_path) if tuned_path else None, "rows": rows, "notes": notes,
+                  "failed_runs": failed_runs, "elapsed_s": round(time.monotonic() - t0, 1)}
+        (out / "tune.json").write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
+        return result
