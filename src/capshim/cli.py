@@ -826,7 +826,9 @@ def tune_cmd(budget, model, repetitions, confirm_runs, warmup, n_prompt, n_gen, 
         click.echo(json.dumps(res, indent=2))
     else:
         _ablate_tune_table(res["rows"], res["notes"], f"capshim tune ({res['test']})")
-    click.echo(f"tune: {res['out']}  ({res['elapsed_s']:.0f} s; {res['outcome']})", err=True)
+    verdict = (res.get("confirm") or {}).get("verdict")
+    click.echo(f"tune: {res['out']}  ({res['elapsed_s']:.0f} s; {res['outcome']}"
+               + (f": {verdict}" if verdict and res["outcome"] == "confirmed" else "") + ")", err=True)
     if res["failed_runs"] or res["outcome"] != "confirmed":
         sys.exit(1)
 
