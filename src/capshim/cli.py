@@ -743,9 +743,18 @@ def ablate_cmd(profile_ref, by, model, repetitions, warmup, n_prompt, n_gen, tes
       native, aa (A/A: the app layer active with the stock answers), sim (simulate:P),
       loo-G (native with only group G lowered),
       loi-G (sim with only G raised back), cum-K-G (sim with the first K groups raised).
-    Writes OUT/ablation.md (table), OUT/ablation.png (chart), OUT/ablation.json and
+    Writes OUT/ablation.md (table), OUT/ablation.png (chart), OUT/ablation.json,
+    OUT/profiles/ (each shimmed arm's profile) and, when an arm passes the rule,
     OUT/smallest-raise.toml: the raise over P with the fewest groups that recovers
-    --recover of native with its interval's lower bound at least --lower-bound.
+    --recover of native with its interval's lower bound at least --lower-bound
+    (with few processes no arm may pass: the notes say so and nothing is written).
+    The folder is sealed as a study (capshim evidence verify OUT).
+
+    \b
+    Exit status:
+      0  the ablation ran (with or without a smallest-raise.toml: see the notes)
+      1  runs failed (the notes say which and why)
+      2  usage error (bad option or profile, non-empty --out), nothing written
 
     \b
     Examples:

@@ -314,6 +314,9 @@ def test_path_unchanged_candidates_are_flagged_and_called_equivalent_to_stock(tm
     assert not res["candidates"][shm]["path_unchanged"] and "path unchanged" not in rows[shm]["flags"]
     md = (tmp_path / "t" / "tune.md").read_text()
     assert "path unchanged" in md and "equivalent to stock" in md
+    # the profile a user applies later says it too
+    head = (tmp_path / "t" / "tuned.toml").read_text().split("name =", 1)[0]
+    assert "# Path unchanged (stage 1): " in head and "equivalent to stock" in head
 
 
 def test_a_non_best_path_unchanged_candidate_gets_its_own_note(tmp_path, monkeypatch):

@@ -355,7 +355,9 @@ def tune(out: Path | None = None, budget: int | None = None, model: str | None =
             said = f"{ablate.fmt_ratio(rc)} of native {t}: {verdict}"
             write_candidate(dims, names[best], tuned_path, "tuned", device["name"], verdict=said,
                             comment=f"The best candidate of capshim tune ({best}: {describe(dims, names[best])}) on "
-                                    f"{device['name']}.\nConfirmation ({out / 'confirm'}): {said}.")
+                                    f"{device['name']}.\nConfirmation ({out / 'confirm'}): {said}."
+                                    + (f"\nPath unchanged ({unchanged[best]}): {EQUIVALENT}." if best in unchanged
+                                       else ""))
             notes.append(f"best: {best} ({describe(dims, names[best])}) {said} (confirmation, {out / 'confirm'}); "
                          f"profile {tuned_path}"
                          + (f"; {tie}" if tie else "")
