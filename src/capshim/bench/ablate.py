@@ -363,8 +363,8 @@ def is_cpu(device: dict | None) -> bool:
 #: Built-in workload settings used on a CPU Vulkan device when the user gives
 #: none: short processes (about 2.5 s each with the tiny model on 2 cores once
 #: Mesa's shader cache is filled). The warm-up round fills that cache: on
-#: lavapipe a process that compiles the shaders runs them 35-45% faster than one
-#: that reads them from the cache (capshim.bench.plan), so a cold first process
+#: lavapipe a process that compiles the shaders measures faster than one that
+#: reads them from the cache (capshim.bench.plan), so a cold first process
 #: would skew its arm.
 CPU_DEFAULTS = {"repetitions": 2, "warmup": 1, "n_prompt": 64, "n_gen": 16}
 GPU_DEFAULTS = {"repetitions": 10, "warmup": 1, "n_prompt": 512, "n_gen": 128}

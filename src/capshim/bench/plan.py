@@ -295,11 +295,12 @@ def make_plan(arm_opts: tuple[str, ...] | list[str], baseline: str | None, host_
         workload = _builtin_workload(model, n_prompt, n_gen, check_output if check_output is not None else True,
                                      process_reps or k, warmup_run=not cpu if warmup_run is None else warmup_run)
         reps = repetitions or procs
-        # On lavapipe a process that compiles llama.cpp's shaders runs them 35-45% faster than one
-        # that loads them from Mesa's disk cache (tiny, pp64/tg16, 2 cores: 287-532 and 78-98 tok/s
-        # with MESA_SHADER_CACHE_DISABLE=true, 198-223 and 49-75 tok/s from the cache). So with a
-        # cold cache the first process of each shader variant would be fast and skew its arm: on a
-        # CPU device one unrecorded warm-up round fills the cache and every recorded process reads it.
+        # On lavapipe a process that compiles llama.cpp's shaders measures faster than one that loads
+        # them from Mesa's disk cache (tiny, pp64, 2 cores, alternating runs: 287-532 vs 198-223 tok/s
+        # on a loaded machine, 444-639 vs 335-401 on a quiet one; whether the code or the CPU being
+        # busy for 10 s first makes the difference is not established). So with a cold cache the first
+        # process of each shader variant would skew its arm: on a CPU device one unrecorded warm-up
+        # round fills the cache and every recorded process reads it.
         warm = (1 if cpu else 0) if warmup is None else warmup
         if cpu and (model or "tiny") != "tiny":
             import sys
