@@ -265,6 +265,27 @@ def test_verify_refuses_a_linked_folder_and_a_fifo(tmp_path):
     assert any(p.startswith("pipe: is not a regular file") for p in probs)
 
 
+def test_verify_refuses_a_folder_it_cannot_list(tmp_path, monkeypatch):
+    """A folder with search but no read permission (mode 0300 for a user who is not root) opens
+    its listed files by path, so checksums pass; what else it holds is unseen: a problem, not ok."""
+    import os
+
+    root = _sealed(tmp_path)
+    hidden = root / "raw" / "hidden"
+    hidden.mkdir()
+    (hidden / "evil.json").write_text("{}")
+    real = os.scandir
+
+    def scandir(path="."):
+        if os.fspath(path) == str(hidden):
+            raise PermissionError(13, "Permission denied", os.fspath(path))
+        return real(path)
+
+    monkeypatch.setattr(evidence.os, "scandir", scandir)
+    probs = evidence.verify(root)
+    assert any(p.startswith("raw/hidden: cannot list this folder (Permission denied)") for p in probs), probs
+
+
 def test_verify_refuses_dotdot_and_absolute(tmp_path):
     root = _sealed(tmp_path)
     with open(root / "SHA256SUMS", "a") as fh:

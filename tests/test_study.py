@@ -174,3 +174,26 @@ def test_seal_study_refuses_a_broken_nested_bundle(sealed):
     r = CliRunner().invoke(main, ["evidence", "seal-study", str(sealed), "--kind", "ablate"])
     assert r.exit_code == 2 and "bench/summary.json: checksum mismatch" in r.output
     assert not (sealed / SUMS_NAME).exists()
+
+
+def test_seal_study_takes_back_a_seal_verify_would_reject(sealed, tmp_path):
+    """Junk outside the kind's layout, a hard link or a wrong --kind: exit 2 naming the problem, no
+    SHA256SUMS or study.json left behind, so the folder can be fixed and sealed again."""
+    import os
+
+    (sealed / SUMS_NAME).unlink()
+    (sealed / "study.json").unlink()
+    (sealed / "junk.txt").write_text("junk\n")
+    r = CliRunner().invoke(main, ["evidence", "seal-study", str(sealed), "--kind", "ablate"])
+    assert r.exit_code == 2 and "junk.txt: not part of this ablate study's layout" in r.output, r.output
+    assert not (sealed / SUMS_NAME).exists() and not (sealed / "study.json").exists()
+    (sealed / "junk.txt").unlink()
+    os.link(sealed / "ablation.md", tmp_path / "elsewhere.md")
+    r = CliRunner().invoke(main, ["evidence", "seal-study", str(sealed), "--kind", "ablate"])
+    assert r.exit_code == 2 and "ablation.md: has 2 hard links" in r.output, r.output
+    (tmp_path / "elsewhere.md").unlink()
+    r = CliRunner().invoke(main, ["evidence", "seal-study", str(sealed), "--kind", "tune"])
+    assert r.exit_code == 2 and not (sealed / SUMS_NAME).exists()
+    r = CliRunner().invoke(main, ["evidence", "seal-study", str(sealed), "--kind", "ablate"])
+    assert r.exit_code == 0, r.output
+    assert study.verify(sealed) == []

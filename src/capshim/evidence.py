@@ -556,17 +556,22 @@ MAX_DEPTH = 8
 """Folder depth below a bundle's root that capshim walks (bundles use 1: raw/, status/)."""
 
 
-def _walk(root: Path, skip: frozenset[str] = frozenset()):
+def _walk(root: Path, skip: frozenset[str] = frozenset(), unlisted: list[tuple[str, str]] | None = None):
     """``(dirpath, dirnames, filenames, depth)`` below ``root``, iteratively (no recursion limit),
     folders deeper than :data:`MAX_DEPTH` not entered; links (also to folders) are file names.
-    ``skip``: names of real folders directly in ``root`` left out (a study's nested bundles)."""
+    ``skip``: names of real folders directly in ``root`` left out (a study's nested bundles).
+    A folder that cannot be listed (e.g. mode 0311 for a user who is not its owner: its files
+    still open by path, but unlisted ones would stay unseen) is appended to ``unlisted`` as
+    ``(dirpath, reason)``, never silently passed over."""
     stack = [(str(root), 0)]
     while stack:
         d, depth = stack.pop()
         try:
             with os.scandir(d) as it:
                 entries = sorted(it, key=lambda e: e.name)
-        except OSError:
+        except OSError as exc:
+            if unlisted is not None:
+                unlisted.append((d, exc.strerror or str(exc)))
             continue
         dirs = [e.name for e in entries if e.is_dir(follow_symlinks=False)
                 and not (depth == 0 and e.name in skip)]
@@ -592,7 +597,8 @@ def _bundle_files(root: Path, skip: frozenset[str] = frozenset()) -> list[str]:
 def _foreign_entries(root: Path, skip: frozenset[str] = frozenset(), noun: str = "bundle") -> list[str]:
     """Entries that make a bundle not self-contained: links (anywhere) and anything but files and folders."""
     problems = []
-    for dirpath, dirnames, filenames, depth in _walk(root, skip):
+    unlisted: list[tuple[str, str]] = []
+    for dirpath, dirnames, filenames, depth in _walk(root, skip, unlisted):
         if depth == MAX_DEPTH and dirnames:
             rel = paths.show_name(Path(dirpath).relative_to(root).as_posix())
             problems.append(f"{rel}: folders nested deeper than {MAX_DEPTH} levels (not a {noun}'s layout)")
@@ -604,6 +610,9 @@ def _foreign_entries(root: Path, skip: frozenset[str] = frozenset(), noun: str =
                 problems.append(f"{rel}: is a link (a {noun} holds only its own files and folders)")
             elif not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
                 problems.append(f"{rel}: is not a regular file or folder")
+    for d, why in unlisted:
+        rel = paths.show_name(Path(d).relative_to(root).as_posix())
+        problems.append(f"{rel}: cannot list this folder ({why}): files in it could not be checked")
     return problems
 
 

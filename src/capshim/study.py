@@ -116,11 +116,21 @@ def seal(root: str | Path, kind: str, *, sealed_after: bool = False, error: str 
         doc["error"] = error[:2000]
     try:
         paths.atomic_write(p / STUDY_FILE, evidence.strict_json(doc))
-        return paths.write_sums(p, _study_files(p, bundles))
+        sums = paths.write_sums(p, _study_files(p, bundles))
     except paths.StorageError:
         raise
     except OSError as exc:
         raise EvidenceError(f"{p}: cannot seal the study: {exc.strerror or exc}") from None
+    if sealed_after:
+        # never leave behind a seal that verify rejects (a file outside the kind's layout, a hard
+        # link, a wrong --kind): take it back, so the folder can be fixed and sealed again
+        problems = verify(p)
+        if problems:
+            for f in (sums, p / STUDY_FILE):
+                with contextlib.suppress(OSError):
+                    os.unlink(f)
+            raise EvidenceError(f"{p}: not sealed: " + "; ".join(problems[:20]))
+    return sums
 
 
 def seal_quietly(root: str | Path, kind: str, error: BaseException) -> None:
