@@ -130,15 +130,16 @@ def test_timeout_is_recorded(tmp_path):
 
 
 def _interrupt(tmp_path, sig):
-    script = _fake_workload(tmp_path, f'[ -f "{tmp_path}/slow" ] && exec sleep 60\ntouch "{tmp_path}/slow"\ncat "{FIXTURE}"')
+    script = _fake_workload(tmp_path, f'[ -f "{tmp_path}/slow" ] && touch "{tmp_path}/sleeping" && exec sleep 60\n'
+                                      f'touch "{tmp_path}/slow"\ncat "{FIXTURE}"')
     out = tmp_path / "b"
     env = dict(os.environ, PYTHONPATH=str(REPO / "src"))
     proc = subprocess.Popen([sys.executable, "-m", "capshim.cli", "bench", "--arm", "a=", "--arm", "b=", "-r", "3",
                              "--warmup", "0", "--out", str(out), "--", str(script)],
                             env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     deadline = time.time() + 60
-    while len(list((out / "raw").glob("*-1.stderr")) if (out / "raw").is_dir() else []) < 2 \
-            and time.time() < deadline:
+    # the run's files reach the bundle only when it ends: wait for the second run's own marker
+    while not (tmp_path / "sleeping").exists() and time.time() < deadline:
         time.sleep(0.1)
     time.sleep(0.5)  # the second run of round 1 is in its sleep now
     proc.send_signal(sig)

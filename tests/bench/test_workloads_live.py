@@ -206,14 +206,16 @@ def test_ctrl_c_during_a_control_keeps_the_arm_and_records_the_control(tmp_path)
     import time
 
     # the first control run (any arm) is quick; the second sleeps until it is interrupted
-    ctl = _script(tmp_path, "slow-control", f'[ -f "{tmp_path}/slow" ] && exec sleep 60\ntouch "{tmp_path}/slow"')
+    ctl = _script(tmp_path, "slow-control",
+                  f'[ -f "{tmp_path}/slow" ] && touch "{tmp_path}/sleeping" && exec sleep 60\ntouch "{tmp_path}/slow"')
     out = tmp_path / "b"
     env = dict(os.environ, PYTHONPATH=str(REPO / "src"))
     proc = subprocess.Popen([sys.executable, "-m", "capshim.cli", "bench", "--arm", "a=", "--arm", "b=", "-r", "2",
                              "--warmup", "0", "--metric", "wall", "--control", f"ctl={ctl}", "--out", str(out),
                              "--", "true"], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     deadline = time.time() + 60
-    while len(list((out / "raw").glob("*.ctl-1.stderr"))) < 2 and time.time() < deadline:
+    # a run's files reach the bundle only when it ends: wait for the second control's own marker
+    while not (tmp_path / "sleeping").exists() and time.time() < deadline:
         time.sleep(0.1)
     time.sleep(0.5)  # the second control run is in its sleep now
     proc.send_signal(signal.SIGINT)
