@@ -243,8 +243,9 @@ def analyze(records: list[dict], arms: dict, baseline: str, host: dict | None = 
         "baseline": baseline,
         "tests": tests,
         "method": {
-            "statistic": "median of per-process medians (each process: warm-up in-process, then its timed "
-                         "repetitions, llama-bench samples_ts, never avg_ts)",
+            "statistic": "median of per-process medians (each process: its timed repetitions, after its "
+                         "in-process warm-up run where the workload makes one (metadata.json); llama-bench "
+                         "samples_ts, never avg_ts)",
             "spread": stats.SPREAD_DEFINITION,
             "ci": stats.CI_METHOD,
             "speedup": "median(arm) / median(baseline)",
