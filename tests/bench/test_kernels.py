@@ -62,7 +62,7 @@ def test_compare_sorts_weight_type_path_and_graph():
     real = _fp("MUL_MAT q4_K m=8 n=64 k=8", "MUL_MAT q6_K m=8 n=64 k=8", "MUL_MAT_VEC q8_0 m=8 n=1 k=8",
                "MUL_MAT_VEC q4_K m=8 n=1 k=8", "SOFT_MAX", "SCALE", "GLU")
     c = kernels.compare_models(synth, real)
-    assert c["shared"] == ["GLU", "MUL_MAT_VEC q8_0 [n=1]"]
+    assert c["in_both"] == ["GLU", "MUL_MAT_VEC q8_0 [n=1]"]
     assert c["weight_type"] == [{"class": "MUL_MAT [n>1]", "ref": ["q4_0"], "other": ["q4_K", "q6_K"]},
                                 {"class": "MUL_MAT_VEC [n=1]", "ref": ["q4_0", "q8_0"], "other": ["q4_K", "q8_0"]}]
     assert c["path"] == [{"class": "FLASH_ATTN_EXT [n>1]", "only_in": "ref"},
@@ -334,7 +334,7 @@ def test_device_line_wording_and_gpu_time_shares(tmp_path, monkeypatch, two_mode
     g = res["models"][0]["answers"]["native"]["gpu_time"]
     assert (g["matmul"], g["flash_attention"], g["other"]) == (40.0, 0.0, 60.0)
     c = res["versus"]["tiny-q8"]["native"]
-    assert c["shared"] == ["GLU"] and c["shared_matmul"] == [] and c["matmul_classes"] == [2, 2]
+    assert c["in_both"] == ["GLU"] and c["shared_matmul"] == [] and c["matmul_classes"] == [2, 2]
     assert c["shared_time_pct"] == [60.0, 60.0]
     assert any("0 matrix-multiplication class(es) of 2 in tiny and 2 in tiny-q8; the shared classes carry 60% of "
                "tiny's logged GPU time and 60% of tiny-q8's" in x for x in res["verdict"])

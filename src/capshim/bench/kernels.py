@@ -304,7 +304,7 @@ def compare_models(ref: Fingerprint, other: Fingerprint) -> dict:
     """Sort the op classes of two models (same answers) into shared, weight type, path and graph.
 
     Returns:
-        ``shared``: labels in both; ``weight_type``: ``[{"class", "ref", "other"}]`` for each
+        ``in_both``: labels in both; ``weight_type``: ``[{"class", "ref", "other"}]`` for each
         (fusion, op, phase) both run with different weight types; ``path`` and ``graph``:
         ``[{"class", "only_in": "ref"|"other"}]`` for each (fusion, op, phase) one model runs and
         the other does not (``path``: matrix multiplications, flash attention, fused chains);
@@ -321,7 +321,7 @@ def compare_models(ref: Fingerprint, other: Fingerprint) -> dict:
 
     ra, ob = by_untyped(ref), by_untyped(other)
     shared = sorted(set(ref.classes) & set(other.classes))
-    result: dict = {"shared": shared, "weight_type": [], "path": [],
+    result: dict = {"in_both": shared, "weight_type": [], "path": [],
                     "graph": [], "flash_attention": [ref.flash_attention, other.flash_attention],
                     "matmul_classes": [sum(fp.op(lab).family == "matmul" for lab in fp.classes) for fp in (ref, other)],
                     "shared_matmul": [lab for lab in shared if ref.op(lab).family == "matmul"],
@@ -630,7 +630,7 @@ def kernels(models: list[str] | tuple[str, ...] = (), profile_refs: list[str] | 
             runs.append(entry)
         result = _analyse(runs, answers, device, added)
         command = shlex.join(argv) if argv else None
-        result.update({"schema": "capshim-kernels/2", "command": command, "capshim": capshim_source(),
+        result.update({"schema": "capshim-kernels/3", "command": command, "capshim": capshim_source(),
                        "ggml_env": inherited, "run_env": dict(PERF_ENV),
                        "n_prompt": n_prompt, "n_gen": n_gen, "expected_graphs": expected, "failed_runs": failed,
                        "elapsed_s": round(time.monotonic() - t0, 1), "out": str(out)})
@@ -722,7 +722,7 @@ def _analyse(runs: list[dict], answers: list[Answers], device: dict | None, adde
             fa, sm, mc, st = c["flash_attention"], c["shared_matmul"], c["matmul_classes"], c["shared_time_pct"]
             wt = "; ".join(f"{x['class']}: {', '.join(x['ref'])} vs {', '.join(x['other'])}" for x in c["weight_type"])
             verdict.append(
-                f"{r} vs {o}, {a.text}: {len(c['shared'])} op classes shared, of them {len(sm)} matrix-multiplication "
+                f"{r} vs {o}, {a.text}: {len(c['in_both'])} op classes shared, of them {len(sm)} matrix-multiplication "
                 f"class(es)" + (f" ({', '.join(sm)})" if sm else "") + f" of {mc[0]} in {r} and {mc[1]} in {o}; "
                 f"the shared classes carry {_pct(st[0])} of {r}'s logged GPU time and {_pct(st[1])} of {o}'s; "
                 f"{len(c['weight_type'])} matrix-multiplication op(s) run with other weight types (other kernels)"
@@ -837,7 +837,7 @@ def markdown(res: dict) -> str:
                 rows += [[x["class"], kind, "yes" if x["only_in"] == "ref" else "—",
                           "yes" if x["only_in"] == "other" else "—"] for x in c[kind]]
             st = c.get("shared_time_pct") or [None, None]
-            head = (f"- shared op classes: {len(c['shared'])}; shared matrix-multiplication classes: "
+            head = (f"- shared op classes: {len(c['in_both'])}; shared matrix-multiplication classes: "
                     f"{', '.join(f'`{x}`' for x in c.get('shared_matmul', [])) or 'none'} "
                     f"(of {c.get('matmul_classes', ['?', '?'])[0]} in {res['reference']} and "
                     f"{c.get('matmul_classes', ['?', '?'])[1]} in {m})\n"
