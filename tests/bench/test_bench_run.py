@@ -129,18 +129,24 @@ def test_timeout_is_recorded(tmp_path):
     assert evidence.verify(out) == []
 
 
+def _bench_until(out, script, reps, ready, seconds):
+    """Start ``capshim bench`` (arms a and b) in the background; return it once ``ready()`` or after ``seconds``."""
+    env = dict(os.environ, PYTHONPATH=str(REPO / "src"))
+    proc = subprocess.Popen([sys.executable, "-m", "capshim.cli", "bench", "--arm", "a=", "--arm", "b=", "-r",
+                             str(reps), "--warmup", "0", "--out", str(out), "--", str(script)],
+                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + seconds
+    while not ready() and time.time() < deadline:
+        time.sleep(0.1)
+    return proc
+
+
 def _interrupt(tmp_path, sig):
     script = _fake_workload(tmp_path, f'[ -f "{tmp_path}/slow" ] && touch "{tmp_path}/sleeping" && exec sleep 60\n'
                                       f'touch "{tmp_path}/slow"\ncat "{FIXTURE}"')
     out = tmp_path / "b"
-    env = dict(os.environ, PYTHONPATH=str(REPO / "src"))
-    proc = subprocess.Popen([sys.executable, "-m", "capshim.cli", "bench", "--arm", "a=", "--arm", "b=", "-r", "3",
-                             "--warmup", "0", "--out", str(out), "--", str(script)],
-                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    deadline = time.time() + 60
     # the run's files reach the bundle only when it ends: wait for the second run's own marker
-    while not (tmp_path / "sleeping").exists() and time.time() < deadline:
-        time.sleep(0.1)
+    proc = _bench_until(out, script, 3, (tmp_path / "sleeping").exists, 60)
     time.sleep(0.5)  # the second run of round 1 is in its sleep now
     proc.send_signal(sig)
     stdout, stderr = proc.communicate(timeout=60)
@@ -241,14 +247,8 @@ def test_second_ctrl_c_during_a_slow_finalize_still_seals(tmp_path):
                                 for i in range(2000)]))
     script = _fake_workload(tmp_path, f'cat "{rows}"')
     out = tmp_path / "b"
-    env = dict(os.environ, PYTHONPATH=str(REPO / "src"))
-    proc = subprocess.Popen([sys.executable, "-m", "capshim.cli", "bench", "--arm", "a=", "--arm", "b=", "-r", "1",
-                             "--warmup", "0", "--out", str(out), "--", str(script)],
-                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    deadline = time.time() + 120
-    while len(list((out / "raw").glob("*-1.stderr")) if (out / "raw").is_dir() else []) < 2 \
-            and time.time() < deadline:
-        time.sleep(0.1)
+    proc = _bench_until(out, script, 1, lambda: len(list((out / "raw").glob("*-1.stderr"))
+                                                    if (out / "raw").is_dir() else []) >= 2, 120)
     time.sleep(0.5)  # both runs done: capshim is analysing 2 x 2,000 series
     proc.send_signal(signal.SIGINT)
     time.sleep(1.0)
