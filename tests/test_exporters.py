@@ -74,3 +74,10 @@ def test_chart_survives_huge_samples(summary):
     st = big["arms"]["native"]["tests"]["pp512 ngl=0"]
     st.update(median=1e308, min=1e308, max=1.7e308)
     assert chart.serialize(big)[:4] == b"\x89PNG"
+
+
+def test_pipe_table_escapes_what_would_break_a_row():
+    from capshim.export.markdown import pipe_table
+
+    text = pipe_table(["arm", "answers"], [["a|b", "x\ny"], [1, None]])
+    assert text == "| arm | answers |\n|---|---|\n| a\\|b | x y |\n| 1 | None |\n"

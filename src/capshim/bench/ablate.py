@@ -605,10 +605,10 @@ def why_notes(summary: dict, label=lambda name: name) -> list[str]:
 
 def markdown(rows: list[dict], notes: list[str]) -> str:
     """The table as Markdown, with notes below."""
+    from capshim.export.markdown import pipe_table
+
     cols = list(rows[0]) if rows else []
-    lines = ["| " + " | ".join(cols) + " |", "|" + "|".join("---" for _ in cols) + "|"]
-    lines += ["| " + " | ".join(str(r[c]) for c in cols) + " |" for r in rows]
-    return "\n".join(lines) + "\n\n" + "\n".join(f"- {n}" for n in notes) + "\n"
+    return pipe_table(cols, [[r[c] for c in cols] for r in rows]) + "\n" + "\n".join(f"- {n}" for n in notes) + "\n"
 
 
 def chart(arms: list[ArmInfo], summary: dict, test: str, path: Path, title: str) -> Path:

@@ -763,8 +763,9 @@ def _analyse(runs: list[dict], answers: list[Answers], device: dict | None, adde
 # --- output ----------------------------------------------------------------------------
 
 def _table(cols: list[str], rows: list[list]) -> str:
-    lines = ["| " + " | ".join(cols) + " |", "|" + "|".join("---" for _ in cols) + "|"]
-    return "\n".join(lines + ["| " + " | ".join(str(c) for c in r) + " |" for r in rows]) + "\n"
+    from capshim.export.markdown import pipe_table
+
+    return pipe_table(cols, rows)
 
 
 def markdown(res: dict) -> str:

@@ -4,11 +4,18 @@ from __future__ import annotations
 
 from capshim.export.table import NUMERIC_PREFIXES, table
 
-__all__ = ["serialize", "render"]
+__all__ = ["serialize", "render", "pipe_table"]
 
 
 def _cell(s: str) -> str:
     return s.replace("|", "\\|").replace("\n", " ")
+
+
+def pipe_table(cols: list[str], rows: list[list]) -> str:
+    """A GitHub Markdown pipe table: header, ``---`` rule, one line per row (cells as ``str``,
+    ``|`` escaped and newlines folded, so a cell never breaks the table); ends with a newline."""
+    lines = ["| " + " | ".join(_cell(str(c)) for c in cols) + " |", "|" + "|".join("---" for _ in cols) + "|"]
+    return "\n".join(lines + ["| " + " | ".join(_cell(str(c)) for c in r) + " |" for r in rows]) + "\n"
 
 
 def render(summaries: list[dict], labels: list[str] | None = None, title: str | None = None) -> str:
