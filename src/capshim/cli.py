@@ -14,27 +14,10 @@ import sys
 import click
 
 from capshim import __version__, backends
+from capshim.contracts.numbers import FiniteFloat
 from capshim.errors import EXIT_INERT, EXIT_STORAGE, CapshimError
 
 _API_NAMES = backends.names()
-
-
-class FiniteFloat(click.FloatRange):
-    """A click number type for seconds and counts: a float in range that is never NaN or infinite.
-
-    click's own ``FloatRange`` accepts ``nan`` (every comparison with NaN is
-    false) and ``inf`` when there is no upper bound.
-    """
-
-    name = "finite float"
-
-    def convert(self, value, param, ctx):
-        import math
-
-        rv = super().convert(value, param, ctx)
-        if not math.isfinite(rv):
-            self.fail(f"{value!r} is not a finite number of seconds", param, ctx)
-        return rv
 
 
 def _output_failed(exc: OSError) -> int:

@@ -36,14 +36,13 @@ import math
 import os
 import platform
 import re
-import signal
 import stat
 import sys
-import threading
-import time
 from pathlib import Path
 
 from capshim import paths
+from capshim.contracts.folders import unique_folder  # noqa: F401  (re-exported for callers)
+from capshim.contracts.signals import SEAL_WAIT_S, SealGuard, StepInterrupted
 from capshim.errors import CapshimError
 from capshim.paths import SUMS_NAME, StorageError
 
@@ -51,7 +50,7 @@ __all__ = ["Bundle", "EvidenceError", "sha256_file", "verify", "check_seal", "re
            "finite_or_null", "SUMS_NAME", "SEAL_WAIT_S", "seal_guard", "StepInterrupted", "STATUS_COPY_LIMIT"]
 
 _ARM_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
-SEAL_WAIT_S = 10.0
+
 """Seconds a second Ctrl-C / SIGTERM during finalize waits for the seal before it stops capshim anyway."""
 
 
@@ -133,26 +132,6 @@ def finite_or_null(value):
     if isinstance(value, (list, tuple)):
         return [finite_or_null(v) for v in value]
     return value
-
-
-def unique_folder(base: Path) -> Path:
-    """Create and return a new empty folder ``base``, or ``base-2``, ``base-3`` ... when taken.
-
-    ``mkdir`` is atomic, so two benches started in the same second get two folders.
-
-    Raises:
-        EvidenceError: the parent folder cannot be written (names it).
-    """
-    for n in range(1, 1000):
-        cand = base if n == 1 else base.with_name(f"{base.name}-{n}")
-        try:
-            cand.mkdir(parents=False)
-            return cand
-        except FileExistsError:
-            continue
-        except OSError as exc:
-            raise EvidenceError(f"{cand}: cannot create bundle folder: {exc.strerror or exc}") from None
-    raise EvidenceError(f"{base}: 999 bundle folders of this name exist; give --out")
 
 
 def _as_bytes(data) -> bytes:
@@ -304,7 +283,7 @@ class Bundle:
             StorageError: the disk is full (exit 4); no partial file is left.
             EvidenceError: other write errors.
         """
-        cm = _SealGuard()
+        cm = SealGuard()
         with cm as guard:
             try:
                 summary = self._finalize(records, arms, baseline, host, interrupted, metadata_update, title,
@@ -315,7 +294,7 @@ class Bundle:
         return summary
 
     def _finalize(self, records, arms, baseline, host, interrupted, metadata_update, title, summary,
-                  guard: _SealGuard) -> dict:
+                  guard: SealGuard) -> dict:
         failures: list[dict] = []
 
         def step(name, fn, slow=True):
@@ -436,120 +415,9 @@ def _read_status_copy(src: Path) -> bytes | None:
         os.close(fd)
 
 
-class StepInterrupted(BaseException):
-    """Raised inside an abortable finalize step (:meth:`_SealGuard.abortable`) by a signal that stops it.
-
-    A BaseException so that a step's own ``except Exception`` does not swallow it.
-    ``signal_name`` is the signal that asked to stop (``"SIGINT"`` ...).
-    """
-
-    def __init__(self, signal_name: str):
-        super().__init__(signal_name)
-        self.signal_name = signal_name
-
-
-class _SealGuard:
-    """While a bundle is sealed, Ctrl-C / SIGTERM / SIGHUP never stop capshim before the seal.
-
-    The first such signal prints that the bundle is being sealed and gives the
-    slow steps (analysis, report, chart: run inside :meth:`abortable`)
-    :data:`SEAL_WAIT_S` seconds more; a second signal, or the end of that wait,
-    interrupts the step that is running (:class:`StepInterrupted`, raised
-    inside the step only) and the remaining slow steps are skipped. A signal
-    outside a slow step only waits: the data files, metadata.json and
-    SHA256SUMS are always written. After the seal :meth:`exit_if_signalled`
-    exits 128+N. Guards nest: an inner one (``finalize`` inside the runner's)
-    shares the outer one's state. Only the main thread can hold signal
-    handlers: elsewhere the guard does nothing.
-    """
-
-    _SIGNALS = tuple(s for s in (signal.SIGINT, signal.SIGTERM, getattr(signal, "SIGHUP", None)) if s)
-    _active: "_SealGuard | None" = None
-
-    def __init__(self):
-        self.first: tuple[int, float] | None = None
-        self.abort: str | None = None
-        self.in_step = 0
-        self.old: dict = {}
-        self.outer: _SealGuard | None = None
-
-    def _handler(self, signum, frame):
-        now = time.monotonic()
-        alarm = signum == getattr(signal, "SIGALRM", None)
-        if alarm:
-            if self.first is None:
-                return
-            self.abort = self.abort or signal.Signals(self.first[0]).name
-        elif self.first is None:
-            self.first = (signum, now)
-            print(f"capshim: {signal.Signals(signum).name} while sealing the bundle: the seal is written "
-                  f"whatever happens; slow steps (analysis, report, chart) get {SEAL_WAIT_S:g} s more "
-                  "(signal again to skip them now)", file=sys.stderr, flush=True)
-            if hasattr(signal, "setitimer") and signal.SIGALRM in self.old:
-                with contextlib.suppress(ValueError, OSError):
-                    signal.setitimer(signal.ITIMER_REAL, SEAL_WAIT_S)
-            return
-        else:
-            self.abort = self.abort or signal.Signals(signum).name
-        if self.in_step:
-            raise StepInterrupted(self.abort)
-
-    @contextlib.contextmanager
-    def abortable(self):
-        """Run a slow, optional step: a stopping signal raises :class:`StepInterrupted` in it.
-
-        Raises StepInterrupted at once when an earlier signal already stopped the slow steps.
-        """
-        if self.abort:
-            raise StepInterrupted(self.abort)
-        self.in_step += 1
-        try:
-            yield
-        finally:
-            self.in_step -= 1
-
-    def __enter__(self):
-        if _SealGuard._active is not None:
-            self.outer = _SealGuard._active
-            return self.outer
-        if threading.current_thread() is threading.main_thread():
-            for sig in (*self._SIGNALS, getattr(signal, "SIGALRM", None)):
-                if sig is None:
-                    continue
-                with contextlib.suppress(ValueError, OSError):
-                    self.old[sig] = signal.signal(sig, self._handler)
-            _SealGuard._active = self
-        return self
-
-    def __exit__(self, *exc):
-        if self.outer is not None:
-            return False
-        if _SealGuard._active is self:
-            _SealGuard._active = None
-        if hasattr(signal, "setitimer") and getattr(signal, "SIGALRM", None) in self.old:
-            with contextlib.suppress(ValueError, OSError):
-                signal.setitimer(signal.ITIMER_REAL, 0)
-        for sig, old in self.old.items():
-            with contextlib.suppress(ValueError, OSError):
-                signal.signal(sig, old)
-        self.old = {}
-        return False
-
-    def exit_if_signalled(self) -> None:
-        """After the seal: a signal that waited stops capshim now (exit 128+N); nothing for an inner guard."""
-        if self.first is not None and self.outer is None:
-            print(f"capshim: bundle sealed; stopping ({signal.Signals(self.first[0]).name})", file=sys.stderr)
-            raise SystemExit(128 + self.first[0])
-
-
-def seal_guard() -> _SealGuard:
-    """A context manager that holds Ctrl-C / SIGTERM / SIGHUP until a bundle is sealed (see ``_SealGuard``).
-
-    ``with seal_guard() as g:`` gives the guard (the outer one when nested);
-    run slow optional steps inside ``g.abortable()``; after the block call
-    ``exit_if_signalled()`` on the object ``seal_guard()`` returned.
-    """
-    return _SealGuard()
+def seal_guard(what: str = "the bundle") -> SealGuard:
+    """A context manager that holds Ctrl-C / SIGTERM / SIGHUP until a bundle is sealed (see :class:`SealGuard`)."""
+    return SealGuard(what)
 
 
 MAX_DEPTH = 8

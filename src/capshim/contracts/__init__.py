@@ -1,0 +1,15 @@
+"""The rules several commands share, each written once.
+
+- :mod:`.names`: what an arm, control, study or label may be called, and the
+  file stems that names become in a bundle.
+- :mod:`.numbers`: numbers from outside (options, files, workload output):
+  finite floats, integers where the layer takes integers, bounded digits.
+- :mod:`.signals`: which signals stop capshim, the exit code of each, and the
+  guard that keeps a bundle's seal through any order of signals.
+- :mod:`.folders`: output folders (new or empty, unique by default, never
+  inside a sealed bundle or study).
+- :mod:`.environ`: environment variables whose bytes are not UTF-8.
+
+These modules import only the standard library, :mod:`capshim.errors` and
+each other; everything else may import them.
+"""

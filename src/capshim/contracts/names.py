@@ -1,0 +1,68 @@
+"""Names: arms, controls, studies and labels, and the files they become.
+
+One rule for every name capshim writes into a file name or a table row: 1-64
+characters, ASCII letters, digits, ``.``, ``_`` and ``-``, starting with a
+letter or digit; nothing else (no newline, no ``/``, no ``+``). The whole
+string must match (``re.fullmatch``): a trailing newline is refused.
+
+A control's files are named ``ARM+CONTROL-N`` and ``+`` never occurs in a
+name, so a control's files can never collide with an arm's (``a.c-N`` is arm
+``a.c``; arm ``a``'s control ``c`` is ``a+c-N``).
+"""
+
+from __future__ import annotations
+
+import re
+
+from capshim.errors import UsageError
+
+MAX_LEN = 64
+NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
+CONTROL_SEP = "+"
+_BAD = re.compile(r"[^A-Za-z0-9._-]+")
+
+
+def is_name(value: object) -> bool:
+    """Whether ``value`` is a valid name (a str matching :data:`NAME_RE` whole)."""
+    return isinstance(value, str) and NAME_RE.fullmatch(value) is not None
+
+
+def check(value: object, what: str) -> str:
+    """Return ``value`` when it is a valid name.
+
+    Args:
+        value: the name given.
+        what: how to name it in the error, e.g. ``"--arm name"``, ``"control"``.
+
+    Raises:
+        UsageError: (exit 2) naming ``what``, the value (escaped) and the rule.
+    """
+    if not is_name(value):
+        raise UsageError(f"{what} {value!r} is not a valid name: 1-{MAX_LEN} characters of letters, digits, "
+                         "'.', '_' and '-', starting with a letter or digit")
+    return value  # type: ignore[return-value]
+
+
+def label_for(text: str, taken: set[str] | frozenset[str] = frozenset(), fallback: str = "item") -> str:
+    """A valid name made from ``text`` (for example a file's stem), unique among ``taken``.
+
+    Characters outside the rule become ``-``, leading ``.``/``_``/``-`` are
+    dropped, the result is cut to fit, and ``-2``, ``-3`` ... are added while
+    the name is taken. ``fallback`` is used when nothing of ``text`` is left.
+    """
+    base = _BAD.sub("-", text).lstrip("._-")[:MAX_LEN] or fallback
+    label, n = base, 1
+    while label in taken:
+        n += 1
+        suffix = f"-{n}"
+        label = base[:MAX_LEN - len(suffix)] + suffix
+    return label
+
+
+def run_stem(arm: str, n: int, control: str | None = None) -> str:
+    """The file stem of run ``n`` of ``arm`` (or of ``arm``'s ``control``) in ``raw/`` and ``status/``.
+
+    ``arm-N`` for an arm's run, ``arm+control-N`` for a control's: distinct for
+    any two valid names.
+    """
+    return f"{arm}{CONTROL_SEP}{control}-{n}" if control else f"{arm}-{n}"

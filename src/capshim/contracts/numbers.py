@@ -1,0 +1,70 @@
+"""Numbers from outside: options, profile values, JSON from files and workloads.
+
+- Floats must be finite (``nan`` and ``inf`` are refused: every comparison
+  with NaN is false, so a NaN threshold turns any change into "same").
+- Where the layer takes an integer, an integer is required: ``24576.0`` and
+  ``true`` are refused, as the C parser refuses them.
+- Integers have at most :data:`MAX_DIGITS` digits: a 401-digit count is not a
+  measurement, and converting it to a float overflows.
+"""
+
+from __future__ import annotations
+
+import math
+
+import click
+
+from capshim.errors import UsageError
+
+MAX_DIGITS = 20
+"""Digits an integer from outside may have (2**64 has 20)."""
+
+
+class FiniteFloat(click.FloatRange):
+    """A click number type that is never NaN or infinite (seconds, percentages, ratios).
+
+    click's own ``FloatRange`` accepts ``nan`` (every comparison with NaN is
+    false) and ``inf`` when there is no upper bound.
+    """
+
+    name = "finite float"
+
+    def convert(self, value, param, ctx):
+        rv = super().convert(value, param, ctx)
+        if not math.isfinite(rv):
+            self.fail(f"{value!r} is not a finite number", param, ctx)
+        return rv
+
+
+def finite(value: object, where: str) -> float:
+    """``value`` as a finite float: an int (not bool) or float, finite, integers of at most MAX_DIGITS digits.
+
+    Raises:
+        UsageError: naming ``where`` and the value.
+    """
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise UsageError(f"{where}: {_show(value)} is not a number")
+    if isinstance(value, int) and abs(value) >= 10 ** MAX_DIGITS:
+        raise UsageError(f"{where}: an integer of more than {MAX_DIGITS} digits is not a measurement")
+    out = float(value)
+    if not math.isfinite(out):
+        raise UsageError(f"{where}: {_show(value)} is not a finite number")
+    return out
+
+
+def integer(value: object, where: str, lo: int | None = None, hi: int | None = None) -> int:
+    """``value`` as an int: an int (not bool, not a float such as ``24576.0``) within ``[lo, hi]``.
+
+    Raises:
+        UsageError: naming ``where``, the value and the range.
+    """
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise UsageError(f"{where}: {_show(value)} is not an integer")
+    if (lo is not None and value < lo) or (hi is not None and value > hi):
+        raise UsageError(f"{where}: {_show(value)} is outside [{lo}, {hi}]")
+    return value
+
+
+def _show(value: object) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."

@@ -1,0 +1,88 @@
+"""The shared rules of capshim.contracts: names, numbers, signals, folders, environment."""
+
+from __future__ import annotations
+
+import signal
+
+import pytest
+
+from capshim.contracts import environ, folders, names, numbers, signals
+from capshim.errors import UsageError
+
+
+@pytest.mark.parametrize("bad", ["", "a\nb", "a\n", "-a", ".a", "a/b", "a+b", "x" * 65, "é", None, 3])
+def test_bad_names_are_refused_naming_what(bad):
+    with pytest.raises(UsageError, match="--arm name"):
+        names.check(bad, "--arm name")
+
+
+@pytest.mark.parametrize("good", ["a", "vm-stock", "a.c", "A_1", "x" * 64])
+def test_good_names_pass(good):
+    assert names.check(good, "arm") == good
+
+
+def test_control_files_never_collide_with_arm_files():
+    # arm "a.c" run 1 and arm "a"'s control "c" run 1 were both raw/a.c-1
+    assert names.run_stem("a.c", 1) != names.run_stem("a", 1, control="c")
+    assert names.CONTROL_SEP not in "".join(names.NAME_RE.pattern)
+
+
+@pytest.mark.parametrize("text,want", [("./_m.gguf", "m.gguf"), ("___", "item"), ("a b/c", "a-b-c")])
+def test_labels_from_paths_are_valid_names(text, want):
+    label = names.label_for(text)
+    assert label == want and names.is_name(label)
+
+
+def test_labels_are_unique():
+    assert names.label_for("m", {"m", "m-2"}) == "m-3"
+    long = names.label_for("x" * 80, {"x" * 64})
+    assert names.is_name(long) and long.endswith("-2")
+
+
+@pytest.mark.parametrize("value", [float("nan"), float("inf"), True, "1", 10 ** 400, 10 ** 20])
+def test_finite_refuses(value):
+    with pytest.raises(UsageError, match="where"):
+        numbers.finite(value, "where")
+
+
+def test_integer_refuses_integral_floats_and_bools():
+    assert numbers.integer(24576, "k") == 24576
+    for bad in (24576.0, True, 8.0):
+        with pytest.raises(UsageError, match="k: .* is not an integer"):
+            numbers.integer(bad, "k")
+    with pytest.raises(UsageError, match="outside"):
+        numbers.integer(5, "k", lo=8)
+
+
+def test_signal_exit_codes_are_128_plus_n():
+    assert [signals.exit_code(n) for n in ("SIGINT", "SIGTERM", "SIGHUP")] == [130, 143, 129]
+    assert signals.exit_code(signal.SIGTERM) == 143
+    assert signals.exit_code("nonsense") == 130
+
+
+def test_output_folder_rule(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    a = folders.new_output_folder(None, "bench")
+    b = folders.new_output_folder(None, "bench")
+    assert a != b and a.is_dir() and b.is_dir()
+    (tmp_path / "full").mkdir()
+    (tmp_path / "full" / "f").write_text("x")
+    with pytest.raises(UsageError, match="not empty"):
+        folders.new_output_folder(tmp_path / "full", "bench")
+    (tmp_path / "file").write_text("x")
+    with pytest.raises(UsageError, match="not a folder"):
+        folders.new_output_folder(tmp_path / "file", "bench")
+    sealed = tmp_path / "sealed"
+    (sealed / "raw").mkdir(parents=True)
+    (sealed / "SHA256SUMS").write_text("")
+    with pytest.raises(UsageError, match="inside the sealed folder"):
+        folders.new_output_folder(sealed / "raw" / "inner", "bench")
+    with pytest.raises(UsageError, match="-o .*inside the sealed"):
+        folders.refuse_inside_sealed(sealed / "report.md", "-o")
+
+
+def test_environment_values_that_are_not_utf8_are_recorded_escaped():
+    bad = "caf\udce9"
+    assert not environ.is_clean(bad)
+    assert environ.record({"X": bad}) == {"X": "caf\\xe9"}
+    assert environ.recordable("plain") == "plain"
