@@ -86,3 +86,12 @@ def test_environment_values_that_are_not_utf8_are_recorded_escaped():
     assert not environ.is_clean(bad)
     assert environ.record({"X": bad}) == {"X": "caf\\xe9"}
     assert environ.recordable("plain") == "plain"
+
+
+def test_named_files_refuse_a_newline_in_the_name():
+    # report --arm $'a\nb=f.json' showed a phantom row
+    with pytest.raises(UsageError, match="--arm name"):
+        names.parse_named_files("a\nb=f.json")
+    assert names.parse_named_files(" a = x.json, y.json") == ("a", ["x.json", "y.json"])
+    with pytest.raises(UsageError, match="expected NAME=FILE"):
+        names.parse_named_files("a=")

@@ -14,6 +14,7 @@ import sys
 import click
 
 from capshim import __version__, backends
+from capshim.contracts import names
 from capshim.contracts.numbers import FiniteFloat
 from capshim.errors import EXIT_INERT, EXIT_STORAGE, CapshimError
 
@@ -347,17 +348,6 @@ def probe_cmd(api, profile_ref, simulate_ref, device, compare, show_all, as_json
 # --- report / evidence ---
 
 
-def _parse_arm_option(value: str) -> tuple[str, list[str]]:
-    from capshim.errors import UsageError
-
-    name, sep, files = value.partition("=")
-    name = name.strip()
-    paths = [f.strip() for f in files.split(",") if f.strip()]
-    if not sep or not name or not paths:
-        raise UsageError(f"--arm {value!r}: expected NAME=FILE.json[,FILE.json...]")
-    return name, paths
-
-
 @main.command("report")
 @click.argument("bundles", nargs=-1, type=click.Path())
 @click.option("--arm", "arm_opts", multiple=True, metavar="NAME=FILE[,FILE...]",
@@ -399,7 +389,7 @@ def report_cmd(bundles, arm_opts, host_file, baseline, fmt, allow_mismatch, outp
         if Path(b).is_dir():
             evidence.require_verified(b, "report")
     if arm_opts:
-        summaries = [report.report_from_files([_parse_arm_option(a) for a in arm_opts], host_file, baseline,
+        summaries = [report.report_from_files([names.parse_named_files(a) for a in arm_opts], host_file, baseline,
                                               allow_mismatch=allow_mismatch)]
         labels = None
     else:

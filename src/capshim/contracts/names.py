@@ -66,3 +66,17 @@ def run_stem(arm: str, n: int, control: str | None = None) -> str:
     any two valid names.
     """
     return f"{arm}{CONTROL_SEP}{control}-{n}" if control else f"{arm}-{n}"
+
+
+def parse_named_files(value: str, flag: str = "--arm") -> tuple[str, list[str]]:
+    """Parse ``NAME=FILE[,FILE...]`` (``report --arm``, ``db add --arm``): a valid name and its files.
+
+    Raises:
+        UsageError: (exit 2) naming ``flag`` and the value: no ``=``, no file, or a name
+            that is not valid (:func:`check`; a newline in it would make a phantom row).
+    """
+    name, sep, files = value.partition("=")
+    paths = [f.strip() for f in files.split(",") if f.strip()]
+    if not sep or not name or not paths:
+        raise UsageError(f"{flag} {value!r}: expected NAME=FILE.json[,FILE.json...]")
+    return check(name.strip(), f"{flag} name"), paths

@@ -74,7 +74,7 @@ def db_grp():
 def db_add(bundles, arm_opts, host_file, baseline, db_url, as_json):
     """Store evidence bundles: each is verified first (one that does not verify is refused,
     exit 2); adding the same bundle again is a no-op (the key is the SHA-256 of its SHA256SUMS)."""
-    from capshim.cli import _parse_arm_option
+    from capshim.contracts.names import parse_named_files
     from capshim.db.ingest import read_bundle, read_external
     from capshim.db.store import Store
     from capshim.errors import UsageError
@@ -85,7 +85,7 @@ def db_add(bundles, arm_opts, host_file, baseline, db_url, as_json):
         raise UsageError("--host and --baseline apply to --arm files (a bundle keeps its own)")
     records = [read_bundle(b) for b in bundles]  # verify every one before storing any
     if arm_opts:
-        records.append(read_external([_parse_arm_option(a) for a in arm_opts], host_file, baseline))
+        records.append(read_external([parse_named_files(a) for a in arm_opts], host_file, baseline))
     out = []
     with Store.open(db_url) as st:
         for rec in records:
