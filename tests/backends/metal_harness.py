@@ -12,6 +12,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from capshim.backends import metal
+from capshim.backends.metal import compile as metal_build
+from capshim.native.build import run_compiler
 
 HERE = Path(__file__).resolve().parent.parent / "native" / "metal"
 SAN = ["-g", "-O1", "-fsanitize=address,undefined", "-fno-sanitize-recover=all",
@@ -25,18 +27,18 @@ def libasan() -> str:
 
 def build_sanitized(dest: Path) -> dict[str, Path]:
     """Build everything under ``dest`` with the sanitizers; return the paths."""
-    metal.compile_into(dest, metal._linux_commands(opt=SAN))
+    metal.compile_into(dest, metal_build._linux_commands(opt=SAN))
     full = dest / "standin" / "full"
     native = str(metal.NATIVE_DIR)
-    metal.run_compiler(["gcc", *metal.WARN_FLAGS, *SAN, "-I", native,
+    run_compiler(["gcc", *metal_build.WARN_FLAGS, *SAN, "-I", native,
                         str(HERE / "metal_driver.c"), "-L", str(full), "-lcapshim_metal_standin",
                         f"-Wl,--enable-new-dtags,-rpath,{full}", "-rdynamic", "-lobjc", "-ldl", "-lpthread",
                         "-o", str(dest / "driver")])
-    metal.run_compiler(["gcc", *metal.WARN_FLAGS, *SAN, "-I", native, str(HERE / "fuzz_config.c"),
+    run_compiler(["gcc", *metal_build.WARN_FLAGS, *SAN, "-I", native, str(HERE / "fuzz_config.c"),
                         str(metal.NATIVE_DIR / "metal_config.c"), "-o", str(dest / "fuzz_config")])
-    return {"shim": dest / metal.SO_NAME, "probe": dest / metal.PROBE_NAME,
-            "standin": full / metal.STANDIN_NAME,
-            "standin_noprivate": dest / "standin" / "noprivate" / metal.STANDIN_NAME,
+    return {"shim": dest / metal.SO_NAME, "probe": dest / metal_build.PROBE_NAME,
+            "standin": full / metal_build.STANDIN_NAME,
+            "standin_noprivate": dest / "standin" / "noprivate" / metal_build.STANDIN_NAME,
             "driver": dest / "driver", "fuzz": dest / "fuzz_config", "dir": dest}
 
 

@@ -255,17 +255,17 @@ def test_beyond_device_by_kind_on_a_given_device():
 
 
 def test_metal_verify_names_the_check_that_failed(tmp_path, monkeypatch):
-    from capshim.backends import metal
+    from capshim.backends.metal import checks as metal_verify
 
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
-    real = metal._probe_once
+    real = metal_verify._probe_once
 
     def broken_config_dies(probe_bin, env, framework):
         if env.get("LUME_METAL_APPLE_FAMILY_MAX") == "1009x":
             raise UsageError("the probe died")
         return real(probe_bin, env, framework)
 
-    monkeypatch.setattr(metal, "_probe_once", broken_config_dies)
+    monkeypatch.setattr(metal_verify, "_probe_once", broken_config_dies)
     checks = {c["check"]: c for c in backends.get("metal").verify()}
     stand_in = " (GNU-runtime stand-in)"
     assert checks["metal: answers change with a profile" + stand_in]["status"] == "passed"

@@ -9,6 +9,8 @@ from click.testing import CliRunner
 
 from capshim import profiles
 from capshim.backends import metal
+from capshim.backends.metal import compile as metal_build
+from capshim.native.build import run_compiler
 from capshim.cli import main
 from capshim.errors import BuildError, UsageError
 
@@ -55,11 +57,11 @@ def test_build_error_names_the_command(tmp_path):
     bad = tmp_path / "broken.c"
     bad.write_text("int main(void) { return undeclared; }\n")
     with pytest.raises(BuildError) as exc:
-        metal.run_compiler(["gcc", *metal.WARN_FLAGS, str(bad), "-o", str(tmp_path / "x")])
+        run_compiler(["gcc", *metal_build.WARN_FLAGS, str(bad), "-o", str(tmp_path / "x")])
     assert "gcc" in str(exc.value) and str(bad) in str(exc.value)
     assert exc.value.exit_code == 2
     with pytest.raises(BuildError, match="no-such-compiler.* not found"):
-        metal.run_compiler(["no-such-compiler", "x.c"])
+        run_compiler(["no-such-compiler", "x.c"])
 
 
 def test_shim_env_maps_profile_keys_exactly():
@@ -158,7 +160,7 @@ def test_deny_list_and_sums_detect_tampering(tmp_path):
         ["mach_absolute_time", "LUME_METAL_FAMILY_MAX"]
     assert metal.deny_list_hits(b"LUME_METAL_APPLE_FAMILY_MAX") == []
     (tmp_path / "a").write_bytes(b"one")
-    metal._write_sums(tmp_path, [tmp_path / "a"])
+    metal_build._write_sums(tmp_path, [tmp_path / "a"])
     assert metal.check_sums(tmp_path)[0]
     (tmp_path / "a").write_bytes(b"two")
     ok, detail = metal.check_sums(tmp_path)

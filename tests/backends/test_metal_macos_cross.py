@@ -13,6 +13,8 @@ from click.testing import CliRunner
 
 from capshim import macho
 from capshim.backends import metal
+from capshim.backends.metal import compile as metal_build
+from capshim.native.build import run_compiler
 from capshim.cli import main
 from capshim.errors import UsageError
 from capshim.native import build as nb
@@ -33,22 +35,22 @@ def _by_check(checks):
 
 
 def test_one_source_list_and_the_macos_warning_flags_for_every_build():
-    mac_shim, _, mac_probe, _ = metal._macos_commands()
-    linux = metal._linux_commands()
-    cross = metal._cross_commands()
+    mac_shim, _, mac_probe, _ = metal_build._macos_commands()
+    linux = metal_build._linux_commands()
+    cross = metal_build._cross_commands()
     for cmd in [mac_shim, mac_probe, *linux, *cross]:
         assert cmd[cmd.index("-std=gnu11"):][:len(nb.WARNINGS) + 1] == ["-std=gnu11", *nb.WARNINGS]
         assert "-Werror" in cmd
     shims = [mac_shim, linux[0], cross[0], cross[2]]
     for cmd in shims:
-        assert [a for a in cmd if a.endswith(".c")] == list(metal.SHIM_SOURCES)
+        assert [a for a in cmd if a.endswith(".c")] == list(metal_build.SHIM_SOURCES)
         assert "-fvisibility=hidden" in cmd
     for cmd in [mac_probe, linux[1], cross[1], cross[3]]:
-        assert [a for a in cmd if a.endswith(".c")] == list(metal.PROBE_SOURCES)
+        assert [a for a in cmd if a.endswith(".c")] == list(metal_build.PROBE_SOURCES)
     assert [c[c.index("-target") + 1] for c in cross[::2]] == ["aarch64-macos.13.0", "x86_64-macos.13.0"]
-    assert f"-mmacosx-version-min={metal.MACOS_MIN_VERSION}" in mac_shim
+    assert f"-mmacosx-version-min={metal_build.MACOS_MIN_VERSION}" in mac_shim
     for cmd in (mac_shim, cross[0], cross[2]):
-        assert cmd[cmd.index("-install_name") + 1] == metal.INSTALL_NAME
+        assert cmd[cmd.index("-install_name") + 1] == metal_build.INSTALL_NAME
 
 
 @SLOW
@@ -58,19 +60,19 @@ def test_cross_build_both_targets_as_verify_would_on_a_mac(cross):
     assert ok, detail
     for arch in ("arm64", "x86_64"):
         (sl,) = macho.read(cross[f"shim-{arch}"])
-        assert (sl.arch, sl.file_type, sl.install_name, sl.min_os) == (arch, "dylib", metal.INSTALL_NAME, "13.0.0")
-        assert {macho.c_name(x) for x in sl.exports} <= metal.MACHO_LINKER_EXPORTS
+        assert (sl.arch, sl.file_type, sl.install_name, sl.min_os) == (arch, "dylib", metal_build.INSTALL_NAME, "13.0.0")
+        assert {macho.c_name(x) for x in sl.exports} <= metal_build.MACHO_LINKER_EXPORTS
         imports = {macho.c_name(x) for x in sl.imports}
-        assert metal.MACHO_OBJC_IMPORTS <= imports and set(metal.INTERPOSED) <= imports
-        assert set(sl.libraries) == {metal.LIBSYSTEM_INSTALL_NAME, metal.OBJC_INSTALL_NAME,
-                                     metal.METAL_INSTALL_NAME}
+        assert metal_build.MACHO_OBJC_IMPORTS <= imports and set(metal_build.INTERPOSED) <= imports
+        assert set(sl.libraries) == {metal_build.LIBSYSTEM_INSTALL_NAME, metal_build.OBJC_INSTALL_NAME,
+                                     metal_build.METAL_INSTALL_NAME}
         bound = {macho.c_name(k): v for k, v in sl.bound_to.items()}
-        assert bound["method_setImplementation"] == metal.OBJC_INSTALL_NAME  # two-level, as on a Mac
-        assert bound["MTLCopyAllDevices"] == metal.METAL_INSTALL_NAME
-        assert bound["getenv"] == metal.LIBSYSTEM_INSTALL_NAME
+        assert bound["method_setImplementation"] == metal_build.OBJC_INSTALL_NAME  # two-level, as on a Mac
+        assert bound["MTLCopyAllDevices"] == metal_build.METAL_INSTALL_NAME
+        assert bound["getenv"] == metal_build.LIBSYSTEM_INSTALL_NAME
         assert not any(x in imports for x in ("mach_absolute_time", "clock_gettime", "gettimeofday"))
         assert "__DATA,__interpose" in sl.sections
-        assert tuple(macho.c_name(x) for x in sl.interposed) == metal.INTERPOSED
+        assert tuple(macho.c_name(x) for x in sl.interposed) == metal_build.INTERPOSED
         assert sl.signed is (arch == "arm64")  # zig signs arm64 ad hoc; x86_64 needs none
         checks = _by_check(metal.inspect_macho(cross[f"shim-{arch}"]))
         assert checks["arm64e slice"]["status"] == "warning"
@@ -94,7 +96,7 @@ def test_inspection_finds_test_hooks_unexpected_imports_and_no_interpose(tmp_pat
     src = tmp_path / "bad.c"
     src.write_text(BAD_SHIM)
     out = tmp_path / metal.DYLIB_NAME
-    metal.run_compiler([sys.executable, "-m", "ziglang", "cc", "-target", "aarch64-macos.13.0",
+    run_compiler([sys.executable, "-m", "ziglang", "cc", "-target", "aarch64-macos.13.0",
                         "-dynamiclib", "-install_name", "/tmp/wrong.dylib", str(src), "-o", str(out)])
     checks = _by_check(metal.inspect_macho(out))
     assert checks["arm64: exported symbols"]["status"] == "failed"

@@ -1,7 +1,7 @@
 /*
  * The Metal shim's configuration variables: the one list of their names.
  * metal_config.c builds its tables from these macros, and
- * capshim/backends/metal.py reads the X(...) lines below (one per line,
+ * capshim/backends/metal/compile.py reads the X(...) lines below (one per line,
  * key then name) for the launcher's variables. Meanings: metal_config.h.
  *
  * X(profile key, variable name)
