@@ -21,6 +21,7 @@ from abc import ABC, abstractmethod
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from capshim import status
 from capshim.errors import UsageError
 
 if TYPE_CHECKING:
@@ -166,8 +167,6 @@ class Backend(ABC):
 
     def summarize_status(self, report: StatusReport, shims: list[str]) -> dict[str, ShimState]:
         """Classify each requested shim from a run's status report (:func:`capshim.status.classify`)."""
-        from capshim import status
-
         return {name: status.classify(report, name) for name in shims}
 
 

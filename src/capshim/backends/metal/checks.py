@@ -8,7 +8,7 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-from capshim import paths
+from capshim import macho, paths
 from capshim.errors import UsageError
 from capshim.profiles import parse
 from capshim.backends.metal.compile import (ARM64E_NOTE, CONFIG_VARIABLES, DENY_LIST, INSTALL_NAME, INTERPOSED,
@@ -117,7 +117,6 @@ def inspect_macho(path: Path, kind: str = "shim") -> list[dict]:
         UsageError: the file is missing or not Mach-O (named), or LIEF is
             not installed.
     """
-    from capshim import macho
 
     slices = macho.read(path)
     checks: list[dict] = []
