@@ -65,3 +65,10 @@ def test_a_broken_link_is_caught(tmp_path: Path):
     found = [t for t in links(tmp_path / "a.md")]
     assert found == ["b.md", "#nowhere", "#top"]
     assert "nowhere" not in anchors(tmp_path / "a.md") and "top" in anchors(tmp_path / "a.md")
+
+
+def test_readme_lists_every_doc():
+    """The README's table of contents names every page in docs/."""
+    listed = {t.partition("#")[0] for t in links(REPO / "README.md")}
+    missing = [f"docs/{p.name}" for p in (REPO / "docs").glob("*.md") if f"docs/{p.name}" not in listed]
+    assert missing == []
