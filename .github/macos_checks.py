@@ -1,7 +1,7 @@
 """The Metal claims that only a Mac can show, one line each (run by
 .github/workflows/macos.yml on an Apple Silicon runner; the Linux suite
 cannot run it). Each line: ``mac-only: ITEM: passed|failed|not runnable: detail``.
-Exit 1 when an item failed. See README "What is verified where" (Metal).
+Exit 1 when an item failed. See docs/verified.md, "The Metal shim".
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 for aarch64-macos and x86_64-macos from the macOS build's own source list and
 warning flags, then read with LIEF the way ``capshim verify`` checks it on a
 Mac (issue 11). What only a Mac can show (arm64e, codesign, dyld, Metal) is
-in the README's "What is verified where" and .github/workflows/macos.yml."""
+in docs/verified.md ("The Metal shim") and .github/workflows/macos.yml."""
 
 import json
 import re
