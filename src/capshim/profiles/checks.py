@@ -19,13 +19,11 @@ Consistency rules (Vulkan specification):
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from capshim.profiles.catalog import KINDS, ORDERED
+from capshim.profiles.model import Profile, escape, format_version, parse_version
 from capshim.profiles.table import load as load_table
-
-if TYPE_CHECKING:
-    from capshim.profiles import Profile
 
 
 @dataclass(frozen=True)
@@ -86,8 +84,6 @@ def answer(kind: str, vtype: str, direction: str, device: Any, value: Any) -> An
 
 def reported_answers(profile: Profile, device_answers: dict) -> dict[str, Any]:
     """key -> the answer the layer will give under ``profile`` (keys the device reports; versions packed)."""
-    from capshim.profiles import parse_version
-
     kinds, types = KINDS[profile.api], load_table().keys[profile.api]
     vtypes = {k.key: k.type for k in types}
     out = {}
@@ -127,8 +123,6 @@ def _feature_guards(key: str) -> str:
 
 def describe(profile: Profile) -> list[str]:
     """One line per key and extension: what the layer will answer with ``profile`` (for ``profile check``)."""
-    from capshim.profiles import escape, format_version
-
     vtypes = {k.key: k.type for k in load_table().keys[profile.api]}
     raise_ = profile.direction == "raise"
     out = []
@@ -185,8 +179,6 @@ def _no_effect(profile: Profile, device_answers: dict) -> list[Finding]:
     """
     if profile.direction != "lower":
         return []
-    from capshim.profiles import format_version, parse_version
-
     kinds = KINDS[profile.api]
     vtypes = {k.key: k.type for k in load_table().keys[profile.api]}
     dev_caps = device_answers.get("capabilities", {})
@@ -245,8 +237,6 @@ def check_against_device(profile: Profile, device_answers: dict) -> list[Finding
     """
     if profile.api != "vulkan":
         return []
-    from capshim.profiles import escape, format_version
-
     dev_caps = device_answers.get("capabilities", {})
     reported = reported_answers(profile, device_answers)
     refuse: list[Finding] = []

@@ -14,8 +14,9 @@ from dataclasses import dataclass
 
 import tomli_w
 
-from capshim.profiles import Profile, format_version, parse, parse_version
 from capshim.profiles.catalog import KEYS, KINDS
+from capshim.profiles.language import parse
+from capshim.profiles.model import Profile, format_version, parse_version
 
 __all__ = ["Beyond", "beyond_device", "restore_profile", "GENERIC_EXTENSION_NOTE"]
 
