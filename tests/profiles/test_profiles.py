@@ -163,3 +163,18 @@ def test_deeply_nested_value_is_a_profile_error(depth, tmp_path):
         assert r.returncode == 2 and "Traceback" not in r.stderr and "deep.toml" in r.stderr, r.stderr
     if depth == 5:
         assert "capabilities.subgroupSupportedOperations" in r.stderr
+
+
+def test_a_20000_item_array_is_a_fast_exit_2_naming_the_key(tmp_path):
+    """issue 18: a 20,000-item array (mixed items, which jsonschema's uniqueItems compares
+    pair by pair) kept `profile check` busy for minutes."""
+    import time
+
+    items = ", ".join(["1", '"basic"'] * 10_000)
+    f = tmp_path / "big.toml"
+    f.write_text(prof(body=f"[capabilities]\nsubgroupSupportedOperations = [{items}]\n"))
+    start = time.monotonic()
+    r = run_capshim("profile", "check", str(f))
+    assert time.monotonic() - start < 30
+    assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr
+    assert "key 'capabilities.subgroupSupportedOperations'" in r.stderr and "20000 items" in r.stderr, r.stderr

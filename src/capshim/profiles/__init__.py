@@ -35,7 +35,7 @@ import tomli_w
 from capshim import paths
 from capshim.profiles.catalog import KEYS
 from capshim.profiles.checks import Finding, check_against_device, check_alone, describe
-from capshim.profiles.language import parse
+from capshim.profiles.language import MAX_PROFILE_BYTES, parse
 from capshim.profiles.model import Profile, ProfileError, escape, format_version, parse_version
 
 __all__ = ["Profile", "ProfileError", "load", "parse", "builtin_names", "parse_version", "format_version",
@@ -49,10 +49,6 @@ def _builtin_dir():
 def builtin_names() -> list[str]:
     """Names of the profiles that ship in the package, sorted."""
     return sorted(p.name[:-5] for p in _builtin_dir().iterdir() if p.name.endswith(".toml"))
-
-
-MAX_PROFILE_BYTES = 1 << 20
-"""The largest profile file read (a profile is a few hundred bytes)."""
 
 
 def load(ref: str | Path) -> Profile:

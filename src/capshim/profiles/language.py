@@ -14,11 +14,11 @@ an answer).
 
 from __future__ import annotations
 
-import tomllib
 from typing import Any
 
 import jsonschema
 
+from capshim.contracts import tomlread
 from capshim.profiles.catalog import FLAG_NAMES, KEYS, KINDS, LIMITS, ORDERED, POWER_OF_TWO, SPEC_MIN
 from capshim.profiles.model import U32_MAX, U64_MAX, Profile, ProfileError, parse_version
 
@@ -239,46 +239,27 @@ def _check_rules(caps: dict[str, int], source: str) -> None:
                                    f"below {lo_key} {lo} (the spec requires {' <= '.join(seq)})")
 
 
-MAX_NESTING = 4
-"""The deepest nesting of tables and arrays a profile may have (profiles are
-flat: ``capabilities.KEY = [..]`` is 3 levels); deeper data is refused before
-any recursive code (schema validation, resolving, JSON output) sees it."""
+MAX_PROFILE_BYTES = 1 << 20
+"""The largest profile text read, in bytes (a profile is a few hundred bytes)."""
 
-
-def _check_nesting(data: dict, source: str) -> None:
-    """Refuse tables or arrays nested deeper than :data:`MAX_NESTING`, iteratively.
-
-    Raises:
-        ProfileError: naming the dotted key whose value nests too deep.
-    """
-    stack: list[tuple[Any, list[str], int]] = [(data, [], 0)]
-    while stack:
-        value, path, depth = stack.pop()
-        if not isinstance(value, (dict, list)):
-            continue
-        if depth >= MAX_NESTING:
-            raise ProfileError(source, ".".join(path) or None, None,
-                               f"nested deeper than {MAX_NESTING} levels of tables or arrays "
-                               "(a profile's values are flat)")
-        if isinstance(value, dict):
-            stack.extend((v, path + [str(k)], depth + 1) for k, v in value.items())
-        else:
-            stack.extend((v, path if path else ["[]"], depth + 1) for v in value)
+TOML_LIMITS = tomlread.Limits(max_bytes=MAX_PROFILE_BYTES, max_depth=3, max_items=64, max_keys=256)
+"""What a profile's TOML may hold (:mod:`capshim.contracts.tomlread`). Profiles are
+flat: ``capabilities.KEY = [..]`` is 2 levels below the document (3 lets the
+schema name a nested array's type). The longest array a profile needs is a
+flag list (32 bits) and the largest table ``[capabilities]`` (at most
+``values_max`` keys the layer takes); jsonschema never sees more."""
 
 
 def parse(text: str, source: str) -> Profile:
     """Parse and validate a profile's TOML text.
 
     Raises:
-        ProfileError: naming ``source``, the key, the value and the reason.
+        ProfileError: naming ``source``, the key, the value and the reason
+            (the TOML limits of :data:`TOML_LIMITS` included).
     """
     try:
-        data = tomllib.loads(text)
-    except ValueError as exc:  # TOMLDecodeError, or an integer of more than 4300 digits
-        raise ProfileError(source, None, None, f"not valid TOML: {exc}") from None
-    except RecursionError:  # tomllib parses nested arrays and inline tables recursively
-        raise ProfileError(source, None, None, f"not valid TOML for a profile: arrays or tables nested "
-                           f"too deep (a profile nests at most {MAX_NESTING} levels)") from None
-    _check_nesting(data, source)
+        data = tomlread.loads(text, source, TOML_LIMITS)
+    except tomlread.TomlError as exc:
+        raise ProfileError(source, exc.key, None, exc.reason) from None
     _check_schema(data, source)
     return _resolve(data, source, text)

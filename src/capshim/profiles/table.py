@@ -18,10 +18,11 @@ test runs that check).
 
 from __future__ import annotations
 
-import tomllib
 from dataclasses import dataclass
 from functools import cache
 from importlib import resources
+
+from capshim.contracts import tomlread
 
 KINDS = ("feature", "upper", "lower", "exact", "version")
 VULKAN_TYPES = ("bool", "u32", "flags", "version")
@@ -124,6 +125,11 @@ class Table:
         raise KeyError(f"{api} key {key}")
 
 
+TOML_LIMITS = tomlread.Limits(max_bytes=1 << 20, max_depth=3, max_items=1024, max_keys=1024)
+"""What ``capabilities.toml`` may hold (:mod:`capshim.contracts.tomlread`): ``[[vulkan]]`` entries'
+``structs`` lists are 3 levels deep; a thousand keys per API is far beyond the layer's ``values_max``."""
+
+
 class TableError(ValueError):
     """capabilities.toml breaks its own rules (a programming error: the message names the entry)."""
 
@@ -144,8 +150,9 @@ def parse(text: str) -> Table:
         TableError: an unknown kind, type, chain or struct, a duplicate key,
             a mirrored struct without the member, a key longer than
             ``limits.key_max``.
+        capshim.contracts.tomlread.TomlError: not TOML, or beyond :data:`TOML_LIMITS`.
     """
-    data = tomllib.loads(text)
+    data = tomlread.loads(text, "capabilities.toml", TOML_LIMITS)
     limits = dict(data["limits"])
     structs = {}
     for name, s in data["structs"].items():
