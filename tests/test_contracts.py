@@ -47,6 +47,7 @@ def test_finite_refuses(value):
 
 def test_integer_refuses_integral_floats_and_bools():
     assert numbers.integer(24576, "k") == 24576
+    assert numbers.is_integer(24576) and not any(map(numbers.is_integer, (24576.0, True, "1", None)))
     for bad in (24576.0, True, 8.0):
         with pytest.raises(UsageError, match="k: .* is not an integer"):
             numbers.integer(bad, "k")

@@ -14,11 +14,12 @@ an answer).
 
 from __future__ import annotations
 
+import difflib
 from typing import Any
 
 import jsonschema
 
-from capshim.contracts import tomlread
+from capshim.contracts import numbers, tomlread
 from capshim.profiles.catalog import FLAG_NAMES, KEYS, KINDS, LIMITS, ORDERED, POWER_OF_TWO, SPEC_MIN
 from capshim.profiles.model import U32_MAX, U64_MAX, Profile, ProfileError, parse_version
 
@@ -91,28 +92,55 @@ def schema(api: str) -> dict:
 
 
 def _first_error(errors) -> jsonschema.ValidationError:
-    errs = sorted(errors, key=lambda e: (list(e.absolute_path), e.message))
-    return errs[0]
+    """The error to report: the first by path; at one path an unknown key before a missing
+    one (a misspelt ``descripton`` is both, and its name says more)."""
+    return min(errors, key=lambda e: ([str(p) for p in e.absolute_path], e.validator != "additionalProperties",
+                                      e.message))
+
+
+_Validator = jsonschema.validators.extend(
+    jsonschema.Draft202012Validator,
+    type_checker=jsonschema.Draft202012Validator.TYPE_CHECKER.redefine(
+        "integer", lambda _checker, value: numbers.is_integer(value)))
+"""Draft 2020-12 with the layer's idea of an integer (:func:`capshim.contracts.numbers.is_integer`):
+JSON Schema counts ``24576.0`` as an integer, the layer's parser does not."""
+
+
+def did_you_mean(name: str, known) -> str:
+    """`` (did you mean 'X'?)`` for the ``known`` name closest to ``name`` (case-insensitive,
+    :func:`difflib.get_close_matches`), or "" when none is close."""
+    folded = {k.lower(): k for k in known}
+    match = difflib.get_close_matches(name.lower(), folded, n=1, cutoff=0.8)
+    return f" (did you mean '{folded[match[0]]}'?)" if match else ""
+
+
+def _unknown_key(api: str, path: list[str], err: jsonschema.ValidationError) -> tuple[str, str]:
+    """The dotted key and the reason for an ``additionalProperties`` error (an unknown key)."""
+    known = err.schema.get("properties", {})
+    name = sorted(set(err.instance) - set(known))[0]
+    key = ".".join(path + [name])
+    if path != ["capabilities"]:
+        return key, "unknown key" + did_you_mean(name, known)
+    others = [other for other in KEYS if other != api and name in KEYS[other]]
+    if others:
+        return key, f"a capability of api '{others[0]}'; this profile's api is '{api}'"
+    return key, f"unknown capability for api '{api}'" + did_you_mean(name, known)
 
 
 def _check_schema(data: dict, source: str) -> None:
     api = data.get("api")
     if api is None:
         raise ProfileError(source, "api", None, "required key is missing (\"vulkan\" or \"metal\")")
-    if api not in KEYS:
+    if not isinstance(api, str) or api not in KEYS:
         raise ProfileError(source, "api", api, f"must be one of {', '.join(sorted(KEYS))}")
-    validator = jsonschema.Draft202012Validator(schema(api))
-    errors = list(validator.iter_errors(data))
+    errors = list(_Validator(schema(api)).iter_errors(data))
     if not errors:
         return
     err = _first_error(errors)
     path = [str(p) for p in err.absolute_path]
     if err.validator == "additionalProperties":
-        extra = sorted(set(err.instance) - set(err.schema.get("properties", {})))
-        key = ".".join(path + [extra[0]]) if extra else ".".join(path)
-        where = "capability" if path == ["capabilities"] else "key"
-        known = f" for api '{api}'" if path == ["capabilities"] else ""
-        raise ProfileError(source, key, None, f"unknown {where}{known}")
+        key, reason = _unknown_key(api, path, err)
+        raise ProfileError(source, key, None, reason)
     if err.validator == "required":
         missing = err.message.split("'")[1] if "'" in err.message else err.message
         raise ProfileError(source, missing, None, "required key is missing")
@@ -134,6 +162,8 @@ def _check_schema(data: dict, source: str) -> None:
     elif len(path) == 2 and path[0] == "extensions":
         kind = "extension"
     reason = _reason(err, kind)
+    if isinstance(value, float) and value.is_integer() and kind not in (None, "bool"):
+        reason += f" (write {int(value)}: a whole number has no decimal point)"
     raise ProfileError(source, key, value, reason)
 
 
