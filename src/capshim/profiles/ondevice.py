@@ -122,10 +122,8 @@ def beyond_device(profile: Profile, probe_result: dict,
             out.append(Beyond(key, "capability", real, shown[key], "above the device"))
     have = probe_result.get("extensions", {})
     for ext, spec in profile.extensions.items():
-        if spec and ext not in have:
+        if spec and ext not in have:  # one the device lists keeps its own spec version (layer.c)
             out.append(Beyond(ext, "extension", None, spec, extension_note))
-        elif spec and spec > int(have[ext]):
-            out.append(Beyond(ext, "extension", int(have[ext]), spec, "a spec version above the driver's"))
     return out
 
 
