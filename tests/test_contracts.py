@@ -109,7 +109,8 @@ TOML = tomlread.Limits(max_bytes=200_000, max_depth=3, max_items=8, max_keys=8)
     ("# " + "é" * 100_000, None, "larger than 200000 bytes"),
     ("a = 1\na = 2", None, "not valid TOML"),
     ("a = " + "9" * 4400, None, "not valid TOML"),
-    ('"k\\n" = [' + "1, " * 9 + "]", "k\n", "an array of 9 items"),
+    ('"k\\n" = [' + "1, " * 9 + "]", '"k\\n"', "an array of 9 items"),
+    ("\ufeffa = 1", None, "byte-order mark"),
 ])
 def test_toml_reader_limits_name_the_key(text, key, words):
     with pytest.raises(UsageError) as exc:
@@ -128,6 +129,13 @@ def test_toml_reader_is_linear_on_unsortable_arrays():
     with pytest.raises(tomlread.TomlError, match="300000 items"):
         tomlread.loads(text, "f.toml", tomlread.Limits(1 << 22, 3, 64, 64))
     assert time.monotonic() - start < 20
+
+
+def test_toml_key_paths_are_written_as_toml_writes_them():
+    assert tomlread.dotted(["capabilities", "shaderFloat16"]) == "capabilities.shaderFloat16"
+    assert tomlread.dotted(["a", 3, 0]) == "a[3][0]"
+    assert tomlread.dotted(["capabilities.x", "y z"]) == '"capabilities.x"."y z"'
+    assert tomlread.dotted(["k\x1b[31m", "\u202e"]) == '"k\\u001b[31m"."\\u202e"'
 
 
 def test_toml_reader_returns_what_tomllib_reads():

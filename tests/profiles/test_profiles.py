@@ -237,3 +237,22 @@ def test_an_api_that_is_not_a_string_is_exit_2(tmp_path, api):
     f.write_text(prof().replace('api = "vulkan"', f"api = {api}"))
     r = run_capshim("profile", "check", str(f))
     assert r.returncode == 2 and "Traceback" not in r.stderr and "key 'api'" in r.stderr, r.stderr
+
+
+@pytest.mark.parametrize("body, key, words", [
+    ('"capabilities.shaderFloat16" = true\n', '"capabilities.shaderFloat16"', "quoted, it is one key"),
+    ("[[capabilities]]\nshaderFloat16 = true\n", "capabilities", "expected a table"),
+    ('override_exact = "subgroupSize"\n', "override_exact", "expected a list of exact keys (subgroupSize)"),
+    ('[extensions]\n"VK_KHR_x\\u202e" = true\n', 'extensions."VK_KHR_x\\u202e"', "not an extension name"),
+    ("[capabilities]\nmaxComputeSharedMemorySize = 2024-01-01\n", "capabilities.maxComputeSharedMemorySize",
+     "expected a whole number"),
+])
+def test_odd_toml_shapes_name_the_key_as_toml_writes_it(body, key, words):
+    with pytest.raises(profiles.ProfileError) as exc:
+        profiles.parse(prof(body=body), "p.toml")
+    assert exc.value.key == key and words in exc.value.reason, str(exc.value)
+
+
+def test_a_byte_order_mark_is_named():
+    with pytest.raises(profiles.ProfileError, match="byte-order mark"):
+        profiles.parse("\ufeff" + prof(), "p.toml")

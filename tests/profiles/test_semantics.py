@@ -62,7 +62,7 @@ def test_an_exact_key_needs_override_exact():
 
 
 @pytest.mark.parametrize("top, key, words", [
-    ('override_exact = ["maxSubgroupSize"]\n', "override_exact.0", "must be one of subgroupSize"),
+    ('override_exact = ["maxSubgroupSize"]\n', "override_exact[0]", "must be one of subgroupSize"),
     ('override_exact = ["subgroupSize"]\n', "override_exact", "does not set"),
 ])
 def test_override_exact_names_only_exact_keys_the_profile_sets(top, key, words):

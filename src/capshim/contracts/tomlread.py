@@ -22,13 +22,15 @@ checks themselves are linear and never recurse. Each refusal is a
 
 from __future__ import annotations
 
+import json
+import re
 import tomllib
 from dataclasses import dataclass
 from typing import Any
 
 from capshim.errors import UsageError
 
-__all__ = ["Limits", "TomlError", "loads"]
+__all__ = ["Limits", "TomlError", "dotted", "loads"]
 
 
 @dataclass(frozen=True)
@@ -53,45 +55,53 @@ class TomlError(UsageError):
 
     Attributes:
         source: the file (or ``builtin:NAME``) the text came from.
-        key: the dotted key at fault (``capabilities.subgroupSupportedOperations``),
-            ``name[3]`` for an array's item, or None for the whole text.
+        key: the key at fault as :func:`dotted` writes it
+            (``capabilities.subgroupSupportedOperations``, ``a[3]`` for an
+            array's item), or None for the whole text.
         reason: why, without the source or key.
     """
 
     def __init__(self, source: str, key: str | None, reason: str):
         self.source, self.key, self.reason = source, key, reason
-        where = f"key '{_printable(key)}': " if key is not None else ""
+        where = f"key '{key}': " if key is not None else ""
         super().__init__(f"{source}: {where}{reason}")
 
 
-def _printable(text: str) -> str:
-    """``text`` with non-printable characters escaped as Python writes them."""
-    return text if text.isprintable() else repr(text)[1:-1]
+_BARE = re.compile(r"[A-Za-z0-9_-]+")
 
 
-def _dotted(path: tuple[str, ...], key: Any) -> tuple[str, ...]:
-    return path + (str(key),)
+def dotted(path) -> str:
+    """A key path as TOML writes it: ``capabilities.shaderFloat16``, array items as ``[3]``, and a
+    key that is not a bare key quoted (``"capabilities.x"`` is one key with a dot in it; control
+    and other unprintable characters escaped, so the result is safe to print)."""
+    out = ""
+    for part in path:
+        if isinstance(part, int):
+            out += f"[{part}]"
+            continue
+        name = part if _BARE.fullmatch(part) else json.dumps(part, ensure_ascii=not part.isprintable())
+        out += f".{name}" if out else name
+    return out
 
 
 def _check(data: dict, source: str, limits: Limits) -> None:
     """Refuse a decoded document beyond ``limits``: one iterative pass, each value visited once."""
-    stack: list[tuple[Any, tuple[str, ...], int]] = [(data, (), 0)]
+    stack: list[tuple[Any, tuple, int]] = [(data, (), 0)]
     while stack:
         value, path, depth = stack.pop()
         if not isinstance(value, (dict, list)):
             continue
-        key = ".".join(path) or None
+        key = dotted(path) or None
         if depth > limits.max_depth:
             raise TomlError(source, key, f"tables or arrays nested deeper than {limits.max_depth} levels")
         if isinstance(value, dict):
             if len(value) > limits.max_keys:
                 raise TomlError(source, key, f"a table of {len(value)} keys (at most {limits.max_keys})")
-            stack.extend((v, _dotted(path, k), depth + 1) for k, v in value.items())
+            stack.extend((v, path + (k,), depth + 1) for k, v in value.items())
         else:
             if len(value) > limits.max_items:
                 raise TomlError(source, key, f"an array of {len(value)} items (at most {limits.max_items})")
-            last = path[-1] if path else ""
-            stack.extend((v, path[:-1] + (f"{last}[{i}]",), depth + 1) for i, v in enumerate(value))
+            stack.extend((v, path + (i,), depth + 1) for i, v in enumerate(value))
 
 
 def loads(text: str, source: str, limits: Limits) -> dict[str, Any]:
@@ -109,13 +119,16 @@ def loads(text: str, source: str, limits: Limits) -> dict[str, Any]:
     Raises:
         TomlError: larger than ``limits.max_bytes``, not valid TOML (including
             an integer of more than 4300 digits, which Python refuses to
-            convert), nested deeper than ``limits.max_depth``, an array longer
+            convert, and a leading byte-order mark, which tomllib refuses), nested deeper than ``limits.max_depth``, an array longer
             than ``limits.max_items`` or a table with more than
             ``limits.max_keys`` keys; the message names ``source`` and the key.
     """
     size = len(text.encode("utf-8", "surrogatepass")) if len(text) * 4 > limits.max_bytes else len(text)
     if size > limits.max_bytes:
         raise TomlError(source, None, f"larger than {limits.max_bytes} bytes")
+    if text.startswith("\ufeff"):
+        raise TomlError(source, None, "not valid TOML: it starts with a byte-order mark (U+FEFF); "
+                                      "save it as UTF-8 without one")
     try:
         data = tomllib.loads(text)
     except RecursionError:

@@ -118,8 +118,12 @@ def _unknown_key(api: str, path: list[str], err: jsonschema.ValidationError) -> 
     """The dotted key and the reason for an ``additionalProperties`` error (an unknown key)."""
     known = err.schema.get("properties", {})
     name = sorted(set(err.instance) - set(known))[0]
-    key = ".".join(path + [name])
+    key = tomlread.dotted(path + [name])
     if path != ["capabilities"]:
+        table, dot, rest = name.partition(".")
+        if dot and table in known:  # "capabilities.shaderFloat16" = false: a quoted key is one key
+            return key, f"unknown key: quoted, it is one key, dot included (write {table}.{rest} unquoted, " \
+                        f"or {rest} under [{table}])"
         return key, "unknown key" + did_you_mean(name, known)
     others = [other for other in KEYS if other != api and name in KEYS[other]]
     if others:
@@ -137,7 +141,7 @@ def _check_schema(data: dict, source: str) -> None:
     if not errors:
         return
     err = _first_error(errors)
-    path = [str(p) for p in err.absolute_path]
+    path = list(err.absolute_path)
     if err.validator == "additionalProperties":
         key, reason = _unknown_key(api, path, err)
         raise ProfileError(source, key, None, reason)
@@ -146,13 +150,13 @@ def _check_schema(data: dict, source: str) -> None:
         raise ProfileError(source, missing, None, "required key is missing")
     if "propertyNames" in err.schema_path:
         name_max = LIMITS["extension_name_max"]
-        raise ProfileError(source, ".".join(path + [str(err.instance)]), None,
+        raise ProfileError(source, tomlread.dotted(path + [str(err.instance)]), None,
                            f"longer than {name_max} characters (VK_MAX_EXTENSION_NAME_SIZE)"
                            if len(err.instance) > name_max else
                            "not an extension name (VK_ followed by letters, digits and _)")
     if err.validator == "maxProperties":
-        raise ProfileError(source, ".".join(path), None, f"more than {err.validator_value} extensions")
-    key = ".".join(path) or None
+        raise ProfileError(source, tomlread.dotted(path), None, f"more than {err.validator_value} extensions")
+    key = tomlread.dotted(path) or None
     value = err.instance
     kind = None
     if len(path) == 2 and path[0] == "capabilities":
@@ -161,6 +165,10 @@ def _check_schema(data: dict, source: str) -> None:
         kind = "profile-version"
     elif len(path) == 2 and path[0] == "extensions":
         kind = "extension"
+    elif path == ["override_exact"]:
+        kind = "override-exact"
+    elif path in (["capabilities"], ["extensions"]):
+        kind = "table"
     reason = _reason(err, kind)
     if isinstance(value, float) and value.is_integer() and kind not in (None, "bool"):
         reason += f" (write {int(value)}: a whole number has no decimal point)"
@@ -178,6 +186,9 @@ def _reason(err: jsonschema.ValidationError, kind: str | None) -> str:
         "families": "expected a list of Mac (2xxx), Common (3xxx) or Metal (5xxx) family numbers",
         "profile-version": f"expected a whole number 1..{LIMITS['profile_version_max']}",
         "extension": "expected false, true or a spec version 1..4294967295",
+        "override-exact": "expected a list of exact keys ("
+                          + ", ".join(k for k, v in KINDS["vulkan"].items() if v == "exact") + "), each once",
+        "table": "expected a table (a [capabilities] or [extensions] header, once)",
     }
     if kind in expected:
         return expected[kind]
