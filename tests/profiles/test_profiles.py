@@ -246,11 +246,16 @@ def test_an_api_that_is_not_a_string_is_exit_2(tmp_path, api):
     ('[extensions]\n"VK_KHR_x\\u202e" = true\n', 'extensions."VK_KHR_x\\u202e"', "not an extension name"),
     ("[capabilities]\nmaxComputeSharedMemorySize = 2024-01-01\n", "capabilities.maxComputeSharedMemorySize",
      "expected a whole number"),
+    ("[capabilities]\nmaxComputeSharedMemorySize = " + "9" * 4000 + "\n", "capabilities.maxComputeSharedMemorySize",
+     "expected a whole number"),
+    ("[extensions]\n" + "".join(f"VK_E{i} = true\n" for i in range(20_000)), "extensions",
+     "a table of 20000 keys (at most 256)"),
 ])
 def test_odd_toml_shapes_name_the_key_as_toml_writes_it(body, key, words):
     with pytest.raises(profiles.ProfileError) as exc:
         profiles.parse(prof(body=body), "p.toml")
     assert exc.value.key == key and words in exc.value.reason, str(exc.value)
+    assert len(str(exc.value)) < 400
 
 
 def test_a_byte_order_mark_is_named():
