@@ -1,4 +1,4 @@
-"""The shared rules of capshim.contracts: names, numbers, signals, folders, environment."""
+"""The shared rules of capshim.contracts: names, numbers, signals, folders, environment, TOML."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import signal
 
 import pytest
 
-from capshim.contracts import environ, folders, names, numbers, signals
+from capshim.contracts import environ, folders, names, numbers, signals, tomlread
 from capshim.errors import UsageError
 
 
@@ -47,6 +47,7 @@ def test_finite_refuses(value):
 
 def test_integer_refuses_integral_floats_and_bools():
     assert numbers.integer(24576, "k") == 24576
+    assert numbers.is_integer(24576) and not any(map(numbers.is_integer, (24576.0, True, "1", None)))
     for bad in (24576.0, True, 8.0):
         with pytest.raises(UsageError, match="k: .* is not an integer"):
             numbers.integer(bad, "k")
@@ -95,3 +96,48 @@ def test_named_files_refuse_a_newline_in_the_name():
     assert names.parse_named_files(" a = x.json, y.json") == ("a", ["x.json", "y.json"])
     with pytest.raises(UsageError, match="expected NAME=FILE"):
         names.parse_named_files("a=")
+
+
+TOML = tomlread.Limits(max_bytes=200_000, max_depth=3, max_items=8, max_keys=8)
+
+
+@pytest.mark.parametrize("text, key, words", [
+    ("a = [" + ", ".join(["1", '"x"'] * 10_000) + "]", "a", "an array of 20000 items (at most 8)"),
+    ("[t]\n" + "".join(f"k{i} = {i}\n" for i in range(9)), "t", "a table of 9 keys (at most 8)"),
+    ("a = [[[[1]]]]", "a[0][0][0]", "nested deeper than 3 levels"),
+    ("a = " + "[" * 5000 + "]" * 5000, None, "nested too deep"),
+    ("# " + "é" * 100_000, None, "larger than 200000 bytes"),
+    ("a = 1\na = 2", None, "not valid TOML"),
+    ("a = " + "9" * 4400, None, "not valid TOML"),
+    ('"k\\n" = [' + "1, " * 9 + "]", '"k\\n"', "an array of 9 items"),
+    ("\ufeffa = 1", None, "byte-order mark"),
+])
+def test_toml_reader_limits_name_the_key(text, key, words):
+    with pytest.raises(UsageError) as exc:
+        tomlread.loads(text, "f.toml", TOML)
+    assert exc.value.key == key and words in exc.value.reason, str(exc.value)
+    assert str(exc.value).startswith("f.toml: ") and "\n" not in str(exc.value)
+
+
+def test_toml_reader_is_linear_on_unsortable_arrays():
+    """jsonschema's uniqueItems compares all pairs of an array that does not sort (mixed
+    types): 20,000 items took minutes. The reader stops at the array's length, at once."""
+    import time
+
+    text = "a = [" + ", ".join(["1", '"x"', "{b = 1}"] * 100_000) + "]"
+    start = time.monotonic()
+    with pytest.raises(tomlread.TomlError, match="300000 items"):
+        tomlread.loads(text, "f.toml", tomlread.Limits(1 << 22, 3, 64, 64))
+    assert time.monotonic() - start < 20
+
+
+def test_toml_key_paths_are_written_as_toml_writes_them():
+    assert tomlread.dotted(["capabilities", "shaderFloat16"]) == "capabilities.shaderFloat16"
+    assert tomlread.dotted(["a", 3, 0]) == "a[3][0]"
+    assert tomlread.dotted(["capabilities.x", "y z"]) == '"capabilities.x"."y z"'
+    assert tomlread.dotted(["k\x1b[31m", "\u202e"]) == '"k\\u001b[31m"."\\u202e"'
+
+
+def test_toml_reader_returns_what_tomllib_reads():
+    data = tomlread.loads('a = [1, 2]\n[t]\nk = "v"\n[[u]]\nx = 1.5\n', "f.toml", TOML)
+    assert data == {"a": [1, 2], "t": {"k": "v"}, "u": [{"x": 1.5}]}

@@ -245,8 +245,11 @@ def test_beyond_device_by_kind_on_a_given_device():
                        'maxComputeWorkGroupInvocations = 512\n[extensions]\nVK_KHR_a = 2\nVK_KHR_b = 1\n', "x")
     assert [str(b) for b in ondevice.beyond_device(p, device)] == [
         "shaderFloat16 true (device: false)", "apiVersion 1.4.0 (device: 1.3.230)",
-        "subgroupSupportedOperations 7 (device: 3)", "extension VK_KHR_a 2 (device: 1)",
-        "extension VK_KHR_b 1 (the device does not have it)"]
+        "subgroupSupportedOperations 7 (device: 3)", "extension VK_KHR_b 1 (the device does not have it)"]
+    # the layer keeps the device's own spec version of an extension it lists: not beyond, a warning
+    assert [f.message for f in profiles.check_against_device(p, device) if f.key == "extension VK_KHR_a"] == [
+        "extension VK_KHR_a = 2: the device lists it with spec version 1, which the layer keeps (a raise adds "
+        "only extensions the device lacks)"]
     # a minimum is stronger when smaller; an exact property is check_against_device's, not "more"
     device["capabilities"].update(minSubgroupSize=8, subgroupSize=8, maxSubgroupSize=8)
     p = profiles.parse('name="x"\napi="vulkan"\ndirection="raise"\nversion=1\ndescription="d"\n'

@@ -71,6 +71,12 @@ CORPUS = {
     "ext_lowercase": prof("[extensions]\nvk_khr_x = false\n"),
     "ext_spec_over": prof("[extensions]\nVK_KHR_x = 4294967296\n", direction="raise"),
     "direction_unknown": prof(direction="sideways"),
+    # issue 18: floats with no fraction (profile check passed 24576.0; the layer refuses it)
+    "u32_float": prof("[capabilities]\nmaxComputeSharedMemorySize = 24576.0\n"),
+    "version_float": prof("[capabilities]\napiVersion = 4206592.0\n"),
+    "flags_float": prof("[capabilities]\nsubgroupSupportedOperations = 255.0\n"),
+    "ext_spec_float": prof("[extensions]\nVK_KHR_x = 2.0\n", direction="raise"),
+    "bool_as_float": prof("[capabilities]\nshaderFloat16 = 0.0\n"),
     # below the Vulkan spec's Required Limits, and versions no device reports
     "below_spec_min_invocations": prof("[capabilities]\nmaxComputeWorkGroupInvocations = 1\n"),
     "below_spec_min_shared": prof("[capabilities]\nmaxComputeSharedMemorySize = 16383\n"),

@@ -163,3 +163,101 @@ def test_deeply_nested_value_is_a_profile_error(depth, tmp_path):
         assert r.returncode == 2 and "Traceback" not in r.stderr and "deep.toml" in r.stderr, r.stderr
     if depth == 5:
         assert "capabilities.subgroupSupportedOperations" in r.stderr
+
+
+def test_a_20000_item_array_is_a_fast_exit_2_naming_the_key(tmp_path):
+    """issue 18: a 20,000-item array (mixed items, which jsonschema's uniqueItems compares
+    pair by pair) kept `profile check` busy for minutes."""
+    import time
+
+    items = ", ".join(["1", '"basic"'] * 10_000)
+    f = tmp_path / "big.toml"
+    f.write_text(prof(body=f"[capabilities]\nsubgroupSupportedOperations = [{items}]\n"))
+    start = time.monotonic()
+    r = run_capshim("profile", "check", str(f))
+    assert time.monotonic() - start < 30
+    assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr
+    assert "key 'capabilities.subgroupSupportedOperations'" in r.stderr and "20000 items" in r.stderr, r.stderr
+
+
+@pytest.mark.parametrize("body, key, words", [
+    # issue 18: passed profile check, and the layer refused "24576.0" (exit 2 now, naming the key)
+    ("[capabilities]\nmaxComputeSharedMemorySize = 24576.0\n", "capabilities.maxComputeSharedMemorySize",
+     "expected a whole number 0..4294967295 (write 24576"),
+    # issue 18: a TypeError traceback in the power-of-two rule
+    ('override_exact = ["subgroupSize"]\n[capabilities]\nsubgroupSize = 8.0\n', "capabilities.subgroupSize",
+     "expected a whole number"),
+    ("[capabilities]\napiVersion = 4206592.0\n", "capabilities.apiVersion", "expected a version"),
+    ("[capabilities]\nsubgroupSupportedOperations = 255.0\n", "capabilities.subgroupSupportedOperations",
+     "expected a whole number or a list of flag names"),
+    ("[extensions]\nVK_KHR_x = 2.0\n", "extensions.VK_KHR_x", "expected false, true or a spec version"),
+    ("[capabilities]\nmaxComputeSharedMemorySize = 1e300\n", "capabilities.maxComputeSharedMemorySize",
+     "expected a whole number"),
+    ("[capabilities]\nmaxComputeSharedMemorySize = nan\n", "capabilities.maxComputeSharedMemorySize",
+     "expected a whole number"),
+])
+def test_floats_are_refused_where_the_layer_takes_whole_numbers(tmp_path, body, key, words):
+    f = tmp_path / "p.toml"
+    f.write_text(prof(body=body))
+    r = run_capshim("profile", "check", str(f))
+    assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr
+    assert f"key '{key}'" in r.stderr and words in r.stderr, r.stderr
+
+
+@pytest.mark.parametrize("top, body, key, words", [
+    ("", "[capabilities]\nmaxComputeWorkGroupInvocatons = 256\n", "capabilities.maxComputeWorkGroupInvocatons",
+     "unknown capability for api 'vulkan' (did you mean 'maxComputeWorkGroupInvocations'?)"),
+    ("", "[capabilities]\nshaderfloat16 = true\n", "capabilities.shaderfloat16",
+     "unknown capability for api 'vulkan' (did you mean 'shaderFloat16'?)"),
+    ("", "[capabilities]\nappleFamilyMax = 1009\n", "capabilities.appleFamilyMax",
+     "a capability of api 'metal'; this profile's api is 'vulkan'"),
+    ("", "[capabilites]\nshaderFloat16 = true\n", "capabilites", "unknown key (did you mean 'capabilities'?)"),
+    ("", "[capabilities]\nnotACapabilityAtAll = 1\n", "capabilities.notACapabilityAtAll",
+     "unknown capability for api 'vulkan'"),
+])
+def test_a_misspelt_key_gets_a_suggestion(tmp_path, top, body, key, words):
+    f = tmp_path / "p.toml"
+    f.write_text(prof(body=top + body))
+    r = run_capshim("profile", "check", str(f))
+    assert r.returncode == 2 and f"key '{key}': {words}" in r.stderr, r.stderr
+    if "notACapability" in key:
+        assert "did you mean" not in r.stderr
+
+
+def test_a_misspelt_required_key_is_named_with_a_suggestion():
+    text = prof().replace("description =", "descripton =")
+    with pytest.raises(profiles.ProfileError) as exc:
+        profiles.parse(text, "p.toml")
+    assert exc.value.key == "descripton" and "did you mean 'description'?" in exc.value.reason
+
+
+@pytest.mark.parametrize("api", ['["vulkan"]', "{a = 1}", "1.0"])
+def test_an_api_that_is_not_a_string_is_exit_2(tmp_path, api):
+    f = tmp_path / "p.toml"
+    f.write_text(prof().replace('api = "vulkan"', f"api = {api}"))
+    r = run_capshim("profile", "check", str(f))
+    assert r.returncode == 2 and "Traceback" not in r.stderr and "key 'api'" in r.stderr, r.stderr
+
+
+@pytest.mark.parametrize("body, key, words", [
+    ('"capabilities.shaderFloat16" = true\n', '"capabilities.shaderFloat16"', "quoted, it is one key"),
+    ("[[capabilities]]\nshaderFloat16 = true\n", "capabilities", "expected a table"),
+    ('override_exact = "subgroupSize"\n', "override_exact", "expected a list of exact keys (subgroupSize)"),
+    ('[extensions]\n"VK_KHR_x\\u202e" = true\n', 'extensions."VK_KHR_x\\u202e"', "not an extension name"),
+    ("[capabilities]\nmaxComputeSharedMemorySize = 2024-01-01\n", "capabilities.maxComputeSharedMemorySize",
+     "expected a whole number"),
+    ("[capabilities]\nmaxComputeSharedMemorySize = " + "9" * 4000 + "\n", "capabilities.maxComputeSharedMemorySize",
+     "expected a whole number"),
+    ("[extensions]\n" + "".join(f"VK_E{i} = true\n" for i in range(20_000)), "extensions",
+     "a table of 20000 keys (at most 256)"),
+])
+def test_odd_toml_shapes_name_the_key_as_toml_writes_it(body, key, words):
+    with pytest.raises(profiles.ProfileError) as exc:
+        profiles.parse(prof(body=body), "p.toml")
+    assert exc.value.key == key and words in exc.value.reason, str(exc.value)
+    assert len(str(exc.value)) < 400
+
+
+def test_a_byte_order_mark_is_named():
+    with pytest.raises(profiles.ProfileError, match="byte-order mark"):
+        profiles.parse("\ufeff" + prof(), "p.toml")

@@ -62,7 +62,7 @@ def test_an_exact_key_needs_override_exact():
 
 
 @pytest.mark.parametrize("top, key, words", [
-    ('override_exact = ["maxSubgroupSize"]\n', "override_exact.0", "must be one of subgroupSize"),
+    ('override_exact = ["maxSubgroupSize"]\n', "override_exact[0]", "must be one of subgroupSize"),
     ('override_exact = ["subgroupSize"]\n', "override_exact", "does not set"),
 ])
 def test_override_exact_names_only_exact_keys_the_profile_sets(top, key, words):
@@ -261,3 +261,21 @@ def test_profile_check_refuses_answers_no_conformant_device_gives(tmp_path, body
     r = run_capshim("profile", "check", str(f))
     assert r.returncode == 2
     assert f"key 'capabilities.{body.split()[0]}'" in r.stderr and words in r.stderr
+
+
+def test_a_raise_keeps_the_device_spec_version_of_an_extension_it_lists(stock_probe):
+    """Found by the property test: `profile check` said "listed with spec version 1" and
+    beyond_device counted a higher one as beyond the device, but the layer keeps the device's
+    own spec version of an extension it lists (it adds only those the device lacks)."""
+    from capshim.backends import vulkan
+    from capshim.profiles import ondevice
+
+    have = stock_probe["extensions"]["VK_EXT_subgroup_size_control"]
+    p = parse("raise", f"[extensions]\nVK_EXT_subgroup_size_control = {have + 1}\nVK_CAPSHIM_x = 3\n")
+    assert "where the device lacks it" in profiles.describe(p)[0]
+    got = vulkan.probe(profile=p)["extensions"]
+    assert got["VK_EXT_subgroup_size_control"] == have and got["VK_CAPSHIM_x"] == 3
+    assert [b.key for b in ondevice.beyond_device(p, stock_probe)] == ["VK_CAPSHIM_x"]
+    warned = [f for f in profiles.check_against_device(p, stock_probe) if f.key.startswith("extension ")]
+    assert [(f.severity, f.key) for f in warned] == [("warn", "extension VK_EXT_subgroup_size_control")]
+    assert f"spec version {have}, which the layer keeps" in warned[0].message

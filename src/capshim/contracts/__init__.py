@@ -9,6 +9,8 @@
 - :mod:`.folders`: output folders (new or empty, unique by default, never
   inside a sealed bundle or study).
 - :mod:`.environ`: environment variables whose bytes are not UTF-8.
+- :mod:`.tomlread`: every TOML text capshim reads (size, nesting depth, array
+  length and table size bounded before any validator sees it).
 
 These modules import only the standard library, :mod:`capshim.errors` and
 each other; everything else may import them.

@@ -52,13 +52,19 @@ def finite(value: object, where: str) -> float:
     return out
 
 
+def is_integer(value: object) -> bool:
+    """Whether ``value`` is an integer as the layer takes one: an int, not a bool, not a float
+    (``24576.0`` is not; JSON Schema's "integer" type and TOML readers' floats would let it through)."""
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
 def integer(value: object, where: str, lo: int | None = None, hi: int | None = None) -> int:
     """``value`` as an int: an int (not bool, not a float such as ``24576.0``) within ``[lo, hi]``.
 
     Raises:
         UsageError: naming ``where``, the value and the range.
     """
-    if isinstance(value, bool) or not isinstance(value, int):
+    if not is_integer(value):
         raise UsageError(f"{where}: {_show(value)} is not an integer")
     if (lo is not None and value < lo) or (hi is not None and value > hi):
         raise UsageError(f"{where}: {_show(value)} is outside [{lo}, {hi}]")

@@ -17,410 +17,29 @@ A profile is a TOML file::
     [extensions]                  # Vulkan only: false hides, true or a spec
     VK_KHR_cooperative_matrix = false   # version (>= 1) adds
 
-The schema (built from ``catalog.py`` and checked with ``jsonschema``) rejects
-unknown keys, wrong types and numbers written as strings; its limits are the
-layer configuration parser's (``[limits]`` of ``capabilities.toml``), so a
-profile that passes here is one the layer takes as written. Then the rules of
-each key's kind (``docs/capabilities.md``): a ``raise`` profile may not turn a
-feature off or hide an extension, a ``lower`` profile may not turn one on or
-add one, an ``exact`` key changes only when ``override_exact`` names it,
-``minSubgroupSize <= subgroupSize <= maxSubgroupSize`` among the keys the
-profile sets, and Metal profiles are raise-only (the Metal shim never lowers
-an answer). Checks against a device: :func:`check_against_device`.
+Modules: :mod:`.model` (the :class:`Profile` value, :class:`ProfileError`,
+version packing), :mod:`.language` (TOML text -> Profile: the schema and the
+direction and consistency rules), :mod:`.checks` (what the layer answers,
+findings against a device), :mod:`.ondevice` (restore and beyond-device
+profiles), :mod:`.catalog` and :mod:`.table` (the capability table). This
+module loads profiles by built-in name or path and re-exports the public names.
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
-import re
-import tomllib
-from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
-from typing import Any
 
-import jsonschema
+import tomli_w
 
-from capshim.errors import CapshimError
-from capshim.profiles.catalog import FLAG_NAMES, KEYS, KINDS, LIMITS, ORDERED, POWER_OF_TWO, SPEC_MIN
+from capshim import paths
+from capshim.profiles.catalog import KEYS
+from capshim.profiles.checks import Finding, check_against_device, check_alone, describe
+from capshim.profiles.language import MAX_PROFILE_BYTES, parse
+from capshim.profiles.model import Profile, ProfileError, escape, format_version, parse_version
 
-__all__ = ["Profile", "ProfileError", "load", "builtin_names", "parse_version", "check_against_device",
-           "check_alone", "describe", "Finding", "escape"]
-
-# Patterns are whole-string matches: jsonschema searches with re.search, where
-# "$" also matches before a final newline, so they end in \Z.
-NAME_RE = r"\A[a-z0-9][a-z0-9._-]{0,63}\Z"
-EXTENSION_RE = r"\AVK_[A-Za-z0-9_]+\Z"
-VERSION_RE = r"\A(0|[1-9][0-9]{0,2})\.(0|[1-9][0-9]{0,3})(\.(0|[1-9][0-9]{0,3}))?\Z"
-LINE_RE = r"\A[^\x00-\x1f\x7f]*\Z"
-U32_MAX = 0xFFFFFFFF
-U64_MAX = 0xFFFFFFFFFFFFFFFF
-# VK_MAKE_API_VERSION (Vulkan specification): major 7 bits, minor 10, patch 12.
-VERSION_FIELDS = (("major", 0x7F), ("minor", 0x3FF), ("patch", 0xFFF))
-_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
-
-
-def escape(text: str) -> str:
-    """``text`` with control characters (C0, DEL, C1, line separators, bidi
-    overrides) written as ``\\xNN``/``\\uNNNN``, safe to print on a terminal."""
-    return _CONTROL.sub(lambda m: f"\\x{ord(m[0]):02x}" if ord(m[0]) < 0x100 else f"\\u{ord(m[0]):04x}", text)
-
-
-def _show(value: Any, limit: int = 80) -> str:
-    """A value as the profile (TOML) spells it: true/false, integers, quoted strings."""
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    text = repr(value) if not isinstance(value, int) or value.bit_length() < 1000 else f"<{value.bit_length()}-bit integer>"
-    return text if len(text) <= limit else text[:limit] + "..."
-
-
-class ProfileError(CapshimError):
-    """An invalid profile (exit 2).
-
-    Attributes:
-        source: the file path or ``builtin:NAME``.
-        key: the dotted key at fault (``capabilities.shaderFloat16``), or None.
-        value: the offending value as written, or None.
-        reason: why it is rejected.
-    """
-
-    def __init__(self, source: str, key: str | None, value: Any, reason: str):
-        self.source, self.key, self.value, self.reason = source, key, value, reason
-        parts = [f"profile {source}"]
-        if key is not None:
-            parts.append(f"key '{key}'")
-        if value is not None:
-            parts.append(f"value {_show(value)}")
-        parts.append(reason)
-        super().__init__(escape(": ".join(parts)))
-
-
-def _kind_schema(api: str, kind: str, key: str) -> dict:
-    if kind == "bool":
-        return {"type": "boolean"}
-    if kind == "u32":
-        return {"type": "integer", "minimum": 0, "maximum": U32_MAX}
-    if kind == "u64":
-        return {"type": "integer", "minimum": 0, "maximum": U64_MAX}
-    if kind == "version":
-        return {"anyOf": [{"type": "integer", "minimum": 0, "maximum": U32_MAX},
-                          {"type": "string", "pattern": VERSION_RE}]}
-    if kind == "flags":
-        names = sorted(FLAG_NAMES.get(key, {}))
-        return {"anyOf": [{"type": "integer", "minimum": 0, "maximum": U32_MAX},
-                          {"type": "array", "items": {"enum": names}, "uniqueItems": True}]}
-    if kind == "family":
-        return {"type": "integer", "minimum": 1001, "maximum": 1999}
-    if kind == "families":
-        fam = {"type": "integer", "anyOf": [{"minimum": 2001, "maximum": 2999},
-                                            {"minimum": 3001, "maximum": 3999},
-                                            {"minimum": 5001, "maximum": 5999}]}
-        return {"type": "array", "items": fam, "uniqueItems": True}
-    raise AssertionError(f"unknown kind {kind} for {api}.{key}")
-
-
-def schema(api: str) -> dict:
-    """The JSON Schema (draft 2020-12) of a profile for ``api``.
-
-    Raises:
-        KeyError: when ``api`` is not "vulkan" or "metal".
-    """
-    caps = {k: _kind_schema(api, kind, k) for k, kind in KEYS[api].items()}
-    exact = [k for k, kind in KINDS[api].items() if kind == "exact"]
-    props: dict[str, Any] = {
-        "name": {"type": "string", "pattern": NAME_RE},
-        "api": {"enum": sorted(KEYS)},
-        "direction": {"enum": ["raise", "lower"]},
-        "version": {"type": "integer", "minimum": 1, "maximum": LIMITS["profile_version_max"]},
-        "description": {"type": "string", "minLength": 1, "maxLength": 200, "pattern": LINE_RE},
-        "capabilities": {"type": "object", "properties": caps, "additionalProperties": False},
-        "override_exact": {"type": "array", "items": {"enum": exact}, "uniqueItems": True},
-    }
-    if api == "vulkan":
-        props["extensions"] = {
-            "type": "object",
-            "maxProperties": LIMITS["extensions_max"],
-            "propertyNames": {"pattern": EXTENSION_RE, "maxLength": LIMITS["extension_name_max"]},
-            "additionalProperties": {"anyOf": [{"type": "boolean"},
-                                               {"type": "integer", "minimum": 1, "maximum": U32_MAX}]},
-        }
-    return {
-        "$schema": "https://json-schema.org/draft/2020-12/schema",
-        "type": "object",
-        "properties": props,
-        "required": ["name", "api", "direction", "version", "description"],
-        "additionalProperties": False,
-    }
-
-
-def parse_version(text: str | int) -> int:
-    """A Vulkan version "MAJOR.MINOR[.PATCH]" or an integer, as VK_MAKE_API_VERSION(0, ...).
-
-    Source: Vulkan specification, VK_MAKE_API_VERSION (variant 0, major << 22,
-    minor << 12, patch).
-
-    Raises:
-        ValueError: a component does not fit its field (major 0..127, minor
-            0..1023, patch 0..4095), or the text is not MAJOR.MINOR[.PATCH].
-    """
-    if isinstance(text, int):
-        return text
-    parts = [int(p) for p in text.split(".")] + [0]
-    if not 2 <= len(parts) - 1 <= 3:
-        raise ValueError(f"'{text}' is not MAJOR.MINOR[.PATCH]")
-    for (field, top), part in zip(VERSION_FIELDS, parts):
-        if part > top:
-            raise ValueError(f"{field} {part} does not fit VK_MAKE_API_VERSION (0..{top})")
-    return (parts[0] << 22) | (parts[1] << 12) | parts[2]
-
-
-def format_version(v: int) -> str:
-    """VK_API_VERSION_MAJOR.MINOR.PATCH of a packed Vulkan version."""
-    return f"{(v >> 22) & 0x7F}.{(v >> 12) & 0x3FF}.{v & 0xFFF}"
-
-
-@dataclass(frozen=True)
-class Profile:
-    """A resolved, valid profile.
-
-    Attributes:
-        name, api, direction, version, description: as in the file.
-        capabilities: key -> int (booleans as 0/1, versions packed, flag lists
-            or'ed into a mask); units as the API defines them (bytes for sizes).
-        extensions: Vulkan extension name -> spec version to report (0: hide).
-        override_exact: the exact keys (``subgroupSize``) the profile may change.
-        source: the file path, or ``builtin:NAME``.
-        text: the file's text exactly as read (what the evidence bundle keeps).
-    """
-
-    name: str
-    api: str
-    direction: str
-    version: int
-    description: str
-    capabilities: dict[str, int] = field(default_factory=dict)
-    extensions: dict[str, int] = field(default_factory=dict)
-    override_exact: tuple[str, ...] = ()
-    source: str = ""
-    text: str = ""
-
-    @property
-    def sha256(self) -> str:
-        """SHA-256 (hex) of the profile's text."""
-        return hashlib.sha256(self.text.encode()).hexdigest()
-
-    def to_dict(self) -> dict:
-        """The resolved profile as plain JSON-ready data (booleans as true/false, versions as "1.3.280";
-        ``override_exact`` only when the profile has one)."""
-        kinds = KEYS[self.api]
-        caps = {}
-        for key, value in self.capabilities.items():
-            kind = kinds[key]
-            caps[key] = bool(value) if kind == "bool" else format_version(value) if kind == "version" else value
-        out = {
-            "name": self.name, "api": self.api, "direction": self.direction,
-            "version": self.version, "description": self.description,
-            "capabilities": caps, "extensions": dict(self.extensions),
-            "source": self.source, "sha256": self.sha256,
-        }
-        if self.override_exact:
-            out["override_exact"] = list(self.override_exact)
-        return out
-
-
-def _first_error(errors) -> jsonschema.ValidationError:
-    errs = sorted(errors, key=lambda e: (list(e.absolute_path), e.message))
-    return errs[0]
-
-
-def _check_schema(data: dict, source: str) -> None:
-    api = data.get("api")
-    if api is None:
-        raise ProfileError(source, "api", None, "required key is missing (\"vulkan\" or \"metal\")")
-    if api not in KEYS:
-        raise ProfileError(source, "api", api, f"must be one of {', '.join(sorted(KEYS))}")
-    validator = jsonschema.Draft202012Validator(schema(api))
-    errors = list(validator.iter_errors(data))
-    if not errors:
-        return
-    err = _first_error(errors)
-    path = [str(p) for p in err.absolute_path]
-    if err.validator == "additionalProperties":
-        extra = sorted(set(err.instance) - set(err.schema.get("properties", {})))
-        key = ".".join(path + [extra[0]]) if extra else ".".join(path)
-        where = "capability" if path == ["capabilities"] else "key"
-        known = f" for api '{api}'" if path == ["capabilities"] else ""
-        raise ProfileError(source, key, None, f"unknown {where}{known}")
-    if err.validator == "required":
-        missing = err.message.split("'")[1] if "'" in err.message else err.message
-        raise ProfileError(source, missing, None, "required key is missing")
-    if "propertyNames" in err.schema_path:
-        name_max = LIMITS["extension_name_max"]
-        raise ProfileError(source, ".".join(path + [str(err.instance)]), None,
-                           f"longer than {name_max} characters (VK_MAX_EXTENSION_NAME_SIZE)"
-                           if len(err.instance) > name_max else
-                           "not an extension name (VK_ followed by letters, digits and _)")
-    if err.validator == "maxProperties":
-        raise ProfileError(source, ".".join(path), None, f"more than {err.validator_value} extensions")
-    key = ".".join(path) or None
-    value = err.instance
-    kind = None
-    if len(path) == 2 and path[0] == "capabilities":
-        kind = KEYS[api].get(path[1])
-    elif path == ["version"]:
-        kind = "profile-version"
-    elif len(path) == 2 and path[0] == "extensions":
-        kind = "extension"
-    reason = _reason(err, kind)
-    raise ProfileError(source, key, value, reason)
-
-
-def _reason(err: jsonschema.ValidationError, kind: str | None) -> str:
-    expected = {
-        "bool": "expected true or false",
-        "u32": "expected a whole number 0..4294967295",
-        "u64": "expected a whole number 0..18446744073709551615",
-        "version": "expected a version like \"1.3.230\" or a whole number",
-        "flags": "expected a whole number or a list of flag names",
-        "family": "expected an Apple family number 1001..1999",
-        "families": "expected a list of Mac (2xxx), Common (3xxx) or Metal (5xxx) family numbers",
-        "profile-version": f"expected a whole number 1..{LIMITS['profile_version_max']}",
-        "extension": "expected false, true or a spec version 1..4294967295",
-    }
-    if kind in expected:
-        return expected[kind]
-    if err.validator == "enum":
-        return "must be one of " + ", ".join(str(v) for v in err.validator_value)
-    return err.message
-
-
-def _resolve(data: dict, source: str, text: str) -> Profile:
-    api, direction = data["api"], data["direction"]
-    caps: dict[str, int] = {}
-    for key, value in data.get("capabilities", {}).items():
-        kind = KEYS[api][key]
-        where = f"capabilities.{key}"
-        if kind == "bool":
-            if direction == "raise" and value is False:
-                raise ProfileError(source, where, value, "a 'raise' profile cannot turn a feature off")
-            if direction == "lower" and value is True:
-                raise ProfileError(source, where, value, "a 'lower' profile cannot turn a feature on")
-            caps[key] = int(value)
-        elif kind == "version":
-            try:
-                caps[key] = parse_version(value)
-            except ValueError as exc:
-                raise ProfileError(source, where, value, str(exc)) from None
-            if caps[key] == 0:
-                raise ProfileError(source, where, value, "version 0 is no Vulkan version (1.0 is the lowest)")
-            if caps[key] >> 29:
-                raise ProfileError(source, where, value,
-                                   f"variant {caps[key] >> 29} in bits 29..31: a Vulkan API version has variant 0 "
-                                   "(VK_MAKE_API_VERSION)")
-        elif kind == "flags":
-            if isinstance(value, list):
-                bits = FLAG_NAMES[key]
-                mask = 0
-                for name in value:
-                    mask |= bits[name]
-                caps[key] = mask
-            else:
-                caps[key] = value
-        elif kind == "families":
-            caps[key] = sorted(value)
-        else:
-            floor = SPEC_MIN.get(api, {}).get(key)
-            if floor is not None and value < floor:
-                raise ProfileError(source, where, value,
-                                   f"below the Vulkan spec's required minimum {floor} (Vulkan spec, Limits, "
-                                   "\"Required Limits\" table): no conformant device answers less")
-            caps[key] = value
-    exts: dict[str, int] = {}
-    for name, value in data.get("extensions", {}).items():
-        where = f"extensions.{name}"
-        spec = 0 if value is False else (1 if value is True else value)
-        if direction == "raise" and spec == 0:
-            raise ProfileError(source, where, value, "a 'raise' profile cannot hide an extension")
-        if direction == "lower" and spec != 0:
-            raise ProfileError(source, where, value, "a 'lower' profile can only hide an extension (false)")
-        exts[name] = spec
-    if api == "metal" and direction != "raise":
-        raise ProfileError(source, "direction", direction, "Metal profiles are raise-only")
-    override = tuple(data.get("override_exact", ()))
-    for key in override:
-        if key not in caps:
-            raise ProfileError(source, "override_exact", key, "names a key the profile does not set")
-    for key in caps:
-        if KINDS[api][key] == "exact" and key not in override:
-            raise ProfileError(source, f"capabilities.{key}", data["capabilities"][key],
-                               f"an exact property (what the hardware does): add override_exact = [\"{key}\"] "
-                               "to change it anyway")
-    _check_rules(caps, source)
-    return Profile(name=data["name"], api=api, direction=direction, version=data["version"],
-                   description=data["description"], capabilities=caps, extensions=exts,
-                   override_exact=override, source=source, text=text)
-
-
-def _check_rules(caps: dict[str, int], source: str) -> None:
-    """The table's ``[rules]`` among the keys a profile sets: powers of two (the spec says
-    "is a power-of-two" of each subgroup size), and sequences non-decreasing
-    (minSubgroupSize <= subgroupSize <= maxSubgroupSize)."""
-    for key in POWER_OF_TWO:
-        value = caps.get(key)
-        if value is not None and (value < 1 or value & (value - 1)):
-            raise ProfileError(source, f"capabilities.{key}", value, "not a power of two (the spec requires one)")
-    for seq in ORDERED:
-        given = [(k, caps[k]) for k in seq if k in caps]
-        for (lo_key, lo), (hi_key, hi) in zip(given, given[1:]):
-            if lo > hi:
-                raise ProfileError(source, f"capabilities.{hi_key}", hi,
-                                   f"below {lo_key} {lo} (the spec requires {' <= '.join(seq)})")
-
-
-MAX_NESTING = 4
-"""The deepest nesting of tables and arrays a profile may have (profiles are
-flat: ``capabilities.KEY = [..]`` is 3 levels); deeper data is refused before
-any recursive code (schema validation, resolving, JSON output) sees it."""
-
-
-def _check_nesting(data: dict, source: str) -> None:
-    """Refuse tables or arrays nested deeper than :data:`MAX_NESTING`, iteratively.
-
-    Raises:
-        ProfileError: naming the dotted key whose value nests too deep.
-    """
-    stack: list[tuple[Any, list[str], int]] = [(data, [], 0)]
-    while stack:
-        value, path, depth = stack.pop()
-        if not isinstance(value, (dict, list)):
-            continue
-        if depth >= MAX_NESTING:
-            raise ProfileError(source, ".".join(path) or None, None,
-                               f"nested deeper than {MAX_NESTING} levels of tables or arrays "
-                               "(a profile's values are flat)")
-        if isinstance(value, dict):
-            stack.extend((v, path + [str(k)], depth + 1) for k, v in value.items())
-        else:
-            stack.extend((v, path if path else ["[]"], depth + 1) for v in value)
-
-
-def parse(text: str, source: str) -> Profile:
-    """Parse and validate a profile's TOML text.
-
-    Raises:
-        ProfileError: naming ``source``, the key, the value and the reason.
-    """
-    try:
-        data = tomllib.loads(text)
-    except ValueError as exc:  # TOMLDecodeError, or an integer of more than 4300 digits
-        raise ProfileError(source, None, None, f"not valid TOML: {exc}") from None
-    except RecursionError:  # tomllib parses nested arrays and inline tables recursively
-        raise ProfileError(source, None, None, f"not valid TOML for a profile: arrays or tables nested "
-                           f"too deep (a profile nests at most {MAX_NESTING} levels)") from None
-    _check_nesting(data, source)
-    _check_schema(data, source)
-    return _resolve(data, source, text)
+__all__ = ["Profile", "ProfileError", "load", "parse", "builtin_names", "parse_version", "format_version",
+           "check_against_device", "check_alone", "describe", "Finding", "escape", "to_toml"]
 
 
 def _builtin_dir():
@@ -430,10 +49,6 @@ def _builtin_dir():
 def builtin_names() -> list[str]:
     """Names of the profiles that ship in the package, sorted."""
     return sorted(p.name[:-5] for p in _builtin_dir().iterdir() if p.name.endswith(".toml"))
-
-
-MAX_PROFILE_BYTES = 1 << 20
-"""The largest profile file read (a profile is a few hundred bytes)."""
 
 
 def load(ref: str | Path) -> Profile:
@@ -450,8 +65,6 @@ def load(ref: str | Path) -> Profile:
     if path.is_dir() and ("/" in ref_s or ref_s not in builtin_names()):
         raise ProfileError(ref_s, None, None, "is a folder, not a profile file")
     if path.is_file() or "/" in ref_s or ref_s.endswith(".toml"):
-        from capshim import paths
-
         try:  # bounded, regular files only: /dev/zero or a FIFO is refused at once
             text = paths.read_limited(path, MAX_PROFILE_BYTES).decode("utf-8")
         except (OSError, UnicodeDecodeError) as exc:
@@ -466,8 +79,6 @@ def load(ref: str | Path) -> Profile:
 
 def to_toml(profile: Profile) -> str:
     """Write a profile back as TOML text (used for generated profiles), with the tomli-w writer."""
-    import tomli_w
-
     kinds = KEYS[profile.api]
     caps = {}
     for key, value in profile.capabilities.items():
@@ -482,6 +93,3 @@ def to_toml(profile: Profile) -> str:
     if profile.extensions:
         doc["extensions"] = {name: (spec if spec else False) for name, spec in profile.extensions.items()}
     return tomli_w.dumps(doc)
-
-
-from capshim.profiles.checks import Finding, check_against_device, check_alone, describe  # noqa: E402

@@ -19,13 +19,11 @@ Consistency rules (Vulkan specification):
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from capshim.profiles.catalog import KINDS, ORDERED
+from capshim.profiles.model import Profile, escape, format_version, parse_version
 from capshim.profiles.table import load as load_table
-
-if TYPE_CHECKING:
-    from capshim.profiles import Profile
 
 
 @dataclass(frozen=True)
@@ -86,8 +84,6 @@ def answer(kind: str, vtype: str, direction: str, device: Any, value: Any) -> An
 
 def reported_answers(profile: Profile, device_answers: dict) -> dict[str, Any]:
     """key -> the answer the layer will give under ``profile`` (keys the device reports; versions packed)."""
-    from capshim.profiles import parse_version
-
     kinds, types = KINDS[profile.api], load_table().keys[profile.api]
     vtypes = {k.key: k.type for k in types}
     out = {}
@@ -127,8 +123,6 @@ def _feature_guards(key: str) -> str:
 
 def describe(profile: Profile) -> list[str]:
     """One line per key and extension: what the layer will answer with ``profile`` (for ``profile check``)."""
-    from capshim.profiles import escape, format_version
-
     vtypes = {k.key: k.type for k in load_table().keys[profile.api]}
     raise_ = profile.direction == "raise"
     out = []
@@ -148,8 +142,9 @@ def describe(profile: Profile) -> list[str]:
         out.append(f"{key}: {text}")
     for name, spec in profile.extensions.items():
         out.append(f"extension {name}: " + (
-            "hidden" if spec == 0 else f"listed with spec version {spec} (dropped by the loader at "
-                                       "vkCreateDevice when the driver lacks it)"))
+            "hidden" if spec == 0 else f"added with spec version {spec} where the device lacks it (a device "
+                                       "that lists it keeps its own spec version; the loader drops an added "
+                                       "one at vkCreateDevice when the driver lacks it)"))
     return [escape(line) for line in out]
 
 
@@ -185,8 +180,6 @@ def _no_effect(profile: Profile, device_answers: dict) -> list[Finding]:
     """
     if profile.direction != "lower":
         return []
-    from capshim.profiles import format_version, parse_version
-
     kinds = KINDS[profile.api]
     vtypes = {k.key: k.type for k in load_table().keys[profile.api]}
     dev_caps = device_answers.get("capabilities", {})
@@ -240,13 +233,14 @@ def check_against_device(profile: Profile, device_answers: dict) -> list[Finding
         Findings, refusals first: ``refuse`` when the answers would break a
         consistency rule (subgroup sizes out of order; a feature turned on
         whose structure the device may not be queried for); ``warn`` when an
-        exact property changes (``override_exact``) and for what
-        :func:`check_alone` finds. Metal profiles: none.
+        exact property changes (``override_exact``), for a ``lower`` value
+        with no effect, for a raise's extension spec version the layer does
+        not report (the device lists the extension: the layer keeps the
+        device's spec version, ``layer.c``) and for what :func:`check_alone`
+        finds. Metal profiles: none.
     """
     if profile.api != "vulkan":
         return []
-    from capshim.profiles import escape, format_version
-
     dev_caps = device_answers.get("capabilities", {})
     reported = reported_answers(profile, device_answers)
     refuse: list[Finding] = []
@@ -278,6 +272,12 @@ def check_against_device(profile: Profile, device_answers: dict) -> list[Finding
                               f"{key} answered true, but no structure holding it can be queried on this device "
                               f"(Vulkan {format_version((api_version[0] << 22) | (api_version[1] << 12))}, needs "
                               f"{_feature_guards(key)}): add the extension or leave {key} out"))
+    for name, spec in profile.extensions.items():
+        have = device_answers.get("extensions", {}).get(name)
+        if spec and have is not None and spec != int(have):
+            warn.append(Finding(f"extension {name}", int(have), int(have), "warn",
+                                f"extension {name} = {spec}: the device lists it with spec version {have}, "
+                                f"which the layer keeps (a raise adds only extensions the device lacks)"))
     for ext, keys in _hidden_features(profile).items():
         on = [k for k in keys if dev_caps.get(k) is True]
         if on and ext in device_answers.get("extensions", {}):

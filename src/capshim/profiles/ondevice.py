@@ -14,8 +14,9 @@ from dataclasses import dataclass
 
 import tomli_w
 
-from capshim.profiles import Profile, format_version, parse, parse_version
 from capshim.profiles.catalog import KEYS, KINDS
+from capshim.profiles.language import parse
+from capshim.profiles.model import Profile, format_version, parse_version
 
 __all__ = ["Beyond", "beyond_device", "restore_profile", "GENERIC_EXTENSION_NOTE"]
 
@@ -121,10 +122,8 @@ def beyond_device(profile: Profile, probe_result: dict,
             out.append(Beyond(key, "capability", real, shown[key], "above the device"))
     have = probe_result.get("extensions", {})
     for ext, spec in profile.extensions.items():
-        if spec and ext not in have:
+        if spec and ext not in have:  # one the device lists keeps its own spec version (layer.c)
             out.append(Beyond(ext, "extension", None, spec, extension_note))
-        elif spec and spec > int(have[ext]):
-            out.append(Beyond(ext, "extension", int(have[ext]), spec, "a spec version above the driver's"))
     return out
 
 

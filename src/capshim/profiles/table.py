@@ -18,10 +18,11 @@ test runs that check).
 
 from __future__ import annotations
 
-import tomllib
 from dataclasses import dataclass
 from functools import cache
 from importlib import resources
+
+from capshim.contracts import tomlread
 
 KINDS = ("feature", "upper", "lower", "exact", "version")
 VULKAN_TYPES = ("bool", "u32", "flags", "version")
@@ -124,6 +125,11 @@ class Table:
         raise KeyError(f"{api} key {key}")
 
 
+TOML_LIMITS = tomlread.Limits(max_bytes=1 << 20, max_depth=3, max_items=1024, max_keys=1024)
+"""What ``capabilities.toml`` may hold (:mod:`capshim.contracts.tomlread`): ``[[vulkan]]`` entries'
+``structs`` lists are 3 levels deep; a thousand keys per API is far beyond the layer's ``values_max``."""
+
+
 class TableError(ValueError):
     """capabilities.toml breaks its own rules (a programming error: the message names the entry)."""
 
@@ -144,8 +150,9 @@ def parse(text: str) -> Table:
         TableError: an unknown kind, type, chain or struct, a duplicate key,
             a mirrored struct without the member, a key longer than
             ``limits.key_max``.
+        capshim.contracts.tomlread.TomlError: not TOML, or beyond :data:`TOML_LIMITS`.
     """
-    data = tomllib.loads(text)
+    data = tomlread.loads(text, "capabilities.toml", TOML_LIMITS)
     limits = dict(data["limits"])
     structs = {}
     for name, s in data["structs"].items():
@@ -395,8 +402,11 @@ def render_docs(table: Table) -> str:
         *[f"| {k} | {v} |" for k, v in lim.items()],
         "",
         "Version strings `MAJOR.MINOR[.PATCH]` must fit `VK_MAKE_API_VERSION`: major <= 127,",
-        "minor <= 1023, patch <= 4095. Names, keys and values hold no control characters;",
-        "messages escape any they quote.",
+        "minor <= 1023, patch <= 4095. Numbers are TOML integers: `24576.0` is a float, refused",
+        "by `capshim profile check` as by the layer's parser. Names, keys and values hold no",
+        "control characters; messages escape any they quote. A profile's TOML is read within",
+        "the bounds of `profiles.language.TOML_LIMITS` (size, nesting, array length, table",
+        "size) before any validation.",
         "",
         "## Vulkan",
         "",

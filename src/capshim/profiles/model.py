@@ -1,0 +1,133 @@
+"""The profile model: :class:`Profile`, :class:`ProfileError`, Vulkan version packing, escaping.
+
+Nothing here reads or validates a profile (that is :mod:`capshim.profiles.language`);
+these are the values every other profile module passes around.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from capshim.errors import CapshimError
+from capshim.profiles.catalog import KEYS
+
+U32_MAX = 0xFFFFFFFF
+U64_MAX = 0xFFFFFFFFFFFFFFFF
+# VK_MAKE_API_VERSION (Vulkan specification): major 7 bits, minor 10, patch 12.
+VERSION_FIELDS = (("major", 0x7F), ("minor", 0x3FF), ("patch", 0xFFF))
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+
+
+def escape(text: str) -> str:
+    """``text`` with control characters (C0, DEL, C1, line separators, bidi
+    overrides) written as ``\\xNN``/``\\uNNNN``, safe to print on a terminal."""
+    return _CONTROL.sub(lambda m: f"\\x{ord(m[0]):02x}" if ord(m[0]) < 0x100 else f"\\u{ord(m[0]):04x}", text)
+
+
+def _show(value: Any, limit: int = 80) -> str:
+    """A value as the profile (TOML) spells it: true/false, integers, quoted strings."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    text = repr(value) if not isinstance(value, int) or value.bit_length() < 1000 else f"<{value.bit_length()}-bit integer>"
+    return text if len(text) <= limit else text[:limit] + "..."
+
+
+class ProfileError(CapshimError):
+    """An invalid profile (exit 2).
+
+    Attributes:
+        source: the file path or ``builtin:NAME``.
+        key: the dotted key at fault (``capabilities.shaderFloat16``), or None.
+        value: the offending value as written, or None.
+        reason: why it is rejected.
+    """
+
+    def __init__(self, source: str, key: str | None, value: Any, reason: str):
+        self.source, self.key, self.value, self.reason = source, key, value, reason
+        parts = [f"profile {source}"]
+        if key is not None:
+            parts.append(f"key '{key}'")
+        if value is not None:
+            parts.append(f"value {_show(value)}")
+        parts.append(reason)
+        super().__init__(escape(": ".join(parts)))
+
+
+
+
+def parse_version(text: str | int) -> int:
+    """A Vulkan version "MAJOR.MINOR[.PATCH]" or an integer, as VK_MAKE_API_VERSION(0, ...).
+
+    Source: Vulkan specification, VK_MAKE_API_VERSION (variant 0, major << 22,
+    minor << 12, patch).
+
+    Raises:
+        ValueError: a component does not fit its field (major 0..127, minor
+            0..1023, patch 0..4095), or the text is not MAJOR.MINOR[.PATCH].
+    """
+    if isinstance(text, int):
+        return text
+    parts = [int(p) for p in text.split(".")] + [0]
+    if not 2 <= len(parts) - 1 <= 3:
+        raise ValueError(f"'{text}' is not MAJOR.MINOR[.PATCH]")
+    for (name, top), part in zip(VERSION_FIELDS, parts):
+        if part > top:
+            raise ValueError(f"{name} {part} does not fit VK_MAKE_API_VERSION (0..{top})")
+    return (parts[0] << 22) | (parts[1] << 12) | parts[2]
+
+
+def format_version(v: int) -> str:
+    """VK_API_VERSION_MAJOR.MINOR.PATCH of a packed Vulkan version."""
+    return f"{(v >> 22) & 0x7F}.{(v >> 12) & 0x3FF}.{v & 0xFFF}"
+
+
+@dataclass(frozen=True)
+class Profile:
+    """A resolved, valid profile.
+
+    Attributes:
+        name, api, direction, version, description: as in the file.
+        capabilities: key -> int (booleans as 0/1, versions packed, flag lists
+            or'ed into a mask); units as the API defines them (bytes for sizes).
+        extensions: Vulkan extension name -> spec version to report (0: hide).
+        override_exact: the exact keys (``subgroupSize``) the profile may change.
+        source: the file path, or ``builtin:NAME``.
+        text: the file's text exactly as read (what the evidence bundle keeps).
+    """
+
+    name: str
+    api: str
+    direction: str
+    version: int
+    description: str
+    capabilities: dict[str, int] = field(default_factory=dict)
+    extensions: dict[str, int] = field(default_factory=dict)
+    override_exact: tuple[str, ...] = ()
+    source: str = ""
+    text: str = ""
+
+    @property
+    def sha256(self) -> str:
+        """SHA-256 (hex) of the profile's text."""
+        return hashlib.sha256(self.text.encode()).hexdigest()
+
+    def to_dict(self) -> dict:
+        """The resolved profile as plain JSON-ready data (booleans as true/false, versions as "1.3.280";
+        ``override_exact`` only when the profile has one)."""
+        kinds = KEYS[self.api]
+        caps = {}
+        for key, value in self.capabilities.items():
+            kind = kinds[key]
+            caps[key] = bool(value) if kind == "bool" else format_version(value) if kind == "version" else value
+        out = {
+            "name": self.name, "api": self.api, "direction": self.direction,
+            "version": self.version, "description": self.description,
+            "capabilities": caps, "extensions": dict(self.extensions),
+            "source": self.source, "sha256": self.sha256,
+        }
+        if self.override_exact:
+            out["override_exact"] = list(self.override_exact)
+        return out
