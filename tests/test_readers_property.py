@@ -9,7 +9,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from capshim import evidence, jsonread, status
+from capshim import evidence, jsonread, report, status
 from capshim.bench import attest, llamabench
 
 SETTINGS = settings(max_examples=300, deadline=None, derandomize=True,
@@ -126,7 +126,7 @@ def test_json_reader_refuses_devices():
 def test_verify_reports_a_metadata_of_the_wrong_shape(tmp_path):
     b = evidence.Bundle.create(tmp_path / "b", metadata={})
     b.metadata["host"] = "not an object"
-    b.finalize([], {"a": {"state": "native"}}, "a")
+    b.finalize(report.bundle_steps([], {"a": {"state": "native"}}, "a"))
     assert evidence.verify(b.root) == ["metadata.json: $.host: 'not an object' is not of type 'object'"]
 
 
