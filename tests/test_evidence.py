@@ -419,3 +419,30 @@ def test_finalize_runs_the_steps_it_is_handed(tmp_path):
     md = (b.root / "report.md").read_text()
     assert md.startswith("# ['arms', 'interrupted']\n") and "Interrupted" in md and "- chart: RuntimeError: no" in md
     assert evidence.verify(b.root) == []
+
+
+def _reseal(root):
+    evidence.Bundle(root, {}).write_sums()
+
+
+def test_verify_of_a_metadata_nested_100000_deep_is_a_problem_not_a_traceback(tmp_path):
+    """issue 18: ``evidence verify`` on a bundle whose metadata.json is nested 100,000 deep (resealed)
+    died with a RecursionError; the bounded reader refuses it, naming the file."""
+    root = _sealed(tmp_path)
+    (root / "metadata.json").write_text("[" * 100_000 + "]" * 100_000)
+    _reseal(root)
+    assert evidence.verify(root) == ["metadata.json: nested deeper than 64"]
+    r = CliRunner().invoke(main, ["evidence", "verify", str(root)])
+    assert r.exit_code == 1, r.exception
+    assert "metadata.json: nested deeper than 64" in r.output
+
+
+def test_verify_of_a_study_whose_study_json_is_nested_deep(tmp_path):
+    """The same for a study folder: study.json nested 100,000 deep is named, exit 1."""
+    folder = tmp_path / "s"
+    folder.mkdir()
+    (folder / "study.json").write_text("{\"a\":" * 100_000 + "1" + "}" * 100_000)
+    evidence.Bundle(folder, {}).write_sums()
+    r = CliRunner().invoke(main, ["evidence", "verify", str(folder)])
+    assert r.exit_code == 1, r.exception
+    assert "study.json: cannot read: nested deeper than 64" in r.output

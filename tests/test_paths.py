@@ -57,6 +57,16 @@ def test_model_hash_in_bundle_is_the_digest_not_the_json_sidecar(tmp_path):
     assert runner._model_sha(m) == want
 
 
+def test_a_sidecar_nested_deep_is_hashed_again_not_a_traceback(tmp_path):
+    """A 4,096-byte sidecar of ``[`` (deeper than Python's recursion limit) once raised RecursionError."""
+    m = tmp_path / "m.gguf"
+    m.write_bytes(b"GGUF" + b"\0" * 100)
+    (tmp_path / "m.gguf.sha256").write_text("[" * 4096)
+    paths._MEMO.clear()
+    assert paths.cached_sha256(m) == hashlib.sha256(m.read_bytes()).hexdigest()
+    assert json.loads((tmp_path / "m.gguf.sha256").read_text())["size"] == 104
+
+
 def test_atomic_write_full_disk_leaves_nothing(tmp_path, monkeypatch):
     real_fdopen = os.fdopen
 

@@ -114,7 +114,7 @@ def cached_sha256(path: str | Path, sidecar: bool = True) -> str:
         return _MEMO[key]
     side = p.with_name(p.name + ".sha256")
     if sidecar:
-        with contextlib.suppress(OSError, ValueError):
+        with contextlib.suppress(OSError, ValueError, RecursionError):  # any bad sidecar: hash again
             cached = json.loads(read_limited(side, 4096))
             if (isinstance(cached, dict) and cached.get("size") == st.st_size
                     and cached.get("mtime_ns") == st.st_mtime_ns

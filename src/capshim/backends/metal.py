@@ -27,7 +27,6 @@ entitlement.
 from __future__ import annotations
 
 import importlib.util
-import json
 import os
 import re
 import shutil
@@ -36,7 +35,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from capshim import paths
+from capshim import jsonread, paths
 from capshim import status as shim_status
 from capshim.backends import Backend
 from capshim.errors import BuildError, UsageError
@@ -464,8 +463,8 @@ def _probe_once(probe_bin: Path, env: dict[str, str], framework: Path | None) ->
     cmd = [str(probe_bin)] + (["--framework", str(framework)] if framework else [])
     r = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=120)
     try:
-        data = json.loads(r.stdout.strip().splitlines()[-1]) if r.stdout.strip() else {}
-    except json.JSONDecodeError:
+        data = jsonread.loads(r.stdout.strip().splitlines()[-1], "the Metal probe's output") if r.stdout.strip() else {}
+    except jsonread.JsonShapeError:
         data = {}
     if r.returncode != 0 or "answers" not in data:
         why = data.get("error") or (r.stderr.strip().splitlines() or ["no output"])[-1]

@@ -9,7 +9,6 @@ outside a bundle's layout, and metadata.json has the shape of
 
 from __future__ import annotations
 
-import json
 import re
 from pathlib import Path
 
@@ -40,8 +39,8 @@ def _recorded_runs(p: Path, listed: dict[str, str]) -> set[str]:
         if name not in listed:
             continue
         try:
-            doc = json.loads(paths.read_limited(p / name, 64 << 20))
-        except (OSError, ValueError):
+            doc = jsonread.load(p / name)
+        except jsonread.JsonShapeError:  # metadata.json's own problem is reported by verify
             continue
         arms = doc.get("arms") if isinstance(doc, dict) else None
         if not isinstance(arms, dict):
