@@ -90,6 +90,17 @@ def test_atomic_write_full_disk_leaves_nothing(tmp_path, monkeypatch):
     assert list(tmp_path.iterdir()) == []
 
 
+def test_atomic_write_with_no_room_for_its_temporary_file_is_exit_4(tmp_path, monkeypatch):
+    """A full disk can refuse the temporary file itself (no free inode or block for the folder)."""
+    def full(*a, **k):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(paths.tempfile, "mkstemp", full)
+    with pytest.raises(paths.StorageError) as info:
+        paths.atomic_write(tmp_path / "x.json", b"{}")
+    assert str(info.value) == f"{tmp_path / 'x.json'}: cannot write: No space left on device (nothing partial was left)"
+
+
 def test_sums_write_and_check(tmp_path):
     (tmp_path / "a").write_bytes(b"a")
     (tmp_path / "sub").mkdir()

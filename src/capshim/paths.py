@@ -36,8 +36,8 @@ from pathlib import Path
 from capshim.errors import EXIT_STORAGE, CapshimError
 
 __all__ = ["StorageError", "cache_root", "content_key", "sha256_file", "cached_sha256", "atomic_write",
-           "publish_dir", "new_tmp_dir", "write_sums", "sum_line", "show_name", "read_sums", "check_sums", "verified_sums",
-           "read_limited", "SUMS_NAME"]
+           "publish_dir", "new_tmp_dir", "storage_error", "is_full_disk", "FULL_DISK", "write_sums", "sum_line",
+           "show_name", "read_sums", "check_sums", "verified_sums", "read_limited", "SUMS_NAME"]
 
 SUMS_NAME = "SHA256SUMS"
 _SUM_LINE = re.compile(r"^(?P<digest>[0-9a-fA-F]{64}) [ *](?P<name>.+)$")
@@ -47,6 +47,25 @@ class StorageError(CapshimError):
     """A file could not be written or read back (full disk, I/O error); exit 4, names the file."""
 
     exit_code = EXIT_STORAGE
+
+
+FULL_DISK = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG})
+"""errno values that mean the disk (or the quota, or the file size limit) is full."""
+
+
+def is_full_disk(exc: OSError) -> bool:
+    """Whether a failed write failed for lack of space (:data:`FULL_DISK`)."""
+    return exc.errno in FULL_DISK
+
+
+def storage_error(exc: OSError, what: str | Path, hint: str = "") -> StorageError:
+    """The one error for a file or folder capshim could not write: exit 4, naming it.
+
+    ``"<what>: cannot write: No space left on device"`` plus ``hint`` (what to do), from
+    the system's reason (``strerror``). Use it where capshim writes its own files (the
+    cache, a bundle, a report); :func:`atomic_write` and the native builds do.
+    """
+    return StorageError(f"{what}: cannot write: {exc.strerror or exc}{hint}")
 
 
 def cache_root() -> Path:
@@ -142,8 +161,13 @@ def atomic_write(path: str | Path, data: bytes, *, fsync: bool = True) -> None:
         OSError: any other write error (permissions, not a folder ...).
     """
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    except OSError as exc:
+        if is_full_disk(exc):
+            raise storage_error(exc, path, " (nothing partial was left)") from None
+        raise
     try:
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
@@ -155,8 +179,8 @@ def atomic_write(path: str | Path, data: bytes, *, fsync: bool = True) -> None:
     except BaseException as exc:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
-        if isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG):
-            raise StorageError(f"{path}: cannot write: {exc.strerror} (nothing partial was left)") from None
+        if isinstance(exc, OSError) and is_full_disk(exc):
+            raise storage_error(exc, path, " (nothing partial was left)") from None
         raise
 
 
@@ -177,10 +201,11 @@ def publish_dir(tmp: Path, final: Path, replace: bool = False) -> None:
 
     With ``replace``, an existing ``final`` is first renamed aside and removed
     after the new folder is in place, so ``final`` is missing only between two
-    renames (never while a large folder is being deleted).
+    renames (never while a large folder is being deleted); when the second
+    rename fails the old folder is put back.
 
     Raises:
-        OSError: the rename failed and ``final`` does not exist.
+        OSError: the rename failed and ``final`` does not exist (``tmp`` is left to the caller).
     """
     final.parent.mkdir(parents=True, exist_ok=True)
     if replace and final.is_dir():
@@ -188,6 +213,9 @@ def publish_dir(tmp: Path, final: Path, replace: bool = False) -> None:
         os.rename(final, old / final.name)
         try:
             os.rename(tmp, final)
+        except OSError:
+            os.rename(old / final.name, final)
+            raise
         finally:
             shutil.rmtree(old, ignore_errors=True)
         return

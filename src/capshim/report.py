@@ -13,6 +13,7 @@ from __future__ import annotations
 import html
 from pathlib import Path
 
+from capshim import paths
 from capshim.bench import analysis as _analysis
 from capshim.bench.analysis import (AnalysisError, analyze, arms_from_files,  # noqa: F401 (re-export)
                                     host_from_file)
@@ -44,7 +45,24 @@ def load_summary(bundle: str | Path) -> dict:
 print_table = _terminal.print_table
 render_rich = _terminal.render
 render_markdown = _markdown.render
-draw_chart = _chart.draw
+
+
+def draw_chart(summaries: list[dict], path: str | Path, labels: list[str] | None = None,
+               title: str | None = None) -> Path:
+    """Write the chart of one or more summaries (:func:`capshim.export.chart.png`) as a PNG at ``path``.
+
+    Written atomically (:func:`capshim.paths.atomic_write`): a reader sees the old file or the new one.
+
+    Returns:
+        ``Path(path)``.
+
+    Raises:
+        StorageError: the disk is full (exit 4), names the file; nothing partial is left.
+        OSError: another write error (no permission, a missing folder).
+    """
+    out = Path(path)
+    paths.atomic_write(out, _chart.png(summaries, labels, title))
+    return out
 
 
 def render_html(summaries: list[dict], labels: list[str] | None = None, title: str | None = None,

@@ -126,17 +126,17 @@ def build(force: bool = False, repair: bool = True) -> VulkanBuild:
     if not Path("/usr/include/vulkan/vulkan.h").is_file() and not os.environ.get("CPATH"):
         raise CapshimError("Vulkan headers not found (/usr/include/vulkan/vulkan.h): "
                            "install libvulkan-dev (./setup.sh does)")
-    tmp = nb.new_tmp(final)
-    for s in SOURCES:
-        (tmp / s).write_bytes((src / s).read_bytes())
-    for cmd in cmds.values():
-        nb.run_compiler(cmd, tmp)
-    for role, (layer, _env) in ROLES.items():
-        data = _manifest(layer, role)
-        (tmp / "manifests" / role).mkdir(parents=True)
-        (tmp / "manifests" / role / f"{layer}.json").write_text(json.dumps(data, indent=2) + "\n")
-    paths.write_sums(tmp, [LIBRARY, PROBE], fsync=False)
-    nb.publish(tmp, final, replace=force)
+    with nb.staging(final) as tmp:  # never left behind; a full cache disk is exit 4 naming the file
+        for s in SOURCES:
+            (tmp / s).write_bytes((src / s).read_bytes())
+        for cmd in cmds.values():
+            nb.run_compiler(cmd, tmp)
+        for role, (layer, _env) in ROLES.items():
+            data = _manifest(layer, role)
+            (tmp / "manifests" / role).mkdir(parents=True)
+            (tmp / "manifests" / role / f"{layer}.json").write_text(json.dumps(data, indent=2) + "\n")
+        paths.write_sums(tmp, [LIBRARY, PROBE], fsync=False)
+        nb.publish(tmp, final, replace=force)
     return result
 
 

@@ -7,7 +7,6 @@ Nothing here knows a bundle's layout; :mod:`.bundle` writes these bytes,
 from __future__ import annotations
 
 import datetime as _dt
-import errno
 import json
 import math
 import os
@@ -100,7 +99,7 @@ def write_error(exc: OSError, what: str) -> CapshimError:
 
     ``what`` names the file or folder; the system's reason follows it.
     """
-    if exc.errno in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG):
+    if paths.is_full_disk(exc):
         return StorageError(f"{what}: {exc.strerror}")
     return EvidenceError(f"{what}: {exc.strerror or exc}")
 
