@@ -446,3 +446,21 @@ def test_verify_of_a_study_whose_study_json_is_nested_deep(tmp_path):
     r = CliRunner().invoke(main, ["evidence", "verify", str(folder)])
     assert r.exit_code == 1, r.exception
     assert "study.json: cannot read: nested deeper than 64" in r.output
+
+
+def test_verify_names_a_401_digit_integer_in_metadata(tmp_path):
+    root = _sealed(tmp_path)
+    meta = json.loads((root / "metadata.json").read_text())
+    text = json.dumps(meta).replace('"cpu_count": ', '"cpu_count": ' + "9" * 401 + ", \"was\": ", 1)
+    (root / "metadata.json").write_text(text)
+    _reseal(root)
+    assert evidence.verify(root) == ["metadata.json: $.host.cpu_count: an integer of 401 digits (more than 20) "
+                                     "is not a measurement"]
+
+
+def test_a_summary_step_that_returns_no_summary_is_recorded(tmp_path):
+    b = evidence.Bundle.create(tmp_path / "b", metadata={})
+    s = b.finalize([evidence.Step("odd analysis", "summary.json", lambda: [1, 2]),
+                    evidence.Step("fallback", "summary.json", lambda: {"arms": {}}, slow=False)])
+    assert s["finalize_failures"] == [{"step": "odd analysis", "error": "returned list, not a summary"}]
+    assert evidence.verify(b.root) == []

@@ -367,3 +367,33 @@ def test_report_output_is_written_atomically_and_a_full_disk_is_exit_4(tmp_path,
     monkeypatch.setattr(paths.os, "replace", real)
     r = CliRunner().invoke(main, ["report", str(b), "-o", str(out), "--format", "md"])
     assert r.exit_code == 0 and "| vm-unlocked |" in out.read_text()
+
+
+def test_report_refuses_a_link_into_a_sealed_bundle(tmp_path):
+    """``-o x.md`` where x.md is a link to B/report.md would replace the sealed file through the link."""
+    from capshim import evidence
+
+    b = _sealed_bundle(tmp_path)
+    link = tmp_path / "x.md"
+    link.symlink_to(b / "report.md")
+    r = CliRunner().invoke(main, ["report", str(b), "-o", str(link), "--chart", str(tmp_path / "c.png")])
+    assert r.exit_code == 2 and f"inside the sealed folder {b}" in r.output, r.output
+    assert (b / "report.md").read_text() == "# as sealed\n" and evidence.verify(b) == []
+
+
+def test_report_into_a_fifo_writes_through_it_and_leaves_it_a_fifo(tmp_path):
+    """A device or FIFO named by -o (``/dev/stdout``) is written into, never replaced by a regular file."""
+    import os
+    import stat
+    import threading
+
+    b = _sealed_bundle(tmp_path)
+    fifo = tmp_path / "out.md"
+    os.mkfifo(fifo)
+    got = []
+    reader = threading.Thread(target=lambda: got.append(fifo.read_text()))
+    reader.start()
+    r = CliRunner().invoke(main, ["report", str(b), "-o", str(fifo), "--format", "md"])
+    reader.join(60)
+    assert r.exit_code == 0, r.output
+    assert stat.S_ISFIFO(os.lstat(fifo).st_mode) and "| vm-unlocked |" in got[0]

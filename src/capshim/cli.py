@@ -408,7 +408,8 @@ def report_cmd(bundles, arm_opts, host_file, baseline, fmt, allow_mismatch, outp
     for flag, target in (("--output", output), ("--chart", chart)):
         if not target:
             continue
-        folders.refuse_inside_sealed(target, flag)  # a sealed bundle or study stays as it was sealed
+        for where in dict.fromkeys([Path(target), Path(target).resolve()]):  # a link into a sealed folder too
+            folders.refuse_inside_sealed(where, flag)  # a sealed bundle or study stays as it was sealed
         if not Path(target).parent.is_dir():
             raise UsageError(f"{flag} {target}: folder {Path(target).parent} does not exist")
         if Path(target).is_dir():
@@ -437,7 +438,7 @@ def report_cmd(bundles, arm_opts, host_file, baseline, fmt, allow_mismatch, outp
         return
     if output:
         try:  # atomic: a reader sees the old file or the new one; a full disk is exit 4 naming the file
-            paths.atomic_write(output, text.encode("utf-8"))
+            paths.write_output(output, text.encode("utf-8"))
         except OSError as exc:
             raise UsageError(f"--output {output}: cannot write: {exc.strerror or exc}") from None
         click.echo(f"wrote {output}" + (f" and {chart}" if chart else ""), err=True)

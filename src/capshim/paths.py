@@ -36,7 +36,7 @@ from pathlib import Path
 from capshim.errors import EXIT_STORAGE, CapshimError
 
 __all__ = ["StorageError", "cache_root", "content_key", "sha256_file", "cached_sha256", "atomic_write",
-           "publish_dir", "new_tmp_dir", "storage_error", "is_full_disk", "FULL_DISK", "write_sums", "sum_line",
+           "publish_dir", "new_tmp_dir", "write_output", "storage_error", "is_full_disk", "FULL_DISK", "write_sums", "sum_line",
            "show_name", "read_sums", "check_sums", "verified_sums", "read_limited", "SUMS_NAME"]
 
 SUMS_NAME = "SHA256SUMS"
@@ -182,6 +182,43 @@ def atomic_write(path: str | Path, data: bytes, *, fsync: bool = True) -> None:
         if isinstance(exc, OSError) and is_full_disk(exc):
             raise storage_error(exc, path, " (nothing partial was left)") from None
         raise
+
+
+def write_output(path: str | Path, data: bytes) -> Path:
+    """Write a file the user named (``report -o``, ``--chart``), replacing it in one step where that is safe.
+
+    A regular file (or a new one) is written with :func:`atomic_write`; through a
+    link, the file the link names is replaced (the link stays). An existing file that
+    is not a regular file (``/dev/stdout``, ``/dev/null``, a FIFO) is written straight
+    into: replacing it would put a regular file where a device was.
+
+    Returns:
+        The path written (links resolved for regular files).
+
+    Raises:
+        StorageError: the disk is full (exit 4), naming ``path``; nothing partial is left
+            in a regular file.
+        OSError: another write error (no permission, a folder, a missing parent folder).
+    """
+    p = Path(path)
+    try:
+        mode = os.stat(p).st_mode
+    except FileNotFoundError:
+        mode = None
+    if mode is not None and not stat.S_ISREG(mode):
+        if stat.S_ISDIR(mode):
+            raise IsADirectoryError(errno.EISDIR, "is a folder", str(p))
+        try:
+            with open(p, "wb") as fh:
+                fh.write(data)
+        except OSError as exc:
+            if is_full_disk(exc):
+                raise storage_error(exc, p) from None
+            raise
+        return p
+    real = p.resolve() if p.is_symlink() else p
+    atomic_write(real, data)
+    return real
 
 
 def _umask() -> int:

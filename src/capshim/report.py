@@ -51,7 +51,8 @@ def draw_chart(summaries: list[dict], path: str | Path, labels: list[str] | None
                title: str | None = None) -> Path:
     """Write the chart of one or more summaries (:func:`capshim.export.chart.png`) as a PNG at ``path``.
 
-    Written atomically (:func:`capshim.paths.atomic_write`): a reader sees the old file or the new one.
+    Written with :func:`capshim.paths.write_output`: a regular file atomically (a reader
+    sees the old file or the new one), a device such as ``/dev/null`` straight.
 
     Returns:
         ``Path(path)``.
@@ -61,7 +62,7 @@ def draw_chart(summaries: list[dict], path: str | Path, labels: list[str] | None
         OSError: another write error (no permission, a missing folder).
     """
     out = Path(path)
-    paths.atomic_write(out, _chart.png(summaries, labels, title))
+    paths.write_output(out, _chart.png(summaries, labels, title))
     return out
 
 
