@@ -29,7 +29,7 @@ def test_cache_root_rule(tmp_path, monkeypatch):
 
 def test_every_caller_uses_the_one_rule(tmp_path, monkeypatch):
     monkeypatch.setenv("CAPSHIM_CACHE_DIR", str(tmp_path / "c"))
-    assert nb.cache_root() == tmp_path / "c"
+    assert paths.cache_root() == tmp_path / "c"
     assert model.capshim_cache_dir() == tmp_path / "c"
     assert llamacpp_build.default_cache_dir() == tmp_path / "c" / "llama-bench"
     src = tmp_path / "a.c"

@@ -25,7 +25,7 @@ from capshim.export import markdown as _markdown
 from capshim.export import terminal as _terminal
 from capshim.export.table import table  # noqa: F401 (re-export)
 
-__all__ = ["analyze", "host_from_file", "load_summary", "table", "render_rich", "render_markdown",
+__all__ = ["analyze", "host_from_file", "load_summary", "table", "render_markdown",
            "render_html", "draw_chart", "report_from_files", "print_table", "bundle_steps"]
 
 
@@ -43,7 +43,6 @@ def load_summary(bundle: str | Path) -> dict:
 
 
 print_table = _terminal.print_table
-render_rich = _terminal.render
 render_markdown = _markdown.render
 
 

@@ -30,11 +30,6 @@ _HINT = " (free space in the capshim cache, or point CAPSHIM_CACHE_DIR elsewhere
 _NO_SPACE = os.strerror(errno.ENOSPC)  # "No space left on device" (glibc and macOS), as compilers print it
 
 
-def cache_root() -> Path:
-    """The capshim cache folder: :func:`capshim.paths.cache_root`."""
-    return paths.cache_root()
-
-
 def source_dir(api: str) -> Path:
     """The folder of the C sources for ``api`` inside the installed package."""
     return Path(str(resources.files("capshim.native") / api))
