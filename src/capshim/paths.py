@@ -228,7 +228,12 @@ def _umask() -> int:
 
 
 def new_tmp_dir(final: Path) -> Path:
-    """A fresh temporary folder beside ``final`` (same file system, so :func:`publish_dir` can rename)."""
+    """A fresh temporary folder ``<final>.tmp-XXXX`` beside ``final`` (same file system, so
+    :func:`publish_dir` can rename); the caller removes it (see :func:`capshim.native.build.staging`).
+
+    Raises:
+        OSError: the parent folder cannot be created or written (a full disk: ENOSPC).
+    """
     final.parent.mkdir(parents=True, exist_ok=True)
     return Path(tempfile.mkdtemp(prefix=final.name + ".tmp-", dir=final.parent))
 

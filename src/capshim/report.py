@@ -67,7 +67,11 @@ def draw_chart(summaries: list[dict], path: str | Path, labels: list[str] | None
 
 def render_html(summaries: list[dict], labels: list[str] | None = None, title: str | None = None,
                 chart: str | None = None) -> str:
-    """The table as a standalone HTML page; ``chart`` is an image path to embed by reference."""
+    """The table as a standalone HTML page (every cell escaped); ``chart`` is an image path to embed by reference.
+
+    Raises:
+        KeyError, TypeError: a summary of another shape (see :func:`capshim.export.table.table`).
+    """
     tab = table(summaries, labels)
     e = html.escape
     head = "".join(f"<th>{e(c)}</th>" for c in tab["columns"])

@@ -52,6 +52,9 @@ def bundle_files(root: Path, skip: frozenset[str] = frozenset()) -> list[str]:
 
     Links and special files are not followed or listed; ``skip``: folders directly in
     ``root`` left to their own seal (a study's nested bundles).
+
+    Raises:
+        OSError: a file vanished between the listing and its ``lstat``.
     """
     out = []
     for dirpath, _dirnames, filenames, _depth in _walk(root, skip):

@@ -110,5 +110,9 @@ def png(summaries: list[dict], labels: list[str] | None = None, title: str | Non
 
 
 def serialize(summary: dict, title: str | None = None) -> bytes:
-    """chart.png of one summary, as PNG bytes (:func:`png`)."""
+    """chart.png of one summary, as PNG bytes (:func:`png`).
+
+    Raises:
+        ValueError, OverflowError: as :func:`png`.
+    """
     return png([summary], None, title)
