@@ -100,18 +100,21 @@ class _Run:
         return {}
 
     def write(self, root, s: Step, summary: dict):
-        """Run a file step and write its file; returns the text for report.md (held back), else None."""
+        """Run a file step and write its file (atomically: a step cut short leaves no part of it).
+
+        Returns:
+            The text for report.md (written last, with the bundle's notes), else None.
+        """
         def make_and_write():
-            data = self.step(s.name, lambda: s.make(summary), s.slow)
+            data = s.make(summary)
             if data is None:
                 return None
-            raw = data.encode("utf-8") if isinstance(data, str) else bytes(data)
             if s.file == REPORT:
-                return raw.decode("utf-8", errors="replace")
-            paths.atomic_write(root / s.file, raw)
+                return data if isinstance(data, str) else bytes(data).decode("utf-8", errors="replace")
+            paths.atomic_write(root / s.file, data.encode("utf-8") if isinstance(data, str) else bytes(data))
             return None
 
-        return self.step(f"{s.name} (writing {s.file})", make_and_write, slow=False)
+        return self.step(s.name, make_and_write, s.slow)
 
 
 def _report_text(made: str | None, title: str | None, interrupted: bool, has_chart: bool,
