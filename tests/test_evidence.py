@@ -10,12 +10,17 @@ import pytest
 from click.testing import CliRunner
 
 from tests._report_paths import FIXTURES
-from capshim import evidence
+from capshim import evidence, report
 from capshim.bench import llamabench
 from capshim.bench.attest import parse_path
 from capshim.cli import main
 
 CUA = FIXTURES / "cua"
+
+
+def _finalize(b, records, arms, baseline, host=None, **kw):
+    """Finalize as the bench does: its steps (analysis, results.csv, report, chart) handed to the bundle."""
+    return b.finalize(report.bundle_steps(records, arms, baseline, host), **kw)
 
 
 def _bundle(tmp_path, interrupted=False):
@@ -30,7 +35,7 @@ def _bundle(tmp_path, interrupted=False):
         records += llamabench.to_records(llamabench.parse_output(out, arm), arm, 1)
         arms[arm] = {"spec": {}, "state": "native" if arm == "stock" else "active", "path": parse_path(err),
                      "runs": [{"run": 1, "exit_code": 0, "signal": None, "timed_out": False}]}
-    summary = b.finalize(records, arms, "stock", interrupted=interrupted)
+    summary = _finalize(b, records, arms, "stock", interrupted=interrupted)
     return b.root, summary
 
 
@@ -81,7 +86,7 @@ def test_interrupted_with_nothing_finished_still_verifies(tmp_path):
     arms = {"native": {"state": "native", "runs": []}, "vm": {"state": "failed", "runs": [
         {"run": 1, "exit_code": None, "signal": "SIGINT", "timed_out": False}]}}
     b.write_run("vm", 1, stdout="", stderr="")  # the runner opens both before the process starts
-    s = b.finalize([], arms, "native", interrupted=True)
+    s = _finalize(b, [], arms, "native", interrupted=True)
     assert s["interrupted"] is True and s["arms"]["native"]["tests"] == {}
     assert any("SIGINT" in f for f in s["arms"]["vm"]["flags"])
     assert evidence.verify(b.root) == []
@@ -117,7 +122,7 @@ def _one_arm(tmp_path, samples, host=None):
     b.write_run("a", 1, stdout=row, stderr="")
     records = llamabench.to_records(llamabench.parse_output(row, "a"), "a", 1)
     arms = {"a": {"spec": {}, "state": "native", "path": {}, "runs": [{"run": 1, "exit_code": 0}]}}
-    return b, b.finalize(records, arms, "a", host)
+    return b, _finalize(b, records, arms, "a", host)
 
 
 def test_chart_failure_on_huge_samples_is_recorded_and_sealed(tmp_path):
@@ -131,12 +136,12 @@ def test_chart_failure_on_huge_samples_is_recorded_and_sealed(tmp_path):
 
 
 def test_chart_exception_is_recorded_and_sealed(tmp_path, monkeypatch):
-    from capshim import report
+    from capshim.export import chart
 
     def bad_chart(*a, **k):
         raise ValueError("'yerr' must not contain negative values")
 
-    monkeypatch.setattr(report, "draw_chart", bad_chart)
+    monkeypatch.setattr(chart, "serialize", bad_chart)
     b, summary = _one_arm(tmp_path, [100.0, 90.0])
     assert evidence.verify(b.root) == []
     assert summary["finalize_failures"] == [{"step": "chart", "error": "ValueError: 'yerr' must not contain "
@@ -155,7 +160,6 @@ def test_bad_host_baseline_is_isolated(tmp_path):
 
 
 def test_every_step_failing_still_seals(tmp_path, monkeypatch):
-    from capshim import report
     from capshim.bench import analysis
 
     def boom(*a, **k):
@@ -211,7 +215,7 @@ def test_full_disk_during_finalize_is_exit_4_without_tmp_files(tmp_path, monkeyp
 
     monkeypatch.setattr(paths.os, "replace", full)
     with pytest.raises(paths.StorageError) as info:
-        b.finalize([], {"a": {"state": "native"}}, "a")
+        _finalize(b, [], {"a": {"state": "native"}}, "a")
     assert info.value.exit_code == 4
     assert not [p for p in b.root.rglob("*") if p.name.endswith(".tmp")]
 
@@ -235,7 +239,7 @@ def test_unique_folder_same_second(tmp_path):
 
 def _sealed(tmp_path):
     b = evidence.Bundle.create(tmp_path / "b", metadata={})
-    b.finalize([], {"a": {"state": "native"}}, "a")
+    _finalize(b, [], {"a": {"state": "native"}}, "a")
     assert evidence.verify(b.root) == []
     return b.root
 
@@ -281,7 +285,7 @@ def test_verify_refuses_a_folder_it_cannot_list(tmp_path, monkeypatch):
             raise PermissionError(13, "Permission denied", os.fspath(path))
         return real(path)
 
-    monkeypatch.setattr(evidence.os, "scandir", scandir)
+    monkeypatch.setattr(os, "scandir", scandir)
     probs = evidence.verify(root)
     assert any(p.startswith("raw/hidden: cannot list this folder (Permission denied)") for p in probs), probs
 
@@ -312,7 +316,7 @@ def test_full_disk_while_storing_a_run_is_exit_4(tmp_path, monkeypatch):
     def full(*a, **k):
         raise OSError(errno.ENOSPC, "No space left on device")
 
-    monkeypatch.setattr(evidence, "_atomic_write", full)
+    monkeypatch.setattr(evidence.bundle.paths, "atomic_write", full)
     with pytest.raises(evidence.StorageError) as info:
         b.write_run("a", 1, status_src=status)
     assert info.value.exit_code == 4 and "run 1 of arm 'a'" in str(info.value)
@@ -376,3 +380,87 @@ def test_sums_escape_odd_names_and_verify_refuses_control_characters(tmp_path):
     assert any("control character: status/c\\nd" in p for p in probs), probs
     assert not any("a\\\\b" in p and "control" in p for p in probs)
     assert all("\n" not in p for p in probs)
+
+
+def test_storage_never_imports_presentation():
+    """evidence/ (storage) imports neither the report, the analysis nor the exporters, not even inside
+    a function: the bench hands its finalize steps to the bundle (issue 18)."""
+    import ast
+    from pathlib import Path
+
+    pkg = Path(evidence.__file__).parent
+    found = []
+    for f in sorted(pkg.glob("*.py")):
+        for node in ast.walk(ast.parse(f.read_text())):
+            names = ([a.name for a in node.names] if isinstance(node, ast.Import)
+                     else [node.module or ""] + [f"{node.module}.{a.name}" for a in node.names]
+                     if isinstance(node, ast.ImportFrom) else [])
+            found += [(f.name, n) for n in names if n.startswith(("capshim.report", "capshim.export", "capshim.bench"))
+                      or n in ("capshim.report",)]
+            if isinstance(node, ast.ImportFrom) and node.module == "capshim":
+                found += [(f.name, a.name) for a in node.names if a.name in ("report", "export", "bench")]
+    assert found == []
+
+
+def test_finalize_runs_the_steps_it_is_handed(tmp_path):
+    """The bundle writes what the bench's steps make; a failing one is recorded, the rest still written."""
+    b = evidence.Bundle.create(tmp_path / "b", metadata={})
+
+    def broken(_summary):
+        raise RuntimeError("no")
+
+    steps = [evidence.Step("made", "summary.json", lambda: {"arms": {}}),
+             evidence.Step("results.csv", "results.csv", lambda s: "arm\n", slow=False),
+             evidence.Step("report", "report.md", lambda s: f"# {sorted(s)}\n"),
+             evidence.Step("chart", "chart.png", broken)]
+    s = b.finalize(steps, interrupted=True)
+    assert s["finalize_failures"] == [{"step": "chart", "error": "RuntimeError: no"}]
+    assert (b.root / "results.csv").read_text() == "arm\n" and not (b.root / "chart.png").exists()
+    md = (b.root / "report.md").read_text()
+    assert md.startswith("# ['arms', 'interrupted']\n") and "Interrupted" in md and "- chart: RuntimeError: no" in md
+    assert evidence.verify(b.root) == []
+
+
+def _reseal(root):
+    evidence.Bundle(root, {}).write_sums()
+
+
+def test_verify_of_a_metadata_nested_100000_deep_is_a_problem_not_a_traceback(tmp_path):
+    """issue 18: ``evidence verify`` on a bundle whose metadata.json is nested 100,000 deep (resealed)
+    died with a RecursionError; the bounded reader refuses it, naming the file."""
+    root = _sealed(tmp_path)
+    (root / "metadata.json").write_text("[" * 100_000 + "]" * 100_000)
+    _reseal(root)
+    assert evidence.verify(root) == ["metadata.json: nested deeper than 64"]
+    r = CliRunner().invoke(main, ["evidence", "verify", str(root)])
+    assert r.exit_code == 1, r.exception
+    assert "metadata.json: nested deeper than 64" in r.output
+
+
+def test_verify_of_a_study_whose_study_json_is_nested_deep(tmp_path):
+    """The same for a study folder: study.json nested 100,000 deep is named, exit 1."""
+    folder = tmp_path / "s"
+    folder.mkdir()
+    (folder / "study.json").write_text("{\"a\":" * 100_000 + "1" + "}" * 100_000)
+    evidence.Bundle(folder, {}).write_sums()
+    r = CliRunner().invoke(main, ["evidence", "verify", str(folder)])
+    assert r.exit_code == 1, r.exception
+    assert "study.json: cannot read: nested deeper than 64" in r.output
+
+
+def test_verify_names_a_401_digit_integer_in_metadata(tmp_path):
+    root = _sealed(tmp_path)
+    meta = json.loads((root / "metadata.json").read_text())
+    text = json.dumps(meta).replace('"cpu_count": ', '"cpu_count": ' + "9" * 401 + ", \"was\": ", 1)
+    (root / "metadata.json").write_text(text)
+    _reseal(root)
+    assert evidence.verify(root) == ["metadata.json: $.host.cpu_count: an integer of 401 digits (more than 20) "
+                                     "is not a measurement"]
+
+
+def test_a_summary_step_that_returns_no_summary_is_recorded(tmp_path):
+    b = evidence.Bundle.create(tmp_path / "b", metadata={})
+    s = b.finalize([evidence.Step("odd analysis", "summary.json", lambda: [1, 2]),
+                    evidence.Step("fallback", "summary.json", lambda: {"arms": {}}, slow=False)])
+    assert s["finalize_failures"] == [{"step": "odd analysis", "error": "returned list, not a summary"}]
+    assert evidence.verify(b.root) == []

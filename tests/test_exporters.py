@@ -15,10 +15,10 @@ import os
 
 import pytest
 
+from capshim import evidence
 from capshim.bench import summary_schema
 from capshim.export import chart, markdown, terminal
 from capshim.export import csv as csv_export
-from capshim.export import json as json_export
 from tests.conftest import REPO
 
 GOLDEN = REPO / "tests" / "fixtures" / "golden"
@@ -62,9 +62,9 @@ def test_csv_json_and_chart_serialize(summary):
     un = next(r for r in rows if r["arm"] == "vm-unlocked")
     assert float(un["speedup_ci_low"]) < float(un["speedup"]) < float(un["speedup_ci_high"])
     assert un["processes"] == "6" and un["repetitions"] == "3" and un["ci_level"] == "process"
-    assert json.loads(json_export.serialize(summary)) == summary
+    assert json.loads(evidence.strict_json(summary)) == summary  # summary.json: the bundle's strict JSON
     with pytest.raises(ValueError):
-        json_export.serialize({**summary, "bad": float("nan")})
+        evidence.strict_json({**summary, "bad": float("nan")})
     png = chart.serialize(summary)
     assert png[:8] == b"\x89PNG\r\n\x1a\n" and png == chart.serialize(summary)  # reproducible bytes
 

@@ -29,7 +29,7 @@ def test_cache_root_rule(tmp_path, monkeypatch):
 
 def test_every_caller_uses_the_one_rule(tmp_path, monkeypatch):
     monkeypatch.setenv("CAPSHIM_CACHE_DIR", str(tmp_path / "c"))
-    assert nb.cache_root() == tmp_path / "c"
+    assert paths.cache_root() == tmp_path / "c"
     assert model.capshim_cache_dir() == tmp_path / "c"
     assert llamacpp_build.default_cache_dir() == tmp_path / "c" / "llama-bench"
     src = tmp_path / "a.c"
@@ -57,6 +57,16 @@ def test_model_hash_in_bundle_is_the_digest_not_the_json_sidecar(tmp_path):
     assert runner._model_sha(m) == want
 
 
+def test_a_sidecar_nested_deep_is_hashed_again_not_a_traceback(tmp_path):
+    """A 4,096-byte sidecar of ``[`` (deeper than Python's recursion limit) once raised RecursionError."""
+    m = tmp_path / "m.gguf"
+    m.write_bytes(b"GGUF" + b"\0" * 100)
+    (tmp_path / "m.gguf.sha256").write_text("[" * 4096)
+    paths._MEMO.clear()
+    assert paths.cached_sha256(m) == hashlib.sha256(m.read_bytes()).hexdigest()
+    assert json.loads((tmp_path / "m.gguf.sha256").read_text())["size"] == 104
+
+
 def test_atomic_write_full_disk_leaves_nothing(tmp_path, monkeypatch):
     real_fdopen = os.fdopen
 
@@ -78,6 +88,17 @@ def test_atomic_write_full_disk_leaves_nothing(tmp_path, monkeypatch):
         paths.atomic_write(tmp_path / "x.json", b"{}")
     assert info.value.exit_code == 4 and "x.json" in str(info.value)
     assert list(tmp_path.iterdir()) == []
+
+
+def test_atomic_write_with_no_room_for_its_temporary_file_is_exit_4(tmp_path, monkeypatch):
+    """A full disk can refuse the temporary file itself (no free inode or block for the folder)."""
+    def full(*a, **k):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(paths.tempfile, "mkstemp", full)
+    with pytest.raises(paths.StorageError) as info:
+        paths.atomic_write(tmp_path / "x.json", b"{}")
+    assert str(info.value) == f"{tmp_path / 'x.json'}: cannot write: No space left on device (nothing partial was left)"
 
 
 def test_sums_write_and_check(tmp_path):

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from capshim import evidence, jsonread, status
+from capshim import evidence, jsonread, report, status
 from capshim.bench import attest, llamabench
 
 SETTINGS = settings(max_examples=300, deadline=None, derandomize=True,
@@ -126,7 +126,7 @@ def test_json_reader_refuses_devices():
 def test_verify_reports_a_metadata_of_the_wrong_shape(tmp_path):
     b = evidence.Bundle.create(tmp_path / "b", metadata={})
     b.metadata["host"] = "not an object"
-    b.finalize([], {"a": {"state": "native"}}, "a")
+    b.finalize(report.bundle_steps([], {"a": {"state": "native"}}, "a"))
     assert evidence.verify(b.root) == ["metadata.json: $.host: 'not an object' is not of type 'object'"]
 
 
@@ -146,3 +146,31 @@ def test_report_host_file_of_the_wrong_shape_is_exit_2(tmp_path, host, says):
         host = str(tmp_path / "host.json")
     r = run_capshim("report", "--arm", f"a={ok}", "--host", host)
     assert r.returncode == 2 and f"{host}: " in r.stderr and says in r.stderr and "Traceback" not in r.stderr
+
+
+@pytest.mark.parametrize("text, where, says", [
+    ('{"samples_ts": [1, ' + "9" * 401 + "]}", "$.samples_ts[1]", "an integer of 401 digits (more than 20)"),
+    ('[{"n": -' + "1" * 21 + "}]", "$[0].n", "an integer of 21 digits"),
+    ('{"a": {"b": [1e400]}}', "$.a.b[0]", "1e400 does not fit a 64-bit float"),
+])
+def test_json_reader_refuses_numbers_that_are_no_measurement(tmp_path, text, where, says):
+    """issue 18: a 401-digit integer (or a float that overflows) is refused naming the file and the JSON path."""
+    f = tmp_path / "x.json"
+    f.write_text(text)
+    with pytest.raises(jsonread.JsonShapeError) as info:
+        jsonread.load(f)
+    assert str(info.value).startswith(f"{f}: {where}: {says}")
+    assert info.value.exit_code == 2
+
+
+def test_json_reader_takes_20_digit_integers_and_brackets_in_strings():
+    assert jsonread.loads('{"max": 18446744073709551615, "s": "' + "[" * 500 + '"}', "x") == {
+        "max": 18446744073709551615, "s": "[" * 500}
+
+
+@pytest.mark.parametrize("line", [b"[" * 100_000, b'{"pid": ' + b"7" * 401 + b"}", b'{"x": NaN}'])
+def test_status_reader_counts_refused_lines_as_bad(tmp_path, line):
+    f = tmp_path / "status.jsonl"
+    f.write_bytes(b'{"event": "loaded"}\n' + line + b"\n")
+    rep = status.read(f)
+    assert rep.events == [{"event": "loaded"}] and rep.bad_lines == [2]

@@ -311,3 +311,89 @@ def test_report_refuses_a_bundle_that_does_not_verify(tmp_path):
     # llama-bench files are not bundles: still read as they are
     r = CliRunner().invoke(main, ["report", "--arm", f"a={fixture}", "--host", str(fixture)])
     assert r.exit_code == 0, r.output
+
+
+def _sealed_bundle(tmp_path):
+    b = tmp_path / "B"
+    b.mkdir()
+    (b / "summary.json").write_text(json.dumps(_synthetic_summary()))
+    (b / "report.md").write_text("# as sealed\n")
+    _seal(b)
+    from capshim import evidence
+
+    assert evidence.verify(b) == []
+    return b
+
+
+@pytest.mark.parametrize("args", [["-o", "B/report.md"], ["--output", "B/raw/r.html"], ["--chart", "B/chart.png"],
+                                  ["-o", "elsewhere.md", "--chart", "B/status/c.png"]])
+def test_report_refuses_to_write_inside_a_sealed_bundle(tmp_path, monkeypatch, args):
+    """issue 18: ``report B -o B/report.md`` overwrote a sealed bundle's file; any -o/--chart inside one is exit 2."""
+    from capshim import evidence
+
+    b = _sealed_bundle(tmp_path)
+    monkeypatch.chdir(tmp_path)
+    r = CliRunner().invoke(main, ["report", "B", *args])
+    assert r.exit_code == 2, r.output
+    flag = {"-o": "--output"}.get(args[-2], args[-2])
+    assert f"{flag} {args[-1]}: inside the sealed folder {b}" in r.output and "Traceback" not in r.output
+    assert (b / "report.md").read_text() == "# as sealed\n" and evidence.verify(b) == []
+    assert not (tmp_path / "elsewhere.md").exists()
+
+
+def test_report_output_is_written_atomically_and_a_full_disk_is_exit_4(tmp_path, monkeypatch):
+    """The report file is replaced in one rename: on a full disk the old file stays, no temporary file
+    is left, and the exit is 4 naming the file (not 2, not a traceback)."""
+    import errno
+    import os
+
+    from capshim import paths
+
+    b = _sealed_bundle(tmp_path)
+    out = tmp_path / "r.md"
+    out.write_text("old\n")
+    real = os.replace
+
+    def full(src, dst):
+        if os.fspath(dst) == str(out):
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return real(src, dst)
+
+    monkeypatch.setattr(paths.os, "replace", full)
+    r = CliRunner().invoke(main, ["report", str(b), "-o", str(out), "--format", "md"])
+    assert r.exit_code == 4, r.output
+    assert f"{out}: cannot write: No space left on device" in r.output
+    assert out.read_text() == "old\n" and sorted(p.name for p in tmp_path.iterdir()) == ["B", "r.md", "r.png"]
+    monkeypatch.setattr(paths.os, "replace", real)
+    r = CliRunner().invoke(main, ["report", str(b), "-o", str(out), "--format", "md"])
+    assert r.exit_code == 0 and "| vm-unlocked |" in out.read_text()
+
+
+def test_report_refuses_a_link_into_a_sealed_bundle(tmp_path):
+    """``-o x.md`` where x.md is a link to B/report.md would replace the sealed file through the link."""
+    from capshim import evidence
+
+    b = _sealed_bundle(tmp_path)
+    link = tmp_path / "x.md"
+    link.symlink_to(b / "report.md")
+    r = CliRunner().invoke(main, ["report", str(b), "-o", str(link), "--chart", str(tmp_path / "c.png")])
+    assert r.exit_code == 2 and f"inside the sealed folder {b}" in r.output, r.output
+    assert (b / "report.md").read_text() == "# as sealed\n" and evidence.verify(b) == []
+
+
+def test_report_into_a_fifo_writes_through_it_and_leaves_it_a_fifo(tmp_path):
+    """A device or FIFO named by -o (``/dev/stdout``) is written into, never replaced by a regular file."""
+    import os
+    import stat
+    import threading
+
+    b = _sealed_bundle(tmp_path)
+    fifo = tmp_path / "out.md"
+    os.mkfifo(fifo)
+    got = []
+    reader = threading.Thread(target=lambda: got.append(fifo.read_text()))
+    reader.start()
+    r = CliRunner().invoke(main, ["report", str(b), "-o", str(fifo), "--format", "md"])
+    reader.join(60)
+    assert r.exit_code == 0, r.output
+    assert stat.S_ISFIFO(os.lstat(fifo).st_mode) and "| vm-unlocked |" in got[0]

@@ -12,7 +12,7 @@ import os
 import pytest
 from click.testing import CliRunner
 
-from capshim import evidence, study
+from capshim import evidence, report, study
 from capshim.bench import ablate, kernels, tune
 from capshim.cli import main
 from capshim.errors import CapshimError
@@ -27,7 +27,7 @@ def _with_bundle(run_arms):
     def wrapped(specs, out, **kw):
         m = run_arms(specs, out, **kw)
         b = evidence.Bundle.create(out, metadata={}, exist_ok=True)
-        b.finalize([], {"native": {"state": "native"}}, "native")
+        b.finalize(report.bundle_steps([], {"native": {"state": "native"}}, "native"))
         assert evidence.verify(out) == []
         return m
     return wrapped

@@ -372,7 +372,8 @@ def report_cmd(bundles, arm_opts, host_file, baseline, fmt, allow_mismatch, outp
     """
     from pathlib import Path
 
-    from capshim import report
+    from capshim import paths, report
+    from capshim.contracts import folders
     from capshim.errors import UsageError
 
     if bundles and arm_opts:
@@ -402,16 +403,20 @@ def report_cmd(bundles, arm_opts, host_file, baseline, fmt, allow_mismatch, outp
         return
     if output and not fmt:
         fmt = "html" if output.lower().endswith((".html", ".htm")) else "md"
-    for flag, target in (("--output", output), ("--chart", chart)):
-        if target and not Path(target).parent.is_dir():
-            raise UsageError(f"{flag} {target}: folder {Path(target).parent} does not exist")
-        if target and Path(target).is_dir():
-            raise UsageError(f"{flag} {target}: is a folder; give a file name")
     if output and not chart:
         chart = str(Path(output).with_suffix(".png"))
+    for flag, target in (("--output", output), ("--chart", chart)):
+        if not target:
+            continue
+        for where in dict.fromkeys([Path(target), Path(target).resolve()]):  # a link into a sealed folder too
+            folders.refuse_inside_sealed(where, flag)  # a sealed bundle or study stays as it was sealed
+        if not Path(target).parent.is_dir():
+            raise UsageError(f"{flag} {target}: folder {Path(target).parent} does not exist")
+        if Path(target).is_dir():
+            raise UsageError(f"{flag} {target}: is a folder; give a file name")
     chart_ref = None
     if chart:
-        try:
+        try:  # written atomically; a full disk is exit 4 naming the file (paths.StorageError)
             report.draw_chart(summaries, chart, labels, title=title)
         except OSError as exc:
             raise UsageError(f"--chart {chart}: cannot write: {exc.strerror or exc}") from None
@@ -432,8 +437,8 @@ def report_cmd(bundles, arm_opts, host_file, baseline, fmt, allow_mismatch, outp
         report.print_table(summaries, labels, title=title)
         return
     if output:
-        try:
-            Path(output).write_text(text, encoding="utf-8")
+        try:  # atomic: a reader sees the old file or the new one; a full disk is exit 4 naming the file
+            paths.write_output(output, text.encode("utf-8"))
         except OSError as exc:
             raise UsageError(f"--output {output}: cannot write: {exc.strerror or exc}") from None
         click.echo(f"wrote {output}" + (f" and {chart}" if chart else ""), err=True)

@@ -36,8 +36,8 @@ from pathlib import Path
 from capshim.errors import EXIT_STORAGE, CapshimError
 
 __all__ = ["StorageError", "cache_root", "content_key", "sha256_file", "cached_sha256", "atomic_write",
-           "publish_dir", "new_tmp_dir", "write_sums", "sum_line", "show_name", "read_sums", "check_sums", "verified_sums",
-           "read_limited", "SUMS_NAME"]
+           "publish_dir", "new_tmp_dir", "write_output", "storage_error", "is_full_disk", "FULL_DISK", "write_sums", "sum_line",
+           "show_name", "read_sums", "check_sums", "verified_sums", "read_limited", "SUMS_NAME"]
 
 SUMS_NAME = "SHA256SUMS"
 _SUM_LINE = re.compile(r"^(?P<digest>[0-9a-fA-F]{64}) [ *](?P<name>.+)$")
@@ -47,6 +47,25 @@ class StorageError(CapshimError):
     """A file could not be written or read back (full disk, I/O error); exit 4, names the file."""
 
     exit_code = EXIT_STORAGE
+
+
+FULL_DISK = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG})
+"""errno values that mean the disk (or the quota, or the file size limit) is full."""
+
+
+def is_full_disk(exc: OSError) -> bool:
+    """Whether a failed write failed for lack of space (:data:`FULL_DISK`)."""
+    return exc.errno in FULL_DISK
+
+
+def storage_error(exc: OSError, what: str | Path, hint: str = "") -> StorageError:
+    """The one error for a file or folder capshim could not write: exit 4, naming it.
+
+    ``"<what>: cannot write: No space left on device"`` plus ``hint`` (what to do), from
+    the system's reason (``strerror``). Use it where capshim writes its own files (the
+    cache, a bundle, a report); :func:`atomic_write` and the native builds do.
+    """
+    return StorageError(f"{what}: cannot write: {exc.strerror or exc}{hint}")
 
 
 def cache_root() -> Path:
@@ -114,7 +133,7 @@ def cached_sha256(path: str | Path, sidecar: bool = True) -> str:
         return _MEMO[key]
     side = p.with_name(p.name + ".sha256")
     if sidecar:
-        with contextlib.suppress(OSError, ValueError):
+        with contextlib.suppress(OSError, ValueError, RecursionError):  # any bad sidecar: hash again
             cached = json.loads(read_limited(side, 4096))
             if (isinstance(cached, dict) and cached.get("size") == st.st_size
                     and cached.get("mtime_ns") == st.st_mtime_ns
@@ -142,8 +161,13 @@ def atomic_write(path: str | Path, data: bytes, *, fsync: bool = True) -> None:
         OSError: any other write error (permissions, not a folder ...).
     """
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    except OSError as exc:
+        if is_full_disk(exc):
+            raise storage_error(exc, path, " (nothing partial was left)") from None
+        raise
     try:
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
@@ -155,9 +179,46 @@ def atomic_write(path: str | Path, data: bytes, *, fsync: bool = True) -> None:
     except BaseException as exc:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
-        if isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG):
-            raise StorageError(f"{path}: cannot write: {exc.strerror} (nothing partial was left)") from None
+        if isinstance(exc, OSError) and is_full_disk(exc):
+            raise storage_error(exc, path, " (nothing partial was left)") from None
         raise
+
+
+def write_output(path: str | Path, data: bytes) -> Path:
+    """Write a file the user named (``report -o``, ``--chart``), replacing it in one step where that is safe.
+
+    A regular file (or a new one) is written with :func:`atomic_write`; through a
+    link, the file the link names is replaced (the link stays). An existing file that
+    is not a regular file (``/dev/stdout``, ``/dev/null``, a FIFO) is written straight
+    into: replacing it would put a regular file where a device was.
+
+    Returns:
+        The path written (links resolved for regular files).
+
+    Raises:
+        StorageError: the disk is full (exit 4), naming ``path``; nothing partial is left
+            in a regular file.
+        OSError: another write error (no permission, a folder, a missing parent folder).
+    """
+    p = Path(path)
+    try:
+        mode = os.stat(p).st_mode
+    except FileNotFoundError:
+        mode = None
+    if mode is not None and not stat.S_ISREG(mode):
+        if stat.S_ISDIR(mode):
+            raise IsADirectoryError(errno.EISDIR, "is a folder", str(p))
+        try:
+            with open(p, "wb") as fh:
+                fh.write(data)
+        except OSError as exc:
+            if is_full_disk(exc):
+                raise storage_error(exc, p) from None
+            raise
+        return p
+    real = p.resolve() if p.is_symlink() else p
+    atomic_write(real, data)
+    return real
 
 
 def _umask() -> int:
@@ -167,7 +228,12 @@ def _umask() -> int:
 
 
 def new_tmp_dir(final: Path) -> Path:
-    """A fresh temporary folder beside ``final`` (same file system, so :func:`publish_dir` can rename)."""
+    """A fresh temporary folder ``<final>.tmp-XXXX`` beside ``final`` (same file system, so
+    :func:`publish_dir` can rename); the caller removes it (see :func:`capshim.native.build.staging`).
+
+    Raises:
+        OSError: the parent folder cannot be created or written (a full disk: ENOSPC).
+    """
     final.parent.mkdir(parents=True, exist_ok=True)
     return Path(tempfile.mkdtemp(prefix=final.name + ".tmp-", dir=final.parent))
 
@@ -177,10 +243,11 @@ def publish_dir(tmp: Path, final: Path, replace: bool = False) -> None:
 
     With ``replace``, an existing ``final`` is first renamed aside and removed
     after the new folder is in place, so ``final`` is missing only between two
-    renames (never while a large folder is being deleted).
+    renames (never while a large folder is being deleted); when the second
+    rename fails the old folder is put back.
 
     Raises:
-        OSError: the rename failed and ``final`` does not exist.
+        OSError: the rename failed and ``final`` does not exist (``tmp`` is left to the caller).
     """
     final.parent.mkdir(parents=True, exist_ok=True)
     if replace and final.is_dir():
@@ -188,6 +255,9 @@ def publish_dir(tmp: Path, final: Path, replace: bool = False) -> None:
         os.rename(final, old / final.name)
         try:
             os.rename(tmp, final)
+        except OSError:
+            os.rename(old / final.name, final)
+            raise
         finally:
             shutil.rmtree(old, ignore_errors=True)
         return

@@ -3,7 +3,9 @@
 The analysis lives in :mod:`capshim.bench.analysis` (``analyze`` and
 ``host_from_file`` are re-exported here), the table model and its renderings
 in :mod:`capshim.export` (Markdown, terminal, CSV, JSON, chart); this module
-reads inputs and adds the HTML page.
+reads inputs, adds the HTML page, and says which presentation files a bench
+bundle holds (:func:`bundle_steps`, handed to :meth:`capshim.evidence.Bundle.finalize`:
+storage never imports presentation).
 """
 
 from __future__ import annotations
@@ -11,15 +13,20 @@ from __future__ import annotations
 import html
 from pathlib import Path
 
+from capshim import paths
+from capshim.bench import analysis as _analysis
 from capshim.bench.analysis import (AnalysisError, analyze, arms_from_files,  # noqa: F401 (re-export)
                                     host_from_file)
+from capshim.evidence import finalize as _finalize
+from capshim.evidence.finalize import Step
 from capshim.export import chart as _chart
+from capshim.export import csv as _csv
 from capshim.export import markdown as _markdown
 from capshim.export import terminal as _terminal
 from capshim.export.table import table  # noqa: F401 (re-export)
 
-__all__ = ["analyze", "host_from_file", "load_summary", "table", "render_rich", "render_markdown",
-           "render_html", "draw_chart", "report_from_files", "print_table"]
+__all__ = ["analyze", "host_from_file", "load_summary", "table", "render_markdown",
+           "render_html", "draw_chart", "report_from_files", "print_table", "bundle_steps"]
 
 
 def load_summary(bundle: str | Path) -> dict:
@@ -36,14 +43,35 @@ def load_summary(bundle: str | Path) -> dict:
 
 
 print_table = _terminal.print_table
-render_rich = _terminal.render
 render_markdown = _markdown.render
-draw_chart = _chart.draw
+
+
+def draw_chart(summaries: list[dict], path: str | Path, labels: list[str] | None = None,
+               title: str | None = None) -> Path:
+    """Write the chart of one or more summaries (:func:`capshim.export.chart.png`) as a PNG at ``path``.
+
+    Written with :func:`capshim.paths.write_output`: a regular file atomically (a reader
+    sees the old file or the new one), a device such as ``/dev/null`` straight.
+
+    Returns:
+        ``Path(path)``.
+
+    Raises:
+        StorageError: the disk is full (exit 4), names the file; nothing partial is left.
+        OSError: another write error (no permission, a missing folder).
+    """
+    out = Path(path)
+    paths.write_output(out, _chart.png(summaries, labels, title))
+    return out
 
 
 def render_html(summaries: list[dict], labels: list[str] | None = None, title: str | None = None,
                 chart: str | None = None) -> str:
-    """The table as a standalone HTML page; ``chart`` is an image path to embed by reference."""
+    """The table as a standalone HTML page (every cell escaped); ``chart`` is an image path to embed by reference.
+
+    Raises:
+        KeyError, TypeError: a summary of another shape (see :func:`capshim.export.table.table`).
+    """
     tab = table(summaries, labels)
     e = html.escape
     head = "".join(f"<th>{e(c)}</th>" for c in tab["columns"])
@@ -85,3 +113,51 @@ def report_from_files(arm_specs: list[tuple[str, list[str]]], host: str | None =
     records, arms = arms_from_files(arm_specs)
     base = baseline or arm_specs[0][0]
     return analyze(records, arms, base, host_from_file(host) if host else None, allow_mismatch=allow_mismatch)
+
+
+def _empty_summary(arms: dict, baseline: str) -> dict:
+    """The summary of a bench whose analysis failed: every arm with its state and no tests."""
+    return {"schema": "capshim-summary/1", "baseline": baseline, "tests": [], "host": None,
+            "arms": {a: {"state": (v or {}).get("state"), "tests": {}} for a, v in arms.items()}}
+
+
+def _chart_png(summary: dict, title: str | None) -> bytes | None:
+    """chart.png of a bench's summary, or None when no arm has a measured test (no chart)."""
+    if not any((a or {}).get("tests") for a in (summary.get("arms") or {}).values()):
+        return None
+    return _chart.serialize(summary, title)
+
+
+def bundle_steps(records: list[dict], arms: dict, baseline: str, host: dict | None = None,
+                 title: str | None = None) -> list[Step]:
+    """The finalize steps of a bench bundle, in order, for :meth:`capshim.evidence.Bundle.finalize`.
+
+    The summary (``summary.json``): the analysis with the host baseline (step
+    ``"host baseline"``, when ``host`` is given), else without it (``"analysis"``),
+    else an empty summary that names each arm's state. Then ``results.csv`` (one
+    row per sample, never skipped), ``report.md`` (:func:`render_markdown`) and
+    ``chart.png`` (:mod:`capshim.export.chart`; none when nothing was measured).
+
+    Args:
+        records, arms, baseline, host: as for :func:`capshim.bench.analysis.analyze`
+            (records of finished runs only; ``arms`` maps each arm to ``{"state", ...}``).
+        title: the heading of report.md and the chart (default ``"capshim bench"``).
+
+    Returns:
+        A list of :class:`capshim.evidence.Step`; each raises what its renderer raises,
+        which finalize records instead of stopping.
+    """
+    heading = title or "capshim bench"
+    states = {a: (v or {}).get("state") for a, v in arms.items()}
+    steps = []
+    if host is not None:
+        steps.append(Step("host baseline", _finalize.SUMMARY,
+                          lambda: _analysis.analyze(records, arms, baseline, host)))
+    steps += [
+        Step("analysis", _finalize.SUMMARY, lambda: _analysis.analyze(records, arms, baseline, None)),
+        Step("empty summary", _finalize.SUMMARY, lambda: _empty_summary(arms, baseline), slow=False),
+        Step("results.csv", "results.csv", lambda _s: _csv.serialize_records(records, states), slow=False),
+        Step("report", _finalize.REPORT, lambda s: render_markdown([s], title=heading)),
+        Step("chart", _finalize.CHART, lambda s: _chart_png(s, title)),
+    ]
+    return steps

@@ -17,9 +17,10 @@ States:
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from capshim import jsonread, paths
 
 ACTIVE, INERT, INVALID, ABSENT = "active", "inert", "invalid", "absent"
 
@@ -82,11 +83,11 @@ def read(path: Path | str) -> StatusReport:
 
     Bounded: the file is opened without blocking and checked before any read
     (:func:`capshim.paths.read_limited`), at most :data:`MAX_STATUS_BYTES` of
-    it are read; lines longer than :data:`MAX_LINE_BYTES`, deeper than Python's
-    JSON recursion allows, or not a JSON object are listed in ``bad_lines``.
+    it are read; lines longer than :data:`MAX_LINE_BYTES`, lines that the bounded
+    JSON reader refuses (:func:`capshim.jsonread.loads`: deeper than 64, an
+    integer of more than 20 digits, NaN) and lines that are not a JSON object
+    are listed in ``bad_lines``. Never raises.
     """
-    from capshim import paths
-
     report = StatusReport()
     try:
         data = paths.read_limited(path, MAX_STATUS_BYTES, truncate=True)
@@ -100,8 +101,8 @@ def read(path: Path | str) -> StatusReport:
             report.bad_lines.append(n)
             continue
         try:
-            ev = json.loads(line)
-        except (ValueError, RecursionError):
+            ev = jsonread.loads(line, f"line {n}", limit=MAX_LINE_BYTES)
+        except jsonread.JsonShapeError:
             report.bad_lines.append(n)
             continue
         if isinstance(ev, dict):

@@ -18,12 +18,11 @@ from __future__ import annotations
 
 import contextlib
 import datetime as _dt
-import json
 import os
 import re
 from pathlib import Path
 
-from capshim import evidence, paths
+from capshim import evidence, jsonread, paths
 from capshim.evidence import EvidenceError
 from capshim.paths import SUMS_NAME
 
@@ -166,9 +165,9 @@ def is_study(root: str | Path) -> bool:
 def _read_study(p: Path) -> tuple[dict | None, list[str]]:
     """study.json's content when its shape is right, else None and the problems."""
     try:
-        doc = json.loads(paths.read_limited(p / STUDY_FILE, 1 << 20))
-    except (OSError, ValueError) as exc:
-        return None, [f"{STUDY_FILE}: cannot read: {getattr(exc, 'strerror', None) or exc}"]
+        doc = jsonread.load(p / STUDY_FILE, limit=1 << 20)
+    except jsonread.JsonShapeError as exc:
+        return None, [f"{STUDY_FILE}: cannot read: {str(exc).split(STUDY_FILE + ': ', 1)[-1]}"]
     problems = []
     if not isinstance(doc, dict) or doc.get("schema") != SCHEMA:
         return None, [f"{STUDY_FILE}: $.schema: expected {SCHEMA!r}"]

@@ -33,7 +33,7 @@ from pathlib import Path
 from capshim import profiles
 from capshim.backends import Backend, answer_differences
 from capshim.errors import CapshimError, UsageError
-from capshim import paths
+from capshim import jsonread, paths
 from capshim.native import build as nb
 from capshim.profiles import Profile, format_version
 
@@ -126,17 +126,17 @@ def build(force: bool = False, repair: bool = True) -> VulkanBuild:
     if not Path("/usr/include/vulkan/vulkan.h").is_file() and not os.environ.get("CPATH"):
         raise CapshimError("Vulkan headers not found (/usr/include/vulkan/vulkan.h): "
                            "install libvulkan-dev (./setup.sh does)")
-    tmp = nb.new_tmp(final)
-    for s in SOURCES:
-        (tmp / s).write_bytes((src / s).read_bytes())
-    for cmd in cmds.values():
-        nb.run_compiler(cmd, tmp)
-    for role, (layer, _env) in ROLES.items():
-        data = _manifest(layer, role)
-        (tmp / "manifests" / role).mkdir(parents=True)
-        (tmp / "manifests" / role / f"{layer}.json").write_text(json.dumps(data, indent=2) + "\n")
-    paths.write_sums(tmp, [LIBRARY, PROBE], fsync=False)
-    nb.publish(tmp, final, replace=force)
+    with nb.staging(final) as tmp:  # never left behind; a full cache disk is exit 4 naming the file
+        for s in SOURCES:
+            (tmp / s).write_bytes((src / s).read_bytes())
+        for cmd in cmds.values():
+            nb.run_compiler(cmd, tmp)
+        for role, (layer, _env) in ROLES.items():
+            data = _manifest(layer, role)
+            (tmp / "manifests" / role).mkdir(parents=True)
+            (tmp / "manifests" / role / f"{layer}.json").write_text(json.dumps(data, indent=2) + "\n")
+        paths.write_sums(tmp, [LIBRARY, PROBE], fsync=False)
+        nb.publish(tmp, final, replace=force)
     return result
 
 
@@ -179,11 +179,11 @@ def verify() -> list[dict]:
     bad = []
     for role, (layer, _var) in ROLES.items():
         try:
-            m = json.loads((b.manifest_dirs[role] / f"{layer}.json").read_text())
+            m = jsonread.load(b.manifest_dirs[role] / f"{layer}.json", limit=1 << 20)
             lib = (b.manifest_dirs[role] / m["layer"]["library_path"]).resolve()
             if m["layer"]["name"] != layer or lib != b.library.resolve():
                 bad.append(f"{layer}: names {m['layer']['name']} / {lib}")
-        except (OSError, ValueError, KeyError) as exc:
+        except (jsonread.JsonShapeError, KeyError, TypeError) as exc:
             bad.append(f"{layer}: {exc}")
     check("manifests", not bad, "; ".join(bad) or "both roles point at the library")
     wrong = paths.check_sums(b.dir, [LIBRARY, PROBE])
@@ -313,8 +313,8 @@ def probe(profile: Profile | None = None, simulate: Profile | None = None, devic
             cmd += ["--create-device", ",".join(create_device)]
         proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
         try:
-            data = json.loads(proc.stdout)
-        except ValueError:
+            data = jsonread.loads(proc.stdout, "the Vulkan probe's output")
+        except jsonread.JsonShapeError:
             raise CapshimError(f"the Vulkan probe printed no JSON (exit {proc.returncode}): "
                                f"{proc.stderr.strip()[-500:]}", exit_code=1) from None
         if "error" in data:

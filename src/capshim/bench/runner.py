@@ -46,7 +46,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
-from capshim import __version__, backends, evidence, launch
+from capshim import __version__, backends, evidence, launch, report
 from capshim.bench import analysis, attest, inherited_env, llamabench, metrics, stats, telemetry
 from capshim.bench.arms import Arm
 from capshim.errors import CapshimError
@@ -944,8 +944,9 @@ def _finish(bundle: Bundle, arms: list[Arm], results: dict[str, list[RunResult]]
         precision["stopped_by"] = ("target reached" if precision["reached"] else
                                    "interrupted" if interrupted else f"--max-runs {cap} reached")
         summary["precision"] = precision
-    summary = bundle.finalize(all_records, arm_info, baseline, host_dict, interrupted=interrupted,
-                              metadata_update={"failed_runs": failed}, title="capshim bench", summary=summary)
+    summary = bundle.finalize(report.bundle_steps(all_records, arm_info, baseline, host_dict, title="capshim bench"),
+                              summary=summary, interrupted=interrupted, metadata_update={"failed_runs": failed},
+                              title="capshim bench")
     if refused is not None and not (guard is not None and guard.first):  # a signal's exit code wins
         raise analysis.ComparabilityError(f"{refused} (bundle of the runs kept: {bundle.root})")
     bad = [a for a, i in arm_info.items() if i["state"] in ("inert", "invalid", "failed", "wrong-output")]

@@ -11,12 +11,11 @@ from __future__ import annotations
 
 import io
 import math
-from pathlib import Path
 
 from capshim.bench.analysis import NOT_SHIM_STATES
 from capshim.export.table import other_metric
 
-__all__ = ["serialize", "draw"]
+__all__ = ["serialize", "png"]
 
 
 #: Bars and whiskers are drawn clipped at this many tok/s (the label keeps the real value):
@@ -90,21 +89,17 @@ def _figure(summaries: list[dict], labels: list[str] | None, title: str | None):
     return fig, plt
 
 
-def draw(summaries: list[dict], path: str | Path, labels: list[str] | None = None,
-         title: str | None = None) -> Path:
-    """Write the chart of one or more summaries as a PNG at ``path``; returns ``Path(path)``.
+def png(summaries: list[dict], labels: list[str] | None = None, title: str | None = None) -> bytes:
+    """The chart of one or more summaries as PNG bytes (the same summary gives the same bytes).
 
     Bars of arms that are not shim results (or compare different configurations)
     are hatched and grey; the speedup vs the baseline is written above each bar.
     At most :data:`MAX_PANELS` series are drawn (the first ones); the title
     then says how many there were.
+
+    Raises:
+        ValueError, OverflowError: matplotlib refuses the values (a bundle's finalize records it).
     """
-    out = Path(path)
-    out.write_bytes(_png(summaries, labels, title))
-    return out
-
-
-def _png(summaries, labels, title) -> bytes:
     fig, plt = _figure(summaries, labels, title)
     buf = io.BytesIO()
     try:
@@ -115,5 +110,9 @@ def _png(summaries, labels, title) -> bytes:
 
 
 def serialize(summary: dict, title: str | None = None) -> bytes:
-    """chart.png of one summary, as PNG bytes."""
-    return _png([summary], None, title)
+    """chart.png of one summary, as PNG bytes (:func:`png`).
+
+    Raises:
+        ValueError, OverflowError: as :func:`png`.
+    """
+    return png([summary], None, title)

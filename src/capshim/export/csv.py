@@ -20,7 +20,11 @@ def _num(v) -> str:
 
 
 def serialize(summary: dict) -> str:
-    """One row per arm and series: numbers unformatted (``repr`` of floats), intervals as two columns."""
+    """One row per arm and series: numbers unformatted (``repr`` of floats), intervals as two columns.
+
+    Raises:
+        KeyError, TypeError: a summary of another shape (see :func:`capshim.export.table.table`).
+    """
     buf = io.StringIO()
     w = _csv.writer(buf, lineterminator="\n")
     w.writerow(COLUMNS)
@@ -41,7 +45,17 @@ def serialize(summary: dict) -> str:
 
 
 def serialize_records(records: list[dict], states: dict[str, str]) -> str:
-    """results.csv: the columns of :data:`RECORD_COLUMNS`, one row per sample (tok/s as ``repr``)."""
+    """results.csv: the columns of :data:`RECORD_COLUMNS`, one row per sample (tok/s as ``repr``).
+
+    Args:
+        records: the bench's sample records (``arm``, ``test``, ``tok_s`` required; ``run``,
+            ``round``, ``position``, ``sample``, ``contaminated`` optional).
+        states: each arm's state (:data:`capshim.bench.analysis.NOT_SHIM_STATES` and the others).
+
+    Raises:
+        KeyError, ValueError, TypeError: a record without ``arm``/``test`` or whose ``tok_s``
+            is not a number (a bundle's finalize records it as the results.csv step's failure).
+    """
     buf = io.StringIO()
     w = _csv.writer(buf, lineterminator="\n")
     w.writerow(RECORD_COLUMNS)

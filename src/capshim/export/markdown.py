@@ -19,7 +19,11 @@ def pipe_table(cols: list[str], rows: list[list]) -> str:
 
 
 def render(summaries: list[dict], labels: list[str] | None = None, title: str | None = None) -> str:
-    """The table of one or more summaries as Markdown (marked rows struck through)."""
+    """The table of one or more summaries as Markdown (marked rows struck through).
+
+    Raises:
+        KeyError, TypeError: a summary of another shape (see :func:`capshim.export.table.table`).
+    """
     tab = table(summaries, labels)
     cols = tab["columns"]
     right = {i for i, c in enumerate(cols) if c.startswith(NUMERIC_PREFIXES)}

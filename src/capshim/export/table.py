@@ -104,6 +104,11 @@ def table(summaries: list[dict], labels: list[str] | None = None) -> dict:
         formatted to two decimals (tok/s, ratios ``11.08x [lo–hi]``, percent
         ``98.25% [lo–hi]``); ``marked`` rows are not shim results (their state is
         one of inert, invalid, failed, wrong-output) or compare different configurations.
+
+    Raises:
+        KeyError, TypeError: a summary without the shape of the summary schema (one that
+            did not come from the analysis or the summary reader); a bundle's finalize
+            records it as the report step's failure.
     """
     multi = len(summaries) > 1
     labels = labels or [f"#{i + 1}" for i in range(len(summaries))]

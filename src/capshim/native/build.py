@@ -3,15 +3,21 @@
 The folder is ``<cache root>/native/<name>-<hash>`` (the cache root and the
 hash are :mod:`capshim.paths`' rules), where the hash covers the sources and the
 compiler command, so an edited source or flag rebuilds and an unchanged one is
-reused.
+reused. A build happens in a temporary folder beside it (:func:`staging`) that
+is published by one rename (:func:`publish`) and never left behind; a cache
+that cannot be written (a full disk) is :class:`~capshim.paths.StorageError`,
+exit 4, naming the file or folder.
 """
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import os
 import shlex
 import shutil
 import subprocess
+import sys
 from importlib import resources
 from pathlib import Path
 
@@ -20,10 +26,8 @@ from capshim.errors import BuildError
 
 WARNINGS = ["-Wall", "-Wextra", "-Werror", "-Wshadow", "-Wconversion", "-Wno-sign-conversion"]
 
-
-def cache_root() -> Path:
-    """The capshim cache folder: :func:`capshim.paths.cache_root`."""
-    return paths.cache_root()
+_HINT = " (free space in the capshim cache, or point CAPSHIM_CACHE_DIR elsewhere: docs/paths.md)"
+_NO_SPACE = os.strerror(errno.ENOSPC)  # "No space left on device" (glibc and macOS), as compilers print it
 
 
 def source_dir(api: str) -> Path:
@@ -37,7 +41,11 @@ def compiler() -> str:
 
 
 def build_dir(name: str, sources: list[Path], commands: list[list[str]]) -> Path:
-    """The cache folder for these sources and commands (not created)."""
+    """The cache folder for these sources and commands (not created).
+
+    Raises:
+        OSError: a source cannot be read.
+    """
     return paths.cache_root() / "native" / f"{name}-{paths.content_key(sources, commands)}"
 
 
@@ -45,8 +53,10 @@ def run_compiler(cmd: list[str], cwd: Path | None = None) -> None:
     """Run one compiler (or signing) command.
 
     Raises:
-        BuildError: the program is missing or exits non-zero; the message holds
+        BuildError: the program is missing or exits non-zero (exit 2); the message holds
             the command line and the end of its output.
+        StorageError: it exits non-zero saying "No space left on device" (exit 4), naming
+            the folder it was writing into (``cwd``).
     """
     if shutil.which(cmd[0]) is None:
         raise BuildError(f"'{cmd[0]}' not found (install build-essential, or set CC); command: {shlex.join(cmd)}")
@@ -56,11 +66,53 @@ def run_compiler(cmd: list[str], cwd: Path | None = None) -> None:
         raise BuildError(f"cannot run {cmd[0]}: {exc.strerror} (command: {shlex.join(cmd)})") from None
     if proc.returncode != 0:
         tail = (proc.stderr or proc.stdout).strip().splitlines()[-12:]
+        if any(_NO_SPACE in line for line in tail):
+            full = OSError(errno.ENOSPC, _NO_SPACE)
+            raise paths.storage_error(full, cwd or Path.cwd(), f"{_HINT}; command: {shlex.join(cmd)}")
         raise BuildError(f"build failed (exit {proc.returncode}): {shlex.join(cmd)}\n" + "\n".join(tail))
 
 
-publish = paths.publish_dir
-new_tmp = paths.new_tmp_dir
+@contextlib.contextmanager
+def staging(final: Path):
+    """A temporary folder beside ``final`` to build into (``<final>.tmp-XXXX``), never left behind.
+
+    Use::
+
+        with staging(final) as tmp:
+            ...                      # write and compile into tmp
+            publish(tmp, final)      # the last step: one rename
+
+    Whatever ends the block early (a compile error, a signal, a full disk),
+    the temporary folder is removed.
+
+    Raises:
+        StorageError: (exit 4) an OSError inside the block or while creating the
+            folder (a full cache disk, no permission), naming the file or folder
+            the system named, else ``final`` (a failed ``write`` names no file).
+    """
+    try:
+        tmp = paths.new_tmp_dir(final)
+    except OSError as exc:
+        raise paths.storage_error(exc, exc.filename or final.parent, _HINT) from None
+    try:
+        yield tmp
+    except OSError as exc:
+        raise paths.storage_error(exc, exc.filename or final, _HINT) from None
+    finally:
+        if tmp.exists():
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
+def publish(tmp: Path, final: Path, replace: bool = False) -> None:
+    """Move a finished build folder into place (:func:`capshim.paths.publish_dir`).
+
+    Raises:
+        StorageError: (exit 4) the rename failed (``final`` keeps its old build, if any), naming ``final``.
+    """
+    try:
+        paths.publish_dir(tmp, final, replace=replace)
+    except OSError as exc:
+        raise paths.storage_error(exc, final, _HINT) from None
 
 
 def cached_ok(folder: Path, names: list[str]) -> bool:
@@ -72,8 +124,6 @@ def cached_ok(folder: Path, names: list[str]) -> bool:
     SIGBUS and look like a layer that "never loaded") is said on stderr, and
     the caller rebuilds.
     """
-    import sys
-
     if not folder.is_dir() or not all((folder / n).is_file() for n in names):
         return False
     problems = paths.verified_sums(folder, names)

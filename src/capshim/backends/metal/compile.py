@@ -253,8 +253,7 @@ def _build_into(final: Path, commands: list[list[str]], arts: dict[str, Path], f
             return arts
         # a cached file no longer matches its SHA256SUMS (corrupted, edited): build again
         force = True
-    tmp = nb.new_tmp(final)
-    try:
+    with nb.staging(final) as tmp:  # never left behind; a full cache disk is exit 4 naming the file
         for rel, text in (files or {}).items():
             (tmp / rel).parent.mkdir(parents=True, exist_ok=True)
             (tmp / rel).write_text(text)
@@ -266,9 +265,6 @@ def _build_into(final: Path, commands: list[list[str]], arts: dict[str, Path], f
         if force and final.is_dir():
             shutil.rmtree(final)
         nb.publish(tmp, final)
-    finally:
-        if tmp.exists():
-            shutil.rmtree(tmp, ignore_errors=True)
     return arts
 
 

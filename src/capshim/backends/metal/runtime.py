@@ -3,7 +3,6 @@ the probe, and warnings about targets that drop the injection (SIP, hardened run
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import shutil
@@ -11,6 +10,7 @@ import subprocess
 import tempfile
 from pathlib import Path
 
+from capshim import jsonread
 from capshim import status as shim_status
 from capshim.errors import UsageError
 from capshim.backends.metal.compile import (CONFIG_VARIABLES, IS_MACOS, LUME_VARIABLES, SIP_PREFIXES,
@@ -114,8 +114,9 @@ def _probe_once(probe_bin: Path, env: dict[str, str], framework: Path | None) ->
     cmd = [str(probe_bin)] + (["--framework", str(framework)] if framework else [])
     r = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=120)
     try:
-        data = json.loads(r.stdout.strip().splitlines()[-1]) if r.stdout.strip() else {}
-    except json.JSONDecodeError:
+        last = r.stdout.strip().splitlines()[-1] if r.stdout.strip() else ""
+        data = jsonread.loads(last, "the Metal probe's output") if last else {}
+    except jsonread.JsonShapeError:
         data = {}
     if r.returncode != 0 or "answers" not in data:
         why = data.get("error") or (r.stderr.strip().splitlines() or ["no output"])[-1]
