@@ -24,7 +24,6 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import shutil
 import sys
 import tempfile
 from dataclasses import dataclass
