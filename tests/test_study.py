@@ -1,6 +1,6 @@
 """Study seals: the SHA256SUMS at the top of an ablate / tune / kernels --out folder, and its verify.
 
-Small fake studies: the commands run with a stand-in bench (the one seam, ablate.run_arms) that writes
+Small fake studies: the commands run with a stand-in bench (the one seam, common.run_arms) that writes
 a real sealed bundle, so the seal is the command's own and no workload runs.
 """
 
@@ -12,14 +12,15 @@ import os
 import pytest
 from click.testing import CliRunner
 
-from capshim import evidence, study
-from capshim.bench import ablate, kernels, tune
+from capshim import evidence
+from capshim.studies import ablate, common, kernels, tune
+from capshim.studies import seal as study
 from capshim.cli import main
 from capshim.errors import CapshimError
 from capshim.paths import SUMS_NAME
-from tests.bench.test_ablate import GPU_STOCK, fake_bench
-from tests.bench.test_kernels import GOOD, OK_RUN, _fake_run_arms
-from tests.bench.test_tune import CPU_STOCK, _lavapipe_like
+from tests.studies.test_ablate import GPU_STOCK, fake_bench
+from tests.studies.test_kernels import GOOD, OK_RUN, _fake_run_arms
+from tests.studies.test_tune import CPU_STOCK, _lavapipe_like
 
 
 def _with_bundle(run_arms):
@@ -34,8 +35,8 @@ def _with_bundle(run_arms):
 
 
 def _ablate_study(tmp_path, monkeypatch):
-    monkeypatch.setattr(ablate, "stock_probe", lambda: (GPU_STOCK, GPU_STOCK["device"]))
-    monkeypatch.setattr(ablate, "run_arms", _with_bundle(
+    monkeypatch.setattr(common, "stock_probe", lambda: (GPU_STOCK, GPU_STOCK["device"]))
+    monkeypatch.setattr(common, "run_arms", _with_bundle(
         fake_bench(lambda name, what, test, r: [1000.0 + i for i in range(r)])))
     out = tmp_path / "ab"
     ablate.ablate(out=out, repetitions=3, n_prompt=64, n_gen=16)
@@ -56,8 +57,8 @@ def test_a_fresh_ablate_study_verifies(tmp_path, monkeypatch):
 
 
 def test_a_fresh_tune_study_verifies(tmp_path, monkeypatch):
-    monkeypatch.setattr(ablate, "stock_probe", lambda: (CPU_STOCK, CPU_STOCK["device"]))
-    monkeypatch.setattr(ablate, "run_arms", _with_bundle(fake_bench(_lavapipe_like)))
+    monkeypatch.setattr(common, "stock_probe", lambda: (CPU_STOCK, CPU_STOCK["device"]))
+    monkeypatch.setattr(common, "run_arms", _with_bundle(fake_bench(_lavapipe_like)))
     out = tmp_path / "t"
     tune.tune(out=out)
     assert study.verify(out) == []
@@ -66,7 +67,7 @@ def test_a_fresh_tune_study_verifies(tmp_path, monkeypatch):
 
 
 def test_a_fresh_kernels_study_verifies(tmp_path, monkeypatch):
-    monkeypatch.setattr(ablate, "run_arms", _with_bundle(_fake_run_arms({
+    monkeypatch.setattr(common, "run_arms", _with_bundle(_fake_run_arms({
         "tiny": {"native": ("native", OK_RUN, GOOD), "sim-vulkan-paravirt": ("active", OK_RUN, GOOD)}})))
     out = tmp_path / "k"
     kernels.kernels(["tiny"], out=out, n_prompt=16, n_gen=2)
@@ -81,8 +82,8 @@ def test_a_study_stopped_by_an_error_is_sealed_and_says_so(tmp_path, monkeypatch
         _with_bundle(fake_bench(_lavapipe_like, calls))(specs, out, **kw)
         raise CapshimError("bench interrupted (SIGINT); partial bundle: x", exit_code=130)
 
-    monkeypatch.setattr(ablate, "stock_probe", lambda: (CPU_STOCK, CPU_STOCK["device"]))
-    monkeypatch.setattr(ablate, "run_arms", interrupted)
+    monkeypatch.setattr(common, "stock_probe", lambda: (CPU_STOCK, CPU_STOCK["device"]))
+    monkeypatch.setattr(common, "run_arms", interrupted)
     with pytest.raises(CapshimError, match="interrupted"):
         tune.tune(out=tmp_path / "t")
     doc = json.loads((tmp_path / "t" / "study.json").read_text())
@@ -93,7 +94,7 @@ def test_a_study_stopped_by_an_error_is_sealed_and_says_so(tmp_path, monkeypatch
 def test_a_refused_out_is_never_sealed(tmp_path, monkeypatch):
     (tmp_path / "full").mkdir()
     (tmp_path / "full" / "mine.txt").write_text("the user's")
-    monkeypatch.setattr(ablate, "stock_probe", lambda: (CPU_STOCK, CPU_STOCK["device"]))
+    monkeypatch.setattr(common, "stock_probe", lambda: (CPU_STOCK, CPU_STOCK["device"]))
     with pytest.raises(CapshimError, match="not empty"):
         tune.tune(out=tmp_path / "full")
     assert sorted(os.listdir(tmp_path / "full")) == ["mine.txt"]

@@ -457,8 +457,9 @@ def evidence_verify(bundle):
     """
     from pathlib import Path
 
-    from capshim import evidence, study
+    from capshim import evidence
     from capshim.errors import EXIT_WORKLOAD
+    from capshim.studies import seal as study
 
     if not Path(bundle).is_dir():
         raise CapshimError(f"evidence verify {bundle}: not a folder")
@@ -487,9 +488,9 @@ def evidence_seal_study(folder, kind):
     nested bundle does not verify. The seal proves the files are unchanged
     from now on, not since the run.
     """
-    from capshim import study
+    from capshim.studies import seal
 
-    sums = study.seal(folder, kind, sealed_after=True)
+    sums = seal.seal(folder, kind, sealed_after=True)
     click.echo(f"sealed: {sums} (check it: capshim evidence verify {folder})")
 
 
@@ -736,7 +737,7 @@ def ablate_cmd(profile_ref, by, model, repetitions, warmup, n_prompt, n_gen, tes
     """
     from pathlib import Path
 
-    from capshim.bench import ablate
+    from capshim.studies import ablate
 
     res = ablate.ablate(profile_ref, by=by, out=Path(out) if out else None, model=model, repetitions=repetitions,
                         warmup=warmup, n_prompt=n_prompt, n_gen=n_gen, test=test, recover=recover,
@@ -798,7 +799,7 @@ def tune_cmd(budget, model, repetitions, confirm_runs, warmup, n_prompt, n_gen, 
     """
     from pathlib import Path
 
-    from capshim.bench import tune
+    from capshim.studies import tune
 
     only = dims.split(",") if dims is not None else None  # tune.parse_only checks them
     res = tune.tune(out=Path(out) if out else None, budget=budget, model=model, repetitions=repetitions,
@@ -816,8 +817,8 @@ def tune_cmd(budget, model, repetitions, confirm_runs, warmup, n_prompt, n_gen, 
 
 
 def _kernels_prompt(ctx, param, value):
-    """``capshim kernels -p``: at least :data:`capshim.bench.kernels.MIN_PROMPT` (why in the message)."""
-    from capshim.bench.kernels import MIN_PROMPT
+    """``capshim kernels -p``: at least :data:`capshim.studies.kernels.MIN_PROMPT` (why in the message)."""
+    from capshim.studies.kernels import MIN_PROMPT
 
     if value is not None and value < MIN_PROMPT:
         raise click.BadParameter(f"{value}: give at least {MIN_PROMPT}: ggml-vulkan runs a matrix multiplication with "
@@ -879,7 +880,7 @@ def kernels_cmd(models, profile_refs, n_prompt, n_gen, timeout, out, as_json):
     """
     from pathlib import Path
 
-    from capshim.bench import kernels
+    from capshim.studies import kernels
 
     if out is not None and not out.strip():
         raise click.BadParameter("an empty path: give a folder, or leave --out out for the default",

@@ -12,6 +12,11 @@ Use::
     seal(out, "ablate")                       # at the end of the command (also after an error)
     seal(out, "tune", sealed_after=True)      # an older folder: capshim evidence seal-study
     verify(out)                               # problems, paths relative to out; [] when it verifies
+
+The commands seal through :func:`capshim.studies.common.study_folder` (the
+one study-folder helper: a new folder, the seal guard, then this seal).
+Names in the layout (profiles, candidates, ``bench-<model>``) follow
+:mod:`capshim.contracts.names`.
 """
 
 from __future__ import annotations
@@ -21,18 +26,20 @@ import datetime as _dt
 import json
 import os
 import re
+import sys
 from pathlib import Path
 
-from capshim import evidence, paths
+from capshim import __version__, evidence, paths
+from capshim.contracts.names import NAME_RE
 from capshim.evidence import EvidenceError
 from capshim.paths import SUMS_NAME
 
-__all__ = ["STUDY_FILE", "SCHEMA", "KINDS", "seal", "seal_quietly", "sealing", "verify", "is_study", "bundle_folders"]
+__all__ = ["STUDY_FILE", "SCHEMA", "KINDS", "seal", "seal_quietly", "verify", "is_study", "bundle_folders"]
 
 STUDY_FILE = "study.json"
 SCHEMA = "capshim-study/1"
 
-_NAME = r"[A-Za-z0-9][A-Za-z0-9._-]*"
+_NAME = NAME_RE.pattern
 
 #: Per kind: the files a study may list (besides study.json and the nested bundles' SHA256SUMS), and the
 #: folders directly in it that are nested bundles. ``run.txt`` is the operator's note of the command line.
@@ -89,8 +96,6 @@ def seal(root: str | Path, kind: str, *, sealed_after: bool = False, error: str 
             ``sealed_after``) a link or special file in it or a nested bundle that does not verify.
         StorageError: the disk is full (exit 4).
     """
-    from capshim import __version__
-
     p = Path(root)
     if kind not in KINDS:
         raise EvidenceError(f"--kind {kind}: expected one of {', '.join(KINDS)}")
@@ -139,8 +144,6 @@ def seal_quietly(root: str | Path, kind: str, error: BaseException) -> None:
     A folder that is missing, empty or already sealed is left alone (an ``--out`` the command
     refused is never touched).
     """
-    import sys
-
     p = Path(root)
     try:
         if not p.is_dir() or p.is_symlink() or not any(p.iterdir()) or os.path.lexists(p / SUMS_NAME):
@@ -232,15 +235,3 @@ def verify(root: str | Path) -> list[str]:
                             "each nested bundle's seal)")
         problems += [f"{b}/{x}" for x in evidence.verify(p / b)]
     return list(dict.fromkeys(problems))
-
-
-@contextlib.contextmanager
-def sealing(root: str | Path, kind: str):
-    """Seal the study folder ``root`` when the block ends: :func:`seal` after success (its errors
-    raise), :func:`seal_quietly` after an exception (which is then re-raised)."""
-    try:
-        yield
-    except BaseException as exc:
-        seal_quietly(root, kind, exc)
-        raise
-    seal(root, kind)
