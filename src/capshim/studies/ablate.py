@@ -76,8 +76,9 @@ def _written(profile: Profile) -> tuple[dict, dict]:
 
 
 def restore_for(stock: dict, lowering: Profile) -> Profile:
-    """The raise profile answering the stock values ``lowering`` lowers (the bench's ``profile:restore``)."""
-    return restore_profile(stock, lowering)
+    """The raise profile answering the stock values ``lowering`` lowers (the bench's ``profile:restore``),
+    named ``unlock-<P>`` cut to a valid name (a 64-character P is a valid profile name)."""
+    return restore_profile(stock, lowering, name=names.label_for(f"unlock-{lowering.name}"))
 
 
 def _lowers(stock: dict, key: str, low) -> bool:
