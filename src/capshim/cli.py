@@ -17,6 +17,8 @@ from capshim import __version__, backends
 from capshim.contracts import names
 from capshim.contracts.numbers import FiniteFloat
 from capshim.errors import EXIT_INERT, EXIT_STORAGE, CapshimError
+from capshim.studies.defaults import DEFAULTS as STUDY_DEFAULTS
+from capshim.studies.defaults import help_text as study_default
 
 _API_NAMES = backends.names()
 
@@ -677,16 +679,17 @@ def _ablate_tune_table(rows: list[dict], notes: list[str], title: str) -> None:
 
 
 def _builtin_workload_options(f):
-    """The built-in workload's options shared by ablate and tune (model, warm-up, test sizes)."""
+    """The built-in workload's options shared by ablate and tune (model, warm-up, test sizes); their
+    defaults are the studies' table (capshim.studies.defaults), the same for both."""
     for opt in reversed([
         click.option("--model", metavar="PATH|PRESET",
                      help="Built-in workload model (GGUF file or preset) [default: tiny]."),
         click.option("--warmup", type=click.IntRange(0, 100), default=None,
-                     help="Unrecorded warm-up rounds (one process per arm) [default: 1]."),
+                     help=f"Unrecorded warm-up rounds (one process per arm) {study_default('ablate', 'warmup')}."),
         click.option("--n-prompt", "-p", type=click.IntRange(1), default=None,
-                     help="Prompt tokens [default: 512 on a GPU, 64 on a CPU device]."),
+                     help=f"Prompt tokens {study_default('ablate', 'n_prompt')}."),
         click.option("--n-gen", "-n", type=click.IntRange(1), default=None,
-                     help="Generated tokens [default: 128 on a GPU, 16 on a CPU device]."),
+                     help=f"Generated tokens {study_default('ablate', 'n_gen')}."),
     ]):
         f = opt(f)
     return f
@@ -698,7 +701,7 @@ def _builtin_workload_options(f):
 @click.option("--by", type=click.Choice(["group", "key"]), default="group", show_default=True,
               help="Ablate capability groups (coopmat, intdot, fp16, shmem, subgroup) or key by key.")
 @click.option("--repetitions", "-r", type=click.IntRange(1, 1000), default=None,
-              help="Runs per arm, one process each [default: 10 on a GPU, 2 on a CPU device].")
+              help=f"Runs per arm, one process each {study_default('ablate', 'repetitions')}.")
 @_builtin_workload_options
 @click.option("--test", metavar="TEST", help="The test the smallest profile is chosen on [default: the pp test].")
 @click.option("--recover", type=click.FloatRange(0, 2), default=0.99, show_default=True,
@@ -706,7 +709,7 @@ def _builtin_workload_options(f):
 @click.option("--lower-bound", type=click.FloatRange(0, 2), default=0.97, show_default=True,
               help="Smallest profile rule: 95% interval lower bound at least this.")
 @click.option("--timeout", type=FiniteFloat(1), default=900, show_default=True, help="Seconds one run may take.")
-@click.option("--out", type=click.Path(file_okay=False), help="Output folder [default: ./capshim-ablate-DATE-TIME].")
+@click.option("--out", type=click.Path(file_okay=False), help="Output folder, new or empty [default: ./capshim-ablate-DATE-TIME, -2, -3 ... when taken].")
 @click.option("--json", "as_json", is_flag=True, help="Print ablation.json on stdout instead of the table.")
 def ablate_cmd(profile_ref, by, model, repetitions, warmup, n_prompt, n_gen, test, recover, lower_bound, timeout,
                out, as_json):
@@ -754,11 +757,11 @@ def ablate_cmd(profile_ref, by, model, repetitions, warmup, n_prompt, n_gen, tes
 
 @main.command("tune")
 @click.option("--budget", type=click.IntRange(1, 1000), default=None,
-              help="Candidates to try [default: 8 on a GPU, 4 on a CPU device].")
+              help=f"Candidates to try {study_default('tune', 'budget')}.")
 @click.option("--repetitions", "-r", type=click.IntRange(1, 1000), default=None,
-              help="Runs per arm in the first stage (doubled each stage) [default: 2].")
+              help=f"Runs per arm in the first stage (doubled each stage) {study_default('tune', 'repetitions')}.")
 @click.option("--confirm-runs", type=click.IntRange(1, 1000), default=None,
-              help="Runs per arm of the final native-vs-best bench [default: 10 on a GPU, 2 on a CPU device].")
+              help=f"Runs per arm of the final native-vs-best bench {study_default('tune', 'confirm')}.")
 @_builtin_workload_options
 @click.option("--test", metavar="TEST", help="The test candidates are ranked on [default: the pp test].")
 @click.option("--seed", type=click.IntRange(0), default=1, show_default=True, help="Seed of the candidate sample.")
@@ -767,7 +770,7 @@ def ablate_cmd(profile_ref, by, model, repetitions, warmup, n_prompt, n_gen, tes
                    "coopmat; any case, duplicates dropped; those this device offers a choice in) and keep "
                    "the others stock.")
 @click.option("--timeout", type=FiniteFloat(1), default=900, show_default=True, help="Seconds one run may take.")
-@click.option("--out", type=click.Path(file_okay=False), help="Output folder [default: ./capshim-tune-DATE-TIME].")
+@click.option("--out", type=click.Path(file_okay=False), help="Output folder, new or empty [default: ./capshim-tune-DATE-TIME, -2, -3 ... when taken].")
 @click.option("--json", "as_json", is_flag=True, help="Print tune.json on stdout instead of the table.")
 def tune_cmd(budget, model, repetitions, confirm_runs, warmup, n_prompt, n_gen, test, seed, dims, timeout, out,
              as_json):
@@ -834,14 +837,15 @@ def _kernels_prompt(ctx, param, value):
 @click.option("--profile", "profile_refs", multiple=True, metavar="P",
               help="Answers to compare with native (repeatable): a lowering profile runs as the simulated "
                    "device, a raising one through the app layer [default: vulkan-paravirt].")
-@click.option("--n-prompt", "-p", type=click.IntRange(1, 4096), default=64, show_default=True,
-              callback=_kernels_prompt,
+@click.option("--n-prompt", "-p", type=click.IntRange(1, 4096), default=STUDY_DEFAULTS["kernels"]["any"]["n_prompt"],
+              show_default=True, callback=_kernels_prompt,
               help="Prompt tokens of the one pass (the batch, n>1, path): at least 9, since ggml-vulkan runs "
                    "n <= 8 columns as the mat-vec path.")
-@click.option("--n-gen", "-n", type=click.IntRange(1, 256), default=4, show_default=True,
+@click.option("--n-gen", "-n", type=click.IntRange(1, 256), default=STUDY_DEFAULTS["kernels"]["any"]["n_gen"],
+              show_default=True,
               help="Generated tokens of the one pass (the single-token, n=1, path).")
 @click.option("--timeout", type=FiniteFloat(1), default=900, show_default=True, help="Seconds one run may take.")
-@click.option("--out", type=click.Path(file_okay=False), help="Output folder [default: ./capshim-kernels-DATE-TIME].")
+@click.option("--out", type=click.Path(file_okay=False), help="Output folder, new or empty [default: ./capshim-kernels-DATE-TIME, -2, -3 ... when taken].")
 @click.option("--json", "as_json", is_flag=True, help="Print kernels.json on stdout instead of the verdict.")
 def kernels_cmd(models, profile_refs, n_prompt, n_gen, timeout, out, as_json):
     """Compare the kernels llama.cpp picks for a synthetic model and a real one.

@@ -84,6 +84,23 @@ def test_a_refused_study_leaves_no_folder_and_an_existing_empty_one_stays(tmp_pa
     assert (tmp_path / "mine").is_dir() and os.listdir(tmp_path / "mine") == []  # the user's folder stays
 
 
+def test_the_defaults_are_one_table_the_studies_and_their_help_read(monkeypatch):
+    from capshim.studies import defaults
+
+    shared = ("warmup", "n_prompt", "n_gen")  # ablate and tune share these options (and their help)
+    for where in ("cpu", "gpu"):
+        assert {k: defaults.DEFAULTS["tune"][where][k] for k in shared} == \
+            {k: defaults.DEFAULTS["ablate"][where][k] for k in shared}
+    assert common.defaults("tune", CPU_STOCK["device"]) == defaults.DEFAULTS["tune"]["cpu"]
+    assert common.defaults("ablate", GPU_STOCK["device"]) == defaults.DEFAULTS["ablate"]["gpu"]
+    assert (kernels.N_PROMPT, kernels.N_GEN) == (64, 4) == tuple(defaults.DEFAULTS["kernels"]["any"].values())
+    text = " ".join(CliRunner().invoke(main, ["tune", "--help"], terminal_width=200).output.split())
+    assert "Candidates to try [default: 8 on a GPU, 4 on a CPU device]" in text
+    assert "Prompt tokens [default: 512 on a GPU, 64 on a CPU device]" in text
+    assert "(doubled each stage) [default: 2]" in text
+    assert "-2, -3 ... when taken" in text
+
+
 # --- signals and the seal -----------------------------------------------------------------------------
 
 def _fake_bench_behind_the_seam(monkeypatch, first: signal.Signals, during_bundle_seal=(), calls=None):

@@ -8,8 +8,8 @@
   :class:`~capshim.contracts.signals.SealGuard` held from before the first
   run to the study seal (:mod:`capshim.studies.seal`), and the exit status of
   a stop signal (:func:`capshim.contracts.signals.exit_code`);
-* :data:`DEFAULTS`: each study's workload settings on a CPU and on a GPU
-  Vulkan device, in one table;
+* :func:`defaults`: each study's workload settings on a CPU or a GPU Vulkan
+  device (the one table: :mod:`capshim.studies.defaults`);
 * reading a bench's ``summary.json``: :class:`Ratio` (:func:`ratios`), the
   bench's warnings as short flags (:func:`arm_flags`), why an arm failed
   (:func:`why`), the A/A warning (:func:`aa_warning`); no statistics are
@@ -41,29 +41,15 @@ from capshim.export.markdown import pipe_table
 from capshim.profiles import Profile
 from capshim.profiles.catalog import KEYS
 from capshim.report import load_summary
+from capshim.studies import defaults as study_defaults
 from capshim.studies import seal
 
 # --- defaults ------------------------------------------------------------------------------------------
 
-#: Each study's settings when the user gives none, on a CPU Vulkan device (lavapipe) and on a GPU.
-#: CPU: short processes (about 2.5 s each with the tiny model on 2 cores once Mesa's shader cache is
-#: filled); the warm-up round fills that cache: on lavapipe a process that compiles the shaders measures
-#: faster than one that reads them from the cache (capshim.bench.plan), so a cold first process would
-#: skew its arm. tune on a GPU is sized for one command under 10 minutes on the H200 with
-#: tinyllama-1.1b: 8 candidates (every single change there), stages of 9 x 3 and 5 x 5 processes,
-#: confirmation 3 x 11. kernels runs one small untimed pass per model and answers, on any device.
-DEFAULTS: dict[str, dict[str, dict[str, int]]] = {
-    "ablate": {"cpu": {"repetitions": 2, "warmup": 1, "n_prompt": 64, "n_gen": 16},
-               "gpu": {"repetitions": 10, "warmup": 1, "n_prompt": 512, "n_gen": 128}},
-    "tune": {"cpu": {"repetitions": 2, "warmup": 1, "n_prompt": 64, "n_gen": 16, "confirm": 2, "budget": 4},
-             "gpu": {"repetitions": 2, "warmup": 1, "n_prompt": 512, "n_gen": 128, "confirm": 10, "budget": 8}},
-    "kernels": {"any": {"n_prompt": 64, "n_gen": 4}},
-}
-
-
 def defaults(study: str, device: dict | None) -> dict[str, int]:
-    """The :data:`DEFAULTS` of ``study`` (``ablate``, ``tune``) for the bench device (a probe's ``device``)."""
-    return DEFAULTS[study]["cpu" if is_cpu(device) else "gpu"]
+    """The settings of ``study`` (``ablate``, ``tune``) for the bench device (a probe's ``device``):
+    :data:`capshim.studies.defaults.DEFAULTS`."""
+    return study_defaults.for_device(study, is_cpu(device))
 
 
 # --- capability groups -------------------------------------------------------------------------------

@@ -28,6 +28,7 @@ from capshim.contracts import names
 from capshim.errors import UsageError
 from capshim.evidence import sha256_file
 from capshim.studies import common
+from capshim.studies.defaults import DEFAULTS
 from capshim.studies.fingerprint import Fingerprint, family_shares, parse_stderr
 from capshim.studies.kernels_report import Answers, analyse, markdown
 
@@ -36,11 +37,11 @@ PERF_ENV = {"GGML_VK_PERF_LOGGER": "1"}
 #: The synthetic reference model when none is given, and the answers compared with native.
 DEFAULT_MODEL = "tinyllama-1.1b"
 DEFAULT_PROFILES = ("vulkan-paravirt",)
-#: One small untimed pass each (:data:`capshim.studies.common.DEFAULTS` ``["kernels"]``): a prompt batch
+#: One small untimed pass each (:data:`capshim.studies.defaults.DEFAULTS` ``["kernels"]``): a prompt batch
 #: (matrix-matrix path) and a few generated tokens (matrix-vector path). The worker runs its correctness
 #: pass and one timed repetition of each test, so every run logs 2 + 2 x n_gen graphs.
-N_PROMPT = common.DEFAULTS["kernels"]["any"]["n_prompt"]
-N_GEN = common.DEFAULTS["kernels"]["any"]["n_gen"]
+N_PROMPT = DEFAULTS["kernels"]["any"]["n_prompt"]
+N_GEN = DEFAULTS["kernels"]["any"]["n_gen"]
 #: The smallest ``-p``: ggml-vulkan runs (and its perf logger labels) a matrix multiplication with
 #: n <= 8 columns as the mat-vec path (``MUL_MAT_VEC``, ``mul_mat_vec_max_cols``), so a prompt of 2..8
 #: tokens never runs the batched ``MUL_MAT`` path the prompt pass is there for.
