@@ -101,6 +101,9 @@ def test_output_folder_rule(tmp_path, monkeypatch):
     (tmp_path / "file").write_text("x")
     with pytest.raises(UsageError, match="not a folder"):
         folders.new_output_folder(tmp_path / "file", "bench")
+    for empty in ("", "  "):  # not the default folder: the user gave --out
+        with pytest.raises(UsageError, match="--out: an empty path"):
+            folders.new_output_folder(empty, "bench")
     sealed = tmp_path / "sealed"
     (sealed / "raw").mkdir(parents=True)
     (sealed / "SHA256SUMS").write_text("")

@@ -742,7 +742,7 @@ def ablate_cmd(profile_ref, by, model, repetitions, warmup, n_prompt, n_gen, tes
 
     from capshim.studies import ablate
 
-    res = ablate.ablate(profile_ref, by=by, out=Path(out) if out else None, model=model, repetitions=repetitions,
+    res = ablate.ablate(profile_ref, by=by, out=out, model=model, repetitions=repetitions,
                         warmup=warmup, n_prompt=n_prompt, n_gen=n_gen, test=test, recover=recover,
                         lower_bound=lower_bound, timeout=timeout)
     if as_json:
@@ -800,12 +800,10 @@ def tune_cmd(budget, model, repetitions, confirm_runs, warmup, n_prompt, n_gen, 
       capshim tune --budget 2 -r 1 --confirm-runs 2        # tiny, for CI
       capshim tune --dims coopmat --model llama-8b          # coopmat + coopmat2, coopmat only, none
     """
-    from pathlib import Path
-
     from capshim.studies import tune
 
     only = dims.split(",") if dims is not None else None  # tune.parse_only checks them
-    res = tune.tune(out=Path(out) if out else None, budget=budget, model=model, repetitions=repetitions,
+    res = tune.tune(out=out, budget=budget, model=model, repetitions=repetitions,
                     confirm_runs=confirm_runs, warmup=warmup, n_prompt=n_prompt, n_gen=n_gen, test=test, seed=seed,
                     timeout=timeout, only=only)
     if as_json:
@@ -882,14 +880,9 @@ def kernels_cmd(models, profile_refs, n_prompt, n_gen, timeout, out, as_json):
       capshim kernels --model tiny --model my-model.gguf --profile vulkan-paravirt --out kern
       capshim kernels --model tinyllama-1.1b --json
     """
-    from pathlib import Path
-
     from capshim.studies import kernels
 
-    if out is not None and not out.strip():
-        raise click.BadParameter("an empty path: give a folder, or leave --out out for the default",
-                                 param_hint="--out")
-    res = kernels.kernels(models, profile_refs or kernels.DEFAULT_PROFILES, out=Path(out) if out else None,
+    res = kernels.kernels(models, profile_refs or kernels.DEFAULT_PROFILES, out=out,
                           n_prompt=n_prompt, n_gen=n_gen, timeout=timeout, argv=list(sys.argv))
     if as_json:
         click.echo(json.dumps(res, indent=2))

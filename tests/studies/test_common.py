@@ -101,6 +101,20 @@ def test_the_defaults_are_one_table_the_studies_and_their_help_read(monkeypatch)
     assert "-2, -3 ... when taken" in text
 
 
+def test_an_empty_out_or_a_comma_in_a_path_the_bench_cannot_spell_is_exit_2_before_anything(tmp_path, monkeypatch):
+    _fake_tune(monkeypatch)
+    monkeypatch.chdir(tmp_path)
+    for cmd in ("ablate", "tune", "kernels"):
+        r = CliRunner().invoke(main, [cmd, "--out", ""])
+        assert r.exit_code == 2 and "--out: an empty path" in r.output, r.output
+        r = CliRunner().invoke(main, [cmd, "--out", "runs/a,b"])
+        assert r.exit_code == 2 and "--out runs/a,b: a ',' in the path" in r.output, r.output
+    shutil.copy(REPO / "src" / "capshim" / "profiles" / "builtin" / "vulkan-paravirt.toml", tmp_path / "p,q.toml")
+    r = CliRunner().invoke(main, ["kernels", "--model", "tiny", "--profile", "./p,q.toml", "--out", "k"])
+    assert r.exit_code == 2 and "--profile ./p,q.toml: a ',' in the path" in r.output, r.output
+    assert os.listdir(tmp_path) == ["p,q.toml"]  # no folder, no default folder either
+
+
 # --- signals and the seal -----------------------------------------------------------------------------
 
 def _fake_bench_behind_the_seam(monkeypatch, first: signal.Signals, during_bundle_seal=(), calls=None):

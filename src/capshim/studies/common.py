@@ -144,6 +144,20 @@ def load_vulkan_profile(ref: str, needs: str) -> Profile:
     return prof
 
 
+def spec_path(path: str | Path, flag: str) -> str:
+    """``path`` (a profile file, or the folder the studies write theirs in) as the bench's ``--arm``
+    spelling takes it (``NAME=simulate:P,profile:Q``: :mod:`capshim.bench.arms`).
+
+    Raises:
+        UsageError: (exit 2, naming ``flag``) a ``,`` in the path: that spelling separates items with it.
+    """
+    text = str(path)
+    if "," in text:
+        raise UsageError(f"{flag} {text}: a ',' in the path: the bench's arm spelling (NAME=simulate:P,profile:Q) "
+                         "separates its items with ','; give a path without one")
+    return text
+
+
 # --- the study folder: one helper, one guard, one seal ---------------------------------------------------
 
 @contextlib.contextmanager
@@ -160,9 +174,12 @@ def study_folder(out: str | Path | None, kind: str):
     afterwards capshim exits 128+N (:func:`capshim.contracts.signals.exit_code`).
 
     Raises:
-        UsageError: (exit 2) ``out`` is a file, a non-empty folder or inside a sealed folder.
+        UsageError: (exit 2) ``out`` is empty, a file, a non-empty folder, inside a sealed folder,
+            or has a ``,`` in it (:func:`spec_path`).
         CapshimError: (exit 4) the folder cannot be created; whatever the block raised.
     """
+    if out is not None:
+        spec_path(out, "--out")
     existed = out is not None and os.path.isdir(out)
     guard_cm = signals.SealGuard("the study")
     with guard_cm as guard:

@@ -87,13 +87,17 @@ def answers_for(profile_refs: list[str] | tuple[str, ...]) -> list[Answers]:
     """``native`` plus one arm per profile: a lowering profile as the simulated device
     (``simulate:P``), a raising one through the app layer (``profile:P``).
 
+    Arm names are valid names (``sim-P`` / ``raise-P`` cut to 64 characters, made unique).
+
     Raises:
-        UsageError: a profile does not load, is not Vulkan, or is given twice (names ``--profile``).
+        UsageError: a profile does not load, is not Vulkan, is given twice, or its path has a ``,``
+            (:func:`capshim.studies.common.spec_path`) (names ``--profile``).
     """
     out = [Answers("native", "native=", "native")]
     seen: dict[str, str] = {}
     for ref in profile_refs:
         prof = common.load_vulkan_profile(ref, "kernels reads ggml-vulkan's perf logger (Vulkan only)")
+        common.spec_path(ref, "--profile")
         role = "simulate" if prof.direction == "lower" else "profile"
         key = f"{role}:{prof.name}"
         if key in seen:
