@@ -704,9 +704,9 @@ def _builtin_workload_options(f):
               help=f"Runs per arm, one process each {study_default('ablate', 'repetitions')}.")
 @_builtin_workload_options
 @click.option("--test", metavar="TEST", help="The test the smallest profile is chosen on [default: the pp test].")
-@click.option("--recover", type=click.FloatRange(0, 2), default=0.99, show_default=True,
+@click.option("--recover", type=FiniteFloat(0, 2), default=0.99, show_default=True,
               help="Smallest profile rule: median ratio to native at least this.")
-@click.option("--lower-bound", type=click.FloatRange(0, 2), default=0.97, show_default=True,
+@click.option("--lower-bound", type=FiniteFloat(0, 2), default=0.97, show_default=True,
               help="Smallest profile rule: 95% interval lower bound at least this.")
 @click.option("--timeout", type=FiniteFloat(1), default=900, show_default=True, help="Seconds one run may take.")
 @click.option("--out", type=click.Path(file_okay=False), help="Output folder, new or empty [default: ./capshim-ablate-DATE-TIME, -2, -3 ... when taken].")

@@ -78,6 +78,9 @@ def test_a_refused_study_leaves_no_folder_and_an_existing_empty_one_stays(tmp_pa
     with pytest.raises(Exception, match="--test tg999"):
         tune.tune(out=tmp_path / "new", test="tg999")
     assert not (tmp_path / "new").exists()  # created for the study, removed: nothing was written
+    with pytest.raises(Exception, match="--test tg999"):
+        tune.tune(out=tmp_path / "a" / "b" / "c", test="tg999")
+    assert not (tmp_path / "a").exists()  # the parents it made too
     (tmp_path / "mine").mkdir()
     with pytest.raises(Exception, match="--test tg999"):
         tune.tune(out=tmp_path / "mine", test="tg999")
@@ -212,6 +215,33 @@ def test_a_signal_after_the_last_bench_lets_the_study_finish_then_exits_128_plus
     assert r.exit_code == 143, r.output
     doc = json.loads((out / "study.json").read_text())
     assert "complete" not in doc and (out / "ablation.json").is_file() and seal.verify(out) == []
+
+
+def test_a_second_signal_during_the_chart_skips_it_and_still_seals(tmp_path, monkeypatch):
+    monkeypatch.setattr(common, "stock_probe", lambda: (GPU_STOCK, GPU_STOCK["device"]))
+    monkeypatch.setattr(common, "run_arms", _sealing_bench(fake_bench(lambda n, w, t, r: [1000.0 + i for i in range(r)])))
+
+    def slow_chart(arms, summary, test, path, title):
+        path.write_bytes(b"half a png")
+        signal.raise_signal(signal.SIGINT)  # the first: waits
+        signal.raise_signal(signal.SIGINT)  # the second: cuts this slow step short
+        pytest.fail("the second Ctrl-C did not stop the chart")
+
+    monkeypatch.setattr(ablate, "chart", slow_chart)
+    out = tmp_path / "a"
+    r = CliRunner().invoke(main, ["ablate", "-r", "3", "--out", str(out)])
+    assert r.exit_code == 130 and "Traceback" not in r.output, r.output
+    res = json.loads((out / "ablation.json").read_text())
+    assert "chart not drawn: interrupted by SIGINT" in res["notes"] and not (out / "ablation.png").exists()
+    assert "![chart]" not in (out / "ablation.md").read_text() and seal.verify(out) == []
+
+
+def test_rule_options_must_be_finite_numbers(tmp_path):
+    for opt in ("--recover", "--lower-bound"):
+        for bad in ("nan", "inf"):
+            r = CliRunner().invoke(main, ["ablate", opt, bad, "--out", str(tmp_path / "a")])
+            assert r.exit_code == 2 and ("not a finite number" in r.output or "range" in r.output), r.output
+            assert not (tmp_path / "a").exists()
 
 
 @pytest.mark.skipif(shutil.which("pgrep") is None, reason="pgrep: to see that no workload is left")

@@ -40,7 +40,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from capshim import profiles
-from capshim.contracts import names
+from capshim.contracts import names, signals
 from capshim.errors import UsageError
 from capshim.profiles import Profile
 from capshim.profiles.catalog import KEYS
@@ -357,10 +357,9 @@ def ablate(profile_ref: str = "vulkan-paravirt", by: str = "group", out: Path | 
             notes.append("no raise arm met the rule; no profile written (more runs, -r, give tighter intervals)")
         rows = table_rows(arms, m.summary)
         title = f"capshim ablate {lowering.name} — {(device or {}).get('name', '?')}"
+        drawn = _chart_unless_stopped(guard, arms, m.summary, t, out / "ablation.png", title, notes)
         (out / "ablation.md").write_text(f"# {title}\n\n" + common.markdown(rows, notes)
-                                         + "\n![chart](ablation.png)\n", encoding="utf-8")
-        with guard.abortable():  # a slow, optional step: a second signal skips it, never the seal
-            chart(arms, m.summary, t, out / "ablation.png", title)
+                                         + ("\n![chart](ablation.png)\n" if drawn else ""), encoding="utf-8")
         result = {
             "schema": "capshim-ablation/1", "profile": lowering.source, "by": by, "device": device,
             "cpu_device": common.is_cpu(device), "test": t, "rule": {"recover": recover, "lower_bound": lower_bound},
@@ -372,6 +371,20 @@ def ablate(profile_ref: str = "vulkan-paravirt", by: str = "group", out: Path | 
         }
         (out / "ablation.json").write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
         return result
+
+
+def _chart_unless_stopped(guard: signals.SealGuard, arms: list[ArmInfo], summary: dict, test: str, path: Path,
+                          title: str, notes: list[str]) -> bool:
+    """Draw the chart as a slow, optional step: a second stop signal (or the seal guard's wait after the
+    first) skips it, never the seal; then a note says so and False is returned."""
+    try:
+        with guard.abortable():
+            chart(arms, summary, test, path, title)
+        return True
+    except signals.StepInterrupted as stop:
+        path.unlink(missing_ok=True)
+        notes.append(f"chart not drawn: interrupted by {stop.signal_name}")
+        return False
 
 
 def _notes(lowering: Profile, us: list[Unit], m: common.Measured, t: str, recover: float, lower_bound: float,

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import contextlib
 import math
-import os
 import re
 import sys
 from dataclasses import dataclass
@@ -180,30 +179,47 @@ def study_folder(out: str | Path | None, kind: str):
     """
     if out is not None:
         spec_path(out, "--out")
-    existed = out is not None and os.path.isdir(out)
+    created = _first_missing(out)
     guard_cm = signals.SealGuard("the study")
     with guard_cm as guard:
         folder = folders.new_output_folder(out, kind)
+        created = created or (folder.absolute() if out is None else None)
         try:
             yield folder, guard
         except signals.StopRequested as stop:  # a signal before or between benches: nothing more runs
             err = CapshimError(f"{kind} stopped ({stop.signal_name}); what finished is sealed in {folder}",
                                exit_code=signals.exit_code(stop.signal_name))
-            _after_error(folder, kind, err, existed)
+            _after_error(folder, kind, err, created)
             raise err from None
         except BaseException as exc:
-            _after_error(folder, kind, exc, existed)
+            _after_error(folder, kind, exc, created)
             raise
         seal.seal(folder, kind)
     guard_cm.exit_if_signalled()
 
 
-def _after_error(folder: Path, kind: str, exc: BaseException, existed: bool) -> None:
-    """Seal what a study wrote before ``exc``; remove the folder it created when nothing was written."""
+def _first_missing(out: str | Path | None) -> Path | None:
+    """The top folder ``new_output_folder(out)`` will create (``out`` or a missing parent), or None."""
+    if out is None:
+        return None
+    top = Path(out).absolute()
+    if top.exists() or top.is_symlink():
+        return None
+    while not top.parent.exists():
+        top = top.parent
+    return top
+
+
+def _after_error(folder: Path, kind: str, exc: BaseException, created: Path | None) -> None:
+    """Seal what a study wrote before ``exc``; remove the folders it created (up to ``created``) while empty."""
     seal.seal_quietly(folder, kind, exc)
-    if not existed:
-        with contextlib.suppress(OSError):
-            folder.rmdir()  # only when empty
+    p = folder.absolute()
+    while created is not None and (p == created or created in p.parents):
+        try:
+            p.rmdir()  # only when empty: nothing was written
+        except OSError:
+            return
+        p = p.parent
 
 
 # --- the one seam to the bench -------------------------------------------------------------------------
