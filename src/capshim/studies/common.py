@@ -268,6 +268,15 @@ def run_arms(arm_specs: list[str], out: Path, *, repetitions: int, warmup: int, 
     return Measured(load_summary(res.bundle), res.bundle, p.device, res.failed_runs)
 
 
+#: What else the studies take from the bench, named here so that re-pointing :func:`run_arms` to a new
+#: bench API is one file: the built-in workload's model presets and model resolution (kernels), and the
+#: bench's reason why an arm is not a result. (The llama.cpp device-line parser, capshim.bench.attest,
+#: is read by the kernels fingerprint directly: a parser, not the bench.)
+MODEL_PRESETS = plan.MODEL_PRESETS
+resolve_model = plan.resolve_model
+arm_reason = plan.arm_reason
+
+
 def run_failed(run: dict) -> bool:
     """Whether one run entry of summary.json (``arms[NAME]["runs"][i]``) failed, timed out or was killed."""
     return bool(run.get("timed_out") or run.get("signal") or run.get("exit_code") not in (0, None))
@@ -433,7 +442,7 @@ def env_notes(summary: dict) -> list[str]:
 def why(arm: dict) -> str | None:
     """Why an arm of summary.json is not a result, or which of its runs failed and why (the bench's
     own reason, :func:`capshim.bench.plan.arm_reason`: llama.cpp's error line when it printed one)."""
-    reason = plan.arm_reason(arm)
+    reason = arm_reason(arm)
     if reason:
         return reason
     runs = arm.get("runs") or []

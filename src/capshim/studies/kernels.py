@@ -23,7 +23,6 @@ import time
 from pathlib import Path
 
 from capshim import __version__
-from capshim.bench import plan
 from capshim.contracts import names
 from capshim.errors import UsageError
 from capshim.evidence import sha256_file
@@ -78,7 +77,7 @@ def file_types(path: Path) -> tuple[dict[str, int], str | None]:
 def model_label(ref: str, taken: set[str]) -> str:
     """A short name for a model, unique among ``taken`` (added to it): the preset, or the file's stem made a
     valid name (:func:`capshim.contracts.names.label_for`: ``./_m.gguf`` -> ``m``). Its bundle is ``bench-<label>``."""
-    label = names.label_for(ref if ref in plan.MODEL_PRESETS else Path(ref).stem[:48], taken, fallback="model")
+    label = names.label_for(ref if ref in common.MODEL_PRESETS else Path(ref).stem[:48], taken, fallback="model")
     taken.add(label)
     return label
 
@@ -211,11 +210,11 @@ def not_compared(arm: dict | None, fp: Fingerprint, stderr: str | None, expected
     state = arm.get("state")
     if state == "failed" or bad or not runs:
         err = next((r.get("error") for r in bad if r.get("error")), None)
-        return f"run failed: {err or plan.arm_reason(arm) or 'no run finished'}"
+        return f"run failed: {err or common.arm_reason(arm) or 'no run finished'}"
     if state in ("inert", "invalid"):
-        return f"not a shim result: {plan.arm_reason(arm)}"
+        return f"not a shim result: {common.arm_reason(arm)}"
     if state == "wrong-output":
-        return f"wrong output: {plan.arm_reason(arm)}"
+        return f"wrong output: {common.arm_reason(arm)}"
     if stderr is None:
         return "no stderr file in the bundle"
     if not _VK_USED.search(stderr) and _CPU_BUF.search(stderr):
@@ -247,16 +246,16 @@ def check_models(models: list[str] | tuple[str, ...]) -> tuple[list[str], list[P
     """
     models = list(models) or [DEFAULT_MODEL]
     added = None
-    if not any(m in plan.MODEL_PRESETS for m in models):
+    if not any(m in common.MODEL_PRESETS for m in models):
         models.insert(0, DEFAULT_MODEL)
         added = DEFAULT_MODEL
     if len(set(models)) != len(models):
         raise UsageError(f"--model: a model is given twice ({', '.join(models)})")
-    paths = [plan.resolve_model(ref, write=False) for ref in models]
+    paths = [common.resolve_model(ref, write=False) for ref in models]
     _same_models(models, paths)
     types: dict[str, tuple[dict, str | None]] = {}
     for ref, path in zip(models, paths):
-        if ref not in plan.MODEL_PRESETS:
+        if ref not in common.MODEL_PRESETS:
             types[ref] = file_types(path)
             if types[ref][1]:
                 raise UsageError(f"--model {ref}: not a readable GGUF file ({types[ref][1].split(': ', 1)[1]})")
@@ -327,7 +326,7 @@ def kernels(models: list[str] | tuple[str, ...] = (), profile_refs: list[str] | 
 def _model_entry(ref: str, label: str, m: common.Measured, answers: list[Answers], types: dict,
                  expected: int, seconds: float) -> dict:
     """One model's entry of kernels.json: its file, bundle, and per answers the run's state and fingerprint."""
-    model_path = plan.resolve_model(ref)
+    model_path = common.resolve_model(ref)
     ftypes, ferr = types.get(ref) or file_types(model_path)
     entry = {"model": ref, "label": label, "path": str(model_path), "bundle": str(m.bundle),
              "seconds": round(seconds, 1), "file_types": ftypes, "file_types_error": ferr, "answers": {}}
