@@ -198,3 +198,45 @@ def test_seal_study_takes_back_a_seal_verify_would_reject(sealed, tmp_path):
     r = CliRunner().invoke(main, ["evidence", "seal-study", str(sealed), "--kind", "ablate"])
     assert r.exit_code == 0, r.output
     assert study.verify(sealed) == []
+
+
+def _unseal(folder):
+    (folder / SUMS_NAME).unlink()
+    (folder / "study.json").unlink()
+
+
+def test_ctrl_c_during_seal_study_waits_for_the_seal(sealed, monkeypatch):
+    import signal
+
+    from capshim import paths
+
+    real = paths.write_sums
+
+    def interrupted(root, names):
+        signal.raise_signal(signal.SIGINT)  # after study.json, before SHA256SUMS
+        signal.raise_signal(signal.SIGINT)
+        return real(root, names)
+
+    _unseal(sealed)
+    monkeypatch.setattr(paths, "write_sums", interrupted)
+    r = CliRunner().invoke(main, ["evidence", "seal-study", str(sealed), "--kind", "ablate"])
+    assert r.exit_code == 130, r.output
+    assert study.verify(sealed) == [] and json.loads((sealed / "study.json").read_text())["sealed_after"] is True
+
+
+def test_a_seal_study_that_cannot_write_its_seal_can_be_run_again(sealed, monkeypatch):
+    from capshim import paths
+
+    real = paths.write_sums
+
+    def full(root, names):
+        raise paths.StorageError(f"{root}/{SUMS_NAME}: cannot write: No space left on device")
+
+    _unseal(sealed)
+    monkeypatch.setattr(paths, "write_sums", full)
+    r = CliRunner().invoke(main, ["evidence", "seal-study", str(sealed), "--kind", "ablate"])
+    assert r.exit_code == 4 and "No space left" in r.output, r.output
+    assert not (sealed / "study.json").exists()  # taken back: nothing says "sealed" without a seal
+    monkeypatch.setattr(paths, "write_sums", real)
+    r = CliRunner().invoke(main, ["evidence", "seal-study", str(sealed), "--kind", "ablate"])
+    assert r.exit_code == 0 and study.verify(sealed) == [], r.output

@@ -31,6 +31,7 @@ from pathlib import Path
 
 from capshim import __version__, evidence, paths
 from capshim.contracts.names import NAME_RE
+from capshim.contracts.signals import SealGuard
 from capshim.evidence import EvidenceError
 from capshim.paths import SUMS_NAME
 
@@ -95,6 +96,9 @@ def seal(root: str | Path, kind: str, *, sealed_after: bool = False, error: str 
         EvidenceError: unknown kind, not a folder, already sealed (with ``sealed_after``), or (with
             ``sealed_after``) a link or special file in it or a nested bundle that does not verify.
         StorageError: the disk is full (exit 4).
+
+    A stop signal while the files are written waits for them (:class:`~capshim.contracts.signals.SealGuard`;
+    inside a study's own guard it is that guard's), then capshim exits 128+N.
     """
     p = Path(root)
     if kind not in KINDS:
@@ -119,12 +123,25 @@ def seal(root: str | Path, kind: str, *, sealed_after: bool = False, error: str 
     if error is not None:
         doc["complete"] = False
         doc["error"] = error[:2000]
+    guard_cm = SealGuard("the study")
+    with guard_cm:  # Ctrl-C, SIGTERM, SIGHUP wait until both files are written (or taken back)
+        sums = _write_seal(p, doc, bundles, sealed_after)
+    guard_cm.exit_if_signalled()
+    return sums
+
+
+def _write_seal(p: Path, doc: dict, bundles: list[str], sealed_after: bool) -> Path:
+    """Write study.json, then SHA256SUMS; with ``sealed_after``, take both back when the seal could not be
+    written or verify would reject it (so the folder can be fixed and sealed again)."""
     try:
         paths.atomic_write(p / STUDY_FILE, evidence.strict_json(doc))
         sums = paths.write_sums(p, _study_files(p, bundles))
-    except paths.StorageError:
-        raise
-    except OSError as exc:
+    except (OSError, paths.StorageError) as exc:
+        if sealed_after:
+            with contextlib.suppress(OSError):
+                os.unlink(p / STUDY_FILE)
+        if isinstance(exc, paths.StorageError):
+            raise
         raise EvidenceError(f"{p}: cannot seal the study: {exc.strerror or exc}") from None
     if sealed_after:
         # never leave behind a seal that verify rejects (a file outside the kind's layout, a hard
