@@ -272,7 +272,10 @@ def search(out: Path, cands: dict[str, dict[str, int]], specs: dict[str, str], d
     """
     s = Search({n: [] for n in cands})
     alive, r, stage = list(cands), repetitions, 1
-    label = lambda n: f"stage {stage}: {n} ({describe(dims, cands[n])})" if n in cands else f"stage {stage}: {n}"  # noqa: E731
+
+    def label(n: str) -> str:  # how the notes name an arm of this stage
+        return f"stage {stage}: {n} ({describe(dims, cands[n])})" if n in cands else f"stage {stage}: {n}"
+
     while True:
         m = common.run_arms(["native=", *(specs[n] for n in alive)], out / f"stage-{stage}", repetitions=r, **bench)
         s.failed_runs += sum(1 for run in m.summary["arms"]["native"]["runs"] if common.run_failed(run))
