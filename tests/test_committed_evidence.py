@@ -6,7 +6,8 @@ import json
 
 import pytest
 
-from capshim import evidence, study
+from capshim import evidence
+from capshim.studies import seal as study
 from tests.conftest import REPO
 
 SEALED = sorted(p.parent for p in (REPO / "evidence").rglob("SHA256SUMS"))

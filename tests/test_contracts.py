@@ -61,6 +61,35 @@ def test_signal_exit_codes_are_128_plus_n():
     assert signals.exit_code("nonsense") == 130
 
 
+def test_stoppable_stops_on_the_first_signal_only_and_never_inside_a_nested_seal():
+    """A study's guard: the first signal in a stoppable part raises StopRequested (the bench's runner
+    records it as Ctrl-C); later ones, and any during a nested guard (a bundle being sealed), only wait."""
+    guard_cm = signals.SealGuard("the study")
+    with pytest.raises(SystemExit) as done:
+        with guard_cm as guard:
+            with pytest.raises(signals.StopRequested) as stop:
+                with guard.stoppable():
+                    signal.raise_signal(signal.SIGTERM)
+            assert stop.value.signal_name == "SIGTERM" and isinstance(stop.value, KeyboardInterrupt)
+            signal.raise_signal(signal.SIGINT)  # a second one: recorded, nothing raised
+            signal.raise_signal(signal.SIGTERM)
+            assert guard.abort == "SIGINT" and guard.signal_name == "SIGTERM"
+            with pytest.raises(signals.StopRequested):  # nothing more starts after a stop request
+                with guard.stoppable():
+                    pytest.fail("ran after a stop request")
+        guard_cm.exit_if_signalled()
+    assert done.value.code == 143
+    outer_cm = signals.SealGuard("the study")
+    with pytest.raises(SystemExit) as done:
+        with outer_cm as outer, outer.stoppable():
+            with signals.SealGuard() as inner:  # the bench's seal, nested: shares the study's state
+                assert inner is outer and outer.nested == 1
+                signal.raise_signal(signal.SIGHUP)  # while sealing: waits, raises nothing
+            assert outer.nested == 0 and outer.signal_name == "SIGHUP"
+        outer_cm.exit_if_signalled()
+    assert done.value.code == 129
+
+
 def test_output_folder_rule(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     a = folders.new_output_folder(None, "bench")
@@ -73,6 +102,9 @@ def test_output_folder_rule(tmp_path, monkeypatch):
     (tmp_path / "file").write_text("x")
     with pytest.raises(UsageError, match="not a folder"):
         folders.new_output_folder(tmp_path / "file", "bench")
+    for empty in ("", "  "):  # not the default folder: the user gave --out
+        with pytest.raises(UsageError, match="--out: an empty path"):
+            folders.new_output_folder(empty, "bench")
     sealed = tmp_path / "sealed"
     (sealed / "raw").mkdir(parents=True)
     (sealed / "SHA256SUMS").write_text("")

@@ -1,6 +1,6 @@
 """Study seals: the SHA256SUMS at the top of an ablate / tune / kernels --out folder, and its verify.
 
-Small fake studies: the commands run with a stand-in bench (the one seam, ablate.run_arms) that writes
+Small fake studies: the commands run with a stand-in bench (the one seam, common.run_arms) that writes
 a real sealed bundle, so the seal is the command's own and no workload runs.
 """
 
@@ -12,14 +12,15 @@ import os
 import pytest
 from click.testing import CliRunner
 
-from capshim import evidence, report, study
-from capshim.bench import ablate, kernels, tune
+from capshim import evidence, report
+from capshim.studies import ablate, common, kernels, tune
+from capshim.studies import seal as study
 from capshim.cli import main
 from capshim.errors import CapshimError
 from capshim.paths import SUMS_NAME
-from tests.bench.test_ablate import GPU_STOCK, fake_bench
-from tests.bench.test_kernels import GOOD, OK_RUN, _fake_run_arms
-from tests.bench.test_tune import CPU_STOCK, _lavapipe_like
+from tests.studies.test_ablate import GPU_STOCK, fake_bench
+from tests.studies.test_kernels import GOOD, OK_RUN, _fake_run_arms
+from tests.studies.test_tune import CPU_STOCK, _lavapipe_like
 
 
 def _with_bundle(run_arms):
@@ -34,8 +35,8 @@ def _with_bundle(run_arms):
 
 
 def _ablate_study(tmp_path, monkeypatch):
-    monkeypatch.setattr(ablate, "stock_probe", lambda: (GPU_STOCK, GPU_STOCK["device"]))
-    monkeypatch.setattr(ablate, "run_arms", _with_bundle(
+    monkeypatch.setattr(common, "stock_probe", lambda: (GPU_STOCK, GPU_STOCK["device"]))
+    monkeypatch.setattr(common, "run_arms", _with_bundle(
         fake_bench(lambda name, what, test, r: [1000.0 + i for i in range(r)])))
     out = tmp_path / "ab"
     ablate.ablate(out=out, repetitions=3, n_prompt=64, n_gen=16)
@@ -56,8 +57,8 @@ def test_a_fresh_ablate_study_verifies(tmp_path, monkeypatch):
 
 
 def test_a_fresh_tune_study_verifies(tmp_path, monkeypatch):
-    monkeypatch.setattr(ablate, "stock_probe", lambda: (CPU_STOCK, CPU_STOCK["device"]))
-    monkeypatch.setattr(ablate, "run_arms", _with_bundle(fake_bench(_lavapipe_like)))
+    monkeypatch.setattr(common, "stock_probe", lambda: (CPU_STOCK, CPU_STOCK["device"]))
+    monkeypatch.setattr(common, "run_arms", _with_bundle(fake_bench(_lavapipe_like)))
     out = tmp_path / "t"
     tune.tune(out=out)
     assert study.verify(out) == []
@@ -66,7 +67,7 @@ def test_a_fresh_tune_study_verifies(tmp_path, monkeypatch):
 
 
 def test_a_fresh_kernels_study_verifies(tmp_path, monkeypatch):
-    monkeypatch.setattr(ablate, "run_arms", _with_bundle(_fake_run_arms({
+    monkeypatch.setattr(common, "run_arms", _with_bundle(_fake_run_arms({
         "tiny": {"native": ("native", OK_RUN, GOOD), "sim-vulkan-paravirt": ("active", OK_RUN, GOOD)}})))
     out = tmp_path / "k"
     kernels.kernels(["tiny"], out=out, n_prompt=16, n_gen=2)
@@ -81,8 +82,8 @@ def test_a_study_stopped_by_an_error_is_sealed_and_says_so(tmp_path, monkeypatch
         _with_bundle(fake_bench(_lavapipe_like, calls))(specs, out, **kw)
         raise CapshimError("bench interrupted (SIGINT); partial bundle: x", exit_code=130)
 
-    monkeypatch.setattr(ablate, "stock_probe", lambda: (CPU_STOCK, CPU_STOCK["device"]))
-    monkeypatch.setattr(ablate, "run_arms", interrupted)
+    monkeypatch.setattr(common, "stock_probe", lambda: (CPU_STOCK, CPU_STOCK["device"]))
+    monkeypatch.setattr(common, "run_arms", interrupted)
     with pytest.raises(CapshimError, match="interrupted"):
         tune.tune(out=tmp_path / "t")
     doc = json.loads((tmp_path / "t" / "study.json").read_text())
@@ -93,7 +94,7 @@ def test_a_study_stopped_by_an_error_is_sealed_and_says_so(tmp_path, monkeypatch
 def test_a_refused_out_is_never_sealed(tmp_path, monkeypatch):
     (tmp_path / "full").mkdir()
     (tmp_path / "full" / "mine.txt").write_text("the user's")
-    monkeypatch.setattr(ablate, "stock_probe", lambda: (CPU_STOCK, CPU_STOCK["device"]))
+    monkeypatch.setattr(common, "stock_probe", lambda: (CPU_STOCK, CPU_STOCK["device"]))
     with pytest.raises(CapshimError, match="not empty"):
         tune.tune(out=tmp_path / "full")
     assert sorted(os.listdir(tmp_path / "full")) == ["mine.txt"]
@@ -134,7 +135,7 @@ def test_an_edited_nested_seal_is_caught(sealed):
     (sealed / "bench" / "report.md").write_text("forged")
     from capshim import paths
 
-    paths.write_sums(sealed / "bench", [*evidence._bundle_files(sealed / "bench")])
+    paths.write_sums(sealed / "bench", [*evidence.bundle_files(sealed / "bench")])
     assert evidence.verify(sealed / "bench") == []
     assert study.verify(sealed) == ["bench/SHA256SUMS: checksum mismatch"]
 
@@ -197,3 +198,45 @@ def test_seal_study_takes_back_a_seal_verify_would_reject(sealed, tmp_path):
     r = CliRunner().invoke(main, ["evidence", "seal-study", str(sealed), "--kind", "ablate"])
     assert r.exit_code == 0, r.output
     assert study.verify(sealed) == []
+
+
+def _unseal(folder):
+    (folder / SUMS_NAME).unlink()
+    (folder / "study.json").unlink()
+
+
+def test_ctrl_c_during_seal_study_waits_for_the_seal(sealed, monkeypatch):
+    import signal
+
+    from capshim import paths
+
+    real = paths.write_sums
+
+    def interrupted(root, names):
+        signal.raise_signal(signal.SIGINT)  # after study.json, before SHA256SUMS
+        signal.raise_signal(signal.SIGINT)
+        return real(root, names)
+
+    _unseal(sealed)
+    monkeypatch.setattr(paths, "write_sums", interrupted)
+    r = CliRunner().invoke(main, ["evidence", "seal-study", str(sealed), "--kind", "ablate"])
+    assert r.exit_code == 130, r.output
+    assert study.verify(sealed) == [] and json.loads((sealed / "study.json").read_text())["sealed_after"] is True
+
+
+def test_a_seal_study_that_cannot_write_its_seal_can_be_run_again(sealed, monkeypatch):
+    from capshim import paths
+
+    real = paths.write_sums
+
+    def full(root, names):
+        raise paths.StorageError(f"{root}/{SUMS_NAME}: cannot write: No space left on device")
+
+    _unseal(sealed)
+    monkeypatch.setattr(paths, "write_sums", full)
+    r = CliRunner().invoke(main, ["evidence", "seal-study", str(sealed), "--kind", "ablate"])
+    assert r.exit_code == 4 and "No space left" in r.output, r.output
+    assert not (sealed / "study.json").exists()  # taken back: nothing says "sealed" without a seal
+    monkeypatch.setattr(paths, "write_sums", real)
+    r = CliRunner().invoke(main, ["evidence", "seal-study", str(sealed), "--kind", "ablate"])
+    assert r.exit_code == 0 and study.verify(sealed) == [], r.output

@@ -17,6 +17,8 @@ from capshim import __version__, backends
 from capshim.contracts import names
 from capshim.contracts.numbers import FiniteFloat
 from capshim.errors import EXIT_INERT, EXIT_STORAGE, CapshimError
+from capshim.studies.defaults import DEFAULTS as STUDY_DEFAULTS
+from capshim.studies.defaults import help_text as study_default
 
 _API_NAMES = backends.names()
 
@@ -462,8 +464,9 @@ def evidence_verify(bundle):
     """
     from pathlib import Path
 
-    from capshim import evidence, study
+    from capshim import evidence
     from capshim.errors import EXIT_WORKLOAD
+    from capshim.studies import seal as study
 
     if not Path(bundle).is_dir():
         raise CapshimError(f"evidence verify {bundle}: not a folder")
@@ -492,9 +495,9 @@ def evidence_seal_study(folder, kind):
     nested bundle does not verify. The seal proves the files are unchanged
     from now on, not since the run.
     """
-    from capshim import study
+    from capshim.studies import seal
 
-    sums = study.seal(folder, kind, sealed_after=True)
+    sums = seal.seal(folder, kind, sealed_after=True)
     click.echo(f"sealed: {sums} (check it: capshim evidence verify {folder})")
 
 
@@ -681,16 +684,17 @@ def _ablate_tune_table(rows: list[dict], notes: list[str], title: str) -> None:
 
 
 def _builtin_workload_options(f):
-    """The built-in workload's options shared by ablate and tune (model, warm-up, test sizes)."""
+    """The built-in workload's options shared by ablate and tune (model, warm-up, test sizes); their
+    defaults are the studies' table (capshim.studies.defaults), the same for both."""
     for opt in reversed([
         click.option("--model", metavar="PATH|PRESET",
                      help="Built-in workload model (GGUF file or preset) [default: tiny]."),
         click.option("--warmup", type=click.IntRange(0, 100), default=None,
-                     help="Unrecorded warm-up rounds (one process per arm) [default: 1]."),
+                     help=f"Unrecorded warm-up rounds (one process per arm) {study_default('ablate', 'warmup')}."),
         click.option("--n-prompt", "-p", type=click.IntRange(1), default=None,
-                     help="Prompt tokens [default: 512 on a GPU, 64 on a CPU device]."),
+                     help=f"Prompt tokens {study_default('ablate', 'n_prompt')}."),
         click.option("--n-gen", "-n", type=click.IntRange(1), default=None,
-                     help="Generated tokens [default: 128 on a GPU, 16 on a CPU device]."),
+                     help=f"Generated tokens {study_default('ablate', 'n_gen')}."),
     ]):
         f = opt(f)
     return f
@@ -702,15 +706,15 @@ def _builtin_workload_options(f):
 @click.option("--by", type=click.Choice(["group", "key"]), default="group", show_default=True,
               help="Ablate capability groups (coopmat, intdot, fp16, shmem, subgroup) or key by key.")
 @click.option("--repetitions", "-r", type=click.IntRange(1, 1000), default=None,
-              help="Runs per arm, one process each [default: 10 on a GPU, 2 on a CPU device].")
+              help=f"Runs per arm, one process each {study_default('ablate', 'repetitions')}.")
 @_builtin_workload_options
 @click.option("--test", metavar="TEST", help="The test the smallest profile is chosen on [default: the pp test].")
-@click.option("--recover", type=click.FloatRange(0, 2), default=0.99, show_default=True,
+@click.option("--recover", type=FiniteFloat(0, 2), default=0.99, show_default=True,
               help="Smallest profile rule: median ratio to native at least this.")
-@click.option("--lower-bound", type=click.FloatRange(0, 2), default=0.97, show_default=True,
+@click.option("--lower-bound", type=FiniteFloat(0, 2), default=0.97, show_default=True,
               help="Smallest profile rule: 95% interval lower bound at least this.")
 @click.option("--timeout", type=FiniteFloat(1), default=900, show_default=True, help="Seconds one run may take.")
-@click.option("--out", type=click.Path(file_okay=False), help="Output folder [default: ./capshim-ablate-DATE-TIME].")
+@click.option("--out", type=click.Path(file_okay=False), help="Output folder, new or empty [default: ./capshim-ablate-DATE-TIME, -2, -3 ... when taken].")
 @click.option("--json", "as_json", is_flag=True, help="Print ablation.json on stdout instead of the table.")
 def ablate_cmd(profile_ref, by, model, repetitions, warmup, n_prompt, n_gen, test, recover, lower_bound, timeout,
                out, as_json):
@@ -741,9 +745,9 @@ def ablate_cmd(profile_ref, by, model, repetitions, warmup, n_prompt, n_gen, tes
     """
     from pathlib import Path
 
-    from capshim.bench import ablate
+    from capshim.studies import ablate
 
-    res = ablate.ablate(profile_ref, by=by, out=Path(out) if out else None, model=model, repetitions=repetitions,
+    res = ablate.ablate(profile_ref, by=by, out=out, model=model, repetitions=repetitions,
                         warmup=warmup, n_prompt=n_prompt, n_gen=n_gen, test=test, recover=recover,
                         lower_bound=lower_bound, timeout=timeout)
     if as_json:
@@ -758,11 +762,11 @@ def ablate_cmd(profile_ref, by, model, repetitions, warmup, n_prompt, n_gen, tes
 
 @main.command("tune")
 @click.option("--budget", type=click.IntRange(1, 1000), default=None,
-              help="Candidates to try [default: 8 on a GPU, 4 on a CPU device].")
+              help=f"Candidates to try {study_default('tune', 'budget')}.")
 @click.option("--repetitions", "-r", type=click.IntRange(1, 1000), default=None,
-              help="Runs per arm in the first stage (doubled each stage) [default: 2].")
+              help=f"Runs per arm in the first stage (doubled each stage) {study_default('tune', 'repetitions')}.")
 @click.option("--confirm-runs", type=click.IntRange(1, 1000), default=None,
-              help="Runs per arm of the final native-vs-best bench [default: 10 on a GPU, 2 on a CPU device].")
+              help=f"Runs per arm of the final native-vs-best bench {study_default('tune', 'confirm')}.")
 @_builtin_workload_options
 @click.option("--test", metavar="TEST", help="The test candidates are ranked on [default: the pp test].")
 @click.option("--seed", type=click.IntRange(0), default=1, show_default=True, help="Seed of the candidate sample.")
@@ -771,7 +775,7 @@ def ablate_cmd(profile_ref, by, model, repetitions, warmup, n_prompt, n_gen, tes
                    "coopmat; any case, duplicates dropped; those this device offers a choice in) and keep "
                    "the others stock.")
 @click.option("--timeout", type=FiniteFloat(1), default=900, show_default=True, help="Seconds one run may take.")
-@click.option("--out", type=click.Path(file_okay=False), help="Output folder [default: ./capshim-tune-DATE-TIME].")
+@click.option("--out", type=click.Path(file_okay=False), help="Output folder, new or empty [default: ./capshim-tune-DATE-TIME, -2, -3 ... when taken].")
 @click.option("--json", "as_json", is_flag=True, help="Print tune.json on stdout instead of the table.")
 def tune_cmd(budget, model, repetitions, confirm_runs, warmup, n_prompt, n_gen, test, seed, dims, timeout, out,
              as_json):
@@ -801,12 +805,10 @@ def tune_cmd(budget, model, repetitions, confirm_runs, warmup, n_prompt, n_gen, 
       capshim tune --budget 2 -r 1 --confirm-runs 2        # tiny, for CI
       capshim tune --dims coopmat --model llama-8b          # coopmat + coopmat2, coopmat only, none
     """
-    from pathlib import Path
-
-    from capshim.bench import tune
+    from capshim.studies import tune
 
     only = dims.split(",") if dims is not None else None  # tune.parse_only checks them
-    res = tune.tune(out=Path(out) if out else None, budget=budget, model=model, repetitions=repetitions,
+    res = tune.tune(out=out, budget=budget, model=model, repetitions=repetitions,
                     confirm_runs=confirm_runs, warmup=warmup, n_prompt=n_prompt, n_gen=n_gen, test=test, seed=seed,
                     timeout=timeout, only=only)
     if as_json:
@@ -821,8 +823,8 @@ def tune_cmd(budget, model, repetitions, confirm_runs, warmup, n_prompt, n_gen, 
 
 
 def _kernels_prompt(ctx, param, value):
-    """``capshim kernels -p``: at least :data:`capshim.bench.kernels.MIN_PROMPT` (why in the message)."""
-    from capshim.bench.kernels import MIN_PROMPT
+    """``capshim kernels -p``: at least :data:`capshim.studies.kernels.MIN_PROMPT` (why in the message)."""
+    from capshim.studies.kernels import MIN_PROMPT
 
     if value is not None and value < MIN_PROMPT:
         raise click.BadParameter(f"{value}: give at least {MIN_PROMPT}: ggml-vulkan runs a matrix multiplication with "
@@ -838,14 +840,15 @@ def _kernels_prompt(ctx, param, value):
 @click.option("--profile", "profile_refs", multiple=True, metavar="P",
               help="Answers to compare with native (repeatable): a lowering profile runs as the simulated "
                    "device, a raising one through the app layer [default: vulkan-paravirt].")
-@click.option("--n-prompt", "-p", type=click.IntRange(1, 4096), default=64, show_default=True,
-              callback=_kernels_prompt,
+@click.option("--n-prompt", "-p", type=click.IntRange(1, 4096), default=STUDY_DEFAULTS["kernels"]["any"]["n_prompt"],
+              show_default=True, callback=_kernels_prompt,
               help="Prompt tokens of the one pass (the batch, n>1, path): at least 9, since ggml-vulkan runs "
                    "n <= 8 columns as the mat-vec path.")
-@click.option("--n-gen", "-n", type=click.IntRange(1, 256), default=4, show_default=True,
+@click.option("--n-gen", "-n", type=click.IntRange(1, 256), default=STUDY_DEFAULTS["kernels"]["any"]["n_gen"],
+              show_default=True,
               help="Generated tokens of the one pass (the single-token, n=1, path).")
 @click.option("--timeout", type=FiniteFloat(1), default=900, show_default=True, help="Seconds one run may take.")
-@click.option("--out", type=click.Path(file_okay=False), help="Output folder [default: ./capshim-kernels-DATE-TIME].")
+@click.option("--out", type=click.Path(file_okay=False), help="Output folder, new or empty [default: ./capshim-kernels-DATE-TIME, -2, -3 ... when taken].")
 @click.option("--json", "as_json", is_flag=True, help="Print kernels.json on stdout instead of the verdict.")
 def kernels_cmd(models, profile_refs, n_prompt, n_gen, timeout, out, as_json):
     """Compare the kernels llama.cpp picks for a synthetic model and a real one.
@@ -882,14 +885,9 @@ def kernels_cmd(models, profile_refs, n_prompt, n_gen, timeout, out, as_json):
       capshim kernels --model tiny --model my-model.gguf --profile vulkan-paravirt --out kern
       capshim kernels --model tinyllama-1.1b --json
     """
-    from pathlib import Path
+    from capshim.studies import kernels
 
-    from capshim.bench import kernels
-
-    if out is not None and not out.strip():
-        raise click.BadParameter("an empty path: give a folder, or leave --out out for the default",
-                                 param_hint="--out")
-    res = kernels.kernels(models, profile_refs or kernels.DEFAULT_PROFILES, out=Path(out) if out else None,
+    res = kernels.kernels(models, profile_refs or kernels.DEFAULT_PROFILES, out=out,
                           n_prompt=n_prompt, n_gen=n_gen, timeout=timeout, argv=list(sys.argv))
     if as_json:
         click.echo(json.dumps(res, indent=2))

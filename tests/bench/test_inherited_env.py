@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from capshim import jsonread
-from capshim.bench import ablate, inherited_env
+from capshim.bench import inherited_env
+from capshim.studies import common
 from capshim.bench.analysis import analyze
 
 ENV = {"GGML_VK_DISABLE_F16": "1", "GGML_VK_DISABLE_FUSION": "0", "GGML_VK_FORCE_MMVQ": "",
@@ -56,7 +57,7 @@ def test_summary_carries_bench_wide_warnings_and_ablate_reads_them():
     s = analyze(records, arms, "native", notes=["cpu note"], bench_warnings=[w])
     assert s["warnings"][0] == {"arm": None, "test": None, "warning": w}
     assert s["notes"] == [f"warning: {w}", "cpu note"]
-    assert ablate.env_notes(s) == [f"warning: {w}"]
-    assert ablate.bench_warnings(s)[0]["short"] == "GGML_VK_DISABLE_F16=1 inherited"
+    assert common.env_notes(s) == [f"warning: {w}"]
+    assert common.bench_warnings(s)[0]["short"] == "GGML_VK_DISABLE_F16=1 inherited"
     plain = analyze(records, arms, "native")
-    assert ablate.env_notes(plain) == [] and all(x["arm"] for x in ablate.bench_warnings(plain))
+    assert common.env_notes(plain) == [] and all(x["arm"] for x in common.bench_warnings(plain))

@@ -1,6 +1,7 @@
 """Output folders: one rule for bench bundles, study folders and report files.
 
 - ``--out`` given: the folder must not exist yet or be empty; it is created.
+  An empty ``--out ""`` is refused (it is not "no --out").
 - ``--out`` not given: ``./capshim-KIND-YYYYmmdd-HHMMSS``, or ``...-2``,
   ``...-3`` when taken (``mkdir`` is atomic, so two commands started in the
   same second get two folders).
@@ -70,9 +71,11 @@ def new_output_folder(out: str | Path | None, kind: str, flag: str = "--out") ->
         flag: the option that named ``out``, for errors.
 
     Raises:
-        UsageError: (exit 2) ``out`` is a file, a non-empty folder, or inside a sealed folder.
+        UsageError: (exit 2) ``out`` is empty, a file, a non-empty folder, or inside a sealed folder.
         CapshimError: (exit 4) the folder cannot be created.
     """
+    if out is not None and not str(out).strip():
+        raise UsageError(f"{flag}: an empty path: give a folder, or leave {flag} out for the default")
     if out is None:
         return unique_folder(Path(f"capshim-{kind}-{time.strftime('%Y%m%d-%H%M%S')}"))
     path = Path(out)

@@ -9,6 +9,12 @@ are the values of ``signal.h`` on both).
 the seal is written: the first signal only records a stop request (the run in
 progress is ended and recorded), later signals shorten the slow optional
 steps, and none of them can skip the seal.
+
+A study (ablate, tune, kernels) holds one guard from before its first bench
+to its study seal; each bench runs inside :meth:`SealGuard.stoppable`, where
+the first signal stops the runs (:class:`StopRequested`, a KeyboardInterrupt,
+which the bench's runner records as an interruption) unless a bundle is being
+sealed at that moment (a nested guard is entered): then it only waits.
 """
 
 from __future__ import annotations
@@ -49,6 +55,18 @@ class StepInterrupted(BaseException):
         self.signal_name = signal_name
 
 
+class StopRequested(KeyboardInterrupt):
+    """Raised by the first stop signal inside :meth:`SealGuard.stoppable`: stop the runs, then seal.
+
+    A KeyboardInterrupt, so that a bench's runner ends the run in progress and
+    seals what finished, as it does for Ctrl-C. ``signal_name``: ``"SIGINT"`` ...
+    """
+
+    def __init__(self, signal_name: str):
+        super().__init__(signal_name)
+        self.signal_name = signal_name
+
+
 class SealGuard:
     """Holds Ctrl-C / SIGTERM / SIGHUP so that a bundle or study is always sealed.
 
@@ -72,6 +90,13 @@ class SealGuard:
         self.in_step = 0
         self.old: dict = {}
         self.outer: SealGuard | None = None
+        self.nested = 0
+        self.stop_depth = 0
+
+    @property
+    def signal_name(self) -> str | None:
+        """The first stop signal received (``"SIGINT"``, ``"SIGTERM"``, ``"SIGHUP"``), or None."""
+        return signal.Signals(self.first[0]).name if self.first else None
 
     def _handler(self, signum, frame):
         now = time.monotonic()
@@ -82,17 +107,41 @@ class SealGuard:
             self.abort = self.abort or signal.Signals(self.first[0]).name
         elif self.first is None:
             self.first = (signum, now)
+            if self.stop_depth and not self.nested:
+                print(f"capshim: {signal.Signals(signum).name}: stopping; what finished is sealed whatever "
+                      f"happens (signal again to skip the slow steps of the seal)", file=sys.stderr, flush=True)
+                self._start_alarm()
+                raise StopRequested(signal.Signals(signum).name)
             print(f"capshim: {signal.Signals(signum).name} while sealing {self.what}: the seal is written "
                   f"whatever happens; slow steps (analysis, report, chart) get {SEAL_WAIT_S:g} s more "
                   "(signal again to skip them now)", file=sys.stderr, flush=True)
-            if hasattr(signal, "setitimer") and signal.SIGALRM in self.old:
-                with contextlib.suppress(ValueError, OSError):
-                    signal.setitimer(signal.ITIMER_REAL, SEAL_WAIT_S)
+            self._start_alarm()
             return
         else:
             self.abort = self.abort or signal.Signals(signum).name
         if self.in_step:
             raise StepInterrupted(self.abort)
+
+    def _start_alarm(self) -> None:
+        if hasattr(signal, "setitimer") and getattr(signal, "SIGALRM", None) in self.old:
+            with contextlib.suppress(ValueError, OSError):
+                signal.setitimer(signal.ITIMER_REAL, SEAL_WAIT_S)
+
+    @contextlib.contextmanager
+    def stoppable(self):
+        """Run the measuring part (a bench's runs): the first stop signal raises :class:`StopRequested` here.
+
+        Not while a nested guard is entered (a bundle being sealed): then the
+        signal only waits, like any later one. Raises StopRequested at once when
+        a signal already arrived (nothing more is started after a stop request).
+        """
+        if self.first is not None:
+            raise StopRequested(self.signal_name)
+        self.stop_depth += 1
+        try:
+            yield
+        finally:
+            self.stop_depth -= 1
 
     @contextlib.contextmanager
     def abortable(self):
@@ -111,6 +160,7 @@ class SealGuard:
     def __enter__(self):
         if SealGuard._active is not None:
             self.outer = SealGuard._active
+            self.outer.nested += 1
             return self.outer
         if threading.current_thread() is threading.main_thread():
             for sig in (*STOP_SIGNALS, getattr(signal, "SIGALRM", None)):
@@ -123,6 +173,7 @@ class SealGuard:
 
     def __exit__(self, *exc):
         if self.outer is not None:
+            self.outer.nested -= 1
             return False
         if SealGuard._active is self:
             SealGuard._active = None

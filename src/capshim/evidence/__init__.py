@@ -37,6 +37,3 @@ __all__ = ["Bundle", "Step", "EvidenceError", "sha256_file", "verify", "check_se
            "SUMS_NAME", "SEAL_WAIT_S", "seal_guard", "StepInterrupted", "STATUS_COPY_LIMIT", "MAX_DEPTH",
            "bundle_files", "foreign_entries", "StorageError"]
 
-# The names capshim.study used before the split (kept for it; new code uses the public ones).
-_bundle_files = bundle_files
-_foreign_entries = foreign_entries

@@ -6,7 +6,7 @@ import dataclasses
 import json
 from pathlib import Path
 
-from capshim.bench import kernels
+from capshim.studies import common, fingerprint, kernels, seal
 from capshim.bench import model as model_mod
 from tests.conftest import REPO, run_capshim
 
@@ -17,11 +17,11 @@ FIXTURE = REPO / "tests" / "fixtures" / "kernels" / "gemma3-270m-q4_k_m-native.s
 
 
 def test_parser_reads_a_real_capture():
-    fp = kernels.parse_stderr(FIXTURE.read_bytes())
+    fp = fingerprint.parse_stderr(FIXTURE.read_bytes())
     assert fp.blocks == 3 and fp.unparsed == []
     assert fp.flash_attention
     assert fp.device["matrix_cores"] == "none" and fp.device["shared_memory"] == 32768 and fp.device["fp16"]
-    assert kernels.device_choices(fp) == {"uma": False, "fp16": True, "fp16_dot2": False, "bf16": False,
+    assert fingerprint.device_choices(fp) == {"uma": False, "fp16": True, "fp16_dot2": False, "bf16": False,
                                           "warp_size": 8, "shared_memory": 32768, "int_dot": False,
                                           "matrix_cores": "none"}
     assert fp.classes == {
@@ -30,29 +30,29 @@ def test_parser_reads_a_real_capture():
         "MUL_MAT_VEC q4_K [n=1]": 54, "MUL_MAT_VEC q5_0 [n=1]": 164, "MUL_MAT_VEC q6_K [n=1]": 19,
         "MUL_MAT_VEC q8_0 [n=1]": 18, "RMS_NORM_MUL(RMS_NORM)": 327, "ROPE": 54, "ROPE_VIEW_SET_ROWS(ROPE)": 54,
         "SCALE": 57, "SET_ROWS": 54}
-    assert fp.op("MUL_MAT q4_K [n>1]") == kernels.OpClass("MUL_MAT", "", "q4_K", "n>1")
+    assert fp.op("MUL_MAT q4_K [n>1]") == fingerprint.OpClass("MUL_MAT", "", "q4_K", "n>1")
 
 
 def test_parse_line_forms():
     # line names as ggml-vulkan's perf logger prints them (the tiny preset's run, and the logger's source)
-    p = kernels.parse_line
-    assert p("MUL_MAT_ADD MUL_MAT_VEC f16 m=128 n=1 k=384") == kernels.OpClass("MUL_MAT_VEC", "MUL_MAT_ADD", "f16", "n=1")
-    assert p("MUL_MAT q4_0 m=2048 n=64 k=2048") == kernels.OpClass("MUL_MAT", "", "q4_0", "n>1")
+    p = fingerprint.parse_line
+    assert p("MUL_MAT_ADD MUL_MAT_VEC f16 m=128 n=1 k=384") == fingerprint.OpClass("MUL_MAT_VEC", "MUL_MAT_ADD", "f16", "n=1")
+    assert p("MUL_MAT q4_0 m=2048 n=64 k=2048") == fingerprint.OpClass("MUL_MAT", "", "q4_0", "n>1")
     assert p("MUL_MAT_ID q4_K m=512 n=4 k=2048 n_expert=8 batch=2").phase == "n>1"
     assert p("FLASH_ATTN_EXT dst(64,2,16,1),  q(64,16,2,1),  k(64,256,1,1),  v(64,256,1,1),  m(256,16,1,1)") \
-        == kernels.OpClass("FLASH_ATTN_EXT", "", "", "n>1")
+        == fingerprint.OpClass("FLASH_ATTN_EXT", "", "", "n>1")
     assert p("FLASH_ATTN_EXT dst(64,2,1,1),  q(64,1,2,1),  k(64,256,1,1)").phase == "n=1"
-    assert p("RMS_NORM_MUL RMS_NORM(128,16,1,1)") == kernels.OpClass("RMS_NORM", "RMS_NORM_MUL")
-    assert p("ROPE_VIEW_SET_ROWS ROPE") == kernels.OpClass("ROPE", "ROPE_VIEW_SET_ROWS")
-    assert p("SILU") == kernels.OpClass("SILU")
+    assert p("RMS_NORM_MUL RMS_NORM(128,16,1,1)") == fingerprint.OpClass("RMS_NORM", "RMS_NORM_MUL")
+    assert p("ROPE_VIEW_SET_ROWS ROPE") == fingerprint.OpClass("ROPE", "ROPE_VIEW_SET_ROWS")
+    assert p("SILU") == fingerprint.OpClass("SILU")
     assert p("MUL_MAT_ADD MUL_MAT_VEC f16 m=128 n=1 k=384").label == "MUL_MAT_ADD(MUL_MAT_VEC) f16 [n=1]"
     assert p("MUL_MAT_ADD MUL_MAT_VEC f16 m=128 n=1 k=384").kind == "path"
     assert p("SCALE").kind == "graph"
 
 
-def _fp(*lines: str, device: str = "fp16: 1 | shared memory: 32768") -> kernels.Fingerprint:
+def _fp(*lines: str, device: str = "fp16: 1 | shared memory: 32768") -> fingerprint.Fingerprint:
     body = "\n".join(f"{x}: 1 x 2 us = 2 us" for x in lines)
-    return kernels.parse_stderr(f"ggml_vulkan: 0 = GPU (drv) | {device}\n----------------\nVulkan Timings:\n"
+    return fingerprint.parse_stderr(f"ggml_vulkan: 0 = GPU (drv) | {device}\n----------------\nVulkan Timings:\n"
                                 f"{body}\nTotal time: 2 us.\n")
 
 
@@ -61,7 +61,7 @@ def test_compare_sorts_weight_type_path_and_graph():
                 "MUL_MAT_ADD MUL_MAT_VEC q4_0 m=8 n=1 k=8", "FLASH_ATTN_EXT dst(64,2,16,1),  q(64,16,2,1)", "GLU")
     real = _fp("MUL_MAT q4_K m=8 n=64 k=8", "MUL_MAT q6_K m=8 n=64 k=8", "MUL_MAT_VEC q8_0 m=8 n=1 k=8",
                "MUL_MAT_VEC q4_K m=8 n=1 k=8", "SOFT_MAX", "SCALE", "GLU")
-    c = kernels.compare_models(synth, real)
+    c = fingerprint.compare_models(synth, real)
     assert c["in_both"] == ["GLU", "MUL_MAT_VEC q8_0 [n=1]"]
     assert c["weight_type"] == [{"class": "MUL_MAT [n>1]", "ref": ["q4_0"], "other": ["q4_K", "q6_K"]},
                                 {"class": "MUL_MAT_VEC [n=1]", "ref": ["q4_0", "q8_0"], "other": ["q4_K", "q8_0"]}]
@@ -69,14 +69,14 @@ def test_compare_sorts_weight_type_path_and_graph():
                          {"class": "MUL_MAT_ADD(MUL_MAT_VEC) [n=1]", "only_in": "ref"}]
     assert c["graph"] == [{"class": "SCALE", "only_in": "other"}, {"class": "SOFT_MAX", "only_in": "other"}]
     assert c["flash_attention"] == [True, False]
-    assert kernels.compare_models(synth, synth)["weight_type"] == []
+    assert fingerprint.compare_models(synth, synth)["weight_type"] == []
 
 
 def test_profile_effect_and_same_effect():
     nat = _fp("MUL_MAT q4_0 m=8 n=64 k=8", "MUL_MAT_ADD MUL_MAT_VEC q4_0 m=8 n=1 k=8")
     low = _fp("MUL_MAT q4_0 m=8 n=64 k=8", "MUL_MAT_VEC q4_0 m=8 n=1 k=8", "ADD",
               device="fp16: 0 | shared memory: 24576")
-    e = kernels.profile_effect(nat, low)
+    e = fingerprint.profile_effect(nat, low)
     assert e["device"] == {"fp16": [True, False], "shared_memory": [32768, 24576]}
     assert e["only_native"] == ["MUL_MAT_ADD(MUL_MAT_VEC) q4_0 [n=1]"]
     assert e["only_profile"] == ["ADD", "MUL_MAT_VEC q4_0 [n=1]"]
@@ -84,12 +84,12 @@ def test_profile_effect_and_same_effect():
     nat_k = _fp("MUL_MAT q4_K m=8 n=64 k=8", "MUL_MAT_ADD MUL_MAT_VEC q4_K m=8 n=1 k=8")
     low_k = _fp("MUL_MAT q4_K m=8 n=64 k=8", "MUL_MAT_VEC q4_K m=8 n=1 k=8", "ADD",
                 device="fp16: 0 | shared memory: 24576")
-    assert kernels.same_effect([e, kernels.profile_effect(nat_k, low_k)])
-    assert not kernels.same_effect([e, kernels.profile_effect(nat_k, nat_k)])
+    assert fingerprint.same_effect([e, fingerprint.profile_effect(nat_k, low_k)])
+    assert not fingerprint.same_effect([e, fingerprint.profile_effect(nat_k, nat_k)])
 
 
 def test_stderr_without_the_logger_has_no_blocks():
-    fp = kernels.parse_stderr(FIXTURE.read_text().split("----------------")[0])
+    fp = fingerprint.parse_stderr(FIXTURE.read_text().split("----------------")[0])
     assert fp.blocks == 0 and fp.classes == {} and fp.device["warp_size"] == 8
 
 
@@ -123,9 +123,7 @@ def test_kernels_end_to_end_on_lavapipe(tmp_path, stock_probe):
     assert res == json.loads((out / "kernels.json").read_text())
     assert [e["label"] for e in res["models"]] == ["tiny", "tiny-q8"]
     assert res["complete"] and res["not_compared"] == [] and res["expected_graphs"] == 6
-    from capshim import study
-
-    assert study.verify(out) == []  # the study seal over the folder and its nested bundles
+    assert seal.verify(out) == []  # the study seal over the folder and its nested bundles
     assert [a["arm"] for a in res["answers"]] == ["native", "sim-vulkan-paravirt"]
     assert res["models"][1]["file_types"] == {"Q8_0": 16, "F32": 5}
     for e in res["models"]:
@@ -162,7 +160,7 @@ import os  # noqa: E402
 import pytest  # noqa: E402
 from click.testing import CliRunner  # noqa: E402
 
-from capshim.bench import ablate, plan  # noqa: E402
+from capshim.bench import plan  # noqa: E402
 from capshim.cli import main  # noqa: E402
 from capshim.errors import UsageError  # noqa: E402
 
@@ -181,7 +179,7 @@ OK_RUN = {"run": 1, "exit_code": 0, "signal": None, "timed_out": False, "error":
 
 
 def _fake_run_arms(plans: dict):
-    """A stand-in for ablate.run_arms: writes a bundle with the given stderr and summary per arm.
+    """A stand-in for common.run_arms: writes a bundle with the given stderr and summary per arm.
 
     ``plans``: model ref -> {arm: (state, run entry, stderr text)}.
     """
@@ -193,8 +191,8 @@ def _fake_run_arms(plans: dict):
             state, run, text = plans[model][arm]
             (out / "raw" / f"{arm}-1.stderr").write_text(text)
             arms[arm] = {"state": state, "runs": [run]}
-        failed = sum(ablate.run_failed(a["runs"][0]) for a in arms.values())
-        return ablate.Measured({"arms": arms}, out, {"name": "llvmpipe", "type": "cpu"}, failed)
+        failed = sum(common.run_failed(a["runs"][0]) for a in arms.values())
+        return common.Measured({"arms": arms}, out, {"name": "llvmpipe", "type": "cpu"}, failed)
     return run_arms
 
 
@@ -216,7 +214,7 @@ def test_a_timed_out_run_is_named_and_every_comparison_with_it_skipped(tmp_path,
     # used to be compared: "path difference(s) ... only in tiny", "effect NOT the same across models")
     timed_out = {"run": 1, "exit_code": None, "signal": "SIGKILL", "timed_out": True, "error": "timed out after 6 s"}
     partial = _stderr(1, "MUL_MAT q8_0 m=8 n=16 k=8")
-    monkeypatch.setattr(ablate, "run_arms", _fake_run_arms({
+    monkeypatch.setattr(common, "run_arms", _fake_run_arms({
         "tiny": {"native": ("native", OK_RUN, GOOD), "sim-vulkan-paravirt": ("active", OK_RUN, GOOD)},
         two_models: {"native": ("native", OK_RUN, GOOD_Q8), "sim-vulkan-paravirt": ("failed", timed_out, partial)}}))
     res = kernels.kernels(["tiny", two_models], out=tmp_path / "k", n_prompt=16, n_gen=2,
@@ -243,25 +241,25 @@ def test_a_timed_out_run_is_named_and_every_comparison_with_it_skipped(tmp_path,
 def test_not_compared_reasons():
     expected = kernels.expected_graphs(16, 2)
     assert expected == 6 and kernels.expected_graphs(600, 1) == 6  # 2 ubatches of the prompt, twice
-    good = kernels.parse_stderr(GOOD)
+    good = fingerprint.parse_stderr(GOOD)
     nc = kernels.not_compared
     assert nc({"state": "native", "runs": [OK_RUN]}, good, GOOD, expected) is None
     killed = {**OK_RUN, "exit_code": None, "signal": "SIGKILL",
               "error": "killed by SIGKILL: ggml_vulkan: Error: device lost"}
     one = _stderr(1, "MUL_MAT f16 m=8 n=16 k=8")
-    assert nc({"state": "failed", "runs": [killed]}, kernels.parse_stderr(one), one, expected) \
+    assert nc({"state": "failed", "runs": [killed]}, fingerprint.parse_stderr(one), one, expected) \
         == "run failed: killed by SIGKILL: ggml_vulkan: Error: device lost"
     # a run the summary calls a success but that logged fewer graphs than a complete run
-    assert nc({"state": "active", "runs": [OK_RUN]}, kernels.parse_stderr(one), one, expected) \
+    assert nc({"state": "active", "runs": [OK_RUN]}, fingerprint.parse_stderr(one), one, expected) \
         == "logged 1 of the 6 graphs a complete run logs"
     cpu = CPU_FALLBACK.read_text()
-    assert nc({"state": "native", "runs": [OK_RUN]}, kernels.parse_stderr(cpu), cpu, expected) == (
+    assert nc({"state": "native", "runs": [OK_RUN]}, fingerprint.parse_stderr(cpu), cpu, expected) == (
         "llama.cpp ran on the CPU backend, not on Vulkan (ggml_vulkan: Invalid device index 7 in "
         "GGML_VK_VISIBLE_DEVICES.)")
     no_logger = DEVICE + "\nload_tensors:      Vulkan0 model buffer size =     1.00 MiB\n"
-    assert nc({"state": "native", "runs": [OK_RUN]}, kernels.parse_stderr(no_logger), no_logger, expected) \
+    assert nc({"state": "native", "runs": [OK_RUN]}, fingerprint.parse_stderr(no_logger), no_logger, expected) \
         .startswith("no perf logger block")
-    assert nc({"state": "native", "runs": [OK_RUN]}, kernels.Fingerprint(), "hello\n", expected) \
+    assert nc({"state": "native", "runs": [OK_RUN]}, fingerprint.Fingerprint(), "hello\n", expected) \
         == "no Vulkan device line in its stderr"
     inert = {"state": "inert", "runs": [{**OK_RUN, "shims": {"vulkan": {"state": "inert", "reason": "not loaded"}}}]}
     assert nc(inert, good, GOOD, expected).startswith("not a shim result: the shim stayed inert")
@@ -270,13 +268,13 @@ def test_not_compared_reasons():
 
 def test_exit_1_when_a_pair_was_not_compared_and_0_when_all_were(tmp_path, monkeypatch, two_models):
     cpu = CPU_FALLBACK.read_text()
-    monkeypatch.setattr(ablate, "run_arms", _fake_run_arms({
+    monkeypatch.setattr(common, "run_arms", _fake_run_arms({
         "tiny": {"native": ("native", OK_RUN, cpu), "sim-vulkan-paravirt": ("active", OK_RUN, cpu)}}))
     r = CliRunner().invoke(main, ["kernels", "--model", "tiny", "-p", "16", "-n", "2", "--out", str(tmp_path / "a")])
     assert r.exit_code == 1, r.output
     assert "not compared: llama.cpp ran on the CPU backend" in r.output and "logged no graph" not in r.output
     assert "nothing compared" in (tmp_path / "a" / "kernels.md").read_text().splitlines()[0]
-    monkeypatch.setattr(ablate, "run_arms", _fake_run_arms({
+    monkeypatch.setattr(common, "run_arms", _fake_run_arms({
         "tiny": {"native": ("native", OK_RUN, GOOD), "sim-vulkan-paravirt": ("active", OK_RUN, GOOD)}}))
     r = CliRunner().invoke(main, ["kernels", "--model", "tiny", "-p", "16", "-n", "2", "--out", str(tmp_path / "b")])
     assert r.exit_code == 0, r.output
@@ -299,7 +297,7 @@ def test_truncated_gguf_is_refused_before_any_run(tmp_path, monkeypatch):
     cut.write_bytes(full.read_bytes()[:700_000])  # valid magic, tensors missing
     types, err = kernels.file_types(cut)
     assert types == {} and err.startswith("unreadable: ValueError")
-    monkeypatch.setattr(ablate, "run_arms", lambda *a, **k: pytest.fail("ran before checking the model"))
+    monkeypatch.setattr(common, "run_arms", lambda *a, **k: pytest.fail("ran before checking the model"))
     with pytest.raises(UsageError, match=r"--model .*cut.gguf: not a readable GGUF file \(ValueError"):
         kernels.kernels(["tiny", str(cut)], out=tmp_path / "k", n_prompt=16, n_gen=2)
     assert not (tmp_path / "k").exists()
@@ -315,7 +313,7 @@ def test_ggml_variables_recorded_and_the_logger_format_ones_refused(tmp_path, mo
         assert r.returncode == 2 and next(iter(env)) in r.stderr and "Traceback" not in r.stderr
         assert not (tmp_path / "k").exists()
     monkeypatch.setenv("GGML_VK_DISABLE_FUSION", "1")
-    monkeypatch.setattr(ablate, "run_arms", _fake_run_arms({
+    monkeypatch.setattr(common, "run_arms", _fake_run_arms({
         "tiny": {"native": ("native", OK_RUN, GOOD), "sim-vulkan-paravirt": ("active", OK_RUN, GOOD)}}))
     res = kernels.kernels(["tiny"], out=tmp_path / "j", n_prompt=16, n_gen=2)
     assert res["ggml_env"]["GGML_VK_DISABLE_FUSION"] == "1" and res["complete"]
@@ -323,7 +321,7 @@ def test_ggml_variables_recorded_and_the_logger_format_ones_refused(tmp_path, mo
 
 
 def test_device_line_wording_and_gpu_time_shares(tmp_path, monkeypatch, two_models):
-    monkeypatch.setattr(ablate, "run_arms", _fake_run_arms({
+    monkeypatch.setattr(common, "run_arms", _fake_run_arms({
         "tiny": {"native": ("native", OK_RUN, GOOD), "sim-vulkan-paravirt": ("active", OK_RUN, GOOD)},
         two_models: {"native": ("native", OK_RUN, GOOD_Q8), "sim-vulkan-paravirt": ("active", OK_RUN, GOOD_Q8)}}))
     res = kernels.kernels(["tiny", two_models], out=tmp_path / "k", n_prompt=16, n_gen=2)
@@ -341,8 +339,8 @@ def test_device_line_wording_and_gpu_time_shares(tmp_path, monkeypatch, two_mode
 
 
 def test_family_shares_on_the_real_capture():
-    fp = kernels.parse_stderr(FIXTURE.read_bytes())
-    s = kernels.family_shares(fp)
+    fp = fingerprint.parse_stderr(FIXTURE.read_bytes())
+    s = fingerprint.family_shares(fp)
     assert s["total_us"] > 0 and abs(s["matmul"] + s["flash_attention"] + s["other"] - 100) < 0.5
     assert set(fp.times) == set(fp.classes)
 
@@ -365,7 +363,7 @@ def test_the_same_model_under_two_names_is_refused(tmp_path, monkeypatch):
     full = plan.resolve_model("tiny")
     (tmp_path / "link.gguf").symlink_to(full)
     (tmp_path / "copy.gguf").write_bytes(full.read_bytes())
-    monkeypatch.setattr(ablate, "run_arms", lambda *a, **k: pytest.fail("ran"))
+    monkeypatch.setattr(common, "run_arms", lambda *a, **k: pytest.fail("ran"))
     with pytest.raises(UsageError, match="the same file"):
         kernels.kernels(["tiny", str(tmp_path / "link.gguf")], out=tmp_path / "k")
     with pytest.raises(UsageError, match="the same content"):

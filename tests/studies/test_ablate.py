@@ -8,9 +8,10 @@ import tomllib
 import pytest
 
 from capshim import profiles
-from capshim.bench import ablate
+from capshim.studies import ablate, common
 from capshim.bench.analysis import analyze
 from capshim.errors import UsageError
+from capshim.studies import seal
 from capshim.profiles.catalog import KEYS
 from tests.conftest import run_capshim
 
@@ -29,12 +30,12 @@ GPU_STOCK = {
 
 def test_groups_name_catalog_keys_once():
     seen = {}
-    for name, g in ablate.GROUPS.items():
+    for name, g in common.GROUPS.items():
         for key in g["caps"]:
             assert key in KEYS["vulkan"], f"{name}: {key} is not a catalog key"
             assert key not in seen, f"{key} in {seen.get(key)} and {name}"
             seen[key] = name
-    assert set(ablate.GROUP_ORDER) == set(ablate.GROUPS)
+    assert set(common.GROUP_ORDER) == set(common.GROUPS)
     assert ablate.group_of("VK_KHR_cooperative_matrix") == "coopmat"
     assert ablate.group_of("integerDotProduct4x8BitPackedSignedAccelerated") == "intdot"
     assert ablate.group_of("shaderBFloat16Type") == "fp16"
@@ -122,18 +123,18 @@ def _arms():
 def test_smallest_picks_fewest_groups_that_recover():
     s = _summary({"native": 1000, "sim": 300, "loi-coopmat": 600, "loi-fp16": 400, "cum-2-intdot": 1000,
                   "cum-3-fp16": 1010})
-    best = ablate.smallest(_arms(), ablate.ratios(s, "pp512"))
+    best = ablate.smallest(_arms(), common.ratios(s, "pp512"))
     assert best.name == "cum-2-intdot"
 
 
 def test_smallest_single_group_wins_and_rule_needs_the_lower_bound():
     s = _summary({"native": 1000, "sim": 300, "loi-coopmat": 995, "loi-fp16": 400, "cum-2-intdot": 1000,
                   "cum-3-fp16": 1000})
-    rs = ablate.ratios(s, "pp512")
+    rs = common.ratios(s, "pp512")
     assert ablate.smallest(_arms(), rs).name == "loi-coopmat"
     wide = _summary({"native": 1000, "sim": 300, "loi-coopmat": 995, "loi-fp16": 400, "cum-2-intdot": 1000,
                      "cum-3-fp16": 1000}, spread=0.2)
-    rs = ablate.ratios(wide, "pp512")
+    rs = common.ratios(wide, "pp512")
     assert rs["loi-coopmat"].lo < 0.97
     assert ablate.smallest(_arms(), rs) is None
 
@@ -142,13 +143,13 @@ def test_smallest_ignores_arms_that_are_not_results():
     s = _summary({"native": 1000, "sim": 300, "loi-coopmat": 1000, "loi-fp16": 400, "cum-2-intdot": 1000,
                   "cum-3-fp16": 1000})
     s["arms"]["loi-coopmat"]["state"] = "wrong-output"
-    assert ablate.smallest(_arms(), ablate.ratios(s, "pp512")).name == "cum-2-intdot"
+    assert ablate.smallest(_arms(), common.ratios(s, "pp512")).name == "cum-2-intdot"
 
 
 def test_main_test_prefers_pp():
-    assert ablate.main_test({"tests": ["tg128", "pp512"]}) == "pp512"
+    assert common.main_test({"tests": ["tg128", "pp512"]}) == "pp512"
     with pytest.raises(UsageError, match="--test pp9"):
-        ablate.main_test({"tests": ["pp512"]}, "pp9")
+        common.main_test({"tests": ["pp512"]}, "pp9")
 
 
 def test_bad_options_exit_2(tmp_path):
@@ -184,18 +185,16 @@ def test_ablate_end_to_end_on_lavapipe(tmp_path, stock_probe):
     assert len(res["warnings"]) == len(summary["warnings"]) + sum(len(a["flags"]) for a in summary["arms"].values())
     # every group is named: measured, or skipped with why (vulkan-paravirt never lowers subgroup)
     units = {u["name"]: u for u in res["units"]}
-    assert set(units) == set(ablate.GROUP_ORDER)
+    assert set(units) == set(common.GROUP_ORDER)
     assert "vulkan-paravirt does not lower it" in units["subgroup"]["skipped"]
     assert "subgroup: skipped: vulkan-paravirt does not lower it: nothing to measure" in res["notes"]
-    moved = ablate.aa_warning(ablate.per_test(summary))
+    moved = common.aa_warning(common.per_test(summary))
     assert (res["notes"][:1] == moved) if moved else not any("A/A arm" in n for n in res["notes"])
     if stock_probe["device"]["type"] == "cpu":
         assert res["cpu_device"] and any("no speed effect" in n for n in res["notes"])
     if res["smallest"]:
         profiles.load(res["smallest"]["profile"])
-    from capshim import study
-
-    assert study.verify(out) == []  # the study seal over the folder and its nested bundle
+    assert seal.verify(out) == []  # the study seal over the folder and its nested bundle
 
 
 def test_build_arms_by_key_one_arm_per_key(tmp_path):
@@ -218,12 +217,12 @@ def test_test_is_checked_before_any_run(tmp_path, stock_probe):
 
 def test_an_a_a_arm_away_from_one_is_a_warning():
     s = _summary({"native": 1000, "aa": 1300, "sim": 300, "loi-coopmat": 1000})
-    rs = ablate.ratios(s, "pp512")
+    rs = common.ratios(s, "pp512")
     assert rs["aa"].lo > 1.0
-    (note,) = ablate.aa_warning({"pp512": rs})
+    (note,) = common.aa_warning({"pp512": rs})
     assert "excludes 1.00x (pp512)" in note and "not reliable" in note
-    still = ablate.ratios(_summary({"native": 1000, "aa": 1000, "sim": 300}), "pp512")
-    assert ablate.aa_warning({"pp512": still}) == []
+    still = common.ratios(_summary({"native": 1000, "aa": 1000, "sim": 300}), "pp512")
+    assert common.aa_warning({"pp512": still}) == []
 
 
 # --- the bench's warnings, failed runs and the A/A arm in ablate's output ------------------------
@@ -251,21 +250,21 @@ def test_error_line_prefers_llama_cpp_own_error():
 
 
 def fake_bench(value, calls: list | None = None, path=None, bench_warnings: list[str] | None = None):
-    """A stand-in for :func:`ablate.run_arms` (the one seam to the bench): ``value(name, what, test, r)``
+    """A stand-in for :func:`common.run_arms` (the one seam to the bench): ``value(name, what, test, r)``
     gives an arm's per-process tok/s (``r`` processes), or None for an arm whose runs fail as a real
     failed load does (error: the runner's line from :data:`FAILED_STDERR`); ``path(name, what)``, the
     path llama.cpp attested for the arm (default: none); ``bench_warnings``, the bench's warnings about
     the whole bench (an inherited GGML_VK_DISABLE_*). Summary: analyze()."""
     from capshim.bench import runner
 
-    def run_arms(arm_specs, out, *, repetitions, warmup, model, n_prompt, n_gen, timeout=900.0):
+    def run_arms(arm_specs, out, *, repetitions, warmup, model, n_prompt, n_gen, timeout=900.0, guard=None):
         if calls is not None:
             calls.append((list(arm_specs), out, repetitions))
         out.mkdir(parents=True)
         records, arms = [], {}
         for spec in arm_specs:
             name, _, what = spec.partition("=")
-            vals = {t: value(name, what, t, repetitions) for t in ablate.builtin_tests(n_prompt, n_gen)}
+            vals = {t: value(name, what, t, repetitions) for t in common.builtin_tests(n_prompt, n_gen)}
             if any(v is None for v in vals.values()):
                 err = f"exit 1: {runner.error_line(FAILED_STDERR)}"
                 arms[name] = {"state": "failed", "spec": {"profile": what},
@@ -276,7 +275,7 @@ def fake_bench(value, calls: list | None = None, path=None, bench_warnings: list
                           "path": path(name, what) if path else {}}
             records += [{"arm": name, "run": i + 1, "sample": 1, "test": t, "tok_s": v}
                         for t, vs in vals.items() for i, v in enumerate(vs)]
-        return ablate.Measured(analyze(records, arms, baseline="native", bench_warnings=bench_warnings), out,
+        return common.Measured(analyze(records, arms, baseline="native", bench_warnings=bench_warnings), out,
                                {"name": "Fake"}, 0)
 
     return run_arms
@@ -293,8 +292,8 @@ def _user_case(name, what, test, r):
 
 
 def test_ablate_output_carries_the_bench_warnings(tmp_path, monkeypatch):
-    monkeypatch.setattr(ablate, "stock_probe", lambda: (GPU_STOCK, GPU_STOCK["device"]))
-    monkeypatch.setattr(ablate, "run_arms", fake_bench(_user_case))
+    monkeypatch.setattr(common, "stock_probe", lambda: (GPU_STOCK, GPU_STOCK["device"]))
+    monkeypatch.setattr(common, "run_arms", fake_bench(_user_case))
     res = ablate.ablate(out=tmp_path / "ab", repetitions=2, n_prompt=64, n_gen=16)
     notes = res["notes"]
     # the A/A arm moved in tg only (pp is the selection test): the warning fires, first
@@ -318,8 +317,8 @@ def test_ablate_notes_an_inherited_llama_cpp_switch(tmp_path, monkeypatch):
     from capshim.bench import inherited_env
 
     (w,) = inherited_env.warnings({"GGML_VK_DISABLE_COOPMAT": "1"})
-    monkeypatch.setattr(ablate, "stock_probe", lambda: (GPU_STOCK, GPU_STOCK["device"]))
-    monkeypatch.setattr(ablate, "run_arms", fake_bench(lambda name, what, test, r: [1000.0 + i for i in range(r)],
+    monkeypatch.setattr(common, "stock_probe", lambda: (GPU_STOCK, GPU_STOCK["device"]))
+    monkeypatch.setattr(common, "run_arms", fake_bench(lambda name, what, test, r: [1000.0 + i for i in range(r)],
                                                        bench_warnings=[w]))
     res = ablate.ablate(out=tmp_path / "ab", repetitions=6, n_prompt=64, n_gen=16)
     assert res["notes"][0] == f"warning: {w}" and "without KHR cooperative matrix" in w
@@ -327,8 +326,8 @@ def test_ablate_notes_an_inherited_llama_cpp_switch(tmp_path, monkeypatch):
 
 
 def test_ablate_names_why_an_arm_failed(tmp_path, monkeypatch):
-    monkeypatch.setattr(ablate, "stock_probe", lambda: (GPU_STOCK, GPU_STOCK["device"]))
-    monkeypatch.setattr(ablate, "run_arms", fake_bench(
+    monkeypatch.setattr(common, "stock_probe", lambda: (GPU_STOCK, GPU_STOCK["device"]))
+    monkeypatch.setattr(common, "run_arms", fake_bench(
         lambda name, what, test, r: None if name == "loo-shmem" else [1000.0 + i for i in range(r)]))
     res = ablate.ablate(out=tmp_path / "ab", repetitions=6, n_prompt=64, n_gen=16)
     arm = next(a for a in res["arms"] if a["name"] == "loo-shmem")
@@ -352,10 +351,10 @@ def test_short_flags_cover_every_warning_the_bench_writes():
                  "b": {"state": "active", "runs": runs}}, baseline="b")
     made += s["arms"]["a"]["flags"] + s["arms"]["b"]["flags"]
     made.append("control ncnn moved: 0.90x [0.85–0.95] excludes 1.00x (expected no change)")  # metrics.py
-    labels = {w: ablate.short_flag(w) for w in made}
-    known = {label for _, label in ablate.FLAG_LABELS}
+    labels = {w: common.short_flag(w) for w in made}
+    known = {label for _, label in common.FLAG_LABELS}
     assert all(label in known for label in labels.values()), labels  # none falls back to the sentence's head
     assert set(labels.values()) == {"few processes", "unstable", "outliers", "slow first process", None,
                                     "runs failed", "contaminated", "no samples", "control moved"}, labels
     assert labels["failed: not a shim result"] is None  # the row's state says it
-    assert ablate.short_flag("something new: details") == "something new"
+    assert common.short_flag("something new: details") == "something new"

@@ -12,6 +12,11 @@ Use::
     seal(out, "ablate")                       # at the end of the command (also after an error)
     seal(out, "tune", sealed_after=True)      # an older folder: capshim evidence seal-study
     verify(out)                               # problems, paths relative to out; [] when it verifies
+
+The commands seal through :func:`capshim.studies.common.study_folder` (the
+one study-folder helper: a new folder, the seal guard, then this seal).
+Names in the layout (profiles, candidates, ``bench-<model>``) follow
+:mod:`capshim.contracts.names`.
 """
 
 from __future__ import annotations
@@ -20,18 +25,21 @@ import contextlib
 import datetime as _dt
 import os
 import re
+import sys
 from pathlib import Path
 
-from capshim import evidence, jsonread, paths
+from capshim import __version__, evidence, jsonread, paths
+from capshim.contracts.names import NAME_RE
+from capshim.contracts.signals import SealGuard
 from capshim.evidence import EvidenceError
 from capshim.paths import SUMS_NAME
 
-__all__ = ["STUDY_FILE", "SCHEMA", "KINDS", "seal", "seal_quietly", "sealing", "verify", "is_study", "bundle_folders"]
+__all__ = ["STUDY_FILE", "SCHEMA", "KINDS", "seal", "seal_quietly", "verify", "is_study", "bundle_folders"]
 
 STUDY_FILE = "study.json"
 SCHEMA = "capshim-study/1"
 
-_NAME = r"[A-Za-z0-9][A-Za-z0-9._-]*"
+_NAME = NAME_RE.pattern
 
 #: Per kind: the files a study may list (besides study.json and the nested bundles' SHA256SUMS), and the
 #: folders directly in it that are nested bundles. ``run.txt`` is the operator's note of the command line.
@@ -65,7 +73,7 @@ def bundle_folders(root: Path, kind: str) -> list[str]:
 
 def _study_files(root: Path, bundles: list[str]) -> list[str]:
     """The files the study seal lists: regular files outside the bundles, and each bundle's SHA256SUMS."""
-    names = [rel for rel in evidence._bundle_files(root, frozenset(bundles)) if rel != SUMS_NAME]
+    names = [rel for rel in evidence.bundle_files(root, frozenset(bundles)) if rel != SUMS_NAME]
     names += [f"{b}/{SUMS_NAME}" for b in bundles if (root / b / SUMS_NAME).is_file()]
     return sorted(set(names) | {STUDY_FILE})
 
@@ -87,9 +95,10 @@ def seal(root: str | Path, kind: str, *, sealed_after: bool = False, error: str 
         EvidenceError: unknown kind, not a folder, already sealed (with ``sealed_after``), or (with
             ``sealed_after``) a link or special file in it or a nested bundle that does not verify.
         StorageError: the disk is full (exit 4).
-    """
-    from capshim import __version__
 
+    A stop signal while the files are written waits for them (:class:`~capshim.contracts.signals.SealGuard`;
+    inside a study's own guard it is that guard's), then capshim exits 128+N.
+    """
     p = Path(root)
     if kind not in KINDS:
         raise EvidenceError(f"--kind {kind}: expected one of {', '.join(KINDS)}")
@@ -99,7 +108,7 @@ def seal(root: str | Path, kind: str, *, sealed_after: bool = False, error: str 
     if sealed_after:
         if os.path.lexists(p / SUMS_NAME) or os.path.lexists(p / STUDY_FILE):
             raise EvidenceError(f"{p}: already has {SUMS_NAME} or {STUDY_FILE}; nothing to seal")
-        problems = evidence._foreign_entries(p, frozenset(bundles), "study")
+        problems = evidence.foreign_entries(p, frozenset(bundles), "study")
         for b in bundles:
             problems += [f"{b}/{x}" for x in evidence.verify(p / b)]
         if not bundles:
@@ -113,12 +122,25 @@ def seal(root: str | Path, kind: str, *, sealed_after: bool = False, error: str 
     if error is not None:
         doc["complete"] = False
         doc["error"] = error[:2000]
+    guard_cm = SealGuard("the study")
+    with guard_cm:  # Ctrl-C, SIGTERM, SIGHUP wait until both files are written (or taken back)
+        sums = _write_seal(p, doc, bundles, sealed_after)
+    guard_cm.exit_if_signalled()
+    return sums
+
+
+def _write_seal(p: Path, doc: dict, bundles: list[str], sealed_after: bool) -> Path:
+    """Write study.json, then SHA256SUMS; with ``sealed_after``, take both back when the seal could not be
+    written or verify would reject it (so the folder can be fixed and sealed again)."""
     try:
         paths.atomic_write(p / STUDY_FILE, evidence.strict_json(doc))
         sums = paths.write_sums(p, _study_files(p, bundles))
-    except paths.StorageError:
-        raise
-    except OSError as exc:
+    except (OSError, paths.StorageError) as exc:
+        if sealed_after:
+            with contextlib.suppress(OSError):
+                os.unlink(p / STUDY_FILE)
+        if isinstance(exc, paths.StorageError):
+            raise
         raise EvidenceError(f"{p}: cannot seal the study: {exc.strerror or exc}") from None
     if sealed_after:
         # never leave behind a seal that verify rejects (a file outside the kind's layout, a hard
@@ -138,8 +160,6 @@ def seal_quietly(root: str | Path, kind: str, error: BaseException) -> None:
     A folder that is missing, empty or already sealed is left alone (an ``--out`` the command
     refused is never touched).
     """
-    import sys
-
     p = Path(root)
     try:
         if not p.is_dir() or p.is_symlink() or not any(p.iterdir()) or os.path.lexists(p / SUMS_NAME):
@@ -231,15 +251,3 @@ def verify(root: str | Path) -> list[str]:
                             "each nested bundle's seal)")
         problems += [f"{b}/{x}" for x in evidence.verify(p / b)]
     return list(dict.fromkeys(problems))
-
-
-@contextlib.contextmanager
-def sealing(root: str | Path, kind: str):
-    """Seal the study folder ``root`` when the block ends: :func:`seal` after success (its errors
-    raise), :func:`seal_quietly` after an exception (which is then re-raised)."""
-    try:
-        yield
-    except BaseException as exc:
-        seal_quietly(root, kind, exc)
-        raise
-    seal(root, kind)

@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 from capshim import profiles
-from capshim.bench import ablate, tune
+from capshim.studies import common, seal, tune
 from capshim.errors import UsageError
-from tests.bench.test_ablate import GPU_STOCK, SHMEM_ERROR, fake_bench
+from tests.studies.test_ablate import GPU_STOCK, SHMEM_ERROR, fake_bench
 from tests.conftest import run_capshim
 
 H200_LIKE = {**GPU_STOCK, "capabilities": {**GPU_STOCK["capabilities"], "subgroupSizeControl": True,
@@ -55,7 +55,7 @@ def test_candidates_are_seeded_unique_and_never_stock():
 
 
 def test_halve_keeps_the_faster_half_that_passes_the_gate():
-    R = ablate.Ratio
+    R = common.Ratio
     rs = {"a": R(1.05, 1.0, 1.1, "active", True), "b": R(1.10, 1.0, 1.2, "wrong-output", False),
           "c": R(0.90, 0.8, 1.0, "active", True), "d": R(1.02, 1.0, 1.1, "active", True)}
     assert tune.halve(list(rs), rs) == ["a", "d"]
@@ -100,17 +100,15 @@ def test_tune_end_to_end_on_lavapipe(tmp_path, stock_probe):
         assert res["confirm"]["verdict"] and res["notes"][0].startswith(f"best: {res['winner']} ")
         assert "few processes" in res["confirm"]["flags"]["tuned"]
     assert "| best |" in (out / "tune.md").read_text()
-    from capshim import study
-
-    assert study.verify(out) == []  # the study seal over the folder and its nested bundles
+    assert seal.verify(out) == []  # the study seal over the folder and its nested bundles
 
 
 def test_ratio_json_has_no_nan():
-    failed = ablate.Ratio(float("nan"), None, None, "failed", False)
-    assert tune._ratio_json(failed) == {"ratio": None, "ci95": None, "state": "failed"}
-    assert json.loads(json.dumps(tune._ratio_json(failed))) == tune._ratio_json(failed)
-    ok = ablate.Ratio(1.02, 0.99, 1.05, "active", True)
-    assert tune._ratio_json(ok) == {"ratio": 1.02, "ci95": [0.99, 1.05], "state": "active"}
+    failed = common.Ratio(float("nan"), None, None, "failed", False)
+    assert failed.to_json() == {"ratio": None, "ci95": None, "state": "failed"}
+    assert json.loads(json.dumps(failed.to_json())) == failed.to_json()
+    ok = common.Ratio(1.02, 0.99, 1.05, "active", True)
+    assert ok.to_json() == {"ratio": 1.02, "ci95": [0.99, 1.05], "state": "active"}
 
 
 def test_dims_names_what_this_device_has(tmp_path, stock_probe):
@@ -146,8 +144,8 @@ def _lavapipe_like(name, what, test, r):
 
 def test_tune_output_says_what_failed_what_is_flagged_and_the_verdict(tmp_path, monkeypatch):
     calls = []
-    monkeypatch.setattr(ablate, "stock_probe", lambda: (CPU_STOCK, CPU_STOCK["device"]))
-    monkeypatch.setattr(ablate, "run_arms", fake_bench(_lavapipe_like, calls))
+    monkeypatch.setattr(common, "stock_probe", lambda: (CPU_STOCK, CPU_STOCK["device"]))
+    monkeypatch.setattr(common, "run_arms", fake_bench(_lavapipe_like, calls))
     out = tmp_path / "t"
     res = tune.tune(out=out)
     assert [c[1].name for c in calls] == ["stage-1", "confirm"] and calls[0][2] == 2
@@ -183,8 +181,8 @@ def test_tune_output_says_what_failed_what_is_flagged_and_the_verdict(tmp_path, 
 
 def test_tune_checks_test_before_writing_anything(tmp_path, monkeypatch):
     calls = []
-    monkeypatch.setattr(ablate, "stock_probe", lambda: (CPU_STOCK, CPU_STOCK["device"]))
-    monkeypatch.setattr(ablate, "run_arms", fake_bench(_lavapipe_like, calls))
+    monkeypatch.setattr(common, "stock_probe", lambda: (CPU_STOCK, CPU_STOCK["device"]))
+    monkeypatch.setattr(common, "run_arms", fake_bench(_lavapipe_like, calls))
     with pytest.raises(UsageError, match=r"--test tg999: not a test of this bench .*pp64, tg16"):
         tune.tune(out=tmp_path / "t", test="tg999")
     assert calls == [] and not (tmp_path / "t").exists()
@@ -211,8 +209,8 @@ def test_terminal_table_wraps_cells_instead_of_cutting_them(monkeypatch, capsys)
 # --- exit status, budget, --dims, path unchanged, ties ------------------------
 
 def _fake_tune(monkeypatch, value, calls=None, **kw):
-    monkeypatch.setattr(ablate, "stock_probe", lambda: (CPU_STOCK, CPU_STOCK["device"]))
-    monkeypatch.setattr(ablate, "run_arms", fake_bench(value, calls, **kw))
+    monkeypatch.setattr(common, "stock_probe", lambda: (CPU_STOCK, CPU_STOCK["device"]))
+    monkeypatch.setattr(common, "run_arms", fake_bench(value, calls, **kw))
 
 
 def test_tune_exits_1_when_no_candidate_passes_the_gate(tmp_path, monkeypatch):
@@ -339,7 +337,7 @@ def test_a_non_best_path_unchanged_candidate_gets_its_own_note(tmp_path, monkeyp
 
 
 def test_tie_note_when_the_best_and_runner_up_overlap_each_other_and_native():
-    R = ablate.Ratio
+    R = common.Ratio
     rs = {"a": R(1.0012, 0.98, 1.02, "active", True), "b": R(1.0010, 0.985, 1.016, "active", True),
           "c": R(0.80, 0.78, 0.82, "active", True), "d": R(1.5, 1.4, 1.6, "failed", False)}
     note, tied = tune.tie_note("a", rs, ["a", "b", "c", "d"], lambda n: n)
