@@ -21,7 +21,7 @@ from types import SimpleNamespace
 import pytest
 from click.testing import CliRunner
 
-from capshim import evidence, profiles
+from capshim import evidence, profiles, report
 from capshim.bench import model as model_mod
 from capshim.bench import plan
 from capshim.cli import main
@@ -37,7 +37,8 @@ def _sealing_bench(run_arms):
     """``run_arms`` that also seals a real (empty) evidence bundle in the folder it was given."""
     def wrapped(specs, out, **kw):
         m = run_arms(specs, out, **kw)
-        evidence.Bundle.create(out, metadata={}, exist_ok=True).finalize([], {"native": {"state": "native"}}, "native")
+        evidence.Bundle.create(out, metadata={}, exist_ok=True).finalize(
+            report.bundle_steps([], {"native": {"state": "native"}}, "native"))
         return m
     return wrapped
 
@@ -138,8 +139,8 @@ def _fake_bench_behind_the_seam(monkeypatch, first: signal.Signals, during_bundl
         with signals.SealGuard():  # the bench's own seal guard, nested in the study's
             for s in during_bundle_seal:
                 signal.raise_signal(s)
-            evidence.Bundle.create(out, metadata={}).finalize([], {"native": {"state": "native"}}, "native",
-                                                              interrupted=True)
+            evidence.Bundle.create(out, metadata={}).finalize(
+                report.bundle_steps([], {"native": {"state": "native"}}, "native"), interrupted=True)
         return SimpleNamespace(interrupted=True, interrupted_by=how, bundle=out, failed_runs=0)
 
     monkeypatch.setattr(plan, "make_plan", make_plan)
