@@ -190,13 +190,13 @@ def test_tune_checks_test_before_writing_anything(tmp_path, monkeypatch):
 
 
 def test_terminal_table_wraps_cells_instead_of_cutting_them(monkeypatch, capsys):
-    from capshim import cli
+    from capshim.cli import studies as cli_studies
 
     monkeypatch.setenv("COLUMNS", "80")
     long = "subgroup-size-control=off, shmem=24576, coopmat=coopmat1"
     rows = [{"candidate": "c01", "answers": long, "stages": 1, "pp512 vs native (last stage)": "0.98x [0.95–1.00]",
              "state": "active", "flags": "few processes, contaminated, unstable (pp512)", "best": "yes"}]
-    cli._ablate_tune_table(rows, ["[/x] stays text"], "capshim tune (pp512)")
+    cli_studies._ablate_tune_table(rows, ["[/x] stays text"], "capshim tune (pp512)")
     out = capsys.readouterr().out
     assert max(len(line) for line in out.splitlines()) <= 80 and "…" not in out
     lines = [line for line in out.splitlines() if line.startswith("│")]
@@ -216,17 +216,17 @@ def _fake_tune(monkeypatch, value, calls=None, **kw):
 def test_tune_exits_1_when_no_candidate_passes_the_gate(tmp_path, monkeypatch):
     from click.testing import CliRunner
 
-    from capshim import cli
+    from capshim.cli import main as capshim_main
 
     _fake_tune(monkeypatch, lambda name, what, test, r: [1000.0 + i for i in range(r)] if name == "native" else None)
     out = tmp_path / "t"
-    r = CliRunner().invoke(cli.main, ["tune", "--json", "--out", str(out)])
+    r = CliRunner().invoke(capshim_main, ["tune", "--json", "--out", str(out)])
     assert r.exit_code == 1, r.output
     res = json.loads((out / "tune.json").read_text())
     assert res["outcome"] == "no candidate passed" and res["winner"] is None and res["confirm"] is None
     assert not (out / "tuned.toml").exists()
     assert "no candidate passed the correctness gate; no profile written" in res["notes"]
-    help_text = CliRunner().invoke(cli.main, ["tune", "--help"]).output
+    help_text = CliRunner().invoke(capshim_main, ["tune", "--help"]).output
     assert "Exit status:" in help_text and "0  a best candidate was found and confirmed" in help_text
     assert "1  no candidate passed the correctness gate" in help_text and "2  usage error" in help_text
 
@@ -234,10 +234,10 @@ def test_tune_exits_1_when_no_candidate_passes_the_gate(tmp_path, monkeypatch):
 def test_tune_exits_0_when_the_best_is_confirmed(tmp_path, monkeypatch):
     from click.testing import CliRunner
 
-    from capshim import cli
+    from capshim.cli import main as capshim_main
 
     _fake_tune(monkeypatch, _lavapipe_like)
-    r = CliRunner().invoke(cli.main, ["tune", "--json", "--out", str(tmp_path / "t")])
+    r = CliRunner().invoke(capshim_main, ["tune", "--json", "--out", str(tmp_path / "t")])
     assert r.exit_code == 0, r.output
     assert json.loads((tmp_path / "t" / "tune.json").read_text())["outcome"] == "confirmed"
 

@@ -1,12 +1,21 @@
-"""``capshim db``: the results store's commands (registered by :mod:`capshim.cli`)."""
+"""``capshim db``: the results store's commands."""
 
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import click
+from rich.console import Console
+from rich.table import Table
 
+from capshim import report
+from capshim.contracts.names import parse_named_files
+from capshim.db import query
+from capshim.db.ingest import read_bundle, read_external
+from capshim.db.store import Store
 from capshim.db.terms import DEFAULT_THRESHOLD, FILTERS
+from capshim.errors import UsageError
 
 _DB_HELP = ("Database URL: sqlite:///PATH, a file path (SQLite), or postgresql://USER@HOST/DB "
             "(also postgresql://USER@/DB?host=/socket/dir). [default: $CAPSHIM_DB, else "
@@ -32,7 +41,6 @@ def _json_out(obj) -> None:
 
 
 def _console():
-    from rich.console import Console
 
     c = Console()
     return c if c.is_terminal else Console(width=200)
@@ -74,10 +82,6 @@ def db_grp():
 def db_add(bundles, arm_opts, host_file, baseline, db_url, as_json):
     """Store evidence bundles: each is verified first (one that does not verify is refused,
     exit 2); adding the same bundle again is a no-op (the key is the SHA-256 of its SHA256SUMS)."""
-    from capshim.contracts.names import parse_named_files
-    from capshim.db.ingest import read_bundle, read_external
-    from capshim.db.store import Store
-    from capshim.errors import UsageError
 
     if not bundles and not arm_opts:
         raise UsageError("db add: give bundle folders, or --arm NAME=FILE.json")
@@ -104,9 +108,7 @@ def db_add(bundles, arm_opts, host_file, baseline, db_url, as_json):
 @click.option("--json", "as_json", is_flag=True, help="Print the bundles as JSON.")
 def db_list(db_url, as_json, **filters):
     """List stored bundles, oldest first (filters combine with AND)."""
-    from rich.table import Table
 
-    from capshim.db.store import Store
 
     with Store.open(db_url) as st:
         rows = st.select(filters)
@@ -134,9 +136,6 @@ def db_show(selection, db_url, as_json):
 
     SELECTION: an id, a name, or KEY=VALUE filters as for `db compare`.
     """
-    from capshim import report
-    from capshim.db import query
-    from capshim.db.store import Store
 
     with Store.open(db_url) as st:
         rows = query.select(st, query.parse_selection(selection, "selection"), "selection")
@@ -179,11 +178,7 @@ def db_compare(sel_a, sel_b, arms, tests, pairs, threshold, allow_mismatch, fail
     (capshim's own analysis, as `report`'s speedup). A regression is a change
     below -THRESHOLD% whose interval lies entirely below 1.00x.
     """
-    from rich.table import Table
 
-    from capshim.db import query
-    from capshim.db.store import Store
-    from capshim.errors import UsageError
 
     pair_map = {}
     for p in pairs:
@@ -244,17 +239,11 @@ def db_trend(arm, bundles, tests, min_pct, threshold, chart, fail_on_regression,
     Did vm-unlocked stay above 98% of host across these bundles?
       capshim db trend vm-unlocked --min-pct 98 --fail-on-regression BUNDLE...
     """
-    from pathlib import Path
 
-    from rich.table import Table
 
-    from capshim.db import query
-    from capshim.db.store import Store
-    from capshim.errors import UsageError
 
     if chart and not Path(chart).resolve().parent.is_dir():
         raise UsageError(f"--chart {chart}: folder {Path(chart).parent} does not exist")
-    from capshim.db.ingest import read_bundle
 
     records = [read_bundle(b) for b in bundles]  # verify every one before storing any
     with Store.open(db_url) as st:

@@ -1,0 +1,165 @@
+"""``capshim bench``: options -> request -> plan -> runs -> bundle, then the table."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+from capshim import evidence as _evidence
+from capshim.bench import plan
+from capshim.cli.options import json_option, out_option, timeout_option
+from capshim.contracts.numbers import FiniteFloat
+from capshim.db import add_bundle
+from capshim.errors import EXIT_FINALIZE, UsageError
+from capshim.evidence import finite_or_null, strict_json, unique_folder
+from capshim.report import print_table
+
+
+@click.command("bench", context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})
+@click.option("--arm", "arm_opts", multiple=True, metavar="NAME=SPEC",
+              help="An arm: NAME= (stock), NAME=simulate:P, NAME=profile:P, NAME=simulate:P,profile:Q; "
+                   "profile:restore answers the stock values P lowered. Repeat for each arm.")
+@click.option("--baseline", help="The arm speedups are relative to (default: vm-stock / stock / the first arm).")
+@click.option("--host-baseline", type=click.Path(), metavar="PATH",
+              help="Bare-metal host numbers measured elsewhere: a bundle or a llama-bench JSON file.")
+@click.option("--host-arm", metavar="NAME", help="An arm of this bench that plays the host (default: native).")
+@click.option("--repetitions", "-r", type=click.IntRange(1, 1000), default=None,
+              help="Recorded processes per arm (one round each) [default: 10; on a CPU device: 3 for the llama.cpp workload, 5 for ncnn].")
+@click.option("--process-reps", type=click.IntRange(1, 1000), default=None,
+              help="Built-in workload: timed repetitions inside each process, after its in-process warm-up; "
+                   "the process's median is one sample [default: 5; on a CPU device 3].")
+@click.option("--warmup", type=click.IntRange(0, 100), default=None,
+              help="Unrecorded warm-up rounds [default: 1 for a command and for the built-in workload on a CPU device (it fills Mesa's shader cache, whose shaders run slower on lavapipe than freshly compiled ones), 0 for the built-in workload on a GPU (it warms up in-process)].")
+@click.option("--aa", is_flag=True,
+              help="Add the A/A arm 'aa': the app layer active, answering exactly the stock values "
+                   "(also --arm NAME=identity). Its ratio to native is the harness's and the shim's own bias.")
+@click.option("--seed", type=click.IntRange(0, 2**32 - 1), default=None,
+              help="Seed of the arm order per round and the environment padding [default: random, recorded].")
+@click.option("--precision", type=FiniteFloat(0, 100, min_open=True), default=None, metavar="PCT",
+              help="Add rounds until every interval's half-width is at most PCT points (% of host; "
+                   "without a host, percent of the speedup), or --max-runs is hit (then the table says so).")
+@click.option("--precision-test", "precision_tests", multiple=True, metavar="TEST",
+              help="With --precision: the test the target applies to, e.g. pp512 (repeatable) [default: every test].")
+@click.option("--max-runs", type=click.IntRange(1, 100000), default=None,
+              help="With --precision: the most processes per arm [default: 5 x --repetitions].")
+@click.option("--exclude-contaminated", is_flag=True,
+              help="Leave runs whose telemetry shows contamination (load above the core count, another process "
+                   "on the GPU, throttled clocks) out of the statistics; they stay listed and flagged.")
+@click.option("--allow-mismatch", is_flag=True,
+              help="Compare a host baseline measured with a different model or settings (rows marked) instead of exit 2.")
+@timeout_option
+@out_option("bench", "Evidence bundle folder")
+@click.option("--model", metavar="PATH|PRESET",
+              help="Built-in workload: a GGUF file, or a preset (tiny, tinyllama-1.1b) [default: tiny].")
+@click.option("--n-prompt", "-p", type=click.IntRange(1), default=512, show_default=True, help="Built-in: prompt tokens (pp test).")
+@click.option("--n-gen", "-n", type=click.IntRange(1), default=128, show_default=True, help="Built-in: generated tokens (tg test).")
+@click.option("--check-output/--no-check-output", default=None,
+              help="Compare every arm's output with the host/baseline arm's: generated token ids (llama.cpp), "
+                   "the SHA-256 of stdout or --output-file (--metric), the network's output within 2% (ncnn) "
+                   "[default: on for the built-in workloads].")
+@click.option("--strict", is_flag=True, help="Exit 3 when an arm's shim stayed inert or invalid.")
+@json_option("summary.json on stdout instead of the table")
+@click.option("--db", "db_url", metavar="URL",
+              help="Add the finished bundle to this results store (see capshim db --help); "
+                   "'default' for $CAPSHIM_DB or the default SQLite file.")
+@click.option("--metric", metavar="SPEC",
+              help="Any command after --: 'wall' (seconds per process, lower is better), 'json:PATH' (a number "
+                   "or list of numbers in the JSON on stdout, e.g. json:results.fps) or 'regex:PATTERN' (numbers "
+                   "matched on stdout/stderr; one capture group).")
+@click.option("--unit", help="With --metric: the unit shown [default: s for wall].")
+@click.option("--better", type=click.Choice(["higher", "lower"]),
+              help="With --metric: which direction is better (required for json: and regex:).")
+@click.option("--output-file", type=click.Path(dir_okay=False), metavar="PATH",
+              help="With --metric and --check-output: the file the command writes, compared (SHA-256) across arms "
+                   "instead of stdout; removed before each run.")
+@click.option("--control", "control_opts", multiple=True, metavar="NAME=CMD",
+              help="A control workload run in every round under each arm's shims (in the round's seeded order), expected "
+                   "not to change (flagged when its interval excludes 1.00x). llama-bench commands report tok/s, "
+                   "others wall seconds. Repeatable.")
+@click.option("--workload", "workload_name", type=click.Choice(["ncnn"]),
+              help="A built-in workload other than llama.cpp: ncnn (a synthetic network through ncnn's Vulkan "
+                   "backend; needs pip install 'capshim[ncnn]').")
+@click.option("--network", type=click.Choice(["tiny", "standard"]),
+              help="--workload ncnn: the network [default: tiny on a CPU device, standard on a GPU].")
+@click.argument("command", nargs=-1, type=click.UNPROCESSED)
+def bench_cmd(arm_opts, baseline, host_baseline, host_arm, repetitions, process_reps, warmup, aa, seed, precision,
+              precision_tests, max_runs, exclude_contaminated, allow_mismatch, timeout, out, model, n_prompt, n_gen,
+              check_output, strict, as_json, db_url, metric, unit, better, output_file, control_opts, workload_name,
+              network, command):
+    """Benchmark arms (stock, simulated, shimmed) A/B, interleaved, and write an evidence bundle.
+
+    \b
+    With no arguments: the embedded default. On Linux, llama.cpp (Vulkan) on a
+    small synthetic model, three arms: native, vm-stock (--simulate
+    vulkan-paravirt) and vm-unlocked (vm-stock plus a profile restoring the
+    native answers). On macOS: stock and metal-apple9.
+    With -- CMD ARGS: any llama-bench command (-o json is added when missing),
+    or with --metric SPEC any command at all.
+
+    \b
+    Examples:
+      capshim bench
+      capshim bench --metric wall -- sh -c 'exec vulkaninfo --summary >/dev/null'
+      capshim bench --metric json:fps --better higher --unit fps -- ./my-app --json
+      capshim bench --workload ncnn --control cpu='python3 -c "sum(range(10**7))"'
+      capshim bench --arm stock= --arm apple9=profile:metal-apple9 -- llama-bench -m m.gguf -p 512 -n 128 -r 10
+      capshim bench -r 5 --host-baseline host-llama-bench.json -- llama-bench -m m.gguf
+      capshim bench --aa --model tinyllama-1.1b --precision 2 --precision-test pp512
+    """
+
+
+    argv = list(command)
+    if argv and argv[0] == "--":
+        argv = argv[1:]
+    if max_runs is not None and precision is None:
+
+        raise UsageError("--max-runs caps the rounds that --precision adds; give --precision PCT too")
+    if precision_tests and precision is None:
+
+        raise UsageError("--precision-test names the tests of --precision; give --precision PCT too")
+    p = plan.make_plan(arm_opts, baseline, host_arm, host_baseline, repetitions, model, n_prompt, n_gen,
+                       check_output, argv, platform=sys.platform, aa=aa, process_reps=process_reps, warmup=warmup,
+                       metric=metric, unit=unit, better=better, output_file=output_file, controls=control_opts,
+                       workload_name=workload_name, network=network)
+    if out:
+        out_dir = Path(out)
+    else:  # a new folder, even for two benches started in the same second
+
+        stamp = __import__("datetime").datetime.now().strftime("%Y%m%d-%H%M%S")
+        out_dir = unique_folder(Path(f"capshim-bench-{stamp}"))
+    result = plan.execute(p, out_dir, timeout=timeout, seed=seed, precision=precision, max_runs=max_runs,
+                          precision_tests=list(precision_tests) or None,
+                          exclude_contaminated=exclude_contaminated, allow_mismatch=allow_mismatch)
+    if as_json:  # strict JSON, as in summary.json: a non-finite number is null
+
+        click.echo(strict_json(finite_or_null(result.summary)).decode(), nl=False)
+    else:
+        print_table([result.summary], title=p.title)
+    click.echo(f"evidence bundle: {result.bundle}  (check it: capshim evidence verify {result.bundle})", err=True)
+
+    sealed_problems = _evidence.verify(result.bundle)  # the seal is checked, never assumed
+    if sealed_problems:
+        click.echo(f"capshim: the sealed bundle does not verify (something else wrote into {result.bundle} "
+                   "during the bench?):", err=True)
+        for line in sealed_problems[:20]:
+            click.echo(f"  {line}", err=True)
+        sys.exit(5)
+    if db_url:
+
+        bid, added = add_bundle(None if db_url == "default" else db_url, result.bundle)
+        click.echo(f"results store: {'added' if added else 'already stored'} as #{bid}", err=True)
+    for name in result.non_shim_arms:
+        click.echo(f"capshim: {plan.explain_arm(name, result.summary['arms'][name])}", err=True)
+    if result.interrupted:
+        sys.exit({"SIGTERM": 143, "SIGHUP": 129}.get(result.interrupted_by, 130))
+    if strict and any(result.summary["arms"][a]["state"] in ("inert", "invalid") for a in result.non_shim_arms):
+        sys.exit(3)
+    if result.failed_runs:
+        sys.exit(1)
+    if result.summary.get("finalize_failures"):
+
+        for f in result.summary["finalize_failures"]:
+            click.echo(f"capshim: finalize step {f['step']} failed: {f['error']} (recorded in the bundle)", err=True)
+        sys.exit(EXIT_FINALIZE)

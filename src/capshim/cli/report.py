@@ -1,0 +1,106 @@
+"""``capshim report``: tables and charts from bundles or from llama-bench files made elsewhere."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import click
+
+from capshim import evidence, paths, report
+from capshim.cli.options import json_option
+from capshim.contracts import folders, names
+from capshim.errors import UsageError
+from capshim.export import csv as csv_export
+
+
+@click.command("report")
+@click.argument("bundles", nargs=-1, type=click.Path())
+@click.option("--arm", "arm_opts", multiple=True, metavar="NAME=FILE[,FILE...]",
+              help="An arm from llama-bench -o json/jsonl files made elsewhere (one run per file; "
+                   "a .stderr beside a file gives the attested path). Repeatable; the first is the baseline.")
+@click.option("--host", "host_file", type=click.Path(), help="Host baseline: a llama-bench JSON file or a bundle.")
+@click.option("--baseline", help="The arm speedups are relative to (with --arm; default the first).")
+@click.option("--format", "fmt", type=click.Choice(["md", "html", "csv"]),
+              help="Print or write Markdown, HTML, or CSV (one row per arm and test, numbers unformatted).")
+@click.option("--allow-mismatch", is_flag=True,
+              help="Compare files measured with different models or settings (rows marked) instead of exit 2.")
+@click.option("--output", "-o", type=click.Path(), help="Write the report to this file (and a chart beside it).")
+@click.option("--chart", type=click.Path(), help="Write the chart PNG to this path.")
+@json_option("the summary JSON (one summary, or a list)")
+@click.option("--title", help="Report title.")
+def report_cmd(bundles, arm_opts, host_file, baseline, fmt, allow_mismatch, output, chart, as_json, title):
+    """Show the seed-style table of bundles (merged), or of llama-bench files made elsewhere.
+
+    \b
+    capshim report BUNDLE [BUNDLE...] [--format md|html] [--output PATH]
+    capshim report --arm stock=stock.json --arm shim=pp.json,tg.json --host host.json
+    """
+
+
+    if bundles and arm_opts:
+        raise UsageError("give bundle folders or --arm files, not both")
+    if not bundles and not arm_opts:
+        raise UsageError("give one or more bundle folders, or --arm NAME=FILE.json")
+    if baseline and not arm_opts:
+        raise UsageError("--baseline applies to --arm files (a bundle keeps its own baseline)")
+
+    if host_file and Path(host_file).is_dir():  # a bundle read as input must verify
+        evidence.require_verified(host_file, "--host")
+    for b in bundles:
+        if Path(b).is_dir():
+            evidence.require_verified(b, "report")
+    if arm_opts:
+        summaries = [report.report_from_files([names.parse_named_files(a) for a in arm_opts], host_file, baseline,
+                                              allow_mismatch=allow_mismatch)]
+        labels = None
+    else:
+        if host_file:
+            raise UsageError("--host applies to --arm files (a bundle keeps its own host baseline)")
+        summaries = [report.load_summary(b) for b in bundles]
+        labels = [Path(b).resolve().name for b in bundles]
+    if as_json:
+        click.echo(json.dumps(summaries[0] if len(summaries) == 1 else summaries, indent=2))
+        return
+    if output and not fmt:
+        fmt = "html" if output.lower().endswith((".html", ".htm")) else "md"
+    if output and not chart:
+        chart = str(Path(output).with_suffix(".png"))
+    for flag, target in (("--output", output), ("--chart", chart)):
+        if not target:
+            continue
+        for where in dict.fromkeys([Path(target), Path(target).resolve()]):  # a link into a sealed folder too
+            folders.refuse_inside_sealed(where, flag)  # a sealed bundle or study stays as it was sealed
+        if not Path(target).parent.is_dir():
+            raise UsageError(f"{flag} {target}: folder {Path(target).parent} does not exist")
+        if Path(target).is_dir():
+            raise UsageError(f"{flag} {target}: is a folder; give a file name")
+    chart_ref = None
+    if chart:
+        try:  # written atomically; a full disk is exit 4 naming the file (paths.StorageError)
+            report.draw_chart(summaries, chart, labels, title=title)
+        except OSError as exc:
+            raise UsageError(f"--chart {chart}: cannot write: {exc.strerror or exc}") from None
+        chart_ref = (Path(chart).name if output and Path(chart).parent.resolve() == Path(output).parent.resolve()
+                     else str(chart))
+    if fmt == "md":
+        text = report.render_markdown(summaries, labels, title=title)
+        if chart_ref:
+            text += f"\n![chart]({chart_ref})\n"
+    elif fmt == "html":
+        text = report.render_html(summaries, labels, title=title, chart=chart_ref)
+    elif fmt == "csv":
+
+        text = "".join(csv_export.serialize(s) if i == 0 else csv_export.serialize(s).split("\n", 1)[1]
+                       for i, s in enumerate(summaries))
+    else:
+        report.print_table(summaries, labels, title=title)
+        return
+    if output:
+        try:  # atomic: a reader sees the old file or the new one; a full disk is exit 4 naming the file
+            paths.write_output(output, text.encode("utf-8"))
+        except OSError as exc:
+            raise UsageError(f"--output {output}: cannot write: {exc.strerror or exc}") from None
+        click.echo(f"wrote {output}" + (f" and {chart}" if chart else ""), err=True)
+    else:
+        click.echo(text, nl=False)

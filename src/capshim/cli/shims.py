@@ -1,0 +1,243 @@
+"""``capshim build``, ``run``, ``probe`` and ``verify``: the shims themselves."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import click
+from rich.console import Console
+from rich.table import Table
+
+from capshim import backends, beyond, launch
+from capshim import probe as pr
+from capshim.cli.options import json_option, load_profile
+from capshim.errors import EXIT_INERT, CapshimError, UsageError
+
+_API_NAMES = backends.names()
+
+
+def _selected_backends(api: str):
+    """The backends ``--api`` names ("all": every registered one), each with why it is
+    unavailable here (None when it is available).
+
+    Raises:
+        UsageError: an API named explicitly that this machine cannot build (exit 2).
+    """
+
+    chosen = [backends.get(a) for a in (backends.names() if api == "all" else [api])]
+    out = [(be, be.unavailable()) for be in chosen]
+    if api != "all" and out[0][1]:
+        raise UsageError(f"--api {api}: {out[0][1]}")
+    return out
+
+
+@click.command("build")
+@click.option("--api", type=click.Choice([*_API_NAMES, "all"]), default="all", show_default=True,
+              help="Which shims to build; 'all' builds each one this machine can build and says "
+                   "which it skipped and why.")
+@click.option("--force", is_flag=True, help="Rebuild even when a cached build exists.")
+@click.option("--target", type=click.Choice(["native", "macos"]), default="native", show_default=True,
+              help="macos (with --api metal): cross-build the macOS Metal shim and probe for arm64 and "
+                   "x86_64 on this machine with zig cc, and inspect them; arm64e needs a Mac with Xcode.")
+def build_cmd(api, force, target):
+    """Build the native shims (warnings are errors) into the capshim cache.
+
+    \b
+    Each API builds on its own: on Linux the Vulkan layer, and the Metal shim's
+    stand-in build for the tests when an Objective-C compiler (gobjc) is
+    there; on macOS the Metal shim. A shim this machine cannot build is
+    skipped with a message (with --api naming it: exit 2). A build that fails
+    (a compile error, missing Vulkan headers) is reported, the other APIs
+    still build, and the exit code is the failure's (2).
+    """
+    if target != "native":
+        be = backends.get(api) if api != "all" else None
+        if be is None or target not in be.cross_targets:
+            able = " or ".join(n for n in backends.names() if target in backends.get(n).cross_targets)
+            raise CapshimError(f"--target {target}: only with --api {able}")
+        lines, ok = be.cross_build(target, force=force)
+        for line in lines:
+            click.echo(line)
+        if not ok:
+            sys.exit(1)
+        return
+    built, failed = 0, []
+    for be, why in _selected_backends(api):
+        if why:
+            click.echo(f"{be.name}: skipped: {why}", err=True)
+            continue
+        try:
+            artifacts = be.build(force=force)
+        except CapshimError as exc:  # one API's failure does not stop the others
+            click.echo(f"capshim: {be.name}: build failed: {exc}", err=True)
+            failed.append(exc)
+            continue
+        for name, path in artifacts.items():
+            click.echo(f"{be.name}: {name}: {path}")
+        built += 1
+    if failed:
+        sys.exit(failed[0].exit_code)
+    if not built:
+        raise CapshimError("--api all: no shim can be built on this machine (see the lines above)")
+
+
+@click.command("run", context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})
+@click.option("--profile", "profile_ref", metavar="P", help="Shim profile (built-in name or file): the answers the command sees.")
+@click.option("--simulate", "simulate_ref", metavar="P",
+              help="Vulkan only: a profile applied next to the driver, to simulate a weaker GPU.")
+@click.option("--inherit", is_flag=True, help="Let the command's child processes inherit the shims.")
+@click.option("--strict", is_flag=True,
+              help="Exit 3 when a requested shim stayed inert or was invalid, or (without running the "
+                   "command) when a raise profile answers beyond the device.")
+@click.option("--quiet", is_flag=True, help="No capshim banner on stderr (CAPSHIM_QUIET=1).")
+@click.option("--status-file", help="Keep the shims' JSON-lines status here: a new regular file (its folder is "
+                                    "created); devices, FIFOs and links are refused.")
+@click.option("--force", is_flag=True, help="Let --status-file empty an existing file.")
+@click.argument("command", nargs=-1, required=True, type=click.UNPROCESSED)
+def run_cmd(profile_ref, simulate_ref, inherit, strict, quiet, status_file, force, command):
+    """Run COMMAND with the shims enabled for that process alone.
+
+    \b
+    Examples:
+      capshim run --profile metal-apple9 -- llama-bench -m model.gguf
+      capshim run --simulate vulkan-paravirt -- vulkaninfo --summary
+
+    The exit code is the command's (128+N when killed by signal N); with
+    --strict, 3 when a requested shim did not become active.
+
+    A raise profile that answers more than the device has (a size above the
+    real one, a feature or an extension the driver lacks) gets one warning
+    line per answer on stderr and a beyond_device event in the status file;
+    with --strict the command is not started and capshim exits 3.
+    """
+
+    profile = load_profile(profile_ref, "--profile")
+    simulate = load_profile(simulate_ref, "--simulate")
+    argv = list(command)
+    if argv and argv[0] == "--":
+        argv = argv[1:]
+    status_path = launch.check_status_file(status_file, force) if status_file else None
+    if simulate is not None and simulate.direction == "raise":
+        click.echo(f"capshim: warning: --simulate {simulate.source} is a 'raise' profile: it raises answers next "
+                   "to the driver (simulate is meant to lower them)", err=True)
+    lc = launch.prepare(argv, profile, simulate, inherit=inherit, quiet=quiet,
+                        status_file=status_path)
+    try:
+        if lc.backend is not None:
+            for warning in lc.backend.run_warnings(profile, simulate, argv):
+                click.echo(f"capshim: warning: {warning}", err=True)
+            if _beyond_device(lc.backend, profile, simulate, 0, lc.status_file) and strict:
+                click.echo("capshim: --strict: not starting the command: the profile answers beyond the device",
+                           err=True)
+                sys.exit(EXIT_INERT)
+        rc = launch.run(lc)
+        bad = {n: s for n, s in lc.states().items() if s.state != "active"}
+        for name, s in bad.items():
+            click.echo(f"capshim: {name} stayed {s.state}: {s.reason}", err=True)
+    finally:
+        lc.cleanup()
+    if strict and bad and rc == 0:
+        sys.exit(EXIT_INERT)
+    sys.exit(rc)
+
+
+def _beyond_device(backend, profile, simulate, device, status_file=None) -> list[dict]:
+    """Check the profiles against the device: refuse (exit 2) what
+    check_against_device refuses; warn on stderr about its warnings and about each
+    answer a raise profile gives beyond the device; append the beyond_device
+    events to ``status_file`` (when given); return those events."""
+
+    found = beyond.check(backend, profile, simulate, device)
+    if found.refusals:
+        raise UsageError("\n".join(found.refusals))
+    for line in ([found.problem] if found.problem else []) + found.warnings + beyond.warning_lines(found.findings):
+        click.echo(f"capshim: warning: {line}", err=True)
+    if status_file is not None:
+        beyond.write_events(status_file, backend, found.findings)
+    return beyond.events(backend, found.findings)
+
+
+@click.command("probe")
+@click.option("--api", type=click.Choice(_API_NAMES), default=None,
+              help="The GPU API (default: the profile's, else the one this platform runs: "
+                   "vulkan on Linux, metal on macOS).")
+@click.option("--profile", "profile_ref", metavar="P", help="Shim profile to probe through.")
+@click.option("--simulate", "simulate_ref", metavar="P", help="Vulkan: simulate a weaker device with this profile.")
+@click.option("--device", type=click.IntRange(0, 15), default=0, show_default=True, help="Vulkan physical device index.")
+@click.option("--compare", is_flag=True, help="Show stock and shimmed answers side by side.")
+@click.option("--all", "show_all", is_flag=True, help="With --compare: show unchanged rows too.")
+@json_option("JSON")
+@click.option("--strict", is_flag=True, help="Exit 3 when a raise profile answers beyond the device.")
+def probe_cmd(api, profile_ref, simulate_ref, device, compare, show_all, as_json, strict):
+    """Print the capability answers a process sees, stock or through shims.
+
+    A raise profile that answers more than the device has gets one warning
+    line per answer on stderr, and the JSON a "beyond_device" list of events
+    (key, device, reported, note); --strict then exits 3.
+
+    \b
+    Examples:
+      capshim probe --api vulkan --json
+      capshim probe --compare --simulate vulkan-paravirt
+    """
+
+    profile = load_profile(profile_ref, "--profile")
+    simulate = load_profile(simulate_ref, "--simulate")
+    if api is None:
+        api = (profile or simulate).api if (profile or simulate) else backends.default_api()
+    for flag, prof in (("--profile", profile), ("--simulate", simulate)):
+        if prof is not None and prof.api != api:
+            raise CapshimError(f"{flag} {prof.source}: api is '{prof.api}', but --api is '{api}'")
+    be = backends.get(api)
+    over = _beyond_device(be, profile, simulate, device)
+    out = pr.run_probe(api, profile, simulate, device=device, compare=compare)
+    if over:
+        out["beyond_device"] = over
+    if as_json or not be.tabular_probe:
+        click.echo(json.dumps(out, indent=2))
+    else:
+        pr.print_probe(out, compare=compare, show_all=show_all)
+    if strict and over:
+        sys.exit(EXIT_INERT)
+
+
+@click.command("verify")
+@click.option("--api", type=click.Choice([*_API_NAMES, "all"]), default="all", show_default=True,
+              help="Which shims to check; 'all' checks each one this machine can build and lists "
+                   "the others as skipped, with the reason.")
+@json_option()
+@click.option("--shim", "shim_file", type=click.Path(dir_okay=False), default=None,
+              help="With --api metal: check this Mach-O dylib (built on a Mac or with "
+                   "'capshim build --api metal --target macos') instead of the built shim, on any OS.")
+def verify_cmd(api, as_json, shim_file):
+    """Check the built shims: architectures, signature (macOS), exported symbols,
+    forbidden strings (Metal), SHA256SUMS, and that answers change with a
+    profile and stay stock with a broken one. Exit 1 when a check failed;
+    checks that need macOS are listed as skipped, never as passed; an --api
+    this machine cannot build exits 2."""
+    if shim_file is not None:
+
+        be = backends.get(api) if api != "all" else None
+        if be is None or not be.verifies_files:
+            able = " or ".join(n for n in backends.names() if backends.get(n).verifies_files)
+            raise CapshimError(f"--shim: only with --api {able}")
+        checks = be.verify(shim=Path(shim_file))
+    else:
+        checks = []
+        for be, why in _selected_backends(api):
+            if why:
+                checks.append({"check": f"{be.name}: build", "status": f"skipped ({why})", "detail": why})
+                continue
+            checks += be.verify()
+    if as_json:
+        click.echo(json.dumps(checks, indent=2))
+    else:
+
+        table = Table("check", "status", "detail")
+        for c in checks:
+            table.add_row(c["check"], c["status"], c["detail"])
+        Console().print(table)
+    if any(c["status"] == "failed" for c in checks):
+        sys.exit(1)
