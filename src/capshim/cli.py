@@ -634,7 +634,7 @@ def bench_cmd(arm_opts, baseline, host_baseline, host_arm, repetitions, process_
             click.echo(f"  {line}", err=True)
         sys.exit(5)
     if db_url:
-        from capshim.db import add_bundle
+        from capshim.db.store import add_bundle
 
         bid, added = add_bundle(None if db_url == "default" else db_url, result.bundle)
         click.echo(f"results store: {'added' if added else 'already stored'} as #{bid}", err=True)

@@ -20,6 +20,9 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from capshim import evidence
+from capshim.bench import llamabench
+from capshim.bench.analysis import analyze, arms_from_files, host_from_file
 from capshim.errors import CapshimError
 
 __all__ = ["BundleRecord", "ArmRecord", "IngestError", "read_bundle", "read_external", "CONFIG_FIELDS"]
@@ -147,8 +150,6 @@ def _raw_facts(rows: list) -> dict:
 
 
 def _raw_rows(files: list[Path]) -> list:
-    from capshim.bench import llamabench
-
     rows = []
     for f in files:
         try:
@@ -220,8 +221,6 @@ def read_bundle(path: str | Path) -> BundleRecord:
             named, as ``capshim evidence verify`` prints them), or a file is
             missing or malformed (names the file and row).
     """
-    from capshim import evidence
-
     p = Path(path)
     if not p.is_dir():
         raise IngestError(f"{p}: not a bundle folder")
@@ -280,32 +279,27 @@ def read_external(arm_specs: list[tuple[str, list[str]]], host: str | None = Non
         baseline: the baseline arm (default the first).
 
     Returns:
-        A record of kind ``"external"``; its summary is
-        :func:`capshim.report.report_from_files`'s; its key hashes the files'
+        A record of kind ``"external"``; its summary is :func:`capshim.bench.analysis.analyze`'s
+        of the files (what ``capshim report --arm`` shows); its key hashes the files'
         bytes with their arm names (the same files twice are one record).
 
     Raises:
         IngestError / AnalysisError / LlamaBenchError naming the file or arm;
             EvidenceError (exit 2) when ``host`` is a bundle that does not verify.
     """
-    from capshim.bench.analysis import arms_from_files
-    from capshim.evidence import sha256_file
-    from capshim.report import report_from_files
-
     files = [Path(f) for _, fs in arm_specs for f in fs]
     if host and Path(host).is_dir():  # a bundle read as input must verify (an edited host would be stored)
-        from capshim.evidence import require_verified
-
-        require_verified(host, "--host")
+        evidence.require_verified(host, "--host")
     for f in files + ([Path(host)] if host and not Path(host).is_dir() else []):
         if not f.is_file():
             raise IngestError(f"{f}: no such file")
-    manifest = "".join(f"{name}\t{sha256_file(f)}\n" for name, fs in arm_specs for f in fs)
+    sha = evidence.sha256_file
+    manifest = "".join(f"{name}\t{sha(f)}\n" for name, fs in arm_specs for f in fs)
     if host:
-        manifest += f"host\t{sha256_file(host) if not Path(host).is_dir() else Path(host).resolve()}\n"
+        manifest += f"host\t{sha(host) if not Path(host).is_dir() else Path(host).resolve()}\n"
     manifest += f"baseline\t{baseline or arm_specs[0][0]}\n"
-    summary = report_from_files(arm_specs, host, baseline)
-    records, _ = arms_from_files(arm_specs)
+    records, arms = arms_from_files(arm_specs)
+    summary = analyze(records, arms, baseline or arm_specs[0][0], host_from_file(host) if host else None)
     samples = [{"role": "arm", "arm": r["arm"], "run": int(r.get("run") or 0), "sample": int(r.get("sample") or 0),
                 "test": str(r["test"]), "tok_s": float(r["tok_s"]), "extra": {}} for r in records]
     samples += _host_samples(summary)

@@ -25,6 +25,7 @@ the target precision of a bench (issue 10: ±2 points).
 
 from __future__ import annotations
 
+from capshim.bench.analysis import analyze
 from capshim.db.ingest import CONFIG_FIELDS
 from capshim.db.store import DbError, Store
 from capshim.db.terms import COMPARE_RULE, DEFAULT_THRESHOLD, FILTERS, TREND_RULE
@@ -117,8 +118,6 @@ def _selection_input(store: Store, bundles: list[dict]):
 
 def _analyze_selection(store: Store, bundles: list[dict]) -> tuple[dict, list[dict]]:
     """``(analyze(...) of the pooled selection, its records)``."""
-    from capshim.bench.analysis import analyze
-
     records, arms, host = _selection_input(store, bundles)
     baseline = bundles[0]["baseline"]
     if baseline not in arms:
@@ -163,8 +162,6 @@ def compare(store: Store, sel_a: dict, sel_b: dict, *, arms: list[str] | None = 
             (names the field, both values and bundles) without
             ``allow_mismatch``; no arm or test in common.
     """
-    from capshim.bench.analysis import analyze
-
     a_b, b_b = select(store, sel_a, "selection A"), select(store, sel_b, "selection B")
     mism = _mismatches(a_b + b_b)
     if mism and not allow_mismatch:
@@ -278,7 +275,8 @@ def draw_trend(tr: dict, path) -> None:
     Flagged points are drawn as red crosses; ``--min-pct`` as a dashed line.
     Uses matplotlib's Agg backend.
     """
-    import matplotlib
+    import matplotlib  # heavy (about 1 s) and needed only for --chart
+
 
     matplotlib.use("Agg", force=True)
     import matplotlib.pyplot as plt

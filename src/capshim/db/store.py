@@ -15,17 +15,21 @@ from __future__ import annotations
 
 import datetime as _dt
 import os
+import stat
 from dataclasses import asdict
 from pathlib import Path
 
 import sqlalchemy as sa
+from alembic import command
+from alembic.config import Config
+from alembic.runtime.migration import MigrationContext
 
 from capshim.db import schema as S
-from capshim.db.ingest import BundleRecord
+from capshim.db.ingest import BundleRecord, read_bundle
 from capshim.db.terms import FILTERS
 from capshim.errors import CapshimError
 
-__all__ = ["Store", "DbError", "default_url", "resolve_url", "SQLITE_BUSY_TIMEOUT_S", "FILTERS"]
+__all__ = ["Store", "DbError", "add_bundle", "default_url", "resolve_url", "SQLITE_BUSY_TIMEOUT_S", "FILTERS"]
 
 #: Seconds a SQLite writer waits for another writer's lock before failing.
 SQLITE_BUSY_TIMEOUT_S = 120
@@ -94,8 +98,6 @@ def _check_sqlite_path(path: str, url: str, flag: str) -> None:
         return
     except OSError as exc:
         raise DbError(f"{flag} {url}: {exc.strerror or exc}") from None
-    import stat
-
     if not stat.S_ISREG(mode):
         kind = "a folder" if stat.S_ISDIR(mode) else "a device, FIFO or other special file"
         raise DbError(f"{flag} {url}: is {kind}; the results store must be a regular SQLite file "
@@ -193,9 +195,6 @@ class Store:
         Raises:
             DbError: the database cannot be reached or migrated.
         """
-        from alembic import command
-        from alembic.config import Config
-
         cfg = Config()
         cfg.set_main_option("script_location", str(Path(__file__).with_name("migrations")))
         try:
@@ -210,8 +209,6 @@ class Store:
 
     def revision(self) -> str | None:
         """The schema revision stored in the database (Alembic's ``alembic_version``), or None."""
-        from alembic.runtime.migration import MigrationContext
-
         with self.engine.connect() as conn:
             return MigrationContext.configure(conn).get_current_revision()
 
@@ -371,3 +368,20 @@ class Store:
         if v is None:
             raise DbError(f"bundle id {bundle_id}: not in the store")
         return v
+
+
+def add_bundle(url: str | None, bundle) -> tuple[int, bool]:
+    """Verify and store one bundle folder in the store at ``url`` (None: the default store).
+
+    ``capshim bench --db`` calls it for the bundle it has just sealed.
+
+    Returns:
+        ``(bundle id, added)``; ``added`` False when it was already stored.
+
+    Raises:
+        IngestError: the bundle does not verify or cannot be read.
+        DbError: the store cannot be opened or written.
+    """
+    rec = read_bundle(bundle)
+    with Store.open(url) as st:
+        return st.add(rec)

@@ -1,5 +1,10 @@
 """Names the store's commands share, without importing the database layer (fast ``--help``)."""
 
+#: Help of every ``--db`` option (the group's and each command's).
+DB_HELP = ("Database URL: sqlite:///PATH, a file path (SQLite), or postgresql://USER@HOST/DB "
+           "(also postgresql://USER@/DB?host=/socket/dir). [default: $CAPSHIM_DB, else "
+           "sqlite:///$XDG_DATA_HOME/capshim/results.sqlite (XDG_DATA_HOME defaults to ~/.local/share)]")
+
 #: Filters that ``db list``, ``db trend`` and selections take: name -> what it matches.
 FILTERS = {
     "id": "bundle id (exact)",
