@@ -15,6 +15,7 @@ from rich.console import Console
 from rich.table import Table
 
 from capshim.contracts.names import parse_named_files
+from capshim.contracts.numbers import FiniteFloat
 from capshim.db import query
 from capshim.db.cli import GROUP_URL
 from capshim.db.ingest import read_bundle, read_external
@@ -143,8 +144,46 @@ def db_show(selection, db_url, as_json):
 
 
 def _threshold_option(f):
-    return click.option("--threshold", type=click.FloatRange(0), default=DEFAULT_THRESHOLD, show_default=True,
-                        help="Regression threshold: percent of tok/s (compare) or points of % of host (trend).")(f)
+    return click.option("--threshold", type=FiniteFloat(0), default=DEFAULT_THRESHOLD, show_default=True,
+                        help="Regression threshold: percent of the change (compare) or points of % of host "
+                             "(trend); a finite number >= 0.")(f)
+
+
+def _num(v: float) -> str:
+    """A median for a cell: 2 decimals from 10 up (tok/s), else 4 significant digits (seconds)."""
+    return f"{v:.2f}" if abs(v) >= 10 else f"{v:.4g}"
+
+
+def _unit_columns(rows: list[dict]) -> tuple[str, bool]:
+    """``(header suffix, unit in each cell)``: one unit for every row goes in the header."""
+    units = {r["unit"] for r in rows}
+    if len(units) == 1:
+        (u,) = units
+        return (f" ({u})" if u else ""), False
+    return "", True
+
+
+def _compare_table(res: dict) -> Table:
+    """The table of :func:`capshim.db.query.compare`'s result."""
+    suffix, per_cell = _unit_columns(res["rows"])
+    t = Table(title=f"B ({res['b']['selection']}: {', '.join(res['b']['bundles'])}) vs "
+                    f"A ({res['a']['selection']}: {', '.join(res['a']['bundles'])})")
+    for c in ("arm", "test", f"A{suffix}", f"B{suffix}", "B vs A (95% CI)", "A % of host", "B % of host",
+              "verdict"):
+        t.add_column(c, justify="left" if c in ("arm", "test", "verdict") else "right")
+    for r in res["rows"]:
+        ch = r["change"]
+        ci = f" [{ch['ci95'][0]:.3f}–{ch['ci95'][1]:.3f}]" if ch.get("ci95") else ""
+        name = r["arm"] if r["arm"] == r["arm_b"] else f"{r['arm']} / {r['arm_b']}"
+        unit = f" {r['unit']}" if per_cell and r["unit"] else ""
+        test = r["test"] + (f" ({r['better']} is better)" if r["better"] == "lower" else "")
+        t.add_row(name, test, _num(r["a"]["median"]) + unit, _num(r["b"]["median"]) + unit,
+                  f"{ch['value']:.3f}x{ci}", _pct(r["a"]["pct_of_host"]), _pct(r["b"]["pct_of_host"]),
+                  r["verdict"] + (" (unlike config)" if r["marked"] else ""),
+                  style="red" if r["verdict"] == "regression" else None)
+    t.caption = res["rule"] + ("\nunlike configurations: " + "; ".join(res["mismatches"])
+                               if res["mismatches"] else "")
+    return t
 
 
 @click.command("compare")
@@ -169,9 +208,13 @@ def db_compare(sel_a, sel_b, arms, tests, pairs, threshold, allow_mismatch, fail
     attention, cache types) are refused (exit 2) unless --allow-mismatch.
 
     \b
-    The change is median(B)/median(A) of tok/s with its 95% bootstrap interval
-    (capshim's own analysis, as `report`'s speedup). A regression is a change
-    below -THRESHOLD% whose interval lies entirely below 1.00x.
+    The change is how many times better B is than A, with its 95% bootstrap
+    interval (capshim's own analysis, as `report`'s speedup): median(B)/median(A)
+    when higher is better (tok/s), median(A)/median(B) when lower is better
+    (seconds of --metric wall), so above 1.00x B is better either way. Medians
+    are in each test's unit. A regression is a change below -THRESHOLD% whose
+    interval lies entirely below 1.00x; a test measured in different units or
+    directions in A and B is refused (exit 2).
     """
     pair_map = {}
     for p in pairs:
@@ -186,31 +229,36 @@ def db_compare(sel_a, sel_b, arms, tests, pairs, threshold, allow_mismatch, fail
     if as_json:
         _json_out(res)
     else:
-        t = Table(title=f"B ({res['b']['selection']}: {', '.join(res['b']['bundles'])}) vs "
-                        f"A ({res['a']['selection']}: {', '.join(res['a']['bundles'])})")
-        for c in ("arm", "test", "A tok/s", "B tok/s", "B/A (95% CI)", "A % of host", "B % of host", "verdict"):
-            t.add_column(c, justify="right" if "tok" in c or "%" in c or "/" in c else "left")
-        for r in res["rows"]:
-            ch = r["change"]
-            ci = f" [{ch['ci95'][0]:.3f}–{ch['ci95'][1]:.3f}]" if ch.get("ci95") else ""
-            name = r["arm"] if r["arm"] == r["arm_b"] else f"{r['arm']} / {r['arm_b']}"
-            t.add_row(name, r["test"], f"{r['a']['median']:.2f}", f"{r['b']['median']:.2f}",
-                      f"{ch['value']:.3f}x{ci}", _pct(r["a"]["pct_of_host"]), _pct(r["b"]["pct_of_host"]),
-                      r["verdict"] + (" (unlike config)" if r["marked"] else ""),
-                      style="red" if r["verdict"] == "regression" else None)
-        t.caption = res["rule"] + ("\nunlike configurations: " + "; ".join(res["mismatches"])
-                                   if res["mismatches"] else "")
-        _console().print(t)
+        _console().print(_compare_table(res))
     if fail_on_regression and res["regressions"]:
         click.echo(f"capshim: {res['regressions']} regression(s)", err=True)
         raise SystemExit(1)
+
+
+def _trend_table(res: dict) -> Table:
+    """The table of :func:`capshim.db.query.trend`'s result."""
+    suffix, per_cell = _unit_columns(res["points"])
+    t = Table(title=f"{res['arm']}: % of host over time")
+    for c in ("started (UTC)", "bundle", "device", "build", "test", f"median{suffix}", "% of host (95% CI)", "flags"):
+        t.add_column(c, justify="right" if c.startswith(("median", "%")) else "left")
+    for p in res["points"]:
+        unit = f" {p['unit']}" if per_cell and p["unit"] else ""
+        t.add_row(p["created_utc"] or "", p["bundle"], p["device"] or "", p["build"] or "", p["test"],
+                  _num(p["median"]) + unit, _pct({"value": p["pct_of_host"], "ci95": p["ci95"]}),
+                  "; ".join(p["flags"]), style="red" if p["flags"] else None)
+    cap = [res["rule"]] + [f"skipped: {s}" for s in res["skipped"]]
+    if res["min_pct"] is not None:
+        cap.insert(0, f"{res['arm']} {'stayed at or above' if res['all_above'] else 'did NOT stay above'} "
+                      f"{res['min_pct']:g}% of host in every point shown")
+    t.caption = "\n".join(cap)
+    return t
 
 
 @click.command("trend")
 @click.argument("arm")
 @click.argument("bundles", nargs=-1, type=click.Path())
 @click.option("--test", "tests", multiple=True, help="Only this test, e.g. pp512 (repeatable).")
-@click.option("--min-pct", type=click.FloatRange(0), metavar="PCT", help="Flag bundles where ARM is below PCT% of host.")
+@click.option("--min-pct", type=FiniteFloat(0), metavar="PCT", help="Flag bundles where ARM is below PCT% of host.")
 @_threshold_option
 @click.option("--chart", type=click.Path(dir_okay=False), help="Write the trend chart (PNG) here.")
 @click.option("--fail-on-regression", is_flag=True, help="Exit 1 when any point is flagged.")
@@ -247,19 +295,7 @@ def db_trend(arm, bundles, tests, min_pct, threshold, chart, fail_on_regression,
     if as_json:
         _json_out(res)
     else:
-        t = Table(title=f"{arm}: % of host over time")
-        for c in ("started (UTC)", "bundle", "device", "build", "test", "tok/s", "% of host (95% CI)", "flags"):
-            t.add_column(c, justify="right" if c in ("tok/s", "% of host (95% CI)") else "left")
-        for p in res["points"]:
-            t.add_row(p["created_utc"] or "", p["bundle"], p["device"] or "", p["build"] or "", p["test"],
-                      f"{p['median']:.2f}", _pct({"value": p["pct_of_host"], "ci95": p["ci95"]}),
-                      "; ".join(p["flags"]), style="red" if p["flags"] else None)
-        cap = [res["rule"]] + [f"skipped: {s}" for s in res["skipped"]]
-        if min_pct is not None:
-            cap.insert(0, f"{arm} {'stayed at or above' if res['all_above'] else 'did NOT stay above'} "
-                          f"{min_pct:g}% of host in every point shown")
-        t.caption = "\n".join(cap)
-        _console().print(t)
+        _console().print(_trend_table(res))
         if chart:
             click.echo(f"wrote {chart}", err=True)
     if fail_on_regression and res["regressions"]:

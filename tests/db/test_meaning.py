@@ -1,0 +1,111 @@
+"""The store means what it says (issue 18 item 3): direction and unit, exact selectors, identity,
+study folders, unknown revisions and URLs. Each issue-18 example is a test here, on both databases."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+from click.testing import CliRunner
+
+from capshim.cli import main
+from capshim.db import query
+from capshim.db.ingest import read_bundle
+from capshim.db.store import DbError, Store
+from tests.conftest import run_capshim
+from tests.db.conftest import EVIDENCE
+
+
+def _cli(*args):
+    return CliRunner().invoke(main, list(args), env={"COLUMNS": "300"})
+
+
+def _bench(out, *metric_and_command):
+    """A real ``capshim bench`` of one arm ``stock`` (three processes, no warm-up) into ``out``."""
+    metric, command = metric_and_command[:-1], metric_and_command[-1]
+    r = run_capshim("bench", *metric, "--arm", "stock=", "-r", "3", "--warmup", "0", "--out", str(out),
+                    "--", "sh", "-c", command, timeout=300)
+    assert r.returncode == 0, r.stderr
+    return out
+
+
+@pytest.fixture(scope="module")
+def wall(tmp_path_factory):
+    """Three sealed bundles of one arm: ``--metric wall`` of 0.5 s and of 0.3 s (40% less time), and a
+    ``json:wall`` metric (no unit, higher is better) under the same test name ``wall``."""
+    root = tmp_path_factory.mktemp("wall")
+    return {"slow": _bench(root / "slow", "--metric", "wall", "sleep 0.5"),
+            "fast": _bench(root / "fast", "--metric", "wall", "sleep 0.3"),
+            "other": _bench(root / "other", "--metric", "json:wall", "--better", "higher",
+                            'echo \'{"wall": 5}\'')}
+
+
+@pytest.fixture
+def wall_store(db_url, wall):
+    with Store.open(db_url) as st:
+        for b in wall.values():
+            st.add(read_bundle(b))
+        yield st
+
+
+# --- 1. direction and unit -----------------------------------------------------------------------
+
+def test_a_faster_wall_bundle_is_an_improvement_in_seconds(wall_store, db_url):
+    """Issue 18: `db compare` of two `--metric wall` bundles reported a 40% improvement as a regression,
+    in tok/s, so --fail-on-regression failed CI on a speed-up."""
+    res = query.compare(wall_store, {"name": "slow"}, {"name": "fast"})
+    (row,) = res["rows"]
+    assert (row["test"], row["unit"], row["better"]) == ("wall", "s", "lower")
+    assert row["a"]["median"] > row["b"]["median"]  # seconds: B takes less time
+    assert row["change"]["value"] == pytest.approx(row["a"]["median"] / row["b"]["median"], rel=0.05)
+    assert row["change"]["value"] > 1.4 and row["change"]["ci95"][0] > 1
+    assert row["verdict"] == "improvement" and res["regressions"] == 0
+    r = _cli("db", "compare", "slow", "fast", "--fail-on-regression", "--db", db_url)
+    assert r.exit_code == 0, r.output
+    assert "improvement" in r.output and "A (s)" in r.output and "tok/s" not in r.output
+    back = _cli("db", "compare", "fast", "slow", "--fail-on-regression", "--json", "--db", db_url)
+    assert back.exit_code == 1 and json.loads(back.stdout)["rows"][0]["verdict"] == "regression"
+
+
+def test_a_lower_is_better_bundle_compared_with_itself_gives_its_own_report(db_url):
+    """% of host of a lower-is-better metric (ncnn milliseconds) reads as the bundle's report reads it."""
+    name = "h200-ncnn-first-profile"
+    want = json.loads((EVIDENCE / name / "summary.json").read_text())
+    with Store.open(db_url) as st:
+        st.add(read_bundle(EVIDENCE / name))
+        res = query.compare(st, {"name": name}, {"name": name})
+    for r in res["rows"]:
+        assert (r["unit"], r["better"]) == ("ms", "lower")
+        exp = want["arms"][r["arm"]]["tests"][r["test"]]
+        assert r["a"]["median"] == exp["median"]
+        if r["arm"] != want["host"]["name"]:
+            assert r["a"]["pct_of_host"]["value"] == pytest.approx(exp["pct_of_host"]["value"])
+            assert r["a"]["pct_of_host"]["ci95"] == pytest.approx(exp["pct_of_host"]["ci95"])
+        assert r["change"]["value"] == 1.0 and r["verdict"] == "same"
+
+
+def test_one_test_name_in_two_units_is_not_compared(wall_store, db_url):
+    with pytest.raises(DbError, match=r"test 'wall': s, lower is better in slow but no unit, higher is better "
+                                      r"in other: not compared"):
+        query.compare(wall_store, {"name": "slow"}, {"name": "other"})
+    r = _cli("db", "compare", "slow", "other", "--allow-mismatch", "--db", db_url)
+    assert r.exit_code == 2 and "not compared" in r.stderr and "Traceback" not in r.output
+
+
+@pytest.mark.parametrize("value", ["nan", "inf", "-inf", "NaN"])
+def test_a_threshold_that_is_not_finite_is_refused(tmp_path, value):
+    """Issue 18: `db compare --threshold nan` turned a 0.50x drop into "same"."""
+    db = str(tmp_path / "s.sqlite")
+    r = _cli("db", "compare", "1", "2", "--threshold", value, "--db", db)
+    assert r.exit_code == 2 and "--threshold" in r.output and ("not a finite number" in r.output or "range" in r.output)
+    r = _cli("db", "trend", "x", "--min-pct", value, "--db", db)
+    assert r.exit_code == 2 and "--min-pct" in r.output
+
+
+def test_query_refuses_a_nan_threshold_before_comparing(wall_store):
+    for bad in (math.nan, math.inf, -1.0):
+        with pytest.raises(DbError, match="--threshold"):
+            query.compare(wall_store, {"name": "slow"}, {"name": "fast"}, threshold=bad)
+        with pytest.raises(DbError, match="--threshold"):
+            query.trend(wall_store, "stock", threshold=bad)
