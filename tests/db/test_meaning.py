@@ -14,7 +14,7 @@ from capshim.db import query
 from capshim.db.ingest import read_bundle
 from capshim.db.store import DbError, Store
 from tests.conftest import run_capshim
-from tests.db.conftest import EVIDENCE
+from tests.db.conftest import EVIDENCE, distinct_copy
 
 
 def _cli(*args):
@@ -109,3 +109,44 @@ def test_query_refuses_a_nan_threshold_before_comparing(wall_store):
             query.compare(wall_store, {"name": "slow"}, {"name": "fast"}, threshold=bad)
         with pytest.raises(DbError, match="--threshold"):
             query.trend(wall_store, "stock", threshold=bad)
+
+
+# --- 2. selectors match exactly ------------------------------------------------------------------
+
+@pytest.fixture
+def runs(db_url, tmp_path):
+    """A store with bundles named run_1, runX1, run%1 and run_10 (copies of one bundle, each sealed again)."""
+    names = ["run_1", "runX1", "run%1", "run_10"]
+    with Store.open(db_url) as st:
+        for n, name in enumerate(names):
+            st.add(read_bundle(distinct_copy(EVIDENCE / "lavapipe-default", tmp_path / name, n)))
+        yield st
+
+
+def test_a_name_is_matched_exactly_never_as_a_like_pattern(runs, db_url):
+    """Issue 18: `run_1` also selected `runX1` (`_` is a LIKE wildcard) and names matched as prefixes."""
+    names = lambda sel, match="exact": [r["name"] for r in query.select(runs, sel, "A", match)]  # noqa: E731
+    assert names({"name": "run_1"}) == ["run_1"]
+    assert names({"name": "run%1"}) == ["run%1"]
+    with pytest.raises(DbError, match=r"no bundle in the store matches .*--match prefix"):
+        names({"name": "run"})
+    with pytest.raises(DbError):
+        names({"name": "RUN_1"})  # exact is case-sensitive
+    assert names({"name": "run_1"}, "prefix") == ["run_1", "run_10"]
+    assert names({"name": "run_"}, "prefix") == ["run_1", "run_10"]  # `_` is a plain character
+    assert names({"name": "RUN?1"}, "glob") == ["run_1", "runX1", "run%1"]
+    assert names({"name": "run*"}, "glob") == ["run_1", "runX1", "run%1", "run_10"]
+    r = _cli("db", "list", "--match", "like", "--db", db_url)
+    assert r.exit_code == 2 and "--match" in r.output
+
+
+def test_pooled_bundles_are_named_in_the_header(runs, db_url):
+    """Issue 18: the samples of several bundles were pooled silently."""
+    r = _cli("db", "compare", "run_1", "run?1", "--match", "glob", "--db", db_url)
+    assert r.exit_code == 0, r.output
+    assert "B (name=run?1 (glob)): 3 bundles pooled: #1 run_1, #2 runX1, #3 run%1" in r.output
+    one = _cli("db", "compare", "run_1", "run_1", "--json", "--db", db_url)
+    res = json.loads(one.stdout)
+    assert res["a"]["pooled"] == 1 and res["a"]["bundles"] == ["run_1"] and res["a"]["ids"] == [1]
+    r = _cli("db", "compare", "run_1", "run_1", "--db", db_url)
+    assert "(name=run_1): #1 run_1" in r.output and "pooled" not in r.output

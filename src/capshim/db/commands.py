@@ -20,11 +20,9 @@ from capshim.db import query
 from capshim.db.cli import GROUP_URL
 from capshim.db.ingest import read_bundle, read_external
 from capshim.db.store import Store
-from capshim.db.terms import DB_HELP, DEFAULT_THRESHOLD, FILTERS
+from capshim.db.terms import DB_HELP, DEFAULT_THRESHOLD, FILTERS, MATCHES
 from capshim.errors import UsageError
 from capshim.export.terminal import print_table
-_SEL_HELP = ("ID, NAME (substring), or KEY=VALUE[,KEY=VALUE...] with KEY one of: "
-             + ", ".join(FILTERS))
 
 
 def _db_option(f):
@@ -45,7 +43,14 @@ def _url(db_url: str | None) -> str | None:
     return db_url or group
 
 
+def _match_option(f):
+    return click.option("--match", type=click.Choice(list(MATCHES)), default="exact", show_default=True,
+                        help="How names and other text values match: "
+                             + "; ".join(f"{k}: {v}" for k, v in MATCHES.items()) + ".")(f)
+
+
 def _filter_options(f):
+    f = _match_option(f)
     for key in reversed(["device", "profile", "model", "build", "host", "os", "since", "until"]):
         flag = "--hostname" if key == "host" else f"--{key}"  # --host names a baseline elsewhere
         f = click.option(flag, key, metavar="DATE" if key in ("since", "until") else "TEXT",
@@ -105,10 +110,10 @@ def db_add(bundles, arm_opts, host_file, baseline, db_url, as_json):
 @_filter_options
 @_db_option
 @click.option("--json", "as_json", is_flag=True, help="Print the bundles as JSON.")
-def db_list(db_url, as_json, **filters):
-    """List stored bundles, oldest first (filters combine with AND)."""
+def db_list(db_url, as_json, match, **filters):
+    """List stored bundles, oldest first (filters combine with AND; text matches exactly unless --match)."""
     with Store.open(_url(db_url)) as st:
-        rows = st.select(filters)
+        rows = st.select(filters, match)
         where = f"store: {st.given} (schema {st.revision()})"
     if as_json:
         _json_out(rows)
@@ -127,14 +132,16 @@ def db_list(db_url, as_json, **filters):
 @click.command("show")
 @click.argument("selection")
 @_db_option
+@_match_option
 @click.option("--json", "as_json", is_flag=True, help="Print the stored summary JSON (one, or a list).")
-def db_show(selection, db_url, as_json):
+def db_show(selection, db_url, match, as_json):
     """Show stored bundles as `capshim report` shows them (from their stored summaries).
 
-    SELECTION: an id, a name, or KEY=VALUE filters as for `db compare`.
+    SELECTION: an id, a name, or KEY=VALUE filters as for `db compare`; each
+    bundle it selects gets its own rows.
     """
     with Store.open(_url(db_url)) as st:
-        rows = query.select(st, query.parse_selection(selection, "selection"), "selection")
+        rows = query.select(st, query.parse_selection(selection, "selection"), "selection", match)
         summaries = [st.summary(r["id"]) for r in rows]
     if as_json:
         _json_out(summaries[0] if len(summaries) == 1 else summaries)
@@ -163,11 +170,17 @@ def _unit_columns(rows: list[dict]) -> tuple[str, bool]:
     return "", True
 
 
+def _side(side: dict) -> str:
+    """``(name=x): #3 x``, or ``(device=D): 3 bundles pooled: #1 a, #2 b, #3 c``."""
+    named = ", ".join(f"#{i} {n}" for i, n in zip(side["ids"], side["bundles"]))
+    pooled = f"{side['pooled']} bundles pooled: " if side["pooled"] > 1 else ""
+    return f"({side['selection']}): {pooled}{named}"
+
+
 def _compare_table(res: dict) -> Table:
     """The table of :func:`capshim.db.query.compare`'s result."""
     suffix, per_cell = _unit_columns(res["rows"])
-    t = Table(title=f"B ({res['b']['selection']}: {', '.join(res['b']['bundles'])}) vs "
-                    f"A ({res['a']['selection']}: {', '.join(res['a']['bundles'])})")
+    t = Table(title=f"B {_side(res['b'])}\nvs A {_side(res['a'])}")
     for c in ("arm", "test", f"A{suffix}", f"B{suffix}", "B vs A (95% CI)", "A % of host", "B % of host",
               "verdict"):
         t.add_column(c, justify="left" if c in ("arm", "test", "verdict") else "right")
@@ -196,15 +209,19 @@ def _compare_table(res: dict) -> Table:
 @_threshold_option
 @click.option("--allow-mismatch", is_flag=True, help="Compare unlike configurations (rows marked).")
 @click.option("--fail-on-regression", is_flag=True, help="Exit 1 when any row is a regression.")
+@_match_option
 @_db_option
 @click.option("--json", "as_json", is_flag=True, help="Print the comparison as JSON.")
-def db_compare(sel_a, sel_b, arms, tests, pairs, threshold, allow_mismatch, fail_on_regression, db_url, as_json):
+def db_compare(sel_a, sel_b, arms, tests, pairs, threshold, allow_mismatch, fail_on_regression, match, db_url,
+               as_json):
     """Compare selection B with selection A (the reference), arm by arm and test by test.
 
-    Each selection is one or more stored bundles (pooled): an id, a name, or
-    KEY=VALUE filters (id, name, device, host, os, model, build, profile, arm,
-    since, until), e.g. `build=11669` or `device=H200,since=2026-11-01`.
-    Configurations that differ (model, batch, threads, offload, flash
+    Each selection is an id, a name, or KEY=VALUE filters (id, name, device,
+    host, os, model, build, profile, arm, since, until), e.g. `build=11669` or
+    `device='NVIDIA H200',since=2026-11-01`. Names and other text match
+    exactly (`run_1` is never `runX1`); --match prefix or --match glob
+    ('run*') loosens that. A selection of several bundles pools their samples
+    (runs kept apart) and the title says so: how many, which. Configurations that differ (model, batch, threads, offload, flash
     attention, cache types) are refused (exit 2) unless --allow-mismatch.
 
     \b
@@ -225,7 +242,7 @@ def db_compare(sel_a, sel_b, arms, tests, pairs, threshold, allow_mismatch, fail
     with Store.open(_url(db_url)) as st:
         res = query.compare(st, query.parse_selection(sel_a, "A"), query.parse_selection(sel_b, "B"),
                             arms=list(arms) or None, tests=list(tests) or None, pairs=pair_map,
-                            threshold=threshold, allow_mismatch=allow_mismatch)
+                            threshold=threshold, allow_mismatch=allow_mismatch, match=match)
     if as_json:
         _json_out(res)
     else:
@@ -265,7 +282,8 @@ def _trend_table(res: dict) -> Table:
 @_filter_options
 @_db_option
 @click.option("--json", "as_json", is_flag=True, help="Print the trend as JSON.")
-def db_trend(arm, bundles, tests, min_pct, threshold, chart, fail_on_regression, db_url, as_json, **filters):
+def db_trend(arm, bundles, tests, min_pct, threshold, chart, fail_on_regression, db_url, as_json, match,
+             **filters):
     """One arm's % of host over time: one row per stored bundle and test, oldest first.
 
     With BUNDLE folders: only those (each verified and added to the store
@@ -286,7 +304,7 @@ def db_trend(arm, bundles, tests, min_pct, threshold, chart, fail_on_regression,
     with Store.open(_url(db_url)) as st:
         ids = [st.add(rec)[0] for rec in records] or None
         res = query.trend(st, arm, filters, tests=list(tests) or None, min_pct=min_pct, threshold=threshold,
-                          bundle_ids=ids)
+                          bundle_ids=ids, match=match)
     if chart:
         try:
             query.draw_trend(res, chart)

@@ -48,7 +48,12 @@ __all__ = ["parse_selection", "select", "compare", "trend", "draw_trend", "DEFAU
 
 
 def parse_selection(text: str, what: str = "selection") -> dict:
-    """Parse a selection: ``ID``, ``NAME`` (substring), or ``KEY=VALUE[,KEY=VALUE...]`` of :data:`FILTERS`.
+    """Parse a selection: ``ID`` (digits), ``NAME``, or ``KEY=VALUE[,KEY=VALUE...]`` of :data:`FILTERS`.
+
+    How text values match (exactly by default) is :func:`select`'s ``match``.
+
+    Returns:
+        ``{key: value}``, e.g. ``{"id": "3"}``, ``{"name": "run_1"}``, ``{"device": "NVIDIA H200"}``.
 
     Raises:
         DbError: an unknown key or an empty part (names it).
@@ -70,16 +75,28 @@ def parse_selection(text: str, what: str = "selection") -> dict:
     return out
 
 
-def select(store: Store, sel: dict, what: str) -> list[dict]:
-    """Bundles matching ``sel``; DbError naming ``what`` when none does."""
-    rows = store.select(sel)
+def select(store: Store, sel: dict, what: str, match: str = "exact") -> list[dict]:
+    """Bundles matching ``sel`` (:meth:`Store.select`; ``match``: exact, prefix or glob).
+
+    Raises:
+        DbError: naming ``what`` when none matches (and, for an exact match, saying how to loosen it).
+    """
+    rows = store.select(sel, match)
     if not rows:
-        raise DbError(f"{what} {_fmt_sel(sel)}: no bundle in the store matches (see capshim db list)")
+        hint = "; --match prefix or --match glob to match more" if match == "exact" else ""
+        raise DbError(f"{what} {_fmt_sel(sel, match)}: no bundle in the store matches (see capshim db list{hint})")
     return rows
 
 
-def _fmt_sel(sel: dict) -> str:
-    return ",".join(f"{k}={v}" for k, v in sel.items() if v not in (None, ""))
+def _fmt_sel(sel: dict, match: str = "exact") -> str:
+    text = ",".join(f"{k}={v}" for k, v in sel.items() if v not in (None, ""))
+    return text if match == "exact" or not text else f"{text} ({match})"
+
+
+def _side(sel: dict, bundles: list[dict], match: str) -> dict:
+    """One side of a comparison: ``{"selection", "match", "bundles": [names], "ids", "pooled": int}``."""
+    return {"selection": _fmt_sel(sel, match), "match": match, "bundles": [b["name"] for b in bundles],
+            "ids": [b["id"] for b in bundles], "pooled": len(bundles)}
 
 
 def _mismatches(bundles: list[dict]) -> list[str]:
@@ -211,7 +228,7 @@ def _verdict(value: float, ci, threshold: float) -> str:
 
 def compare(store: Store, sel_a: dict, sel_b: dict, *, arms: list[str] | None = None,
             tests: list[str] | None = None, pairs: dict | None = None,
-            threshold: float = DEFAULT_THRESHOLD, allow_mismatch: bool = False) -> dict:
+            threshold: float = DEFAULT_THRESHOLD, allow_mismatch: bool = False, match: str = "exact") -> dict:
     """Compare two selections arm by arm and test by test.
 
     Args:
@@ -223,9 +240,11 @@ def compare(store: Store, sel_a: dict, sel_b: dict, *, arms: list[str] | None = 
             ``{"vm-stock": "paravirt"}``); other arms pair by name.
         threshold: percent, finite and >= 0 (see the module's regression rule).
         allow_mismatch: compare unlike configurations, marking every row.
+        match: how the selections' text values match (:func:`select`): exact by default.
 
     Returns:
-        ``{"a": {"selection", "bundles": [names]}, "b": {...}, "threshold",
+        ``{"a": {"selection", "match", "bundles": [names], "ids": [int], "pooled":
+        int (how many bundles' samples are pooled)}, "b": {...}, "threshold",
         "rule", "mismatches": [str], "rows": [{"arm", "arm_b", "test", "unit",
         "better": "higher"|"lower", "a": {"median", "n", "pct_of_host":
         {"value", "ci95"}|None}, "b": {...}, "change": {"value", "ci95"},
@@ -242,7 +261,7 @@ def compare(store: Store, sel_a: dict, sel_b: dict, *, arms: list[str] | None = 
             bundles) without ``allow_mismatch``; no arm or test in common.
     """
     _check_threshold(threshold)
-    a_b, b_b = select(store, sel_a, "selection A"), select(store, sel_b, "selection B")
+    a_b, b_b = select(store, sel_a, "selection A", match), select(store, sel_b, "selection B", match)
     mism = _mismatches(a_b + b_b)
     if mism and not allow_mismatch:
         raise DbError("unlike configurations, not compared (use --allow-mismatch to compare anyway, rows marked): "
@@ -287,15 +306,14 @@ def compare(store: Store, sel_a: dict, sel_b: dict, *, arms: list[str] | None = 
                 "marked": bool(mism)})
     if not rows:
         raise DbError(f"no test in common (A: {', '.join(sa_['tests'])}; B: {', '.join(sb_['tests'])})")
-    return {"a": {"selection": _fmt_sel(sel_a), "bundles": [x["name"] for x in a_b]},
-            "b": {"selection": _fmt_sel(sel_b), "bundles": [x["name"] for x in b_b]},
+    return {"a": _side(sel_a, a_b, match), "b": _side(sel_b, b_b, match),
             "threshold": threshold, "rule": COMPARE_RULE.format(t=threshold), "mismatches": mism,
             "rows": rows, "regressions": sum(r["verdict"] == "regression" for r in rows)}
 
 
 def trend(store: Store, arm: str, filters: dict | None = None, *, tests: list[str] | None = None,
           min_pct: float | None = None, threshold: float = DEFAULT_THRESHOLD,
-          bundle_ids: list[int] | None = None) -> dict:
+          bundle_ids: list[int] | None = None, match: str = "exact") -> dict:
     """One arm's % of host over time, one point per bundle and test, oldest first.
 
     Args:
@@ -306,6 +324,7 @@ def trend(store: Store, arm: str, filters: dict | None = None, *, tests: list[st
         min_pct: flag points below this % of host (finite, >= 0).
         threshold: points, finite and >= 0 (see the module's regression rule).
         bundle_ids: only these stored bundles (None: all that match ``filters``).
+        match: how the text filters match (:func:`select`): exact by default.
 
     Returns:
         ``{"arm", "tests", "min_pct", "threshold", "rule", "points": [{"bundle_id",
@@ -326,9 +345,10 @@ def trend(store: Store, arm: str, filters: dict | None = None, *, tests: list[st
         _check_threshold(min_pct, "--min-pct")
     flt = dict(filters or {})
     flt["arm"] = arm
-    bundles = [b for b in store.select(flt) if bundle_ids is None or b["id"] in bundle_ids]
+    bundles = [b for b in store.select(flt, match) if bundle_ids is None or b["id"] in bundle_ids]
     if not bundles:
-        raise DbError(f"arm {arm!r}: no stored bundle has it" + (f" ({_fmt_sel(filters)})" if _fmt_sel(filters or {}) else ""))
+        where = _fmt_sel(filters or {}, match)
+        raise DbError(f"arm {arm!r}: no stored bundle has it" + (f" ({where})" if where else ""))
     by_id = {b["id"]: b for b in bundles}
     res = [r for r in store.results(list(by_id)) if r["arm"] == arm and (not tests or r["test"] in tests)]
     order = {bid: i for i, bid in enumerate(by_id)}

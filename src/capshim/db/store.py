@@ -26,7 +26,7 @@ from alembic.runtime.migration import MigrationContext
 
 from capshim.db import schema as S
 from capshim.db.ingest import BundleRecord, read_bundle
-from capshim.db.terms import FILTERS
+from capshim.db.terms import FILTERS, MATCHES
 from capshim.errors import CapshimError
 
 __all__ = ["Store", "DbError", "add_bundle", "default_url", "resolve_url", "SQLITE_BUSY_TIMEOUT_S", "FILTERS"]
@@ -102,6 +102,16 @@ def _check_sqlite_path(path: str, url: str, flag: str) -> None:
         kind = "a folder" if stat.S_ISDIR(mode) else "a device, FIFO or other special file"
         raise DbError(f"{flag} {url}: is {kind}; the results store must be a regular SQLite file "
                       "(or a postgresql:// URL)")
+
+
+def _matches(col, value: str, match: str):
+    """The condition ``col`` matches ``value`` (see :meth:`Store.select`)."""
+    if match == "exact":
+        return col == value
+    esc = "".join("\\" + c if c in "\\%_" else c for c in value)  # LIKE's own wildcards are plain text
+    if match == "prefix":
+        return col.ilike(esc + "%", escape="\\")
+    return col.ilike(esc.replace("*", "%").replace("?", "_"), escape="\\")
 
 
 def _now() -> str:
@@ -265,8 +275,15 @@ class Store:
         return bid
 
     # --- reading ---------------------------------------------------------------------
-    def select(self, filters: dict | None = None) -> list[dict]:
+    def select(self, filters: dict | None = None, match: str = "exact") -> list[dict]:
         """Bundles matching all ``filters`` (see :data:`FILTERS`), oldest first.
+
+        Args:
+            filters: ``{key: value}``; None or "" values are ignored.
+            match: how text keys match (:data:`capshim.db.terms.MATCHES`): ``exact`` (whole value,
+                case-sensitive), ``prefix`` or ``glob`` (``*`` and ``?``; both ignore case; ``%``,
+                ``_`` and ``\\`` are plain characters, never SQL LIKE wildcards). ``id`` and ``arm``
+                are always exact.
 
         Returns:
             ``[{"id", "key", "kind", "name", "source", "created_utc",
@@ -275,8 +292,10 @@ class Store:
             "arms": [{"name", "state", "profile_name", "simulate_name", ...}]}]``.
 
         Raises:
-            DbError: an unknown filter or a bad value (names it).
+            DbError: an unknown filter or match, or a bad value (names it).
         """
+        if match not in MATCHES:
+            raise DbError(f"--match {match!r}: expected one of {', '.join(MATCHES)}")
         b = S.bundles.c
         q = sa.select(S.bundles).order_by(b.created_utc.is_(None), b.created_utc, b.id)  # unknown times last
         for key, value in (filters or {}).items():
@@ -290,14 +309,15 @@ class Store:
                     raise DbError(f"filter id={value!r}: expected a bundle id (a number)")
                 q = q.where(b.id == int(value))
             elif key in ("name", "device", "host", "os", "model"):
-                q = q.where(getattr(b, key).ilike(f"%{value}%"))
+                q = q.where(_matches(getattr(b, key), value, match))
             elif key == "build":
-                q = q.where(sa.or_(b.workload_build.ilike(f"%{value}%"), b.workload_commit.ilike(f"%{value}%")))
+                q = q.where(sa.or_(_matches(b.workload_build, value, match),
+                                   _matches(b.workload_commit, value, match)))
             elif key in ("profile", "arm"):
                 a = S.arms.c
                 cond = (a.name == value if key == "arm" else
-                        sa.or_(a.profile_name.ilike(value), a.simulate_name.ilike(value),
-                               a.profile_sha256.ilike(f"{value}%"), a.simulate_sha256.ilike(f"{value}%")))
+                        sa.or_(*(_matches(c, value, match) for c in (a.profile_name, a.simulate_name,
+                                                                       a.profile_sha256, a.simulate_sha256))))
                 q = q.where(b.id.in_(sa.select(a.bundle_id).where(cond)))
             else:
                 q = q.where(self._date_cond(key, value))
