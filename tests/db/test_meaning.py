@@ -3,15 +3,18 @@ study folders, unknown revisions and URLs. Each issue-18 example is a test here,
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
+import shutil
 
 import pytest
 from click.testing import CliRunner
 
+from capshim import evidence
 from capshim.cli import main
 from capshim.db import query
-from capshim.db.ingest import read_bundle
+from capshim.db.ingest import bundle_key, read_bundle
 from capshim.db.store import DbError, Store
 from tests.conftest import run_capshim
 from tests.db.conftest import EVIDENCE, distinct_copy
@@ -150,3 +153,29 @@ def test_pooled_bundles_are_named_in_the_header(runs, db_url):
     assert res["a"]["pooled"] == 1 and res["a"]["bundles"] == ["run_1"] and res["a"]["ids"] == [1]
     r = _cli("db", "compare", "run_1", "run_1", "--db", db_url)
     assert "(name=run_1): #1 run_1" in r.output and "pooled" not in r.output
+
+
+# --- 3. identity -------------------------------------------------------------------------------
+
+def test_a_bundle_whose_sha256sums_is_only_reformatted_is_stored_once(db_url, tmp_path):
+    """Issue 18: the same bundle was stored twice when its SHA256SUMS was only reformatted."""
+    src = EVIDENCE / "lavapipe-default"
+    copy = tmp_path / "lavapipe-default"
+    shutil.copytree(src, copy)
+    lines = [ln for ln in (copy / "SHA256SUMS").read_text().splitlines() if ln]
+    # uppercase digests, '*' (binary) markers, reverse order, blank lines: sha256sum -c reads it the same
+    (copy / "SHA256SUMS").write_text("\n\n".join(f"{ln[:64].upper()} *{ln[66:]}" for ln in reversed(lines)) + "\n")
+    assert evidence.verify(copy) == []
+    assert (copy / "SHA256SUMS").read_bytes() != (src / "SHA256SUMS").read_bytes()
+    with Store.open(db_url) as st:
+        first = st.add(read_bundle(src))
+        assert st.add(read_bundle(copy)) == (first[0], False)
+        assert len(st.select()) == 1
+
+
+@pytest.mark.parametrize("name", ["lavapipe-default", "h200-tinyllama-r10", "h200-ablation",
+                                  "h200-ablate-tinyllama/bench", "h200-ncnn-first-profile"])
+def test_the_key_of_a_bundle_as_sealed_is_still_the_hash_of_its_file(name):
+    """Stores filled before keys were canonical keep matching the same bundles."""
+    p = EVIDENCE / name
+    assert bundle_key(p) == hashlib.sha256((p / "SHA256SUMS").read_bytes()).hexdigest()

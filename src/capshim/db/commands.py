@@ -86,7 +86,8 @@ def _pct(p) -> str:
 @click.option("--json", "as_json", is_flag=True, help="Print [{source, id, added}] as JSON.")
 def db_add(bundles, arm_opts, host_file, baseline, db_url, as_json):
     """Store evidence bundles: each is verified first (one that does not verify is refused,
-    exit 2); adding the same bundle again is a no-op (the key is the SHA-256 of its SHA256SUMS)."""
+    exit 2); adding the same bundle again is a no-op (the key is the SHA-256 of its SHA256SUMS's
+    sorted (path, digest) pairs, however the file is formatted)."""
     if not bundles and not arm_opts:
         raise UsageError("db add: give bundle folders, or --arm NAME=FILE.json")
     if (host_file or baseline) and not arm_opts:

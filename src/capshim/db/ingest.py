@@ -8,8 +8,9 @@ see :mod:`capshim.evidence`) and the shape of ``summary.json`` (see
 only see :class:`BundleRecord`.
 
 A bundle is verified first (:func:`capshim.evidence.verify`); one that does not
-verify is refused. Its key is the SHA-256 of its ``SHA256SUMS`` file, so the
-same bundle, wherever it lies, has the same key.
+verify is refused. Its key (:func:`bundle_key`) is the SHA-256 of what its
+``SHA256SUMS`` says, not of how the file is formatted, so the same bundle,
+wherever it lies, has the same key.
 """
 
 from __future__ import annotations
@@ -20,12 +21,13 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from capshim import evidence
+from capshim import evidence, paths
 from capshim.bench import llamabench
 from capshim.bench.analysis import analyze, arms_from_files, host_from_file
 from capshim.errors import CapshimError
 
-__all__ = ["BundleRecord", "ArmRecord", "IngestError", "read_bundle", "read_external", "CONFIG_FIELDS"]
+__all__ = ["BundleRecord", "ArmRecord", "IngestError", "bundle_key", "read_bundle", "read_external",
+           "CONFIG_FIELDS"]
 
 #: llama-bench fields that must match for two measurements to be compared
 #: (issue 10 item 6: model type, size, parameter count, quantisation (in
@@ -73,7 +75,7 @@ class BundleRecord:
     """Everything the store keeps of one bundle (or one set of external files).
 
     Attributes:
-        key: SHA-256 (64 hex) of the bundle's SHA256SUMS file; for external
+        key: the bundle's :func:`bundle_key` (64 hex); for external
             files, of a manifest of their own SHA-256s and arm names.
         kind: ``"bundle"`` or ``"external"``.
         name: the folder's name (or the arm names of external files).
@@ -205,6 +207,27 @@ def _bundle_name(root: Path) -> str:
     return root.name
 
 
+def bundle_key(root: Path) -> str:
+    """A bundle's identity: SHA-256 (64 hex) of its SHA256SUMS in canonical form.
+
+    The canonical form is the parsed ``(path, digest)`` pairs sorted by path, one
+    :func:`capshim.paths.sum_line` each (lowercase digest, two spaces, a newline after
+    each): exactly the file capshim writes (:func:`capshim.paths.write_sums`), so a
+    bundle's key is the SHA-256 of its file as sealed, and a copy whose SHA256SUMS was
+    only reformatted (uppercase digests, ``*`` binary markers, another order, blank
+    lines) has the same key.
+
+    Raises:
+        IngestError: SHA256SUMS cannot be read (call it on a bundle that verifies).
+    """
+    try:
+        listed, _ = paths.read_sums(root)
+    except OSError as exc:
+        raise IngestError(f"{root / paths.SUMS_NAME}: cannot read: {exc.strerror or exc}") from None
+    canonical = "".join(paths.sum_line(digest, rel) + "\n" for rel, digest in sorted(listed.items()))
+    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+
+
 def read_bundle(path: str | Path) -> BundleRecord:
     """Verify an evidence bundle and read it into a :class:`BundleRecord`.
 
@@ -227,7 +250,7 @@ def read_bundle(path: str | Path) -> BundleRecord:
     problems = evidence.verify(p)
     if problems:
         raise IngestError(f"{p}: does not verify, not stored: " + "; ".join(problems))
-    key = hashlib.sha256((p / evidence.SUMS_NAME).read_bytes()).hexdigest()
+    key = bundle_key(p)
     meta = _read_json(p / "metadata.json")
     summary = _read_json(p / "summary.json")
     if not isinstance(meta, dict) or not isinstance(summary, dict) or "arms" not in summary:
