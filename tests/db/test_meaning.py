@@ -16,6 +16,7 @@ from capshim.cli import main
 from capshim.db import query
 from capshim.db.ingest import bundle_key, read_bundle
 from capshim.db.store import DbError, Store
+from capshim.evidence import Bundle
 from tests.conftest import run_capshim
 from tests.db.conftest import EVIDENCE, distinct_copy
 
@@ -179,3 +180,105 @@ def test_the_key_of_a_bundle_as_sealed_is_still_the_hash_of_its_file(name):
     """Stores filled before keys were canonical keep matching the same bundles."""
     p = EVIDENCE / name
     assert bundle_key(p) == hashlib.sha256((p / "SHA256SUMS").read_bytes()).hexdigest()
+
+
+# --- 4. db add: studies, every argument, the summary contract ---------------------------------------
+
+def test_db_add_of_every_evidence_folder_stores_bundles_and_studies(db_url):
+    """Issue 18: `db add evidence/*/` stored nothing when one argument was a study folder, after a
+    10 KB message saying every file 'may have been planted'."""
+    folders = sorted(str(p) + "/" for p in EVIDENCE.iterdir() if p.is_dir())
+    r = run_capshim("db", "add", "--db", db_url, *folders, timeout=600)
+    assert r.returncode == 2 and "Traceback" not in r.stderr
+    lines = r.stderr.splitlines()
+    assert lines == [f"capshim: not stored: {EVIDENCE / 'profiles'}: not an evidence bundle or study folder "
+                     "(no SHA256SUMS)", lines[1]] and "1 not stored" in lines[1]
+    assert "planted" not in r.stderr
+    with Store.open(db_url) as st:
+        names = {b["name"] for b in st.select()}
+    assert {"h200-ablate-tinyllama/bench", "h200-tune-tinyllama/confirm", "h200-tune-tinyllama/stage-0",
+            "kernels-lavapipe-gemma3/bench-tinyllama-1.1b", "lavapipe-default"} <= names
+    assert len(names) == len(r.stdout.splitlines()) == 23
+
+
+def _resealed(tmp_path, edit, name="lavapipe-default", file="summary.json"):
+    """A copy of a committed bundle with ``edit`` applied to one JSON file's data (or text, for a CSV),
+    sealed again: it verifies, and only the contract can refuse it."""
+    dest = tmp_path / f"odd-{len(list(tmp_path.iterdir()))}"
+    shutil.copytree(EVIDENCE / name, dest)
+    f = dest / file
+    if file.endswith(".json"):
+        data = json.loads(f.read_text())
+        edit(data)
+        f.write_text(json.dumps(data))
+    else:
+        f.write_text(edit(f.read_text()))
+    Bundle(dest, {}).write_sums()
+    assert evidence.verify(dest) == []
+    return dest
+
+
+def _set(path, value):
+    def edit(d):
+        *head, last = path
+        for k in head:
+            d = d[k]
+        d[last] = value
+    return edit
+
+
+@pytest.mark.parametrize("edit,named", [
+    (_set(["arms", "vm-unlocked", "tests"], []), "summary.json: not a capshim summary: at $.arms['vm-unlocked']"),
+    (_set(["arms"], {}), "summary.json: not a capshim summary: at $.arms"),
+    (_set(["baseline"], "nobody"), "at $.baseline: 'nobody' is not one of the arms"),
+    (_set(["arms", "vm-unlocked", "tests", "pp512", "n"], 10 ** 400),
+     "$.arms.vm-unlocked.tests.pp512.n: 10000"),
+    (_set(["arms", "vm-unlocked", "tests", "pp512", "median"], 10 ** 400),
+     "$.arms.vm-unlocked.tests.pp512.median: an integer of more than 20 digits"),
+    (_set(["host", "tests", "pp512", "samples"], [1.0, 10 ** 30]),
+     "$.host.tests.pp512.samples: an integer of more than 20 digits"),
+])
+def test_a_resealed_odd_summary_is_refused_by_the_summary_contract(db_url, tmp_path, edit, named):
+    """Issue 18: `db add` read summary.json without report's schema: AttributeError / StopIteration."""
+    good = EVIDENCE / "h200-ablation"
+    odd = _resealed(tmp_path, edit)
+    r = _cli("db", "add", str(odd), str(good), "--db", db_url)
+    assert r.exit_code == 2 and "Traceback" not in r.output, r.output
+    (line,) = [ln for ln in r.stderr.splitlines() if ln.startswith("capshim: not stored:")]
+    assert named in line and str(odd) in line
+    with Store.open(db_url) as st:
+        assert [b["name"] for b in st.select()] == ["h200-ablation"]  # the next argument is still stored
+
+
+@pytest.mark.parametrize("value", ["nan", "inf", "1e999", "x"])
+def test_a_results_csv_sample_that_is_not_a_finite_number_is_refused(db_url, tmp_path, value):
+    odd = _resealed(tmp_path, lambda t: t.replace(",292.578283,", f",{value},", 1), file="results.csv")
+    r = _cli("db", "add", str(odd), "--db", db_url)
+    assert r.exit_code == 2 and "results.csv: row 2:" in r.stderr and "Traceback" not in r.output
+
+
+def test_free_form_metadata_of_an_odd_type_is_stored_without_it(db_url, tmp_path):
+    def edit(m):
+        m["device"] = "a string, not an object"
+        m["arms"]["vm-unlocked"]["profile"] = ["a", "list"]
+    odd = _resealed(tmp_path, edit, file="metadata.json")
+    r = _cli("db", "add", str(odd), "--db", db_url)
+    assert r.exit_code == 0, r.output
+    with Store.open(db_url) as st:
+        (b,) = st.select()
+        assert b["device"] is not None  # from the llama-bench rows instead
+        assert next(a for a in b["arms"] if a["name"] == "vm-unlocked")["profile_name"] is None
+
+
+def test_a_study_that_does_not_verify_is_one_line_and_the_rest_is_stored(db_url, tmp_path):
+    study = tmp_path / "h200-ablate-tinyllama"
+    shutil.copytree(EVIDENCE / "h200-ablate-tinyllama", study)
+    with open(study / "ablation.md", "a") as fh:
+        fh.write("edited\n")
+    r = _cli("db", "add", str(study), str(EVIDENCE / "lavapipe-default"), "--db", db_url)
+    assert r.exit_code == 2
+    (line,) = [ln for ln in r.stderr.splitlines() if ln.startswith("capshim: not stored:")]
+    assert line == (f"capshim: not stored: {study}: the study does not verify, not stored (1 problem: "
+                    f"ablation.md: checksum mismatch; capshim evidence verify {study} lists it)")
+    with Store.open(db_url) as st:
+        assert [b["name"] for b in st.select()] == ["lavapipe-default"]

@@ -18,10 +18,10 @@ from capshim.contracts.names import parse_named_files
 from capshim.contracts.numbers import FiniteFloat
 from capshim.db import query
 from capshim.db.cli import GROUP_URL
-from capshim.db.ingest import read_bundle, read_external
-from capshim.db.store import Store
+from capshim.db.ingest import read_external, read_folder
+from capshim.db.store import DbError, Store
 from capshim.db.terms import DB_HELP, DEFAULT_THRESHOLD, FILTERS, MATCHES
-from capshim.errors import UsageError
+from capshim.errors import EXIT_USAGE, CapshimError, UsageError
 from capshim.export.terminal import print_table
 
 
@@ -76,35 +76,70 @@ def _pct(p) -> str:
     return s
 
 
+def _inputs(folders, external, host_file, baseline):
+    """``(argument, [BundleRecord])`` for each folder and for the --arm files, in order; the
+    CapshimError instead of the list for one that cannot be read (the next ones are still read)."""
+    for f in folders:
+        try:
+            yield f, read_folder(f)
+        except CapshimError as exc:
+            yield f, exc
+    if external:
+        try:
+            yield "--arm", [read_external(external, host_file, baseline)]
+        except CapshimError as exc:
+            yield "--arm", exc
+
+
 @click.command("add")
-@click.argument("bundles", nargs=-1, type=click.Path())
+@click.argument("bundles", metavar="FOLDER...", nargs=-1, type=click.Path())
 @click.option("--arm", "arm_opts", multiple=True, metavar="NAME=FILE[,FILE...]",
               help="Store llama-bench -o json/jsonl files made elsewhere as an arm (as report --arm takes them).")
 @click.option("--host", "host_file", type=click.Path(), help="With --arm: the host baseline (a llama-bench file or a bundle).")
 @click.option("--baseline", help="With --arm: the baseline arm (default the first).")
 @_db_option
-@click.option("--json", "as_json", is_flag=True, help="Print [{source, id, added}] as JSON.")
+@click.option("--json", "as_json", is_flag=True,
+              help="Print [{source, name, id, added, key}] as JSON ({source, error} for what was not stored).")
 def db_add(bundles, arm_opts, host_file, baseline, db_url, as_json):
-    """Store evidence bundles: each is verified first (one that does not verify is refused,
-    exit 2); adding the same bundle again is a no-op (the key is the SHA-256 of its SHA256SUMS's
-    sorted (path, digest) pairs, however the file is formatted)."""
+    """Store evidence bundles and study folders (the --out of ablate, tune and kernels: each nested
+    bundle is stored, named STUDY/FOLDER).
+
+    Each FOLDER is verified first (as `capshim evidence verify` does). One
+    that does not verify, or is not a bundle or study, is not stored: its
+    reason is one line, and the others are still stored; the exit status is
+    then 2. Adding the same bundle again is a no-op (the key is the SHA-256
+    of its SHA256SUMS's sorted (path, digest) pairs, however the file is
+    formatted). `capshim db add evidence/*/` stores every bundle and study
+    there and names each folder that is neither.
+    """
     if not bundles and not arm_opts:
-        raise UsageError("db add: give bundle folders, or --arm NAME=FILE.json")
+        raise UsageError("db add: give bundle or study folders, or --arm NAME=FILE.json")
     if (host_file or baseline) and not arm_opts:
         raise UsageError("--host and --baseline apply to --arm files (a bundle keeps its own)")
-    records = [read_bundle(b) for b in bundles]  # verify every one before storing any
-    if arm_opts:
-        records.append(read_external([parse_named_files(a) for a in arm_opts], host_file, baseline))
-    out = []
+    external = [parse_named_files(a) for a in arm_opts]
+    out, failed = [], []
     with Store.open(_url(db_url)) as st:
-        for rec in records:
-            bid, added = st.add(rec)
-            out.append({"source": rec.source, "name": rec.name, "id": bid, "added": added, "key": rec.key})
+        for source, records in _inputs(bundles, external, host_file, baseline):
+            if isinstance(records, CapshimError):
+                failed.append({"source": source, "error": str(records)})
+                click.echo(f"capshim: not stored: {records}", err=True)
+                continue
+            for rec in records:
+                try:
+                    bid, added = st.add(rec)
+                except DbError as exc:  # this record's values (the store itself failed on open)
+                    failed.append({"source": rec.source, "error": str(exc)})
+                    click.echo(f"capshim: not stored: {rec.source}: {exc}", err=True)
+                    continue
+                out.append({"source": rec.source, "name": rec.name, "id": bid, "added": added, "key": rec.key})
+                if not as_json:
+                    click.echo(f"{'added' if added else 'already stored'}: #{bid} {rec.name} ({rec.key[:12]})")
     if as_json:
-        _json_out(out)
-        return
-    for o in out:
-        click.echo(f"{'added' if o['added'] else 'already stored'}: #{o['id']} {o['name']} ({o['key'][:12]})")
+        _json_out(out + failed)
+    if failed:
+        click.echo(f"capshim: db add: {len(failed)} not stored (reasons above); {len(out)} stored or already there",
+                   err=True)
+        raise SystemExit(EXIT_USAGE)
 
 
 @click.command("list")
@@ -287,8 +322,9 @@ def db_trend(arm, bundles, tests, min_pct, threshold, chart, fail_on_regression,
              **filters):
     """One arm's % of host over time: one row per stored bundle and test, oldest first.
 
-    With BUNDLE folders: only those (each verified and added to the store
-    first, as `db add` does; already stored ones are not added again).
+    With BUNDLE folders (bundles or studies): only those (each verified and
+    added to the store first, as `db add` does; already stored ones are not
+    added again; if one cannot be read, none is added: exit 2).
 
     The figures are each bundle's own summary (what `capshim report` shows).
     A point is flagged when it is below --min-pct, or more than THRESHOLD
@@ -301,7 +337,16 @@ def db_trend(arm, bundles, tests, min_pct, threshold, chart, fail_on_regression,
     """
     if chart and not Path(chart).resolve().parent.is_dir():
         raise UsageError(f"--chart {chart}: folder {Path(chart).parent} does not exist")
-    records = [read_bundle(b) for b in bundles]  # verify every one before storing any
+    records, failed = [], []
+    for b in bundles:  # verify every one before storing any
+        try:
+            records += read_folder(b)
+        except CapshimError as exc:
+            failed.append(str(exc))
+            click.echo(f"capshim: not stored: {exc}", err=True)
+    if failed:
+        raise UsageError(f"db trend: {len(failed)} of {len(bundles)} folder(s) cannot be read (reasons above); "
+                         "nothing was stored")
     with Store.open(_url(db_url)) as st:
         ids = [st.add(rec)[0] for rec in records] or None
         res = query.trend(st, arm, filters, tests=list(tests) or None, min_pct=min_pct, threshold=threshold,

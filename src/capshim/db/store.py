@@ -114,6 +114,11 @@ def _matches(col, value: str, match: str):
     return col.ilike(esc.replace("*", "%").replace("?", "_"), escape="\\")
 
 
+def _int(v) -> int | None:
+    """``v`` when it is an integer that fits a database INTEGER column (32 bits), else None."""
+    return v if isinstance(v, int) and not isinstance(v, bool) and -2**31 <= v < 2**31 else None
+
+
 def _now() -> str:
     return _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
@@ -260,9 +265,10 @@ class Store:
                              "profile_name": a.profile_name, "profile_sha256": a.profile_sha256,
                              "simulate_name": a.simulate_name, "simulate_sha256": a.simulate_sha256,
                              "spec": a.spec})
-            for r in a.runs:
-                run_rows.append({"bundle_id": bid, "arm": a.name, "run": r.get("run"),
-                                 "exit_code": r.get("exit_code"), "signal": r.get("signal"),
+            for r in a.runs:  # the summary contract says only that a run is an object: keep typed columns typed
+                run_rows.append({"bundle_id": bid, "arm": a.name, "run": _int(r.get("run")),
+                                 "exit_code": _int(r.get("exit_code")),
+                                 "signal": None if r.get("signal") is None else str(r.get("signal")),
                                  "timed_out": bool(r.get("timed_out")),
                                  "extra": {k: v for k, v in r.items()
                                            if k not in ("run", "exit_code", "signal", "timed_out")}})
