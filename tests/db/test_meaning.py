@@ -6,9 +6,13 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import os
 import shutil
+import subprocess
+import sys
 
 import pytest
+import sqlalchemy as sa
 from click.testing import CliRunner
 
 from capshim import evidence
@@ -18,7 +22,7 @@ from capshim.db.ingest import bundle_key, read_bundle
 from capshim.db.store import DbError, Store
 from capshim.evidence import Bundle
 from tests.conftest import run_capshim
-from tests.db.conftest import EVIDENCE, distinct_copy
+from tests.db.conftest import EVIDENCE, REPO, distinct_copy
 
 
 def _cli(*args):
@@ -282,3 +286,73 @@ def test_a_study_that_does_not_verify_is_one_line_and_the_rest_is_stored(db_url,
                     f"ablation.md: checksum mismatch; capshim evidence verify {study} lists it)")
     with Store.open(db_url) as st:
         assert [b["name"] for b in st.select()] == ["lavapipe-default"]
+
+
+# --- 5. unknown revisions, URLs capshim cannot honour, --db on the group --------------------------
+
+def test_a_store_from_a_newer_capshim_is_exit_2_in_every_command(db_url):
+    """Issue 18: an unknown store revision (from a newer capshim) was a traceback in every db command."""
+    with Store.open(db_url) as st:
+        st.add(read_bundle(EVIDENCE / "lavapipe-default"))
+        with st.engine.begin() as conn:
+            conn.execute(sa.text("UPDATE alembic_version SET version_num = '0099'"))
+    for args in (["list"], ["show", "1"], ["compare", "1", "1"], ["trend", "vm-unlocked"],
+                 ["add", str(EVIDENCE / "h200-ablation")]):
+        r = _cli("db", *args, "--db", db_url)
+        assert r.exit_code == 2, (args, r.output)
+        assert r.stderr.startswith(f"capshim: --db {db_url}: the store is at schema revision '0099', which this "
+                                   "capshim") and "newer capshim" in r.stderr and "Traceback" not in r.output
+    with Store.open(db_url, migrate=False) as st:
+        assert st.revision() == "0099" and len(st.select()) == 1  # left as it was
+
+
+@pytest.mark.parametrize("url,says", [
+    ("sqlite:///DIR/x.sqlite?timeout=abc", "SQLite URL options (timeout) are not supported"),
+    ("sqlite:///DIR/x.sqlite?foo=1", "SQLite URL options (foo) are not supported"),
+    ("sqlite://", "an in-memory database keeps nothing"),
+    ("sqlite:///:memory:", "an in-memory database keeps nothing"),
+    ("sqlite+aiosqlite:///DIR/x.sqlite", "not sqlite+aiosqlite"),
+    ("mysql://u@localhost/db", "capshim keeps results in SQLite"),
+    ("postgresql+asyncpg://u@/db", "not postgresql+asyncpg"),
+    ("://nothing", "not a database URL"),
+])
+@pytest.mark.parametrize("how", ["flag", "env"])
+def test_a_url_capshim_cannot_honour_is_exit_2(tmp_path, url, says, how):
+    url = url.replace("DIR", str(tmp_path))
+    if how == "flag":
+        r = run_capshim("db", "list", "--db", url, cwd=tmp_path, timeout=120)
+        name = "--db"
+    else:
+        r = run_capshim("db", "list", env={"CAPSHIM_DB": url}, cwd=tmp_path, timeout=120)
+        name = "CAPSHIM_DB"
+    assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr
+    assert r.stderr.startswith(f"capshim: {name} {url}: ") and says in r.stderr
+    assert os.listdir(tmp_path) == []  # no database file made
+
+
+def test_a_postgresql_option_libpq_does_not_know_is_exit_2(pg_server):
+    url = pg_server.new_database() + "&frobnicate=1"
+    r = _cli("db", "list", "--db", url)
+    assert r.exit_code == 2 and 'invalid connection option "frobnicate"' in r.stderr
+
+
+def test_db_is_accepted_on_the_group_and_on_each_command(db_url, tmp_path):
+    r = _cli("db", "--db", db_url, "add", str(EVIDENCE / "lavapipe-default"))
+    assert r.exit_code == 0 and "added: #1 lavapipe-default" in r.output
+    r = _cli("db", "--db", db_url, "list", "--json")
+    assert r.exit_code == 0 and [b["name"] for b in json.loads(r.stdout)] == ["lavapipe-default"]
+    r = _cli("db", "--db", db_url, "list", "--json", "--db", db_url)  # the same URL twice is fine
+    assert r.exit_code == 0
+    other = str(tmp_path / "other.sqlite")
+    r = _cli("db", "--db", db_url, "list", "--db", other)
+    assert r.exit_code == 2 and "--db given twice with different URLs" in r.stderr
+    assert not os.path.exists(other)
+
+
+def test_capshim_starts_without_loading_the_database_layer():
+    """capshim.cli registers the db group for every command; SQLAlchemy and scipy load only for db commands."""
+    code = ("import sys, capshim.cli; "
+            "print(sorted(m for m in ('sqlalchemy', 'alembic', 'scipy', 'capshim.db.store') if m in sys.modules))")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                       env=dict(os.environ, PYTHONPATH=str(REPO / "src")))
+    assert r.returncode == 0 and r.stdout.strip() == "[]", r.stdout + r.stderr

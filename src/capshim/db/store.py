@@ -23,7 +23,10 @@ import sqlalchemy as sa
 from alembic import command
 from alembic.config import Config
 from alembic.runtime.migration import MigrationContext
+from alembic.script import ScriptDirectory
+from alembic.util import CommandError as AlembicError
 
+from capshim import __version__
 from capshim.db import schema as S
 from capshim.db.ingest import BundleRecord, read_bundle
 from capshim.db.terms import FILTERS, MATCHES
@@ -55,31 +58,52 @@ def default_url() -> str:
 
 
 def resolve_url(url: str | None) -> str:
-    """Turn ``--db`` into an SQLAlchemy URL.
+    """Turn ``--db`` (or ``$CAPSHIM_DB``) into the SQLAlchemy URL capshim opens.
 
-    Accepts ``sqlite:///PATH``, ``postgresql://...`` (the psycopg 3 driver is
-    used), any other SQLAlchemy URL, or a plain file path (a SQLite file).
+    Accepts a plain file path or ``sqlite:///PATH`` (a SQLite file, no query
+    options: capshim sets SQLite's own), and ``postgresql://...`` or
+    ``postgres://...`` (the psycopg 3 driver; libpq options such as
+    ``?host=/socket/dir`` pass to it, which refuses the ones it does not know).
     None gives :func:`default_url`.
+
+    Raises:
+        DbError (exit 2), naming ``--db`` or ``CAPSHIM_DB`` and the value: not a URL; another
+            database or driver (capshim keeps results only in SQLite or PostgreSQL); a SQLite
+            query option (``?timeout=...``, ``?uri=true``: capshim could not honour it) or an
+            in-memory SQLite database (nothing would be kept); a SQLite path that is a URI name,
+            a folder or a special file.
     """
     given = url
     url = url or default_url()
-    flag = "--db" if given else ("CAPSHIM_DB" if os.environ.get("CAPSHIM_DB") else "--db")
+    flag = _flag(given)
     if "://" not in url:
         _check_sqlite_path(url, url, flag)
         return f"sqlite:///{Path(url).expanduser().resolve()}"
     if url.startswith(("postgresql://", "postgres://")):
-        return "postgresql+psycopg://" + url.split("://", 1)[1]
-    if url.startswith("sqlite"):
-        try:
-            u = sa.engine.make_url(url)
-        except sa.exc.ArgumentError:
-            return url  # Store.open names it
-        if "uri" in u.query:
-            raise DbError(f"{flag} {_safe(url)}: SQLite URI names (uri=true) are not supported; "
-                          "give a plain file path or sqlite:///PATH")
-        if u.database and u.database != ":memory:":
-            _check_sqlite_path(u.database, url, flag)
+        url = "postgresql+psycopg://" + url.split("://", 1)[1]
+    try:
+        u = sa.engine.make_url(url)
+    except sa.exc.ArgumentError:
+        raise DbError(f"{flag} {_safe(url)}: not a database URL; give a file path, sqlite:///PATH or "
+                      "postgresql://USER@HOST/DB") from None
+    backend, driver = u.get_backend_name(), u.drivername.partition("+")[2]
+    if (backend, driver) not in (("sqlite", ""), ("sqlite", "pysqlite"), ("postgresql", "psycopg")):
+        raise DbError(f"{flag} {_safe(url)}: capshim keeps results in SQLite (a file path or sqlite:///PATH) "
+                      f"or PostgreSQL (postgresql://..., through psycopg 3), not {u.drivername}")
+    if backend == "sqlite":
+        if u.query:
+            raise DbError(f"{flag} {_safe(url)}: SQLite URL options ({', '.join(sorted(u.query))}) are not "
+                          "supported (capshim sets the lock timeout and the rest itself); give sqlite:///PATH")
+        if not u.database or u.database == ":memory:":
+            raise DbError(f"{flag} {_safe(url)}: an in-memory database keeps nothing after the command; "
+                          "give a file: sqlite:///PATH")
+        _check_sqlite_path(u.database, url, flag)
     return url
+
+
+def _flag(given: str | None) -> str:
+    """How the user named the store, for messages: ``--db``, or ``CAPSHIM_DB`` when it came from there."""
+    return "CAPSHIM_DB" if not given and os.environ.get("CAPSHIM_DB") else "--db"
 
 
 def _check_sqlite_path(path: str, url: str, flag: str) -> None:
@@ -139,12 +163,15 @@ class Store:
     Attributes:
         url: the SQLAlchemy URL (password hidden in messages).
         engine: the SQLAlchemy engine.
+        given: the store as the user named it (``--db`` or ``$CAPSHIM_DB``), for messages.
+        flag: ``--db`` or ``CAPSHIM_DB``: where it came from, for messages.
     """
 
-    def __init__(self, engine: sa.Engine, url: str, given: str | None = None):
+    def __init__(self, engine: sa.Engine, url: str, given: str | None = None, flag: str = "--db"):
         self.engine = engine
         self.url = url
         self.given = given or url  # as the user wrote it, for messages
+        self.flag = flag  # --db or CAPSHIM_DB, for messages
 
     @classmethod
     def open(cls, url: str | None = None, *, migrate: bool = True) -> "Store":
@@ -156,16 +183,12 @@ class Store:
             DbError: bad URL, unreachable server, unwritable file; names the URL.
         """
         full = resolve_url(url)
-        try:
-            u = sa.engine.make_url(full)
-        except sa.exc.ArgumentError as exc:
-            raise DbError(f"--db {url}: not a database URL: {exc}") from None
+        u = sa.engine.make_url(full)
         if u.get_backend_name() == "sqlite":
-            if u.database and u.database != ":memory:":
-                try:
-                    Path(u.database).parent.mkdir(parents=True, exist_ok=True)
-                except OSError as exc:
-                    raise DbError(f"--db {_safe(full)}: cannot create folder: {exc.strerror or exc}") from None
+            try:
+                Path(u.database).parent.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:
+                raise DbError(f"{_flag(url)} {_safe(full)}: cannot create folder: {exc.strerror or exc}") from None
             engine = sa.create_engine(u, connect_args={"timeout": SQLITE_BUSY_TIMEOUT_S})
 
             @sa.event.listens_for(engine, "connect")
@@ -180,8 +203,8 @@ class Store:
             try:
                 engine = sa.create_engine(u, pool_pre_ping=True)
             except Exception as exc:  # noqa: BLE001 - a missing driver, a bad option
-                raise DbError(f"--db {_safe(full)}: {exc}") from None
-        st = cls(engine, full, url or default_url())
+                raise DbError(f"{_flag(url)} {_safe(full)}: {exc}") from None
+        st = cls(engine, full, url or default_url(), _flag(url))
         if migrate:
             st.migrate()
         return st
@@ -198,7 +221,7 @@ class Store:
 
     def _fail(self, exc: Exception):
         msg = str(getattr(exc, "orig", None) or exc).strip().splitlines()[0]
-        return DbError(f"--db {_safe(self.given)}: {msg}")
+        return DbError(f"{self.flag} {_safe(self.given)}: {msg}")
 
     # --- schema ----------------------------------------------------------------------
     def migrate(self, revision: str = "head") -> str:
@@ -208,18 +231,27 @@ class Store:
             The revision now in force (:data:`capshim.db.schema.HEAD` for ``"head"``).
 
         Raises:
-            DbError: the database cannot be reached or migrated.
+            DbError: the database cannot be reached or migrated, or it is at a revision this
+                capshim does not know (a newer capshim wrote it: nothing is changed, exit 2).
         """
         cfg = Config()
         cfg.set_main_option("script_location", str(Path(__file__).with_name("migrations")))
+        known = {r.revision for r in ScriptDirectory.from_config(cfg).walk_revisions()}
         try:
             with self.engine.begin() as conn:
                 if conn.dialect.name == "postgresql":
                     conn.execute(sa.text("SELECT pg_advisory_xact_lock(:k)"), {"k": _PG_LOCK_KEY})
+                current = MigrationContext.configure(conn).get_current_revision()
+                if current is not None and current not in known:
+                    raise DbError(f"{self.flag} {_safe(self.given)}: the store is at schema revision {current!r}, which "
+                                  f"this capshim ({__version__}, newest revision {S.HEAD}) does not know: a newer "
+                                  "capshim wrote it; upgrade capshim, or give another --db")
                 cfg.attributes["connection"] = conn
                 command.upgrade(cfg, revision)
         except sa.exc.SQLAlchemyError as exc:
             raise self._fail(exc) from None
+        except AlembicError as exc:  # e.g. several rows in alembic_version: not a store capshim wrote
+            raise DbError(f"{self.flag} {_safe(self.given)}: cannot read the store's schema revision: {exc}") from None
         return self.revision()
 
     def revision(self) -> str | None:
