@@ -183,7 +183,7 @@ def db_show(selection, db_url, match, as_json):
         _json_out(summaries[0] if len(summaries) == 1 else summaries)
         return
     print_table(summaries, [f"#{r['id']} {r['name']}" for r in rows] if len(rows) > 1 else None,
-                       title=None if len(rows) > 1 else f"#{rows[0]['id']} {rows[0]['name']}")
+                title=None if len(rows) > 1 else f"#{rows[0]['id']} {rows[0]['name']}")
 
 
 def _threshold_option(f):

@@ -146,10 +146,13 @@ def _selection_input(store: Store, bundles: list[dict]):
     return records, arms, host
 
 
-def _metric_of(summary: dict, test: str) -> dict:
-    """``{"unit", "better", "spec"}`` of ``test`` in a stored summary (llama-bench tok/s when it names none)."""
-    m = (summary.get("metrics") or {}).get(test) or metrics.TOK_S.to_dict()
-    return {"unit": str(m["unit"]), "better": m["better"], "spec": str(m.get("spec") or "")}
+def _metric_of(mets: dict, test: str) -> dict:
+    """``{"unit", "better", "spec"}`` of ``test`` among a bundle's metrics (:meth:`Store.metrics`;
+    llama-bench tok/s, higher is better, when they do not name it)."""
+    m = mets.get(test)
+    if not isinstance(m, dict) or m.get("better") not in metrics.DIRECTIONS:  # a store filled before the contract
+        m = metrics.TOK_S.to_dict()
+    return {"unit": str(m.get("unit") or ""), "better": m["better"], "spec": str(m.get("spec") or "")}
 
 
 def _metrics(store: Store, bundles: list[dict]) -> dict[str, dict]:
@@ -159,18 +162,18 @@ def _metrics(store: Store, bundles: list[dict]) -> dict[str, dict]:
         DbError: two bundles measured one test in different units or directions (names
             the test, both and the bundles): seconds are not tok/s.
     """
+    names = {b["id"]: b["name"] for b in bundles}
+    mets = store.metrics(list(names))
     out: dict[str, dict] = {}
     where: dict[str, str] = {}
-    for b in bundles:
-        summ = store.summary(b["id"])
-        for arm in summ["arms"].values():
-            for t in arm.get("tests") or {}:
-                m = _metric_of(summ, t)
-                if t not in out:
-                    out[t], where[t] = m, b["name"]
-                elif (out[t]["unit"], out[t]["better"]) != (m["unit"], m["better"]):
-                    raise DbError(f"test {t!r}: {_label(out[t])} in {where[t]} but {_label(m)} in {b['name']}: "
-                                  "not compared (a different metric under the same test name)")
+    for r in store.results(list(names)):
+        t, name = r["test"], names[r["bundle_id"]]
+        m = _metric_of(mets[r["bundle_id"]], t)
+        if t not in out:
+            out[t], where[t] = m, name
+        elif (out[t]["unit"], out[t]["better"]) != (m["unit"], m["better"]):
+            raise DbError(f"test {t!r}: {_label(out[t])} in {where[t]} but {_label(m)} in {name}: "
+                          "not compared (a different metric under the same test name)")
     return out
 
 
@@ -353,7 +356,7 @@ def trend(store: Store, arm: str, filters: dict | None = None, *, tests: list[st
     res = [r for r in store.results(list(by_id)) if r["arm"] == arm and (not tests or r["test"] in tests)]
     order = {bid: i for i, bid in enumerate(by_id)}
     res.sort(key=lambda r: (order[r["bundle_id"]], r["id"]))
-    mets = {bid: store.summary(bid) for bid in by_id}
+    mets = store.metrics(list(by_id))
     points, skipped, prev = [], [], {}
     for r in res:
         b = by_id[r["bundle_id"]]

@@ -415,6 +415,17 @@ class Store:
         except sa.exc.SQLAlchemyError as exc:
             raise self._fail(exc) from None
 
+    def metrics(self, bundle_ids: list[int]) -> dict[int, dict]:
+        """Each bundle's metrics: its stored summary's ``metrics`` (``{test: {"unit", "better",
+        "spec", ...}}``, :meth:`capshim.bench.metrics.Metric.to_dict`), {} when it names none (a
+        llama-bench bundle written before summaries named them). Reads only that part of each summary."""
+        q = sa.select(S.bundles.c.id, S.bundles.c.summary["metrics"]).where(S.bundles.c.id.in_(bundle_ids))
+        try:
+            with self.engine.begin() as conn:
+                return {bid: (m if isinstance(m, dict) else {}) for bid, m in conn.execute(q)}
+        except sa.exc.SQLAlchemyError as exc:
+            raise self._fail(exc) from None
+
     def summary(self, bundle_id: int) -> dict:
         """The stored ``summary.json`` of one bundle.
 
