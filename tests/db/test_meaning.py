@@ -356,3 +356,15 @@ def test_capshim_starts_without_loading_the_database_layer():
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
                        env=dict(os.environ, PYTHONPATH=str(REPO / "src")))
     assert r.returncode == 0 and r.stdout.strip() == "[]", r.stdout + r.stderr
+
+
+def test_trend_takes_study_folders_and_stores_nothing_when_one_folder_is_bad(db_url, tmp_path):
+    study = EVIDENCE / "lavapipe-ablate-default"
+    r = _cli("db", "trend", "sim", str(tmp_path / "missing"), str(study), "--db", db_url)
+    assert r.exit_code == 2 and f"capshim: not stored: {tmp_path / 'missing'}: not a folder" in r.stderr
+    assert "nothing was stored" in r.stderr
+    with Store.open(db_url) as st:
+        assert st.select() == []
+    r = _cli("db", "trend", "sim", str(study), "--json", "--db", db_url)
+    assert r.exit_code == 0, r.output
+    assert {p["bundle"] for p in json.loads(r.stdout)["points"]} == {"lavapipe-ablate-default/bench"}
