@@ -18,6 +18,7 @@ from click.testing import CliRunner
 from capshim import evidence
 from capshim.cli import main
 from capshim.db import query
+from capshim.db import schema as S
 from capshim.db.ingest import bundle_key, read_bundle
 from capshim.db.store import DbError, Store
 from capshim.evidence import Bundle
@@ -368,3 +369,14 @@ def test_trend_takes_study_folders_and_stores_nothing_when_one_folder_is_bad(db_
     r = _cli("db", "trend", "sim", str(study), "--json", "--db", db_url)
     assert r.exit_code == 0, r.output
     assert {p["bundle"] for p in json.loads(r.stdout)["points"]} == {"lavapipe-ablate-default/bench"}
+
+
+def test_a_stored_summary_of_the_wrong_shape_is_exit_2_in_show(db_url):
+    """A row written by hand or by an older capshim goes through the same summary contract on the way out."""
+    with Store.open(db_url) as st:
+        bid, _ = st.add(read_bundle(EVIDENCE / "lavapipe-default"))
+        with st.engine.begin() as conn:
+            conn.execute(S.bundles.update().values(summary={"baseline": "a", "arms": []}))
+    r = _cli("db", "show", str(bid), "--db", db_url)
+    assert r.exit_code == 2 and "Traceback" not in r.output
+    assert f"bundle #{bid}'s stored summary: not a capshim summary: at $.arms" in r.stderr

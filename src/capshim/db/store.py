@@ -27,6 +27,7 @@ from alembic.script import ScriptDirectory
 from alembic.util import CommandError as AlembicError
 
 from capshim import __version__
+from capshim.bench import summary_schema
 from capshim.db import schema as S
 from capshim.db.ingest import BundleRecord, read_bundle
 from capshim.db.terms import FILTERS, MATCHES
@@ -427,16 +428,22 @@ class Store:
             raise self._fail(exc) from None
 
     def summary(self, bundle_id: int) -> dict:
-        """The stored ``summary.json`` of one bundle.
+        """The stored ``summary.json`` of one bundle, checked by the summary contract
+        (:func:`capshim.bench.summary_schema.validate`, what ``report`` reads).
 
         Raises:
-            DbError: no such bundle.
+            DbError: no such bundle, or the store cannot be read.
+            SummaryShapeError: the stored summary is not a capshim summary (a row written by
+                an older capshim, or by hand); names the bundle and the JSON path (exit 2).
         """
-        with self.engine.begin() as conn:
-            v = conn.execute(sa.select(S.bundles.c.summary).where(S.bundles.c.id == bundle_id)).scalar()
+        try:
+            with self.engine.begin() as conn:
+                v = conn.execute(sa.select(S.bundles.c.summary).where(S.bundles.c.id == bundle_id)).scalar()
+        except sa.exc.SQLAlchemyError as exc:
+            raise self._fail(exc) from None
         if v is None:
             raise DbError(f"bundle id {bundle_id}: not in the store")
-        return v
+        return summary_schema.validate(v, f"{self.flag} {_safe(self.given)}: bundle #{bundle_id}'s stored summary")
 
 
 def add_bundle(url: str | None, bundle) -> tuple[int, bool]:
