@@ -19,9 +19,20 @@ from pathlib import Path
 
 import pytest
 
+from capshim.evidence import Bundle
+
 REPO = Path(__file__).resolve().parents[2]
 EVIDENCE = REPO / "evidence"
 BUNDLES = ["h200-tinyllama-r10", "h200-ablation", "lavapipe-default"]
+
+
+def distinct_copy(src: Path, dest: Path, n: int) -> Path:
+    """A copy of a bundle whose report.md says which copy it is, sealed again: another bundle (another key)."""
+    shutil.copytree(src, dest)
+    with open(dest / "report.md", "a") as fh:
+        fh.write(f"\ncopy {n}\n")
+    Bundle(dest, {}).write_sums()
+    return dest
 
 
 def _pg_bin(name: str) -> str:

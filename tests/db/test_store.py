@@ -8,7 +8,6 @@ import os
 import shutil
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
@@ -18,9 +17,8 @@ from capshim.cli import main
 from capshim.db import query
 from capshim.db.ingest import IngestError, read_bundle
 from capshim.db.store import DbError, Store, resolve_url
-from capshim.evidence import Bundle
 from tests.conftest import run_capshim
-from tests.db.conftest import BUNDLES, EVIDENCE, REPO
+from tests.db.conftest import BUNDLES, EVIDENCE, REPO, distinct_copy
 
 FIXTURE = REPO / "tests" / "fixtures" / "llama-bench" / "cpu-tiny.json"
 
@@ -65,22 +63,27 @@ def test_add_keeps_every_sample_and_twice_is_a_no_op(full):
 
 
 def test_metadata_is_stored_and_filters_select(full):
-    r10 = full.select({"name": "r10"})[0]
+    r10 = full.select({"name": "h200-tinyllama-r10"})[0]
     assert (r10["device"], r10["driver"], r10["workload_build"], r10["workload_commit"], r10["model"]) == \
         ("NVIDIA H200", "NVIDIA 580.159.04", "11669", "620d222-dirty", "llama 1B Q4_0")
     assert r10["host"] == "vm" and r10["os"].startswith("Linux-6.18")
     assert r10["config"]["n_gpu_layers"] == 99 and r10["config"]["n_threads"] == 16
     unlocked = next(a for a in r10["arms"] if a["name"] == "vm-unlocked")
     assert unlocked["profile_sha256"].startswith("0db42aeab9eb") and unlocked["simulate_name"] == "vulkan-paravirt"
-    names = lambda f: [r["name"] for r in full.select(f)]  # noqa: E731
-    assert names({"device": "h200"}) == ["h200-tinyllama-r10", "h200-ablation"]
-    assert names({"model": "F16"}) == ["lavapipe-default"]
+    names = lambda f, match="exact": [r["name"] for r in full.select(f, match)]  # noqa: E731
+    assert names({"device": "NVIDIA H200"}) == ["h200-tinyllama-r10", "h200-ablation"]
+    assert names({"device": "h200"}) == []  # exact by default
+    assert names({"device": "nvidia"}, "prefix") == names({"device": "*h200"}, "glob") == \
+        ["h200-tinyllama-r10", "h200-ablation"]
+    assert names({"model": "*F16"}, "glob") == ["lavapipe-default"]
     assert names({"build": "b64739e"}) == names({"build": "9190"}) == ["lavapipe-default"]
     assert names({"profile": "no-coopmat"}) == ["h200-ablation"]
-    assert names({"profile": "0e16d96c33c0"}) == ["h200-tinyllama-r10", "lavapipe-default", "h200-ablation"]
+    assert names({"profile": "0e16d96c33c0"}, "prefix") == ["h200-tinyllama-r10", "lavapipe-default",
+                                                             "h200-ablation"]
+    assert names({"profile": "0e16d96c33c0"}) == []
     assert names({"since": "2026-11-30T02:00:00Z"}) == ["h200-ablation"]
     assert names({"until": "2026-11-29"}) == []
-    assert names({"until": "2026-11-30", "device": "llvmpipe"}) == ["lavapipe-default"]
+    assert names({"until": "2026-11-30", "device": "llvmpipe*"}, "glob") == ["lavapipe-default"]
     with pytest.raises(DbError, match="since='yesterday': expected a date"):
         full.select({"since": "yesterday"})
     with pytest.raises(DbError, match="unknown"):
@@ -105,7 +108,7 @@ def test_trend_gives_the_numbers_of_the_bundles_summaries(full):
 
 
 def test_compare_uses_capshims_analysis_and_matches_the_summaries(full):
-    res = query.compare(full, {"name": "r10"}, {"name": "ablation"}, pairs={"vm-stock": "paravirt"})
+    res = query.compare(full, {"name": "h200-tinyllama-r10"}, {"name": "h200-ablation"}, pairs={"vm-stock": "paravirt"})
     rows = {(r["arm"], r["test"]): r for r in res["rows"]}
     assert set(rows) == {("native", "pp512"), ("native", "tg128"), ("vm-stock", "pp512"), ("vm-stock", "tg128")}
     # each side is the bundle's own summary figure (a one-bundle selection is that bundle)
@@ -130,21 +133,21 @@ def test_compare_uses_capshims_analysis_and_matches_the_summaries(full):
 
 
 def test_compare_flags_a_real_drop_and_refuses_unlike_configurations(full, db_url):
-    res = query.compare(full, {"name": "r10"}, {"name": "ablation"}, pairs={"vm-unlocked": "no-coopmat"},
+    res = query.compare(full, {"name": "h200-tinyllama-r10"}, {"name": "h200-ablation"}, pairs={"vm-unlocked": "no-coopmat"},
                         arms=["vm-unlocked"], tests=["pp512"])
     (row,) = res["rows"]
     assert row["verdict"] == "regression" and row["change"]["ci95"][1] < 1 and res["regressions"] == 1
-    back = query.compare(full, {"name": "ablation"}, {"name": "r10"}, pairs={"no-coopmat": "vm-unlocked"},
+    back = query.compare(full, {"name": "h200-ablation"}, {"name": "h200-tinyllama-r10"}, pairs={"no-coopmat": "vm-unlocked"},
                          arms=["no-coopmat"], tests=["pp512"])
     assert back["rows"][0]["verdict"] == "improvement"
     with pytest.raises(DbError, match=r"model_type: 'llama 1B Q4_0' \(h200-tinyllama-r10\) vs 'llama \?B F16'"):
-        query.compare(full, {"name": "r10"}, {"name": "lavapipe"})
-    marked = query.compare(full, {"name": "r10"}, {"name": "lavapipe"}, allow_mismatch=True)
+        query.compare(full, {"name": "h200-tinyllama-r10"}, {"name": "lavapipe-default"})
+    marked = query.compare(full, {"name": "h200-tinyllama-r10"}, {"name": "lavapipe-default"}, allow_mismatch=True)
     assert marked["mismatches"] and all(r["marked"] for r in marked["rows"])
-    r = _cli("db", "compare", "r10", "ablation", "--pair", "vm-unlocked=no-coopmat", "--arm", "vm-unlocked",
+    r = _cli("db", "compare", "h200-tinyllama-r10", "h200-ablation", "--pair", "vm-unlocked=no-coopmat", "--arm", "vm-unlocked",
              "--fail-on-regression", "--db", db_url)
     assert r.exit_code == 1 and "regression" in r.output
-    r = _cli("db", "compare", "r10", "lavapipe", "--db", db_url)
+    r = _cli("db", "compare", "h200-tinyllama-r10", "lavapipe-default", "--db", db_url)
     assert r.exit_code == 2 and "unlike configurations" in r.stderr and "Traceback" not in r.output
 
 
@@ -155,7 +158,7 @@ def test_trend_cli_answers_the_98_percent_question(full, db_url, tmp_path):
              "--chart", str(tmp_path / "t.png"), "--db", db_url)
     assert r.exit_code == 0 and "stayed at or above 98%" in r.output
     assert (tmp_path / "t.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-    r = _cli("db", "trend", "vm-unlocked", "--device", "H200", "--json", "--db", db_url)
+    r = _cli("db", "trend", "vm-unlocked", "--device", "NVIDIA H200", "--json", "--db", db_url)
     data = json.loads(r.stdout)
     assert r.exit_code == 0 and {p["bundle"] for p in data["points"]} == {"h200-tinyllama-r10"}
 
@@ -169,11 +172,11 @@ def test_a_bundle_that_does_not_verify_is_refused(db_url, tmp_path):
     with pytest.raises(IngestError, match="summary.json: checksum mismatch"):
         read_bundle(bad)
     r = _cli("db", "add", str(EVIDENCE / "h200-ablation"), str(bad), "--db", db_url)
-    assert r.exit_code == 2 and "does not verify, not stored" in r.stderr
+    assert r.exit_code == 2 and f"{bad}: the bundle does not verify, not stored" in r.stderr
     with Store.open(db_url) as st:
-        assert st.select() == []  # nothing stored: every bundle is verified before any is added
+        assert [b["name"] for b in st.select()] == ["h200-ablation"]  # the good one is stored
     r = _cli("db", "add", str(tmp_path / "missing"), "--db", db_url)
-    assert r.exit_code == 2 and "missing: not a bundle folder" in r.stderr
+    assert r.exit_code == 2 and "missing: not a folder" in r.stderr
 
 
 def test_external_llama_bench_files_are_stored_as_arms(db_url):
@@ -210,17 +213,8 @@ def test_bench_adds_its_bundle_with_db(db_url, tmp_path):
         assert len(st.samples([row["id"]])) == len(list(csv.DictReader(open(out / "results.csv"))))
 
 
-def _distinct_copy(src: Path, dest: Path, n: int) -> Path:
-    """A copy of a bundle whose report.md says which copy it is, sealed again: another bundle (another key)."""
-    shutil.copytree(src, dest)
-    with open(dest / "report.md", "a") as fh:
-        fh.write(f"\ncopy {n}\n")
-    Bundle(dest, {}).write_sums()
-    return dest
-
-
 def test_two_writers_at_once_lose_nothing(db_url, tmp_path):
-    copies = [_distinct_copy(EVIDENCE / "lavapipe-default", tmp_path / f"c{n}", n) for n in range(6)]
+    copies = [distinct_copy(EVIDENCE / "lavapipe-default", tmp_path / f"c{n}", n) for n in range(6)]
     shared = EVIDENCE / "h200-ablation"  # both writers add it: stored once
     env = dict(os.environ, PYTHONPATH=str(REPO / "src"))
     procs = [subprocess.Popen([sys.executable, "-m", "capshim.cli", "db", "add", "--db", db_url, str(shared),
@@ -263,7 +257,7 @@ def test_urls_and_usage_errors(tmp_path, monkeypatch):
     r = _cli("db", "compare", "1", "2", "--db", str(tmp_path / "s.sqlite"))
     assert r.exit_code == 2 and "selection A id=1: no bundle in the store matches" in r.stderr
     r = _cli("db", "add", "--db", str(tmp_path / "s.sqlite"))
-    assert r.exit_code == 2 and "give bundle folders" in r.stderr
+    assert r.exit_code == 2 and "give bundle or study folders" in r.stderr
 
 
 def test_one_command_answers_the_98_percent_question_for_bundle_folders(db_url):
@@ -289,7 +283,7 @@ def test_the_readme_comparisons(db_url):
             {("native", "pp512"), ("vm-stock", "pp512"), ("vm-unlocked", "pp512")}
         assert round(next(r for r in busy["rows"] if r["arm"] == "native" and r["test"] == "pp512")
                      ["change"]["value"], 3) == 0.237
-        h200 = query.compare(st, {"name": "r10"}, {"name": "ablation"}, pairs={"vm-stock": "paravirt"})
+        h200 = query.compare(st, {"name": "h200-tinyllama-r10"}, {"name": "h200-ablation"}, pairs={"vm-stock": "paravirt"})
         assert [round(r["change"]["value"], 3) for r in h200["rows"]] == [1.047, 1.044, 1.014, 1.002]
         assert h200["regressions"] == 0
 
@@ -332,7 +326,7 @@ def test_trend_flags_a_drop_beyond_the_threshold_only_when_its_interval_excludes
 def test_show_prints_the_stored_report(full, db_url):
     r = _cli("db", "show", "lavapipe-default", "--json", "--db", db_url)
     assert r.exit_code == 0 and json.loads(r.stdout) == _summary("lavapipe-default")
-    r = _cli("db", "show", "device=H200", "--db", db_url)
+    r = _cli("db", "show", "device=NVIDIA H200", "--db", db_url)
     assert r.exit_code == 0 and "h200-ablation" in r.stdout and "no-coopmat-intdot-fp16" in r.stdout
     r = _cli("db", "list", "--db", db_url)
     assert "(schema 0002)" in r.stdout and "3 bundle(s)" in r.stdout

@@ -11,7 +11,7 @@ from capshim import evidence as _evidence
 from capshim.bench import plan
 from capshim.cli.options import json_option, out_option, timeout_option
 from capshim.contracts.numbers import FiniteFloat
-from capshim.db import add_bundle
+from capshim.db.store import add_bundle
 from capshim.errors import EXIT_FINALIZE, UsageError
 from capshim.evidence import finite_or_null, strict_json, unique_folder
 from capshim.report import print_table

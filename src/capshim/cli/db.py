@@ -1,278 +1,57 @@
-"""``capshim db``: the results store's commands."""
+"""``capshim db``: the results store's command group (loaded by :mod:`capshim.cli.app` on first use).
+
+The commands themselves are in :mod:`capshim.cli.db_commands`, loaded when a
+``db`` command runs (click's lazily loaded subcommands): they import
+SQLAlchemy and Alembic (about 0.5 s) and capshim's analysis (scipy, about
+1.7 s), which ``capshim db --help`` and shell completion do not need.
+
+``--db URL`` is accepted here (``capshim db --db URL list``) and on each
+command (``capshim db list --db URL``); giving two different URLs is exit 2.
+"""
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
+import importlib
 
 import click
-from rich.console import Console
-from rich.table import Table
 
-from capshim import report
-from capshim.contracts.names import parse_named_files
-from capshim.db import query
-from capshim.db.ingest import read_bundle, read_external
-from capshim.db.store import Store
-from capshim.db.terms import DEFAULT_THRESHOLD, FILTERS
-from capshim.errors import UsageError
+from capshim.db.terms import DB_HELP
 
-_DB_HELP = ("Database URL: sqlite:///PATH, a file path (SQLite), or postgresql://USER@HOST/DB "
-            "(also postgresql://USER@/DB?host=/socket/dir). [default: $CAPSHIM_DB, else "
-            "sqlite:///$XDG_DATA_HOME/capshim/results.sqlite (XDG_DATA_HOME defaults to ~/.local/share)]")
-_SEL_HELP = ("ID, NAME (substring), or KEY=VALUE[,KEY=VALUE...] with KEY one of: "
-             + ", ".join(FILTERS))
+__all__ = ["db_grp", "COMMANDS", "GROUP_URL"]
+
+#: The commands of the group, in ``--help`` order (each ``db_<name>`` in :mod:`capshim.cli.db_commands`).
+COMMANDS = ("add", "list", "show", "compare", "trend")
+#: Where the group's ``--db`` is kept for the command (``click.Context.meta`` key).
+GROUP_URL = "capshim.db.url"
 
 
-def _db_option(f):
-    return click.option("--db", "db_url", metavar="URL", help=_DB_HELP)(f)
+class _LazyGroup(click.Group):
+    """A click group whose commands are imported on first use (see the module docstring)."""
+
+    def list_commands(self, ctx):
+        return list(COMMANDS)
+
+    def get_command(self, ctx, cmd_name):
+        if cmd_name not in COMMANDS:
+            return None
+        # the database layer loads only here, when a db command runs (see the module docstring)
+        return getattr(importlib.import_module("capshim.cli.db_commands"), f"db_{cmd_name}")
 
 
-def _filter_options(f):
-    for key in reversed(["device", "profile", "model", "build", "host", "os", "since", "until"]):
-        flag = "--hostname" if key == "host" else f"--{key}"  # --host names a baseline elsewhere
-        f = click.option(flag, key, metavar="DATE" if key in ("since", "until") else "TEXT",
-                         help=f"Only bundles matching: {FILTERS[key]}.")(f)
-    return f
-
-
-def _json_out(obj) -> None:
-    click.echo(json.dumps(obj, indent=2, default=str))
-
-
-def _console():
-
-    c = Console()
-    return c if c.is_terminal else Console(width=200)
-
-
-def _pct(p) -> str:
-    if not p:
-        return ""
-    s = f"{p['value']:.2f}%"
-    if p.get("ci95"):
-        s += f" [{p['ci95'][0]:.2f}–{p['ci95'][1]:.2f}]"
-    return s
-
-
-@click.group("db")
-def db_grp():
+@click.group("db", cls=_LazyGroup)
+@click.option("--db", "db_url", metavar="URL", help=DB_HELP)
+@click.pass_context
+def db_grp(ctx, db_url):
     """The results store: keep every bench, compare builds, days and hosts.
 
     \b
-    capshim db add BUNDLE...                       store bundles (verified first)
+    capshim db add BUNDLE|STUDY...                 store bundles (verified first)
     capshim db add --arm NAME=FILE.json [--host F]  store llama-bench files made elsewhere
-    capshim db list [--device H200] [--since 2026-11-01]
+    capshim db list [--device 'NVIDIA H200'] [--since 2026-11-01]
     capshim db show ID|NAME                        a stored bundle's report table
     capshim db compare build=11669 build=11800     arm by arm, test by test
     capshim db trend vm-unlocked --min-pct 98 --fail-on-regression [BUNDLE...]
 
     SQLite by default (one file, see --db); PostgreSQL for a shared store.
     """
-
-
-@db_grp.command("add")
-@click.argument("bundles", nargs=-1, type=click.Path())
-@click.option("--arm", "arm_opts", multiple=True, metavar="NAME=FILE[,FILE...]",
-              help="Store llama-bench -o json/jsonl files made elsewhere as an arm (as report --arm takes them).")
-@click.option("--host", "host_file", type=click.Path(), help="With --arm: the host baseline (a llama-bench file or a bundle).")
-@click.option("--baseline", help="With --arm: the baseline arm (default the first).")
-@_db_option
-@click.option("--json", "as_json", is_flag=True, help="Print [{source, id, added}] as JSON.")
-def db_add(bundles, arm_opts, host_file, baseline, db_url, as_json):
-    """Store evidence bundles: each is verified first (one that does not verify is refused,
-    exit 2); adding the same bundle again is a no-op (the key is the SHA-256 of its SHA256SUMS)."""
-
-    if not bundles and not arm_opts:
-        raise UsageError("db add: give bundle folders, or --arm NAME=FILE.json")
-    if (host_file or baseline) and not arm_opts:
-        raise UsageError("--host and --baseline apply to --arm files (a bundle keeps its own)")
-    records = [read_bundle(b) for b in bundles]  # verify every one before storing any
-    if arm_opts:
-        records.append(read_external([parse_named_files(a) for a in arm_opts], host_file, baseline))
-    out = []
-    with Store.open(db_url) as st:
-        for rec in records:
-            bid, added = st.add(rec)
-            out.append({"source": rec.source, "name": rec.name, "id": bid, "added": added, "key": rec.key})
-    if as_json:
-        _json_out(out)
-        return
-    for o in out:
-        click.echo(f"{'added' if o['added'] else 'already stored'}: #{o['id']} {o['name']} ({o['key'][:12]})")
-
-
-@db_grp.command("list")
-@_filter_options
-@_db_option
-@click.option("--json", "as_json", is_flag=True, help="Print the bundles as JSON.")
-def db_list(db_url, as_json, **filters):
-    """List stored bundles, oldest first (filters combine with AND)."""
-
-
-    with Store.open(db_url) as st:
-        rows = st.select(filters)
-        where = f"store: {st.given} (schema {st.revision()})"
-    if as_json:
-        _json_out(rows)
-        return
-    t = Table(title=f"{len(rows)} bundle(s)", caption=where)
-    for c in ("id", "started (UTC)", "name", "device", "build", "model", "arms"):
-        t.add_column(c)
-    for r in rows:
-        t.add_row(str(r["id"]), r["created_utc"] or "", r["name"], r["device"] or "",
-                  " ".join(x for x in (r["workload_build"], r["workload_commit"]) if x), r["model"] or "",
-                  ", ".join(a["name"] + (f" ({a['state']})" if a["state"] not in ("native", "active") else "")
-                            for a in r["arms"]))
-    _console().print(t)
-
-
-@db_grp.command("show")
-@click.argument("selection")
-@_db_option
-@click.option("--json", "as_json", is_flag=True, help="Print the stored summary JSON (one, or a list).")
-def db_show(selection, db_url, as_json):
-    """Show stored bundles as `capshim report` shows them (from their stored summaries).
-
-    SELECTION: an id, a name, or KEY=VALUE filters as for `db compare`.
-    """
-
-    with Store.open(db_url) as st:
-        rows = query.select(st, query.parse_selection(selection, "selection"), "selection")
-        summaries = [st.summary(r["id"]) for r in rows]
-    if as_json:
-        _json_out(summaries[0] if len(summaries) == 1 else summaries)
-        return
-    report.print_table(summaries, [f"#{r['id']} {r['name']}" for r in rows] if len(rows) > 1 else None,
-                       title=None if len(rows) > 1 else f"#{rows[0]['id']} {rows[0]['name']}")
-
-
-def _threshold_option(f):
-    return click.option("--threshold", type=click.FloatRange(0), default=DEFAULT_THRESHOLD, show_default=True,
-                        help="Regression threshold: percent of tok/s (compare) or points of % of host (trend).")(f)
-
-
-@db_grp.command("compare")
-@click.argument("sel_a", metavar="A")
-@click.argument("sel_b", metavar="B")
-@click.option("--arm", "arms", multiple=True, help="Only this arm (repeatable) [default: every arm in both].")
-@click.option("--test", "tests", multiple=True, help="Only this test, e.g. pp512 (repeatable).")
-@click.option("--pair", "pairs", multiple=True, metavar="A_ARM=B_ARM",
-              help="Compare arm A_ARM of A with arm B_ARM of B (arms named differently).")
-@_threshold_option
-@click.option("--allow-mismatch", is_flag=True, help="Compare unlike configurations (rows marked).")
-@click.option("--fail-on-regression", is_flag=True, help="Exit 1 when any row is a regression.")
-@_db_option
-@click.option("--json", "as_json", is_flag=True, help="Print the comparison as JSON.")
-def db_compare(sel_a, sel_b, arms, tests, pairs, threshold, allow_mismatch, fail_on_regression, db_url, as_json):
-    """Compare selection B with selection A (the reference), arm by arm and test by test.
-
-    Each selection is one or more stored bundles (pooled): an id, a name, or
-    KEY=VALUE filters (id, name, device, host, os, model, build, profile, arm,
-    since, until), e.g. `build=11669` or `device=H200,since=2026-11-01`.
-    Configurations that differ (model, batch, threads, offload, flash
-    attention, cache types) are refused (exit 2) unless --allow-mismatch.
-
-    \b
-    The change is median(B)/median(A) of tok/s with its 95% bootstrap interval
-    (capshim's own analysis, as `report`'s speedup). A regression is a change
-    below -THRESHOLD% whose interval lies entirely below 1.00x.
-    """
-
-
-    pair_map = {}
-    for p in pairs:
-        a, sep, b = p.partition("=")
-        if not sep or not a.strip() or not b.strip():
-            raise UsageError(f"--pair {p!r}: expected A_ARM=B_ARM")
-        pair_map[a.strip()] = b.strip()
-    with Store.open(db_url) as st:
-        res = query.compare(st, query.parse_selection(sel_a, "A"), query.parse_selection(sel_b, "B"),
-                            arms=list(arms) or None, tests=list(tests) or None, pairs=pair_map,
-                            threshold=threshold, allow_mismatch=allow_mismatch)
-    if as_json:
-        _json_out(res)
-    else:
-        t = Table(title=f"B ({res['b']['selection']}: {', '.join(res['b']['bundles'])}) vs "
-                        f"A ({res['a']['selection']}: {', '.join(res['a']['bundles'])})")
-        for c in ("arm", "test", "A tok/s", "B tok/s", "B/A (95% CI)", "A % of host", "B % of host", "verdict"):
-            t.add_column(c, justify="right" if "tok" in c or "%" in c or "/" in c else "left")
-        for r in res["rows"]:
-            ch = r["change"]
-            ci = f" [{ch['ci95'][0]:.3f}–{ch['ci95'][1]:.3f}]" if ch.get("ci95") else ""
-            name = r["arm"] if r["arm"] == r["arm_b"] else f"{r['arm']} / {r['arm_b']}"
-            t.add_row(name, r["test"], f"{r['a']['median']:.2f}", f"{r['b']['median']:.2f}",
-                      f"{ch['value']:.3f}x{ci}", _pct(r["a"]["pct_of_host"]), _pct(r["b"]["pct_of_host"]),
-                      r["verdict"] + (" (unlike config)" if r["marked"] else ""),
-                      style="red" if r["verdict"] == "regression" else None)
-        t.caption = res["rule"] + ("\nunlike configurations: " + "; ".join(res["mismatches"])
-                                   if res["mismatches"] else "")
-        _console().print(t)
-    if fail_on_regression and res["regressions"]:
-        click.echo(f"capshim: {res['regressions']} regression(s)", err=True)
-        raise SystemExit(1)
-
-
-@db_grp.command("trend")
-@click.argument("arm")
-@click.argument("bundles", nargs=-1, type=click.Path())
-@click.option("--test", "tests", multiple=True, help="Only this test, e.g. pp512 (repeatable).")
-@click.option("--min-pct", type=click.FloatRange(0), metavar="PCT", help="Flag bundles where ARM is below PCT% of host.")
-@_threshold_option
-@click.option("--chart", type=click.Path(dir_okay=False), help="Write the trend chart (PNG) here.")
-@click.option("--fail-on-regression", is_flag=True, help="Exit 1 when any point is flagged.")
-@_filter_options
-@_db_option
-@click.option("--json", "as_json", is_flag=True, help="Print the trend as JSON.")
-def db_trend(arm, bundles, tests, min_pct, threshold, chart, fail_on_regression, db_url, as_json, **filters):
-    """One arm's % of host over time: one row per stored bundle and test, oldest first.
-
-    With BUNDLE folders: only those (each verified and added to the store
-    first, as `db add` does; already stored ones are not added again).
-
-    The figures are each bundle's own summary (what `capshim report` shows).
-    A point is flagged when it is below --min-pct, or more than THRESHOLD
-    points below the previous bundle with its 95% interval entirely below
-    that value.
-
-    \b
-    Did vm-unlocked stay above 98% of host across these bundles?
-      capshim db trend vm-unlocked --min-pct 98 --fail-on-regression BUNDLE...
-    """
-
-
-
-    if chart and not Path(chart).resolve().parent.is_dir():
-        raise UsageError(f"--chart {chart}: folder {Path(chart).parent} does not exist")
-
-    records = [read_bundle(b) for b in bundles]  # verify every one before storing any
-    with Store.open(db_url) as st:
-        ids = [st.add(rec)[0] for rec in records] or None
-        res = query.trend(st, arm, filters, tests=list(tests) or None, min_pct=min_pct, threshold=threshold,
-                          bundle_ids=ids)
-    if chart:
-        try:
-            query.draw_trend(res, chart)
-        except OSError as exc:
-            raise UsageError(f"--chart {chart}: cannot write: {exc.strerror or exc}") from None
-    if as_json:
-        _json_out(res)
-    else:
-        t = Table(title=f"{arm}: % of host over time")
-        for c in ("started (UTC)", "bundle", "device", "build", "test", "tok/s", "% of host (95% CI)", "flags"):
-            t.add_column(c, justify="right" if c in ("tok/s", "% of host (95% CI)") else "left")
-        for p in res["points"]:
-            t.add_row(p["created_utc"] or "", p["bundle"], p["device"] or "", p["build"] or "", p["test"],
-                      f"{p['median']:.2f}", _pct({"value": p["pct_of_host"], "ci95": p["ci95"]}),
-                      "; ".join(p["flags"]), style="red" if p["flags"] else None)
-        cap = [res["rule"]] + [f"skipped: {s}" for s in res["skipped"]]
-        if min_pct is not None:
-            cap.insert(0, f"{arm} {'stayed at or above' if res['all_above'] else 'did NOT stay above'} "
-                          f"{min_pct:g}% of host in every point shown")
-        t.caption = "\n".join(cap)
-        _console().print(t)
-        if chart:
-            click.echo(f"wrote {chart}", err=True)
-    if fail_on_regression and res["regressions"]:
-        click.echo(f"capshim: {res['regressions']} flagged point(s)", err=True)
-        raise SystemExit(1)
+    ctx.meta[GROUP_URL] = db_url

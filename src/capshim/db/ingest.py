@@ -8,21 +8,28 @@ see :mod:`capshim.evidence`) and the shape of ``summary.json`` (see
 only see :class:`BundleRecord`.
 
 A bundle is verified first (:func:`capshim.evidence.verify`); one that does not
-verify is refused. Its key is the SHA-256 of its ``SHA256SUMS`` file, so the
-same bundle, wherever it lies, has the same key.
+verify is refused. Its key (:func:`bundle_key`) is the SHA-256 of what its
+``SHA256SUMS`` says, not of how the file is formatted, so the same bundle,
+wherever it lies, has the same key.
 """
 
 from __future__ import annotations
 
 import csv
 import hashlib
-import json
+import math
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from capshim import evidence, jsonread, paths, study
+from capshim.bench import llamabench, summary_schema
+from capshim.bench.analysis import analyze, arms_from_files, host_from_file
+from capshim.contracts import numbers
 from capshim.errors import CapshimError
 
-__all__ = ["BundleRecord", "ArmRecord", "IngestError", "read_bundle", "read_external", "CONFIG_FIELDS"]
+__all__ = ["BundleRecord", "ArmRecord", "IngestError", "bundle_key", "read_bundle", "read_folder", "read_external",
+           "CONFIG_FIELDS"]
 
 #: llama-bench fields that must match for two measurements to be compared
 #: (issue 10 item 6: model type, size, parameter count, quantisation (in
@@ -70,7 +77,7 @@ class BundleRecord:
     """Everything the store keeps of one bundle (or one set of external files).
 
     Attributes:
-        key: SHA-256 (64 hex) of the bundle's SHA256SUMS file; for external
+        key: the bundle's :func:`bundle_key` (64 hex); for external
             files, of a manifest of their own SHA-256s and arm names.
         kind: ``"bundle"`` or ``"external"``.
         name: the folder's name (or the arm names of external files).
@@ -118,13 +125,9 @@ class BundleRecord:
     summary: dict = field(default_factory=dict)
 
 
-def _read_json(path: Path):
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise IngestError(f"{path}: cannot read: {exc.strerror or exc}") from None
-    except json.JSONDecodeError as exc:
-        raise IngestError(f"{path}: invalid JSON: {exc}") from None
+def _obj(v) -> dict:
+    """``v`` when it is a JSON object, else {} (free-form metadata keys may hold anything)."""
+    return v if isinstance(v, dict) else {}
 
 
 def _str(v) -> str | None:
@@ -147,8 +150,6 @@ def _raw_facts(rows: list) -> dict:
 
 
 def _raw_rows(files: list[Path]) -> list:
-    from capshim.bench import llamabench
-
     rows = []
     for f in files:
         try:
@@ -158,50 +159,165 @@ def _raw_rows(files: list[Path]) -> list:
     return rows
 
 
-def _results_of(arm_summary: dict) -> dict:
+def _num(v, where: str) -> float | None:
+    """A figure of summary.json for a database column: None, or a finite float (a 401-digit
+    integer is refused, not overflowed). Raises UsageError naming ``where`` (exit 2)."""
+    return None if v is None else numbers.finite(v, where)
+
+
+def _results_of(source: str, name: str, arm_summary: dict) -> dict:
+    """``{test: {"n", "median", "min", "max", "speedup", "speedup_lo", "speedup_hi", "pct_of_host",
+    "pct_lo", "pct_hi"}}`` of one arm of a summary that passed the summary contract."""
     out = {}
     for test, st in (arm_summary.get("tests") or {}).items():
+        at = f"{source}: $.arms.{name}.tests.{test}"
         sp = st.get("speedup") or {}
         pct = st.get("pct_of_host") or {}
         sp_ci = sp.get("ci95") or [None, None]
         pct_ci = pct.get("ci95") or [None, None]
-        out[test] = {"n": st.get("n"), "median": st.get("median"), "min": st.get("min"), "max": st.get("max"),
-                     "speedup": sp.get("value"), "speedup_lo": sp_ci[0], "speedup_hi": sp_ci[1],
-                     "pct_of_host": pct.get("value"), "pct_lo": pct_ci[0], "pct_hi": pct_ci[1]}
+        out[test] = {"n": numbers.integer(st.get("n"), f"{at}.n", 0, 2**31 - 1),
+                     **{k: _num(st.get(k), f"{at}.{k}") for k in ("median", "min", "max")},
+                     "speedup": _num(sp.get("value"), f"{at}.speedup"),
+                     "speedup_lo": _num(sp_ci[0], f"{at}.speedup.ci95"),
+                     "speedup_hi": _num(sp_ci[1], f"{at}.speedup.ci95"),
+                     "pct_of_host": _num(pct.get("value"), f"{at}.pct_of_host"),
+                     "pct_lo": _num(pct_ci[0], f"{at}.pct_of_host.ci95"),
+                     "pct_hi": _num(pct_ci[1], f"{at}.pct_of_host.ci95")}
     return out
 
 
-def _arms_of(summary: dict, meta_arms: dict) -> list[ArmRecord]:
+def _arms_of(summary: dict, meta_arms: dict, source: str) -> list[ArmRecord]:
+    """The arms of a summary (``source``: its file, for messages) with their profiles from metadata.json."""
     arms = []
     for name, a in (summary.get("arms") or {}).items():
-        m = meta_arms.get(name) or {}
-        prof = m.get("profile") or {}
-        sim = m.get("simulate") or {}
+        m = _obj(meta_arms.get(name))
+        prof, sim = _obj(m.get("profile")), _obj(m.get("simulate"))
         arms.append(ArmRecord(
             name=name, state=str(a.get("state")), spec=a.get("spec") or {}, runs=list(a.get("runs") or []),
             profile_name=_str(prof.get("name")), profile_sha256=_str(prof.get("sha256")),
             simulate_name=_str(sim.get("name")), simulate_sha256=_str(sim.get("sha256")),
-            results=_results_of(a)))
+            results=_results_of(source, name, a)))
     return arms
 
 
-def _host_samples(summary: dict) -> list[dict]:
+def _host_samples(summary: dict, source: str) -> list[dict]:
     host = summary.get("host") or {}
     out = []
     for test, st in (host.get("tests") or {}).items():
         for i, v in enumerate(st.get("samples") or [], 1):
             out.append({"role": "host", "arm": str(host.get("name") or "host"), "run": 0, "sample": i,
-                        "test": str(test), "tok_s": float(v), "extra": {}})
+                        "test": str(test), "tok_s": numbers.finite(v, f"{source}: $.host.tests.{test}.samples"),
+                        "extra": {}})
     return out
 
 
 def _bundle_name(root: Path) -> str:
-    """The bundle's folder name; ``PARENT/NAME`` for the bundles that ``capshim ablate``
-    and ``tune`` write inside their output folder (``bench``, ``confirm``, ``stage-N``)."""
+    """The bundle's folder name; ``STUDY/NAME`` for the bundles that ``capshim ablate``, ``tune``
+    and ``kernels`` write inside their study folder (``bench``, ``confirm``, ``stage-N``, ``bench-M``)."""
     parent = root.parent
-    if any((parent / f).is_file() for f in ("ablation.json", "tune.json")):
+    if study.is_study(parent) or any((parent / f).is_file() for f in ("ablation.json", "tune.json")):
         return f"{parent.name}/{root.name}"
     return root.name
+
+
+def _require_verified(p: Path, problems: list[str], noun: str) -> None:
+    """Refuse a folder that does not verify, in one line: how many problems, the first, where the rest are.
+
+    Raises:
+        IngestError: ``"<p>: not an evidence bundle or study folder (no SHA256SUMS)"``, or
+            ``"<p>: the <noun> does not verify (N problems, the first: ...; capshim evidence verify <p>
+            lists them all)"``.
+    """
+    if not problems:
+        return
+    if not os.path.lexists(p / paths.SUMS_NAME):
+        raise IngestError(f"{p}: not an evidence bundle or study folder (no {paths.SUMS_NAME})")
+    first = problems[0] if len(problems[0]) <= 200 else problems[0][:197] + "..."
+    more = f"{len(problems)} problems, the first" if len(problems) > 1 else "1 problem"
+    raise IngestError(f"{p}: the {noun} does not verify, not stored ({more}: {first}; "
+                      f"capshim evidence verify {p} lists {'them all' if len(problems) > 1 else 'it'})")
+
+
+def _read_samples(csv_path: Path) -> list[dict]:
+    """The arm samples of ``results.csv`` (columns by name: ``arm, run, sample, test, tok_s``; others kept
+    under ``extra``). ``tok_s`` is the value in the test's unit and must be a finite number.
+
+    Raises:
+        IngestError: unreadable, or a row without those columns or with a bad number (names the row).
+    """
+    samples = []
+    try:
+        with open(csv_path, newline="", encoding="utf-8") as fh:
+            for n, row in enumerate(csv.DictReader(fh), 2):
+                try:
+                    value = float(row["tok_s"])
+                    if not math.isfinite(value):
+                        raise ValueError(f"tok_s {row['tok_s']!r} is not a finite number")
+                    run, sample = (numbers.integer(int(row[k] or 0), k, 0, 2**31 - 1) for k in ("run", "sample"))
+                    samples.append({"role": "arm", "arm": row["arm"], "run": run, "sample": sample,
+                                    "test": row["test"], "tok_s": value,
+                                    "extra": {k: v for k, v in row.items()
+                                              if k not in ("arm", "run", "sample", "test", "tok_s")}})
+                except (KeyError, TypeError, ValueError, CapshimError) as exc:
+                    raise IngestError(f"{csv_path}: row {n}: {exc}") from None
+    except OSError as exc:
+        raise IngestError(f"{csv_path}: cannot read: {exc.strerror or exc}") from None
+    except UnicodeDecodeError as exc:
+        raise IngestError(f"{csv_path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+    return samples
+
+
+#: The part of study.json this module reads (:func:`capshim.study.verify` checks the rest).
+_STUDY_BUNDLES = {"type": "object", "required": ["bundles"],
+                  "properties": {"bundles": {"type": "array", "items": {"type": "string"}}}}
+
+
+def read_folder(path: str | Path) -> list[BundleRecord]:
+    """Verify a bundle folder or a study folder and read it: one record, or one per nested bundle.
+
+    Args:
+        path: a bundle (``capshim bench --out``) or a study (``capshim ablate|tune|kernels --out``,
+            marked by its study.json, :func:`capshim.study.is_study`).
+
+    Returns:
+        ``[record]`` for a bundle; for a study, its nested bundles' records in study.json's
+        order, each named ``STUDY/FOLDER``.
+
+    Raises:
+        IngestError (exit 2), in one line: not a folder; neither a bundle nor a study; the
+            folder does not verify (:func:`capshim.study.verify` for a study: its seal, its
+            layout and every nested bundle); JsonShapeError / SummaryShapeError: a file of the
+            wrong shape (names the file).
+    """
+    p = Path(path)
+    if not p.is_dir():
+        raise IngestError(f"{p}: not a folder")
+    if not study.is_study(p):
+        return [read_bundle(p)]
+    _require_verified(p, study.verify(p), "study")
+    doc = jsonread.load(p / study.STUDY_FILE, _STUDY_BUNDLES, limit=1 << 20)
+    return [read_bundle(p / b) for b in doc["bundles"]]
+
+
+def bundle_key(root: Path) -> str:
+    """A bundle's identity: SHA-256 (64 hex) of its SHA256SUMS in canonical form.
+
+    The canonical form is the parsed ``(path, digest)`` pairs sorted by path, one
+    :func:`capshim.paths.sum_line` each (lowercase digest, two spaces, a newline after
+    each): exactly the file capshim writes (:func:`capshim.paths.write_sums`), so a
+    bundle's key is the SHA-256 of its file as sealed, and a copy whose SHA256SUMS was
+    only reformatted (uppercase digests, ``*`` binary markers, another order, blank
+    lines) has the same key.
+
+    Raises:
+        IngestError: SHA256SUMS cannot be read (call it on a bundle that verifies).
+    """
+    try:
+        listed, _ = paths.read_sums(root)
+    except OSError as exc:
+        raise IngestError(f"{root / paths.SUMS_NAME}: cannot read: {exc.strerror or exc}") from None
+    canonical = "".join(paths.sum_line(digest, rel) + "\n" for rel, digest in sorted(listed.items()))
+    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
 
 
 def read_bundle(path: str | Path) -> BundleRecord:
@@ -216,43 +332,24 @@ def read_bundle(path: str | Path) -> BundleRecord:
         samples from the summary's host block.
 
     Raises:
-        IngestError: not a folder, the bundle does not verify (every problem
-            named, as ``capshim evidence verify`` prints them), or a file is
-            missing or malformed (names the file and row).
+        IngestError: not a folder, the bundle does not verify (one line: how
+            many problems and the first, :func:`_require_verified`), or
+            ``results.csv`` is malformed (names the row).
+        JsonShapeError: metadata.json of the wrong shape; SummaryShapeError:
+            summary.json is not a capshim summary (the contract of
+            :mod:`capshim.bench.summary_schema`, the reader ``report`` uses).
     """
-    from capshim import evidence
-
     p = Path(path)
     if not p.is_dir():
-        raise IngestError(f"{p}: not a bundle folder")
-    problems = evidence.verify(p)
-    if problems:
-        raise IngestError(f"{p}: does not verify, not stored: " + "; ".join(problems))
-    key = hashlib.sha256((p / evidence.SUMS_NAME).read_bytes()).hexdigest()
-    meta = _read_json(p / "metadata.json")
-    summary = _read_json(p / "summary.json")
-    if not isinstance(meta, dict) or not isinstance(summary, dict) or "arms" not in summary:
-        raise IngestError(f"{p}: metadata.json or summary.json is not a capshim bundle's")
-    samples = []
-    csv_path = p / "results.csv"
-    try:
-        with open(csv_path, newline="", encoding="utf-8") as fh:
-            for n, row in enumerate(csv.DictReader(fh), 2):
-                try:
-                    samples.append({"role": "arm", "arm": row["arm"], "run": int(row["run"] or 0),
-                                    "sample": int(row["sample"] or 0), "test": row["test"],
-                                    "tok_s": float(row["tok_s"]),
-                                    "extra": {k: v for k, v in row.items()
-                                              if k not in ("arm", "run", "sample", "test", "tok_s")}})
-                except (KeyError, TypeError, ValueError) as exc:
-                    raise IngestError(f"{csv_path}: row {n}: {exc}") from None
-    except OSError as exc:
-        raise IngestError(f"{csv_path}: cannot read: {exc.strerror or exc}") from None
-    samples += _host_samples(summary)
+        raise IngestError(f"{p}: not a folder")
+    _require_verified(p, evidence.verify(p), "bundle")
+    key = bundle_key(p)
+    meta = jsonread.load_metadata(p)
+    summary = summary_schema.load(p / "summary.json")
+    samples = _read_samples(p / "results.csv")
+    samples += _host_samples(summary, str(p / "summary.json"))
     raw = _raw_facts(_raw_rows(sorted((p / "raw").glob("*.json"))))
-    host = meta.get("host") or {}
-    dev = meta.get("device") or {}
-    workload = meta.get("workload") or {}
+    host, dev, workload = _obj(meta.get("host")), _obj(meta.get("device")), _obj(meta.get("workload"))
     driver = " ".join(str(x) for x in (dev.get("driver"), dev.get("driverInfo")) if x) or None
     return BundleRecord(
         key=key, kind="bundle", name=_bundle_name(p.resolve()), source=str(p.resolve()),
@@ -267,7 +364,7 @@ def read_bundle(path: str | Path) -> BundleRecord:
         capshim_version=_str(meta.get("capshim_version") or host.get("capshim")),
         baseline=_str(summary.get("baseline")), host_name=_str((summary.get("host") or {}).get("name")),
         host_source=_str((summary.get("host") or {}).get("source")),
-        arms=_arms_of(summary, meta.get("arms") or {}), samples=samples, metadata=meta, summary=summary)
+        arms=_arms_of(summary, _obj(meta.get("arms")), str(p / "summary.json")), samples=samples, metadata=meta, summary=summary)
 
 
 def read_external(arm_specs: list[tuple[str, list[str]]], host: str | None = None,
@@ -280,35 +377,30 @@ def read_external(arm_specs: list[tuple[str, list[str]]], host: str | None = Non
         baseline: the baseline arm (default the first).
 
     Returns:
-        A record of kind ``"external"``; its summary is
-        :func:`capshim.report.report_from_files`'s; its key hashes the files'
+        A record of kind ``"external"``; its summary is :func:`capshim.bench.analysis.analyze`'s
+        of the files (what ``capshim report --arm`` shows); its key hashes the files'
         bytes with their arm names (the same files twice are one record).
 
     Raises:
         IngestError / AnalysisError / LlamaBenchError naming the file or arm;
             EvidenceError (exit 2) when ``host`` is a bundle that does not verify.
     """
-    from capshim.bench.analysis import arms_from_files
-    from capshim.evidence import sha256_file
-    from capshim.report import report_from_files
-
     files = [Path(f) for _, fs in arm_specs for f in fs]
     if host and Path(host).is_dir():  # a bundle read as input must verify (an edited host would be stored)
-        from capshim.evidence import require_verified
-
-        require_verified(host, "--host")
+        evidence.require_verified(host, "--host")
     for f in files + ([Path(host)] if host and not Path(host).is_dir() else []):
         if not f.is_file():
             raise IngestError(f"{f}: no such file")
-    manifest = "".join(f"{name}\t{sha256_file(f)}\n" for name, fs in arm_specs for f in fs)
+    sha = evidence.sha256_file
+    manifest = "".join(f"{name}\t{sha(f)}\n" for name, fs in arm_specs for f in fs)
     if host:
-        manifest += f"host\t{sha256_file(host) if not Path(host).is_dir() else Path(host).resolve()}\n"
+        manifest += f"host\t{sha(host) if not Path(host).is_dir() else Path(host).resolve()}\n"
     manifest += f"baseline\t{baseline or arm_specs[0][0]}\n"
-    summary = report_from_files(arm_specs, host, baseline)
-    records, _ = arms_from_files(arm_specs)
+    records, arms = arms_from_files(arm_specs)
+    summary = analyze(records, arms, baseline or arm_specs[0][0], host_from_file(host) if host else None)
     samples = [{"role": "arm", "arm": r["arm"], "run": int(r.get("run") or 0), "sample": int(r.get("sample") or 0),
                 "test": str(r["test"]), "tok_s": float(r["tok_s"]), "extra": {}} for r in records]
-    samples += _host_samples(summary)
+    samples += _host_samples(summary, "the summary of the --arm files")
     rows = _raw_rows(files)
     raw = _raw_facts(rows)
     created = next((r.get("test_time") for r in rows if isinstance(r, dict) and r.get("test_time")), None)
@@ -320,4 +412,4 @@ def read_external(arm_specs: list[tuple[str, list[str]]], host: str | None = Non
         model=_str(raw.get("model_type")), config=raw["config"], settings={},
         baseline=_str(summary.get("baseline")), host_name=_str((summary.get("host") or {}).get("name")),
         host_source=_str((summary.get("host") or {}).get("source")),
-        arms=_arms_of(summary, {}), samples=samples, summary=summary)
+        arms=_arms_of(summary, {}, "the summary of the --arm files"), samples=samples, summary=summary)

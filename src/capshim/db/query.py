@@ -5,19 +5,29 @@ function that writes ``summary.json`` and that ``capshim report`` shows) or
 from the stored summary itself; nothing is re-derived. So a selection of one
 bundle gives exactly the numbers of ``capshim report`` on that bundle.
 
+Every test has a metric with a unit and a direction (``summary.json``'s
+``metrics``, :meth:`capshim.bench.metrics.Metric.to_dict`; a bundle without
+it measured llama-bench tok/s, higher is better). Ratios always read "times
+better", as the bundle's own report reads them (:func:`capshim.bench.metrics.annotate`):
+``median(B) / median(A)`` when higher is better (tok/s), ``median(A) /
+median(B)`` when lower is better (seconds), so above 1.00x B is better.
+Selections whose bundles measured one test in different units or directions
+are not compared.
+
 Regression rule (documented in ``capshim db compare --help`` and the README):
 
-- ``compare``: for each arm and test, the change is ``median(B) / median(A)``
-  of tok/s with its 95% interval (``analyze``'s speedup of B over A, the same
-  bootstrap as the report's speedup column). It is a **regression** when the
-  change is below ``1 - threshold/100`` *and* the interval's upper end is
-  below 1 (the drop is larger than the threshold and not noise); with no
-  interval (fewer than two samples) the value alone decides. An
-  **improvement** is the mirror image.
-- ``trend``: each bundle's % of host is the stored summary's. A point is a
-  regression when it is below ``--min-pct`` (when given), or when it is more
-  than ``threshold`` points below the previous point and its interval's upper
-  end is below the previous value.
+- ``compare``: for each arm and test, the change is how many times better B
+  is than A, with its 95% interval (``analyze``'s speedup, oriented as
+  above: the same bootstrap as the report's speedup column). It is a
+  **regression** when the change is below ``1 - threshold/100`` *and* the
+  interval's upper end is below 1 (B is worse by more than the threshold and
+  it is not noise); with no interval (fewer than two samples) the value alone
+  decides. An **improvement** is the mirror image.
+- ``trend``: each bundle's % of host is the stored summary's (oriented as
+  above: % of the host's speed). A point is a regression when it is below
+  ``--min-pct`` (when given), or when it is more than ``threshold`` points
+  below the previous point and its interval's upper end is below the
+  previous value.
 
 The default threshold is :data:`DEFAULT_THRESHOLD` (2, percent or points):
 the target precision of a bench (issue 10: ±2 points).
@@ -25,6 +35,10 @@ the target precision of a bench (issue 10: ±2 points).
 
 from __future__ import annotations
 
+import math
+
+from capshim.bench import metrics
+from capshim.bench.analysis import analyze
 from capshim.db.ingest import CONFIG_FIELDS
 from capshim.db.store import DbError, Store
 from capshim.db.terms import COMPARE_RULE, DEFAULT_THRESHOLD, FILTERS, TREND_RULE
@@ -34,7 +48,12 @@ __all__ = ["parse_selection", "select", "compare", "trend", "draw_trend", "DEFAU
 
 
 def parse_selection(text: str, what: str = "selection") -> dict:
-    """Parse a selection: ``ID``, ``NAME`` (substring), or ``KEY=VALUE[,KEY=VALUE...]`` of :data:`FILTERS`.
+    """Parse a selection: ``ID`` (digits), ``NAME``, or ``KEY=VALUE[,KEY=VALUE...]`` of :data:`FILTERS`.
+
+    How text values match (exactly by default) is :func:`select`'s ``match``.
+
+    Returns:
+        ``{key: value}``, e.g. ``{"id": "3"}``, ``{"name": "run_1"}``, ``{"device": "NVIDIA H200"}``.
 
     Raises:
         DbError: an unknown key or an empty part (names it).
@@ -56,16 +75,28 @@ def parse_selection(text: str, what: str = "selection") -> dict:
     return out
 
 
-def select(store: Store, sel: dict, what: str) -> list[dict]:
-    """Bundles matching ``sel``; DbError naming ``what`` when none does."""
-    rows = store.select(sel)
+def select(store: Store, sel: dict, what: str, match: str = "exact") -> list[dict]:
+    """Bundles matching ``sel`` (:meth:`Store.select`; ``match``: exact, prefix or glob).
+
+    Raises:
+        DbError: naming ``what`` when none matches (and, for an exact match, saying how to loosen it).
+    """
+    rows = store.select(sel, match)
     if not rows:
-        raise DbError(f"{what} {_fmt_sel(sel)}: no bundle in the store matches (see capshim db list)")
+        hint = "; --match prefix or --match glob to match more" if match == "exact" else ""
+        raise DbError(f"{what} {_fmt_sel(sel, match)}: no bundle in the store matches (see capshim db list{hint})")
     return rows
 
 
-def _fmt_sel(sel: dict) -> str:
-    return ",".join(f"{k}={v}" for k, v in sel.items() if v not in (None, ""))
+def _fmt_sel(sel: dict, match: str = "exact") -> str:
+    text = ",".join(f"{k}={v}" for k, v in sel.items() if v not in (None, ""))
+    return text if match == "exact" or not text else f"{text} ({match})"
+
+
+def _side(sel: dict, bundles: list[dict], match: str) -> dict:
+    """One side of a comparison: ``{"selection", "match", "bundles": [names], "ids", "pooled": int}``."""
+    return {"selection": _fmt_sel(sel, match), "match": match, "bundles": [b["name"] for b in bundles],
+            "ids": [b["id"] for b in bundles], "pooled": len(bundles)}
 
 
 def _mismatches(bundles: list[dict]) -> list[str]:
@@ -115,15 +146,78 @@ def _selection_input(store: Store, bundles: list[dict]):
     return records, arms, host
 
 
-def _analyze_selection(store: Store, bundles: list[dict]) -> tuple[dict, list[dict]]:
-    """``(analyze(...) of the pooled selection, its records)``."""
-    from capshim.bench.analysis import analyze
+def _metric_of(mets: dict, test: str) -> dict:
+    """``{"unit", "better", "spec"}`` of ``test`` among a bundle's metrics (:meth:`Store.metrics`;
+    llama-bench tok/s, higher is better, when they do not name it)."""
+    m = mets.get(test)
+    if not isinstance(m, dict) or m.get("better") not in metrics.DIRECTIONS:  # a store filled before the contract
+        m = metrics.TOK_S.to_dict()
+    return {"unit": str(m.get("unit") or ""), "better": m["better"], "spec": str(m.get("spec") or "")}
 
+
+def _metrics(store: Store, bundles: list[dict]) -> dict[str, dict]:
+    """``{test: {"unit", "better", "spec"}}`` of every test of ``bundles`` (both selections).
+
+    Raises:
+        DbError: two bundles measured one test in different units or directions (names
+            the test, both and the bundles): seconds are not tok/s.
+    """
+    names = {b["id"]: b["name"] for b in bundles}
+    mets = store.metrics(list(names))
+    out: dict[str, dict] = {}
+    where: dict[str, str] = {}
+    for r in store.results(list(names)):
+        t, name = r["test"], names[r["bundle_id"]]
+        m = _metric_of(mets[r["bundle_id"]], t)
+        if t not in out:
+            out[t], where[t] = m, name
+        elif (out[t]["unit"], out[t]["better"]) != (m["unit"], m["better"]):
+            raise DbError(f"test {t!r}: {_label(out[t])} in {where[t]} but {_label(m)} in {name}: "
+                          "not compared (a different metric under the same test name)")
+    return out
+
+
+def _label(m: dict) -> str:
+    return f"{m['unit'] or 'no unit'}, {m['better']} is better"
+
+
+def _orient(summary: dict, mets: dict[str, dict]) -> dict:
+    """Turn the ratios of lower-is-better tests in an :func:`analyze` result into "times better"
+    (``baseline / arm``), as the bench does (:func:`capshim.bench.metrics.annotate`); in place."""
+    lower = {t: m for t, m in mets.items() if m["better"] == "lower" and t in (summary.get("tests") or [])}
+    if lower:
+        metrics.annotate(summary, {t: _as_metric(t, m) for t, m in lower.items()})
+    return summary
+
+
+def _as_metric(test: str, m: dict) -> metrics.Metric:
+    """A :class:`~capshim.bench.metrics.Metric` of a stored metric (for :func:`metrics.annotate`)."""
+    kind, _, arg = m["spec"].partition(":")
+    if kind not in metrics.KINDS:
+        kind, arg = "json", test  # a spec this capshim does not know: only the method line reads it
+    return metrics.Metric(kind, arg or None, m["unit"], m["better"], test)
+
+
+def _analyze_selection(store: Store, bundles: list[dict], mets: dict[str, dict]) -> tuple[dict, list[dict]]:
+    """``(analyze(...) of the pooled selection, oriented by each test's direction; its records)``."""
     records, arms, host = _selection_input(store, bundles)
+    if not arms:
+        raise DbError(f"{', '.join(b['name'] for b in bundles)}: no arm stored")
     baseline = bundles[0]["baseline"]
     if baseline not in arms:
         baseline = next(iter(arms))
-    return analyze(records, arms, baseline, host), records
+    lower = {t for t, m in mets.items() if m["better"] == "lower"}
+    return _orient(analyze(records, arms, baseline, host, lower_is_better=lower), mets), records
+
+
+def _check_threshold(threshold: float, what: str = "--threshold") -> None:
+    """Refuse a NaN, infinite or negative threshold (every comparison with NaN is false: all "same").
+
+    Raises:
+        DbError: naming ``what`` and the value (exit 2).
+    """
+    if not isinstance(threshold, (int, float)) or not math.isfinite(threshold) or threshold < 0:
+        raise DbError(f"{what} {threshold!r}: expected a finite number >= 0")
 
 
 def _verdict(value: float, ci, threshold: float) -> str:
@@ -137,7 +231,7 @@ def _verdict(value: float, ci, threshold: float) -> str:
 
 def compare(store: Store, sel_a: dict, sel_b: dict, *, arms: list[str] | None = None,
             tests: list[str] | None = None, pairs: dict | None = None,
-            threshold: float = DEFAULT_THRESHOLD, allow_mismatch: bool = False) -> dict:
+            threshold: float = DEFAULT_THRESHOLD, allow_mismatch: bool = False, match: str = "exact") -> dict:
     """Compare two selections arm by arm and test by test.
 
     Args:
@@ -147,30 +241,36 @@ def compare(store: Store, sel_a: dict, sel_b: dict, *, arms: list[str] | None = 
         tests: only these tests; default every test in both.
         pairs: ``{arm in A: arm in B}`` for arms named differently (e.g.
             ``{"vm-stock": "paravirt"}``); other arms pair by name.
-        threshold: percent (see the module's regression rule).
+        threshold: percent, finite and >= 0 (see the module's regression rule).
         allow_mismatch: compare unlike configurations, marking every row.
+        match: how the selections' text values match (:func:`select`): exact by default.
 
     Returns:
-        ``{"a": {"selection", "bundles": [names]}, "b": {...}, "threshold",
-        "rule", "mismatches": [str], "rows": [{"arm", "arm_b", "test",
-        "a": {"median", "n", "pct_of_host": {"value", "ci95"}|None},
-        "b": {...}, "change": {"value", "ci95"}, "change_pct", "delta_pct_points",
-        "verdict": "regression"|"improvement"|"same", "marked": bool}],
-        "regressions": int}``. tok/s, plain ratios and percent.
+        ``{"a": {"selection", "match", "bundles": [names], "ids": [int], "pooled":
+        int (how many bundles' samples are pooled)}, "b": {...}, "threshold",
+        "rule", "mismatches": [str], "rows": [{"arm", "arm_b", "test", "unit",
+        "better": "higher"|"lower", "a": {"median", "n", "pct_of_host":
+        {"value", "ci95"}|None}, "b": {...}, "change": {"value", "ci95"},
+        "change_pct", "delta_pct_points", "verdict":
+        "regression"|"improvement"|"same", "marked": bool}], "regressions":
+        int}``. Medians in the test's ``unit``; ``change`` is how many times
+        better B is than A (above 1: B is better, whichever the direction);
+        ``pct_of_host`` is % of the host's speed; ``change_pct`` percent.
 
     Raises:
-        DbError: a selection matches nothing; the configurations differ
-            (names the field, both values and bundles) without
-            ``allow_mismatch``; no arm or test in common.
+        DbError: a selection matches nothing; a threshold that is NaN, infinite
+            or negative; a test measured in different units or directions;
+            the configurations differ (names the field, both values and
+            bundles) without ``allow_mismatch``; no arm or test in common.
     """
-    from capshim.bench.analysis import analyze
-
-    a_b, b_b = select(store, sel_a, "selection A"), select(store, sel_b, "selection B")
+    _check_threshold(threshold)
+    a_b, b_b = select(store, sel_a, "selection A", match), select(store, sel_b, "selection B", match)
     mism = _mismatches(a_b + b_b)
     if mism and not allow_mismatch:
         raise DbError("unlike configurations, not compared (use --allow-mismatch to compare anyway, rows marked): "
                       + "; ".join(mism))
-    (sa_, recs_a), (sb_, recs_b) = _analyze_selection(store, a_b), _analyze_selection(store, b_b)
+    mets = _metrics(store, a_b + b_b)
+    (sa_, recs_a), (sb_, recs_b) = _analyze_selection(store, a_b, mets), _analyze_selection(store, b_b, mets)
     pairs = dict(pairs or {})
     for a_name, b_name in pairs.items():
         if a_name not in sa_["arms"]:
@@ -195,10 +295,12 @@ def compare(store: Store, sel_a: dict, sel_b: dict, *, arms: list[str] | None = 
             # the same records (runs kept: a process stays one unit) relabelled A and B
             recs = ([{**r, "arm": "A"} for r in recs_a if r["arm"] == a and r["test"] == t]
                     + [{**r, "arm": "B"} for r in recs_b if r["arm"] == b and r["test"] == t])
-            ch = analyze(recs, {"A": {}, "B": {}}, "A")["arms"]["B"]["tests"][t]["speedup"]
+            lower = {t} if mets[t]["better"] == "lower" else set()
+            mini = _orient(analyze(recs, {"A": {}, "B": {}}, "A", lower_is_better=lower), mets)
+            ch = mini["arms"]["B"]["tests"][t]["speedup"]
             pa, pb = ta[t].get("pct_of_host"), tb[t].get("pct_of_host")
             rows.append({
-                "arm": a, "arm_b": b, "test": t,
+                "arm": a, "arm_b": b, "test": t, "unit": mets[t]["unit"], "better": mets[t]["better"],
                 "a": {"median": ta[t]["median"], "n": ta[t]["n"], "pct_of_host": pa},
                 "b": {"median": tb[t]["median"], "n": tb[t]["n"], "pct_of_host": pb},
                 "change": ch, "change_pct": 100.0 * (ch["value"] - 1.0),
@@ -207,15 +309,14 @@ def compare(store: Store, sel_a: dict, sel_b: dict, *, arms: list[str] | None = 
                 "marked": bool(mism)})
     if not rows:
         raise DbError(f"no test in common (A: {', '.join(sa_['tests'])}; B: {', '.join(sb_['tests'])})")
-    return {"a": {"selection": _fmt_sel(sel_a), "bundles": [x["name"] for x in a_b]},
-            "b": {"selection": _fmt_sel(sel_b), "bundles": [x["name"] for x in b_b]},
+    return {"a": _side(sel_a, a_b, match), "b": _side(sel_b, b_b, match),
             "threshold": threshold, "rule": COMPARE_RULE.format(t=threshold), "mismatches": mism,
             "rows": rows, "regressions": sum(r["verdict"] == "regression" for r in rows)}
 
 
 def trend(store: Store, arm: str, filters: dict | None = None, *, tests: list[str] | None = None,
           min_pct: float | None = None, threshold: float = DEFAULT_THRESHOLD,
-          bundle_ids: list[int] | None = None) -> dict:
+          bundle_ids: list[int] | None = None, match: str = "exact") -> dict:
     """One arm's % of host over time, one point per bundle and test, oldest first.
 
     Args:
@@ -223,32 +324,43 @@ def trend(store: Store, arm: str, filters: dict | None = None, *, tests: list[st
         arm: the arm's name.
         filters: :data:`capshim.db.store.FILTERS` narrowing the bundles.
         tests: only these tests (default all).
-        min_pct: flag points below this % of host.
-        threshold: points (see the module's regression rule).
+        min_pct: flag points below this % of host (finite, >= 0).
+        threshold: points, finite and >= 0 (see the module's regression rule).
         bundle_ids: only these stored bundles (None: all that match ``filters``).
+        match: how the text filters match (:func:`select`): exact by default.
 
     Returns:
         ``{"arm", "tests", "min_pct", "threshold", "rule", "points": [{"bundle_id",
-        "bundle", "created_utc", "device", "build", "test", "median",
-        "pct_of_host", "ci95": [lo, hi]|None, "flags": [str]}], "skipped":
-        [str], "regressions": int, "all_above": bool|None}``. ``pct_of_host`` and
-        ``ci95`` are the bundle summary's own (what ``capshim report`` shows).
+        "bundle", "created_utc", "device", "build", "test", "unit", "better",
+        "median", "pct_of_host", "ci95": [lo, hi]|None, "flags": [str]}],
+        "skipped": [str], "regressions": int, "all_above": bool|None}``. The
+        median is in the test's ``unit``; ``pct_of_host`` (% of the host's
+        speed, above 100 faster whichever the direction) and ``ci95`` are the
+        bundle summary's own (what ``capshim report`` shows). A point is
+        compared with the previous one of the same test and metric.
 
     Raises:
-        DbError: no bundle has the arm, or none has a % of host for it.
+        DbError: a NaN, infinite or negative threshold or minimum; no bundle
+            has the arm, or none has a % of host for it.
     """
+    _check_threshold(threshold)
+    if min_pct is not None:
+        _check_threshold(min_pct, "--min-pct")
     flt = dict(filters or {})
     flt["arm"] = arm
-    bundles = [b for b in store.select(flt) if bundle_ids is None or b["id"] in bundle_ids]
+    bundles = [b for b in store.select(flt, match) if bundle_ids is None or b["id"] in bundle_ids]
     if not bundles:
-        raise DbError(f"arm {arm!r}: no stored bundle has it" + (f" ({_fmt_sel(filters)})" if _fmt_sel(filters or {}) else ""))
+        where = _fmt_sel(filters or {}, match)
+        raise DbError(f"arm {arm!r}: no stored bundle has it" + (f" ({where})" if where else ""))
     by_id = {b["id"]: b for b in bundles}
     res = [r for r in store.results(list(by_id)) if r["arm"] == arm and (not tests or r["test"] in tests)]
     order = {bid: i for i, bid in enumerate(by_id)}
     res.sort(key=lambda r: (order[r["bundle_id"]], r["id"]))
+    mets = store.metrics(list(by_id))
     points, skipped, prev = [], [], {}
     for r in res:
         b = by_id[r["bundle_id"]]
+        m = _metric_of(mets[b["id"]], r["test"])
         if r["pct_of_host"] is None:
             skipped.append(f"{b['name']} {r['test']}: no host baseline")
             continue
@@ -256,13 +368,14 @@ def trend(store: Store, arm: str, filters: dict | None = None, *, tests: list[st
         flags = []
         if min_pct is not None and r["pct_of_host"] < min_pct:
             flags.append(f"below {min_pct:g}%")
-        p = prev.get(r["test"])
+        series = (r["test"], m["unit"], m["better"])
+        p = prev.get(series)
         if p is not None and r["pct_of_host"] < p - threshold and (ci is None or ci[1] < p):
             flags.append(f"down {p - r['pct_of_host']:.2f} points from the previous bundle")
-        prev[r["test"]] = r["pct_of_host"]
+        prev[series] = r["pct_of_host"]
         points.append({"bundle_id": b["id"], "bundle": b["name"], "created_utc": b["created_utc"],
                        "device": b["device"], "build": b["workload_build"], "test": r["test"],
-                       "median": r["median"], "pct_of_host": r["pct_of_host"], "ci95": ci, "flags": flags})
+                       "unit": m["unit"], "better": m["better"], "median": r["median"], "pct_of_host": r["pct_of_host"], "ci95": ci, "flags": flags})
     if not points:
         raise DbError(f"arm {arm!r}: no selected bundle has a % of host for it ({'; '.join(skipped)})")
     tests_seen = list(dict.fromkeys(p["test"] for p in points))
@@ -278,7 +391,8 @@ def draw_trend(tr: dict, path) -> None:
     Flagged points are drawn as red crosses; ``--min-pct`` as a dashed line.
     Uses matplotlib's Agg backend.
     """
-    import matplotlib
+    import matplotlib  # heavy (about 1 s) and needed only for --chart
+
 
     matplotlib.use("Agg", force=True)
     import matplotlib.pyplot as plt

@@ -6,7 +6,8 @@ read/write view the store uses and must match the head revision (a test
 checks that). Tables:
 
 - ``bundles``: one row per stored bundle or set of external files, keyed by
-  ``key`` (SHA-256 of its SHA256SUMS); machine, workload and model facts;
+  ``key`` (:func:`capshim.db.ingest.bundle_key`: SHA-256 of its SHA256SUMS's
+  sorted pairs); machine, workload and model facts;
   ``config`` (llama-bench settings that must match to compare), ``settings``,
   ``metadata`` and ``summary`` as JSON.
 - ``arms``: one row per arm of a bundle: state, profile and simulate names and

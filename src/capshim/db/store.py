@@ -15,17 +15,25 @@ from __future__ import annotations
 
 import datetime as _dt
 import os
+import stat
 from dataclasses import asdict
 from pathlib import Path
 
 import sqlalchemy as sa
+from alembic import command
+from alembic.config import Config
+from alembic.runtime.migration import MigrationContext
+from alembic.script import ScriptDirectory
+from alembic.util import CommandError as AlembicError
 
+from capshim import __version__
+from capshim.bench import summary_schema
 from capshim.db import schema as S
-from capshim.db.ingest import BundleRecord
-from capshim.db.terms import FILTERS
+from capshim.db.ingest import BundleRecord, read_bundle
+from capshim.db.terms import FILTERS, MATCHES
 from capshim.errors import CapshimError
 
-__all__ = ["Store", "DbError", "default_url", "resolve_url", "SQLITE_BUSY_TIMEOUT_S", "FILTERS"]
+__all__ = ["Store", "DbError", "add_bundle", "default_url", "resolve_url", "SQLITE_BUSY_TIMEOUT_S", "FILTERS"]
 
 #: Seconds a SQLite writer waits for another writer's lock before failing.
 SQLITE_BUSY_TIMEOUT_S = 120
@@ -51,31 +59,52 @@ def default_url() -> str:
 
 
 def resolve_url(url: str | None) -> str:
-    """Turn ``--db`` into an SQLAlchemy URL.
+    """Turn ``--db`` (or ``$CAPSHIM_DB``) into the SQLAlchemy URL capshim opens.
 
-    Accepts ``sqlite:///PATH``, ``postgresql://...`` (the psycopg 3 driver is
-    used), any other SQLAlchemy URL, or a plain file path (a SQLite file).
+    Accepts a plain file path or ``sqlite:///PATH`` (a SQLite file, no query
+    options: capshim sets SQLite's own), and ``postgresql://...`` or
+    ``postgres://...`` (the psycopg 3 driver; libpq options such as
+    ``?host=/socket/dir`` pass to it, which refuses the ones it does not know).
     None gives :func:`default_url`.
+
+    Raises:
+        DbError (exit 2), naming ``--db`` or ``CAPSHIM_DB`` and the value: not a URL; another
+            database or driver (capshim keeps results only in SQLite or PostgreSQL); a SQLite
+            query option (``?timeout=...``, ``?uri=true``: capshim could not honour it) or an
+            in-memory SQLite database (nothing would be kept); a SQLite path that is a URI name,
+            a folder or a special file.
     """
     given = url
     url = url or default_url()
-    flag = "--db" if given else ("CAPSHIM_DB" if os.environ.get("CAPSHIM_DB") else "--db")
+    flag = _flag(given)
     if "://" not in url:
         _check_sqlite_path(url, url, flag)
         return f"sqlite:///{Path(url).expanduser().resolve()}"
     if url.startswith(("postgresql://", "postgres://")):
-        return "postgresql+psycopg://" + url.split("://", 1)[1]
-    if url.startswith("sqlite"):
-        try:
-            u = sa.engine.make_url(url)
-        except sa.exc.ArgumentError:
-            return url  # Store.open names it
-        if "uri" in u.query:
-            raise DbError(f"{flag} {_safe(url)}: SQLite URI names (uri=true) are not supported; "
-                          "give a plain file path or sqlite:///PATH")
-        if u.database and u.database != ":memory:":
-            _check_sqlite_path(u.database, url, flag)
+        url = "postgresql+psycopg://" + url.split("://", 1)[1]
+    try:
+        u = sa.engine.make_url(url)
+    except sa.exc.ArgumentError:
+        raise DbError(f"{flag} {_safe(url)}: not a database URL; give a file path, sqlite:///PATH or "
+                      "postgresql://USER@HOST/DB") from None
+    backend, driver = u.get_backend_name(), u.drivername.partition("+")[2]
+    if (backend, driver) not in (("sqlite", ""), ("sqlite", "pysqlite"), ("postgresql", "psycopg")):
+        raise DbError(f"{flag} {_safe(url)}: capshim keeps results in SQLite (a file path or sqlite:///PATH) "
+                      f"or PostgreSQL (postgresql://..., through psycopg 3), not {u.drivername}")
+    if backend == "sqlite":
+        if u.query:
+            raise DbError(f"{flag} {_safe(url)}: SQLite URL options ({', '.join(sorted(u.query))}) are not "
+                          "supported (capshim sets the lock timeout and the rest itself); give sqlite:///PATH")
+        if not u.database or u.database == ":memory:":
+            raise DbError(f"{flag} {_safe(url)}: an in-memory database keeps nothing after the command; "
+                          "give a file: sqlite:///PATH")
+        _check_sqlite_path(u.database, url, flag)
     return url
+
+
+def _flag(given: str | None) -> str:
+    """How the user named the store, for messages: ``--db``, or ``CAPSHIM_DB`` when it came from there."""
+    return "CAPSHIM_DB" if not given and os.environ.get("CAPSHIM_DB") else "--db"
 
 
 def _check_sqlite_path(path: str, url: str, flag: str) -> None:
@@ -94,12 +123,25 @@ def _check_sqlite_path(path: str, url: str, flag: str) -> None:
         return
     except OSError as exc:
         raise DbError(f"{flag} {url}: {exc.strerror or exc}") from None
-    import stat
-
     if not stat.S_ISREG(mode):
         kind = "a folder" if stat.S_ISDIR(mode) else "a device, FIFO or other special file"
         raise DbError(f"{flag} {url}: is {kind}; the results store must be a regular SQLite file "
                       "(or a postgresql:// URL)")
+
+
+def _matches(col, value: str, match: str):
+    """The condition ``col`` matches ``value`` (see :meth:`Store.select`)."""
+    if match == "exact":
+        return col == value
+    esc = "".join("\\" + c if c in "\\%_" else c for c in value)  # LIKE's own wildcards are plain text
+    if match == "prefix":
+        return col.ilike(esc + "%", escape="\\")
+    return col.ilike(esc.replace("*", "%").replace("?", "_"), escape="\\")
+
+
+def _int(v) -> int | None:
+    """``v`` when it is an integer that fits a database INTEGER column (32 bits), else None."""
+    return v if isinstance(v, int) and not isinstance(v, bool) and -2**31 <= v < 2**31 else None
 
 
 def _now() -> str:
@@ -122,12 +164,15 @@ class Store:
     Attributes:
         url: the SQLAlchemy URL (password hidden in messages).
         engine: the SQLAlchemy engine.
+        given: the store as the user named it (``--db`` or ``$CAPSHIM_DB``), for messages.
+        flag: ``--db`` or ``CAPSHIM_DB``: where it came from, for messages.
     """
 
-    def __init__(self, engine: sa.Engine, url: str, given: str | None = None):
+    def __init__(self, engine: sa.Engine, url: str, given: str | None = None, flag: str = "--db"):
         self.engine = engine
         self.url = url
         self.given = given or url  # as the user wrote it, for messages
+        self.flag = flag  # --db or CAPSHIM_DB, for messages
 
     @classmethod
     def open(cls, url: str | None = None, *, migrate: bool = True) -> "Store":
@@ -139,16 +184,12 @@ class Store:
             DbError: bad URL, unreachable server, unwritable file; names the URL.
         """
         full = resolve_url(url)
-        try:
-            u = sa.engine.make_url(full)
-        except sa.exc.ArgumentError as exc:
-            raise DbError(f"--db {url}: not a database URL: {exc}") from None
+        u = sa.engine.make_url(full)
         if u.get_backend_name() == "sqlite":
-            if u.database and u.database != ":memory:":
-                try:
-                    Path(u.database).parent.mkdir(parents=True, exist_ok=True)
-                except OSError as exc:
-                    raise DbError(f"--db {_safe(full)}: cannot create folder: {exc.strerror or exc}") from None
+            try:
+                Path(u.database).parent.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:
+                raise DbError(f"{_flag(url)} {_safe(full)}: cannot create folder: {exc.strerror or exc}") from None
             engine = sa.create_engine(u, connect_args={"timeout": SQLITE_BUSY_TIMEOUT_S})
 
             @sa.event.listens_for(engine, "connect")
@@ -163,8 +204,8 @@ class Store:
             try:
                 engine = sa.create_engine(u, pool_pre_ping=True)
             except Exception as exc:  # noqa: BLE001 - a missing driver, a bad option
-                raise DbError(f"--db {_safe(full)}: {exc}") from None
-        st = cls(engine, full, url or default_url())
+                raise DbError(f"{_flag(url)} {_safe(full)}: {exc}") from None
+        st = cls(engine, full, url or default_url(), _flag(url))
         if migrate:
             st.migrate()
         return st
@@ -181,7 +222,7 @@ class Store:
 
     def _fail(self, exc: Exception):
         msg = str(getattr(exc, "orig", None) or exc).strip().splitlines()[0]
-        return DbError(f"--db {_safe(self.given)}: {msg}")
+        return DbError(f"{self.flag} {_safe(self.given)}: {msg}")
 
     # --- schema ----------------------------------------------------------------------
     def migrate(self, revision: str = "head") -> str:
@@ -191,27 +232,31 @@ class Store:
             The revision now in force (:data:`capshim.db.schema.HEAD` for ``"head"``).
 
         Raises:
-            DbError: the database cannot be reached or migrated.
+            DbError: the database cannot be reached or migrated, or it is at a revision this
+                capshim does not know (a newer capshim wrote it: nothing is changed, exit 2).
         """
-        from alembic import command
-        from alembic.config import Config
-
         cfg = Config()
         cfg.set_main_option("script_location", str(Path(__file__).with_name("migrations")))
+        known = {r.revision for r in ScriptDirectory.from_config(cfg).walk_revisions()}
         try:
             with self.engine.begin() as conn:
                 if conn.dialect.name == "postgresql":
                     conn.execute(sa.text("SELECT pg_advisory_xact_lock(:k)"), {"k": _PG_LOCK_KEY})
+                current = MigrationContext.configure(conn).get_current_revision()
+                if current is not None and current not in known:
+                    raise DbError(f"{self.flag} {_safe(self.given)}: the store is at schema revision {current!r}, which "
+                                  f"this capshim ({__version__}, newest revision {S.HEAD}) does not know: a newer "
+                                  "capshim wrote it; upgrade capshim, or give another --db")
                 cfg.attributes["connection"] = conn
                 command.upgrade(cfg, revision)
         except sa.exc.SQLAlchemyError as exc:
             raise self._fail(exc) from None
+        except AlembicError as exc:  # e.g. several rows in alembic_version: not a store capshim wrote
+            raise DbError(f"{self.flag} {_safe(self.given)}: cannot read the store's schema revision: {exc}") from None
         return self.revision()
 
     def revision(self) -> str | None:
         """The schema revision stored in the database (Alembic's ``alembic_version``), or None."""
-        from alembic.runtime.migration import MigrationContext
-
         with self.engine.connect() as conn:
             return MigrationContext.configure(conn).get_current_revision()
 
@@ -253,9 +298,10 @@ class Store:
                              "profile_name": a.profile_name, "profile_sha256": a.profile_sha256,
                              "simulate_name": a.simulate_name, "simulate_sha256": a.simulate_sha256,
                              "spec": a.spec})
-            for r in a.runs:
-                run_rows.append({"bundle_id": bid, "arm": a.name, "run": r.get("run"),
-                                 "exit_code": r.get("exit_code"), "signal": r.get("signal"),
+            for r in a.runs:  # the summary contract says only that a run is an object: keep typed columns typed
+                run_rows.append({"bundle_id": bid, "arm": a.name, "run": _int(r.get("run")),
+                                 "exit_code": _int(r.get("exit_code")),
+                                 "signal": None if r.get("signal") is None else str(r.get("signal")),
                                  "timed_out": bool(r.get("timed_out")),
                                  "extra": {k: v for k, v in r.items()
                                            if k not in ("run", "exit_code", "signal", "timed_out")}})
@@ -268,8 +314,15 @@ class Store:
         return bid
 
     # --- reading ---------------------------------------------------------------------
-    def select(self, filters: dict | None = None) -> list[dict]:
+    def select(self, filters: dict | None = None, match: str = "exact") -> list[dict]:
         """Bundles matching all ``filters`` (see :data:`FILTERS`), oldest first.
+
+        Args:
+            filters: ``{key: value}``; None or "" values are ignored.
+            match: how text keys match (:data:`capshim.db.terms.MATCHES`): ``exact`` (whole value,
+                case-sensitive), ``prefix`` or ``glob`` (``*`` and ``?``; both ignore case; ``%``,
+                ``_`` and ``\\`` are plain characters, never SQL LIKE wildcards). ``id`` and ``arm``
+                are always exact.
 
         Returns:
             ``[{"id", "key", "kind", "name", "source", "created_utc",
@@ -278,8 +331,10 @@ class Store:
             "arms": [{"name", "state", "profile_name", "simulate_name", ...}]}]``.
 
         Raises:
-            DbError: an unknown filter or a bad value (names it).
+            DbError: an unknown filter or match, or a bad value (names it).
         """
+        if match not in MATCHES:
+            raise DbError(f"--match {match!r}: expected one of {', '.join(MATCHES)}")
         b = S.bundles.c
         q = sa.select(S.bundles).order_by(b.created_utc.is_(None), b.created_utc, b.id)  # unknown times last
         for key, value in (filters or {}).items():
@@ -293,14 +348,15 @@ class Store:
                     raise DbError(f"filter id={value!r}: expected a bundle id (a number)")
                 q = q.where(b.id == int(value))
             elif key in ("name", "device", "host", "os", "model"):
-                q = q.where(getattr(b, key).ilike(f"%{value}%"))
+                q = q.where(_matches(getattr(b, key), value, match))
             elif key == "build":
-                q = q.where(sa.or_(b.workload_build.ilike(f"%{value}%"), b.workload_commit.ilike(f"%{value}%")))
+                q = q.where(sa.or_(_matches(b.workload_build, value, match),
+                                   _matches(b.workload_commit, value, match)))
             elif key in ("profile", "arm"):
                 a = S.arms.c
                 cond = (a.name == value if key == "arm" else
-                        sa.or_(a.profile_name.ilike(value), a.simulate_name.ilike(value),
-                               a.profile_sha256.ilike(f"{value}%"), a.simulate_sha256.ilike(f"{value}%")))
+                        sa.or_(*(_matches(c, value, match) for c in (a.profile_name, a.simulate_name,
+                                                                       a.profile_sha256, a.simulate_sha256))))
                 q = q.where(b.id.in_(sa.select(a.bundle_id).where(cond)))
             else:
                 q = q.where(self._date_cond(key, value))
@@ -360,14 +416,48 @@ class Store:
         except sa.exc.SQLAlchemyError as exc:
             raise self._fail(exc) from None
 
+    def metrics(self, bundle_ids: list[int]) -> dict[int, dict]:
+        """Each bundle's metrics: its stored summary's ``metrics`` (``{test: {"unit", "better",
+        "spec", ...}}``, :meth:`capshim.bench.metrics.Metric.to_dict`), {} when it names none (a
+        llama-bench bundle written before summaries named them). Reads only that part of each summary."""
+        q = sa.select(S.bundles.c.id, S.bundles.c.summary["metrics"]).where(S.bundles.c.id.in_(bundle_ids))
+        try:
+            with self.engine.begin() as conn:
+                return {bid: (m if isinstance(m, dict) else {}) for bid, m in conn.execute(q)}
+        except sa.exc.SQLAlchemyError as exc:
+            raise self._fail(exc) from None
+
     def summary(self, bundle_id: int) -> dict:
-        """The stored ``summary.json`` of one bundle.
+        """The stored ``summary.json`` of one bundle, checked by the summary contract
+        (:func:`capshim.bench.summary_schema.validate`, what ``report`` reads).
 
         Raises:
-            DbError: no such bundle.
+            DbError: no such bundle, or the store cannot be read.
+            SummaryShapeError: the stored summary is not a capshim summary (a row written by
+                an older capshim, or by hand); names the bundle and the JSON path (exit 2).
         """
-        with self.engine.begin() as conn:
-            v = conn.execute(sa.select(S.bundles.c.summary).where(S.bundles.c.id == bundle_id)).scalar()
+        try:
+            with self.engine.begin() as conn:
+                v = conn.execute(sa.select(S.bundles.c.summary).where(S.bundles.c.id == bundle_id)).scalar()
+        except sa.exc.SQLAlchemyError as exc:
+            raise self._fail(exc) from None
         if v is None:
             raise DbError(f"bundle id {bundle_id}: not in the store")
-        return v
+        return summary_schema.validate(v, f"{self.flag} {_safe(self.given)}: bundle #{bundle_id}'s stored summary")
+
+
+def add_bundle(url: str | None, bundle) -> tuple[int, bool]:
+    """Verify and store one bundle folder in the store at ``url`` (None: the default store).
+
+    ``capshim bench --db`` calls it for the bundle it has just sealed.
+
+    Returns:
+        ``(bundle id, added)``; ``added`` False when it was already stored.
+
+    Raises:
+        IngestError: the bundle does not verify or cannot be read.
+        DbError: the store cannot be opened or written.
+    """
+    rec = read_bundle(bundle)
+    with Store.open(url) as st:
+        return st.add(rec)

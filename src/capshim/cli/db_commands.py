@@ -1,0 +1,367 @@
+"""The ``capshim db`` commands (the group is :data:`capshim.cli.db.db_grp`, which loads this module).
+
+Parse the options, call :mod:`capshim.db.ingest`, :mod:`capshim.db.store` and
+:mod:`capshim.db.query`, print. Errors are :class:`capshim.errors.CapshimError`
+subclasses (one line, exit 2) raised by those modules.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import click
+from rich.console import Console
+from rich.table import Table
+
+from capshim.contracts.names import parse_named_files
+from capshim.contracts.numbers import FiniteFloat
+from capshim.db import query
+from capshim.cli.db import GROUP_URL
+from capshim.db.ingest import read_external, read_folder
+from capshim.db.store import DbError, Store
+from capshim.db.terms import DB_HELP, DEFAULT_THRESHOLD, FILTERS, MATCHES
+from capshim.errors import EXIT_USAGE, CapshimError, UsageError
+from capshim.export.terminal import print_table
+
+
+def _db_option(f):
+    return click.option("--db", "db_url", metavar="URL", help=DB_HELP + " Also accepted before the command: "
+                        "capshim db --db URL COMMAND.")(f)
+
+
+def _url(db_url: str | None) -> str | None:
+    """The store's URL: this command's ``--db``, else the group's (None: the default store).
+
+    Raises:
+        UsageError: both were given and differ (which one was meant?).
+    """
+    group = click.get_current_context().meta.get(GROUP_URL)
+    if db_url and group and db_url != group:
+        raise UsageError(f"--db given twice with different URLs ({group} before the command, {db_url} after "
+                         "it): give it once")
+    return db_url or group
+
+
+def _match_option(f):
+    return click.option("--match", type=click.Choice(list(MATCHES)), default="exact", show_default=True,
+                        help="How names and other text values match: "
+                             + "; ".join(f"{k}: {v}" for k, v in MATCHES.items()) + ".")(f)
+
+
+def _filter_options(f):
+    f = _match_option(f)
+    for key in reversed(["device", "profile", "model", "build", "host", "os", "since", "until"]):
+        flag = "--hostname" if key == "host" else f"--{key}"  # --host names a baseline elsewhere
+        f = click.option(flag, key, metavar="DATE" if key in ("since", "until") else "TEXT",
+                         help=f"Only bundles matching: {FILTERS[key]}.")(f)
+    return f
+
+
+def _json_out(obj) -> None:
+    click.echo(json.dumps(obj, indent=2, default=str))
+
+
+def _console():
+    c = Console()
+    return c if c.is_terminal else Console(width=200)
+
+
+def _pct(p) -> str:
+    if not p:
+        return ""
+    s = f"{p['value']:.2f}%"
+    if p.get("ci95"):
+        s += f" [{p['ci95'][0]:.2f}–{p['ci95'][1]:.2f}]"
+    return s
+
+
+def _inputs(folders, external, host_file, baseline):
+    """``(argument, [BundleRecord])`` for each folder and for the --arm files, in order; the
+    CapshimError instead of the list for one that cannot be read (the next ones are still read)."""
+    for f in folders:
+        try:
+            yield f, read_folder(f)
+        except CapshimError as exc:
+            yield f, exc
+    if external:
+        try:
+            yield "--arm", [read_external(external, host_file, baseline)]
+        except CapshimError as exc:
+            yield "--arm", exc
+
+
+@click.command("add")
+@click.argument("bundles", metavar="FOLDER...", nargs=-1, type=click.Path())
+@click.option("--arm", "arm_opts", multiple=True, metavar="NAME=FILE[,FILE...]",
+              help="Store llama-bench -o json/jsonl files made elsewhere as an arm (as report --arm takes them).")
+@click.option("--host", "host_file", type=click.Path(), help="With --arm: the host baseline (a llama-bench file or a bundle).")
+@click.option("--baseline", help="With --arm: the baseline arm (default the first).")
+@_db_option
+@click.option("--json", "as_json", is_flag=True,
+              help="Print [{source, name, id, added, key}] as JSON ({source, error} for what was not stored).")
+def db_add(bundles, arm_opts, host_file, baseline, db_url, as_json):
+    """Store evidence bundles and study folders (the --out of ablate, tune and kernels: each nested
+    bundle is stored, named STUDY/FOLDER).
+
+    Each FOLDER is verified first (as `capshim evidence verify` does). One
+    that does not verify, or is not a bundle or study, is not stored: its
+    reason is one line, and the others are still stored; the exit status is
+    then 2. Adding the same bundle again is a no-op (the key is the SHA-256
+    of its SHA256SUMS's sorted (path, digest) pairs, however the file is
+    formatted). `capshim db add evidence/*/` stores every bundle and study
+    there and names each folder that is neither.
+    """
+    if not bundles and not arm_opts:
+        raise UsageError("db add: give bundle or study folders, or --arm NAME=FILE.json")
+    if (host_file or baseline) and not arm_opts:
+        raise UsageError("--host and --baseline apply to --arm files (a bundle keeps its own)")
+    external = [parse_named_files(a) for a in arm_opts]
+    out, failed = [], []
+    with Store.open(_url(db_url)) as st:
+        for source, records in _inputs(bundles, external, host_file, baseline):
+            if isinstance(records, CapshimError):
+                failed.append({"source": source, "error": str(records)})
+                click.echo(f"capshim: not stored: {records}", err=True)
+                continue
+            for rec in records:
+                try:
+                    bid, added = st.add(rec)
+                except DbError as exc:  # this record's values (the store itself failed on open)
+                    failed.append({"source": rec.source, "error": str(exc)})
+                    click.echo(f"capshim: not stored: {rec.source}: {exc}", err=True)
+                    continue
+                out.append({"source": rec.source, "name": rec.name, "id": bid, "added": added, "key": rec.key})
+                if not as_json:
+                    click.echo(f"{'added' if added else 'already stored'}: #{bid} {rec.name} ({rec.key[:12]})")
+    if as_json:
+        _json_out(out + failed)
+    if failed:
+        click.echo(f"capshim: db add: {len(failed)} not stored (reasons above); {len(out)} stored or already there",
+                   err=True)
+        raise SystemExit(EXIT_USAGE)
+
+
+@click.command("list")
+@_filter_options
+@_db_option
+@click.option("--json", "as_json", is_flag=True, help="Print the bundles as JSON.")
+def db_list(db_url, as_json, match, **filters):
+    """List stored bundles, oldest first (filters combine with AND; text matches exactly unless --match)."""
+    with Store.open(_url(db_url)) as st:
+        rows = st.select(filters, match)
+        where = f"store: {st.given} (schema {st.revision()})"
+    if as_json:
+        _json_out(rows)
+        return
+    t = Table(title=f"{len(rows)} bundle(s)", caption=where)
+    for c in ("id", "started (UTC)", "name", "device", "build", "model", "arms"):
+        t.add_column(c)
+    for r in rows:
+        t.add_row(str(r["id"]), r["created_utc"] or "", r["name"], r["device"] or "",
+                  " ".join(x for x in (r["workload_build"], r["workload_commit"]) if x), r["model"] or "",
+                  ", ".join(a["name"] + (f" ({a['state']})" if a["state"] not in ("native", "active") else "")
+                            for a in r["arms"]))
+    _console().print(t)
+
+
+@click.command("show")
+@click.argument("selection")
+@_db_option
+@_match_option
+@click.option("--json", "as_json", is_flag=True, help="Print the stored summary JSON (one, or a list).")
+def db_show(selection, db_url, match, as_json):
+    """Show stored bundles as `capshim report` shows them (from their stored summaries).
+
+    SELECTION: an id, a name, or KEY=VALUE filters as for `db compare`; each
+    bundle it selects gets its own rows.
+    """
+    with Store.open(_url(db_url)) as st:
+        rows = query.select(st, query.parse_selection(selection, "selection"), "selection", match)
+        summaries = [st.summary(r["id"]) for r in rows]
+    if as_json:
+        _json_out(summaries[0] if len(summaries) == 1 else summaries)
+        return
+    print_table(summaries, [f"#{r['id']} {r['name']}" for r in rows] if len(rows) > 1 else None,
+                title=None if len(rows) > 1 else f"#{rows[0]['id']} {rows[0]['name']}")
+
+
+def _threshold_option(f):
+    return click.option("--threshold", type=FiniteFloat(0), default=DEFAULT_THRESHOLD, show_default=True,
+                        help="Regression threshold: percent of the change (compare) or points of % of host "
+                             "(trend); a finite number >= 0.")(f)
+
+
+def _num(v: float) -> str:
+    """A median for a cell: 2 decimals from 10 up (tok/s), else 4 significant digits (seconds)."""
+    return f"{v:.2f}" if abs(v) >= 10 else f"{v:.4g}"
+
+
+def _unit_columns(rows: list[dict]) -> tuple[str, bool]:
+    """``(header suffix, unit in each cell)``: one unit for every row goes in the header."""
+    units = {r["unit"] for r in rows}
+    if len(units) == 1:
+        (u,) = units
+        return (f" ({u})" if u else ""), False
+    return "", True
+
+
+def _side(side: dict) -> str:
+    """``(name=x): #3 x``, or ``(device=D): 3 bundles pooled: #1 a, #2 b, #3 c``."""
+    named = ", ".join(f"#{i} {n}" for i, n in zip(side["ids"], side["bundles"]))
+    pooled = f"{side['pooled']} bundles pooled: " if side["pooled"] > 1 else ""
+    return f"({side['selection']}): {pooled}{named}"
+
+
+def _compare_table(res: dict) -> Table:
+    """The table of :func:`capshim.db.query.compare`'s result."""
+    suffix, per_cell = _unit_columns(res["rows"])
+    t = Table(title=f"B {_side(res['b'])}\nvs A {_side(res['a'])}")
+    for c in ("arm", "test", f"A{suffix}", f"B{suffix}", "B vs A (95% CI)", "A % of host", "B % of host",
+              "verdict"):
+        t.add_column(c, justify="left" if c in ("arm", "test", "verdict") else "right")
+    for r in res["rows"]:
+        ch = r["change"]
+        ci = f" [{ch['ci95'][0]:.3f}–{ch['ci95'][1]:.3f}]" if ch.get("ci95") else ""
+        name = r["arm"] if r["arm"] == r["arm_b"] else f"{r['arm']} / {r['arm_b']}"
+        unit = f" {r['unit']}" if per_cell and r["unit"] else ""
+        test = r["test"] + (f" ({r['better']} is better)" if r["better"] == "lower" else "")
+        t.add_row(name, test, _num(r["a"]["median"]) + unit, _num(r["b"]["median"]) + unit,
+                  f"{ch['value']:.3f}x{ci}", _pct(r["a"]["pct_of_host"]), _pct(r["b"]["pct_of_host"]),
+                  r["verdict"] + (" (unlike config)" if r["marked"] else ""),
+                  style="red" if r["verdict"] == "regression" else None)
+    t.caption = res["rule"] + ("\nunlike configurations: " + "; ".join(res["mismatches"])
+                               if res["mismatches"] else "")
+    return t
+
+
+@click.command("compare")
+@click.argument("sel_a", metavar="A")
+@click.argument("sel_b", metavar="B")
+@click.option("--arm", "arms", multiple=True, help="Only this arm (repeatable) [default: every arm in both].")
+@click.option("--test", "tests", multiple=True, help="Only this test, e.g. pp512 (repeatable).")
+@click.option("--pair", "pairs", multiple=True, metavar="A_ARM=B_ARM",
+              help="Compare arm A_ARM of A with arm B_ARM of B (arms named differently).")
+@_threshold_option
+@click.option("--allow-mismatch", is_flag=True, help="Compare unlike configurations (rows marked).")
+@click.option("--fail-on-regression", is_flag=True, help="Exit 1 when any row is a regression.")
+@_match_option
+@_db_option
+@click.option("--json", "as_json", is_flag=True, help="Print the comparison as JSON.")
+def db_compare(sel_a, sel_b, arms, tests, pairs, threshold, allow_mismatch, fail_on_regression, match, db_url,
+               as_json):
+    """Compare selection B with selection A (the reference), arm by arm and test by test.
+
+    Each selection is an id, a name, or KEY=VALUE filters (id, name, device,
+    host, os, model, build, profile, arm, since, until), e.g. `build=11669` or
+    `device='NVIDIA H200',since=2026-11-01`. Names and other text match
+    exactly (`run_1` is never `runX1`); --match prefix or --match glob
+    ('run*') loosens that. A selection of several bundles pools their samples
+    (runs kept apart) and the title says so: how many, which. Configurations that differ (model, batch, threads, offload, flash
+    attention, cache types) are refused (exit 2) unless --allow-mismatch.
+
+    \b
+    The change is how many times better B is than A, with its 95% bootstrap
+    interval (capshim's own analysis, as `report`'s speedup): median(B)/median(A)
+    when higher is better (tok/s), median(A)/median(B) when lower is better
+    (seconds of --metric wall), so above 1.00x B is better either way. Medians
+    are in each test's unit. A regression is a change below -THRESHOLD% whose
+    interval lies entirely below 1.00x; a test measured in different units or
+    directions in A and B is refused (exit 2).
+    """
+    pair_map = {}
+    for p in pairs:
+        a, sep, b = p.partition("=")
+        if not sep or not a.strip() or not b.strip():
+            raise UsageError(f"--pair {p!r}: expected A_ARM=B_ARM")
+        pair_map[a.strip()] = b.strip()
+    with Store.open(_url(db_url)) as st:
+        res = query.compare(st, query.parse_selection(sel_a, "A"), query.parse_selection(sel_b, "B"),
+                            arms=list(arms) or None, tests=list(tests) or None, pairs=pair_map,
+                            threshold=threshold, allow_mismatch=allow_mismatch, match=match)
+    if as_json:
+        _json_out(res)
+    else:
+        _console().print(_compare_table(res))
+    if fail_on_regression and res["regressions"]:
+        click.echo(f"capshim: {res['regressions']} regression(s)", err=True)
+        raise SystemExit(1)
+
+
+def _trend_table(res: dict) -> Table:
+    """The table of :func:`capshim.db.query.trend`'s result."""
+    suffix, per_cell = _unit_columns(res["points"])
+    t = Table(title=f"{res['arm']}: % of host over time")
+    for c in ("started (UTC)", "bundle", "device", "build", "test", f"median{suffix}", "% of host (95% CI)", "flags"):
+        t.add_column(c, justify="right" if c.startswith(("median", "%")) else "left")
+    for p in res["points"]:
+        unit = f" {p['unit']}" if per_cell and p["unit"] else ""
+        t.add_row(p["created_utc"] or "", p["bundle"], p["device"] or "", p["build"] or "", p["test"],
+                  _num(p["median"]) + unit, _pct({"value": p["pct_of_host"], "ci95": p["ci95"]}),
+                  "; ".join(p["flags"]), style="red" if p["flags"] else None)
+    cap = [res["rule"]] + [f"skipped: {s}" for s in res["skipped"]]
+    if res["min_pct"] is not None:
+        cap.insert(0, f"{res['arm']} {'stayed at or above' if res['all_above'] else 'did NOT stay above'} "
+                      f"{res['min_pct']:g}% of host in every point shown")
+    t.caption = "\n".join(cap)
+    return t
+
+
+@click.command("trend")
+@click.argument("arm")
+@click.argument("bundles", nargs=-1, type=click.Path())
+@click.option("--test", "tests", multiple=True, help="Only this test, e.g. pp512 (repeatable).")
+@click.option("--min-pct", type=FiniteFloat(0), metavar="PCT", help="Flag bundles where ARM is below PCT% of host.")
+@_threshold_option
+@click.option("--chart", type=click.Path(dir_okay=False), help="Write the trend chart (PNG) here.")
+@click.option("--fail-on-regression", is_flag=True, help="Exit 1 when any point is flagged.")
+@_filter_options
+@_db_option
+@click.option("--json", "as_json", is_flag=True, help="Print the trend as JSON.")
+def db_trend(arm, bundles, tests, min_pct, threshold, chart, fail_on_regression, db_url, as_json, match,
+             **filters):
+    """One arm's % of host over time: one row per stored bundle and test, oldest first.
+
+    With BUNDLE folders (bundles or studies): only those (each verified and
+    added to the store first, as `db add` does; already stored ones are not
+    added again; if one cannot be read, none is added: exit 2).
+
+    The figures are each bundle's own summary (what `capshim report` shows).
+    A point is flagged when it is below --min-pct, or more than THRESHOLD
+    points below the previous bundle with its 95% interval entirely below
+    that value.
+
+    \b
+    Did vm-unlocked stay above 98% of host across these bundles?
+      capshim db trend vm-unlocked --min-pct 98 --fail-on-regression BUNDLE...
+    """
+    if chart and not Path(chart).resolve().parent.is_dir():
+        raise UsageError(f"--chart {chart}: folder {Path(chart).parent} does not exist")
+    records, failed = [], []
+    for b in bundles:  # verify every one before storing any
+        try:
+            records += read_folder(b)
+        except CapshimError as exc:
+            failed.append(str(exc))
+            click.echo(f"capshim: not stored: {exc}", err=True)
+    if failed:
+        raise UsageError(f"db trend: {len(failed)} of {len(bundles)} folder(s) cannot be read (reasons above); "
+                         "nothing was stored")
+    with Store.open(_url(db_url)) as st:
+        ids = [st.add(rec)[0] for rec in records] or None
+        res = query.trend(st, arm, filters, tests=list(tests) or None, min_pct=min_pct, threshold=threshold,
+                          bundle_ids=ids, match=match)
+    if chart:
+        try:
+            query.draw_trend(res, chart)
+        except OSError as exc:
+            raise UsageError(f"--chart {chart}: cannot write: {exc.strerror or exc}") from None
+    if as_json:
+        _json_out(res)
+    else:
+        _console().print(_trend_table(res))
+        if chart:
+            click.echo(f"wrote {chart}", err=True)
+    if fail_on_regression and res["regressions"]:
+        click.echo(f"capshim: {res['regressions']} flagged point(s)", err=True)
+        raise SystemExit(1)
