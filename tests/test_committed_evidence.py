@@ -7,7 +7,7 @@ import json
 import pytest
 
 from capshim import evidence
-from capshim.studies import seal as study
+from capshim.evidence import study
 from tests.conftest import REPO
 
 SEALED = sorted(p.parent for p in (REPO / "evidence").rglob("SHA256SUMS"))

@@ -14,7 +14,7 @@ from click.testing import CliRunner
 
 from capshim import evidence, report
 from capshim.studies import ablate, common, kernels, tune
-from capshim.studies import seal as study
+from capshim.evidence import study
 from capshim.cli import main
 from capshim.errors import CapshimError
 from capshim.paths import SUMS_NAME

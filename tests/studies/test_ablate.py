@@ -8,11 +8,11 @@ import tomllib
 import pytest
 
 from capshim import profiles
-from capshim.studies import ablate, common
 from capshim.bench.analysis import analyze
 from capshim.errors import UsageError
-from capshim.studies import seal
+from capshim.evidence import study as seal
 from capshim.profiles.catalog import KEYS
+from capshim.studies import ablate, common
 from tests.conftest import run_capshim
 
 # A stock probe of a GPU with everything vulkan-paravirt lowers (values as the probe prints them).

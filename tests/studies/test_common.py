@@ -26,7 +26,8 @@ from capshim.bench import model as model_mod
 from capshim.bench import plan
 from capshim.cli import main
 from capshim.contracts import folders, names, signals
-from capshim.studies import ablate, common, kernels, seal, tune
+from capshim.evidence import study as seal
+from capshim.studies import ablate, common, kernels, tune
 from tests.conftest import REPO
 from tests.studies.test_ablate import GPU_STOCK, fake_bench
 from tests.studies.test_kernels import GOOD, OK_RUN, _fake_run_arms

@@ -6,8 +6,9 @@ import dataclasses
 import json
 from pathlib import Path
 
-from capshim.studies import common, fingerprint, kernels, seal
 from capshim.bench import model as model_mod
+from capshim.evidence import study as seal
+from capshim.studies import common, fingerprint, kernels
 from tests.conftest import REPO, run_capshim
 
 #: A real capture (Gemma 3 270M Q4_K_M, native answers, lavapipe, cyllama 0.2.18): the worker's stderr with

@@ -8,10 +8,11 @@ from pathlib import Path
 import pytest
 
 from capshim import profiles
-from capshim.studies import common, seal, tune
 from capshim.errors import UsageError
-from tests.studies.test_ablate import GPU_STOCK, SHMEM_ERROR, fake_bench
+from capshim.evidence import study as seal
+from capshim.studies import common, tune
 from tests.conftest import run_capshim
+from tests.studies.test_ablate import GPU_STOCK, SHMEM_ERROR, fake_bench
 
 H200_LIKE = {**GPU_STOCK, "capabilities": {**GPU_STOCK["capabilities"], "subgroupSizeControl": True,
                                            "cooperativeMatrixWorkgroupScope": True},

@@ -8,7 +8,7 @@ import click
 
 from capshim import evidence
 from capshim.errors import EXIT_WORKLOAD, CapshimError
-from capshim.studies import seal
+from capshim.evidence import study as seal
 
 
 @click.group("evidence")

@@ -22,11 +22,12 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from capshim import evidence, jsonread, paths, study
+from capshim import evidence, jsonread, paths
 from capshim.bench import llamabench, summary_schema
 from capshim.bench.analysis import analyze, arms_from_files, host_from_file
 from capshim.contracts import numbers
 from capshim.errors import CapshimError
+from capshim.evidence import study
 
 __all__ = ["BundleRecord", "ArmRecord", "IngestError", "bundle_key", "read_bundle", "read_folder", "read_external",
            "CONFIG_FIELDS"]
@@ -267,7 +268,7 @@ def _read_samples(csv_path: Path) -> list[dict]:
     return samples
 
 
-#: The part of study.json this module reads (:func:`capshim.study.verify` checks the rest).
+#: The part of study.json this module reads (:func:`capshim.evidence.study.verify` checks the rest).
 _STUDY_BUNDLES = {"type": "object", "required": ["bundles"],
                   "properties": {"bundles": {"type": "array", "items": {"type": "string"}}}}
 
@@ -277,7 +278,7 @@ def read_folder(path: str | Path) -> list[BundleRecord]:
 
     Args:
         path: a bundle (``capshim bench --out``) or a study (``capshim ablate|tune|kernels --out``,
-            marked by its study.json, :func:`capshim.study.is_study`).
+            marked by its study.json, :func:`capshim.evidence.study.is_study`).
 
     Returns:
         ``[record]`` for a bundle; for a study, its nested bundles' records in study.json's
@@ -285,7 +286,7 @@ def read_folder(path: str | Path) -> list[BundleRecord]:
 
     Raises:
         IngestError (exit 2), in one line: not a folder; neither a bundle nor a study; the
-            folder does not verify (:func:`capshim.study.verify` for a study: its seal, its
+            folder does not verify (:func:`capshim.evidence.study.verify` for a study: its seal, its
             layout and every nested bundle); JsonShapeError / SummaryShapeError: a file of the
             wrong shape (names the file).
     """

@@ -1,6 +1,6 @@
 """The seal of a folder: its SHA256SUMS over every other regular file, and the check of it.
 
-Shared by bench bundles and study folders (:mod:`capshim.studies.seal`): a sealed
+Shared by bench bundles and study folders (:mod:`capshim.evidence.study`): a sealed
 folder holds only regular files and folders (no link, FIFO or device), each
 regular file listed once in SHA256SUMS with its digest, and nothing unlisted.
 The walk is iterative and stops :data:`MAX_DEPTH` levels down.

@@ -323,7 +323,7 @@ def ablate(profile_ref: str = "vulkan-paravirt", by: str = "group", out: Path | 
     ``./capshim-ablate-DATE-TIME[-N]``): ``profiles/`` (every arm's profile), ``bench/`` (the
     evidence bundle), ``ablation.md`` (the table), ``ablation.png`` (the chart),
     ``smallest-raise.toml`` (when an arm passes), ``ablation.json``; last, the study seal
-    (``study.json``, ``SHA256SUMS``: :mod:`capshim.studies.seal`), also after an error or a stop
+    (``study.json``, ``SHA256SUMS``: :mod:`capshim.evidence.study`), also after an error or a stop
     signal once files were written.
 
     Raises:

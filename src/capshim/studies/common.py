@@ -6,7 +6,7 @@
 * :func:`study_folder` is the one study-folder helper: a new, unique output
   folder (:func:`capshim.contracts.folders.new_output_folder`), a
   :class:`~capshim.contracts.signals.SealGuard` held from before the first
-  run to the study seal (:mod:`capshim.studies.seal`), and the exit status of
+  run to the study seal (:mod:`capshim.evidence.study`), and the exit status of
   a stop signal (:func:`capshim.contracts.signals.exit_code`);
 * :func:`defaults`: each study's workload settings on a CPU or a GPU Vulkan
   device (the one table: :mod:`capshim.studies.defaults`);
@@ -36,12 +36,12 @@ from capshim.bench.analysis import NOT_SHIM_STATES
 from capshim.bench.llamabench import test_name
 from capshim.contracts import folders, names, signals
 from capshim.errors import CapshimError, UsageError
+from capshim.evidence import study as seal
 from capshim.export.markdown import pipe_table
 from capshim.profiles import Profile
 from capshim.profiles.catalog import KEYS
 from capshim.report import load_summary
 from capshim.studies import defaults as study_defaults
-from capshim.studies import seal
 
 # --- defaults ------------------------------------------------------------------------------------------
 
@@ -166,8 +166,8 @@ def study_folder(out: str | Path | None, kind: str):
     Yields ``(folder, guard)``: the folder (``--out``, new or empty and never inside a sealed
     bundle, or a unique ``./capshim-KIND-DATE-TIME[-N]``: :func:`capshim.contracts.folders.new_output_folder`)
     and the :class:`~capshim.contracts.signals.SealGuard` every bench runs under (:func:`run_arms`).
-    When the block ends the study is sealed (:func:`capshim.studies.seal.seal`); after an error it
-    is sealed with the error recorded when files were written (:func:`~capshim.studies.seal.seal_quietly`),
+    When the block ends the study is sealed (:func:`capshim.evidence.study.seal`); after an error it
+    is sealed with the error recorded when files were written (:func:`~capshim.evidence.study.seal_quietly`),
     and a folder this call created and nothing was written to is removed (an exit 2 writes nothing).
     A stop signal (Ctrl-C, SIGTERM, SIGHUP: any number of them, in any order) never skips the seal;
     afterwards capshim exits 128+N (:func:`capshim.contracts.signals.exit_code`).

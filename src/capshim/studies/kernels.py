@@ -279,7 +279,7 @@ def kernels(models: list[str] | tuple[str, ...] = (), profile_refs: list[str] | 
 
     Files in ``out``: ``bench-<label>/`` (one evidence bundle per model, :func:`model_label`: each run's
     raw stderr in ``raw/<arm>-1.stderr``, its status file in ``status/``), ``kernels.md``,
-    ``kernels.json``; last, the study seal (``study.json``, ``SHA256SUMS``: :mod:`capshim.studies.seal`),
+    ``kernels.json``; last, the study seal (``study.json``, ``SHA256SUMS``: :mod:`capshim.evidence.study`),
     also after an error or stop signals once files were written. The result's ``complete`` is true
     only when every model/answers pair was compared; the others are in ``not_compared`` and in the verdict.
 

@@ -13,7 +13,12 @@ from pathlib import Path
 
 from capshim.bench.attest import DISPLAY_COLUMNS, display_value
 from capshim.export.markdown import pipe_table
-from capshim.studies.fingerprint import compare_models, device_choices, profile_effect, same_effect
+from capshim.studies.fingerprint import (
+    compare_models,
+    device_choices,
+    profile_effect,
+    same_effect,
+)
 
 
 @dataclass

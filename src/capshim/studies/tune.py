@@ -364,7 +364,7 @@ def tune(out: Path | None = None, budget: int | None = None, model: str | None =
     one passed the gate, written after the confirmation; its description and
     comment give the confirmation's ratio and verdict, "not shown faster than
     native" included); last, the study seal (``study.json``, ``SHA256SUMS``:
-    :mod:`capshim.studies.seal`), also after an error or stop signals once files were written.
+    :mod:`capshim.evidence.study`), also after an error or stop signals once files were written.
 
     ``only`` restricts the search to those dimensions (names of
     :data:`DIMENSIONS`, e.g. ``["coopmat"]``, any case, duplicates dropped:
