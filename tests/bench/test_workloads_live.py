@@ -160,9 +160,9 @@ def test_generic_json_metric_control_and_output_file_check(tmp_path, vk_build):
     assert s["controls"]["cpu"]["arms"]["sim"][ctest]["moved"] is True
     assert any(f.startswith("control cpu moved: 0.50x") for f in s["arms"]["sim"]["flags"])
     assert (out / "raw" / "sim.cpu-1.json").is_file()
-    from capshim.bench import summary_schema
+    from capshim import summary
 
-    assert summary_schema.load(out / "summary.json")["controls"]["cpu"]["tests"] == [ctest]  # valid summary.json
+    assert summary.load(out / "summary.json")["controls"]["cpu"]["tests"] == [ctest]  # valid summary.json
     rep = run_capshim("report", str(out), timeout=120)
     assert rep.returncode == 0 and "fps (fps, higher is better)" in rep.stdout, rep.stderr
     meta = json.loads((out / "metadata.json").read_text())

@@ -50,6 +50,7 @@ from capshim import __version__, backends, evidence, launch
 from capshim.bench import analysis, attest, inherited_env, llamabench, metrics, stats, telemetry
 from capshim.bench.arms import Arm
 from capshim.errors import CapshimError
+from capshim.summary import run_failed
 from capshim.evidence import Bundle, sha256_file
 
 
@@ -532,7 +533,7 @@ def _kill(proc: subprocess.Popen) -> None:
 
 
 def _arm_state(arm: Arm, results: list[RunResult]) -> str:
-    ok = [r for r in results if r.error is None]
+    ok = [r for r in results if run_failed(r.info()) is None]
     if not ok:
         return "failed"  # every run failed or was stopped, or none ran (interrupted before)
     if not arm.shimmed:
@@ -892,7 +893,7 @@ def _finish(bundle: Bundle, arms: list[Arm], results: dict[str, list[RunResult]]
     arm_info: dict[str, dict] = {}
     for arm in arms:
         rs = results[arm.name]
-        ok = [r for r in rs if r.error is None]
+        ok = [r for r in rs if run_failed(r.info()) is None]
         info = {"spec": arm.spec(), "state": _arm_state(arm, rs), "path": ok[0].path if ok else {},
                 "runs": [r.info() for r in rs]}
         arm_info[arm.name] = info
@@ -917,7 +918,7 @@ def _finish(bundle: Bundle, arms: list[Arm], results: dict[str, list[RunResult]]
             if not same and info["state"] in ("native", "active"):
                 info["state"] = "wrong-output"
     host_dict = _host_dict(records, host_arm, host, arm_info)
-    failed = sum(1 for rs in (*results.values(), *control_results.values()) for r in rs if r.error)
+    failed = sum(1 for rs in (*results.values(), *control_results.values()) for r in rs if run_failed(r.info()))
     refused = None
     try:
         with slow():

@@ -13,7 +13,7 @@ import io
 import math
 from pathlib import Path
 
-from capshim.bench.analysis import NOT_SHIM_STATES
+from capshim.summary import NOT_SHIM_STATES
 from capshim.export.table import other_metric
 
 __all__ = ["serialize", "draw"]

@@ -1,35 +1,68 @@
-"""The shape of ``summary.json``, checked whenever capshim reads one.
+"""The ``summary.json`` contract: its shape, its states, one reader, one "run failed".
 
-A JSON Schema (draft 2020-12, checked with ``jsonschema``) of what the
-report, the host baseline and the exporters read: the baseline arm, the arms
-with their state and per-test statistics, the comparisons, the host, each
-test's metric (unit, direction) and the control workloads' verdicts. Extra
-keys are allowed, so summaries written by earlier versions (before
-``processes``/``by_process`` existed) still load and report. A wrong shape is
-a :class:`SummaryShapeError` (exit 2) naming the file and the path inside it
-(``$.arms.a.tests``), never a traceback.
+Every reader of a summary (report, the results store, the studies, the
+exporters, verify) goes through this module:
+
+- :data:`SCHEMA` names the format (``"capshim-summary/1"``, the ``schema`` key).
+- :data:`SUMMARY_SCHEMA` is its JSON Schema (draft 2020-12, checked with
+  ``jsonschema``): the baseline arm, the arms with their state and per-test
+  statistics, the comparisons, the host, each test's metric (unit, direction)
+  and the control workloads' verdicts. Extra keys are allowed, so summaries
+  written by earlier versions (before ``processes``/``by_process`` existed)
+  still load and report.
+- :data:`STATES` / :data:`NOT_SHIM_STATES`: what an arm's ``state`` may be and
+  which states are never presented as shim results.
+- :func:`load` / :func:`validate`: the one reader (bounded by
+  :func:`capshim.jsonread.load`); a wrong shape is a :class:`SummaryShapeError`
+  (exit 2) naming the file and the path inside it (``$.arms.a.tests``), never
+  a traceback.
+- :func:`run_failed`: whether one run (an ``arms[NAME]["runs"][i]`` entry, or
+  a run the bench just recorded) failed, and why.
+
+This module imports only the standard library, ``jsonschema``,
+:mod:`capshim.errors` and :mod:`capshim.jsonread`; the bench's analysis writes
+what it describes.
 """
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import jsonschema
 
-from capshim.bench.analysis import AnalysisError
+from capshim import jsonread
+from capshim.errors import CapshimError
 
-__all__ = ["SUMMARY_SCHEMA", "SummaryShapeError", "validate", "load", "MAX_BYTES"]
+__all__ = ["SCHEMA", "STATES", "NOT_SHIM_STATES", "SUMMARY_SCHEMA", "MAX_BYTES", "AnalysisError",
+           "SummaryShapeError", "validate", "load", "run_failed"]
+
+SCHEMA = "capshim-summary/1"
+#: Arm states. native: no shim; active: the shim's status file says it changed
+#: answers; inert/invalid: the shim loaded but changed nothing / rejected its
+#: configuration; failed: runs crashed or timed out; wrong-output: output
+#: differed from the baseline; external: numbers made elsewhere (``capshim
+#: report --arm``), shim state not attested by capshim.
+STATES = ("native", "active", "inert", "invalid", "failed", "wrong-output", "external")
+#: States whose numbers are never presented as shim results.
+NOT_SHIM_STATES = ("inert", "invalid", "failed", "wrong-output")
 
 #: Largest summary.json read (bytes): a bench of 100,000 processes stays far below it.
 MAX_BYTES = 256 * 1024 * 1024
 
+
+class AnalysisError(CapshimError):
+    """Bad analysis input or a bad summary: names the file, arm, record or key at fault (exit 2)."""
+
+
+class SummaryShapeError(AnalysisError):
+    """A summary.json of the wrong shape (exit 2): names the file and the path inside it."""
+
+
 _NUM = {"type": "number"}
 _NUM_OR_NULL = {"type": ["number", "null"]}
+_CI = {"oneOf": [{"type": "null"}, {"type": "array", "items": _NUM, "minItems": 2, "maxItems": 2}]}
 _CMP = {"type": ["object", "null"], "required": ["value"],
-        "properties": {"value": _NUM, "ci95": {"oneOf": [{"type": "null"},
-                                                          {"type": "array", "items": _NUM, "minItems": 2,
-                                                           "maxItems": 2}]},
+        "properties": {"value": _NUM, "ci95": _CI,
                        "level": {"enum": ["process", "repetition"]},
                        "processes": {"type": "array", "items": {"type": "integer"}}}}
 _STATS = {"type": "object", "required": ["n", "median", "min", "max"],
@@ -55,10 +88,7 @@ _CONTROL = {"type": "object", "required": ["expectation", "tests", "arms"],
                            "arms": {"type": "object", "additionalProperties": {
                                "type": "object", "additionalProperties": {
                                    "type": "object", "required": ["ratio", "moved"],
-                                   "properties": {"ratio": _NUM, "moved": {"type": "boolean"},
-                                                  "ci95": {"oneOf": [{"type": "null"},
-                                                                     {"type": "array", "items": _NUM,
-                                                                      "minItems": 2, "maxItems": 2}]}}}}}}}
+                                   "properties": {"ratio": _NUM, "moved": {"type": "boolean"}, "ci95": _CI}}}}}}
 SUMMARY_SCHEMA = {
     "$schema": "https://json-schema.org/draft/2020-12/schema",
     "title": "capshim summary.json",
@@ -93,16 +123,16 @@ SUMMARY_SCHEMA = {
 _VALIDATOR = jsonschema.Draft202012Validator(SUMMARY_SCHEMA)
 
 
-class SummaryShapeError(AnalysisError):
-    """A summary.json of the wrong shape (exit 2): names the file and the path inside it."""
-
-
 def validate(data, source: str) -> dict:
-    """Check ``data`` against :data:`SUMMARY_SCHEMA`; return it.
+    """Check a decoded summary against :data:`SUMMARY_SCHEMA`; return it.
+
+    Args:
+        data: the decoded JSON value.
+        source: how to name it in errors (the file's path).
 
     Raises:
-        SummaryShapeError: ``"<source>: at $.arms.a: 'tests' is a required property"``;
-            the baseline must name one of the arms.
+        SummaryShapeError: ``"<source>: not a capshim summary: at $.arms.a: 'tests' is a required
+            property"``; the baseline must name one of the arms.
     """
     err = jsonschema.exceptions.best_match(_VALIDATOR.iter_errors(data))
     if err is not None:
@@ -114,21 +144,47 @@ def validate(data, source: str) -> dict:
 
 
 def load(path: str | Path) -> dict:
-    """Read and validate a summary.json file (at most :data:`MAX_BYTES`).
+    """Read and validate a summary: a bundle folder (its ``summary.json``) or the file itself.
+
+    At most :data:`MAX_BYTES` bytes of a regular file, strict UTF-8 JSON, bounded nesting
+    (:func:`capshim.jsonread.load`), then :func:`validate`.
 
     Raises:
-        SummaryShapeError: unreadable, too large, invalid JSON or the wrong shape; names the file.
+        SummaryShapeError: unreadable, too large, too deep, invalid JSON or the wrong shape;
+            names the file.
     """
-    f = Path(path)
+    p = Path(path)
+    f = p / "summary.json" if p.is_dir() else p
     try:
-        size = f.stat().st_size
-        if size > MAX_BYTES:
-            raise SummaryShapeError(f"{f}: {size} bytes, more than a summary can be ({MAX_BYTES})")
-        text = f.read_text(encoding="utf-8", errors="replace")
-    except OSError as exc:
-        raise SummaryShapeError(f"{f}: cannot read summary: {exc.strerror or exc}") from None
-    try:
-        data = json.loads(text)
-    except (json.JSONDecodeError, RecursionError) as exc:
-        raise SummaryShapeError(f"{f}: invalid JSON: {exc}") from None
+        data = jsonread.load(f, limit=MAX_BYTES)
+    except jsonread.JsonShapeError as exc:
+        raise SummaryShapeError(str(exc)) from None
     return validate(data, str(f))
+
+
+def run_failed(run) -> str | None:
+    """Why one run failed, or None when it did not: the one classification of "a run failed".
+
+    Args:
+        run: a run entry of summary.json (``arms[NAME]["runs"][i]``) or of metadata.json's
+            ``control_runs``: ``{"timed_out": bool, "signal": str | None, "exit_code": int | None,
+            "error": str | None, ...}``; missing keys count as "did not fail" (a run of
+            ``capshim report --arm`` has no exit code).
+
+    Returns:
+        ``"timed out"``, ``"killed by SIGSEGV"``, ``"exit 3"``, the run's recorded ``error``
+        (it exited 0 but its output could not be read, or it never started), or None.
+    """
+    if not isinstance(run, dict):
+        return "not a run record"
+    if run.get("timed_out"):
+        return "timed out"
+    if run.get("signal"):
+        return f"killed by {run['signal']}"
+    code = run.get("exit_code")
+    if code not in (0, None):
+        return f"exit {code}"
+    error = run.get("error")
+    if error:
+        return str(error)
+    return None
