@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 
 from capshim import evidence
-from capshim.bench import attest, ncnn_workload
+from capshim.bench import attest
+from capshim.bench.workloads import ncnn
 from tests.conftest import REPO, run_capshim
 
 NCNN_STOCK = """[0 llvmpipe (LLVM 15.0.6, 256 bits)]  queueC=0[1]  queueT=0[1]  prefer-slm=0  rebar=1  r-score=4
@@ -51,7 +52,7 @@ def test_parse_ncnn_reads_storage_arithmetic_subgroup_and_cooperative_matrix():
 
 def _worker(*prefix: str) -> tuple[dict, str]:
     env = dict(os.environ, PYTHONPATH=str(REPO / "src"))
-    r = subprocess.run([*prefix, sys.executable, "-m", "capshim.bench.ncnn_workload", "--repetitions", "2",
+    r = subprocess.run([*prefix, sys.executable, "-m", "capshim.bench.workloads.ncnn_worker", "--repetitions", "2",
                         "--warmup", "1"], capture_output=True, text=True, env=env, timeout=300)
     assert r.returncode == 0, r.stderr[-2000:]
     return json.loads(r.stdout), r.stderr
@@ -70,7 +71,7 @@ def test_ncnn_sees_fp16_arithmetic_off_under_the_simulated_virtual_gpu(vk_build)
     assert sim["path"]["ncnn"]["fp16_arithmetic"] is False
     assert sim["path"]["ncnn"]["fp16_storage"] is True
     # the same network computes the same thing, up to fp16 rounding
-    from capshim.bench.metrics import same_output
+    from capshim.bench.workloads.command import same_output
 
     assert same_output({"values": sim["output"], "rtol": 0.02}, {"values": stock["output"]})
     assert sim["output"] != stock["output"]  # but not bit for bit: the arithmetic path changed
@@ -78,7 +79,7 @@ def test_ncnn_sees_fp16_arithmetic_off_under_the_simulated_virtual_gpu(vk_build)
 
 def test_missing_ncnn_is_a_clear_message(tmp_path, monkeypatch):
     env = dict(os.environ, PYTHONPATH=str(REPO / "src"))
-    code = "import sys; sys.modules['ncnn'] = None; from capshim.bench import ncnn_workload as w; sys.exit(w.main([]))"
+    code = "import sys; sys.modules['ncnn'] = None; from capshim.bench.workloads import ncnn_worker as w; sys.exit(w.main([]))"
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=60)
     assert r.returncode == 2 and "pip install 'capshim[ncnn]'" in r.stderr and "Traceback" not in r.stderr
     import importlib.util
@@ -88,7 +89,7 @@ def test_missing_ncnn_is_a_clear_message(tmp_path, monkeypatch):
     real = importlib.util.find_spec
     monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "ncnn" else real(name, *a))
     with pytest.raises(CapshimError, match=r"pip install 'capshim\[ncnn\]'"):
-        ncnn_workload.bench_workload("tiny")
+        ncnn.bench_workload("tiny")
 
 
 def test_bench_workload_ncnn_end_to_end(tmp_path, vk_build):

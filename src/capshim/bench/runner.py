@@ -49,168 +49,10 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from capshim import __version__, backends, evidence, launch
 from capshim.bench import analysis, attest, inherited_env, llamabench, metrics, stats, telemetry
 from capshim.bench.arms import Arm
+from capshim.bench.workloads.base import Workload
 from capshim.errors import CapshimError
 from capshim.summary import run_failed
 from capshim.evidence import Bundle, sha256_file
-
-
-@dataclass
-class Workload:
-    """What each arm run executes, and how its output becomes records (the workload adapter).
-
-    This class reads llama-bench JSON (tok/s, higher is better); :class:`MetricWorkload`
-    reads any other program's metric (``--metric``, ``--workload ncnn``). The runner calls
-    only the methods below, the same way for every kind.
-
-    Attributes:
-        kind: "llama-bench" (a command printing llama-bench JSON), "builtin", "command"
-            (``--metric``) or "ncnn".
-        argv: the command.
-        env: variables every arm's process gets (device selection, shader cache).
-        binary: the workload binary hashed into metadata (None when unknown).
-        model: the model file hashed into metadata (None when unknown).
-        check_output: compare each arm's output (generated token ids here) with the reference arm.
-        versions: tool versions to record.
-        control: set on a control workload (``--control NAME=CMD``): its name; its records'
-            tests are ``NAME ... (control)`` and its files ``<arm>.NAME-<run>``.
-        controls: control workloads run in every round under every arm, expected not to change.
-        log_level: the built-in llama.cpp worker's ``--log-level`` (``info``: llama.cpp's DEBUG
-            messages other than the device lines are not in the runs' stderr files; ``debug``:
-            all are), recorded in metadata.json; None for other workloads.
-    """
-
-    kind: str
-    argv: list[str]
-    env: dict[str, str] = field(default_factory=dict)
-    binary: Path | None = None
-    model: Path | None = None
-    check_output: bool = False
-    versions: dict[str, str] = field(default_factory=dict)
-    control: str | None = None
-    controls: list["Workload"] = field(default_factory=list)
-    log_level: str | None = None
-
-    #: What ``--check-output`` compares, and the verb for "not equal" (the arm's ``output_check``).
-    output_noun: tuple[str, str] = ("tokens", "differ")
-
-    @property
-    def metric(self) -> metrics.Metric:
-        """What a run yields: tok/s, higher is better (:data:`capshim.bench.metrics.TOK_S`)."""
-        return metrics.TOK_S
-
-    def metric_tests(self) -> dict[str, metrics.Metric]:
-        """``{test: Metric}`` of the tests whose metric is not llama-bench tok/s (none here)."""
-        return {}
-
-    def label(self, arm: str) -> str:
-        """The name of a run's files in the bundle: the arm, or ``<arm>.<control>``."""
-        return f"{arm}.{self.control}" if self.control else arm
-
-    def before_run(self) -> None:
-        """Called before each run's process starts (nothing to prepare here)."""
-
-    def same_output(self, a, b) -> bool:
-        """Whether two runs' outputs (token id lists) agree."""
-        return a == b
-
-    def parse(self, stdout: str, source: str, arm: str, run: int, *, stderr: str = "",
-              seconds: float = 0.0) -> tuple[list[dict], list[int] | None]:
-        """One run's output -> (analysis records, generated token ids or None).
-
-        The llama-bench specifics live here and in :mod:`capshim.bench.llamabench`;
-        :class:`MetricWorkload` overrides this method. ``stderr`` and ``seconds`` (the
-        process's wall-clock time) are for workloads whose metric is read there.
-
-        Raises:
-            CapshimError: the output is not what the workload prints (names ``source``).
-        """
-        try:
-            rows = llamabench.parse_output(stdout, source)
-        except llamabench.LlamaBenchError as exc:
-            raise llamabench.LlamaBenchError(f"{exc} (for a program that does not print llama-bench JSON, give "
-                                             "--metric wall, json:PATH or regex:PATTERN)") from None
-        tokens = None
-        for row in rows:
-            out_check = row.get("capshim_output")
-            if isinstance(out_check, dict) and isinstance(out_check.get("token_ids"), list):
-                tokens = out_check["token_ids"]
-                break
-        records = llamabench.to_records(rows, arm, run)
-        if self.control:
-            for rec in records:
-                rec["test"] = metrics.control_test(self.control, rec["test"])
-        return records, tokens
-
-
-@dataclass
-class MetricWorkload(Workload):
-    """A workload that does not print llama-bench JSON: any command with ``--metric SPEC``, the
-    ncnn workload, a control that is timed. Its ``adapter`` (:class:`capshim.bench.metrics.Adapter`)
-    reads each run's samples and output fingerprint.
-
-    Attributes:
-        adapter: the metric and what ``--check-output`` compares (required).
-    """
-
-    adapter: metrics.Adapter | None = None
-    output_noun: tuple[str, str] = ("output", "differs")
-
-    @property
-    def metric(self) -> metrics.Metric:
-        """The adapter's metric (unit, direction)."""
-        return self.adapter.metric
-
-    def _test(self) -> str:
-        return metrics.control_test(self.control) if self.control else self.adapter.metric.name
-
-    def metric_tests(self) -> dict[str, metrics.Metric]:
-        """``{test: Metric}`` of this workload's one test."""
-        return {self._test(): self.adapter.metric}
-
-    def before_run(self) -> None:
-        """Remove the declared output file (``--output-file``) so this run's own is the one hashed.
-
-        Raises:
-            MetricError: it cannot be removed.
-        """
-        self.adapter.before_run()
-
-    def same_output(self, a, b) -> bool:
-        """Hashes equal, or numeric output within the adapter's tolerance (:func:`capshim.bench.metrics.same_output`)."""
-        return metrics.same_output(a, b)
-
-    def parse(self, stdout: str, source: str, arm: str, run: int, *, stderr: str = "",
-              seconds: float = 0.0) -> tuple[list[dict], object]:
-        """One run -> (records of the metric's samples, output fingerprint or None).
-
-        Raises:
-            MetricError: the metric or the checked output cannot be read (names the flag and ``source``).
-        """
-        return self.adapter.parse_run(stdout, stderr, seconds, arm, run, source, test=self._test())
-
-
-def llama_bench_workload(argv: list[str], check_output: bool = False) -> Workload:
-    """A user's command. For ``llama-bench`` without ``-o``, ``-o json`` is added.
-
-    Raises:
-        CapshimError: the program is not found.
-    """
-    if not argv:
-        raise CapshimError("no workload command after --")
-    exe = shutil.which(argv[0]) if "/" not in argv[0] else argv[0]
-    if exe is None or not os.access(exe, os.X_OK) or os.path.isdir(exe):
-        raise CapshimError(f"workload '{argv[0]}': not found or not executable"
-                           + (" (it is a folder)" if exe and os.path.isdir(exe) else ""))
-    argv = list(argv)
-    if "llama-bench" in Path(argv[0]).name and "-o" not in argv and "--output" not in argv:
-        argv += ["-o", "json"]
-    model = None
-    for flag in ("-m", "--model"):
-        if flag in argv[:-1]:
-            cand = Path(argv[argv.index(flag) + 1])
-            if cand.is_file():
-                model = cand
-    return Workload("llama-bench", argv, binary=Path(exe).resolve(), model=model, check_output=check_output)
 
 
 class Stop(KeyboardInterrupt):
@@ -636,8 +478,7 @@ def run_bench(arms: list[Arm], workload: Workload, baseline: str, out: Path, rep
     meta["workload"]["metric"] = workload.metric.to_dict()
     if workload.log_level is not None:
         meta["workload"]["log_level"] = workload.log_level
-    if isinstance(workload, MetricWorkload):
-        meta["workload"]["output_check"] = workload.adapter.check
+    meta["workload"].update(workload.metadata())
     if workload.controls:
         meta["controls"] = {c.control: {"argv": c.argv, "metric": c.metric.to_dict()} for c in workload.controls}
     meta.update(extra_metadata or {})
