@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from capshim import summary
-from capshim.bench import analysis, arms, runner
+from capshim.bench import analysis, arms, runner, runs
 
 GOLDEN = Path(__file__).parent / "fixtures" / "golden" / "summary.json"
 
@@ -32,7 +32,7 @@ def test_run_failed_is_one_classification(run, why):
 def test_the_bench_arm_state_and_the_analysis_flags_agree_with_run_failed():
     # a run that exited 0 but whose output could not be read: the runner called the arm failed,
     # the analysis did not count the run as failed (two classifications); now both use run_failed
-    bad = runner.RunResult("a", 1, 0, None, False, 0.1, [], {}, {}, None, error="--metric json:x: no number")
+    bad = runs.RunResult("a", 1, 0, None, False, 0.1, [], {}, {}, None, error="--metric json:x: no number")
     arm = arms.Arm("a")
     assert runner._arm_state(arm, [bad]) == "failed"
     s = analysis.analyze([], {"a": {"state": "failed", "runs": [bad.info()]}}, "a")

@@ -41,6 +41,7 @@ import sys
 from pathlib import Path
 
 from capshim import paths
+from capshim.contracts import names
 from capshim.contracts.folders import unique_folder  # noqa: F401  (re-exported for callers)
 from capshim.contracts.signals import SEAL_WAIT_S, SealGuard, StepInterrupted
 from capshim.errors import CapshimError
@@ -48,8 +49,6 @@ from capshim.paths import SUMS_NAME, StorageError
 
 __all__ = ["Bundle", "EvidenceError", "sha256_file", "verify", "check_seal", "require_verified", "REQUIRED_FILES", "host_metadata", "unique_folder", "strict_json",
            "finite_or_null", "SUMS_NAME", "SEAL_WAIT_S", "seal_guard", "StepInterrupted", "STATUS_COPY_LIMIT"]
-
-_ARM_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 
 """Seconds a second Ctrl-C / SIGTERM during finalize waits for the seal before it stops capshim anyway."""
 
@@ -187,7 +186,7 @@ class Bundle:
     # --- paths the bench writes into -------------------------------------------------
     @staticmethod
     def _check_arm(arm: str) -> None:
-        if not _ARM_NAME.match(arm or ""):
+        if not names.is_run_label(arm):
             raise EvidenceError(f"arm name {arm!r}: use letters, digits, '.', '_' and '-' "
                                 "(it names files in the bundle)")
 
@@ -513,13 +512,15 @@ def _recorded_runs(p: Path, listed: dict[str, str]) -> set[str]:
                 for r in runs if isinstance(runs, list) else []:
                     if not isinstance(r, dict) or not isinstance(r.get("run"), int) or isinstance(r["run"], bool):
                         continue
-                    label = arm
-                    if kind == "control_runs":
-                        if not isinstance(r.get("control"), str):
-                            continue
-                        label = f"{arm}.{r['control']}"
-                    if _ARM_NAME.match(label):
-                        labels.add(f"{label}-{r['run']}")
+                    control = r.get("control") if kind == "control_runs" else None
+                    if kind == "control_runs" and not isinstance(control, str):
+                        continue
+                    if not names.is_run_label(names.run_label(arm, control)):
+                        continue
+                    label = names.run_stem(arm, r["run"], control)
+                    if control and f"raw/{label}.json" not in listed:  # sealed before ARM+CONTROL-N
+                        label = f"{arm}.{control}-{r['run']}"
+                    labels.add(label)
     return labels
 
 

@@ -51,7 +51,7 @@ def test_registry_chooses_one_backend_per_api():
 DISPATCH = re.compile(r"""(\bapi\s*[!=]=\s*["'](?!all["']))|(from capshim\.backends import (vulkan|metal))""")
 
 
-@pytest.mark.parametrize("rel", ["launch.py", "probe.py", "cli.py", "bench/runner.py"])
+@pytest.mark.parametrize("rel", ["launch.py", "probe.py", "cli.py", "bench/runner.py", "bench/runs.py"])
 def test_no_api_name_dispatch_outside_the_backends(rel):
     text = (REPO / "src" / "capshim" / rel).read_text()
     assert DISPATCH.findall(text) == []

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from capshim import evidence
-from capshim.bench import runner, telemetry
+from capshim.bench import runner, runs, telemetry
 from capshim.bench.workloads.llama_bench import LlamaBenchWorkload, llama_bench_workload
 from capshim.bench.arms import Arm
 from tests.conftest import REPO, run_capshim
@@ -63,8 +63,8 @@ def test_every_arm_is_launched_the_same_way_with_a_varied_environment_size(tmp_p
     assert not any(line.startswith(str(out)) for line in lines)
     sizes = [int(line.split()[2]) for line in lines]
     assert len(set(sizes)) > 4  # padded to a common size plus a random offset per run
-    assert max(sizes) - min(sizes) < runner.PAD_RANGE + 1024
-    assert native[0]["env_delta"][runner.PAD_VAR].endswith("bytes>")
+    assert max(sizes) - min(sizes) < runs.PAD_RANGE + 1024
+    assert native[0]["env_delta"][runs.PAD_VAR].endswith("bytes>")
 
 
 def test_arm_order_is_a_fresh_seeded_permutation_per_round(tmp_path):

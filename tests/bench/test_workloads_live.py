@@ -160,7 +160,7 @@ def test_generic_json_metric_control_and_output_file_check(tmp_path, vk_build):
     ctest = "cpu pp8 (control)"
     assert s["controls"]["cpu"]["arms"]["sim"][ctest]["moved"] is True
     assert any(f.startswith("control cpu moved: 0.50x") for f in s["arms"]["sim"]["flags"])
-    assert (out / "raw" / "sim.cpu-1.json").is_file()
+    assert (out / "raw" / "sim+cpu-1.json").is_file() and not (out / "raw" / "sim.cpu-1.json").exists()
     from capshim import summary
 
     assert summary.load(out / "summary.json")["controls"]["cpu"]["tests"] == [ctest]  # valid summary.json
@@ -228,12 +228,12 @@ def test_ctrl_c_during_a_control_keeps_the_arm_and_records_the_control(tmp_path)
     # round 1 ran in the seeded order of metadata.json's schedule: everything before the
     # stopped control finished and is recorded, nothing after it ran
     order = meta["schedule"][0]
-    assert sorted(order) == ["a", "a.ctl", "b", "b.ctl"]
-    stopped = [u for u in order if u.endswith(".ctl")][1]
+    assert sorted(order) == ["a", "a+ctl", "b", "b+ctl"]
+    stopped = [u for u in order if u.endswith("+ctl")][1]
     done = order[:order.index(stopped)]
     ctl_runs = {arm: meta["arms"][arm].get("control_runs", []) for arm in ("a", "b")}
     assert ctl_runs[stopped[0]][-1]["signal"] == "SIGINT"
-    first = [u for u in done if u.endswith(".ctl")][0]
+    first = [u for u in done if u.endswith("+ctl")][0]
     assert ctl_runs[first[0]][0]["exit_code"] == 0 and ctl_runs[first[0]][0]["control"] == "ctl"
     for arm in ("a", "b"):
         wall = s["arms"][arm]["tests"].get("wall")

@@ -305,10 +305,6 @@ def execute(plan: Plan, out: Path, warmup: int | None = None, timeout: float = 9
     seed, precision, precision_tests, max_runs, exclude_contaminated, allow_mismatch). An option
     left None takes the plan's default (``Plan.defaults``: on a GPU, the built-in workload's
     precision target ``GPU_PRECISION`` unless ``-r`` was given)."""
-    if out.exists() and not out.is_dir():
-        raise UsageError(f"--out {out}: exists and is not a folder")
-    if out.exists() and any(out.iterdir()):
-        raise UsageError(f"--out {out}: folder exists and is not empty")
     if options.get("precision") is None:
         for key, value in (plan.defaults or {}).items():
             if options.get(key) is None:

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from capshim.bench import metrics
+from capshim.contracts import names
 
 
 @dataclass
@@ -31,7 +32,7 @@ class Workload:
         check_output: compare each arm's output (token ids, an output hash) with the reference arm.
         versions: tool versions to record.
         control: set on a control workload (``--control NAME=CMD``): its name; its records'
-            tests are ``NAME ... (control)`` and its files ``<arm>.NAME-<run>``.
+            tests are ``NAME ... (control)`` and its files ``<arm>+NAME-<run>`` (:meth:`label`).
         controls: control workloads run in every round under every arm, expected not to change.
         log_level: the built-in llama.cpp worker's ``--log-level``, recorded in metadata.json;
             None for other workloads.
@@ -61,8 +62,13 @@ class Workload:
         return {}
 
     def label(self, arm: str) -> str:
-        """The name of a run's files in the bundle: the arm, or ``<arm>.<control>``."""
-        return f"{arm}.{self.control}" if self.control else arm
+        """The name of this workload's runs under ``arm`` in the bundle: the arm, or ``<arm>+<control>``.
+
+        Run N's files are ``raw/LABEL-N.json``, ``raw/LABEL-N.stderr`` and ``status/LABEL-N.jsonl``
+        (:func:`capshim.contracts.names.run_stem`): ``+`` is in no name, so arm ``a.c`` and arm
+        ``a``'s control ``c`` never share a file.
+        """
+        return names.run_label(arm, self.control)
 
     def metadata(self) -> dict:
         """Extra keys of metadata.json's ``workload`` entry (none here)."""

@@ -23,6 +23,7 @@ from pathlib import Path
 from capshim.bench import metrics
 from capshim.bench.workloads.base import Workload
 from capshim.bench.workloads.llama_bench import llama_bench_workload
+from capshim.contracts import names, numbers
 from capshim.errors import UsageError
 
 __all__ = ["Adapter", "MetricWorkload", "extract", "same_output", "command_workload", "control_workload"]
@@ -32,7 +33,7 @@ def _find_json(text: str, where: str):
     text = text.replace("\ufeff", "").strip()
     try:
         return json.loads(text)
-    except json.JSONDecodeError:
+    except (json.JSONDecodeError, RecursionError):  # not one value, or a line nested too deep
         pass
     dec = json.JSONDecoder()
     lines = text.split("\n")
@@ -47,7 +48,7 @@ def _find_json(text: str, where: str):
             try:
                 value, _ = dec.raw_decode(text, off + len(line) - len(s))
                 return value
-            except json.JSONDecodeError:
+            except (json.JSONDecodeError, RecursionError):  # a log line, or nested too deep: skip it
                 continue
     raise metrics.MetricError(f"{where}: no JSON found on stdout")
 
@@ -58,8 +59,10 @@ def _number(v, where: str) -> float:
             v = float(v)
         except ValueError:
             raise metrics.MetricError(f"{where}: {v!r} is not a number") from None
-    if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
-        raise metrics.MetricError(f"{where}: expected a finite number, got {v!r}")
+    try:  # a 401-digit integer is no measurement (and no float)
+        v = numbers.finite(v, where)
+    except UsageError as exc:
+        raise metrics.MetricError(f"{exc}: expected a finite number") from None
     if v <= 0:
         raise metrics.MetricError(f"{where}: {v!r} must be > 0 (ratios of medians are taken)")
     return float(v)
@@ -293,9 +296,9 @@ def control_workload(value: str):
             unparsable CMD, or a program not found; the message names ``--control``.
     """
     name, sep, cmd = value.partition("=")
-    name = name.strip()
-    if not sep or not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*", name):
-        raise UsageError(f"--control {value!r}: expected NAME=CMD, NAME of letters, digits, '.', '_', '-'")
+    if not sep:
+        raise UsageError(f"--control {value!r}: expected NAME=CMD")
+    name = names.check(name, f"--control {value!r}: NAME")
     try:
         argv = shlex.split(cmd)
     except ValueError as exc:
