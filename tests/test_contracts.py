@@ -24,6 +24,9 @@ def test_good_names_pass(good):
 def test_control_files_never_collide_with_arm_files():
     # arm "a.c" run 1 and arm "a"'s control "c" run 1 were both raw/a.c-1
     assert names.run_stem("a.c", 1) != names.run_stem("a", 1, control="c")
+    assert names.run_label("a", "c") == "a+c" and names.run_stem("a", 2, "c") == "a+c-2"
+    assert names.is_run_label("a+c") and names.is_run_label("a.c")
+    assert not any(names.is_run_label(x) for x in ("a+", "+c", "a+b+c", "a\n", "a/b", None))
     assert names.CONTROL_SEP not in "".join(names.NAME_RE.pattern)
 
 
@@ -88,6 +91,20 @@ def test_stoppable_stops_on_the_first_signal_only_and_never_inside_a_nested_seal
             assert outer.nested == 0 and outer.signal_name == "SIGHUP"
         outer_cm.exit_if_signalled()
     assert done.value.code == 129
+
+def test_guard_can_leave_stop_signals_ignored_once_capshim_is_stopping():
+    before = signal.getsignal(signal.SIGTERM)
+    try:
+        with signals.SealGuard() as guard:
+            with signals.SealGuard() as inner:
+                inner.ignore_after()  # the outer guard's: the same object
+            assert signal.getsignal(signal.SIGTERM) == guard._handler
+        assert signal.getsignal(signal.SIGTERM) is signal.SIG_IGN
+    finally:
+        signal.signal(signal.SIGTERM, before)
+    with signals.SealGuard():
+        pass
+    assert signal.getsignal(signal.SIGTERM) == before
 
 
 def test_output_folder_rule(tmp_path, monkeypatch):

@@ -16,7 +16,7 @@ import os
 import pytest
 
 from capshim import evidence
-from capshim.bench import summary_schema
+from capshim import summary as summary_contract
 from capshim.export import chart, markdown, terminal
 from capshim.export import csv as csv_export
 from tests.conftest import REPO
@@ -26,7 +26,7 @@ GOLDEN = REPO / "tests" / "fixtures" / "golden"
 
 @pytest.fixture(scope="module")
 def summary() -> dict:
-    return summary_schema.load(GOLDEN / "summary.json")
+    return summary_contract.load(GOLDEN / "summary.json")
 
 
 def _golden(name: str, text: str) -> None:

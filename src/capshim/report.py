@@ -36,10 +36,9 @@ def load_summary(bundle: str | Path) -> dict:
         SummaryShapeError (an AnalysisError, exit 2): missing file, invalid JSON, or
             the wrong shape; names the file and the path inside it.
     """
-    from capshim.bench import summary_schema
+    from capshim import summary
 
-    p = Path(bundle)
-    return summary_schema.load(p / "summary.json" if p.is_dir() else p)
+    return summary.load(bundle)
 
 
 print_table = _terminal.print_table

@@ -51,7 +51,7 @@ def test_registry_chooses_one_backend_per_api():
 DISPATCH = re.compile(r"""(\bapi\s*[!=]=\s*["'](?!all["']))|(from capshim\.backends import (vulkan|metal))""")
 
 
-@pytest.mark.parametrize("rel", ["launch.py", "probe.py", "cli", "bench/runner.py"])
+@pytest.mark.parametrize("rel", ["launch.py", "probe.py", "cli", "bench/runner.py", "bench/runs.py"])
 def test_no_api_name_dispatch_outside_the_backends(rel):
     path = REPO / "src" / "capshim" / rel
     text = "".join(p.read_text() for p in sorted(path.rglob("*.py"))) if path.is_dir() else path.read_text()

@@ -11,7 +11,8 @@ import pytest
 
 from capshim import profiles
 from capshim.profiles import ondevice
-from capshim.bench import builtin, model
+from capshim.bench import model
+from capshim.bench.workloads import builtin
 from tests.conftest import REPO, run_capshim
 
 LINE = re.compile(r"^ggml_vulkan: 0 = .*\| fp16: (?P<fp16>\d) \|.*\| shared memory: (?P<shmem>\d+) \|", re.M)

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from capshim.bench.attest import parse_path, same_path
+from capshim.summary import display_value
 from tests._report_paths import FIXTURES
-from capshim.bench.attest import display_value, parse_path, same_path
 
 CUA = FIXTURES / "cua"
 

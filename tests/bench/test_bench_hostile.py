@@ -155,19 +155,19 @@ def test_relative_out_gives_the_workload_an_absolute_status_file(tmp_path):
 def test_huge_stderr_is_kept_as_head_and_tail(tmp_path, monkeypatch):
     """A workload writing 300 MB of stderr: the bundle keeps MAX_STDERR_KEEP bytes (head and tail)
     and the run records how much was left out (scaled down here: a 1 MiB cap)."""
-    from capshim.bench import runner
+    from capshim.bench import runs
 
     f = tmp_path / "err"
     f.write_bytes(b"H" * 1000 + b"m" * (3 << 20) + b"T" * 1000)
     size = f.stat().st_size
-    cut = runner._cap_stderr(f, cap=1 << 20)
+    cut = runs._cap_stderr(f, cap=1 << 20)
     data = f.read_bytes()
     assert cut == size - (1 << 20)
     assert data.startswith(b"H" * 1000) and data.endswith(b"T" * 1000)
     assert b"bytes of this run's stderr left out here" in data and len(data) < (1 << 20) + 200
     small = tmp_path / "small"
     small.write_bytes(b"abc")
-    assert runner._cap_stderr(small) == 0 and small.read_bytes() == b"abc"
+    assert runs._cap_stderr(small) == 0 and small.read_bytes() == b"abc"
 
 
 def test_workload_stderr_over_the_cap_is_recorded(tmp_path):

@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 
 from capshim import evidence
-from capshim.bench import runner, telemetry
+from capshim.bench import runner, runs, telemetry
+from capshim.bench.workloads.llama_bench import LlamaBenchWorkload, llama_bench_workload
 from capshim.bench.arms import Arm
 from tests.conftest import REPO, run_capshim
 
@@ -62,8 +63,8 @@ def test_every_arm_is_launched_the_same_way_with_a_varied_environment_size(tmp_p
     assert not any(line.startswith(str(out)) for line in lines)
     sizes = [int(line.split()[2]) for line in lines]
     assert len(set(sizes)) > 4  # padded to a common size plus a random offset per run
-    assert max(sizes) - min(sizes) < runner.PAD_RANGE + 1024
-    assert native[0]["env_delta"][runner.PAD_VAR].endswith("bytes>")
+    assert max(sizes) - min(sizes) < runs.PAD_RANGE + 1024
+    assert native[0]["env_delta"][runs.PAD_VAR].endswith("bytes>")
 
 
 def test_arm_order_is_a_fresh_seeded_permutation_per_round(tmp_path):
@@ -167,7 +168,7 @@ def test_contaminated_runs_are_flagged_and_excluded_only_when_asked(tmp_path, mo
 
     monkeypatch.setattr(telemetry, "contamination", fake)
     arms = [Arm("a"), Arm("b")]
-    wl = runner.llama_bench_workload([str(script)])
+    wl = llama_bench_workload([str(script)])
     for exclude, name in ((False, "kept"), (True, "dropped")):
         calls["n"] = 0
         res = runner.run_bench(arms, wl, "a", tmp_path / name, repetitions=4, warmup=0, seed=3,
@@ -280,7 +281,6 @@ def test_precision_test_naming_no_test_stops_after_the_first_round(tmp_path):
 
 def test_gpu_default_has_a_precision_target_that_user_options_override(monkeypatch, tmp_path):
     from capshim.bench import plan as plan_mod
-    from capshim.bench.runner import Workload
 
     real_pick = plan_mod._pick_vulkan_device
 
@@ -290,7 +290,7 @@ def test_gpu_default_has_a_precision_target_that_user_options_override(monkeypat
         return index, chosen
 
     monkeypatch.setattr(plan_mod, "_pick_vulkan_device", as_gpu)
-    monkeypatch.setattr(plan_mod, "_builtin_workload", lambda *a, **k: Workload("builtin", ["true"]))
+    monkeypatch.setattr(plan_mod.builtin, "builtin_workload", lambda *a, **k: LlamaBenchWorkload("builtin", ["true"]))
     make = lambda **kw: plan_mod.make_plan((), None, None, None, kw.get("r"), None, 512, 128, None, [],
                                            platform="linux")
     p = make()

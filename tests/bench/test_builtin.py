@@ -16,7 +16,9 @@ import pytest
 
 import cyllama.llama.llama_cpp  # noqa: E402,F401 - required: the real llama.cpp (setup.sh installs it)
 
-from capshim.bench import builtin, model  # noqa: E402
+from capshim.bench import model  # noqa: E402
+from capshim.bench.workloads import builtin  # noqa: E402
+from capshim.bench.workloads import builtin_worker as worker  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
 N_PROMPT, N_GEN, REPS = 48, 16, 2
@@ -135,8 +137,8 @@ def test_info_log_level_drops_llama_cpp_debug_lines_but_keeps_the_device_line(st
 
 def test_log_filter_levels_and_continuations():
     out: list[bytes] = []
-    f = builtin.LogFilter(write=out.append)
-    L = builtin
+    f = worker.LogFilter(write=out.append)
+    L = worker
     for level, text in [(L.GGML_LOG_LEVEL_INFO, b"load: a\n"), (L.GGML_LOG_LEVEL_DEBUG, b"create_tensor: x\n"),
                         (L.GGML_LOG_LEVEL_CONT, b"more of x\n"), (L.GGML_LOG_LEVEL_DEBUG, b"ggml_vulkan: 0 = d | uma: 0\n"),
                         (L.GGML_LOG_LEVEL_CONT, b"."), (L.GGML_LOG_LEVEL_WARN, b"w\n"), (L.GGML_LOG_LEVEL_CONT, b"."),
@@ -152,13 +154,13 @@ def test_log_filter_never_raises():
     def broken(_data):
         raise OSError("stderr is gone")
 
-    f = builtin.LogFilter(write=broken)
-    f(builtin.GGML_LOG_LEVEL_ERROR, b"e\n", None)  # the write fails: the message is lost, nothing raised
+    f = worker.LogFilter(write=broken)
+    f(worker.GGML_LOG_LEVEL_ERROR, b"e\n", None)  # the write fails: the message is lost, nothing raised
     f("not a level", b"x\n", None)
-    f(builtin.GGML_LOG_LEVEL_INFO, None, None)  # a NULL text
+    f(worker.GGML_LOG_LEVEL_INFO, None, None)  # a NULL text
     out: list[bytes] = []
-    g = builtin.LogFilter(write=out.append)
-    g(builtin.GGML_LOG_LEVEL_INFO, "text as str\n")
+    g = worker.LogFilter(write=out.append)
+    g(worker.GGML_LOG_LEVEL_INFO, "text as str\n")
     assert out == [b"text as str\n"]
 
 
@@ -201,7 +203,7 @@ def test_broken_model_fails_with_one_error_line(tmp_path):
 
 
 def test_bad_flags_exit_2():
-    r = _run([sys.executable, "-m", "capshim.bench.builtin", "--model", "x", "--repetitions", "0"])
+    r = _run([sys.executable, "-m", "capshim.bench.workloads.builtin_worker", "--model", "x", "--repetitions", "0"])
     assert r.returncode == 2 and r.stdout == ""
     assert "--repetitions" in r.stderr
 
@@ -209,7 +211,7 @@ def test_bad_flags_exit_2():
 def test_worker_command_and_env(tmp_path):
     argv = builtin.worker_command("/m.gguf", n_prompt=7, n_gen=3, repetitions=2, threads=1,
                                   ngl=0, seed=5, flash_attn=0)
-    assert argv[:3] == [sys.executable, "-m", "capshim.bench.builtin"]
+    assert argv[:3] == [sys.executable, "-m", "capshim.bench.workloads.builtin_worker"]
     flags = dict(zip(argv[3::2], argv[4::2]))
     assert flags == {"--model": "/m.gguf", "--n-prompt": "7", "--n-gen": "3", "--repetitions": "2",
                      "--ngl": "0", "--seed": "5", "--threads": "1", "--flash-attn": "0", "--log-level": "info"}
@@ -221,27 +223,26 @@ def test_worker_command_and_env(tmp_path):
 
 
 def test_bench_passes_the_log_level_from_its_variable(monkeypatch):
-    from capshim.bench import plan
     from capshim.errors import UsageError
 
-    monkeypatch.delenv(plan.WORKER_LOG_LEVEL_VAR, raising=False)
-    w = plan._builtin_workload("tiny", 8, 4, check_output=True)
+    monkeypatch.delenv(builtin.WORKER_LOG_LEVEL_VAR, raising=False)
+    w = builtin.builtin_workload("tiny", 8, 4, check_output=True)
     assert w.log_level == "info" and w.argv[w.argv.index("--log-level") + 1] == "info"
-    monkeypatch.setenv(plan.WORKER_LOG_LEVEL_VAR, "debug")
-    w = plan._builtin_workload("tiny", 8, 4, check_output=True)
+    monkeypatch.setenv(builtin.WORKER_LOG_LEVEL_VAR, "debug")
+    w = builtin.builtin_workload("tiny", 8, 4, check_output=True)
     assert w.log_level == "debug" and w.argv[w.argv.index("--log-level") + 1] == "debug"
-    monkeypatch.setenv(plan.WORKER_LOG_LEVEL_VAR, "trace")
-    with pytest.raises(UsageError, match=plan.WORKER_LOG_LEVEL_VAR):
-        plan._builtin_workload("tiny", 8, 4, check_output=True)
+    monkeypatch.setenv(builtin.WORKER_LOG_LEVEL_VAR, "trace")
+    with pytest.raises(UsageError, match=builtin.WORKER_LOG_LEVEL_VAR):
+        builtin.builtin_workload("tiny", 8, 4, check_output=True)
 
 
 def test_prompt_tokens_are_deterministic_and_in_range():
-    a = builtin.prompt_tokens(100, 50, bos=1, seed=3)
-    assert a == builtin.prompt_tokens(100, 50, bos=1, seed=3)
-    assert a != builtin.prompt_tokens(100, 50, bos=1, seed=4)
+    a = worker.prompt_tokens(100, 50, bos=1, seed=3)
+    assert a == worker.prompt_tokens(100, 50, bos=1, seed=3)
+    assert a != worker.prompt_tokens(100, 50, bos=1, seed=4)
     assert len(a) == 100 and a[0] == 1 and all(3 <= t < 50 for t in a[1:])
-    assert builtin.prompt_tokens(0, 50, bos=1) == []
-    assert builtin.prompt_tokens(3, 50, bos=None)[0] >= 3
+    assert worker.prompt_tokens(0, 50, bos=1) == []
+    assert worker.prompt_tokens(3, 50, bos=None)[0] >= 3
 
 
 def test_warm_up_run_is_on_by_default_and_can_be_turned_off(tiny):

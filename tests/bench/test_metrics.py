@@ -5,13 +5,14 @@ from __future__ import annotations
 import pytest
 
 from capshim.bench import analysis, metrics
+from capshim.bench.workloads import command
 from capshim.errors import UsageError
 
 
 def test_wall_defaults_to_seconds_lower_is_better():
     m = metrics.parse_spec("wall")
     assert (m.kind, m.arg, m.unit, m.better, m.name) == ("wall", None, "s", "lower", "wall")
-    assert metrics.extract(m, "", "", 1.25, "x") == [1.25]
+    assert command.extract(m, "", "", 1.25, "x") == [1.25]
 
 
 @pytest.mark.parametrize("spec, better, needle", [
@@ -33,9 +34,9 @@ def test_bad_specs_name_the_flag(spec, better, needle):
 def test_json_path_reads_numbers_and_lists_from_the_last_json_on_stdout():
     out = 'log line\n{"results": {"fps": 61.5, "runs": [{"ms": 3}, {"ms": 4}]}, "samples": [1, 2.5]}\n'
     m = metrics.parse_spec("json:results.fps", better="higher", unit="fps")
-    assert metrics.extract(m, out, "", 0.1, "raw/a-1.json") == [61.5]
-    assert metrics.extract(metrics.parse_spec("json:results.runs[1].ms", better="lower"), out, "", 0, "f") == [4.0]
-    assert metrics.extract(metrics.parse_spec("json:samples", better="lower"), out, "", 0, "f") == [1.0, 2.5]
+    assert command.extract(m, out, "", 0.1, "raw/a-1.json") == [61.5]
+    assert command.extract(metrics.parse_spec("json:results.runs[1].ms", better="lower"), out, "", 0, "f") == [4.0]
+    assert command.extract(metrics.parse_spec("json:samples", better="lower"), out, "", 0, "f") == [1.0, 2.5]
 
 
 @pytest.mark.parametrize("spec, stdout, needle", [
@@ -49,14 +50,14 @@ def test_json_path_reads_numbers_and_lists_from_the_last_json_on_stdout():
 def test_unreadable_output_names_flag_spec_and_file(spec, stdout, needle):
     m = metrics.parse_spec(spec, better="lower")
     with pytest.raises(metrics.MetricError) as exc:
-        metrics.extract(m, stdout, "", 0.1, "raw/arm-1.json")
+        command.extract(m, stdout, "", 0.1, "raw/arm-1.json")
     msg = str(exc.value)
     assert needle in msg and msg.startswith(f"--metric {spec}: raw/arm-1.json")
 
 
 def test_regex_takes_every_match_from_stdout_then_stderr():
     m = metrics.parse_spec(r"regex:took ([0-9.]+) ms", better="lower", unit="ms")
-    assert metrics.extract(m, "took 3.5 ms\ntook 4 ms\n", "took 5 ms", 9, "f") == [3.5, 4.0, 5.0]
+    assert command.extract(m, "took 3.5 ms\ntook 4 ms\n", "took 5 ms", 9, "f") == [3.5, 4.0, 5.0]
 
 
 def test_regex_ignores_the_shims_own_stderr_lines():
@@ -65,16 +66,16 @@ def test_regex_ignores_the_shims_own_stderr_lines():
     err = ("capshim-vulkan: VK_LAYER_CAPSHIM_device active in vulkaninfo[42]: lower maxComputeSharedMemorySize=24576\n"
            "WARNING: [Loader Message] Code 0 : maxComputeSharedMemorySize = 1\n"
            "\tmaxComputeSharedMemorySize = 24576\n")
-    assert metrics.extract(m, "", err, 0.1, "f") == [24576.0]
+    assert command.extract(m, "", err, 0.1, "f") == [24576.0]
 
 
 def test_same_output_hashes_exact_numbers_within_tolerance():
-    assert metrics.same_output("sha256:aa", "sha256:aa") and not metrics.same_output("sha256:aa", "sha256:ab")
-    assert metrics.same_output([1, 2], [1, 2]) and not metrics.same_output([1, 2], [1, 3])
+    assert command.same_output("sha256:aa", "sha256:aa") and not command.same_output("sha256:aa", "sha256:ab")
+    assert command.same_output([1, 2], [1, 2]) and not command.same_output([1, 2], [1, 3])
     a = {"values": [1.0, -2.0, 3.0], "rtol": 0.02}
-    assert metrics.same_output({"values": [1.004, -2.003, 2.998], "rtol": 0.02}, a)
-    assert not metrics.same_output({"values": [1.3, -2.0, 3.0], "rtol": 0.02}, a)
-    assert not metrics.same_output({"values": [1.0, -2.0], "rtol": 0.02}, a)
+    assert command.same_output({"values": [1.004, -2.003, 2.998], "rtol": 0.02}, a)
+    assert not command.same_output({"values": [1.3, -2.0, 3.0], "rtol": 0.02}, a)
+    assert not command.same_output({"values": [1.0, -2.0], "rtol": 0.02}, a)
 
 
 def _summary(arm_samples: dict[str, list[float]], test: str, baseline: str, host: str | None = None) -> dict:
@@ -115,7 +116,7 @@ def test_a_control_that_moves_is_flagged_and_one_that_stays_is_not():
 
 
 def test_an_annotated_summary_is_a_valid_summary_json_and_the_exporters_label_it():
-    from capshim.bench import summary_schema
+    from capshim import summary
     from capshim.export import chart, markdown, table
 
     test = metrics.control_test("cpu")
@@ -125,7 +126,7 @@ def test_an_annotated_summary_is_a_valid_summary_json_and_the_exporters_label_it
         s["arms"][arm]["tests"].update(ctl["arms"][arm]["tests"])
     s["tests"] += [test]
     metrics.annotate(s, {"wall": metrics.parse_spec("wall"), test: metrics.parse_spec("wall")}, ["cpu"])
-    summary_schema.validate(s, "summary.json")
+    summary.validate(s, "summary.json")
     assert "wall: its wall-clock seconds" in s["method"]["statistic"] and "samples_ts" not in s["method"]["statistic"]
     tab = table.table([s])
     assert tab["columns"][2] == "median"  # not "median tok/s"
@@ -135,11 +136,11 @@ def test_an_annotated_summary_is_a_valid_summary_json_and_the_exporters_label_it
     assert "cpu (control) (s, lower is better)" in markdown.serialize(s)
     assert chart.serialize(s)[:4] == b"\x89PNG"
     bad = {**s, "metrics": {"wall": {"unit": "s", "better": "sideways"}}}
-    with pytest.raises(summary_schema.SummaryShapeError, match=r"\$\.metrics\.wall\.better"):
-        summary_schema.validate(bad, "summary.json")
+    with pytest.raises(summary.SummaryShapeError, match=r"\$\.metrics\.wall\.better"):
+        summary.validate(bad, "summary.json")
     bad = {**s, "controls": {"cpu": {"expectation": "no change", "tests": [], "arms": {"fast": {test: {}}}}}}
-    with pytest.raises(summary_schema.SummaryShapeError, match=r"\$\.controls\.cpu\.arms\.fast"):
-        summary_schema.validate(bad, "summary.json")
+    with pytest.raises(summary.SummaryShapeError, match=r"\$\.controls\.cpu\.arms\.fast"):
+        summary.validate(bad, "summary.json")
 
 
 def test_tok_s_summaries_keep_the_tok_s_header():

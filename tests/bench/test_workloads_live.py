@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 
 from capshim import evidence
-from capshim.bench import attest, ncnn_workload
+from capshim.bench import attest
+from capshim.bench.workloads import ncnn
 from tests.conftest import REPO, run_capshim
 
 NCNN_STOCK = """[0 llvmpipe (LLVM 15.0.6, 256 bits)]  queueC=0[1]  queueT=0[1]  prefer-slm=0  rebar=1  r-score=4
@@ -51,7 +52,7 @@ def test_parse_ncnn_reads_storage_arithmetic_subgroup_and_cooperative_matrix():
 
 def _worker(*prefix: str) -> tuple[dict, str]:
     env = dict(os.environ, PYTHONPATH=str(REPO / "src"))
-    r = subprocess.run([*prefix, sys.executable, "-m", "capshim.bench.ncnn_workload", "--repetitions", "2",
+    r = subprocess.run([*prefix, sys.executable, "-m", "capshim.bench.workloads.ncnn_worker", "--repetitions", "2",
                         "--warmup", "1"], capture_output=True, text=True, env=env, timeout=300)
     assert r.returncode == 0, r.stderr[-2000:]
     return json.loads(r.stdout), r.stderr
@@ -70,7 +71,7 @@ def test_ncnn_sees_fp16_arithmetic_off_under_the_simulated_virtual_gpu(vk_build)
     assert sim["path"]["ncnn"]["fp16_arithmetic"] is False
     assert sim["path"]["ncnn"]["fp16_storage"] is True
     # the same network computes the same thing, up to fp16 rounding
-    from capshim.bench.metrics import same_output
+    from capshim.bench.workloads.command import same_output
 
     assert same_output({"values": sim["output"], "rtol": 0.02}, {"values": stock["output"]})
     assert sim["output"] != stock["output"]  # but not bit for bit: the arithmetic path changed
@@ -78,7 +79,7 @@ def test_ncnn_sees_fp16_arithmetic_off_under_the_simulated_virtual_gpu(vk_build)
 
 def test_missing_ncnn_is_a_clear_message(tmp_path, monkeypatch):
     env = dict(os.environ, PYTHONPATH=str(REPO / "src"))
-    code = "import sys; sys.modules['ncnn'] = None; from capshim.bench import ncnn_workload as w; sys.exit(w.main([]))"
+    code = "import sys; sys.modules['ncnn'] = None; from capshim.bench.workloads import ncnn_worker as w; sys.exit(w.main([]))"
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=60)
     assert r.returncode == 2 and "pip install 'capshim[ncnn]'" in r.stderr and "Traceback" not in r.stderr
     import importlib.util
@@ -88,7 +89,7 @@ def test_missing_ncnn_is_a_clear_message(tmp_path, monkeypatch):
     real = importlib.util.find_spec
     monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "ncnn" else real(name, *a))
     with pytest.raises(CapshimError, match=r"pip install 'capshim\[ncnn\]'"):
-        ncnn_workload.bench_workload("tiny")
+        ncnn.bench_workload("tiny")
 
 
 def test_bench_workload_ncnn_end_to_end(tmp_path, vk_build):
@@ -159,10 +160,10 @@ def test_generic_json_metric_control_and_output_file_check(tmp_path, vk_build):
     ctest = "cpu pp8 (control)"
     assert s["controls"]["cpu"]["arms"]["sim"][ctest]["moved"] is True
     assert any(f.startswith("control cpu moved: 0.50x") for f in s["arms"]["sim"]["flags"])
-    assert (out / "raw" / "sim.cpu-1.json").is_file()
-    from capshim.bench import summary_schema
+    assert (out / "raw" / "sim+cpu-1.json").is_file() and not (out / "raw" / "sim.cpu-1.json").exists()
+    from capshim import summary
 
-    assert summary_schema.load(out / "summary.json")["controls"]["cpu"]["tests"] == [ctest]  # valid summary.json
+    assert summary.load(out / "summary.json")["controls"]["cpu"]["tests"] == [ctest]  # valid summary.json
     rep = run_capshim("report", str(out), timeout=120)
     assert rep.returncode == 0 and "fps (fps, higher is better)" in rep.stdout, rep.stderr
     meta = json.loads((out / "metadata.json").read_text())
@@ -227,12 +228,12 @@ def test_ctrl_c_during_a_control_keeps_the_arm_and_records_the_control(tmp_path)
     # round 1 ran in the seeded order of metadata.json's schedule: everything before the
     # stopped control finished and is recorded, nothing after it ran
     order = meta["schedule"][0]
-    assert sorted(order) == ["a", "a.ctl", "b", "b.ctl"]
-    stopped = [u for u in order if u.endswith(".ctl")][1]
+    assert sorted(order) == ["a", "a+ctl", "b", "b+ctl"]
+    stopped = [u for u in order if u.endswith("+ctl")][1]
     done = order[:order.index(stopped)]
     ctl_runs = {arm: meta["arms"][arm].get("control_runs", []) for arm in ("a", "b")}
     assert ctl_runs[stopped[0]][-1]["signal"] == "SIGINT"
-    first = [u for u in done if u.endswith(".ctl")][0]
+    first = [u for u in done if u.endswith("+ctl")][0]
     assert ctl_runs[first[0]][0]["exit_code"] == 0 and ctl_runs[first[0]][0]["control"] == "ctl"
     for arm in ("a", "b"):
         wall = s["arms"][arm]["tests"].get("wall")

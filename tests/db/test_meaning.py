@@ -237,11 +237,11 @@ def _set(path, value):
     (_set(["arms"], {}), "summary.json: not a capshim summary: at $.arms"),
     (_set(["baseline"], "nobody"), "at $.baseline: 'nobody' is not one of the arms"),
     (_set(["arms", "vm-unlocked", "tests", "pp512", "n"], 10 ** 400),
-     "$.arms.vm-unlocked.tests.pp512.n: 10000"),
+     "$.arms.vm-unlocked.tests.pp512.n: an integer of 401 digits"),
     (_set(["arms", "vm-unlocked", "tests", "pp512", "median"], 10 ** 400),
-     "$.arms.vm-unlocked.tests.pp512.median: an integer of more than 20 digits"),
+     "$.arms.vm-unlocked.tests.pp512.median: an integer of 401 digits"),
     (_set(["host", "tests", "pp512", "samples"], [1.0, 10 ** 30]),
-     "$.host.tests.pp512.samples: an integer of more than 20 digits"),
+     "$.host.tests.pp512.samples[1]: an integer of 31 digits"),
 ])
 def test_a_resealed_odd_summary_is_refused_by_the_summary_contract(db_url, tmp_path, edit, named):
     """Issue 18: `db add` read summary.json without report's schema: AttributeError / StopIteration."""

@@ -10,45 +10,19 @@ path attestation in :mod:`capshim.bench.attest`.
 
 from __future__ import annotations
 
-import json
 import math
 from pathlib import Path
 
 from capshim.bench import attest, llamabench, stats
-from capshim.errors import CapshimError
+from capshim.summary import NOT_SHIM_STATES, SCHEMA, STATES, AnalysisError, run_failed
+from capshim.summary import load as load_summary
 
-__all__ = ["analyze", "host_from_file", "arms_from_files", "AnalysisError",
-           "SCHEMA", "STATES", "NOT_SHIM_STATES", "ComparabilityError"]
-
-SCHEMA = "capshim-summary/1"
-#: Arm states. native: no shim; active: the shim's status file says it changed
-#: answers; inert/invalid: the shim loaded but changed nothing / rejected its
-#: configuration; failed: runs crashed or timed out; wrong-output: output
-#: differed from the baseline; external: numbers made elsewhere (``capshim
-#: report --arm``), shim state not attested by capshim.
-STATES = ("native", "active", "inert", "invalid", "failed", "wrong-output", "external")
-#: States whose numbers are never presented as shim results.
-NOT_SHIM_STATES = ("inert", "invalid", "failed", "wrong-output")
-
-
-class AnalysisError(CapshimError):
-    """Bad analysis input: names the arm, record or key at fault (exit 2)."""
+__all__ = ["analyze", "host_from_file", "arms_from_files", "ComparabilityError"]
 
 
 class ComparabilityError(AnalysisError):
     """Two sides of a comparison were measured with different configurations (exit 2): names the
     test, both sides, the field and both values."""
-
-
-def _run_failed(run: dict) -> str | None:
-    if run.get("timed_out"):
-        return "timed out"
-    if run.get("signal"):
-        return f"killed by {run['signal']}"
-    code = run.get("exit_code")
-    if code not in (0, None):
-        return f"exit {code}"
-    return None
 
 
 def _check_records(records, arms) -> dict[str, dict[str, dict[object, list[float]]]]:
@@ -186,7 +160,7 @@ def analyze(records: list[dict], arms: dict, baseline: str, host: dict | None = 
             spec = arm.get("spec") or {}
             shimmed = state in ("inert", "invalid") or spec.get("profile") or spec.get("simulate")
             flags.append(f"{state}: not a shim result" if shimmed else f"{state}: not a result")
-        failed = [(r.get("run"), why) for r in runs if (why := _run_failed(r))]
+        failed = [(r.get("run"), why) for r in runs if (why := run_failed(r))]
         if failed:
             flags.append(f"{len(failed)} of {len(runs)} runs failed ("
                          + ", ".join(f"run {n}: {why}" for n, why in failed) + ")")
@@ -346,9 +320,7 @@ def _read_text(path: Path) -> str:
 def _host_of_bundle(p: Path) -> dict:
     """The host of a bundle: its host arm (the bare-metal arm, e.g. ``native``), else the host
     baseline it was compared with; never its baseline arm (the simulated weak device)."""
-    from capshim.bench import summary_schema
-
-    summary = summary_schema.load(p / "summary.json")
+    summary = load_summary(p / "summary.json")
     sfile = p / "summary.json"
     host = summary.get("host") or {}
     arms = summary["arms"]

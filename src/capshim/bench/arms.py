@@ -19,14 +19,13 @@ the arm measures what loading the layer alone costs (``capshim bench --aa``).
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
 from capshim import profiles
+from capshim.contracts import names
 from capshim.errors import UsageError
 from capshim.profiles import Profile
 
-NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 RESTORE = "restore"
 IDENTITY = "identity"
 #: The name ``capshim bench --aa`` gives its A/A arm.
@@ -80,8 +79,7 @@ def parse(option: str) -> Arm:
     if "=" not in option:
         raise UsageError(f"--arm {option!r}: expected NAME=SPEC (e.g. vm-stock=simulate:vulkan-paravirt)")
     name, spec = option.split("=", 1)
-    if not NAME_RE.match(name):
-        raise UsageError(f"--arm {option!r}: arm name {name!r} must be letters, digits, '.', '_' or '-'")
+    names.check(name, f"--arm {option!r}: arm name")
     arm = Arm(name)
     if spec.strip() in ("", "stock", "native"):
         return arm

@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["parse_path", "parse_ncnn", "path_key", "same_path", "DISPLAY_COLUMNS", "display_value"]
+__all__ = ["parse_path", "parse_ncnn", "path_key", "same_path"]
 
 _METAL = re.compile(r"^ggml_metal_\w*:\s+(?P<body>.*)$")
 _FAMILY = re.compile(r"GPU family:\s*MTLGPUFamily(?P<kind>[A-Za-z]+?)(?P<num>\d+)\s*\((?P<code>\d+)\)")
@@ -263,43 +263,3 @@ def same_path(a: dict, b: dict) -> bool | None:
     if not a or not b:
         return None
     return path_key(a) == path_key(b)
-
-
-#: Table columns: (header, backend, key). Only columns with a value in some row are shown.
-DISPLAY_COLUMNS = [
-    ("GPU family", "metal", "gpu_family"),
-    ("simdgroup red.", "metal", "simdgroup_reduction"),
-    ("simdgroup mm", "metal", "simdgroup_mm"),
-    ("bfloat", "metal", "has_bfloat"),
-    ("tensor", "metal", "has_tensor"),
-    ("Vulkan device", "vulkan", "device_name"),
-    ("fp16", "vulkan", "fp16"),
-    ("bf16", "vulkan", "bf16"),
-    ("int dot", "vulkan", "int_dot"),
-    ("warp size", "vulkan", "warp_size"),
-    ("shared memory", "vulkan", "shared_memory"),
-    ("matrix cores", "vulkan", "matrix_cores"),
-    ("ncnn fp16 storage", "ncnn", "fp16_storage"),
-    ("ncnn fp16 arith", "ncnn", "fp16_arithmetic"),
-    ("ncnn int8 arith", "ncnn", "int8_arithmetic"),
-    ("ncnn bf16 storage", "ncnn", "bf16_storage"),
-    ("ncnn subgroup", "ncnn", "subgroup_size"),
-    ("ncnn fp16 cm", "ncnn", "fp16_cm"),
-    ("ncnn int8 cm", "ncnn", "int8_cm"),
-    ("ncnn bf16 cm", "ncnn", "bf16_cm"),
-]
-
-
-def display_value(path: dict, backend: str, key: str) -> str:
-    """One attested value as table text: ``Apple5 (1005)``, ``yes``/``no``, numbers, or ``""``."""
-    caps = (path or {}).get(backend) or {}
-    if key not in caps:
-        return ""
-    v = caps[key]
-    if key == "gpu_family" and "gpu_family_code" in caps:
-        return f"{v} ({caps['gpu_family_code']})"
-    if key == "fp16" and caps.get("fp16_dot2"):
-        return "yes (dot2)"
-    if isinstance(v, bool):
-        return "yes" if v else "no"
-    return str(v)

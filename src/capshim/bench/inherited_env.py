@@ -20,6 +20,8 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 
+from capshim.contracts import environ as environ_contract
+
 #: Name prefixes recorded, each with where its variables are documented or read.
 PREFIXES: tuple[tuple[str, str], ...] = (
     ("GGML_", "ggml (llama.cpp's tensor library): ggml/src/ggml-vulkan/ggml-vulkan.cpp getenv(\"GGML_VK_*\"), "
@@ -89,8 +91,9 @@ def recorded(name: str) -> bool:
 
 def record(environ: Mapping[str, str]) -> dict:
     """``metadata.json``'s ``inherited_env``: ``{"variables": {name: value} (sorted; a secret-looking
-    name's value is :data:`REDACTED`), "prefixes": [str], "names": [str], "redacted": [name]}``."""
-    found = {k: v for k, v in sorted(environ.items()) if recorded(k)}
+    name's value is :data:`REDACTED`), "prefixes": [str], "names": [str], "redacted": [name]}``.
+    Bytes that are not UTF-8 are recorded escaped (``\\xNN``, :func:`capshim.contracts.environ.record`)."""
+    found = environ_contract.record({k: v for k, v in sorted(environ.items()) if recorded(k)})
     secret = [k for k in found if SECRET_NAME.search(k)]
     return {"variables": {k: REDACTED if k in secret else v for k, v in found.items()},
             "prefixes": [p for p, _ in PREFIXES], "names": [n for n, _ in NAMES], "redacted": secret}
@@ -103,7 +106,7 @@ def warnings(environ: Mapping[str, str], overridden: Mapping[str, str] | None = 
     for k, v in sorted(environ.items()):
         if not SWITCH.match(k) or k in (overridden or {}):
             continue
-        shown = f"{k}={REDACTED if SECRET_NAME.search(k) else v}"
+        shown = environ_contract.recordable(f"{k}={REDACTED if SECRET_NAME.search(k) else v}")
         what = SWITCHES.get(k)
         if what:
             effect = f"every arm runs without {what}"

@@ -17,11 +17,11 @@ the beginning of a line is decoded and the llama-bench rows kept.
 from __future__ import annotations
 
 import json
-import math
 import re
 from pathlib import Path
 
-from capshim.errors import CapshimError
+from capshim.contracts import numbers
+from capshim.errors import CapshimError, UsageError
 
 __all__ = ["LlamaBenchError", "parse_output", "load_file", "test_name", "to_records", "row_config", "series_names",
            "COMPARE_FIELDS"]
@@ -78,11 +78,16 @@ def _check_row(row: dict, index: int, source: str) -> dict:
     samples = row["samples_ts"]
     if not isinstance(samples, list) or not samples:
         raise LlamaBenchError(f"{where}: key 'samples_ts' must be a non-empty list, got {samples!r}")
+    values = []
     for i, v in enumerate(samples):
-        if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v <= 0:
+        try:  # a 401-digit integer is no measurement (and converting it to a float overflows)
+            values.append(numbers.finite(v, f"{where}: samples_ts[{i}]"))
+        except UsageError as exc:
+            raise LlamaBenchError(f"{exc} (samples_ts must be finite numbers > 0 tok/s)") from None
+        if values[-1] <= 0:
             raise LlamaBenchError(f"{where}: samples_ts[{i}] must be a finite number > 0 tok/s, got {v!r}")
     out = dict(row)
-    out["samples_ts"] = [float(v) for v in samples]
+    out["samples_ts"] = values
     out["test"] = test_name(row["n_prompt"], row["n_gen"], depth)
     return out
 

@@ -26,25 +26,20 @@ summary into ``median(baseline) / median(arm)``, so "speedup" always reads
 (the bootstrap interval of the inverse is the inverse of the interval: the
 percentile interval is invariant under a monotone map).
 
-:class:`Adapter` turns one finished run (stdout, stderr, seconds) into
-analysis records and an output fingerprint for ``--check-output``
-(:func:`same_output`); :class:`capshim.bench.runner.MetricWorkload` plugs it
-into the runner's workload seam (``Workload.parse``).
+This module is the metric model (what a spec means, how ratios read); the
+adapter that reads a run's output is
+:mod:`capshim.bench.workloads.command`.
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
-import math
 import re
-from dataclasses import dataclass, field
-from pathlib import Path
+from dataclasses import dataclass
 
 from capshim.errors import CapshimError, UsageError
 
-__all__ = ["Metric", "MetricError", "Adapter", "parse_spec", "extract", "json_path", "same_output",
-           "annotate", "TOK_S", "CONTROL_SUFFIX", "control_test"]
+__all__ = ["Metric", "MetricError", "parse_spec", "json_path", "annotate", "TOK_S", "CONTROL_SUFFIX",
+           "control_test"]
 
 KINDS = ("wall", "json", "regex")
 DIRECTIONS = ("higher", "lower")
@@ -167,30 +162,6 @@ def _path_parts(path: str, where: str) -> list[str | int]:
     return parts
 
 
-def _find_json(text: str, where: str):
-    text = text.replace("\ufeff", "").strip()
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError:
-        pass
-    dec = json.JSONDecoder()
-    lines = text.split("\n")
-    offsets = []
-    at = 0
-    for line in lines:
-        offsets.append(at)
-        at += len(line) + 1
-    for line, off in reversed(list(zip(lines, offsets))):
-        s = line.lstrip()
-        if s[:1] in ("{", "["):
-            try:
-                value, _ = dec.raw_decode(text, off + len(line) - len(s))
-                return value
-            except json.JSONDecodeError:
-                continue
-    raise MetricError(f"{where}: no JSON found on stdout")
-
-
 def json_path(value, path: str, where: str):
     """Follow PATH (``a.b[0].c``) into a decoded JSON value.
 
@@ -211,151 +182,6 @@ def json_path(value, path: str, where: str):
             cur = cur[part]
             done += ("." if done else "") + part
     return cur
-
-
-def _number(v, where: str) -> float:
-    if isinstance(v, str):
-        try:
-            v = float(v)
-        except ValueError:
-            raise MetricError(f"{where}: {v!r} is not a number") from None
-    if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
-        raise MetricError(f"{where}: expected a finite number, got {v!r}")
-    if v <= 0:
-        raise MetricError(f"{where}: {v!r} must be > 0 (ratios of medians are taken)")
-    return float(v)
-
-
-#: stderr lines that capshim's shims and the Vulkan loader print into every shimmed
-#: process (banners, warnings): never the workload's numbers. Their count differs by
-#: arm, so a pattern matching them would give arms different samples.
-_SHIM_LINE = re.compile(r"^(capshim[-:\w]*:|WARNING: \[Loader Message\]).*$\n?", re.M)
-
-
-def _without_shim_lines(stderr: str) -> str:
-    """``stderr`` without the lines capshim's shims and the loader add (see ``_SHIM_LINE``)."""
-    return _SHIM_LINE.sub("", stderr)
-
-
-def extract(metric: Metric, stdout: str, stderr: str, seconds: float, source: str) -> list[float]:
-    """The samples one run yields.
-
-    Args:
-        metric: the metric.
-        stdout, stderr: what the run printed (text).
-        seconds: the run's wall-clock seconds (for ``wall``).
-        source: the run's stdout file, named in errors.
-
-    Returns:
-        One or more floats in the metric's unit, each > 0.
-
-    Raises:
-        MetricError: no JSON / key missing / no match / not a number / <= 0;
-            the message names the flag, the spec and ``source``.
-    """
-    where = f"{metric.flag} {metric.spec}: {source}"
-    if metric.kind == "wall":
-        return [_number(seconds, where)]
-    if metric.kind == "json":
-        v = json_path(_find_json(stdout, where), metric.arg, where)
-        vals = v if isinstance(v, list) else [v]
-        if not vals:
-            raise MetricError(f"{where}: {metric.arg} is an empty list")
-        return [_number(x, f"{where}: {metric.arg}") for x in vals]
-    rx = re.compile(metric.arg)
-    found = []
-    for text in (stdout, _without_shim_lines(stderr)):
-        for m in rx.finditer(text):
-            found.append(m.group(1))
-    if not found:
-        raise MetricError(f"{where}: the pattern matched nothing on stdout or stderr")
-    return [_number(x, where) for x in found]
-
-
-def same_output(a, b, rtol: float = 0.02) -> bool:
-    """Whether two output fingerprints agree.
-
-    Strings (hashes) and token-id lists must be equal. A dict
-    ``{"values": [float], "rtol": r}`` (numeric output, e.g. ncnn's; ``r``
-    defaults to ``rtol``) agrees with another when the relative L2 distance
-    ``|a - b| / |b|`` is at most ``r``: fp16 storage or arithmetic, which the
-    shims switch, change the last digits of a network's output.
-    """
-    if isinstance(a, dict) and isinstance(b, dict) and "values" in a and "values" in b:
-        va, vb = a["values"], b["values"]
-        if len(va) != len(vb):
-            return False
-        tol = float(a.get("rtol", rtol))
-        num = math.sqrt(sum((x - y) ** 2 for x, y in zip(va, vb)))
-        den = math.sqrt(sum(y * y for y in vb))
-        return num <= tol * den if den else num == 0
-    return a == b
-
-
-@dataclass
-class Adapter:
-    """How the runner reads one run of a generic workload (the workload-adapter seam).
-
-    Attributes:
-        metric: what each run yields.
-        check: what ``--check-output`` compares: ``"stdout"`` (SHA-256 of
-            stdout), ``"file"`` (SHA-256 of ``output_file``), ``"json:PATH"``
-            (a numeric array in the JSON output, compared with ``rtol``), or None.
-        output_file: the declared output file (removed before each run so a
-            stale one is never hashed).
-        rtol: relative tolerance of a numeric output check.
-    """
-
-    metric: Metric
-    check: str | None = None
-    output_file: Path | None = None
-    rtol: float = 0.02
-    versions: dict = field(default_factory=dict)
-
-    def before_run(self) -> None:
-        """Remove the declared output file, so this run's own file is the one hashed."""
-        if self.output_file is not None:
-            try:
-                self.output_file.unlink()
-            except FileNotFoundError:
-                pass
-            except OSError as exc:
-                raise MetricError(f"--output-file {self.output_file}: cannot remove before the run: "
-                                  f"{exc.strerror or exc}") from None
-
-    def parse_run(self, stdout: str, stderr: str, seconds: float, arm: str, run: int, source: str,
-                  test: str | None = None) -> tuple[list[dict], object]:
-        """Records (``{"arm", "run", "sample", "test", "tok_s"}``; ``tok_s`` holds the value in the
-        metric's unit, the key the analysis reads) and the output fingerprint (None when unchecked).
-
-        Raises:
-            MetricError: the metric or the checked output cannot be read (names flag and file).
-        """
-        vals = extract(self.metric, stdout, stderr, seconds, source)
-        t = test or self.metric.name
-        records = [{"arm": arm, "run": run, "sample": i, "test": t, "tok_s": v} for i, v in enumerate(vals, 1)]
-        return records, self.fingerprint(stdout, source)
-
-    def fingerprint(self, stdout: str, source: str):
-        """The output fingerprint of a run (see :attr:`check`), or None when not checked."""
-        if self.check is None:
-            return None
-        if self.check == "stdout":
-            return "sha256:" + hashlib.sha256(stdout.encode("utf-8", errors="replace")).hexdigest()
-        if self.check == "file":
-            try:
-                data = self.output_file.read_bytes()
-            except OSError as exc:
-                raise MetricError(f"--output-file {self.output_file}: the run did not leave it readable: "
-                                  f"{exc.strerror or exc} ({source})") from None
-            return "sha256:" + hashlib.sha256(data).hexdigest()
-        path = self.check.partition(":")[2]
-        where = f"--check-output {self.check}: {source}"
-        vals = json_path(_find_json(stdout, where), path, where)
-        if not isinstance(vals, list) or not all(isinstance(v, (int, float)) and not isinstance(v, bool)
-                                                 for v in vals):
-            raise MetricError(f"{where}: expected a list of numbers")
-        return {"values": [float(v) for v in vals], "rtol": self.rtol}
 
 
 def _invert(cmp: dict | None, scale: float = 1.0) -> dict | None:
@@ -435,76 +261,3 @@ def annotate(summary: dict, metrics: dict[str, Metric], controls: list[str] | No
         notes.append(f"control workloads ({', '.join(out_controls)}): expectation no change (1.00x); "
                      "a control whose 95% interval excludes 1.00x is flagged")
     return summary
-
-
-def _resolve_exe(argv: list[str], flag: str) -> Path:
-    import os
-    import shutil
-
-    if not argv:
-        raise UsageError(f"{flag}: no command given")
-    exe = shutil.which(argv[0]) if "/" not in argv[0] else argv[0]
-    if exe is None or not os.access(exe, os.X_OK) or os.path.isdir(exe):
-        raise UsageError(f"{flag}: '{argv[0]}': not found or not executable")
-    return Path(exe).resolve()
-
-
-def command_workload(argv: list[str], metric: Metric, check_output: bool = False,
-                     output_file: str | Path | None = None):
-    """A ``capshim bench --metric SPEC -- CMD ARGS`` workload (:class:`capshim.bench.runner.MetricWorkload`).
-
-    Args:
-        argv: the command.
-        metric: what each run yields.
-        check_output: compare each arm's output with the reference arm's: the SHA-256 of
-            ``output_file`` when given, else of stdout.
-        output_file: the file the command writes (declared with ``--output-file``).
-
-    Raises:
-        UsageError: the program is not found, or ``--output-file`` names a folder or a missing folder.
-    """
-    from capshim.bench.runner import MetricWorkload
-
-    exe = _resolve_exe(argv, "--")
-    out = None
-    if output_file is not None:
-        out = Path(output_file).resolve()
-        if out.is_dir() or not out.parent.is_dir():
-            raise UsageError(f"--output-file {output_file}: must be a file in an existing folder")
-    check = ("file" if out is not None else "stdout") if check_output else None
-    return MetricWorkload("command", list(argv), binary=exe, check_output=bool(check),
-                          adapter=Adapter(metric, check=check, output_file=out))
-
-
-def control_workload(value: str):
-    """Parse ``--control NAME=CMD`` into a control workload.
-
-    CMD is split like a shell would (``shlex``). A ``llama-bench`` command reports its
-    tok/s tests (``-o json`` is added); any other command is timed (``wall``, seconds,
-    lower is better). Its tests are named ``NAME ... (control)``.
-
-    Raises:
-        UsageError: no ``=``, a bad NAME (letters, digits, ``.``, ``_``, ``-``), an empty or
-            unparsable CMD, or a program not found; the message names ``--control``.
-    """
-    import shlex
-
-    from capshim.bench.runner import llama_bench_workload
-
-    name, sep, cmd = value.partition("=")
-    name = name.strip()
-    if not sep or not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*", name):
-        raise UsageError(f"--control {value!r}: expected NAME=CMD, NAME of letters, digits, '.', '_', '-'")
-    try:
-        argv = shlex.split(cmd)
-    except ValueError as exc:
-        raise UsageError(f"--control {value!r}: cannot split the command: {exc}") from None
-    if not argv:
-        raise UsageError(f"--control {value!r}: no command after '='")
-    _resolve_exe(argv, f"--control {name}")
-    if "llama-bench" in Path(argv[0]).name:
-        w = llama_bench_workload(argv)
-    else:
-        w = command_workload(argv, parse_spec("wall", flag=f"--control {name}"))
-    w.control = name
-    return w

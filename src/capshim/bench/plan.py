@@ -1,7 +1,7 @@
 """Resolve ``capshim bench`` options into arms, a workload and a device, then run.
 
 The embedded default (no arguments) on Linux: the built-in llama.cpp workload
-(:mod:`capshim.bench.builtin`, through cyllama's Vulkan build) on the ``tiny``
+(:mod:`capshim.bench.workloads.builtin`, through cyllama's Vulkan build) on the ``tiny``
 synthetic model, with arms ``native``, ``vm-stock`` and ``vm-unlocked``
 (:func:`capshim.bench.arms.default_arms`). The Vulkan device is chosen from a
 stock probe: the first GPU; on a CPU-only machine lavapipe, with
@@ -17,26 +17,23 @@ device (lavapipe) the capabilities change which kernels llama.cpp picks but
 not the speed, so the default is shorter (3 processes of 3 repetitions, no
 warm-up round: the in-process warm-up and the kept shader cache do that job)
 and the table says that no speed effect is expected there.
-
-The built-in llama.cpp worker runs with ``--log-level info`` (llama.cpp's
-DEBUG lines, except the device lines, left out of the runs' stderr files);
-``CAPSHIM_WORKER_LOG_LEVEL=debug`` keeps them. metadata.json records it as
-``workload.log_level``.
 """
 
 from __future__ import annotations
 
 import os
-import stat
 from dataclasses import dataclass
 from pathlib import Path
 
 from capshim.bench import arms as arms_mod
 from capshim.bench.arms import Arm
-from capshim.bench.runner import BenchResult, Workload, llama_bench_workload, run_bench
-from capshim.errors import CapshimError, UsageError
+from capshim.bench import metrics
+from capshim.bench.runner import BenchResult, run_bench
+from capshim.bench.workloads import builtin, command, ncnn
+from capshim.bench.workloads.base import Workload
+from capshim.bench.workloads.llama_bench import llama_bench_workload
+from capshim.errors import UsageError
 
-MODEL_PRESETS = ("tiny", "tinyllama-1.1b", "llama-8b")
 #: (processes per arm, timed repetitions per process) of the built-in workload: on a GPU, on a CPU device.
 GPU_DEFAULT = (10, 5)
 CPU_DEFAULT = (3, 3)
@@ -86,84 +83,6 @@ def _pick_vulkan_device(stock: dict) -> tuple[int, dict]:
     return 0, stock if stock["device"]["index"] == 0 else vulkan.probe(device=0)
 
 
-def resolve_model(ref: str, write: bool = True) -> Path:
-    """The GGUF file of ``--model``: a preset's (written once, unless ``write`` is false) or a file.
-
-    Raises:
-        UsageError: not a preset and not a readable GGUF file (names ``--model``): no such file,
-            a folder, not a regular file (a FIFO or device is never opened), not starting with ``GGUF``.
-    """
-    from capshim.bench import model as model_mod
-
-    if ref in MODEL_PRESETS:
-        if not write:
-            return model_mod.capshim_cache_dir() / "models" / model_mod.model_filename(ref)
-        return model_mod.ensure_model(ref)
-    path = Path(ref)
-    try:
-        st = os.stat(path)  # follows a symlink; never opens the file (a FIFO would block)
-    except FileNotFoundError:
-        raise UsageError(f"--model {ref}: no such file, and not a preset ({', '.join(MODEL_PRESETS)})") from None
-    except OSError as exc:
-        raise UsageError(f"--model {ref}: cannot read: {exc.strerror}") from None
-    if stat.S_ISDIR(st.st_mode):
-        raise UsageError(f"--model {ref}: is a folder, not a GGUF file")
-    if not stat.S_ISREG(st.st_mode):
-        raise UsageError(f"--model {ref}: is not a regular file (a FIFO, socket or device), not a GGUF file")
-    try:
-        with open(path, "rb") as fh:
-            magic = fh.read(4)
-    except OSError as exc:
-        raise UsageError(f"--model {ref}: cannot read: {exc.strerror}") from None
-    if magic != b"GGUF":  # GGUF files start with the magic "GGUF" (ggml docs/gguf.md)
-        raise UsageError(f"--model {ref}: not a GGUF file (it does not start with 'GGUF')")
-    return path
-
-
-#: The built-in llama.cpp worker's ``--log-level`` for a bench: ``info`` (default) drops llama.cpp's
-#: DEBUG lines from the runs' stderr files (about 250 KB per process for an 8B model), ``debug`` keeps them.
-WORKER_LOG_LEVEL_VAR = "CAPSHIM_WORKER_LOG_LEVEL"
-
-
-def _builtin_workload(model: str | None, n_prompt: int, n_gen: int, check_output: bool,
-                      process_reps: int = 1, warmup_run: bool = True) -> Workload:
-    from capshim.bench import builtin
-
-    import importlib.util
-
-    if importlib.util.find_spec("cyllama") is None:
-        raise CapshimError("the built-in workload needs llama.cpp's Python binding cyllama "
-                           "(Linux: pip install cyllama-vulkan; macOS: pip install cyllama), "
-                           "or give a llama-bench command after --")
-    path = resolve_model(model or "tiny")
-    env = builtin.worker_env()
-    versions = {}
-    try:
-        from importlib.metadata import version
-
-        for dist in ("cyllama-vulkan", "cyllama", "gguf"):
-            try:
-                versions[dist] = version(dist)
-            except Exception:  # noqa: BLE001 - not installed is fine
-                pass
-    except ImportError:
-        pass
-    binary = None
-    try:
-        spec = importlib.util.find_spec("cyllama.llama.llama_cpp")
-        if spec is not None and spec.origin:
-            binary = Path(spec.origin)
-    except (ImportError, ValueError):
-        binary = None
-    log_level = os.environ.get(WORKER_LOG_LEVEL_VAR) or builtin.DEFAULT_LOG_LEVEL
-    if log_level not in builtin.LOG_LEVELS:
-        raise UsageError(f"{WORKER_LOG_LEVEL_VAR}={log_level!r}: expected one of {', '.join(builtin.LOG_LEVELS)}")
-    argv = builtin.worker_command(path, n_prompt=n_prompt, n_gen=n_gen, repetitions=process_reps,
-                                  warmup_run=warmup_run, log_level=log_level)
-    return Workload("builtin", argv, env=env, binary=binary, model=path, check_output=check_output,
-                    versions=versions, log_level=log_level)
-
-
 def make_plan(arm_opts: tuple[str, ...] | list[str], baseline: str | None, host_arm: str | None,
               host_baseline: str | None, repetitions: int | None, model: str | None, n_prompt: int, n_gen: int,
               check_output: bool | None, argv: list[str], platform: str, *, aa: bool = False,
@@ -178,7 +97,7 @@ def make_plan(arm_opts: tuple[str, ...] | list[str], baseline: str | None, host_
     the unrecorded rounds (default: 0 for the built-in workloads, which warm up
     in-process; 1 for a command). ``metric``/``unit``/``better``/``output_file`` make
     a generic command workload and ``workload_name="ncnn"`` the ncnn one
-    (:mod:`capshim.bench.metrics`, :mod:`capshim.bench.ncnn_workload`); ``controls``
+    (:mod:`capshim.bench.workloads.command`, :mod:`capshim.bench.workloads.ncnn`); ``controls``
     are ``NAME=CMD`` control workloads. ``warmup_run``: the built-in llama.cpp worker's
     in-process warm-up run of each test (default: on a GPU, not on a CPU device).
 
@@ -269,20 +188,16 @@ def make_plan(arm_opts: tuple[str, ...] | list[str], baseline: str | None, host_
     notes: list[str] = []
     cpu = device is not None and device.get("type") == "cpu"
     if workload_name == "ncnn":
-        from capshim.bench import ncnn_workload
-
-        workload = ncnn_workload.bench_workload(network or ("tiny" if cpu else "standard"),
-                                                check_output if check_output is not None else True,
-                                                repetitions=process_reps or 10)
+        workload = ncnn.bench_workload(network or ("tiny" if cpu else "standard"),
+                                       check_output if check_output is not None else True,
+                                       repetitions=process_reps or 10)
         reps = repetitions or (5 if cpu else 10)
         warm = 0 if warmup is None else warmup
     elif argv:
         if process_reps is not None:
             raise UsageError("--process-reps is for the built-in workloads; give the command its own repetitions")
         if metric:
-            from capshim.bench import metrics
-
-            workload = metrics.command_workload(argv, metrics.parse_spec(metric, unit, better),
+            workload = command.command_workload(argv, metrics.parse_spec(metric, unit, better),
                                                 bool(check_output), output_file)
         else:
             workload = llama_bench_workload(argv, check_output=bool(check_output))
@@ -292,8 +207,9 @@ def make_plan(arm_opts: tuple[str, ...] | list[str], baseline: str | None, host_
         procs, k = CPU_DEFAULT if cpu else GPU_DEFAULT
         # On a CPU device no speed effect is expected and time is short: no
         # in-process warm-up run there (the default must stay within 3 minutes).
-        workload = _builtin_workload(model, n_prompt, n_gen, check_output if check_output is not None else True,
-                                     process_reps or k, warmup_run=not cpu if warmup_run is None else warmup_run)
+        workload = builtin.builtin_workload(model or "tiny", n_prompt, n_gen,
+                                            check_output if check_output is not None else True, process_reps or k,
+                                            warmup_run=not cpu if warmup_run is None else warmup_run)
         reps = repetitions or procs
         # On lavapipe a process that compiles llama.cpp's shaders measures faster than one that loads
         # them from Mesa's disk cache (tiny, pp64, 2 cores, alternating runs: 287-532 vs 198-223 tok/s
@@ -312,9 +228,7 @@ def make_plan(arm_opts: tuple[str, ...] | list[str], baseline: str | None, host_
                      .format(device=device["name"]))
     workload.env.update(extra_env)
     if controls:
-        from capshim.bench import metrics
-
-        workload.controls = [metrics.control_workload(c) for c in controls]
+        workload.controls = [command.control_workload(c) for c in controls]
         names = [c.control for c in workload.controls]
         if len(set(names)) != len(names):
             raise UsageError(f"--control: names must be unique ({', '.join(names)})")
@@ -391,10 +305,6 @@ def execute(plan: Plan, out: Path, warmup: int | None = None, timeout: float = 9
     seed, precision, precision_tests, max_runs, exclude_contaminated, allow_mismatch). An option
     left None takes the plan's default (``Plan.defaults``: on a GPU, the built-in workload's
     precision target ``GPU_PRECISION`` unless ``-r`` was given)."""
-    if out.exists() and not out.is_dir():
-        raise UsageError(f"--out {out}: exists and is not a folder")
-    if out.exists() and any(out.iterdir()):
-        raise UsageError(f"--out {out}: folder exists and is not empty")
     if options.get("precision") is None:
         for key, value in (plan.defaults or {}).items():
             if options.get(key) is None:
@@ -405,4 +315,4 @@ def execute(plan: Plan, out: Path, warmup: int | None = None, timeout: float = 9
                      aa_arm=plan.aa_arm, notes=plan.notes, **options)
 
 
-__all__ = ["make_plan", "execute", "explain_arm", "arm_reason", "Plan", "MODEL_PRESETS"]
+__all__ = ["make_plan", "execute", "explain_arm", "arm_reason", "Plan"]

@@ -3,17 +3,17 @@
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 
 import click
 
 from capshim import evidence as _evidence
 from capshim.bench import plan
 from capshim.cli.options import json_option, out_option, timeout_option
+from capshim.contracts import folders, signals
 from capshim.contracts.numbers import FiniteFloat
 from capshim.db.store import add_bundle
 from capshim.errors import EXIT_FINALIZE, UsageError
-from capshim.evidence import finite_or_null, strict_json, unique_folder
+from capshim.evidence import finite_or_null, strict_json
 from capshim.report import print_table
 
 
@@ -123,29 +123,30 @@ def bench_cmd(arm_opts, baseline, host_baseline, host_arm, repetitions, process_
                        check_output, argv, platform=sys.platform, aa=aa, process_reps=process_reps, warmup=warmup,
                        metric=metric, unit=unit, better=better, output_file=output_file, controls=control_opts,
                        workload_name=workload_name, network=network)
-    if out:
-        out_dir = Path(out)
-    else:  # a new folder, even for two benches started in the same second
-
-        stamp = __import__("datetime").datetime.now().strftime("%Y%m%d-%H%M%S")
-        out_dir = unique_folder(Path(f"capshim-bench-{stamp}"))
-    result = plan.execute(p, out_dir, timeout=timeout, seed=seed, precision=precision, max_runs=max_runs,
-                          precision_tests=list(precision_tests) or None,
-                          exclude_contaminated=exclude_contaminated, allow_mismatch=allow_mismatch)
-    if as_json:  # strict JSON, as in summary.json: a non-finite number is null
-
-        click.echo(strict_json(finite_or_null(result.summary)).decode(), nl=False)
-    else:
-        print_table([result.summary], title=p.title)
-    click.echo(f"evidence bundle: {result.bundle}  (check it: capshim evidence verify {result.bundle})", err=True)
-
-    sealed_problems = _evidence.verify(result.bundle)  # the seal is checked, never assumed
+    out_dir = folders.new_output_folder(out, "bench")  # new or empty, unique, never inside a sealed bundle
+    # held from before the first run until the table is printed and the seal checked: no order of
+    # signals loses the seal or leaves a half-printed table; the exit code is the first signal's
+    with signals.SealGuard("the bundle") as guard:
+        result = plan.execute(p, out_dir, timeout=timeout, seed=seed, precision=precision, max_runs=max_runs,
+                              precision_tests=list(precision_tests) or None,
+                              exclude_contaminated=exclude_contaminated, allow_mismatch=allow_mismatch)
+        if as_json:  # strict JSON, as in summary.json: a non-finite number is null
+            click.echo(strict_json(finite_or_null(result.summary)).decode(), nl=False)
+        else:
+            print_table([result.summary], title=p.title)
+        click.echo(f"evidence bundle: {result.bundle}  (check it: capshim evidence verify {result.bundle})",
+                   err=True)
+        sealed_problems = _evidence.verify(result.bundle)  # the seal is checked, never assumed
+        if guard.first or result.interrupted_by:
+            guard.ignore_after()  # stopping already: a burst of signals cannot end it before exit 128+N
     if sealed_problems:
         click.echo(f"capshim: the sealed bundle does not verify (something else wrote into {result.bundle} "
                    "during the bench?):", err=True)
         for line in sealed_problems[:20]:
             click.echo(f"  {line}", err=True)
         sys.exit(5)
+    if guard.first and not result.interrupted_by:  # a signal after the runs: stop now, sealed
+        sys.exit(signals.exit_code(guard.first[0]))
     if db_url:
 
         bid, added = add_bundle(None if db_url == "default" else db_url, result.bundle)
@@ -153,7 +154,7 @@ def bench_cmd(arm_opts, baseline, host_baseline, host_arm, repetitions, process_
     for name in result.non_shim_arms:
         click.echo(f"capshim: {plan.explain_arm(name, result.summary['arms'][name])}", err=True)
     if result.interrupted:
-        sys.exit({"SIGTERM": 143, "SIGHUP": 129}.get(result.interrupted_by, 130))
+        sys.exit(signals.exit_code(result.interrupted_by))
     if strict and any(result.summary["arms"][a]["state"] in ("inert", "invalid") for a in result.non_shim_arms):
         sys.exit(3)
     if result.failed_runs:

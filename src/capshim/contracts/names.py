@@ -59,13 +59,26 @@ def label_for(text: str, taken: set[str] | frozenset[str] = frozenset(), fallbac
     return label
 
 
+def run_label(arm: str, control: str | None = None) -> str:
+    """The label of ``arm``'s runs (``arm``) or of its ``control``'s (``arm+control``) in a bundle."""
+    return f"{arm}{CONTROL_SEP}{control}" if control else arm
+
+
+def is_run_label(text: object) -> bool:
+    """Whether ``text`` is a :func:`run_label`: a valid name, or two joined by ``+``."""
+    if not isinstance(text, str):
+        return False
+    arm, sep, control = text.partition(CONTROL_SEP)
+    return is_name(arm) and (not sep or is_name(control))
+
+
 def run_stem(arm: str, n: int, control: str | None = None) -> str:
     """The file stem of run ``n`` of ``arm`` (or of ``arm``'s ``control``) in ``raw/`` and ``status/``.
 
     ``arm-N`` for an arm's run, ``arm+control-N`` for a control's: distinct for
     any two valid names.
     """
-    return f"{arm}{CONTROL_SEP}{control}-{n}" if control else f"{arm}-{n}"
+    return f"{run_label(arm, control)}-{n}"
 
 
 def parse_named_files(value: str, flag: str = "--arm") -> tuple[str, list[str]]:

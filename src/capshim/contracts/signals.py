@@ -186,6 +186,18 @@ class SealGuard:
         self.old = {}
         return False
 
+    def ignore_after(self) -> None:
+        """Leave further stop signals ignored when the guard ends (capshim is stopping already).
+
+        Call it inside the guard once capshim will exit because of a signal: a burst of signals
+        after the guard would otherwise end the process by the signal's default action before
+        it exits with 128+N. Nothing for an inner guard, or outside the main thread.
+        """
+        if self.outer is None:
+            for sig in STOP_SIGNALS:
+                if sig in self.old:
+                    self.old[sig] = signal.SIG_IGN
+
     def exit_if_signalled(self) -> None:
         """After the seal: a signal that waited stops capshim now (exit 128+N); nothing for an inner guard."""
         if self.first is not None and self.outer is None:

@@ -23,7 +23,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from capshim import evidence, jsonread, paths
-from capshim.bench import llamabench, summary_schema
+from capshim import summary as summary_contract
+from capshim.bench import llamabench
 from capshim.bench.analysis import analyze, arms_from_files, host_from_file
 from capshim.contracts import numbers
 from capshim.errors import CapshimError
@@ -338,7 +339,7 @@ def read_bundle(path: str | Path) -> BundleRecord:
             ``results.csv`` is malformed (names the row).
         JsonShapeError: metadata.json of the wrong shape; SummaryShapeError:
             summary.json is not a capshim summary (the contract of
-            :mod:`capshim.bench.summary_schema`, the reader ``report`` uses).
+            :mod:`capshim.summary`, the reader ``report`` uses).
     """
     p = Path(path)
     if not p.is_dir():
@@ -346,7 +347,7 @@ def read_bundle(path: str | Path) -> BundleRecord:
     _require_verified(p, evidence.verify(p), "bundle")
     key = bundle_key(p)
     meta = jsonread.load_metadata(p)
-    summary = summary_schema.load(p / "summary.json")
+    summary = summary_contract.load(p / "summary.json")
     samples = _read_samples(p / "results.csv")
     samples += _host_samples(summary, str(p / "summary.json"))
     raw = _raw_facts(_raw_rows(sorted((p / "raw").glob("*.json"))))

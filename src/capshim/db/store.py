@@ -27,7 +27,7 @@ from alembic.script import ScriptDirectory
 from alembic.util import CommandError as AlembicError
 
 from capshim import __version__
-from capshim.bench import summary_schema
+from capshim import summary as summary_contract
 from capshim.db import schema as S
 from capshim.db.ingest import BundleRecord, read_bundle
 from capshim.db.terms import FILTERS, MATCHES
@@ -429,7 +429,7 @@ class Store:
 
     def summary(self, bundle_id: int) -> dict:
         """The stored ``summary.json`` of one bundle, checked by the summary contract
-        (:func:`capshim.bench.summary_schema.validate`, what ``report`` reads).
+        (:func:`capshim.summary.validate`, what ``report`` reads).
 
         Raises:
             DbError: no such bundle, or the store cannot be read.
@@ -443,7 +443,7 @@ class Store:
             raise self._fail(exc) from None
         if v is None:
             raise DbError(f"bundle id {bundle_id}: not in the store")
-        return summary_schema.validate(v, f"{self.flag} {_safe(self.given)}: bundle #{bundle_id}'s stored summary")
+        return summary_contract.validate(v, f"{self.flag} {_safe(self.given)}: bundle #{bundle_id}'s stored summary")
 
 
 def add_bundle(url: str | None, bundle) -> tuple[int, bool]:

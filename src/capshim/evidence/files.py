@@ -11,12 +11,12 @@ import json
 import math
 import os
 import platform
-import re
 import sys
 from pathlib import Path
 
 from capshim import __version__, paths
 from capshim.errors import CapshimError
+from capshim.contracts.names import is_run_label  # noqa: F401 (the one rule; re-exported for the package)
 from capshim.paths import StorageError
 
 __all__ = ["EvidenceError", "sha256_file", "host_metadata", "strict_json", "finite_or_null", "nonfinite_path",
@@ -104,14 +104,3 @@ def write_error(exc: OSError, what: str) -> CapshimError:
     return EvidenceError(f"{what}: {exc.strerror or exc}")
 
 
-_RUN_STEM = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*(?:\+[A-Za-z0-9][A-Za-z0-9._-]*)?")
-
-
-def is_run_label(label: object) -> bool:
-    """Whether ``label`` may name a run's files (``raw/<label>-<n>.json``): an arm name, an older
-    bundle's ``arm.control`` or :func:`capshim.contracts.names.run_stem`'s ``arm+control``.
-
-    Letters, digits, ``.``, ``_`` and ``-`` (a letter or digit first), one ``+`` at most: never
-    ``/``, a newline or ``..`` first, so a label cannot leave ``raw/`` or ``status/``.
-    """
-    return isinstance(label, str) and _RUN_STEM.fullmatch(label) is not None

@@ -13,7 +13,9 @@ import re
 from pathlib import Path
 
 from capshim import jsonread, paths
-from capshim.evidence.files import EvidenceError, is_run_label
+from capshim.contracts import names
+from capshim.contracts.names import is_run_label
+from capshim.evidence.files import EvidenceError
 from capshim.evidence.seal import check_seal
 from capshim.paths import SUMS_NAME
 
@@ -63,13 +65,12 @@ def _run_labels(arm: str, body: dict, kinds: tuple[str, ...], listed: dict[str, 
         for r in runs if isinstance(runs, list) else []:
             if not isinstance(r, dict) or not isinstance(r.get("run"), int) or isinstance(r["run"], bool):
                 continue
-            label = arm
-            if kind == "control_runs":
-                if not isinstance(r.get("control"), str):
-                    continue
-                label = f"{arm}+{r['control']}"
-                if f"raw/{label}-{r['run']}.json" not in listed:
-                    label = f"{arm}.{r['control']}"
+            control = r.get("control") if kind == "control_runs" else None
+            if kind == "control_runs" and not isinstance(control, str):
+                continue
+            label = names.run_label(arm, control)
+            if control and f"raw/{names.run_stem(arm, r['run'], control)}.json" not in listed:
+                label = f"{arm}.{control}"  # sealed before the ARM+CONTROL-N rule
             if is_run_label(label):
                 labels.add(f"{label}-{r['run']}")
     return labels

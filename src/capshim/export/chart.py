@@ -12,8 +12,8 @@ from __future__ import annotations
 import io
 import math
 
-from capshim.bench.analysis import NOT_SHIM_STATES
 from capshim.export.table import other_metric
+from capshim.summary import NOT_SHIM_STATES
 
 __all__ = ["serialize", "png"]
 

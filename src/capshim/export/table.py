@@ -18,8 +18,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from capshim.bench.analysis import NOT_SHIM_STATES
-from capshim.bench.attest import DISPLAY_COLUMNS, display_value
+from capshim.summary import DISPLAY_COLUMNS, NOT_SHIM_STATES, display_value
 
 __all__ = ["table", "fmt_ratio", "other_metric", "BASE_COLUMNS", "NUMERIC_PREFIXES"]
 
@@ -94,7 +93,7 @@ def table(summaries: list[dict], labels: list[str] | None = None) -> dict:
 
     Args:
         summaries: summary dicts (from :func:`capshim.bench.analysis.analyze` or
-            :func:`capshim.bench.summary_schema.load`).
+            :func:`capshim.summary.load`).
         labels: one label per summary (bundle name); when more than one summary
             is given a ``bundle`` column is added.
 

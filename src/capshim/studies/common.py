@@ -1,8 +1,8 @@
 """What ablate, tune and kernels share: the one seam to the bench, the study folder, the summary readers.
 
 * :func:`run_arms` is the ONE place the studies call the bench (re-point it
-  when the bench API changes); :func:`run_failed` is the one local reading
-  of "a run failed" (to be replaced by the summary contract's);
+  when the bench API changes); "a run failed" is the summary contract's
+  :func:`capshim.summary.run_failed`;
 * :func:`study_folder` is the one study-folder helper: a new, unique output
   folder (:func:`capshim.contracts.folders.new_output_folder`), a
   :class:`~capshim.contracts.signals.SealGuard` held from before the first
@@ -34,6 +34,7 @@ from capshim.backends import vulkan
 from capshim.bench import plan
 from capshim.bench.analysis import NOT_SHIM_STATES
 from capshim.bench.llamabench import test_name
+from capshim.bench.workloads import builtin
 from capshim.contracts import folders, names, signals
 from capshim.errors import CapshimError, UsageError
 from capshim.evidence import study as seal
@@ -272,14 +273,9 @@ def run_arms(arm_specs: list[str], out: Path, *, repetitions: int, warmup: int, 
 #: bench API is one file: the built-in workload's model presets and model resolution (kernels), and the
 #: bench's reason why an arm is not a result. (The llama.cpp device-line parser, capshim.bench.attest,
 #: is read by the kernels fingerprint directly: a parser, not the bench.)
-MODEL_PRESETS = plan.MODEL_PRESETS
-resolve_model = plan.resolve_model
+MODEL_PRESETS = builtin.MODEL_PRESETS
+resolve_model = builtin.resolve_model
 arm_reason = plan.arm_reason
-
-
-def run_failed(run: dict) -> bool:
-    """Whether one run entry of summary.json (``arms[NAME]["runs"][i]``) failed, timed out or was killed."""
-    return bool(run.get("timed_out") or run.get("signal") or run.get("exit_code") not in (0, None))
 
 
 def stock_probe() -> tuple[dict, dict]:

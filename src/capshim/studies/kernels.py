@@ -22,7 +22,7 @@ import sys
 import time
 from pathlib import Path
 
-from capshim import __version__
+from capshim import __version__, summary
 from capshim.contracts import names
 from capshim.errors import UsageError
 from capshim.evidence import sha256_file
@@ -206,7 +206,7 @@ def not_compared(arm: dict | None, fp: Fingerprint, stderr: str | None, expected
     if arm is None:
         return "the bundle's summary has no result for it"
     runs = arm.get("runs") or []
-    bad = [r for r in runs if common.run_failed(r)]
+    bad = [r for r in runs if summary.run_failed(r)]
     state = arm.get("state")
     if state == "failed" or bad or not runs:
         err = next((r.get("error") for r in bad if r.get("error")), None)

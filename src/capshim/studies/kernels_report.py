@@ -11,7 +11,6 @@ import json
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from capshim.bench.attest import DISPLAY_COLUMNS, display_value
 from capshim.export.markdown import pipe_table
 from capshim.studies.fingerprint import (
     compare_models,
@@ -19,6 +18,7 @@ from capshim.studies.fingerprint import (
     profile_effect,
     same_effect,
 )
+from capshim.summary import DISPLAY_COLUMNS, display_value
 
 
 @dataclass

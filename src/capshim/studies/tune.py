@@ -40,6 +40,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from capshim import summary
 from capshim.contracts import names
 from capshim.errors import UsageError
 from capshim.profiles.catalog import KEYS
@@ -278,7 +279,7 @@ def search(out: Path, cands: dict[str, dict[str, int]], specs: dict[str, str], d
 
     while True:
         m = common.run_arms(["native=", *(specs[n] for n in alive)], out / f"stage-{stage}", repetitions=r, **bench)
-        s.failed_runs += sum(1 for run in m.summary["arms"]["native"]["runs"] if common.run_failed(run))
+        s.failed_runs += sum(1 for run in m.summary["arms"]["native"]["runs"] if summary.run_failed(run))
         s.test = common.main_test(m.summary, test)
         rs = common.ratios(m.summary, s.test)
         for n in alive:

@@ -1,6 +1,11 @@
-"""The built-in ncnn workload: a synthetic network through ncnn's Vulkan backend, one process per run.
+"""The built-in ncnn workload's child program: a synthetic network through ncnn's Vulkan backend.
 
-Run as ``python -m capshim.bench.ncnn_workload [--network tiny|standard]
+One process per run. The parent side (the command and its adapter) is
+:mod:`capshim.bench.workloads.ncnn`; this module imports only the standard
+library, :mod:`capshim.bench.attest` (the capability-line parser) and, inside
+the run, ncnn and numpy.
+
+Run as ``python -m capshim.bench.workloads.ncnn_worker [--network tiny|standard]
 [--warmup 3] [--repetitions 10] [--device N] [--seed 0]``.
 
 A second real consumer of Vulkan capabilities next to llama.cpp: ncnn
@@ -50,6 +55,8 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+
+from capshim.bench import attest
 
 PROG = "capshim-ncnn"
 MISSING = ("the ncnn workload needs the ncnn Python wheel (Vulkan enabled): "
@@ -169,8 +176,6 @@ def run(preset: str = "tiny", warmup: int = 3, repetitions: int = 10, device: in
         raise WorkerError(MISSING, 2) from None
     import numpy as np
 
-    from capshim.bench import attest
-
     rc, text = _capture_fd2(ncnn.create_gpu_instance)
     lines = [ln for ln in text.splitlines() if ln.strip()]
     if text:
@@ -213,7 +218,7 @@ def run(preset: str = "tiny", warmup: int = 3, repetitions: int = 10, device: in
             out = infer()
             samples.append((time.perf_counter() - t0) * 1000.0)
         net.clear()
-    del net
+        net = None  # ncnn frees the GPU objects before the instance goes
     if not np.all(np.isfinite(out)):
         raise WorkerError("ncnn: the network's output has non-finite values")
     return {"workload": "ncnn", "ncnn_version": getattr(ncnn, "__version__", None), "network": info,
@@ -245,47 +250,3 @@ def main(argv: list[str] | None = None) -> int:
 
 if __name__ == "__main__":  # pragma: no cover
     sys.exit(main())
-
-
-def bench_workload(network: str = "tiny", check_output: bool = True, repetitions: int = 10, warmup: int = 3):
-    """The ``capshim bench --workload ncnn`` workload (:class:`capshim.bench.runner.MetricWorkload`).
-
-    Each run is one process of this module; its metric is ``json:samples_ms`` (milliseconds per
-    inference, lower is better); ``check_output`` compares the network's output with the
-    reference arm's within 2% relative L2 distance (fp16 storage or arithmetic, which the shims
-    switch, change the last digits).
-
-    Raises:
-        CapshimError: the ncnn wheel is not installed (the message says how to install it).
-        UsageError: unknown network preset.
-    """
-    import importlib.util
-
-    from capshim.bench import metrics
-    from capshim.bench.runner import MetricWorkload
-    from capshim.errors import CapshimError, UsageError
-
-    if network not in PRESETS:
-        raise UsageError(f"--network {network!r}: expected one of {', '.join(PRESETS)}")
-    if importlib.util.find_spec("ncnn") is None:
-        raise CapshimError(MISSING)
-    metric = metrics.Metric("json", "samples_ms", "ms", "lower", f"ncnn-{network}", flag="--workload ncnn")
-    adapter = metrics.Adapter(metric, check="json:output" if check_output else None, rtol=0.02)
-    argv = [sys.executable, "-m", "capshim.bench.ncnn_workload", "--network", network,
-            "--repetitions", str(repetitions), "--warmup", str(warmup)]
-    versions = {}
-    try:
-        from importlib.metadata import version
-
-        versions["ncnn"] = version("ncnn")
-    except Exception:  # noqa: BLE001 - installed without metadata is fine
-        pass
-    binary = None
-    spec = importlib.util.find_spec("ncnn")
-    if spec is not None and spec.submodule_search_locations:
-        libs = sorted(Path(list(spec.submodule_search_locations)[0]).glob("ncnn*.so"))
-        binary = libs[0] if libs else None
-    from capshim.bench.builtin import worker_env
-
-    return MetricWorkload("ncnn", argv, env=worker_env(), binary=binary, check_output=check_output,
-                          versions=versions, adapter=adapter)

@@ -1,6 +1,10 @@
-"""The built-in llama.cpp workload: one process per arm run, llama-bench JSON out.
+"""The built-in llama.cpp workload's child program: one process per arm run, llama-bench JSON out.
 
-Run as ``python -m capshim.bench.builtin --model PATH [--n-prompt 512]
+The parent side (its command, environment and workload adapter) is
+:mod:`capshim.bench.workloads.builtin`; this module imports only the standard
+library (and cyllama, numpy inside the run), never the bench.
+
+Run as ``python -m capshim.bench.workloads.builtin_worker --model PATH [--n-prompt 512]
 [--n-gen 128] [--repetitions 1] [--threads N] [--ngl 99] [--seed 0]
 [--log-level info|debug]``.
 
@@ -185,96 +189,6 @@ def uninstall_log_filter() -> None:
             pass
 
 
-# --------------------------------------------------------------------------
-# what the bench orchestration calls
-
-
-def worker_env(cache_dir: Path | None = None) -> dict[str, str]:
-    """Environment variables the bench should set for every worker run.
-
-    ``MESA_SHADER_CACHE_DIR`` points Mesa's on-disk shader cache (used by
-    lavapipe, RADV, ANV) at ``<cache_dir>/mesa-shader-cache``, so only the first
-    run compiles llama.cpp's Vulkan pipelines (measured on lavapipe, 2 cores,
-    tiny model, pp512 + tg128, one repetition: 26 s wall cold, 8-9 s warm, of
-    which the warm-up pass is about 4.5 s); ``MESA_SHADER_CACHE_DISABLE=false``
-    makes sure it is on. The cache is keyed by the shader and driver, so arms
-    that select different shaders do not share wrong entries. NVIDIA's
-    driver keeps its own cache (``__GL_SHADER_DISK_CACHE_PATH``), set to
-    ``<cache_dir>/nv-shader-cache`` too. ``PYTHONUNBUFFERED=1`` keeps stderr
-    lines in order with llama.cpp's.
-
-    Args:
-        cache_dir: the capshim cache folder (default ``capshim_cache_dir()``,
-            i.e. ``$XDG_CACHE_HOME/capshim``). The sub-folders are created.
-
-    Returns:
-        A dict of variable -> value to add to the worker's environment. It does
-        not set ``GGML_VK_VISIBLE_DEVICES``: picking the device is the bench's.
-    """
-    from capshim.bench.model import capshim_cache_dir
-
-    base = Path(cache_dir) if cache_dir is not None else capshim_cache_dir()
-    mesa = base / "mesa-shader-cache"
-    nv = base / "nv-shader-cache"
-    for d in (mesa, nv):
-        d.mkdir(parents=True, exist_ok=True)
-    return {
-        "MESA_SHADER_CACHE_DIR": str(mesa),
-        "MESA_SHADER_CACHE_DISABLE": "false",
-        "__GL_SHADER_DISK_CACHE": "1",
-        "__GL_SHADER_DISK_CACHE_PATH": str(nv),
-        "__GL_SHADER_DISK_CACHE_SKIP_CLEANUP": "1",
-        "PYTHONUNBUFFERED": "1",
-    }
-
-
-def worker_command(
-    model: Path | str,
-    n_prompt: int = 512,
-    n_gen: int = 128,
-    repetitions: int = 1,
-    threads: int | None = None,
-    ngl: int = 99,
-    seed: int = 0,
-    flash_attn: int = -1,
-    python: str | None = None,
-    warmup_run: bool = True,
-    log_level: str = DEFAULT_LOG_LEVEL,
-) -> list[str]:
-    """The argv of one worker run: ``[python, -m, capshim.bench.builtin, ...]``.
-
-    Args:
-        model: GGUF model path (``capshim.bench.model.ensure_model()`` for the
-            synthetic ones).
-        n_prompt: prompt tokens of the pp test (0 skips it).
-        n_gen: generated tokens of the tg test (0 skips it).
-        repetitions: timed repetitions of each test in this process.
-        threads: CPU threads (default: the worker's CPU affinity count).
-        ngl: layers offloaded to the GPU (llama.cpp ``n_gpu_layers``).
-        seed: seed of the deterministic prompt token ids.
-        flash_attn: llama.cpp ``flash_attn_type``: -1 auto, 0 off, 1 on.
-        python: interpreter (default ``sys.executable``).
-        warmup_run: one untimed run of each test before the timed ones
-            (``--no-warmup`` when false).
-        log_level: ``--log-level``, always written out so the recorded argv says
-            whether llama.cpp's DEBUG lines were dropped from stderr (``info``).
-
-    The child needs ``capshim`` importable: the bench passes its own
-    ``PYTHONPATH`` or runs from an installed package.
-    """
-    cmd = [python or sys.executable, "-m", "capshim.bench.builtin", "--model", str(model),
-           "--n-prompt", str(n_prompt), "--n-gen", str(n_gen),
-           "--repetitions", str(repetitions), "--ngl", str(ngl), "--seed", str(seed)]
-    if threads is not None:
-        cmd += ["--threads", str(threads)]
-    if flash_attn != -1:
-        cmd += ["--flash-attn", str(flash_attn)]
-    cmd += ["--log-level", log_level]
-    if not warmup_run:
-        cmd.append("--no-warmup")
-    return cmd
-
-
 def prompt_tokens(n_prompt: int, n_vocab: int, bos: int | None, seed: int = 0) -> list[int]:
     """Deterministic prompt token ids: BOS (when the model has one), then ids
     from a 64-bit LCG (Knuth's MMIX constants) over ``[3, n_vocab)`` (ids 0-2
@@ -298,7 +212,7 @@ def prompt_tokens(n_prompt: int, n_vocab: int, bos: int | None, seed: int = 0) -
 
 def _parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap = argparse.ArgumentParser(
-        prog="python -m capshim.bench.builtin",
+        prog="python -m capshim.bench.workloads.builtin_worker",
         description="capshim's built-in llama.cpp benchmark; prints llama-bench JSON rows.",
     )
     ap.add_argument("--model", required=True, help="GGUF model file")

@@ -1,0 +1,95 @@
+"""The workload seam: what every workload adapter gives the runner.
+
+The runner calls only the methods of :class:`Workload`, the same way for every
+kind; each adapter module fills them in:
+
+- :mod:`.llama_bench`: a command printing llama-bench JSON (``-- llama-bench ...``),
+  and the built-in llama.cpp worker (:mod:`.builtin`), which prints the same JSON;
+- :mod:`.command`: any other command, with ``--metric SPEC``, and ``--control``;
+- :mod:`.ncnn`: the built-in ncnn workload (a ``--metric`` workload).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from capshim.bench import metrics
+from capshim.contracts import names
+
+
+@dataclass
+class Workload:
+    """What each arm run executes, and how its output becomes records (the workload adapter).
+
+    Attributes:
+        kind: "llama-bench" (a command printing llama-bench JSON), "builtin", "command"
+            (``--metric``) or "ncnn".
+        argv: the command.
+        env: variables every arm's process gets (device selection, shader cache).
+        binary: the workload binary hashed into metadata (None when unknown).
+        model: the model file hashed into metadata (None when unknown).
+        check_output: compare each arm's output (token ids, an output hash) with the reference arm.
+        versions: tool versions to record.
+        control: set on a control workload (``--control NAME=CMD``): its name; its records'
+            tests are ``NAME ... (control)`` and its files ``<arm>+NAME-<run>`` (:meth:`label`).
+        controls: control workloads run in every round under every arm, expected not to change.
+        log_level: the built-in llama.cpp worker's ``--log-level``, recorded in metadata.json;
+            None for other workloads.
+    """
+
+    kind: str
+    argv: list[str]
+    env: dict[str, str] = field(default_factory=dict)
+    binary: Path | None = None
+    model: Path | None = None
+    check_output: bool = False
+    versions: dict[str, str] = field(default_factory=dict)
+    control: str | None = None
+    controls: list["Workload"] = field(default_factory=list)
+    log_level: str | None = None
+
+    #: What ``--check-output`` compares, and the verb for "not equal" (the arm's ``output_check``).
+    output_noun: tuple[str, str] = ("output", "differs")
+
+    @property
+    def metric(self) -> metrics.Metric:
+        """What a run yields (unit, direction)."""
+        raise NotImplementedError
+
+    def metric_tests(self) -> dict[str, metrics.Metric]:
+        """``{test: Metric}`` of the tests whose metric is not llama-bench tok/s."""
+        return {}
+
+    def label(self, arm: str) -> str:
+        """The name of this workload's runs under ``arm`` in the bundle: the arm, or ``<arm>+<control>``.
+
+        Run N's files are ``raw/LABEL-N.json``, ``raw/LABEL-N.stderr`` and ``status/LABEL-N.jsonl``
+        (:func:`capshim.contracts.names.run_stem`): ``+`` is in no name, so arm ``a.c`` and arm
+        ``a``'s control ``c`` never share a file.
+        """
+        return names.run_label(arm, self.control)
+
+    def metadata(self) -> dict:
+        """Extra keys of metadata.json's ``workload`` entry (none here)."""
+        return {}
+
+    def before_run(self) -> None:
+        """Called before each run's process starts (nothing to prepare here)."""
+
+    def same_output(self, a, b) -> bool:
+        """Whether two runs' output fingerprints agree."""
+        return a == b
+
+    def parse(self, stdout: str, source: str, arm: str, run: int, *, stderr: str = "",
+              seconds: float = 0.0) -> tuple[list[dict], object]:
+        """One run's output -> (analysis records, output fingerprint or None).
+
+        Records are ``{"arm", "run", "sample", "test", "tok_s"}`` (``tok_s``: the value in the
+        metric's unit). ``stderr`` and ``seconds`` (the process's wall-clock time) are for
+        workloads whose metric is read there.
+
+        Raises:
+            CapshimError: the output is not what the workload prints (names ``source``).
+        """
+        raise NotImplementedError

@@ -1,0 +1,232 @@
+"""The ``summary.json`` contract: its shape, its states, one reader, one "run failed".
+
+Every reader of a summary (report, the results store, the studies, the
+exporters, verify) goes through this module:
+
+- :data:`SCHEMA` names the format (``"capshim-summary/1"``, the ``schema`` key).
+- :data:`SUMMARY_SCHEMA` is its JSON Schema (draft 2020-12, checked with
+  ``jsonschema``): the baseline arm, the arms with their state and per-test
+  statistics, the comparisons, the host, each test's metric (unit, direction)
+  and the control workloads' verdicts. Extra keys are allowed, so summaries
+  written by earlier versions (before ``processes``/``by_process`` existed)
+  still load and report.
+- :data:`STATES` / :data:`NOT_SHIM_STATES`: what an arm's ``state`` may be and
+  which states are never presented as shim results.
+- :func:`load` / :func:`validate`: the one reader (bounded by
+  :func:`capshim.jsonread.load`); a wrong shape is a :class:`SummaryShapeError`
+  (exit 2) naming the file and the path inside it (``$.arms.a.tests``), never
+  a traceback.
+- :func:`run_failed`: whether one run (an ``arms[NAME]["runs"][i]`` entry, or
+  a run the bench just recorded) failed, and why.
+
+This module imports only the standard library, ``jsonschema``,
+:mod:`capshim.errors` and :mod:`capshim.jsonread`; the bench's analysis writes
+what it describes.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import jsonschema
+
+from capshim import jsonread
+from capshim.errors import CapshimError
+
+__all__ = ["SCHEMA", "STATES", "NOT_SHIM_STATES", "SUMMARY_SCHEMA", "MAX_BYTES", "AnalysisError",
+           "SummaryShapeError", "validate", "load", "run_failed"]
+
+SCHEMA = "capshim-summary/1"
+#: Arm states. native: no shim; active: the shim's status file says it changed
+#: answers; inert/invalid: the shim loaded but changed nothing / rejected its
+#: configuration; failed: runs crashed or timed out; wrong-output: output
+#: differed from the baseline; external: numbers made elsewhere (``capshim
+#: report --arm``), shim state not attested by capshim.
+STATES = ("native", "active", "inert", "invalid", "failed", "wrong-output", "external")
+#: States whose numbers are never presented as shim results.
+NOT_SHIM_STATES = ("inert", "invalid", "failed", "wrong-output")
+
+#: Largest summary.json read (bytes): a bench of 100,000 processes stays far below it.
+MAX_BYTES = 256 * 1024 * 1024
+
+
+class AnalysisError(CapshimError):
+    """Bad analysis input or a bad summary: names the file, arm, record or key at fault (exit 2)."""
+
+
+class SummaryShapeError(AnalysisError):
+    """A summary.json of the wrong shape (exit 2): names the file and the path inside it."""
+
+
+_NUM = {"type": "number"}
+_NUM_OR_NULL = {"type": ["number", "null"]}
+_CI = {"oneOf": [{"type": "null"}, {"type": "array", "items": _NUM, "minItems": 2, "maxItems": 2}]}
+_CMP = {"type": ["object", "null"], "required": ["value"],
+        "properties": {"value": _NUM, "ci95": _CI,
+                       "level": {"enum": ["process", "repetition"]},
+                       "processes": {"type": "array", "items": {"type": "integer"}}}}
+_STATS = {"type": "object", "required": ["n", "median", "min", "max"],
+          "properties": {"n": {"type": "integer", "minimum": 0}, "median": _NUM, "mean": _NUM, "min": _NUM,
+                         "max": _NUM, "stdev": _NUM_OR_NULL, "q25": _NUM, "q75": _NUM, "iqr": _NUM,
+                         "spread_pct": _NUM_OR_NULL, "iqr_pct": _NUM_OR_NULL,
+                         "processes": {"type": "integer", "minimum": 0},
+                         "repetitions": {"type": "integer", "minimum": 0},
+                         "samples": {"type": "array", "items": _NUM},
+                         "by_process": {"type": "array", "items": {"type": "array", "items": _NUM}},
+                         "config": {"type": "object"},
+                         "mismatch": {"type": "array", "items": {"type": "object"}},
+                         "warnings": {"type": "array", "items": {"type": "string"}},
+                         "speedup": _CMP, "pct_of_host": _CMP}}
+#: One test's metric (:meth:`capshim.bench.metrics.Metric.to_dict`).
+_METRIC = {"type": "object", "required": ["unit", "better"],
+           "properties": {"spec": {"type": "string"}, "kind": {"type": "string"}, "unit": {"type": "string"},
+                          "better": {"enum": ["higher", "lower"]}, "ratio": {"type": "string"}}}
+#: One control workload's verdicts (:func:`capshim.bench.metrics.annotate`).
+_CONTROL = {"type": "object", "required": ["expectation", "tests", "arms"],
+            "properties": {"expectation": {"type": "string"},
+                           "tests": {"type": "array", "items": {"type": "string"}},
+                           "arms": {"type": "object", "additionalProperties": {
+                               "type": "object", "additionalProperties": {
+                                   "type": "object", "required": ["ratio", "moved"],
+                                   "properties": {"ratio": _NUM, "moved": {"type": "boolean"}, "ci95": _CI}}}}}}
+SUMMARY_SCHEMA = {
+    "$schema": "https://json-schema.org/draft/2020-12/schema",
+    "title": "capshim summary.json",
+    "type": "object",
+    "required": ["baseline", "arms"],
+    "properties": {
+        "schema": {"type": "string"},
+        "baseline": {"type": "string"},
+        "tests": {"type": "array", "items": {"type": "string"}},
+        "method": {"type": "object", "additionalProperties": {"type": "string"}},
+        "host": {"type": ["object", "null"],
+                 "properties": {"name": {"type": ["string", "null"]}, "source": {"type": ["string", "null"]},
+                                "path": {"type": "object"},
+                                "tests": {"type": "object", "additionalProperties": _STATS}}},
+        "arms": {"type": "object", "minProperties": 1, "additionalProperties": {
+            "type": "object", "required": ["state", "tests"],
+            "properties": {"state": {"type": "string"}, "spec": {"type": "object"}, "path": {"type": "object"},
+                           "runs": {"type": "array", "items": {"type": "object"}},
+                           "flags": {"type": "array", "items": {"type": "string"}},
+                           "tests": {"type": "object", "additionalProperties": _STATS}}}},
+        "aa": {"type": ["object", "null"],
+               "properties": {"arm": {"type": "string"}, "reference": {"type": ["string", "null"]},
+                              "tests": {"type": "object", "additionalProperties": _CMP}}},
+        "warnings": {"type": "array", "items": {"type": "object"}},
+        "notes": {"type": "array", "items": {"type": "string"}},
+        "precision": {"type": "object"},
+        "interrupted": {"type": "boolean"},
+        "metrics": {"type": "object", "additionalProperties": _METRIC},
+        "controls": {"type": "object", "additionalProperties": _CONTROL},
+    },
+}
+_VALIDATOR = jsonschema.Draft202012Validator(SUMMARY_SCHEMA)
+
+
+def validate(data, source: str) -> dict:
+    """Check a decoded summary against :data:`SUMMARY_SCHEMA`; return it.
+
+    Args:
+        data: the decoded JSON value.
+        source: how to name it in errors (the file's path).
+
+    Raises:
+        SummaryShapeError: ``"<source>: not a capshim summary: at $.arms.a: 'tests' is a required
+            property"``; the baseline must name one of the arms.
+    """
+    err = jsonschema.exceptions.best_match(_VALIDATOR.iter_errors(data))
+    if err is not None:
+        raise SummaryShapeError(f"{source}: not a capshim summary: at {err.json_path}: {err.message}")
+    if data["baseline"] not in data["arms"]:
+        raise SummaryShapeError(f"{source}: not a capshim summary: at $.baseline: {data['baseline']!r} "
+                                f"is not one of the arms ({', '.join(data['arms'])})")
+    return data
+
+
+def load(path: str | Path) -> dict:
+    """Read and validate a summary: a bundle folder (its ``summary.json``) or the file itself.
+
+    At most :data:`MAX_BYTES` bytes of a regular file, strict UTF-8 JSON, bounded nesting
+    (:func:`capshim.jsonread.load`), then :func:`validate`.
+
+    Raises:
+        SummaryShapeError: unreadable, too large, too deep, invalid JSON or the wrong shape;
+            names the file.
+    """
+    p = Path(path)
+    f = p / "summary.json" if p.is_dir() else p
+    try:
+        data = jsonread.load(f, limit=MAX_BYTES)
+    except jsonread.JsonShapeError as exc:
+        raise SummaryShapeError(str(exc)) from None
+    return validate(data, str(f))
+
+
+def run_failed(run) -> str | None:
+    """Why one run failed, or None when it did not: the one classification of "a run failed".
+
+    Args:
+        run: a run entry of summary.json (``arms[NAME]["runs"][i]``) or of metadata.json's
+            ``control_runs``: ``{"timed_out": bool, "signal": str | None, "exit_code": int | None,
+            "error": str | None, ...}``; missing keys count as "did not fail" (a run of
+            ``capshim report --arm`` has no exit code).
+
+    Returns:
+        ``"timed out"``, ``"killed by SIGSEGV"``, ``"exit 3"``, the run's recorded ``error``
+        (it exited 0 but its output could not be read, or it never started), or None.
+    """
+    if not isinstance(run, dict):
+        return "not a run record"
+    if run.get("timed_out"):
+        return "timed out"
+    if run.get("signal"):
+        return f"killed by {run['signal']}"
+    code = run.get("exit_code")
+    if code not in (0, None):
+        return f"exit {code}"
+    error = run.get("error")
+    if error:
+        return str(error)
+    return None
+
+
+# --- the path field: what llama.cpp or ncnn said it chose, per backend (capshim.bench.attest) ---
+
+#: Table columns: (header, backend, key). Only columns with a value in some row are shown.
+DISPLAY_COLUMNS = [
+    ("GPU family", "metal", "gpu_family"),
+    ("simdgroup red.", "metal", "simdgroup_reduction"),
+    ("simdgroup mm", "metal", "simdgroup_mm"),
+    ("bfloat", "metal", "has_bfloat"),
+    ("tensor", "metal", "has_tensor"),
+    ("Vulkan device", "vulkan", "device_name"),
+    ("fp16", "vulkan", "fp16"),
+    ("bf16", "vulkan", "bf16"),
+    ("int dot", "vulkan", "int_dot"),
+    ("warp size", "vulkan", "warp_size"),
+    ("shared memory", "vulkan", "shared_memory"),
+    ("matrix cores", "vulkan", "matrix_cores"),
+    ("ncnn fp16 storage", "ncnn", "fp16_storage"),
+    ("ncnn fp16 arith", "ncnn", "fp16_arithmetic"),
+    ("ncnn int8 arith", "ncnn", "int8_arithmetic"),
+    ("ncnn bf16 storage", "ncnn", "bf16_storage"),
+    ("ncnn subgroup", "ncnn", "subgroup_size"),
+    ("ncnn fp16 cm", "ncnn", "fp16_cm"),
+    ("ncnn int8 cm", "ncnn", "int8_cm"),
+    ("ncnn bf16 cm", "ncnn", "bf16_cm"),
+]
+
+
+def display_value(path: dict, backend: str, key: str) -> str:
+    """One attested value as table text: ``Apple5 (1005)``, ``yes``/``no``, numbers, or ``""``."""
+    caps = (path or {}).get(backend) or {}
+    if key not in caps:
+        return ""
+    v = caps[key]
+    if key == "gpu_family" and "gpu_family_code" in caps:
+        return f"{v} ({caps['gpu_family_code']})"
+    if key == "fp16" and caps.get("fp16_dot2"):
+        return "yes (dot2)"
+    if isinstance(v, bool):
+        return "yes" if v else "no"
+    return str(v)
