@@ -48,7 +48,9 @@ from capshim.bench import analysis, inherited_env, metrics, stats, telemetry
 from capshim.bench.arms import Arm
 from capshim.bench.workloads.base import Workload
 from capshim.bench.runs import PAD_RANGE, PAD_VAR, RunResult, _make_launcher, run_one
-from capshim.contracts import environ
+from capshim.bench.plan import Plan
+from capshim.bench.request import BenchRequest
+from capshim.contracts import environ, folders
 from capshim.contracts.signals import SealGuard, StepInterrupted
 from capshim.errors import CapshimError, UsageError
 from capshim.evidence import Bundle, sha256_file
@@ -285,6 +287,32 @@ def run_bench(arms: list[Arm], workload: Workload, baseline: str, out: Path, rep
         guard.exit_if_signalled()
     result.interrupted_by = loop.interrupted_by
     return _raise_after_seal(result, loop, bundle)
+
+
+def run(plan: Plan, req: BenchRequest, console: Console | None = None) -> BenchResult:
+    """Run a Plan and write its evidence bundle (:func:`run_bench` with the request's options).
+
+    The bundle folder is ``req.out`` (new or empty) or a new unique ``./capshim-bench-DATE-TIME``
+    (:func:`capshim.contracts.folders.new_output_folder`). A run option the request leaves None
+    takes the plan's default (``Plan.defaults``: on a GPU, the built-in workload's precision
+    target unless ``-r`` was given).
+
+    Raises:
+        UsageError: ``--out`` is a file, a non-empty folder or inside a sealed bundle (exit 2);
+            the errors of :func:`run_bench`.
+    """
+    options = {"seed": req.seed, "precision": req.precision, "max_runs": req.max_runs,
+               "precision_tests": list(req.precision_tests) or None}
+    if options["precision"] is None:
+        for key, value in (plan.defaults or {}).items():
+            if options.get(key) is None:
+                options[key] = value
+    out = folders.new_output_folder(req.out, "bench")
+    return run_bench(plan.arms, plan.workload, plan.baseline, out, repetitions=plan.repetitions,
+                     warmup=plan.warmup, timeout=req.timeout, host_arm=plan.host_arm, host=plan.host,
+                     extra_metadata={"device": plan.device, "title": plan.title}, console=console,
+                     aa_arm=plan.aa_arm, notes=plan.notes, exclude_contaminated=req.exclude_contaminated,
+                     allow_mismatch=req.allow_mismatch, **options)
 
 
 def _raise_after_seal(result: BenchResult, loop: _Rounds, bundle: Bundle) -> BenchResult:
