@@ -42,6 +42,8 @@ from pathlib import Path
 
 import numpy as np
 
+from capshim import paths
+
 #: Bump when the generator's output changes for the same preset parameters.
 MODEL_FORMAT_VERSION = 2
 
@@ -141,8 +143,6 @@ UNK_ID, BOS_ID, EOS_ID = 0, 1, 2
 
 def capshim_cache_dir() -> Path:
     """The capshim cache folder: :func:`capshim.paths.cache_root` (not created here)."""
-    from capshim import paths
-
     return paths.cache_root()
 
 
@@ -211,8 +211,6 @@ def model_sha256(path: Path) -> str:
     Raises:
         OSError: the model file cannot be read.
     """
-    from capshim import paths
-
     return paths.cached_sha256(path)
 
 

@@ -20,7 +20,7 @@ __all__ = ["BenchRequest", "Defaults", "DEFAULTS", "defaults_for", "help_default
 N_PROMPT = 512
 N_GEN = 128
 #: Seconds one run may take before it is killed.
-TIMEOUT_S = 900.0
+TIMEOUT_S: float = 900
 #: The built-in workload's model when ``--model`` is not given (:mod:`capshim.bench.model`).
 MODEL = "tiny"
 #: The built-in workload's default precision target on a GPU: (half-width in points,

@@ -41,15 +41,22 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
 
-from capshim import __version__, backends
+from capshim import __version__, backends, paths
 from capshim.bench import analysis, inherited_env, metrics, stats, telemetry
 from capshim.bench.arms import Arm
-from capshim.bench.workloads.base import Workload
-from capshim.bench.runs import PAD_RANGE, PAD_VAR, RunResult, _make_launcher, run_one
 from capshim.bench.plan import Plan
 from capshim.bench.request import BenchRequest
+from capshim.bench.runs import PAD_RANGE, PAD_VAR, RunResult, make_launcher, run_one
+from capshim.bench.workloads.base import Workload
 from capshim.contracts import environ, folders
 from capshim.contracts.signals import SealGuard, StepInterrupted
 from capshim.errors import CapshimError, UsageError
@@ -137,7 +144,7 @@ class _Rounds:
         """Warm-up rounds, then recorded rounds until :meth:`more` says enough or a stop request."""
         o = self.opts
         units = [(a, w) for a in self.arms for w in (self.workload, *self.workload.controls)]
-        launcher = _make_launcher(self.arms, self.workload, self.workdir, rng)
+        launcher = make_launcher(self.arms, self.workload, self.workdir, rng)
         progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                             TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn(), console=self.console,
                             transient=False)
@@ -443,8 +450,6 @@ def _model_sha(model: Path | None) -> str | None:
     """The model's SHA-256 through the one sidecar cache (:func:`capshim.paths.cached_sha256`)."""
     if model is None:
         return None
-    from capshim import paths
-
     try:
         return paths.cached_sha256(model)
     except OSError as exc:
