@@ -488,7 +488,8 @@ REQUIRED_FILES = ("metadata.json", "summary.json")
 
 
 def _recorded_runs(p: Path, listed: dict[str, str]) -> set[str]:
-    """Labels ``<arm>-<run>`` / ``<arm>.<control>-<run>`` of the runs metadata.json and summary.json record.
+    """Labels ``<arm>-<run>`` / ``<arm>+<control>-<run>`` (``<arm>.<control>-<run>`` in bundles sealed
+    before) of the runs metadata.json and summary.json record.
 
     Only files listed in SHA256SUMS are read (an unlisted one is a problem of its own);
     files that cannot be read or have another shape give no runs here.
