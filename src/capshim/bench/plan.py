@@ -33,6 +33,7 @@ from capshim.bench.workloads.base import Workload
 from capshim.bench.workloads.llama_bench import llama_bench_workload
 from capshim.errors import UsageError
 from capshim.profiles import ondevice
+from capshim.summary import run_failed
 
 CPU_NOTE = ("{device} is a CPU device: the capabilities change which kernels llama.cpp picks (the path "
             "columns) but no speed effect is expected; the default is short here (fewer processes and "
@@ -253,12 +254,13 @@ def arm_reason(arm: dict) -> str | None:
     """Why an arm of summary.json is not a result (failed, inert, invalid, wrong-output), short; else None.
 
     A failed arm: its first failed run's ``error`` (the runner's ``exit N: <the stderr line that
-    says why>``, :func:`capshim.bench.runner.error_line`).
+    says why>``, :func:`capshim.bench.runs.error_line`); which runs failed is
+    :func:`capshim.summary.run_failed`.
     """
     state = arm.get("state")
     runs = arm.get("runs") or []
     if state == "failed":
-        errors = [r.get("error") for r in runs if r.get("error")]
+        errors = [r.get("error") or why for r in runs if (why := run_failed(r))]
         why = errors[0] if errors else "no run finished"
         return why + (f" (and {len(errors) - 1} more failed run(s))" if len(errors) > 1 else "")
     if state in ("inert", "invalid"):
