@@ -80,7 +80,17 @@ def _arm_state(arm: Arm, results: list[RunResult]) -> str:
 
 @dataclass
 class BenchResult:
-    """What :func:`run_bench` produced."""
+    """What :func:`run` / :func:`run_bench` produced: the sealed bundle and how it went.
+
+    Attributes:
+        summary: summary.json's content (:mod:`capshim.summary`), as sealed.
+        bundle: the bundle folder.
+        interrupted: a stop signal ended the runs (the bundle holds what finished).
+        failed_runs: recorded runs that failed (:func:`capshim.summary.run_failed`), controls included.
+        non_shim_arms: arms whose state is inert, invalid, failed or wrong-output.
+        interrupted_by: the stop signal's name (``SIGINT``, ``SIGTERM``, ``SIGHUP``), else None;
+            capshim exits :func:`capshim.contracts.signals.exit_code` of it.
+    """
 
     summary: dict
     bundle: Path
