@@ -15,8 +15,12 @@ from pathlib import Path
 
 from capshim import paths
 from capshim.bench import analysis as _analysis
-from capshim.bench.analysis import (AnalysisError, analyze, arms_from_files,  # noqa: F401 (re-export)
-                                    host_from_file)
+from capshim.bench.analysis import (  # noqa: F401 (re-export)
+    AnalysisError,
+    analyze,
+    arms_from_files,
+    host_from_file,
+)
 from capshim.evidence import finalize as _finalize
 from capshim.evidence.finalize import Step
 from capshim.export import chart as _chart
@@ -25,20 +29,8 @@ from capshim.export import markdown as _markdown
 from capshim.export import terminal as _terminal
 from capshim.export.table import table  # noqa: F401 (re-export)
 
-__all__ = ["analyze", "host_from_file", "load_summary", "table", "render_markdown",
+__all__ = ["analyze", "host_from_file", "table", "render_markdown",
            "render_html", "draw_chart", "report_from_files", "print_table", "bundle_steps"]
-
-
-def load_summary(bundle: str | Path) -> dict:
-    """Read and shape-check ``summary.json`` of a bundle folder (or a summary file itself).
-
-    Raises:
-        SummaryShapeError (an AnalysisError, exit 2): missing file, invalid JSON, or
-            the wrong shape; names the file and the path inside it.
-    """
-    from capshim import summary
-
-    return summary.load(bundle)
 
 
 print_table = _terminal.print_table

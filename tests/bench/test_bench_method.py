@@ -14,6 +14,7 @@ import pytest
 
 from capshim import evidence
 from capshim.bench import runner, runs, telemetry
+from capshim.bench.request import BenchRequest, defaults_for, help_default
 from capshim.bench.workloads.llama_bench import LlamaBenchWorkload, llama_bench_workload
 from capshim.bench.arms import Arm
 from tests.conftest import REPO, run_capshim
@@ -291,17 +292,25 @@ def test_gpu_default_has_a_precision_target_that_user_options_override(monkeypat
 
     monkeypatch.setattr(plan_mod, "_pick_vulkan_device", as_gpu)
     monkeypatch.setattr(plan_mod.builtin, "builtin_workload", lambda *a, **k: LlamaBenchWorkload("builtin", ["true"]))
-    make = lambda **kw: plan_mod.make_plan((), None, None, None, kw.get("r"), None, 512, 128, None, [],
-                                           platform="linux")
+    make = lambda **kw: plan_mod.make_plan(BenchRequest(repetitions=kw.get("r")), platform="linux")
     p = make()
     assert p.defaults == {"precision": 2.0, "precision_tests": ["pp512"], "max_runs": 30}
+    assert p.defaults["precision"] == defaults_for("builtin", cpu=False).precision[0]  # the one table
     assert make(r=5).defaults is None  # an explicit -r is the user's choice
     seen = {}
-    monkeypatch.setattr(plan_mod, "run_bench", lambda *a, **kw: seen.update(kw))
-    plan_mod.execute(p, tmp_path / "a")
+    monkeypatch.setattr(runner, "run_bench", lambda *a, **kw: seen.update(kw))
+    runner.run(p, BenchRequest(out=str(tmp_path / "a")))
     assert (seen["precision"], seen["precision_tests"], seen["max_runs"]) == (2.0, ["pp512"], 30)
-    plan_mod.execute(p, tmp_path / "b", precision=5.0, precision_tests=None, max_runs=None)
+    runner.run(p, BenchRequest(out=str(tmp_path / "b"), precision=5.0))
     assert (seen["precision"], seen["precision_tests"], seen["max_runs"]) == (5.0, None, None)
+
+
+def test_bench_help_reads_its_defaults_from_the_one_table():
+    r = run_capshim("bench", "--help")
+    text = " ".join(r.stdout.split())
+    for what in ("processes", "process_reps", "warmup"):
+        assert " ".join(help_default(what).split()) in text, what
+    assert "the llama.cpp workload 10 (3 on a CPU device)" in text
 
 
 def test_bench_refuses_an_arm_whose_answers_break_the_subgroup_order(tmp_path):

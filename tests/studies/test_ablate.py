@@ -8,6 +8,7 @@ import tomllib
 import pytest
 
 from capshim import profiles
+from capshim.bench import runs
 from capshim.bench.analysis import analyze
 from capshim.errors import UsageError
 from capshim.evidence import study as seal
@@ -241,12 +242,11 @@ SHMEM_ERROR = "ggml_vulkan: Error: Shared memory size too small for matrix multi
 
 
 def test_error_line_prefers_llama_cpp_own_error():
-    from capshim.bench import runner
 
-    assert runner.error_line(FAILED_STDERR) == SHMEM_ERROR
-    assert runner.error_line("llama_model_load_from_file_impl: failed to load model\nbye\n").startswith("llama_")
-    assert runner.error_line("ggml_vulkan: 0 = dev\nTraceback...\nValueError: x\n\n") == "ValueError: x"
-    assert runner.error_line("") is None
+    assert runs.error_line(FAILED_STDERR) == SHMEM_ERROR
+    assert runs.error_line("llama_model_load_from_file_impl: failed to load model\nbye\n").startswith("llama_")
+    assert runs.error_line("ggml_vulkan: 0 = dev\nTraceback...\nValueError: x\n\n") == "ValueError: x"
+    assert runs.error_line("") is None
 
 
 def fake_bench(value, calls: list | None = None, path=None, bench_warnings: list[str] | None = None):
@@ -255,7 +255,6 @@ def fake_bench(value, calls: list | None = None, path=None, bench_warnings: list
     failed load does (error: the runner's line from :data:`FAILED_STDERR`); ``path(name, what)``, the
     path llama.cpp attested for the arm (default: none); ``bench_warnings``, the bench's warnings about
     the whole bench (an inherited GGML_VK_DISABLE_*). Summary: analyze()."""
-    from capshim.bench import runner
 
     def run_arms(arm_specs, out, *, repetitions, warmup, model, n_prompt, n_gen, timeout=900.0, guard=None):
         if calls is not None:
@@ -266,7 +265,7 @@ def fake_bench(value, calls: list | None = None, path=None, bench_warnings: list
             name, _, what = spec.partition("=")
             vals = {t: value(name, what, t, repetitions) for t in common.builtin_tests(n_prompt, n_gen)}
             if any(v is None for v in vals.values()):
-                err = f"exit 1: {runner.error_line(FAILED_STDERR)}"
+                err = f"exit 1: {runs.error_line(FAILED_STDERR)}"
                 arms[name] = {"state": "failed", "spec": {"profile": what},
                               "runs": [{"run": i + 1, "exit_code": 1, "error": err} for i in range(repetitions)]}
                 continue

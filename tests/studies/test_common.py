@@ -2,7 +2,7 @@
 
 Most tests run the commands with a stand-in bench: either the one seam (``common.run_arms``)
 replaced, or, for the signal tests, the bench behind the seam (``plan.make_plan`` and
-``plan.execute``), so that the seam's own handling of signals runs. Signals are raised in
+``runner.run``), so that the seam's own handling of signals runs. Signals are raised in
 this process (``signal.raise_signal``), at the moments that used to lose the seal.
 """
 
@@ -16,6 +16,7 @@ import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
@@ -23,7 +24,7 @@ from click.testing import CliRunner
 
 from capshim import evidence, profiles, report
 from capshim.bench import model as model_mod
-from capshim.bench import plan
+from capshim.bench import plan, runner
 from capshim.cli import main
 from capshim.contracts import folders, names, signals
 from capshim.evidence import study as seal
@@ -129,7 +130,8 @@ def _fake_bench_behind_the_seam(monkeypatch, first: signal.Signals, during_bundl
     def make_plan(*a, **k):
         return SimpleNamespace(workload=SimpleNamespace(env={}), device={"name": "Fake"})
 
-    def execute(p, out, *, warmup, timeout):
+    def execute(p, req):
+        out = Path(req.out)
         if calls is not None:
             calls.append(out.name)
         try:
@@ -145,7 +147,7 @@ def _fake_bench_behind_the_seam(monkeypatch, first: signal.Signals, during_bundl
         return SimpleNamespace(interrupted=True, interrupted_by=how, bundle=out, failed_runs=0)
 
     monkeypatch.setattr(plan, "make_plan", make_plan)
-    monkeypatch.setattr(plan, "execute", execute)
+    monkeypatch.setattr(runner, "run", execute)
 
 
 def _signals_during_the_study_seal(monkeypatch, *sigs):

@@ -6,7 +6,9 @@ import dataclasses
 import json
 from pathlib import Path
 
+from capshim import summary
 from capshim.bench import model as model_mod
+from capshim.bench.workloads import builtin
 from capshim.evidence import study as seal
 from capshim.studies import common, fingerprint, kernels
 from tests.conftest import REPO, run_capshim
@@ -161,7 +163,6 @@ import os  # noqa: E402
 import pytest  # noqa: E402
 from click.testing import CliRunner  # noqa: E402
 
-from capshim.bench import plan  # noqa: E402
 from capshim.cli import main  # noqa: E402
 from capshim.errors import UsageError  # noqa: E402
 
@@ -192,7 +193,7 @@ def _fake_run_arms(plans: dict):
             state, run, text = plans[model][arm]
             (out / "raw" / f"{arm}-1.stderr").write_text(text)
             arms[arm] = {"state": state, "runs": [run]}
-        failed = sum(common.run_failed(a["runs"][0]) for a in arms.values())
+        failed = sum(bool(summary.run_failed(a["runs"][0])) for a in arms.values())
         return common.Measured({"arms": arms}, out, {"name": "llvmpipe", "type": "cpu"}, failed)
     return run_arms
 
@@ -293,7 +294,7 @@ def test_cpu_backend_fallback_on_lavapipe_exits_1(tmp_path, stock_probe):
 
 
 def test_truncated_gguf_is_refused_before_any_run(tmp_path, monkeypatch):
-    full = plan.resolve_model("tiny")
+    full = builtin.resolve_model("tiny")
     cut = tmp_path / "cut.gguf"
     cut.write_bytes(full.read_bytes()[:700_000])  # valid magic, tensors missing
     types, err = kernels.file_types(cut)
@@ -357,11 +358,11 @@ def test_short_prompt_empty_out_and_bad_model_files_exit_2(tmp_path):
     for ref, says in ((tmp_path / "dir.gguf", "is a folder"), (fifo, "is not a regular file"),
                       ("/dev/zero", "is not a regular file")):
         with pytest.raises(UsageError, match=f"--model {ref}: {says}"):
-            plan.resolve_model(str(ref))
+            builtin.resolve_model(str(ref))
 
 
 def test_the_same_model_under_two_names_is_refused(tmp_path, monkeypatch):
-    full = plan.resolve_model("tiny")
+    full = builtin.resolve_model("tiny")
     (tmp_path / "link.gguf").symlink_to(full)
     (tmp_path / "copy.gguf").write_bytes(full.read_bytes())
     monkeypatch.setattr(common, "run_arms", lambda *a, **k: pytest.fail("ran"))

@@ -20,6 +20,18 @@ from capshim.summary import load as load_summary
 __all__ = ["analyze", "host_from_file", "arms_from_files", "ComparabilityError"]
 
 
+#: summary.json's ``method``: how the statistics are made.
+METHOD = {
+    "statistic": "median of per-process medians (each process: its timed repetitions, after its "
+                 "in-process warm-up run where the workload makes one (metadata.json); llama-bench "
+                 "samples_ts, never avg_ts)",
+    "spread": stats.SPREAD_DEFINITION,
+    "ci": stats.CI_METHOD,
+    "speedup": "median(arm) / median(baseline)",
+    "pct_of_host": "100 * median(arm) / median(host)",
+}
+
+
 class ComparabilityError(AnalysisError):
     """Two sides of a comparison were measured with different configurations (exit 2): names the
     test, both sides, the field and both values."""
@@ -137,14 +149,8 @@ def analyze(records: list[dict], arms: dict, baseline: str, host: dict | None = 
     for rec in records:
         if str(rec["test"]) not in tests:
             tests.append(str(rec["test"]))
-    host_tests = {}
-    host_procs: dict[str, list[list[float]]] = {}
-    if host is not None:
-        for t, vals in (host.get("tests") or {}).items():
-            procs = _as_processes(vals)
-            if procs:
-                host_procs[t] = procs
-                host_tests[t] = _entry(procs)
+    host_procs = {t: p for t, vals in ((host or {}).get("tests") or {}).items() if (p := _as_processes(vals))}
+    host_tests = {t: _entry(p) for t, p in host_procs.items()}
     mismatches = _check_comparable(tests, arms, baseline, configs, host, allow_mismatch)
     base_arm = arms[baseline] or {}
     base_path = base_arm.get("path") or {}
@@ -153,78 +159,22 @@ def analyze(records: list[dict], arms: dict, baseline: str, host: dict | None = 
     for name, arm in arms.items():
         arm = arm or {}
         state = arm.get("state", "native")
-        path = arm.get("path") or {}
-        runs = list(arm.get("runs") or [])
-        flags = []
-        if state in NOT_SHIM_STATES:
-            spec = arm.get("spec") or {}
-            shimmed = state in ("inert", "invalid") or spec.get("profile") or spec.get("simulate")
-            flags.append(f"{state}: not a shim result" if shimmed else f"{state}: not a result")
-        failed = [(r.get("run"), why) for r in runs if (why := run_failed(r))]
-        if failed:
-            flags.append(f"{len(failed)} of {len(runs)} runs failed ("
-                         + ", ".join(f"run {n}: {why}" for n, why in failed) + ")")
-        dirty = [r for r in runs if r.get("contaminated")]
-        if dirty:
-            excluded = sum(1 for r in dirty if r.get("excluded"))
-            flags.append(f"{len(dirty)} of {len(runs)} runs contaminated ("
-                         + f"run {dirty[0].get('run')}: {', '.join(dirty[0]['contaminated'])}"
-                         + (", ..." if len(dirty) > 1 else "") + ")"
-                         + (f", {excluded} excluded" if excluded else ", kept (--exclude-contaminated drops them)"))
-        unchanged = None
-        if state == "active" and name != baseline and not (arm.get("spec") or {}).get("identity"):
-            unchanged = attest.same_path(path, base_path)
-            if unchanged:
-                flags.append("path unchanged: the shim was active but llama.cpp reported "
-                             "the same capabilities as the baseline")
-        if arm.get("path_differs"):
-            flags.append("runs attested different paths; the first is shown")
-        if not samples[name]:
-            flags.append("no samples")
+        flags, unchanged = _arm_flags(name, arm, baseline, base_path, bool(samples[name]))
         per_test = {}
         for t in tests:
-            runs_of = samples[name].get(t)
-            if not runs_of:
-                continue
-            procs = list(runs_of.values())
-            entry = {**_entry(procs), "config": _first_config(configs, name, t),
-                     "mismatch": mismatches.get((name, t), []), "speedup": None, "pct_of_host": None}
-            entry["warnings"] = stats.stability_warnings(procs, higher_is_better=t not in lower_is_better)
-            all_warnings += [{"arm": name, "test": t, "warning": w} for w in entry["warnings"]]
-            base_runs = samples[baseline].get(t)
-            if base_runs and name != baseline:
-                entry["speedup"] = stats.compare(procs, list(base_runs.values()))
-            elif name == baseline:
-                entry["speedup"] = {"value": 1.0, "ci95": None}
-            if t in host_tests and host is not None and host.get("name") == name:
-                entry["pct_of_host"] = {"value": 100.0, "ci95": None}  # the host arm against itself
-            elif t in host_tests:
-                entry["pct_of_host"] = stats.compare(procs, host_procs[t], percent=True)
-            per_test[t] = entry
-        out_arms[name] = {
-            "spec": arm.get("spec") or {},
-            "state": state,
-            "path": path,
-            "runs": runs,
-            "shim_result": state == "active",
-            "path_unchanged": unchanged,
-            "output_check": arm.get("output_check"),
-            "flags": flags,
-            "tests": per_test,
-        }
+            if samples[name].get(t):
+                per_test[t] = _test_entry(name, t, samples, baseline, configs, mismatches, host, host_tests,
+                                          host_procs, lower_is_better)
+                all_warnings += [{"arm": name, "test": t, "warning": w} for w in per_test[t]["warnings"]]
+        out_arms[name] = {"spec": arm.get("spec") or {}, "state": state, "path": arm.get("path") or {},
+                          "runs": list(arm.get("runs") or []), "shim_result": state == "active",
+                          "path_unchanged": unchanged, "output_check": arm.get("output_check"), "flags": flags,
+                          "tests": per_test}
     return {
         "schema": SCHEMA,
         "baseline": baseline,
         "tests": tests,
-        "method": {
-            "statistic": "median of per-process medians (each process: its timed repetitions, after its "
-                         "in-process warm-up run where the workload makes one (metadata.json); llama-bench "
-                         "samples_ts, never avg_ts)",
-            "spread": stats.SPREAD_DEFINITION,
-            "ci": stats.CI_METHOD,
-            "speedup": "median(arm) / median(baseline)",
-            "pct_of_host": "100 * median(arm) / median(host)",
-        },
+        "method": dict(METHOD),
         "host": None if host is None else {
             "name": host.get("name", "host"),
             "source": host.get("source"),
@@ -236,6 +186,59 @@ def analyze(records: list[dict], arms: dict, baseline: str, host: dict | None = 
         "warnings": all_warnings,
         "notes": [f"warning: {w}" for w in bench_warnings or []] + list(notes or []),
     }
+
+
+def _arm_flags(name: str, arm: dict, baseline: str, base_path: dict, has_samples: bool) -> tuple[list[str], bool | None]:
+    """The flags of one arm (why its numbers are marked) and whether its path is unchanged."""
+    state = arm.get("state", "native")
+    path = arm.get("path") or {}
+    runs = list(arm.get("runs") or [])
+    flags = []
+    if state in NOT_SHIM_STATES:
+        spec = arm.get("spec") or {}
+        shimmed = state in ("inert", "invalid") or spec.get("profile") or spec.get("simulate")
+        flags.append(f"{state}: not a shim result" if shimmed else f"{state}: not a result")
+    failed = [(r.get("run"), why) for r in runs if (why := run_failed(r))]
+    if failed:
+        flags.append(f"{len(failed)} of {len(runs)} runs failed ("
+                     + ", ".join(f"run {n}: {why}" for n, why in failed) + ")")
+    dirty = [r for r in runs if r.get("contaminated")]
+    if dirty:
+        excluded = sum(1 for r in dirty if r.get("excluded"))
+        flags.append(f"{len(dirty)} of {len(runs)} runs contaminated ("
+                     + f"run {dirty[0].get('run')}: {', '.join(dirty[0]['contaminated'])}"
+                     + (", ..." if len(dirty) > 1 else "") + ")"
+                     + (f", {excluded} excluded" if excluded else ", kept (--exclude-contaminated drops them)"))
+    unchanged = None
+    if state == "active" and name != baseline and not (arm.get("spec") or {}).get("identity"):
+        unchanged = attest.same_path(path, base_path)
+        if unchanged:
+            flags.append("path unchanged: the shim was active but llama.cpp reported "
+                         "the same capabilities as the baseline")
+    if arm.get("path_differs"):
+        flags.append("runs attested different paths; the first is shown")
+    if not has_samples:
+        flags.append("no samples")
+    return flags, unchanged
+
+
+def _test_entry(name, t, samples, baseline, configs, mismatches, host, host_tests, host_procs,
+                lower_is_better) -> dict:
+    """One arm's statistics of one test: stats, config, mismatches, warnings, speedup, % of host."""
+    procs = list(samples[name][t].values())
+    entry = {**_entry(procs), "config": _first_config(configs, name, t),
+             "mismatch": mismatches.get((name, t), []), "speedup": None, "pct_of_host": None}
+    entry["warnings"] = stats.stability_warnings(procs, higher_is_better=t not in lower_is_better)
+    base_runs = samples[baseline].get(t)
+    if base_runs and name != baseline:
+        entry["speedup"] = stats.compare(procs, list(base_runs.values()))
+    elif name == baseline:
+        entry["speedup"] = {"value": 1.0, "ci95": None}
+    if t in host_tests and host is not None and host.get("name") == name:
+        entry["pct_of_host"] = {"value": 100.0, "ci95": None}  # the host arm against itself
+    elif t in host_tests:
+        entry["pct_of_host"] = stats.compare(procs, host_procs[t], percent=True)
+    return entry
 
 
 def _first_config(configs, arm: str, test: str) -> dict:

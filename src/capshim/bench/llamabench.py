@@ -20,6 +20,7 @@ import json
 import re
 from pathlib import Path
 
+from capshim import paths
 from capshim.contracts import numbers
 from capshim.errors import CapshimError, UsageError
 
@@ -220,8 +221,6 @@ def load_file(path: str | Path) -> list[dict]:
         LlamaBenchError: the file cannot be read (names the path and the OS
             error) or its content is not llama-bench output.
     """
-    from capshim import paths
-
     p = Path(path)
     try:
         data = paths.read_limited(p, MAX_OUTPUT_BYTES)

@@ -28,6 +28,7 @@ import tarfile
 import time
 from pathlib import Path
 
+from capshim import paths
 from capshim.errors import BuildError
 
 #: The pinned ``llama-cpp-python`` release whose vendored llama.cpp we build.
@@ -48,8 +49,6 @@ CMAKE_FLAGS = [
 
 def default_cache_dir() -> Path:
     """``llama-bench/`` under the cache root (:func:`capshim.paths.cache_root`)."""
-    from capshim import paths
-
     return paths.cache_root() / "llama-bench"
 
 

@@ -42,6 +42,8 @@ from pathlib import Path
 
 import numpy as np
 
+from capshim import paths
+
 #: Bump when the generator's output changes for the same preset parameters.
 MODEL_FORMAT_VERSION = 2
 
@@ -141,8 +143,6 @@ UNK_ID, BOS_ID, EOS_ID = 0, 1, 2
 
 def capshim_cache_dir() -> Path:
     """The capshim cache folder: :func:`capshim.paths.cache_root` (not created here)."""
-    from capshim import paths
-
     return paths.cache_root()
 
 
@@ -198,22 +198,6 @@ def ensure_model(preset: str = "tiny", cache_dir: Path | None = None) -> Path:
                 os.unlink(tmp)
             raise
     return path
-
-
-def model_sha256(path: Path) -> str:
-    """SHA-256 (hex) of a model file, cached next to it in ``<file>.sha256``.
-
-    The cache (JSON: sha256, size in bytes, mtime in ns; see
-    :func:`capshim.paths.cached_sha256`) is used only while size and mtime
-    match; otherwise the hash is computed again (about 1 s per GB) and the
-    cache rewritten. An unwritable folder just skips the cache.
-
-    Raises:
-        OSError: the model file cannot be read.
-    """
-    from capshim import paths
-
-    return paths.cached_sha256(path)
 
 
 # --------------------------------------------------------------------------

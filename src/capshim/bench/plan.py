@@ -8,41 +8,33 @@ stock probe: the first GPU; on a CPU-only machine lavapipe, with
 ``GGML_VK_VISIBLE_DEVICES`` set to its index (llama.cpp skips CPU-type Vulkan
 devices otherwise: ggml-vulkan.cpp, device enumeration).
 
-Process counts: each process of the built-in workload warms up in-process,
-then runs ``process_reps`` timed repetitions; its median is one sample. On a
-GPU the default is 10 processes of 5 repetitions per arm, then more rounds
-until the pp interval is +-2 points wide (``GPU_PRECISION``, at most 30
-processes), unless ``-r`` or ``--precision`` is given. On a CPU Vulkan
-device (lavapipe) the capabilities change which kernels llama.cpp picks but
-not the speed, so the default is shorter (3 processes of 3 repetitions, no
-warm-up round: the in-process warm-up and the kept shader cache do that job)
-and the table says that no speed effect is expected there.
+Every default that depends on the workload and the device (processes, repetitions
+per process, warm-up, the GPU precision target) is one row of
+:data:`capshim.bench.request.DEFAULTS`; on a CPU Vulkan device (lavapipe) the
+table says that no speed effect is expected there.
 """
 
 from __future__ import annotations
 
 import os
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from capshim import evidence, profiles
+from capshim.backends import vulkan
 from capshim.bench import arms as arms_mod
-from capshim.bench.arms import Arm
 from capshim.bench import metrics
-from capshim.bench.runner import BenchResult, run_bench
+from capshim.bench.analysis import host_from_file
+from capshim.bench.arms import Arm
+from capshim.bench.request import MODEL, BenchRequest, Defaults, defaults_for
 from capshim.bench.workloads import builtin, command, ncnn
 from capshim.bench.workloads.base import Workload
 from capshim.bench.workloads.llama_bench import llama_bench_workload
 from capshim.errors import UsageError
+from capshim.profiles import ondevice
+from capshim.summary import run_failed
 
-#: (processes per arm, timed repetitions per process) of the built-in workload: on a GPU, on a CPU device.
-GPU_DEFAULT = (10, 5)
-CPU_DEFAULT = (3, 3)
-#: The built-in workload's default precision target on a GPU: (half-width in points,
-#: tests it applies to, the most processes per arm). Measured on the H200
-#: (tinyllama-1.1b, evidence/h200-tinyllama-aa): the pp512 % of host intervals
-#: reached +-2 points after 29 processes of 5 repetitions per arm (9.5 min with
-#: four arms); generation is overhead-bound and noisier, so the target is pp only.
-GPU_PRECISION = (2.0, ["pp512"], 30)
 CPU_NOTE = ("{device} is a CPU device: the capabilities change which kernels llama.cpp picks (the path "
             "columns) but no speed effect is expected; the default is short here (fewer processes and "
             "repetitions) and shows the mechanism and the evidence chain, not a speed-up")
@@ -53,7 +45,10 @@ CPU_NOTE_OTHER = ("{device} is a CPU device: the capabilities change which code 
 
 @dataclass
 class Plan:
-    """A resolved bench: what :func:`execute` runs."""
+    """A resolved bench: what :func:`capshim.bench.runner.run` runs.
+
+    ``defaults``: options of the run chosen by the plan (the GPU precision target); what the
+    request gives overrides them."""
 
     arms: list[Arm]
     workload: Workload
@@ -66,15 +61,11 @@ class Plan:
     warmup: int = 1
     aa_arm: str | None = None
     notes: list[str] | None = None
-    #: default options of run_bench chosen by the plan (e.g. the GPU precision target);
-    #: what the user gives overrides them
     defaults: dict | None = None
 
 
 def _pick_vulkan_device(stock: dict) -> tuple[int, dict]:
     """Index of the first non-CPU device in probe order, else 0 (lavapipe)."""
-    from capshim.backends import vulkan
-
     names = stock.get("devices") or [stock["device"]["name"]]
     for i in range(len(names)):
         data = stock if i == stock["device"]["index"] else vulkan.probe(device=i)
@@ -83,36 +74,65 @@ def _pick_vulkan_device(stock: dict) -> tuple[int, dict]:
     return 0, stock if stock["device"]["index"] == 0 else vulkan.probe(device=0)
 
 
-def make_plan(arm_opts: tuple[str, ...] | list[str], baseline: str | None, host_arm: str | None,
-              host_baseline: str | None, repetitions: int | None, model: str | None, n_prompt: int, n_gen: int,
-              check_output: bool | None, argv: list[str], platform: str, *, aa: bool = False,
-              process_reps: int | None = None, warmup: int | None = None, metric: str | None = None,
-              unit: str | None = None, better: str | None = None, output_file: str | None = None,
-              controls: tuple[str, ...] | list[str] = (), workload_name: str | None = None,
-              network: str | None = None, warmup_run: bool | None = None) -> Plan:
-    """Turn the command line into a Plan.
+def make_plan(req: BenchRequest, platform: str) -> Plan:
+    """Resolve a request into a Plan: arms (profiles loaded, ``restore``/``identity`` answered from a
+    stock probe), the workload, the device and every default of :data:`capshim.bench.request.DEFAULTS`.
 
-    ``aa`` adds the A/A arm ``aa`` (``identity``); ``process_reps`` is the number
-    of timed repetitions inside each built-in process (llama.cpp or ncnn); ``warmup``
-    the unrecorded rounds (default: 0 for the built-in workloads, which warm up
-    in-process; 1 for a command). ``metric``/``unit``/``better``/``output_file`` make
-    a generic command workload and ``workload_name="ncnn"`` the ncnn one
-    (:mod:`capshim.bench.workloads.command`, :mod:`capshim.bench.workloads.ncnn`); ``controls``
-    are ``NAME=CMD`` control workloads. ``warmup_run``: the built-in llama.cpp worker's
-    in-process warm-up run of each test (default: on a GPU, not on a CPU device).
+    Args:
+        req: what the caller asks for.
+        platform: ``sys.platform`` (the embedded default's arms differ on macOS).
 
     Raises:
-        UsageError: bad arms, baseline, model or workload command (exit 2).
-        CapshimError: the stock probe failed (no Vulkan driver).
+        UsageError: bad arms, baseline, model, workload command or flag combination (exit 2).
+        CapshimError: the stock probe failed (no Vulkan driver), a workload's library is missing.
     """
-    if arm_opts:
-        arms = [arms_mod.parse(o) for o in arm_opts]
+    arms, baseline, host_arm, host, aa_arm = _arms(req, platform)
+    argv = list(req.command)
+    if req.model and argv:
+        raise UsageError("--model is for the built-in workload; a command after -- brings its own model")
+    _check_workload_flags(argv, req.metric, req.unit, req.better, req.output_file, req.workload, req.network,
+                          req.model)
+    uses_vulkan = any(p is not None and p.api == "vulkan" for a in arms for p in (a.profile, a.simulate)) or any(
+        a.restore or a.identity for a in arms) or (not argv and platform != "darwin") or req.workload == "ncnn"
+    device, extra_env = _resolve_on_device(arms) if uses_vulkan else (None, {})
+    cpu = device is not None and device.get("type") == "cpu"
+    workload, d = _workload(req, cpu, device)
+    notes = [(CPU_NOTE if workload.kind in ("builtin", "llama-bench") else CPU_NOTE_OTHER)
+             .format(device=device["name"])] if cpu else []
+    workload.env.update(extra_env)
+    workload.env.update(req.env)
+    if req.controls:
+        workload.controls = [command.control_workload(c) for c in req.controls]
+        names = [c.control for c in workload.controls]
+        if len(set(names)) != len(names):
+            raise UsageError(f"--control: names must be unique ({', '.join(names)})")
+        for c in workload.controls:
+            c.env.update(extra_env)
+    title = "capshim bench" + (f" — {device['name']}" if device else "")
+    defaults = None
+    if d.precision and req.repetitions is None and req.n_prompt > 0:
+        target, tests, cap = d.precision
+        defaults = {"precision": target, "max_runs": cap,
+                    "precision_tests": [f"pp{req.n_prompt}" if t == "pp512" else t for t in tests]}
+    return Plan(arms, workload, baseline, host_arm, host, req.repetitions or d.processes, title, device,
+                d.warmup if req.warmup is None else req.warmup, aa_arm, notes, defaults)
+
+
+def _arms(req: BenchRequest, platform: str) -> tuple[list[Arm], str, str | None, dict | None, str | None]:
+    """(arms, baseline, host arm, host baseline, A/A arm) of a request.
+
+    Raises:
+        UsageError: a bad arm, duplicate names, two A/A arms, an unknown baseline or host arm,
+            a ``--host-baseline`` bundle that does not verify.
+    """
+    if req.arms:
+        arms = [arms_mod.parse(o) for o in req.arms]
         default_baseline, default_host = arms[0].name, None
         if any(a.name == "native" and not a.shimmed for a in arms):
             default_host = "native"
     else:
         arms, default_baseline, default_host = arms_mod.default_arms(platform)
-    if aa:
+    if req.aa:
         arms.append(arms_mod.Arm(arms_mod.AA_NAME, identity=True))
     names = [a.name for a in arms]
     if len(set(names)) != len(names):
@@ -122,128 +142,92 @@ def make_plan(arm_opts: tuple[str, ...] | list[str], baseline: str | None, host_
         raise UsageError(f"--arm/--aa: one A/A (identity) arm at most ({', '.join(identities)})")
     if identities and platform == "darwin":
         raise UsageError("--aa / NAME=identity: the A/A arm needs the Vulkan layer (Linux)")
-    baseline = baseline or ("vm-stock" if "vm-stock" in names and not arm_opts else default_baseline)
+    baseline = req.baseline or ("vm-stock" if "vm-stock" in names and not req.arms else default_baseline)
     if baseline not in names:
         raise UsageError(f"--baseline {baseline!r} is not an arm ({', '.join(names)})")
-    host = None
-    if host_baseline:
-        from capshim.bench.analysis import host_from_file
-
-        if Path(host_baseline).is_dir():  # a bundle is taken only when it verifies; a llama-bench file as is
-            from capshim import evidence
-
-            evidence.require_verified(host_baseline, "--host-baseline")
-        host = host_from_file(host_baseline)
-        host_arm = None
+    host, host_arm = None, None
+    if req.host_baseline:
+        if Path(req.host_baseline).is_dir():  # a bundle is taken only when it verifies; a llama-bench file as is
+            evidence.require_verified(req.host_baseline, "--host-baseline")
+        host = host_from_file(req.host_baseline)
     else:
-        host_arm = host_arm or default_host
+        host_arm = req.host_arm or default_host
         if host_arm is not None and host_arm not in names:
             raise UsageError(f"--host-arm {host_arm!r} is not an arm ({', '.join(names)})")
-    if model and argv:
-        raise UsageError("--model is for the built-in workload; a command after -- brings its own model")
-    _check_workload_flags(argv, metric, unit, better, output_file, workload_name, network, model)
-    device = None
-    uses_vulkan = any(p is not None and p.api == "vulkan" for a in arms for p in (a.profile, a.simulate)) or any(
-        a.restore or a.identity for a in arms) or (not argv and platform != "darwin") or workload_name == "ncnn"
-    extra_env: dict[str, str] = {}
-    if uses_vulkan:
-        from capshim import profiles as profiles_mod
-        from capshim.backends import vulkan
-        from capshim.profiles import ondevice
+    return arms, baseline, host_arm, host, identities[0] if identities else None
 
-        stock = vulkan.probe()
-        index, chosen = _pick_vulkan_device(stock)
-        device = chosen["device"]
-        if chosen["device"]["type"] == "cpu" and "GGML_VK_VISIBLE_DEVICES" not in os.environ:
-            extra_env["GGML_VK_VISIBLE_DEVICES"] = str(index)
-        for a in arms:
-            if a.restore:
-                a.profile = ondevice.restore_profile(chosen, a.simulate)
-                a.restore = False
-            elif a.identity and a.profile is None:
-                from capshim import profiles
 
-                # the keys vulkan-paravirt lowers, answered with this device's own values
-                a.profile = ondevice.restore_profile(chosen, profiles.load("vulkan-paravirt"), name="identity")
-            for flag, prof in (("simulate", a.simulate), ("profile", a.profile)):
-                # the consistency rules of the capability table, against this device
-                # (the same check as run and probe: refusals are exit 2, warnings on stderr)
-                if prof is None or prof.api != "vulkan":
-                    continue
-                for f in profiles_mod.check_against_device(prof, chosen):
-                    if f.severity == "refuse":
-                        raise UsageError(f"--arm {a.name}: {flag}:{prof.source}: {f.message}")
-                    import sys
+def _resolve_on_device(arms: list[Arm]) -> tuple[dict, dict[str, str]]:
+    """Probe the Vulkan device the bench uses; answer ``restore``/``identity`` arms from it and check
+    every profile against it. Returns (the device entry, variables every run gets).
 
-                    print(f"capshim: warning: arm {a.name}: {flag}:{prof.source}: {f.message}", file=sys.stderr)
-            if a.profile is not None and a.profile.api == "vulkan" and a.profile.direction == "raise" \
-                    and not a.profile.source.startswith("generated:"):
-                over = [str(b) for b in ondevice.beyond_device(a.profile, chosen)]
-                if over:
-                    import sys
+    Raises:
+        UsageError: a profile the capability table's consistency rules refuse on this device.
+        CapshimError: the stock probe failed.
+    """
+    stock = vulkan.probe()
+    index, chosen = _pick_vulkan_device(stock)
+    extra_env = {}
+    if chosen["device"]["type"] == "cpu" and "GGML_VK_VISIBLE_DEVICES" not in os.environ:
+        extra_env["GGML_VK_VISIBLE_DEVICES"] = str(index)
+    for a in arms:
+        if a.restore:
+            a.profile = ondevice.restore_profile(chosen, a.simulate)
+            a.restore = False
+        elif a.identity and a.profile is None:
+            # the keys vulkan-paravirt lowers, answered with this device's own values
+            a.profile = ondevice.restore_profile(chosen, profiles.load("vulkan-paravirt"), name="identity")
+        for flag, prof in (("simulate", a.simulate), ("profile", a.profile)):
+            # the consistency rules of the capability table, against this device
+            # (the same check as run and probe: refusals are exit 2, warnings on stderr)
+            if prof is None or prof.api != "vulkan":
+                continue
+            for f in profiles.check_against_device(prof, chosen):
+                if f.severity == "refuse":
+                    raise UsageError(f"--arm {a.name}: {flag}:{prof.source}: {f.message}")
+                print(f"capshim: warning: arm {a.name}: {flag}:{prof.source}: {f.message}", file=sys.stderr)
+        if a.profile is not None and a.profile.api == "vulkan" and a.profile.direction == "raise" \
+                and not a.profile.source.startswith("generated:"):
+            over = [str(b) for b in ondevice.beyond_device(a.profile, chosen)]
+            if over:
+                print(f"capshim: warning: arm {a.name}: profile {a.profile.source} answers more than "
+                      f"{chosen['device']['name']} has: {'; '.join(over[:6])}"
+                      + (f" (+{len(over) - 6} more)" if len(over) > 6 else ""), file=sys.stderr)
+    return chosen["device"], extra_env
 
-                    print(f"capshim: warning: arm {a.name}: profile {a.profile.source} answers more than "
-                          f"{chosen['device']['name']} has: {'; '.join(over[:6])}"
-                          + (f" (+{len(over) - 6} more)" if len(over) > 6 else ""), file=sys.stderr)
-    notes: list[str] = []
-    cpu = device is not None and device.get("type") == "cpu"
-    if workload_name == "ncnn":
-        workload = ncnn.bench_workload(network or ("tiny" if cpu else "standard"),
-                                       check_output if check_output is not None else True,
-                                       repetitions=process_reps or 10)
-        reps = repetitions or (5 if cpu else 10)
-        warm = 0 if warmup is None else warmup
-    elif argv:
-        if process_reps is not None:
+
+def _workload(req: BenchRequest, cpu: bool, device: dict | None) -> tuple[Workload, Defaults]:
+    """The workload of a request and its row of the defaults table.
+
+    Raises:
+        UsageError: ``--process-reps`` with a command, a bad ``--metric`` or command.
+        CapshimError: the workload's library (cyllama, ncnn) is missing.
+    """
+    if req.workload == "ncnn":
+        d = defaults_for("ncnn", cpu)
+        return ncnn.bench_workload(req.network or ("tiny" if cpu else "standard"),
+                                   d.check_output if req.check_output is None else req.check_output,
+                                   repetitions=req.process_reps or d.process_reps), d
+    if req.command:
+        if req.process_reps is not None:
             raise UsageError("--process-reps is for the built-in workloads; give the command its own repetitions")
-        if metric:
-            workload = command.command_workload(argv, metrics.parse_spec(metric, unit, better),
-                                                bool(check_output), output_file)
+        argv = list(req.command)
+        check = bool(req.check_output)
+        if req.metric:
+            w = command.command_workload(argv, metrics.parse_spec(req.metric, req.unit, req.better), check,
+                                         req.output_file)
         else:
-            workload = llama_bench_workload(argv, check_output=bool(check_output))
-        reps = repetitions or 10
-        warm = 1 if warmup is None else warmup
-    else:
-        procs, k = CPU_DEFAULT if cpu else GPU_DEFAULT
-        # On a CPU device no speed effect is expected and time is short: no
-        # in-process warm-up run there (the default must stay within 3 minutes).
-        workload = builtin.builtin_workload(model or "tiny", n_prompt, n_gen,
-                                            check_output if check_output is not None else True, process_reps or k,
-                                            warmup_run=not cpu if warmup_run is None else warmup_run)
-        reps = repetitions or procs
-        # On lavapipe a process that compiles llama.cpp's shaders measures faster than one that loads
-        # them from Mesa's disk cache (tiny, pp64, 2 cores, alternating runs: 287-532 vs 198-223 tok/s
-        # on a loaded machine, 444-639 vs 335-401 on a quiet one; whether the code or the CPU being
-        # busy for 10 s first makes the difference is not established). So with a cold cache the first
-        # process of each shader variant would skew its arm: on a CPU device one unrecorded warm-up
-        # round fills the cache and every recorded process reads it.
-        warm = (1 if cpu else 0) if warmup is None else warmup
-        if cpu and (model or "tiny") != "tiny":
-            import sys
-
-            print(f"capshim: warning: --model {model} on a CPU Vulkan device ({device['name']}): each run may take "
-                  "many minutes (the 'tiny' default takes seconds); --timeout is per run", file=sys.stderr)
-    if cpu:
-        notes.append((CPU_NOTE if workload.kind in ("builtin", "llama-bench") else CPU_NOTE_OTHER)
-                     .format(device=device["name"]))
-    workload.env.update(extra_env)
-    if controls:
-        workload.controls = [command.control_workload(c) for c in controls]
-        names = [c.control for c in workload.controls]
-        if len(set(names)) != len(names):
-            raise UsageError(f"--control: names must be unique ({', '.join(names)})")
-        for c in workload.controls:
-            c.env.update(extra_env)
-    title = "capshim bench"
-    if device:
-        title += f" — {device['name']}"
-    defaults = None
-    if not argv and not cpu and repetitions is None and n_prompt > 0:
-        target, tests, cap = GPU_PRECISION
-        defaults = {"precision": target, "precision_tests": [f"pp{n_prompt}" if t == "pp512" else t for t in tests],
-                    "max_runs": cap}
-    return Plan(arms, workload, baseline, host_arm, host, reps, title, device, warm, identities[0] if identities else None,
-                notes, defaults)
+            w = llama_bench_workload(argv, check_output=check)
+        return w, defaults_for("command", cpu)
+    d = defaults_for("builtin", cpu)
+    model = req.model or MODEL
+    if cpu and model != MODEL:
+        print(f"capshim: warning: --model {model} on a CPU Vulkan device ({device['name']}): each run may take "
+              f"many minutes (the '{MODEL}' default takes seconds); --timeout is per run", file=sys.stderr)
+    return builtin.builtin_workload(model, req.n_prompt, req.n_gen,
+                                    d.check_output if req.check_output is None else req.check_output,
+                                    req.process_reps or d.process_reps,
+                                    warmup_run=d.warmup_run if req.warmup_run is None else req.warmup_run), d
 
 
 def _check_workload_flags(argv, metric, unit, better, output_file, workload_name, network, model) -> None:
@@ -270,12 +254,13 @@ def arm_reason(arm: dict) -> str | None:
     """Why an arm of summary.json is not a result (failed, inert, invalid, wrong-output), short; else None.
 
     A failed arm: its first failed run's ``error`` (the runner's ``exit N: <the stderr line that
-    says why>``, :func:`capshim.bench.runner.error_line`).
+    says why>``, :func:`capshim.bench.runs.error_line`); which runs failed is
+    :func:`capshim.summary.run_failed`.
     """
     state = arm.get("state")
     runs = arm.get("runs") or []
     if state == "failed":
-        errors = [r.get("error") for r in runs if r.get("error")]
+        errors = [r.get("error") or why for r in runs if (why := run_failed(r))]
         why = errors[0] if errors else "no run finished"
         return why + (f" (and {len(errors) - 1} more failed run(s))" if len(errors) > 1 else "")
     if state in ("inert", "invalid"):
@@ -300,19 +285,4 @@ def explain_arm(name: str, arm: dict) -> str:
     return f"arm {name}: {state}"
 
 
-def execute(plan: Plan, out: Path, warmup: int | None = None, timeout: float = 900.0, **options) -> BenchResult:
-    """Run a Plan (see :func:`capshim.bench.runner.run_bench`; ``options`` are its keyword options:
-    seed, precision, precision_tests, max_runs, exclude_contaminated, allow_mismatch). An option
-    left None takes the plan's default (``Plan.defaults``: on a GPU, the built-in workload's
-    precision target ``GPU_PRECISION`` unless ``-r`` was given)."""
-    if options.get("precision") is None:
-        for key, value in (plan.defaults or {}).items():
-            if options.get(key) is None:
-                options[key] = value
-    return run_bench(plan.arms, plan.workload, plan.baseline, out, repetitions=plan.repetitions,
-                     warmup=plan.warmup if warmup is None else warmup, timeout=timeout, host_arm=plan.host_arm,
-                     host=plan.host, extra_metadata={"device": plan.device, "title": plan.title},
-                     aa_arm=plan.aa_arm, notes=plan.notes, **options)
-
-
-__all__ = ["make_plan", "execute", "explain_arm", "arm_reason", "Plan"]
+__all__ = ["make_plan", "explain_arm", "arm_reason", "Plan"]

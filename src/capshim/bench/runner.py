@@ -41,14 +41,23 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
 
-from capshim import __version__, backends, report
+from capshim import __version__, backends, paths, report
 from capshim.bench import analysis, inherited_env, metrics, stats, telemetry
 from capshim.bench.arms import Arm
+from capshim.bench.plan import Plan
+from capshim.bench.request import BenchRequest
+from capshim.bench.runs import PAD_RANGE, PAD_VAR, RunResult, make_launcher, run_one
 from capshim.bench.workloads.base import Workload
-from capshim.bench.runs import PAD_RANGE, PAD_VAR, RunResult, _make_launcher, run_one
-from capshim.contracts import environ
+from capshim.contracts import environ, folders
 from capshim.contracts.signals import SealGuard, StepInterrupted
 from capshim.errors import CapshimError, UsageError
 from capshim.evidence import Bundle, sha256_file
@@ -71,7 +80,17 @@ def _arm_state(arm: Arm, results: list[RunResult]) -> str:
 
 @dataclass
 class BenchResult:
-    """What :func:`run_bench` produced."""
+    """What :func:`run` / :func:`run_bench` produced: the sealed bundle and how it went.
+
+    Attributes:
+        summary: summary.json's content (:mod:`capshim.summary`), as sealed.
+        bundle: the bundle folder.
+        interrupted: a stop signal ended the runs (the bundle holds what finished).
+        failed_runs: recorded runs that failed (:func:`capshim.summary.run_failed`), controls included.
+        non_shim_arms: arms whose state is inert, invalid, failed or wrong-output.
+        interrupted_by: the stop signal's name (``SIGINT``, ``SIGTERM``, ``SIGHUP``), else None;
+            capshim exits :func:`capshim.contracts.signals.exit_code` of it.
+    """
 
     summary: dict
     bundle: Path
@@ -135,7 +154,7 @@ class _Rounds:
         """Warm-up rounds, then recorded rounds until :meth:`more` says enough or a stop request."""
         o = self.opts
         units = [(a, w) for a in self.arms for w in (self.workload, *self.workload.controls)]
-        launcher = _make_launcher(self.arms, self.workload, self.workdir, rng)
+        launcher = make_launcher(self.arms, self.workload, self.workdir, rng)
         progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                             TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn(), console=self.console,
                             transient=False)
@@ -287,6 +306,32 @@ def run_bench(arms: list[Arm], workload: Workload, baseline: str, out: Path, rep
     return _raise_after_seal(result, loop, bundle)
 
 
+def run(plan: Plan, req: BenchRequest, console: Console | None = None) -> BenchResult:
+    """Run a Plan and write its evidence bundle (:func:`run_bench` with the request's options).
+
+    The bundle folder is ``req.out`` (new or empty) or a new unique ``./capshim-bench-DATE-TIME``
+    (:func:`capshim.contracts.folders.new_output_folder`). A run option the request leaves None
+    takes the plan's default (``Plan.defaults``: on a GPU, the built-in workload's precision
+    target unless ``-r`` was given).
+
+    Raises:
+        UsageError: ``--out`` is a file, a non-empty folder or inside a sealed bundle (exit 2);
+            the errors of :func:`run_bench`.
+    """
+    options = {"seed": req.seed, "precision": req.precision, "max_runs": req.max_runs,
+               "precision_tests": list(req.precision_tests) or None}
+    if options["precision"] is None:
+        for key, value in (plan.defaults or {}).items():
+            if options.get(key) is None:
+                options[key] = value
+    out = folders.new_output_folder(req.out, "bench")
+    return run_bench(plan.arms, plan.workload, plan.baseline, out, repetitions=plan.repetitions,
+                     warmup=plan.warmup, timeout=req.timeout, host_arm=plan.host_arm, host=plan.host,
+                     extra_metadata={"device": plan.device, "title": plan.title}, console=console,
+                     aa_arm=plan.aa_arm, notes=plan.notes, exclude_contaminated=req.exclude_contaminated,
+                     allow_mismatch=req.allow_mismatch, **options)
+
+
 def _raise_after_seal(result: BenchResult, loop: _Rounds, bundle: Bundle) -> BenchResult:
     """``result``, or the error that ended the bench, raised now that its bundle is sealed."""
     if loop.bad_tests is not None:
@@ -415,8 +460,6 @@ def _model_sha(model: Path | None) -> str | None:
     """The model's SHA-256 through the one sidecar cache (:func:`capshim.paths.cached_sha256`)."""
     if model is None:
         return None
-    from capshim import paths
-
     try:
         return paths.cached_sha256(model)
     except OSError as exc:

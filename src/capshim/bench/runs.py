@@ -116,7 +116,7 @@ class Launcher:
         return exec_argv, env, delta
 
 
-def _make_launcher(arms: list[Arm], workload: Workload, work: Path, rng: random.Random) -> Launcher:
+def make_launcher(arms: list[Arm], workload: Workload, work: Path, rng: random.Random) -> Launcher:
     """One launcher for the workload and its controls: the variables any arm sets, the largest environment."""
     keys: list[str] = []
     size = 0
@@ -223,20 +223,13 @@ def run_one(bundle: Bundle, arm: Arm, n: int, workload: Workload, timeout: float
     stderr_cut = _cap_stderr(err_path)
     stderr = _read_output(err_path)
     records: list[dict] = []
-    error = None
     tokens = None
-    if rc == 0 and not timed_out:
+    error = _failure(rc, timed_out, timeout, sig, stderr)
+    if error is None:
         try:
             records, tokens = workload.parse(stdout, str(out_path), arm.name, n, stderr=stderr, seconds=seconds)
         except CapshimError as exc:
             error = str(exc)
-    elif timed_out:
-        error = f"timed out after {timeout:g} s"
-    else:
-        error = f"killed by {sig}" if sig else f"exit {rc}"
-        line = error_line(stderr)
-        if line:
-            error += f": {line[:300]}"
     states = {name: s.to_dict() for name, s in lc.states().items()}
     dirty = telemetry.contamination(before, after, {os.getpid(), proc.pid}) if probe else []
     for rec in records:
@@ -247,6 +240,17 @@ def run_one(bundle: Bundle, arm: Arm, n: int, workload: Workload, timeout: float
                      tokens, error, exec_argv, recorded_delta, position[0], position[1],
                      {"before": before, "after": after} if probe else {}, dirty, control=workload.control,
                      left_processes=left, stderr_truncated=stderr_cut)
+
+
+def _failure(rc: int, timed_out: bool, timeout: float, sig: str | None, stderr: str) -> str | None:
+    """Why a finished process failed (``timed out after N s``, ``killed by SIG``, ``exit N: <line>``), or None."""
+    if timed_out:
+        return f"timed out after {timeout:g} s"
+    if rc == 0:
+        return None
+    error = f"killed by {sig}" if sig else f"exit {rc}"
+    line = error_line(stderr)
+    return f"{error}: {line[:300]}" if line else error
 
 
 #: llama.cpp's (and ggml's) own error lines: ``ggml_vulkan: Error: ...``,

@@ -7,9 +7,10 @@ import sys
 import click
 
 from capshim import evidence as _evidence
-from capshim.bench import plan
+from capshim.bench import plan, runner
+from capshim.bench import request as bench_request
 from capshim.cli.options import json_option, out_option, timeout_option
-from capshim.contracts import folders, signals
+from capshim.contracts import signals
 from capshim.contracts.numbers import FiniteFloat
 from capshim.db.store import add_bundle
 from capshim.errors import EXIT_FINALIZE, UsageError
@@ -26,12 +27,13 @@ from capshim.report import print_table
               help="Bare-metal host numbers measured elsewhere: a bundle or a llama-bench JSON file.")
 @click.option("--host-arm", metavar="NAME", help="An arm of this bench that plays the host (default: native).")
 @click.option("--repetitions", "-r", type=click.IntRange(1, 1000), default=None,
-              help="Recorded processes per arm (one round each) [default: 10; on a CPU device: 3 for the llama.cpp workload, 5 for ncnn].")
+              help="Recorded processes per arm (one round each) " + bench_request.help_default("processes") + ".")
 @click.option("--process-reps", type=click.IntRange(1, 1000), default=None,
               help="Built-in workload: timed repetitions inside each process, after its in-process warm-up; "
-                   "the process's median is one sample [default: 5; on a CPU device 3].")
+                   "the process's median is one sample " + bench_request.help_default("process_reps") + ".")
 @click.option("--warmup", type=click.IntRange(0, 100), default=None,
-              help="Unrecorded warm-up rounds [default: 1 for a command and for the built-in workload on a CPU device (it fills Mesa's shader cache, whose shaders run slower on lavapipe than freshly compiled ones), 0 for the built-in workload on a GPU (it warms up in-process)].")
+              help="Unrecorded warm-up rounds (on a CPU device one fills Mesa's shader cache; on a GPU the "
+                   "built-in workload warms up in-process) " + bench_request.help_default("warmup") + ".")
 @click.option("--aa", is_flag=True,
               help="Add the A/A arm 'aa': the app layer active, answering exactly the stock values "
                    "(also --arm NAME=identity). Its ratio to native is the harness's and the shim's own bias.")
@@ -52,9 +54,12 @@ from capshim.report import print_table
 @timeout_option
 @out_option("bench", "Evidence bundle folder")
 @click.option("--model", metavar="PATH|PRESET",
-              help="Built-in workload: a GGUF file, or a preset (tiny, tinyllama-1.1b) [default: tiny].")
-@click.option("--n-prompt", "-p", type=click.IntRange(1), default=512, show_default=True, help="Built-in: prompt tokens (pp test).")
-@click.option("--n-gen", "-n", type=click.IntRange(1), default=128, show_default=True, help="Built-in: generated tokens (tg test).")
+              help=f"Built-in workload: a GGUF file, or a preset (tiny, tinyllama-1.1b) "
+                   f"[default: {bench_request.MODEL}].")
+@click.option("--n-prompt", "-p", type=click.IntRange(1), default=bench_request.N_PROMPT, show_default=True,
+              help="Built-in: prompt tokens (pp test).")
+@click.option("--n-gen", "-n", type=click.IntRange(1), default=bench_request.N_GEN, show_default=True,
+              help="Built-in: generated tokens (tg test).")
 @click.option("--check-output/--no-check-output", default=None,
               help="Compare every arm's output with the host/baseline arm's: generated token ids (llama.cpp), "
                    "the SHA-256 of stdout or --output-file (--metric), the network's output within 2% (ncnn) "
@@ -119,17 +124,19 @@ def bench_cmd(arm_opts, baseline, host_baseline, host_arm, repetitions, process_
     if precision_tests and precision is None:
 
         raise UsageError("--precision-test names the tests of --precision; give --precision PCT too")
-    p = plan.make_plan(arm_opts, baseline, host_arm, host_baseline, repetitions, model, n_prompt, n_gen,
-                       check_output, argv, platform=sys.platform, aa=aa, process_reps=process_reps, warmup=warmup,
-                       metric=metric, unit=unit, better=better, output_file=output_file, controls=control_opts,
-                       workload_name=workload_name, network=network)
-    out_dir = folders.new_output_folder(out, "bench")  # new or empty, unique, never inside a sealed bundle
+    req = bench_request.BenchRequest(
+        arms=tuple(arm_opts), baseline=baseline, host_arm=host_arm, host_baseline=host_baseline, aa=aa,
+        command=tuple(argv), workload=workload_name, network=network, model=model, n_prompt=n_prompt,
+        n_gen=n_gen, metric=metric, unit=unit, better=better, output_file=output_file,
+        controls=tuple(control_opts), check_output=check_output, repetitions=repetitions,
+        process_reps=process_reps, warmup=warmup, seed=seed, timeout=timeout, precision=precision,
+        precision_tests=tuple(precision_tests), max_runs=max_runs, exclude_contaminated=exclude_contaminated,
+        allow_mismatch=allow_mismatch, out=out, strict=strict, as_json=as_json, db=db_url)
+    p = plan.make_plan(req, platform=sys.platform)
     # held from before the first run until the table is printed and the seal checked: no order of
     # signals loses the seal or leaves a half-printed table; the exit code is the first signal's
     with signals.SealGuard("the bundle") as guard:
-        result = plan.execute(p, out_dir, timeout=timeout, seed=seed, precision=precision, max_runs=max_runs,
-                              precision_tests=list(precision_tests) or None,
-                              exclude_contaminated=exclude_contaminated, allow_mismatch=allow_mismatch)
+        result = runner.run(p, req)
         if as_json:  # strict JSON, as in summary.json: a non-finite number is null
             click.echo(strict_json(finite_or_null(result.summary)).decode(), nl=False)
         else:

@@ -14,10 +14,10 @@ import click
 from rich.console import Console
 from rich.table import Table
 
+from capshim.cli.db import GROUP_URL
 from capshim.contracts.names import parse_named_files
 from capshim.contracts.numbers import FiniteFloat
 from capshim.db import query
-from capshim.cli.db import GROUP_URL
 from capshim.db.ingest import read_external, read_folder
 from capshim.db.store import DbError, Store
 from capshim.db.terms import DB_HELP, DEFAULT_THRESHOLD, FILTERS, MATCHES

@@ -5,12 +5,10 @@ from __future__ import annotations
 import click
 
 from capshim import profiles
+from capshim.bench import request as bench_request
 from capshim.contracts.numbers import FiniteFloat
 from capshim.errors import CapshimError
 from capshim.studies.defaults import help_text as study_default
-
-#: Seconds one run of a bench or study may take, unless --timeout says otherwise.
-DEFAULT_TIMEOUT_S = 900
 
 
 def load_profile(ref: str | None, flag: str):
@@ -46,7 +44,7 @@ def builtin_workload_options(f):
 
 def timeout_option(f):
     """``--timeout S``: seconds one run may take (finite, at least 1)."""
-    return click.option("--timeout", type=FiniteFloat(1), default=DEFAULT_TIMEOUT_S, show_default=True,
+    return click.option("--timeout", type=FiniteFloat(1), default=bench_request.TIMEOUT_S, show_default=True,
                         help="Seconds one run may take.")(f)
 
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from capshim import evidence, paths, report
+from capshim import evidence, paths, report, summary
 from capshim.cli.options import json_option
 from capshim.contracts import folders, names
 from capshim.errors import UsageError
@@ -57,7 +57,7 @@ def report_cmd(bundles, arm_opts, host_file, baseline, fmt, allow_mismatch, outp
     else:
         if host_file:
             raise UsageError("--host applies to --arm files (a bundle keeps its own host baseline)")
-        summaries = [report.load_summary(b) for b in bundles]
+        summaries = [summary.load(b) for b in bundles]
         labels = [Path(b).resolve().name for b in bundles]
     if as_json:
         click.echo(json.dumps(summaries[0] if len(summaries) == 1 else summaries, indent=2))

@@ -29,11 +29,11 @@ from pathlib import Path
 
 import tomli_w
 
-from capshim import profiles
+from capshim import profiles, summary
 from capshim.backends import vulkan
-from capshim.bench import plan
-from capshim.bench.analysis import NOT_SHIM_STATES
+from capshim.bench import plan, runner
 from capshim.bench.llamabench import test_name
+from capshim.bench.request import BenchRequest
 from capshim.bench.workloads import builtin
 from capshim.contracts import folders, names, signals
 from capshim.errors import CapshimError, UsageError
@@ -41,8 +41,8 @@ from capshim.evidence import study as seal
 from capshim.export.markdown import pipe_table
 from capshim.profiles import Profile
 from capshim.profiles.catalog import KEYS
-from capshim.report import load_summary
 from capshim.studies import defaults as study_defaults
+from capshim.summary import NOT_SHIM_STATES
 
 # --- defaults ------------------------------------------------------------------------------------------
 
@@ -257,16 +257,18 @@ def run_arms(arm_specs: list[str], out: Path, *, repetitions: int, warmup: int, 
         CapshimError: the bench was stopped by a signal (exit 128+N, the partial bundle sealed),
             or a signal arrived before it started (nothing run).
     """
-    p = plan.make_plan(list(arm_specs), "native", "native", None, repetitions, model, n_prompt, n_gen,
-                       check_output, [], platform=sys.platform, warmup_run=warmup_run, process_reps=process_reps)
-    p.workload.env.update(env or {})
+    req = BenchRequest(arms=tuple(arm_specs), baseline="native", host_arm="native", repetitions=repetitions,
+                       model=model, n_prompt=n_prompt, n_gen=n_gen, check_output=check_output, warmup=warmup,
+                       warmup_run=warmup_run, process_reps=process_reps, timeout=timeout, env=dict(env or {}),
+                       out=str(out))
+    p = plan.make_plan(req, platform=sys.platform)
     with guard.stoppable() if guard is not None else contextlib.nullcontext():
-        res = plan.execute(p, out, warmup=warmup, timeout=timeout)
+        res = runner.run(p, req)
     if res.interrupted:
         stopped = res.interrupted_by or (guard.signal_name if guard is not None else None)
         raise CapshimError(f"bench interrupted ({stopped}); partial bundle: {res.bundle}",
                            exit_code=signals.exit_code(stopped))
-    return Measured(load_summary(res.bundle), res.bundle, p.device, res.failed_runs)
+    return Measured(summary.load(res.bundle), res.bundle, p.device, res.failed_runs)
 
 
 #: What else the studies take from the bench, named here so that re-pointing :func:`run_arms` to a new

@@ -1,0 +1,158 @@
+"""The bench's API boundary: what a caller asks for (:class:`BenchRequest`) and the defaults table.
+
+    BenchRequest -> plan.make_plan -> Plan -> runner.run -> BenchResult
+
+``capshim bench`` parses its options into a :class:`BenchRequest`; the studies
+(ablate, tune, kernels) build one too. Every default that depends on the
+workload or the device lives in :data:`DEFAULTS` (one row per workload and
+device class), and ``capshim bench --help`` reads its text from the same table
+(:func:`help_default`), so the help never disagrees with what runs.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+__all__ = ["BenchRequest", "Defaults", "DEFAULTS", "defaults_for", "help_default", "N_PROMPT", "N_GEN",
+           "TIMEOUT_S", "MODEL", "GPU_PRECISION"]
+
+#: Built-in llama.cpp workload: prompt and generated tokens (llama-bench's own defaults, -p 512 -n 128).
+N_PROMPT = 512
+N_GEN = 128
+#: Seconds one run may take before it is killed.
+TIMEOUT_S: float = 900
+#: The built-in workload's model when ``--model`` is not given (:mod:`capshim.bench.model`).
+MODEL = "tiny"
+#: The built-in workload's default precision target on a GPU: (half-width in points,
+#: tests it applies to, the most processes per arm). Measured on the H200
+#: (tinyllama-1.1b, evidence/h200-tinyllama-aa): the pp512 % of host intervals
+#: reached +-2 points after 29 processes of 5 repetitions per arm (9.5 min with
+#: four arms); generation is overhead-bound and noisier, so the target is pp only.
+GPU_PRECISION = (2.0, ("pp512",), 30)
+
+
+@dataclass(frozen=True)
+class Defaults:
+    """The defaults of one workload kind on one device class.
+
+    Attributes:
+        processes: recorded processes (rounds) per arm (``-r``).
+        process_reps: timed repetitions inside each process (built-in workloads; None: the
+            command brings its own).
+        warmup: unrecorded warm-up rounds (``--warmup``).
+        warmup_run: the built-in llama.cpp worker's in-process untimed run (None: not applicable).
+        check_output: ``--check-output`` when not given.
+        precision: (half-width, tests, cap) of the default precision target, or None.
+        why: the reason, for the help and the docs.
+    """
+
+    processes: int
+    process_reps: int | None
+    warmup: int
+    warmup_run: bool | None
+    check_output: bool
+    precision: tuple | None = None
+    why: str = ""
+
+
+#: ``{(workload kind, device class): Defaults}``; kinds ``builtin`` (llama.cpp), ``ncnn``, ``command``
+#: (a command after ``--``, llama-bench or ``--metric``); device classes ``gpu`` and ``cpu`` (a CPU
+#: Vulkan device such as lavapipe, where no speed effect is expected and time is short).
+DEFAULTS: dict[tuple[str, str], Defaults] = {
+    ("builtin", "gpu"): Defaults(10, 5, 0, True, True, GPU_PRECISION,
+                                 "it warms up in-process, then more rounds until pp512 is +-2 points"),
+    # On lavapipe a process that compiles llama.cpp's shaders measures faster than one that loads
+    # them from Mesa's disk cache (tiny, pp64, 2 cores, alternating runs: 287-532 vs 198-223 tok/s
+    # on a loaded machine, 444-639 vs 335-401 on a quiet one), so one unrecorded round fills the
+    # cache and every recorded process reads it; no in-process warm-up (the default must stay
+    # within 3 minutes).
+    ("builtin", "cpu"): Defaults(3, 3, 1, False, True, None,
+                                 "one round fills Mesa's shader cache; no speed effect is expected"),
+    ("ncnn", "gpu"): Defaults(10, 10, 0, None, True),
+    ("ncnn", "cpu"): Defaults(5, 10, 0, None, True),
+    ("command", "gpu"): Defaults(10, None, 1, None, False),
+    ("command", "cpu"): Defaults(10, None, 1, None, False),
+}
+
+
+def defaults_for(kind: str, cpu: bool) -> Defaults:
+    """The :data:`DEFAULTS` row of a workload kind (``builtin``, ``ncnn``, ``command``) on a GPU or CPU device."""
+    return DEFAULTS[(kind, "cpu" if cpu else "gpu")]
+
+
+def help_default(what: str) -> str:
+    """``[default: ...]`` text of a ``capshim bench`` option, read from :data:`DEFAULTS`.
+
+    Args:
+        what: ``processes`` (``-r``), ``process_reps`` or ``warmup``.
+    """
+    names = {"builtin": "the llama.cpp workload", "ncnn": "ncnn", "command": "a command"}
+    parts = []
+    for kind in ("command", "builtin", "ncnn"):
+        gpu, cpu = (getattr(defaults_for(kind, c), what) for c in (False, True))
+        if gpu is None:
+            continue
+        parts.append(f"{names[kind]} {gpu}" + (f" ({cpu} on a CPU device)" if cpu != gpu else ""))
+    return f"[default: {'; '.join(parts)}]"
+
+
+@dataclass
+class BenchRequest:
+    """Everything ``capshim bench`` takes: what to measure, how, and what to do after.
+
+    A None means "the default of :data:`DEFAULTS` for this workload and device".
+
+    Attributes:
+        arms: ``NAME=SPEC`` strings (:func:`capshim.bench.arms.parse`); empty: the embedded default.
+        baseline, host_arm: arm names; host_baseline: a bundle or llama-bench file (path).
+        aa: add the A/A arm ``aa``.
+        command: the workload command after ``--`` (empty: a built-in workload).
+        workload: ``"ncnn"`` or None (llama.cpp); network: the ncnn preset.
+        model, n_prompt, n_gen: the built-in llama.cpp workload (GGUF path or preset; tokens).
+        metric, unit, better, output_file: a ``--metric`` command (:mod:`capshim.bench.metrics`).
+        controls: ``NAME=CMD`` control workloads.
+        check_output: compare every arm's output with the reference arm's.
+        repetitions: recorded processes per arm; process_reps: timed repetitions per process;
+            warmup: unrecorded rounds; warmup_run: the worker's in-process warm-up run.
+        seed: the order and padding seed; timeout: seconds per run.
+        precision (points), precision_tests, max_runs: the precision loop.
+        exclude_contaminated, allow_mismatch: analysis options.
+        env: variables every arm's process gets on top of the workload's (the studies).
+        out: the bundle folder (None: a new unique ``./capshim-bench-DATE-TIME``).
+        strict, as_json, db: what ``capshim bench`` does after the run (exit 3 on an inert shim,
+            summary.json on stdout, add the bundle to a results store).
+    """
+
+    arms: tuple[str, ...] = ()
+    baseline: str | None = None
+    host_arm: str | None = None
+    host_baseline: str | None = None
+    aa: bool = False
+    command: tuple[str, ...] = ()
+    workload: str | None = None
+    network: str | None = None
+    model: str | None = None
+    n_prompt: int = N_PROMPT
+    n_gen: int = N_GEN
+    metric: str | None = None
+    unit: str | None = None
+    better: str | None = None
+    output_file: str | None = None
+    controls: tuple[str, ...] = ()
+    check_output: bool | None = None
+    repetitions: int | None = None
+    process_reps: int | None = None
+    warmup: int | None = None
+    warmup_run: bool | None = None
+    seed: int | None = None
+    timeout: float = TIMEOUT_S
+    precision: float | None = None
+    precision_tests: tuple[str, ...] = ()
+    max_runs: int | None = None
+    exclude_contaminated: bool = False
+    allow_mismatch: bool = False
+    env: dict[str, str] = field(default_factory=dict)
+    out: str | None = None
+    strict: bool = False
+    as_json: bool = False
+    db: str | None = None

@@ -1,0 +1,193 @@
+"""The package's layers: no import cycle, and each layer imports only what it may.
+
+The import graph is read from the source with :mod:`ast`, imports inside
+functions included (an import hidden in a function still couples the modules).
+Rules (issue 18, README "Layout"):
+
+- no cycle between capshim modules;
+- nothing imports the command line (``capshim.cli``) but the command line;
+- the bench (``capshim.bench``) imports neither the studies nor the CLI;
+- the exporters (``capshim.export``) read only the summary contract
+  (``capshim.summary``) and the shared rules (``capshim.contracts``);
+- storage never imports presentation: ``capshim.evidence`` imports neither
+  the report, the exporters nor the bench; the results store (``capshim.db``)
+  neither the report nor the exporters (it compares through the analysis);
+- the shared rules (``capshim.contracts``) import only ``capshim.errors``;
+- no module over 650 lines and no function over 100 lines (generated files
+  and migrations aside).
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+SRC = Path(__file__).resolve().parents[1] / "src"
+PKG = SRC / "capshim"
+MAX_MODULE_LINES = 650
+MAX_FUNCTION_LINES = 100
+#: Generated or data-like modules the size limits do not apply to.
+SIZE_EXEMPT = ("capshim/db/migrations/",)
+
+
+def _modules() -> dict[str, Path]:
+    out = {}
+    for path in PKG.rglob("*.py"):
+        parts = list(path.relative_to(SRC).with_suffix("").parts)
+        if parts[-1] == "__init__":
+            parts = parts[:-1]
+        out[".".join(parts)] = path
+    return out
+
+
+MODULES = _modules()
+
+
+def _target(name: str) -> str | None:
+    while name and name not in MODULES:
+        name = name.rpartition(".")[0]
+    return name or None
+
+
+def _imports(mod: str, path: Path) -> set[str]:
+    is_pkg = path.name == "__init__.py"
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            names = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = mod.split(".") if is_pkg else mod.split(".")[:-1]
+                base = base[:len(base) - node.level + 1]
+                prefix = ".".join(base + ([node.module] if node.module else []))
+            else:
+                prefix = node.module or ""
+            names = [f"{prefix}.{a.name}" if f"{prefix}.{a.name}" in MODULES else prefix for a in node.names]
+        else:
+            continue
+        for name in names:
+            if name.startswith("capshim"):
+                t = _target(name)
+                if t and t != mod:
+                    found.add(t)
+    return found
+
+
+GRAPH = {m: _imports(m, p) for m, p in MODULES.items()}
+
+
+def _under(mod: str, pkg: str) -> bool:
+    return mod == pkg or mod.startswith(pkg + ".")
+
+
+def _cycles() -> list[list[str]]:
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on: set[str] = set()
+    out: list[list[str]] = []
+    counter = [0]
+
+    def visit(v: str) -> None:  # Tarjan's strongly connected components; the graph is small
+        index[v] = low[v] = counter[0]
+        counter[0] += 1
+        stack.append(v)
+        on.add(v)
+        for w in sorted(GRAPH[v]):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                out.append(sorted(comp))
+
+    for v in sorted(GRAPH):
+        if v not in index:
+            visit(v)
+    return out
+
+
+def _offending(importer: str, allowed) -> list[str]:
+    bad = []
+    for mod, deps in sorted(GRAPH.items()):
+        if not _under(mod, importer):
+            continue
+        bad += [f"{mod} imports {d}" for d in sorted(deps) if not allowed(mod, d)]
+    return bad
+
+
+def test_the_graph_is_read():
+    # a sanity check that can fail: the CLI imports the bench
+    assert any(_under(d, "capshim.bench") for d in GRAPH["capshim.cli"] | {
+        d for m, deps in GRAPH.items() if _under(m, "capshim.cli") for d in deps})
+
+
+def test_no_import_cycle():
+    assert _cycles() == []
+
+
+def test_nothing_imports_the_cli():
+    assert _offending("capshim", lambda m, d: not _under(d, "capshim.cli") or _under(m, "capshim.cli")) == []
+
+
+def test_the_bench_imports_neither_studies_nor_cli():
+    assert _offending("capshim.bench", lambda m, d: not (_under(d, "capshim.studies") or _under(d, "capshim.cli"))) == []
+
+
+def test_exporters_read_only_the_summary_contract():
+    ok = ("capshim.export", "capshim.summary", "capshim.contracts", "capshim.errors")
+    assert _offending("capshim.export", lambda m, d: any(_under(d, p) for p in ok)) == []
+
+
+PRESENTATION = ("capshim.report", "capshim.export", "capshim.cli", "capshim.studies")
+
+
+def test_evidence_stores_and_never_presents():
+    """The bench hands its finalize steps to the bundle: evidence imports no report, export or analysis."""
+    banned = (*PRESENTATION, "capshim.bench")
+    assert _offending("capshim.evidence", lambda m, d: not any(_under(d, b) for b in banned)) == []
+
+
+def test_the_store_never_imports_presentation():
+    """The results store reads bundles through the summary contract; its comparisons use the
+    bench's analysis (the same intervals as a report), never the report or the exporters."""
+    assert _offending("capshim.db", lambda m, d: not any(_under(d, b) for b in PRESENTATION)) == []
+
+
+def test_contracts_import_only_errors():
+    assert _offending("capshim.contracts",
+                      lambda m, d: _under(d, "capshim.contracts") or d == "capshim.errors") == []
+
+
+def _sized():
+    for mod, path in sorted(MODULES.items()):
+        rel = path.relative_to(SRC).as_posix()
+        if not any(rel.startswith(e) for e in SIZE_EXEMPT):
+            yield mod, path
+
+
+def test_no_module_over_650_lines():
+    big = {m: n for m, p in _sized() if (n := len(p.read_text().splitlines())) > MAX_MODULE_LINES}
+    assert big == {}
+
+
+def test_no_function_over_100_lines():
+    long = []
+    for mod, path in _sized():
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                n = node.end_lineno - node.lineno + 1
+                if n > MAX_FUNCTION_LINES:
+                    long.append(f"{mod}.{node.name}: {n} lines")
+    assert long == []
