@@ -20,14 +20,7 @@ from capshim.errors import UsageError
 from tests.conftest import run_capshim
 
 REPO = Path(__file__).resolve().parents[2]
-ROW = '[{"n_prompt":512,"n_gen":0,"samples_ts":[100]}]'
-
-
-def _w(tmp_path: Path, body: str, name: str = "w") -> Path:
-    p = tmp_path / name
-    p.write_text("#!/bin/sh\n" + body + "\n")
-    p.chmod(0o755)
-    return p
+from tests.bench.test_bench_hostile import ROW, _w  # noqa: E402 (the one workload-script helper)
 
 
 @pytest.mark.parametrize("option", ["a\n=", "a\n=stock", "a+b=", "-a=", "x" * 65 + "="])

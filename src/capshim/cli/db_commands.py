@@ -22,6 +22,7 @@ from capshim.db.ingest import read_external, read_folder
 from capshim.db.store import DbError, Store
 from capshim.db.terms import DB_HELP, DEFAULT_THRESHOLD, FILTERS, MATCHES
 from capshim.errors import EXIT_USAGE, CapshimError, UsageError
+from capshim.export.table import fmt_ratio
 from capshim.export.terminal import print_table
 
 
@@ -65,15 +66,6 @@ def _json_out(obj) -> None:
 def _console():
     c = Console()
     return c if c.is_terminal else Console(width=200)
-
-
-def _pct(p) -> str:
-    if not p:
-        return ""
-    s = f"{p['value']:.2f}%"
-    if p.get("ci95"):
-        s += f" [{p['ci95'][0]:.2f}–{p['ci95'][1]:.2f}]"
-    return s
 
 
 def _inputs(folders, external, host_file, baseline):
@@ -227,7 +219,7 @@ def _compare_table(res: dict) -> Table:
         unit = f" {r['unit']}" if per_cell and r["unit"] else ""
         test = r["test"] + (f" ({r['better']} is better)" if r["better"] == "lower" else "")
         t.add_row(name, test, _num(r["a"]["median"]) + unit, _num(r["b"]["median"]) + unit,
-                  f"{ch['value']:.3f}x{ci}", _pct(r["a"]["pct_of_host"]), _pct(r["b"]["pct_of_host"]),
+                  f"{ch['value']:.3f}x{ci}", fmt_ratio(r["a"]["pct_of_host"], "%"), fmt_ratio(r["b"]["pct_of_host"], "%"),
                   r["verdict"] + (" (unlike config)" if r["marked"] else ""),
                   style="red" if r["verdict"] == "regression" else None)
     t.caption = res["rule"] + ("\nunlike configurations: " + "; ".join(res["mismatches"])
@@ -297,7 +289,7 @@ def _trend_table(res: dict) -> Table:
     for p in res["points"]:
         unit = f" {p['unit']}" if per_cell and p["unit"] else ""
         t.add_row(p["created_utc"] or "", p["bundle"], p["device"] or "", p["build"] or "", p["test"],
-                  _num(p["median"]) + unit, _pct({"value": p["pct_of_host"], "ci95": p["ci95"]}),
+                  _num(p["median"]) + unit, fmt_ratio({"value": p["pct_of_host"], "ci95": p["ci95"]}, "%"),
                   "; ".join(p["flags"]), style="red" if p["flags"] else None)
     cap = [res["rule"]] + [f"skipped: {s}" for s in res["skipped"]]
     if res["min_pct"] is not None:
