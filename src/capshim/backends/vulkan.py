@@ -23,16 +23,17 @@ from __future__ import annotations
 
 import json
 import os
+import platform
 import subprocess
 import sys
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from capshim import profiles
+from capshim import jsonread, paths, profiles
+from capshim import status as st
 from capshim.backends import Backend, answer_differences
 from capshim.errors import CapshimError, UsageError
-from capshim import jsonread, paths
 from capshim.native import build as nb
 from capshim.profiles import Profile, format_version
 
@@ -158,7 +159,6 @@ def verify() -> list[dict]:
     Raises:
         BuildError: the layer cannot be built.
     """
-    import platform
 
     b = build(repair=False)  # a cached build that fails its SHA256SUMS is reported, not replaced
     out = []
@@ -296,7 +296,6 @@ def probe(profile: Profile | None = None, simulate: Profile | None = None, devic
     Raises:
         CapshimError: the probe failed (no Vulkan driver, bad device index).
     """
-    from capshim import status as st
 
     b = build()
     with tempfile.TemporaryDirectory(prefix="capshim-probe-") as td:

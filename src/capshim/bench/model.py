@@ -30,6 +30,7 @@ not depend on numpy's distribution code.
 
 from __future__ import annotations
 
+import concurrent.futures as cf
 import contextlib
 import dataclasses
 import fcntl
@@ -415,7 +416,6 @@ def _encode_block(p: Preset, i: int, names: list[str], types: dict[str, str]):
 def _encoded_blocks(p: Preset, plan, types: dict[str, str], workers: int | None):
     """Yield ``(i, encoded block i)`` for every block in order, computing up to
     ``workers`` blocks ahead in a thread pool (1: no threads)."""
-    import concurrent.futures as cf
 
     if workers is None:
         workers = min(8, len(os.sched_getaffinity(0)))

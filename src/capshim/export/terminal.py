@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import os
+
+from rich.console import Console
+from rich.table import Table
+
 from capshim.export.table import BASE_COLUMNS, NUMERIC_PREFIXES, table
 
 __all__ = ["serialize", "render", "print_table", "COMPACT_BELOW"]
@@ -22,7 +27,6 @@ def render(summaries: list[dict], labels: list[str] | None = None, title: str | 
     ``width`` the table is compact: no min–max column and no interval on "% of
     host" (both stay in summary.json and report.md).
     """
-    from rich.table import Table
 
     tab = table(summaries, labels)
     compact = width is not None and width < COMPACT_BELOW
@@ -63,7 +67,6 @@ def render(summaries: list[dict], labels: list[str] | None = None, title: str | 
 
 def serialize(summary: dict, title: str | None = None, width: int = 220) -> str:
     """The terminal table of one summary as plain text ``width`` columns wide (no colour)."""
-    from rich.console import Console
 
     console = Console(width=width, record=True, color_system=None, force_terminal=False, file=_Null())
     console.print(render([summary], title=title, width=width))
@@ -81,9 +84,7 @@ class _Null:
 def print_table(summaries: list[dict], labels: list[str] | None = None, title: str | None = None) -> None:
     """Print the table on stdout; off a terminal (a file, a pipe) ``$COLUMNS`` wide
     when that is set to a number, else 220 columns instead of 80."""
-    import os
 
-    from rich.console import Console
 
     console = Console()
     if not console.is_terminal:
