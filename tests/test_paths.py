@@ -47,7 +47,7 @@ def test_model_hash_in_bundle_is_the_digest_not_the_json_sidecar(tmp_path):
     m = tmp_path / "m.gguf"
     m.write_bytes(b"GGUF" + b"\0" * 100)
     want = hashlib.sha256(m.read_bytes()).hexdigest()
-    assert model.model_sha256(m) == want  # writes the JSON sidecar
+    assert paths.cached_sha256(m) == want  # writes the JSON sidecar
     assert json.loads((tmp_path / "m.gguf.sha256").read_text())["sha256"] == want
     paths._MEMO.clear()
     assert runner._model_sha(m) == want

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from capshim import evidence
+from capshim import evidence, paths
 from capshim.bench import runner, runs, telemetry
 from capshim.bench.request import BenchRequest, defaults_for, help_default
 from capshim.bench.workloads.llama_bench import LlamaBenchWorkload, llama_bench_workload
@@ -233,11 +233,10 @@ def test_a_host_baseline_of_another_model_is_refused_and_the_bundle_kept(tmp_pat
 
 
 def test_model_hash_is_read_from_the_json_record(tmp_path):
-    from capshim.bench import model as model_mod
 
     m = tmp_path / "m.gguf"
     m.write_bytes(b"GGUF" + b"\0" * 100)
-    digest = model_mod.model_sha256(m)  # writes the JSON record beside the file
+    digest = paths.cached_sha256(m)  # writes the JSON record beside the file
     assert json.loads((tmp_path / "m.gguf.sha256").read_text())["sha256"] == digest
     assert runner._model_sha(m) == digest == evidence.sha256_file(m)
     (tmp_path / "m.gguf.sha256").write_text('{"sha256": "junk"}')  # a bad record: hashed again

@@ -14,6 +14,7 @@ import pytest
 
 import gguf  # noqa: E402 - required (a dependency of capshim)
 
+from capshim import paths  # noqa: E402
 from capshim.bench import model  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
@@ -30,7 +31,7 @@ def test_tiny_is_deterministic_across_cache_dirs(tmp_path):
     b = model.ensure_model("tiny", tmp_path / "b")
     assert a.name == b.name == model.model_filename("tiny")
     assert a.read_bytes() == b.read_bytes()
-    assert model.model_sha256(a) == model.model_sha256(b)
+    assert paths.cached_sha256(a) == paths.cached_sha256(b)
 
 
 def test_ensure_model_writes_once_and_leaves_no_temp_files(tmp_path):
@@ -175,15 +176,15 @@ def test_unknown_preset_names_the_known_ones(tmp_path):
 def test_model_sha256_is_cached_and_refreshed(tmp_path):
     path = tmp_path / "m.gguf"
     path.write_bytes(b"abc" * 1000)
-    digest = model.model_sha256(path)
+    digest = paths.cached_sha256(path)
     assert digest == hashlib.sha256(b"abc" * 1000).hexdigest()
     side = tmp_path / "m.gguf.sha256"
     assert side.is_file() and digest in side.read_text()
-    assert model.model_sha256(path) == digest
+    assert paths.cached_sha256(path) == digest
     path.write_bytes(b"changed")  # size changes: the cache is stale
-    assert model.model_sha256(path) == hashlib.sha256(b"changed").hexdigest()
+    assert paths.cached_sha256(path) == hashlib.sha256(b"changed").hexdigest()
     with pytest.raises(OSError):
-        model.model_sha256(tmp_path / "missing.gguf")
+        paths.cached_sha256(tmp_path / "missing.gguf")
 
 
 @pytest.mark.parametrize("workers", [2, 5])
