@@ -113,8 +113,8 @@ def test_signal_is_forwarded_and_waited_for(tmp_path, sig):
     marker = tmp_path / "child.pid"
     script = _script(tmp_path, "w", (
         "#!/bin/sh\n"
-        f"echo $$ > '{marker}'\n"
         f"trap 'echo got >> \"{marker}.sig\"; exit 7' {sig.name[3:]}\n"
+        f"echo $$ > '{marker}'\n"  # the event the test waits for: written once the trap is in place
         "while :; do sleep 0.05; done\n").encode())
     env = dict(os.environ, PYTHONPATH=str(REPO / "src"), TMPDIR=str(tmp_path))
     proc = subprocess.Popen([sys.executable, "-m", "capshim.cli", "run", "--simulate", "vulkan-paravirt", "--",
