@@ -464,3 +464,24 @@ def test_a_summary_step_that_returns_no_summary_is_recorded(tmp_path):
                     evidence.Step("fallback", "summary.json", lambda: {"arms": {}}, slow=False)])
     assert s["finalize_failures"] == [{"step": "odd analysis", "error": "returned list, not a summary"}]
     assert evidence.verify(b.root) == []
+
+
+def test_full_disk_while_writing_the_chart_still_seals(tmp_path, monkeypatch):
+    """Hostile pass: with 16 KB left, chart.png got ENOSPC and the bundle was left without SHA256SUMS."""
+    import errno
+
+    from capshim import paths
+
+    real = paths.os.replace
+
+    def full(src, dst):
+        if str(dst).endswith("chart.png"):
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return real(src, dst)
+
+    monkeypatch.setattr(paths.os, "replace", full)
+    root, summary = _bundle(tmp_path)
+    assert [f["step"] for f in summary["finalize_failures"]] == ["chart"]
+    assert "No space left" in summary["finalize_failures"][0]["error"]
+    assert evidence.verify(root) == [] and not (root / "chart.png").exists()
+    assert not [p for p in root.rglob("*") if p.name.endswith(".tmp")]

@@ -162,3 +162,61 @@ def test_a_401_digit_sample_is_exit_2_naming_file_row_and_key(tmp_path):
     r = run_capshim("report", "--arm", f"a={f}", cwd=tmp_path)
     assert r.returncode == 2 and "Traceback" not in r.stderr and "OverflowError" not in r.stderr
     assert str(f) in r.stderr and "samples_ts" in r.stderr
+
+
+def test_output_file_that_exists_is_refused_and_kept(tmp_path):
+    """Hostile pass: --output-file was removed before every run, whatever it was (a user's file, a file
+    of a sealed bundle, /dev/null as root). It must not exist when the bench starts."""
+    w = _w(tmp_path, "exit 0")
+    mine = tmp_path / "precious.txt"
+    mine.write_text("keep")
+    r = run_capshim("bench", "--metric", "wall", "-r", "1", "--warmup", "0", "--arm", "a=", "--output-file",
+                    str(mine), "--out", str(tmp_path / "o"), "--", str(w))
+    assert r.returncode == 2 and "--output-file" in r.stderr and "exists" in r.stderr, r.stderr
+    assert mine.read_text() == "keep" and not (tmp_path / "o").exists()
+    for special in ("/dev/null", "/dev/full"):
+        r = run_capshim("bench", "--metric", "wall", "-r", "1", "--warmup", "0", "--arm", "a=", "--output-file",
+                        special, "--out", str(tmp_path / "o2"), "--", str(w))
+        assert r.returncode == 2 and "exists" in r.stderr and Path(special).is_char_device(), r.stderr
+
+
+def test_output_file_inside_a_sealed_bundle_or_through_a_link_into_one_is_refused(tmp_path):
+    sealed = tmp_path / "B"
+    (sealed / "raw").mkdir(parents=True)
+    (sealed / "SHA256SUMS").write_text("")
+    (tmp_path / "rawlink").symlink_to(sealed / "raw")
+    w = _w(tmp_path, "exit 0")
+    for target in (sealed / "new.txt", tmp_path / "rawlink" / "new.txt"):
+        r = run_capshim("bench", "--metric", "wall", "-r", "1", "--warmup", "0", "--arm", "a=", "--output-file",
+                        str(target), "--out", str(tmp_path / "o"), "--", str(w))
+        assert r.returncode == 2 and "sealed" in r.stderr, r.stderr
+    # and --out through a link into a sealed bundle
+    r = run_capshim("bench", "--metric", "wall", "-r", "1", "--warmup", "0", "--arm", "a=",
+                    "--out", str(tmp_path / "rawlink" / "inner"), "--", str(w))
+    assert r.returncode == 2 and "sealed" in r.stderr and not (sealed / "raw" / "inner").exists(), r.stderr
+
+
+def test_wall_seconds_are_not_rounded_up_to_the_wait_s_polling_steps(tmp_path):
+    """New-user pass: Popen.wait(timeout=) polls with growing sleeps, so a 64 ms process read 100 ms and
+    --metric wall showed a 1.54x 'speed-up' between identical arms. The wait now wakes on the exit."""
+    from capshim.bench import runs
+
+    lows = []
+    for _ in range(5):  # the least of five: a loaded machine may delay one run, not the wake-up itself
+        proc = subprocess.Popen(["sleep", "0.064"])
+        t0 = time.monotonic()
+        rc, timed_out, why = runs._wait(proc, 10.0, lambda: None)
+        lows.append(time.monotonic() - t0)
+        assert (rc, timed_out, why) == (0, False, None)
+    assert min(lows) < 0.095, lows
+
+
+def test_wait_still_ends_a_run_on_timeout_and_on_a_stop_request():
+    from capshim.bench import runs
+
+    proc = subprocess.Popen(["sleep", "30"], start_new_session=True)
+    rc, timed_out, why = runs._wait(proc, 0.3, lambda: None)
+    assert timed_out and rc != 0
+    proc = subprocess.Popen(["sleep", "30"], start_new_session=True)
+    rc, timed_out, why = runs._wait(proc, 10.0, lambda: "SIGTERM")
+    assert (timed_out, why) == (False, "SIGTERM") and rc != 0

@@ -14,6 +14,7 @@ from __future__ import annotations
 import os
 import random
 import re
+import select
 import shutil
 import signal
 import subprocess
@@ -347,18 +348,46 @@ def _kill(proc: subprocess.Popen) -> None:
 
 def _wait(proc: subprocess.Popen, timeout: float, stop: Callable[[], str | None]) -> tuple[int, bool, str | None]:
     """Wait for ``proc``: (exit status, timed out, stop signal name or None); its group is killed on
-    a timeout or a stop request (polled every 0.1 s: the seal guard's handler only records it)."""
+    a timeout or a stop request (checked every 0.1 s: the seal guard's handler only records it).
+
+    The return comes as soon as the process exits, so a run's wall-clock seconds are exact: on
+    Linux the wait blocks on a pidfd (``os.pidfd_open``, Linux 5.3); elsewhere it polls every
+    millisecond. (``Popen.wait(timeout=)`` polls with growing sleeps, so a 64 ms process was seen
+    to end at 100 ms: ``--metric wall`` read a 1.54x "speed-up" between identical arms.)
+    """
     deadline = time.monotonic() + timeout
+    try:
+        pidfd = os.pidfd_open(proc.pid)
+    except (AttributeError, OSError):
+        pidfd = None
+    try:
+        while True:
+            why = stop()
+            if why:
+                _kill(proc)
+                return proc.wait(), False, why
+            left = deadline - time.monotonic()
+            if left <= 0:
+                _kill(proc)
+                return proc.wait(), True, None
+            rc = _exit_within(proc, pidfd, min(0.1, left))
+            if rc is not None:
+                return rc, False, None
+    finally:
+        if pidfd is not None:
+            os.close(pidfd)
+
+
+def _exit_within(proc: subprocess.Popen, pidfd: int | None, seconds: float) -> int | None:
+    """``proc``'s exit status if it exits within ``seconds``, else None; wakes at once on the exit."""
+    if pidfd is not None:
+        poller = select.poll()
+        poller.register(pidfd, select.POLLIN)
+        poller.poll(max(1, int(seconds * 1000)))
+        return proc.poll()
+    end = time.monotonic() + seconds
     while True:
-        why = stop()
-        if why:
-            _kill(proc)
-            return proc.wait(), False, why
-        left = deadline - time.monotonic()
-        if left <= 0:
-            _kill(proc)
-            return proc.wait(), True, None
-        try:
-            return proc.wait(timeout=min(0.1, left)), False, None
-        except subprocess.TimeoutExpired:
-            continue
+        rc = proc.poll()
+        if rc is not None or time.monotonic() >= end:
+            return rc
+        time.sleep(0.001)

@@ -20,14 +20,23 @@ SEAL_FILE = "SHA256SUMS"
 
 
 def sealed_above(path: str | Path) -> Path | None:
-    """The nearest folder at or above ``path``'s parent that holds a SHA256SUMS (a sealed bundle or study), or None."""
-    p = Path(path).absolute()
-    for folder in p.parents:
-        try:
-            if (folder / SEAL_FILE).is_file():
-                return folder
-        except OSError:
-            continue
+    """The nearest folder above ``path`` that holds a SHA256SUMS (a sealed bundle or study), or None.
+
+    Both the path as given and the path with its links resolved are checked, so a link to a
+    folder inside a sealed bundle does not open a way into it.
+    """
+    given = Path(path).absolute()
+    try:
+        real = Path(path).resolve()  # a link on the way may lead into a sealed folder
+    except (OSError, RuntimeError):
+        real = given
+    for p in (given, real):
+        for folder in p.parents:
+            try:
+                if (folder / SEAL_FILE).is_file():
+                    return folder
+            except OSError:
+                continue
     return None
 
 

@@ -13,8 +13,11 @@ whatever they do:
   after the first, interrupts it (recorded as ``skipped: interrupted by SIG...``);
 - summary.json, metadata.json and SHA256SUMS are always written, last the seal.
 
-A full disk (:class:`~capshim.paths.StorageError`) is never isolated: it stops
-finalize with exit 4 and no partial file.
+A full disk (:class:`~capshim.paths.StorageError`) while writing an optional
+file (a slow step: the report, the chart) is recorded like any failed step and
+the seal is still written (exit 5); while writing a required file (summary.json,
+results.csv, metadata.json, SHA256SUMS) it stops finalize with exit 4 and no
+partial file.
 """
 
 from __future__ import annotations
@@ -76,7 +79,16 @@ class _Run:
             print(f"capshim: finalize: {name} skipped ({stop.signal_name}); the data are still sealed",
                   file=sys.stderr, flush=True)
             return None
-        except (StorageError, KeyboardInterrupt, SystemExit):
+        except StorageError as exc:
+            if not slow:  # a required file: the bundle cannot be sealed whole (exit 4)
+                raise
+            # an optional file (report, chart) on a full disk: nothing partial is left (atomic
+            # writes), the failure is recorded, and the small required files and the seal follow
+            self.failures.append({"step": name, "error": f"skipped: {exc}"[:2000]})
+            print(f"capshim: finalize: {name} skipped ({exc}); the data are still sealed", file=sys.stderr,
+                  flush=True)
+            return None
+        except (KeyboardInterrupt, SystemExit):
             raise
         except Exception as exc:  # noqa: BLE001 - isolated on purpose: the bundle must still be sealed
             self.failures.append({"step": name, "error": f"{type(exc).__name__}: {exc}"[:2000]})

@@ -17,13 +17,14 @@ import os
 import re
 import shlex
 import shutil
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from capshim.bench import metrics
 from capshim.bench.workloads.base import Workload
 from capshim.bench.workloads.llama_bench import llama_bench_workload
-from capshim.contracts import names, numbers
+from capshim.contracts import folders, names, numbers
 from capshim.errors import UsageError
 
 __all__ = ["Adapter", "MetricWorkload", "extract", "same_output", "command_workload", "control_workload"]
@@ -155,15 +156,32 @@ class Adapter:
     versions: dict = field(default_factory=dict)
 
     def before_run(self) -> None:
-        """Remove the declared output file, so this run's own file is the one hashed."""
-        if self.output_file is not None:
-            try:
-                self.output_file.unlink()
-            except FileNotFoundError:
-                pass
-            except OSError as exc:
-                raise metrics.MetricError(f"--output-file {self.output_file}: cannot remove before the run: "
-                                  f"{exc.strerror or exc}") from None
+        """Remove the file the previous run wrote at ``output_file``, so this run's own file is the one hashed.
+
+        Only a regular file is ever removed (never a device, a FIFO, a link or a folder); the
+        path did not exist when the bench started (:func:`command_workload`), so what is there
+        is a run's own output.
+
+        Raises:
+            MetricError: something other than a regular file is there, or it cannot be removed.
+        """
+        if self.output_file is None:
+            return
+        try:
+            st = os.lstat(self.output_file)
+        except FileNotFoundError:
+            return
+        except OSError as exc:
+            raise metrics.MetricError(f"--output-file {self.output_file}: cannot check it before the run: "
+                                      f"{exc.strerror or exc}") from None
+        if not stat.S_ISREG(st.st_mode):
+            raise metrics.MetricError(f"--output-file {self.output_file}: a run left something that is not a "
+                                      "regular file there; capshim removes only regular files")
+        try:
+            self.output_file.unlink()
+        except OSError as exc:
+            raise metrics.MetricError(f"--output-file {self.output_file}: cannot remove before the run: "
+                                      f"{exc.strerror or exc}") from None
 
     def parse_run(self, stdout: str, stderr: str, seconds: float, arm: str, run: int, source: str,
                   test: str | None = None) -> tuple[list[dict], object]:
@@ -276,9 +294,13 @@ def command_workload(argv: list[str], metric: metrics.Metric, check_output: bool
     exe = _resolve_exe(argv, "--")
     out = None
     if output_file is not None:
-        out = Path(output_file).resolve()
-        if out.is_dir() or not out.parent.is_dir():
+        out = Path(output_file).absolute()
+        if os.path.lexists(out):  # it is removed before each run: never a file the user already had
+            raise UsageError(f"--output-file {output_file}: exists; capshim removes this file before each run, "
+                             "so give a path that does not exist yet (remove or move the file first)")
+        if not out.parent.is_dir():
             raise UsageError(f"--output-file {output_file}: must be a file in an existing folder")
+        folders.refuse_inside_sealed(out, "--output-file")
     check = ("file" if out is not None else "stdout") if check_output else None
     return MetricWorkload("command", list(argv), binary=exe, check_output=bool(check),
                           adapter=Adapter(metric, check=check, output_file=out))
