@@ -7,6 +7,7 @@ These tests use the real Vulkan loader and the machine's real driver
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -58,3 +59,18 @@ def pytest_terminal_summary(terminalreporter):
         for s in STATS:
             terminalreporter.write_line(f"{s['driver']}: {s['executions']} executions, seed {s['seed']}, "
                                         f"{s['seconds']} s")
+
+
+@pytest.fixture(autouse=True)
+def _stop_signal_dispositions_restored():
+    """Each test starts and ends with this process's Ctrl-C / SIGTERM / SIGHUP handlers as they were.
+
+    A command run in-process (CliRunner) that was stopped by a signal leaves those signals ignored
+    until the process exits (contracts.signals.SealGuard.ignore_after); children started by later
+    tests would inherit the ignored dispositions.
+    """
+    sigs = [s for s in (signal.SIGINT, signal.SIGTERM, getattr(signal, "SIGHUP", None)) if s is not None]
+    before = {s: signal.getsignal(s) for s in sigs}
+    yield
+    for s, handler in before.items():
+        signal.signal(s, handler)

@@ -397,3 +397,12 @@ def test_report_into_a_fifo_writes_through_it_and_leaves_it_a_fifo(tmp_path):
     reader.join(60)
     assert r.exit_code == 0, r.output
     assert stat.S_ISFIFO(os.lstat(fifo).st_mode) and "| vm-unlocked |" in got[0]
+
+
+def test_report_of_a_study_folder_names_its_nested_bundles():
+    """Hostile pass: report of a study said "the bundle does not verify" and listed every nested file,
+    although evidence verify passes the study."""
+    study = FIXTURES.parents[1] / "evidence" / "h200-ablate-llama8b"
+    r = CliRunner().invoke(main, ["report", str(study)])
+    assert r.exit_code == 2 and "a study folder" in r.output and "h200-ablate-llama8b/bench" in r.output
+    assert "Traceback" not in r.output and "does not verify" not in r.output

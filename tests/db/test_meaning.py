@@ -380,3 +380,21 @@ def test_a_stored_summary_of_the_wrong_shape_is_exit_2_in_show(db_url):
     r = _cli("db", "show", str(bid), "--db", db_url)
     assert r.exit_code == 2 and "Traceback" not in r.output
     assert f"bundle #{bid}'s stored summary: not a capshim summary: at $.arms" in r.stderr
+
+
+def test_a_store_edited_by_hand_and_a_huge_id_are_exit_2(db_url, tmp_path):
+    """Hostile pass: a malformed or 100k-deep JSON column gave JSONDecodeError / RecursionError
+    tracebacks in list, show, compare and trend; a 23-digit id an OverflowError."""
+    good = EVIDENCE / "h200-ablation"
+    assert _cli("db", "add", str(good), "--db", db_url).exit_code == 0
+    r = _cli("db", "show", "99999999999999999999999", "--db", db_url)
+    assert r.exit_code == 2 and "expected a bundle id" in r.stderr and "Traceback" not in r.output
+    if not db_url.startswith("sqlite"):
+        return  # PostgreSQL's json type refuses such text itself: it cannot be stored there
+    for bad in ('{"a":', "[" * 100_000 + "]" * 100_000):
+        with Store.open(db_url) as st, st.engine.begin() as c:
+            c.execute(sa.text("UPDATE bundles SET summary = :s"), {"s": bad})
+        for args in (["list"], ["show", "1"], ["compare", "1", "1"], ["trend", "native"]):
+            r = _cli("db", *args, "--db", db_url)
+            assert r.exit_code == 2 and "Traceback" not in r.output, (args, r.output)
+            assert "a JSON column of the store" in r.stderr, (args, r.stderr)

@@ -189,6 +189,20 @@ def test_sighup_stops_every_study_with_129_as_bench_does(tmp_path, monkeypatch):
         assert "interrupted (SIGHUP)" in r.output and seal.verify(out) == []
 
 
+def test_once_a_study_is_stopping_a_later_signal_cannot_end_it_before_its_exit_code(tmp_path, monkeypatch):
+    """Hostile pass: kernels, Ctrl-C then SIGHUP 0.1-0.5 s later, died by the default HUP action after
+    the seal instead of exiting 130: the guard's handlers were gone before capshim exited."""
+    monkeypatch.setattr(common, "stock_probe", lambda: (GPU_STOCK, GPU_STOCK["device"]))
+    _fake_bench_behind_the_seam(monkeypatch, signal.SIGINT)
+    before = signal.getsignal(signal.SIGHUP)
+    try:
+        r = CliRunner().invoke(main, ["kernels", "--model", "tiny", "--out", str(tmp_path / "k")])
+        assert r.exit_code == 130, r.output
+        assert signal.getsignal(signal.SIGHUP) is signal.SIG_IGN  # until the process exits
+    finally:
+        signal.signal(signal.SIGHUP, before)
+
+
 def test_a_signal_before_the_first_bench_starts_none_and_seals(tmp_path, monkeypatch):
     def probe_then_hangup():
         signal.raise_signal(signal.SIGHUP)  # the terminal closes while the device is probed

@@ -382,3 +382,13 @@ def test_tune_notes_an_inherited_llama_cpp_switch(tmp_path, monkeypatch):
     assert sum(1 for n in res["notes"] if "GGML_VK_DISABLE_F16=1 inherited" in n) == 1  # once, not per stage
     assert res["stages"][0]["warnings"][0] == {"arm": None, "test": None, "warning": w,
                                                "short": "GGML_VK_DISABLE_F16=1 inherited"}
+
+
+def test_tune_seed_has_the_bench_s_range():
+    """Hostile pass: tune took a 23-digit --seed into tune.json; bench caps it at 2**32 - 1."""
+    from click.testing import CliRunner
+
+    from capshim.cli import main
+
+    r = CliRunner().invoke(main, ["tune", "--seed", str(2 ** 32)])
+    assert r.exit_code == 2 and "--seed" in r.output

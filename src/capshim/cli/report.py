@@ -11,6 +11,7 @@ from capshim import evidence, paths, report, summary
 from capshim.cli.options import json_option
 from capshim.contracts import folders, names
 from capshim.errors import UsageError
+from capshim.evidence import study
 from capshim.export import csv as csv_export
 
 
@@ -48,6 +49,11 @@ def report_cmd(bundles, arm_opts, host_file, baseline, fmt, allow_mismatch, outp
     if host_file and Path(host_file).is_dir():  # a bundle read as input must verify
         evidence.require_verified(host_file, "--host")
     for b in bundles:
+        if Path(b).is_dir() and study.is_study(b):  # a study is not one bundle: name its nested ones
+            nested = ", ".join(str(Path(b) / n) for n in sorted(e.name for e in Path(b).iterdir()
+                                                                 if (e / "summary.json").is_file())[:3])
+            raise UsageError(f"report {b}: a study folder ({study.STUDY_FILE}), not one bundle: capshim evidence "
+                             f"verify {b} checks it whole; report its nested bundles (e.g. {nested})")
         if Path(b).is_dir():
             evidence.require_verified(b, "report")
     if arm_opts:

@@ -105,7 +105,7 @@ def ablate_cmd(profile_ref, by, model, repetitions, warmup, n_prompt, n_gen, tes
               help=f"Runs per arm of the final native-vs-best bench {study_default('tune', 'confirm')}.")
 @builtin_workload_options
 @click.option("--test", metavar="TEST", help="The test candidates are ranked on [default: the pp test].")
-@click.option("--seed", type=click.IntRange(0), default=1, show_default=True, help="Seed of the candidate sample.")
+@click.option("--seed", type=click.IntRange(0, 2**32 - 1), default=1, show_default=True, help="Seed of the candidate sample.")
 @click.option("--dims", metavar="D[,D...]",
               help="Search only these dimensions (shmem, fp16, bf16, intdot, subgroup-size-control, "
                    "coopmat; any case, duplicates dropped; those this device offers a choice in) and keep "

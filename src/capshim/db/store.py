@@ -26,7 +26,7 @@ from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
 from alembic.util import CommandError as AlembicError
 
-from capshim import __version__
+from capshim import __version__, jsonread
 from capshim import summary as summary_contract
 from capshim.db import schema as S
 from capshim.db.ingest import BundleRecord, read_bundle
@@ -43,6 +43,22 @@ _PG_LOCK_KEY = 0x6361707368696D  # "capshim"
 
 class DbError(CapshimError):
     """The store cannot be opened, read or written, or a selection is bad; names the URL or filter (exit 2)."""
+
+
+#: The largest bundle id a selector may name (SQL BIGINT); a longer number selects nothing.
+MAX_ID = 2 ** 63 - 1
+
+
+def _stored_json(text: str):
+    """A JSON column of the store, read through the one bounded reader (depth, size, digits).
+
+    Raises:
+        DbError: (exit 2) the column is not JSON capshim wrote (a store edited by hand).
+    """
+    try:
+        return jsonread.loads(text, "a JSON column of the store")
+    except jsonread.JsonShapeError as exc:
+        raise DbError(f"{exc} (the store was edited outside capshim?)") from None
 
 
 def default_url() -> str:
@@ -190,7 +206,8 @@ class Store:
                 Path(u.database).parent.mkdir(parents=True, exist_ok=True)
             except OSError as exc:
                 raise DbError(f"{_flag(url)} {_safe(full)}: cannot create folder: {exc.strerror or exc}") from None
-            engine = sa.create_engine(u, connect_args={"timeout": SQLITE_BUSY_TIMEOUT_S})
+            engine = sa.create_engine(u, connect_args={"timeout": SQLITE_BUSY_TIMEOUT_S},
+                                     json_deserializer=_stored_json)
 
             @sa.event.listens_for(engine, "connect")
             def _connect(dbapi_conn, _rec):
@@ -202,7 +219,7 @@ class Store:
                 conn.exec_driver_sql("BEGIN IMMEDIATE")
         else:
             try:
-                engine = sa.create_engine(u, pool_pre_ping=True)
+                engine = sa.create_engine(u, pool_pre_ping=True, json_deserializer=_stored_json)
             except Exception as exc:  # noqa: BLE001 - a missing driver, a bad option
                 raise DbError(f"{_flag(url)} {_safe(full)}: {exc}") from None
         st = cls(engine, full, url or default_url(), _flag(url))
@@ -344,8 +361,8 @@ class Store:
             if key not in FILTERS:
                 raise DbError(f"filter {key!r}: unknown; use one of {', '.join(FILTERS)}")
             if key == "id":
-                if not value.isdigit():
-                    raise DbError(f"filter id={value!r}: expected a bundle id (a number)")
+                if not value.isdigit() or int(value) > MAX_ID:
+                    raise DbError(f"filter id={value!r}: expected a bundle id (a number up to {MAX_ID})")
                 q = q.where(b.id == int(value))
             elif key in ("name", "device", "host", "os", "model"):
                 q = q.where(_matches(getattr(b, key), value, match))

@@ -195,6 +195,9 @@ def study_folder(out: str | Path | None, kind: str):
         except BaseException as exc:
             _after_error(folder, kind, exc, created)
             raise
+        finally:
+            if guard.first:  # stopping: a later signal cannot end capshim before its exit 128+N
+                guard.ignore_after()
         seal.seal(folder, kind)
     guard_cm.exit_if_signalled()
 
