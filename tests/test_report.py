@@ -406,3 +406,19 @@ def test_report_of_a_study_folder_names_its_nested_bundles():
     r = CliRunner().invoke(main, ["report", str(study)])
     assert r.exit_code == 2 and "a study folder" in r.output and "h200-ablate-llama8b/bench" in r.output
     assert "Traceback" not in r.output and "does not verify" not in r.output
+
+
+def test_report_output_to_an_unread_fifo_is_refused_and_no_chart_lands_beside_a_device(tmp_path):
+    """Hostile pass: -o FIFO with no reader blocked forever; -o /dev/full and -o /dev/stdout wrote /dev/full.png and
+    /dev/stdout.png."""
+    import os
+
+    bundle = FIXTURES.parents[1] / "evidence" / "h200-ablation"
+    fifo = tmp_path / "ff"
+    os.mkfifo(fifo)
+    r = CliRunner().invoke(main, ["report", str(bundle), "-o", str(fifo)])  # nobody reads it
+    assert r.exit_code == 2 and "no process is reading" in r.output and not (tmp_path / "ff.png").exists()
+    before = set(os.listdir("/dev"))
+    r = CliRunner().invoke(main, ["report", str(bundle), "-o", "/dev/full"])
+    assert r.exit_code == 4 and "Traceback" not in r.output
+    assert set(os.listdir("/dev")) == before  # no /dev/full.png

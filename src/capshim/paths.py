@@ -190,7 +190,8 @@ def write_output(path: str | Path, data: bytes) -> Path:
     A regular file (or a new one) is written with :func:`atomic_write`; through a
     link, the file the link names is replaced (the link stays). An existing file that
     is not a regular file (``/dev/stdout``, ``/dev/null``, a FIFO) is written straight
-    into: replacing it would put a regular file where a device was.
+    into: replacing it would put a regular file where a device was. A FIFO that no
+    process is reading is an error at once (ENXIO), never a wait.
 
     Returns:
         The path written (links resolved for regular files).
@@ -209,9 +210,16 @@ def write_output(path: str | Path, data: bytes) -> Path:
         if stat.S_ISDIR(mode):
             raise IsADirectoryError(errno.EISDIR, "is a folder", str(p))
         try:
-            with open(p, "wb") as fh:
+            if stat.S_ISFIFO(mode):  # never block on a FIFO nobody reads: ENXIO at once instead
+                fd = os.open(p, os.O_WRONLY | os.O_NONBLOCK)
+                os.set_blocking(fd, True)
+            else:
+                fd = os.open(p, os.O_WRONLY)
+            with open(fd, "wb") as fh:
                 fh.write(data)
         except OSError as exc:
+            if exc.errno == errno.ENXIO:
+                raise OSError(errno.ENXIO, "a FIFO that no process is reading", str(p)) from None
             if is_full_disk(exc):
                 raise storage_error(exc, p) from None
             raise

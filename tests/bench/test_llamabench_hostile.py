@@ -80,3 +80,13 @@ def test_wrong_shapes_name_the_file_row_and_key(row, where):
     with pytest.raises(llamabench.LlamaBenchError) as info:
         llamabench.parse_output(row, "host.json")
     assert str(info.value).startswith("host.json: row 0") and where in str(info.value)
+
+
+@pytest.mark.parametrize("key", ["n_prompt", "n_gen", "n_depth"])
+def test_a_401_digit_token_count_is_refused_naming_row_and_key(key):
+    """Hostile pass: a 401-digit n_prompt became a test named pp999...9."""
+    row = {"n_prompt": 512, "n_gen": 0, "n_depth": 0, "samples_ts": [100.0]}
+    row[key] = 10 ** 400
+    text = "[" + json.dumps(row) + "]"
+    with pytest.raises(llamabench.LlamaBenchError, match=f"row 0: key '{key}'.*outside"):
+        llamabench.parse_output(text, "f.json")

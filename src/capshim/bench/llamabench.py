@@ -62,16 +62,26 @@ def _is_row(value) -> bool:
     return isinstance(value, dict) and ("samples_ts" in value or "n_prompt" in value or "avg_ts" in value)
 
 
+def _token_count(value, where: str) -> int:
+    """A token count of a row (n_prompt, n_gen, n_depth): a whole number >= 0 of at most MAX_DIGITS digits.
+
+    Raises:
+        LlamaBenchError: naming ``where`` and the value (shortened).
+    """
+    try:
+        return numbers.integer(value, where, lo=0, hi=10 ** numbers.MAX_DIGITS - 1)
+    except UsageError as exc:
+        raise LlamaBenchError(f"{exc} (a token count: a whole number >= 0)") from None
+
+
 def _check_row(row: dict, index: int, source: str) -> dict:
     where = f"{source}: row {index}"
     for key in ("n_prompt", "n_gen"):
         if key not in row:
             raise LlamaBenchError(f"{where}: key '{key}' is missing (not llama-bench -o json output?)")
-        if not isinstance(row[key], int) or isinstance(row[key], bool) or row[key] < 0:
-            raise LlamaBenchError(f"{where}: key '{key}' must be a whole number >= 0, got {row[key]!r}")
+        _token_count(row[key], f"{where}: key '{key}'")
     depth = row.get("n_depth", 0)  # older llama-bench builds have no n_depth
-    if not isinstance(depth, int) or isinstance(depth, bool) or depth < 0:
-        raise LlamaBenchError(f"{where}: key 'n_depth' must be a whole number >= 0, got {depth!r}")
+    _token_count(depth, f"{where}: key 'n_depth'")
     if "samples_ts" not in row:
         raise LlamaBenchError(
             f"{where}: key 'samples_ts' is missing; capshim needs the per-repetition samples "

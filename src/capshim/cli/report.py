@@ -34,7 +34,7 @@ def report_cmd(bundles, arm_opts, host_file, baseline, fmt, allow_mismatch, outp
     """Show the seed-style table of bundles (merged), or of llama-bench files made elsewhere.
 
     \b
-    capshim report BUNDLE [BUNDLE...] [--format md|html] [--output PATH]
+    capshim report BUNDLE [BUNDLE...] [--format md|html|csv] [--output PATH]
     capshim report --arm stock=stock.json --arm shim=pp.json,tg.json --host host.json
     """
 
@@ -70,7 +70,8 @@ def report_cmd(bundles, arm_opts, host_file, baseline, fmt, allow_mismatch, outp
         return
     if output and not fmt:
         fmt = "html" if output.lower().endswith((".html", ".htm")) else "md"
-    if output and not chart:
+    output_is_file = bool(output) and (not Path(output).exists() or Path(output).is_file())
+    if output and not chart and output_is_file:  # a chart beside a file, never beside /dev/stdout
         chart = str(Path(output).with_suffix(".png"))
     for flag, target in (("--output", output), ("--chart", chart)):
         if not target:
