@@ -398,3 +398,16 @@ def test_a_store_edited_by_hand_and_a_huge_id_are_exit_2(db_url, tmp_path):
             r = _cli("db", *args, "--db", db_url)
             assert r.exit_code == 2 and "Traceback" not in r.output, (args, r.output)
             assert "a JSON column of the store" in r.stderr, (args, r.stderr)
+
+
+def test_another_programs_sqlite_file_is_never_changed(tmp_path):
+    """Hostile pass: db list --db other.db added capshim's six tables to another application's file."""
+    import sqlite3
+
+    other = tmp_path / "other.db"
+    with sqlite3.connect(other) as c:
+        c.execute("CREATE TABLE notes (x)")
+    r = _cli("db", "list", "--db", str(other))
+    assert r.exit_code == 2 and "not a capshim store" in r.stderr and "Traceback" not in r.output
+    with sqlite3.connect(other) as c:
+        assert c.execute("SELECT name FROM sqlite_master WHERE type='table'").fetchall() == [("notes",)]

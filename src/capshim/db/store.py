@@ -260,6 +260,11 @@ class Store:
                 if conn.dialect.name == "postgresql":
                     conn.execute(sa.text("SELECT pg_advisory_xact_lock(:k)"), {"k": _PG_LOCK_KEY})
                 current = MigrationContext.configure(conn).get_current_revision()
+                tables = set(sa.inspect(conn).get_table_names())
+                if current is None and tables:  # another program's database: never add capshim's tables to it
+                    raise DbError(f"{self.flag} {_safe(self.given)}: holds tables ({', '.join(sorted(tables)[:5])}) "
+                                  "but is not a capshim store (no schema revision): give a new file or another "
+                                  "--db")
                 if current is not None and current not in known:
                     raise DbError(f"{self.flag} {_safe(self.given)}: the store is at schema revision {current!r}, which "
                                   f"this capshim ({__version__}, newest revision {S.HEAD}) does not know: a newer "
