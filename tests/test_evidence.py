@@ -200,20 +200,27 @@ def test_second_signal_during_finalize_waits_for_the_seal(tmp_path, monkeypatch)
     assert evidence.verify(tmp_path / "b") == []
 
 
-def test_full_disk_during_finalize_is_exit_4_without_tmp_files(tmp_path, monkeypatch):
+def _disk_full_when_writing(monkeypatch, name: str) -> None:
+    """The atomic publish of a file named ``name`` fails with ENOSPC, as on a full disk."""
     import errno
 
     from capshim import paths
 
-    b = evidence.Bundle.create(tmp_path / "b", metadata={})
     real = paths.os.replace
 
     def full(src, dst):
-        if str(dst).endswith("summary.json"):
+        if str(dst).endswith(name):
             raise OSError(errno.ENOSPC, "No space left on device")
         return real(src, dst)
 
     monkeypatch.setattr(paths.os, "replace", full)
+
+
+def test_full_disk_during_finalize_is_exit_4_without_tmp_files(tmp_path, monkeypatch):
+    from capshim import paths
+
+    b = evidence.Bundle.create(tmp_path / "b", metadata={})
+    _disk_full_when_writing(monkeypatch, "summary.json")
     with pytest.raises(paths.StorageError) as info:
         _finalize(b, [], {"a": {"state": "native"}}, "a")
     assert info.value.exit_code == 4
@@ -468,18 +475,7 @@ def test_a_summary_step_that_returns_no_summary_is_recorded(tmp_path):
 
 def test_full_disk_while_writing_the_chart_still_seals(tmp_path, monkeypatch):
     """Hostile pass: with 16 KB left, chart.png got ENOSPC and the bundle was left without SHA256SUMS."""
-    import errno
-
-    from capshim import paths
-
-    real = paths.os.replace
-
-    def full(src, dst):
-        if str(dst).endswith("chart.png"):
-            raise OSError(errno.ENOSPC, "No space left on device")
-        return real(src, dst)
-
-    monkeypatch.setattr(paths.os, "replace", full)
+    _disk_full_when_writing(monkeypatch, "chart.png")
     root, summary = _bundle(tmp_path)
     assert [f["step"] for f in summary["finalize_failures"]] == ["chart"]
     assert "No space left" in summary["finalize_failures"][0]["error"]

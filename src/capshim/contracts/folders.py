@@ -40,13 +40,13 @@ def sealed_above(path: str | Path) -> Path | None:
     return None
 
 
-def refuse_inside_sealed(path: str | Path, flag: str) -> None:
-    """Refuse an output path inside a sealed bundle or study.
+def refuse_inside_sealed(path: str | Path, flag: str, folder: bool = False) -> None:
+    """Refuse an output path inside a sealed bundle or study (``folder``: or that is one itself).
 
     Raises:
         UsageError: (exit 2) naming ``flag``, the path and the sealed folder.
     """
-    sealed = sealed_above(path)
+    sealed = sealed_above(Path(path) / SEAL_FILE if folder else path)
     if sealed is not None:
         raise UsageError(f"{flag} {path}: inside the sealed folder {sealed} (it has a {SEAL_FILE}); "
                          "write somewhere else so the evidence stays as it was sealed")
@@ -88,7 +88,7 @@ def new_output_folder(out: str | Path | None, kind: str, flag: str = "--out") ->
     if out is None:
         return unique_folder(Path(f"capshim-{kind}-{time.strftime('%Y%m%d-%H%M%S')}"))
     path = Path(out)
-    refuse_inside_sealed(path / "x", flag)
+    refuse_inside_sealed(path, flag, folder=True)
     if path.exists() or path.is_symlink():
         if path.is_symlink() or not path.is_dir():
             raise UsageError(f"{flag} {path}: exists and is not a folder")
