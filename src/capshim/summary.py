@@ -62,8 +62,8 @@ _NUM = {"type": "number"}
 _NUM_OR_NULL = {"type": ["number", "null"]}
 _CI = {"oneOf": [{"type": "null"}, {"type": "array", "items": _NUM, "minItems": 2, "maxItems": 2}]}
 _CMP = {"type": ["object", "null"], "required": ["value"],
-        "properties": {"value": _NUM, "ci95": _CI,
-                       "level": {"enum": ["process", "repetition"]},
+        "properties": {"value": _NUM, "ci95": _CI, "range": _CI, "why": {"type": "string"},
+                       "level": {"enum": ["process", "repetition", "range"]},
                        "processes": {"type": "array", "items": {"type": "integer"}}}}
 _STATS = {"type": "object", "required": ["n", "median", "min", "max"],
           "properties": {"n": {"type": "integer", "minimum": 0}, "median": _NUM, "mean": _NUM, "min": _NUM,

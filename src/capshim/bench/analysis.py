@@ -22,13 +22,13 @@ __all__ = ["analyze", "host_from_file", "arms_from_files", "ComparabilityError"]
 
 #: summary.json's ``method``: how the statistics are made.
 METHOD = {
-    "statistic": "median of per-process medians (each process: its timed repetitions, after its "
+    "statistic": "tables: median of per-process medians; ratios: geometric means of per-process medians (each process: its timed repetitions, after its "
                  "in-process warm-up run where the workload makes one (metadata.json); llama-bench "
                  "samples_ts, never avg_ts)",
     "spread": stats.SPREAD_DEFINITION,
     "ci": stats.CI_METHOD,
-    "speedup": "median(arm) / median(baseline)",
-    "pct_of_host": "100 * median(arm) / median(host)",
+    "speedup": "geometric mean(arm) / geometric mean(baseline), over per-process medians",
+    "pct_of_host": "100 * geometric mean(arm) / geometric mean(host), over per-process medians",
 }
 
 

@@ -189,9 +189,12 @@ def _invert(cmp: dict | None, scale: float = 1.0) -> dict | None:
     if not cmp or not cmp.get("value"):
         return cmp
     k = scale * scale
-    ci = cmp.get("ci95")
-    return {**cmp, "value": k / cmp["value"],
-            "ci95": [k / ci[1], k / ci[0]] if ci and ci[0] > 0 and ci[1] > 0 else ci}
+    ci, rng = cmp.get("ci95"), cmp.get("range")
+    out = {**cmp, "value": k / cmp["value"],
+           "ci95": [k / ci[1], k / ci[0]] if ci and ci[0] > 0 and ci[1] > 0 else ci}
+    if rng:
+        out["range"] = [k / rng[1], k / rng[0]] if rng[0] > 0 and rng[1] > 0 else None
+    return out
 
 
 #: What one process's samples are, per metric kind (the method line of the report).

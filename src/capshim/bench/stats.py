@@ -1,47 +1,50 @@
-"""Statistics for A/B benchmark samples (tok/s), with the process as the unit.
+"""Statistics for A/B benchmark samples (tok/s, seconds), with the process as the unit.
 
 Method (after pyperf: a benchmark's variance lives mostly *between* processes,
 https://pyperf.readthedocs.io/en/latest/analyze.html): every process warms up
 in-process, then runs k timed repetitions; the median of its k samples is the
-process's value. The figure of an arm and a test is the median of its process
-values. Ratios (speedup, % of host) are ratios of those medians, and their 95%
-interval is a cluster (two-level) bootstrap: whole processes are resampled, so
-the between-process variance is in the interval (a percentile bootstrap with
-``scipy.stats.bootstrap`` on the process values, both arms resampled
-independently, 10,000 resamples, a fixed seed so that a report is reproducible
-byte for byte). ``tests/bench/test_stats.py`` checks the coverage: 1,000
-simulated benches of known truth, with and without between-process variance.
+process's value. An arm's figure in the tables is the median of its process
+values (descriptive). A ratio (speedup, % of host, A/A) is the ratio of the
+geometric means of the two sides' process values, and its 95% interval is
+Welch's t interval on the logarithms of the process values, back-transformed
+(``scipy.stats.ttest_ind(equal_var=False).confidence_interval``): the unit of
+the interval is the process, so the between-process variance is in it.
 
-When one side has a single process (a llama-bench file made elsewhere, one
-process of ``-r 10``), the interval falls back to the repetitions of that
-process and says so (``level: "repetition"``): it then does not include the
-between-process variance, and :func:`stability_warnings` flags it.
+Why not the median and a bootstrap (the method until December 2026): on the
+H200 the process values are bimodal (a bulk and a cluster about 4-5% faster,
+``evidence/h200-tinyllama-aa``), and the median of a bimodal sample jumps
+between the modes. :mod:`capshim.bench.coverage` simulates benches of known
+truth under normal, bimodal, heavy-tailed (t, 3 df) and slow-outlier process
+effects and by resampling the H200's own process values; the geometric-mean
+ratio's interval keeps 95% coverage in all of them and is about 25% narrower
+than the bootstrapped median on the H200 data (the table and the command that
+made it: docs/statistics.md). An outlier process widens the interval instead of
+biasing a median silently, and :func:`stability_warnings` names it.
 
-Memory is bounded: resamples are drawn in batches of at most
-:data:`MAX_BATCH_VALUES` values (``scipy.stats.bootstrap``'s ``batch``), so
-50,000 samples need about 16 MB instead of 4 GB.
+With fewer than :data:`MIN_PROCESSES` processes on a side there is no 95%
+interval (``ci95`` is None): the comparison gives the *range* of ratios any
+two processes show, ``[min(a)/max(b), max(a)/min(b)]``, and says why
+(``level: "range"``). With one process on a side the range comes from that
+side's repetitions. Values that are not all positive (a regex metric can
+read 0) have no logarithm: the ratio is then the ratio of medians, with the
+range.
 """
 
 from __future__ import annotations
 
-import functools
 import math
 import warnings
 
 import numpy as np
 from scipy import stats as _st
 
-__all__ = ["describe", "process_values", "ratio_ci", "compare", "stability_warnings", "half_width",
-           "SPREAD_DEFINITION", "CI_METHOD", "SEED", "N_RESAMPLES", "MIN_PROCESSES", "SPREAD_LIMIT_PCT",
-           "OUTLIER_Z", "SLOW_FIRST_FACTOR"]
+__all__ = ["describe", "process_values", "ratio", "ratio_ci", "compare", "stability_warnings", "half_width",
+           "SPREAD_DEFINITION", "CI_METHOD", "MIN_PROCESSES", "SPREAD_LIMIT_PCT",
+           "OUTLIER_Z", "SLOW_FIRST_FACTOR", "TRIM", "trim_for"]
 
-#: The seed of the bootstrap generator: results are reproducible.
-SEED = 20260809
-#: Bootstrap resamples per interval.
-N_RESAMPLES = 10_000
-#: Values held at once by one bootstrap batch (resamples x sample size): about 16 MB of float64.
-MAX_BATCH_VALUES = 2_000_000
-#: Fewer processes than this per arm: the interval is flagged as unreliable.
+#: Fewer processes than this on a side: no 95% interval, the range instead. The coverage simulation
+#: (capshim.bench.coverage, docs/statistics.md) holds 95% from 3 processes under its process models;
+#: 5 leaves room for what it does not model (drift within a bench) and is pyperf's minimum too.
 MIN_PROCESSES = 5
 #: Spread of the process values above this (% of the median) is flagged (pyperf warns at 10%).
 SPREAD_LIMIT_PCT = 10.0
@@ -49,13 +52,16 @@ SPREAD_LIMIT_PCT = 10.0
 OUTLIER_Z = 3.5
 #: The first process slower than the median of the others by this factor is flagged as a slow first run.
 SLOW_FIRST_FACTOR = 0.90
+#: Proportion trimmed from each end when a side has an outlier process (Yuen, 1974; Wilcox recommends 20%).
+TRIM = 0.2
 #: What ``spread_pct`` and ``iqr_pct`` mean, written into summary.json.
 SPREAD_DEFINITION = ("over the per-process medians: spread_pct = 100 * (max - min) / median; "
                      "iqr = q75 - q25 (linear interpolation); iqr_pct = 100 * iqr / median")
 #: How the intervals are computed, written into summary.json.
-CI_METHOD = (f"95% cluster bootstrap of the ratio of medians of per-process medians: whole processes "
-             f"resampled, both arms independently (scipy.stats.bootstrap, percentile, {N_RESAMPLES} "
-             f"resamples, seed {SEED}); an arm with one process falls back to its repetitions")
+CI_METHOD = (f"95% Welch t interval of the ratio of geometric means of per-process medians (logarithms, "
+             f"scipy.stats.ttest_ind, unequal variances; the process is the unit); when a side has an outlier "
+             f"process (modified z > {OUTLIER_Z:g}) both sides' means are {int(TRIM * 100)}% trimmed (Yuen); "
+             f"fewer than {MIN_PROCESSES} processes on a side: no interval, the range of ratios instead")
 
 
 def _clean(samples, what: str) -> np.ndarray:
@@ -118,84 +124,115 @@ def describe(samples) -> dict:
     }
 
 
-def _ratio_of_medians(x, y, axis=-1):
-    return np.median(x, axis=axis) / np.median(y, axis=axis)
+def _outliers(logs: np.ndarray) -> bool:
+    """Whether a side has an outlier process: modified z-score above :data:`OUTLIER_Z` (Iglewicz and
+    Hoaglin, 1993: 0.6745 * (x - median) / MAD), on the logarithms."""
+    if logs.size < 3:
+        return False
+    med = np.median(logs)
+    mad = np.median(np.abs(logs - med))
+    return bool(mad > 0 and np.any(0.6745 * np.abs(logs - med) / mad > OUTLIER_Z))
 
 
-def ratio_ci(numerator, denominator, *, confidence: float = 0.95,
-             n_resamples: int = N_RESAMPLES, seed: int = SEED) -> tuple[float, float] | None:
-    """Percentile bootstrap interval for ``median(numerator) / median(denominator)``.
+def trim_for(x, y) -> float:
+    """The proportion cut from each end of both sides: 0 (plain means, the efficient choice for the
+    H200's bimodal processes), or :data:`TRIM` when either side has an outlier process (Yuen's trimmed
+    means, so one slow process moves neither the ratio nor the interval much). ``x``, ``y``: positive."""
+    lx, ly = np.log(np.asarray(x, dtype=float)), np.log(np.asarray(y, dtype=float))
+    return TRIM if _outliers(lx) or _outliers(ly) else 0.0
 
-    Pass per-process values for the cluster bootstrap (the unit resampled is
-    whatever one value stands for). Memory: at most :data:`MAX_BATCH_VALUES`
-    resampled values at once.
+
+def ratio(numerator, denominator) -> float:
+    """The ratio of (trimmed, see :func:`trim_for`) geometric means of two positive value sets; the ratio
+    of medians if a value is not positive.
+
+    Raises:
+        ValueError: empty or non-finite values, or a denominator whose median is 0.
+    """
+    x = _clean(numerator, "ratio numerator")
+    y = _clean(denominator, "ratio denominator")
+    if x.min() > 0 and y.min() > 0:
+        t = trim_for(x, y)
+        return float(np.exp(_st.trim_mean(np.log(x), t) - _st.trim_mean(np.log(y), t)))
+    if np.median(y) == 0:
+        raise ValueError("ratio: the reference's median is 0")
+    return float(np.median(x) / np.median(y))
+
+
+def ratio_ci(numerator, denominator, *, confidence: float = 0.95) -> tuple[float, float] | None:
+    """Welch t interval (Yuen's when trimmed, :func:`trim_for`) of the ratio of geometric means.
 
     Args:
-        numerator, denominator: independent value sets (tok/s).
+        numerator, denominator: independent positive value sets (process values, tok/s or s).
         confidence: the interval's level (0.95).
-        n_resamples: bootstrap resamples.
-        seed: generator seed (fixed: the same input gives the same interval).
 
     Returns:
-        ``(low, high)`` as plain ratios, or None when either set has fewer than
-        two values (no interval can be estimated).
+        ``(low, high)`` as plain ratios, or None when a side has fewer than two
+        values or a value is not positive.
 
     Raises:
         ValueError: empty or non-finite values.
     """
     x = _clean(numerator, "ratio numerator")
     y = _clean(denominator, "ratio denominator")
-    if x.size < 2 or y.size < 2:
+    if x.size < 2 or y.size < 2 or x.min() <= 0 or y.min() <= 0:
         return None
-    return _ratio_ci_cached(tuple(x.tolist()), tuple(y.tolist()), confidence, n_resamples, seed)
-
-
-@functools.lru_cache(maxsize=4096)
-def _ratio_ci_cached(xs: tuple, ys: tuple, confidence: float, n_resamples: int,
-                     seed: int) -> tuple[float, float] | None:
-    """:func:`ratio_ci` of clean values, remembered: the interval is a pure function of its inputs
-    (fixed seed), and a bench analyses the same series again each round (``--precision``) and at the end."""
-    x, y = np.asarray(xs, dtype=float), np.asarray(ys, dtype=float)
-    batch = max(1, min(n_resamples, MAX_BATCH_VALUES // max(x.size, y.size)))
+    lx, ly = np.log(x), np.log(y)
+    if np.ptp(lx) == 0 and np.ptp(ly) == 0:
+        v = float(np.exp(lx.mean() - ly.mean()))
+        return (v, v)
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # degenerate resamples (all equal) warn, the interval is still right
-        res = _st.bootstrap((x, y), _ratio_of_medians, paired=False, vectorized=True,
-                            confidence_level=confidence, n_resamples=n_resamples, batch=batch,
-                            method="percentile", random_state=np.random.default_rng(seed))
-    lo, hi = float(res.confidence_interval.low), float(res.confidence_interval.high)
+        warnings.simplefilter("ignore")
+        ci = _st.ttest_ind(lx, ly, equal_var=False, trim=trim_for(x, y)).confidence_interval(confidence)
+    lo, hi = float(np.exp(ci.low)), float(np.exp(ci.high))
     if not (math.isfinite(lo) and math.isfinite(hi)):
         return None
     return (lo, hi)
 
 
+def _range(a: np.ndarray, b: np.ndarray) -> list[float] | None:
+    """``[min(a)/max(b), max(a)/min(b)]``: every ratio of one value of a to one of b lies inside."""
+    if b.min() <= 0 or a.min() < 0:
+        return None
+    return [float(a.min() / b.max()), float(a.max() / b.min())]
+
+
 def compare(by_process, reference_by_process, *, percent: bool = False) -> dict:
-    """Ratio of the medians of per-process values, with its 95% cluster-bootstrap interval.
+    """Ratio of the geometric means of per-process values, with its 95% interval or, below
+    :data:`MIN_PROCESSES` processes on a side, the range and the reason.
 
     Args:
-        by_process: the arm's samples, one list per process (tok/s).
+        by_process: the arm's samples, one list per process (tok/s, or seconds).
         reference_by_process: the baseline's (speedup) or host's (% of host), the same shape.
         percent: multiply by 100 (for "% of host").
 
     Returns:
-        ``{"value": float, "ci95": [low, high] | None, "level": "process" |
-        "repetition", "processes": [n_arm, n_reference]}``. ``level`` says what
-        was resampled: processes, or (one process on a side) the repetitions.
+        ``{"value": float, "ci95": [low, high] | None, "level": "process" | "range",
+        "processes": [n_arm, n_reference]}``, plus ``"range": [low, high] | None`` and
+        ``"why": str`` when ``level`` is ``"range"``.
 
     Raises:
         ValueError: empty or non-finite samples.
     """
     a, b = list(by_process), list(reference_by_process)
     pa, pb = process_values(a), process_values(b)
-    value = float(np.median(pa) / np.median(pb))
-    level = "process"
-    if pa.size >= 2 and pb.size >= 2:
-        ci = ratio_ci(pa, pb)
-    else:
-        level = "repetition"
-        ci = ratio_ci([v for p in a for v in p], [v for p in b for v in p])
     k = 100.0 if percent else 1.0
-    return {"value": value * k, "ci95": [ci[0] * k, ci[1] * k] if ci else None, "level": level,
-            "processes": [int(pa.size), int(pb.size)]}
+    if min(pb) <= 0 and np.median(pb) == 0:
+        raise ValueError("comparison: the reference's median is 0")
+    value = ratio(pa, pb)
+    out = {"value": value * k, "ci95": None, "level": "process", "processes": [int(pa.size), int(pb.size)]}
+    positive = pa.min() > 0 and pb.min() > 0
+    if positive and pa.size >= MIN_PROCESSES and pb.size >= MIN_PROCESSES:
+        ci = ratio_ci(pa, pb)
+        out["ci95"] = [ci[0] * k, ci[1] * k] if ci else None
+        return out
+    va = pa if pa.size >= 2 else _clean([v for p in a for v in p], "arm samples")
+    vb = pb if pb.size >= 2 else _clean([v for p in b for v in p], "reference samples")
+    rng = _range(va, vb)
+    out.update(level="range", range=[rng[0] * k, rng[1] * k] if rng else None,
+               why=(f"{min(pa.size, pb.size)} process(es) on a side: fewer than {MIN_PROCESSES}, too few for a "
+                    f"95% interval" if positive else "values not all positive: no interval"))
+    return out
 
 
 def half_width(cmp: dict | None, percent: bool) -> float | None:
@@ -231,7 +268,7 @@ def stability_warnings(by_process, higher_is_better: bool = True) -> list[str]:
     vals = process_values(procs)
     out = []
     if vals.size < MIN_PROCESSES:
-        out.append(f"only {vals.size} process(es): too few for a reliable interval (want {MIN_PROCESSES} or more)")
+        out.append(f"only {vals.size} process(es): too few for a 95% interval, the range is shown (want {MIN_PROCESSES} or more)")
     med = float(np.median(vals))
     if vals.size > 1 and med > 0:
         spread = 100.0 * float(vals.max() - vals.min()) / med

@@ -28,12 +28,16 @@ NUMERIC_PREFIXES = ("median", "speedup", "% of", "min", "processes")
 
 
 def fmt_ratio(cmp: dict | None, unit: str) -> str:
-    """``1.23x [1.20–1.26]`` (unit ``x``) or ``98.25% [97.74–98.69]`` (unit ``%``); "" for None."""
+    """``1.23x [1.20–1.26]`` (unit ``x``) or ``98.25% [97.74–98.69]`` (unit ``%``): the 95% interval in
+    brackets; below the process count for an interval (``level: "range"``) the range of ratios in
+    parentheses, ``1.16x (range 1.05–1.33)``; "" for None."""
     if not cmp:
         return ""
     s = f"{cmp['value']:.2f}{unit}"
     if cmp.get("ci95"):
         s += f" [{cmp['ci95'][0]:.2f}–{cmp['ci95'][1]:.2f}]"
+    elif cmp.get("range"):
+        s += f" (range {cmp['range'][0]:.2f}–{cmp['range'][1]:.2f})"
     return s
 
 
