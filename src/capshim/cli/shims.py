@@ -191,6 +191,8 @@ def probe_cmd(api, profile_ref, simulate_ref, device, compare, show_all, as_json
         if prof is not None and prof.api != api:
             raise CapshimError(f"{flag} {prof.source}: api is '{prof.api}', but --api is '{api}'")
     be = backends.get(api)
+    for warning in be.run_warnings(profile, simulate, []):  # loader settings that hide the shims
+        click.echo(f"capshim: warning: {warning}", err=True)
     over = _beyond_device(be, profile, simulate, device)
     out = pr.run_probe(api, profile, simulate, device=device, compare=compare)
     if over:
