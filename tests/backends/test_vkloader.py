@@ -15,6 +15,7 @@ import pytest
 from capshim import profiles, status
 from capshim.backends import vkloader, vulkan
 from capshim.bench.runs import Launcher
+from capshim.profiles import ondevice
 from tests.conftest import run_capshim
 
 PARAVIRT = profiles.load("vulkan-paravirt")
@@ -105,10 +106,7 @@ def test_the_layers_load_whatever_the_users_loader_variables(vk_build, stock_pro
 
 def test_both_roles_keep_their_order_under_vk_layer_path(stock_probe, monkeypatch):
     monkeypatch.setenv("VK_LAYER_PATH", "/usr/share/vulkan/explicit_layer.d")
-    restore = profiles.load("vulkan-paravirt")
-    from capshim.profiles import ondevice
-
-    both = vulkan.probe(profile=ondevice.restore_profile(stock_probe, restore), simulate=restore)
+    both = vulkan.probe(profile=ondevice.restore_profile(stock_probe, PARAVIRT), simulate=PARAVIRT)
     assert [both["shim"][n]["state"] for n in LAYERS] == ["active", "active"], both["shim"]
     assert both["capabilities"] == stock_probe["capabilities"]
 
