@@ -143,7 +143,7 @@ def test_an_override_layer_with_override_paths_is_named(vk_build, tmp_path, monk
     assert "DISABLE_VK_LAYER_LUNARG_override=1" in got["reason"]
     r = run_capshim("run", "--strict", "--simulate", "vulkan-paravirt", "--", str(vk_build.probe))
     assert r.returncode == 3
-    warned = [line for line in r.stderr.splitlines() if line.startswith("capshim: warning:")]
+    warned = [line for line in r.stderr.splitlines() if line.startswith("capshim: warning:") and "override" in line]
     assert len(warned) == 1 and str(path) in warned[0] and "close vkconfig" in warned[0]
     assert f"stayed inert: never loaded: the Vulkan Configurator's override layer {path}" in r.stderr
     # its own disable variable turns it off: the layer loads again
@@ -189,3 +189,19 @@ def test_a_set_user_id_program_is_named(tmp_path, monkeypatch):
     assert len(found) == 1 and f"{exe} is set-user-ID" in found[0] and "elevated privileges" in found[0]
     monkeypatch.setattr(vkloader.os, "getuid", lambda: exe.stat().st_uid)
     assert vkloader.problems({"HOME": "/nonexistent", "XDG_DATA_DIRS": str(tmp_path)}, ["/c"], LAYERS, str(exe)) == []
+
+
+def test_bench_names_the_override_layer_before_the_first_run_and_in_the_summary(vk_build, tmp_path):
+    path = _override(tmp_path / "home", override_paths=[str(tmp_path)])
+    w = tmp_path / "w"
+    w.write_text("#!/bin/sh\necho '[{\"n_prompt\":512,\"n_gen\":0,\"samples_ts\":[100]}]'\n")
+    w.chmod(0o755)
+    r = run_capshim("bench", "--arm", "native=", "--arm", "vm=simulate:vulkan-paravirt", "--baseline", "native",
+                    "-r", "1", "--warmup", "0", "--out", str(tmp_path / "b"), "--", str(w),
+                    env={"XDG_DATA_HOME": str(tmp_path / "home")}, cwd=tmp_path, timeout=300)
+    assert r.returncode == 0, r.stderr
+    line = f"capshim: warning: arm vm will stay inert: the Vulkan Configurator's override layer {path}"
+    assert "".join(line.split()) in "".join((r.stderr + r.stdout).split()), r.stderr  # wrapped at 80 columns
+    summary = json.loads((tmp_path / "b" / "summary.json").read_text())
+    assert any(str(path) in w["warning"] for w in summary["warnings"] if w["arm"] is None), summary["warnings"]
+    assert summary["arms"]["vm"]["state"] == "inert"
