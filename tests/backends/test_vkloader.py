@@ -205,3 +205,49 @@ def test_bench_names_the_override_layer_before_the_first_run_and_in_the_summary(
     summary = json.loads((tmp_path / "b" / "summary.json").read_text())
     assert any(str(path) in w["warning"] for w in summary["warnings"] if w["arm"] is None), summary["warnings"]
     assert summary["arms"]["vm"]["state"] == "inert"
+
+
+def _settings(home: Path, layers: list[dict], wrap: str = "settings_array") -> Path:
+    folder = home / "vulkan" / "loader_settings.d"
+    folder.mkdir(parents=True)
+    body = {"layers": layers, "stderr_log": ["error"]}
+    doc = {"file_format_version": "1.0.1", wrap: [body] if wrap == "settings_array" else body}
+    path = folder / "vk_loader_settings.json"
+    path.write_text(json.dumps(doc))
+    return path
+
+
+VALIDATION_ON = {"control": "on", "name": "VK_LAYER_KHRONOS_validation",
+                 "path": "/usr/share/vulkan/explicit_layer.d/VkLayer_khronos_validation.json"}
+
+
+def test_a_loader_settings_file_is_named_only_for_a_loader_that_reads_it(tmp_path, monkeypatch):
+    path = _settings(tmp_path, [VALIDATION_ON])
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path))
+    assert vkloader.settings_file(os.environ) == path
+    # the Debian 12 loader (1.3.239) does not read the file: nothing to say, and the layer loads
+    assert vkloader.loader_version() == (1, 3, 239)
+    assert vkloader.settings_problem(os.environ, LAYERS) is None
+    assert vulkan.probe(simulate=PARAVIRT)["shim"][vulkan.LAYER_DEVICE]["state"] == "active"
+    # a loader of 1.3.261 or later keeps only the listed layers
+    monkeypatch.setattr(vkloader, "loader_version", lambda: (1, 4, 304))
+    got = vkloader.settings_problem(os.environ, LAYERS)
+    assert got is not None and str(path) in got and "loader 1.4.304" in got and vulkan.LAYER_DEVICE in got
+    assert str(path) in vulkan.loader_check()["detail"] and vulkan.loader_check()["status"] == "failed"
+
+
+@pytest.mark.parametrize("layers, wrap, named", [
+    ([VALIDATION_ON, {"control": "unordered_layer_location"}], "settings_array", False),
+    ([], "settings_array", False),                                    # no list: the environment's layers load
+    ([VALIDATION_ON], "settings", True),                              # the single-object spelling
+    ([{"control": "auto", "name": vulkan.LAYER_APP}, {"control": "on", "name": vulkan.LAYER_DEVICE}], "settings",
+     False),
+    ([{"control": "off", "name": vulkan.LAYER_APP}, {"control": "on", "name": vulkan.LAYER_DEVICE}], "settings",
+     True),
+])
+def test_which_loader_settings_files_drop_the_layers(tmp_path, monkeypatch, layers, wrap, named):
+    _settings(tmp_path, layers, wrap)
+    monkeypatch.setattr(vkloader, "loader_version", lambda: (1, 4, 304))
+    env = {"XDG_DATA_HOME": str(tmp_path), "HOME": "/nonexistent", "XDG_DATA_DIRS": str(tmp_path / "none"),
+           "XDG_CONFIG_DIRS": str(tmp_path / "none")}
+    assert (vkloader.settings_problem(env, LAYERS) is not None) == named

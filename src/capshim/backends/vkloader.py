@@ -48,6 +48,18 @@ Override meta-layer
     ``disable_environment`` variable is set. capshim cannot undo it without
     dropping the user's Configurator setup, so it names the file and what to do
     (:func:`problems`).
+Loader settings file
+    ``vk_loader_settings.json`` in ``loader_settings.d`` (the Vulkan Configurator 3
+    writes it; LoaderSettingsFile.md: "a replacement for setting debug environment
+    variables"), read by loaders from 1.3.261 (the first tag holding
+    ``loader/settings.c``). Its ``layers`` list, when not empty, is the whole
+    list of layers unless one entry has ``"control": "unordered_layer_location"``
+    (``settings.c``, ``combine_settings_layers_with_regular_layers``: "No regular
+    layers or has_unordered_layer_location is false - just copy settings to
+    output_layers"): capshim's layers, found through the environment, are then
+    dropped. The Debian 12 loader (1.3.239) does not read the file; capshim asks
+    the loader its version (``vkEnumerateInstanceVersion``) and names the file
+    only for a loader that reads it (:func:`settings_problem`).
 Elevated privileges
     "For security reasons, ``VK_LAYER_PATH``, ``VK_ADD_LAYER_PATH`` ... are
     ignored if running with elevated privileges" (the loader reads them with
@@ -62,6 +74,8 @@ turns off the loader's filtering of instance extensions, not layers.
 
 from __future__ import annotations
 
+import ctypes
+import functools
 import os
 import stat
 from collections.abc import Mapping, Sequence
@@ -220,6 +234,74 @@ def overrides(environ: Mapping[str, str]) -> list[Override]:
     return found
 
 
+#: The first loader version that reads the loader settings file (tag sdk-1.3.261.0 adds loader/settings.c).
+SETTINGS_SINCE = (1, 3, 261)
+SETTINGS_FILE = "vk_loader_settings.json"
+
+
+@functools.cache
+def loader_version() -> tuple[int, int, int] | None:
+    """The installed loader's own version, (major, minor, patch), from ``vkEnumerateInstanceVersion``
+    (Vulkan 1.1; a loader "must" return its version, VK_API_VERSION packing), or None when
+    ``libvulkan.so.1`` cannot be loaded or lacks the function (a 1.0 loader). Cached."""
+    try:
+        lib = ctypes.CDLL("libvulkan.so.1")
+        fn = lib.vkEnumerateInstanceVersion
+    except (OSError, AttributeError):
+        return None
+    v = ctypes.c_uint32(0)
+    fn.argtypes = [ctypes.POINTER(ctypes.c_uint32)]
+    if fn(ctypes.byref(v)) != 0:
+        return None
+    return (v.value >> 22) & 0x7F, (v.value >> 12) & 0x3FF, v.value & 0xFFF
+
+
+def settings_file(environ: Mapping[str, str]) -> Path | None:
+    """The loader settings file a loader would use: the first that exists of XDG_CONFIG_HOME,
+    XDG_DATA_HOME, ~/.config and ~/.local/share (when those are unset), XDG_CONFIG_DIRS (default
+    /etc/xdg), /etc, /usr/local/etc, XDG_DATA_DIRS (default /usr/local/share:/usr/share), each +
+    ``/vulkan/loader_settings.d/vk_loader_settings.json`` (``settings.c``, ``get_unix_settings_path``)."""
+    home = environ.get("HOME", "")
+    cfg, data = environ.get("XDG_CONFIG_HOME", ""), environ.get("XDG_DATA_HOME", "")
+    bases = [cfg, data, f"{home}/.config" if home and not cfg else "", f"{home}/.local/share" if home and not data
+             else "", *(environ.get("XDG_CONFIG_DIRS") or "/etc/xdg").split(os.pathsep), "/etc", "/usr/local/etc",
+             *(environ.get("XDG_DATA_DIRS") or "/usr/local/share:/usr/share").split(os.pathsep)]
+    for base in bases:
+        path = Path(base) / "vulkan" / "loader_settings.d" / SETTINGS_FILE if base else None
+        if path is not None and path.is_file():
+            return path
+    return None
+
+
+def settings_problem(environ: Mapping[str, str], layers: Sequence[str]) -> str | None:
+    """Why the loader settings file will drop ``layers``, in words (module docstring), or None: no
+    file, a loader older than :data:`SETTINGS_SINCE`, an unreadable file, no global ``layers`` list,
+    an ``unordered_layer_location`` entry, or every one of ``layers`` listed on or auto. Never raises."""
+    path = settings_file(environ)
+    version = loader_version() if path is not None else None
+    if path is None or (version is not None and version < SETTINGS_SINCE):
+        return None
+    try:
+        doc = jsonread.load(path, limit=MAX_MANIFEST_BYTES)
+    except (jsonread.JsonShapeError, OSError):
+        return None
+    objs = doc.get("settings_array") if isinstance(doc, dict) else None
+    objs = objs if isinstance(objs, list) else [doc.get("settings") if isinstance(doc, dict) else None]
+    glob = next((o for o in objs if isinstance(o, dict) and "app_keys" not in o), None)
+    listed_layers = glob.get("layers") if isinstance(glob, dict) else None
+    entries = [e for e in listed_layers if isinstance(e, dict)] if isinstance(listed_layers, list) else []
+    if not entries or any(e.get("control") == "unordered_layer_location" for e in entries):
+        return None
+    listed = {e.get("name") for e in entries if e.get("control") in ("on", "auto")}
+    missing = [n for n in layers if n not in listed]
+    if not missing:
+        return None
+    which = f"loader {'.'.join(map(str, version))}" if version else "a loader of 1.3.261 or later"
+    return (f"the loader settings file {path} (Vulkan Configurator) lists the layers to load and has no "
+            f"unordered_layer_location entry: the {which} drops every other layer, {', '.join(missing)} "
+            "included; close vkconfig or remove the file")
+
+
 def elevated(exe: str | None) -> str | None:
     """Why the loader would ignore the layer-path variables for program ``exe`` (set-user-ID or
     set-group-ID, run by another user or group), or None."""
@@ -258,6 +340,9 @@ def problems(environ: Mapping[str, str], folders: Sequence[str], layers: Sequenc
             out.append(f"the Vulkan Configurator's override layer {o.path} blacklists {', '.join(blocked)} "
                        f"({scope}): the loader will not load it; close vkconfig, {off}, or remove it from "
                        "blacklisted_layers")
+    unlisted = settings_problem(environ, layers)
+    if unlisted:
+        out.append(unlisted)
     why = elevated(exe)
     if why:
         out.append(f"{why}: the loader ignores VK_LAYER_PATH and VK_ADD_LAYER_PATH in a program running with "
