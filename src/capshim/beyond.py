@@ -60,12 +60,17 @@ class Check:
             refuses (consistency rules after the profile): the run must not start.
         warnings: lines of its warnings (an exact property changed ...).
         problem: a sentence when the stock answers could not be read, else None.
+        no_effect: the answers that change nothing (:func:`capshim.profiles.checks.no_effect`,
+            also among ``warnings``), for ``probe --json``: ``{"flag", "profile", "key",
+            "noop" ("clamped" or "same"), "message"}`` (a "same" entry's key is "no effect":
+            the grouped line).
     """
 
     findings: list[Finding] = field(default_factory=list)
     refusals: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     problem: str | None = None
+    no_effect: list[dict] = field(default_factory=list)
 
 
 def check(backend: Backend, profile: Profile | None, simulate: Profile | None, device: int = 0) -> Check:
@@ -108,6 +113,9 @@ def check(backend: Backend, profile: Profile | None, simulate: Profile | None, d
         where = f"--simulate {simulate.source}" if over_sim else "the device"
         for f in check_against_device(p, stock, base=base, base_name=where):
             (out.refusals if f.severity == "refuse" else out.warnings).append(f"{flag} {p.source}: {f.message}")
+            if f.noop:
+                out.no_effect.append({"flag": flag, "profile": p.source, "key": f.key, "noop": f.noop,
+                                      "message": f.message})
         out.findings += [Finding(flag, p, shim, b, name) for b in beyond_device(p, stock, extension_note=note)]
     return out
 

@@ -5,6 +5,8 @@ line in `profile check --device`, `run` and `probe`, for raise and lower alike, 
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from capshim import profiles
@@ -130,6 +132,8 @@ def test_check_run_and_probe_give_the_same_lines_on_lavapipe(vk_build, stock_pro
     assert r.returncode == 0 and _warnings(r.stderr) == [clamped, same], r.stderr
     r = run_capshim("probe", "--json", "--profile", str(f))
     assert r.returncode == 0 and _warnings(r.stderr) == [clamped, same], r.stderr
+    assert [(e["flag"], e["key"], e["noop"]) for e in json.loads(r.stdout)["no_effect"]] == [
+        ("--profile", "minSubgroupSize", "clamped"), ("--profile", "no effect", "same")]
     r = run_capshim("run", "--profile", str(f), "--", str(vk_build.probe))
     assert r.returncode == 0 and _warnings(r.stderr) == [clamped, same], r.stderr
     # without --device, profile check probes nothing and says only what the file alone shows

@@ -317,8 +317,10 @@ def loader_check() -> dict:
     if bad:
         return {"check": "vulkan: loader settings", "status": "failed", "detail": "; ".join(bad)}
     done = vkloader.notes(os.environ, layers)
+    version = vkloader.loader_version()
+    loader = f"loader {'.'.join(map(str, version))}: " if version else ""
     return {"check": "vulkan: loader settings", "status": "passed",
-            "detail": "; ".join(done) if done else "nothing in the loader's settings hides the layers"}
+            "detail": loader + ("; ".join(done) if done else "nothing in the loader's settings hides the layers")}
 
 
 def requested_layers(profile: Profile | None, simulate: Profile | None) -> list[str]:
