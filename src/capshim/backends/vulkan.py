@@ -3,7 +3,10 @@
 The layer library (``native/vulkan/layer.c``) is enabled for one process
 through the Vulkan loader's own variables: ``VK_ADD_LAYER_PATH`` (the folder
 of our two manifests) and ``VK_INSTANCE_LAYERS`` (Vulkan loader,
-LoaderInterfaceArchitecture.md, "Table of Debug Environment Variables").
+LoaderInterfaceArchitecture.md, "Table of Debug Environment Variables"); the
+user's own loader settings that would hide the layers (``VK_LAYER_PATH``,
+``VK_LOADER_LAYERS_DISABLE``, a Vulkan Configurator override layer or settings
+file) are handled, or named, by :mod:`capshim.backends.vkloader`.
 
 Roles:
     device  ``VK_LAYER_CAPSHIM_device``, next to the driver: ``--simulate``.
@@ -160,9 +163,10 @@ ELF_MACHINES = {62: "x86_64", 183: "aarch64"}
 
 
 def verify() -> list[dict]:
-    """Check the user's loader settings (:func:`loader_check`) and the built Vulkan layer:
-    ELF architecture, exported symbols, manifests, SHA256SUMS, a stock probe, that answers change with a profile and stay
-    stock with a broken configuration. Each check has its own name, also
+    """Check the user's loader settings (:func:`loader_check`) and the built Vulkan
+    layer: ELF architecture, exported symbols, manifests, SHA256SUMS, a stock
+    probe, that answers change with a profile and stay stock with a broken
+    configuration. Each check has its own name, also
     when it fails with an error (a failed stock probe skips the two that
     need it).
 
