@@ -25,7 +25,7 @@ from pathlib import Path
 
 from capshim.backends import Backend
 from capshim.errors import CapshimError
-from capshim.profiles import Profile, check_against_device
+from capshim.profiles import Profile, answers_after, check_against_device
 from capshim.profiles.ondevice import GENERIC_EXTENSION_NOTE, Beyond, beyond_device
 
 __all__ = ["Finding", "Check", "check", "warning_lines", "events", "write_events"]
@@ -60,19 +60,26 @@ class Check:
             refuses (consistency rules after the profile): the run must not start.
         warnings: lines of its warnings (an exact property changed ...).
         problem: a sentence when the stock answers could not be read, else None.
+        no_effect: the answers that change nothing (:func:`capshim.profiles.checks.no_effect`,
+            also among ``warnings``), for ``probe --json``: ``{"flag", "profile", "key",
+            "noop" ("clamped" or "same"), "message"}`` (a "same" entry's key is "no effect":
+            the grouped line).
     """
 
     findings: list[Finding] = field(default_factory=list)
     refusals: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     problem: str | None = None
+    no_effect: list[dict] = field(default_factory=list)
 
 
 def check(backend: Backend, profile: Profile | None, simulate: Profile | None, device: int = 0) -> Check:
     """Check the profiles of a run against the device's stock answers.
 
-    Every profile goes through :func:`capshim.profiles.check_against_device`;
-    raise profiles also through :func:`capshim.profiles.ondevice.beyond_device`.
+    Every profile goes through :func:`capshim.profiles.check_against_device`
+    (``--profile`` over ``--simulate``: its no-effect warnings against the
+    simulated answers, :func:`capshim.profiles.answers_after`); raise profiles
+    also through :func:`capshim.profiles.ondevice.beyond_device`.
 
     Args:
         backend: the run's backend.
@@ -100,8 +107,15 @@ def check(backend: Backend, profile: Profile | None, simulate: Profile | None, d
     note = backend.added_extension_note or GENERIC_EXTENSION_NOTE
     out = Check()
     for flag, p, shim in roles:
-        for f in check_against_device(p, stock):
+        # the app role sits above --simulate: what changes nothing is judged against what it sees
+        over_sim = flag == "--profile" and simulate is not None
+        base = answers_after(simulate, stock) if over_sim else None
+        where = f"--simulate {simulate.source}" if over_sim else "the device"
+        for f in check_against_device(p, stock, base=base, base_name=where):
             (out.refusals if f.severity == "refuse" else out.warnings).append(f"{flag} {p.source}: {f.message}")
+            if f.noop:
+                out.no_effect.append({"flag": flag, "profile": p.source, "key": f.key, "noop": f.noop,
+                                      "message": f.message})
         out.findings += [Finding(flag, p, shim, b, name) for b in beyond_device(p, stock, extension_note=note)]
     return out
 

@@ -34,7 +34,7 @@ from capshim.profiles import Profile
 
 #: Variables whose values are paths (colon-separated lists), made absolute by :func:`prepare`.
 _PATH_VARS = ("CAPSHIM_STATUS_FILE", "CAPSHIM_VK_APP_CONFIG", "CAPSHIM_VK_DEVICE_CONFIG", "VK_ADD_LAYER_PATH",
-              "DYLD_INSERT_LIBRARIES")
+              "VK_LAYER_PATH", "DYLD_INSERT_LIBRARIES")
 
 PID_WRAPPER = 'CAPSHIM_TARGET_PID=$$; export CAPSHIM_TARGET_PID; exec "$@"'
 

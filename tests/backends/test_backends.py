@@ -154,7 +154,11 @@ def test_a_restore_profile_gives_no_warning(vk_build, stock_probe, tmp_path):
     r = run_capshim("run", "--strict", "--simulate", "vulkan-paravirt", "--profile", str(restore),
                     "--status-file", str(sf), "--", str(vk_build.probe))
     assert r.returncode == 0, r.stderr
-    assert "warning" not in r.stderr
+    # the restore profile itself gives no warning (judged over --simulate's answers); what
+    # vulkan-paravirt already matches on this device is one line of its own (issue 20)
+    warned = [line for line in r.stderr.splitlines() if "warning" in line]
+    assert all(line.startswith("capshim: warning: --simulate builtin:vulkan-paravirt: ") and "change nothing"
+               in line for line in warned) and len(warned) <= 1, warned
     assert not [e for e in status.read(sf).events if e["event"] == "beyond_device"]
     assert json.loads(r.stdout)["capabilities"] == stock_probe["capabilities"]
 
@@ -170,7 +174,9 @@ def test_probe_warns_lists_and_strict_exits_3(vk_build, stock_probe, tmp_path):
     assert r.returncode == 3 and "will be dropped by the loader at vkCreateDevice" in r.stderr
     assert "maxComputeSharedMemorySize" in r.stdout  # the table is still printed
     r = run_capshim("probe", "--strict", "--json", "--simulate", "vulkan-paravirt")
-    assert r.returncode == 0 and "beyond_device" not in json.loads(r.stdout) and "warning" not in r.stderr
+    assert r.returncode == 0 and "beyond_device" not in json.loads(r.stdout) and "answers more than" not in r.stderr
+    # what vulkan-paravirt already matches here is one line, not a failure of --strict (issue 20)
+    assert r.stderr.count("capshim: warning:") <= 1 and r.stderr.count("change nothing") == r.stderr.count("warning")
 
 
 def test_run_and_probe_refuse_what_check_against_device_refuses(vk_build, stock_probe, tmp_path):

@@ -325,7 +325,7 @@ def test_verify_checks_the_built_layer(vk_build):
     assert [c for c in checks.values() if c["status"] != "passed"] == []
     assert set(checks) == {"vulkan: architecture", "vulkan: exports", "vulkan: manifests", "vulkan: SHA256SUMS",
                            "vulkan: stock probe", "vulkan: answers change with a profile",
-                           "vulkan: stock with a broken configuration"}
+                           "vulkan: stock with a broken configuration", "vulkan: loader settings"}
     sums = vk_build.dir / "SHA256SUMS"
     good = sums.read_text()
     try:

@@ -110,7 +110,12 @@ def test_profile_check_says_what_the_layer_will_do(tmp_path):
 def test_a_raise_profile_cannot_make_min_subgroup_size_exceed_max(stock_probe):
     dev = stock_probe["capabilities"]
     p = parse("raise", f"[capabilities]\nminSubgroupSize = {dev['maxSubgroupSize'] * 2}\n")
-    assert profiles.check_against_device(p, stock_probe) == []
+    # not refused: the layer answers min(device, profile) for a minimum; but never silent (issue 20)
+    found = profiles.check_against_device(p, stock_probe)
+    assert [(f.key, f.severity, f.noop) for f in found] == [("minSubgroupSize", "warn", "clamped")]
+    assert found[0].message == (f"minSubgroupSize = {dev['maxSubgroupSize'] * 2}: no effect: the device already "
+                                f"answers {dev['minSubgroupSize']}; a raise profile never lowers (minSubgroupSize "
+                                "is a minimum: less is stronger)")
 
 
 def test_an_exact_change_below_the_minimum_is_refused(stock_probe):
@@ -146,7 +151,10 @@ def test_a_feature_without_its_extension_is_refused(stock_probe):
 
 def test_a_core_feature_needs_no_extension(stock_probe):
     p = parse("raise", "[capabilities]\nshaderFloat16 = true\n")
-    assert profiles.check_against_device(p, stock_probe) == []
+    found = profiles.check_against_device(p, stock_probe)
+    assert [f for f in found if f.severity == "refuse"] == []
+    if stock_probe["capabilities"]["shaderFloat16"]:  # lavapipe has it: equal to stock, said (issue 20)
+        assert [f.message.rsplit(": ", 1)[-1] for f in found] == ["shaderFloat16 = true"]
 
 
 def test_hiding_an_extension_but_not_its_features_warns_where_the_device_has_them():
@@ -228,15 +236,24 @@ def test_a_lower_profile_that_asks_for_more_than_the_device_warns():
         ("subgroupSupportedOperations", "warn")]
     by_key = {f.key: f.message for f in findings}
     assert by_key["minSubgroupSize"] == ("minSubgroupSize = 4: no effect: the device already answers 8; "
-                                         "a lower profile never raises")
+                                         "a lower profile never raises (minSubgroupSize is a minimum: less is "
+                                         "stronger)")
     assert "apiVersion = 1.3.999: no effect: the device already answers 1.3.280" in by_key["apiVersion"]
     assert "the device already answers 32768" in by_key["maxComputeSharedMemorySize"]
 
 
-def test_a_lower_profile_that_lowers_or_matches_the_device_does_not_warn():
+def test_a_lower_profile_that_lowers_does_not_warn_and_one_that_matches_says_so_in_one_line():
     p = parse("lower", '[capabilities]\nminSubgroupSize = 16\napiVersion = "1.2"\n'
-                       "maxComputeSharedMemorySize = 32768\nsubgroupSupportedOperations = 0x03\n")
+                       "maxComputeSharedMemorySize = 16384\nsubgroupSupportedOperations = 0x03\n")
     assert profiles.check_against_device(p, SYNTHETIC) == []
+    # issue 20: equal to the device's own answer is a no-op too, named (all such answers in one line)
+    p = parse("lower", "[capabilities]\nminSubgroupSize = 8\nmaxComputeSharedMemorySize = 32768\n"
+                       "shaderFloat16 = false\n")
+    found = profiles.check_against_device(p, SYNTHETIC)
+    assert [(f.key, f.noop) for f in found] == [("no effect", "same")]
+    assert found[0].message == ("3 answers change nothing: the device already gives them (or does not report, or "
+                                "list, what is lowered or hidden): minSubgroupSize = 8, maxComputeSharedMemorySize "
+                                "= 32768, shaderFloat16 = false")
 
 
 def test_run_warns_about_a_lower_profile_with_no_effect(vk_build, stock_probe, tmp_path):

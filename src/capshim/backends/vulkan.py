@@ -3,7 +3,10 @@
 The layer library (``native/vulkan/layer.c``) is enabled for one process
 through the Vulkan loader's own variables: ``VK_ADD_LAYER_PATH`` (the folder
 of our two manifests) and ``VK_INSTANCE_LAYERS`` (Vulkan loader,
-LoaderInterfaceArchitecture.md, "Table of Debug Environment Variables").
+LoaderInterfaceArchitecture.md, "Table of Debug Environment Variables"); the
+user's own loader settings that would hide the layers (``VK_LAYER_PATH``,
+``VK_LOADER_LAYERS_DISABLE``, a Vulkan Configurator override layer or settings
+file) are handled, or named, by :mod:`capshim.backends.vkloader`.
 
 Roles:
     device  ``VK_LAYER_CAPSHIM_device``, next to the driver: ``--simulate``.
@@ -24,6 +27,7 @@ from __future__ import annotations
 import json
 import os
 import platform
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -32,7 +36,7 @@ from pathlib import Path
 
 from capshim import jsonread, paths, profiles
 from capshim import status as st
-from capshim.backends import Backend, answer_differences
+from capshim.backends import Backend, answer_differences, vkloader
 from capshim.errors import CapshimError, UsageError
 from capshim.native import build as nb
 from capshim.profiles import Profile, format_version
@@ -102,6 +106,19 @@ def _commands(cc: str) -> dict[str, list[str]]:
     }
 
 
+def build_paths() -> VulkanBuild:
+    """Where :func:`build` puts (or finds) the build of these sources; nothing is built or checked.
+
+    Raises:
+        OSError: a source cannot be read.
+    """
+    src = nb.source_dir("vulkan")
+    # The manifest layout is part of the build: bump it when _manifest or the folders change.
+    final = nb.build_dir("vulkan", [src / s for s in SOURCES],
+                         [*_commands(nb.compiler()).values(), ["manifest-layout", "4"]])
+    return VulkanBuild(final, final / LIBRARY, final / PROBE, final / "fuzz_config")
+
+
 def build(force: bool = False, repair: bool = True) -> VulkanBuild:
     """Build the layer, the probe and the fuzz driver (warnings are errors); reuse a cached build.
 
@@ -116,9 +133,8 @@ def build(force: bool = False, repair: bool = True) -> VulkanBuild:
     """
     src = nb.source_dir("vulkan")
     cmds = _commands(nb.compiler())
-    # The manifest layout is part of the build: bump it when _manifest or the folders change.
-    final = nb.build_dir("vulkan", [src / s for s in SOURCES], [*cmds.values(), ["manifest-layout", "4"]])
-    result = VulkanBuild(final, final / LIBRARY, final / PROBE, final / "fuzz_config")
+    result = build_paths()
+    final = result.dir
     present = result.library.is_file() and result.probe.is_file()
     if not force and present and (not repair or nb.cached_ok(final, [LIBRARY, PROBE])):
         return result
@@ -147,9 +163,10 @@ ELF_MACHINES = {62: "x86_64", 183: "aarch64"}
 
 
 def verify() -> list[dict]:
-    """Check the built Vulkan layer: ELF architecture, exported symbols, manifests,
-    SHA256SUMS, a stock probe, that answers change with a profile and stay
-    stock with a broken configuration. Each check has its own name, also
+    """Check the user's loader settings (:func:`loader_check`) and the built Vulkan
+    layer: ELF architecture, exported symbols, manifests, SHA256SUMS, a stock
+    probe, that answers change with a profile and stay stock with a broken
+    configuration. Each check has its own name, also
     when it fails with an error (a failed stock probe skips the two that
     need it).
 
@@ -161,7 +178,7 @@ def verify() -> list[dict]:
     """
 
     b = build(repair=False)  # a cached build that fails its SHA256SUMS is reported, not replaced
-    out = []
+    out = [loader_check()]
 
     def check(name, ok, detail):
         out.append({"check": f"vulkan: {name}", "status": "passed" if ok else "failed", "detail": detail})
@@ -240,8 +257,10 @@ def launch_env(profile: Profile | None, simulate: Profile | None, status_file: P
 
     Returns:
         A dict of variables to add to (or replace in) the process environment;
-        ``VK_ADD_LAYER_PATH`` and ``VK_INSTANCE_LAYERS`` keep any value already
-        in ``os.environ``.
+        the loader's variables (``VK_ADD_LAYER_PATH``, ``VK_INSTANCE_LAYERS``, and
+        ``VK_LAYER_PATH`` / ``VK_LOADER_LAYERS_ENABLE`` where the user's settings
+        would hide the layers: :func:`capshim.backends.vkloader.layer_env`) keep
+        the user's entries after capshim's.
 
     Raises:
         UsageError: a profile whose api is not "vulkan".
@@ -262,14 +281,50 @@ def launch_env(profile: Profile | None, simulate: Profile | None, status_file: P
         roles.append(role)
     if not roles:
         return {}
-    # App role first in both lists (module docstring: chain order).
-    paths = [str(b.manifest_dirs[r]) for r in roles]
-    prev_path = os.environ.get("VK_ADD_LAYER_PATH")
-    env["VK_ADD_LAYER_PATH"] = os.pathsep.join(paths + ([prev_path] if prev_path else []))
-    layers = [ROLES[r][0] for r in roles]
-    prev_layers = os.environ.get("VK_INSTANCE_LAYERS")
-    env["VK_INSTANCE_LAYERS"] = ":".join(layers + ([prev_layers] if prev_layers else []))
+    # App role first in every list (module docstring: chain order); the loader's other
+    # spellings (VK_LAYER_PATH, VK_LOADER_LAYERS_DISABLE) are handled by vkloader.layer_env.
+    env.update(vkloader.layer_env(os.environ, [str(b.manifest_dirs[r]) for r in roles],
+                                  [ROLES[r][0] for r in roles]))
     return env
+
+
+def _layer_folders(layers: list[str]) -> list[str]:
+    """The manifest folders of ``layers`` (same order), without building anything."""
+    b = build_paths()
+    by_name = {name: str(b.manifest_dirs[role]) for role, (name, _var) in ROLES.items()}
+    return [by_name[n] for n in layers if n in by_name]
+
+
+def loader_problems(layers: list[str], exe: str | None = None) -> list[str]:
+    """What in the user's loader setup keeps ``layers`` from loading, that capshim cannot undo
+    (:func:`capshim.backends.vkloader.problems`, with this build's manifest folders)."""
+    return vkloader.problems(os.environ, _layer_folders(layers), layers, exe)
+
+
+def classify(report: st.StatusReport, layer: str, requested: bool = True, exe: str | None = None) -> st.ShimState:
+    """:func:`capshim.status.classify`, and for a layer that never loaded the loader setting that
+    explains it (:func:`loader_problems`), named in the reason."""
+    state = st.classify(report, layer, requested=requested)
+    if state.state == st.INERT and state.reason.startswith("never loaded"):
+        why = loader_problems([layer], exe)
+        if why:
+            return st.ShimState(st.INERT, f"never loaded: {'; '.join(why)}", state.changes)
+    return state
+
+
+def loader_check() -> dict:
+    """``verify``'s "loader settings" check: failed naming each setting that hides the layers
+    (:func:`loader_problems`), else passed naming what capshim works around
+    (:func:`capshim.backends.vkloader.notes`)."""
+    layers = [LAYER_APP, LAYER_DEVICE]
+    bad = loader_problems(layers)
+    if bad:
+        return {"check": "vulkan: loader settings", "status": "failed", "detail": "; ".join(bad)}
+    done = vkloader.notes(os.environ, layers)
+    version = vkloader.loader_version()
+    loader = f"loader {'.'.join(map(str, version))}: " if version else ""
+    return {"check": "vulkan: loader settings", "status": "passed",
+            "detail": loader + ("; ".join(done) if done else "nothing in the loader's settings hides the layers")}
 
 
 def requested_layers(profile: Profile | None, simulate: Profile | None) -> list[str]:
@@ -321,10 +376,9 @@ def probe(profile: Profile | None = None, simulate: Profile | None = None, devic
             raise CapshimError(f"Vulkan probe: {data['error']} (is a Vulkan driver installed? "
                                "try: vulkaninfo --summary)", exit_code=1)
         report = st.read(status_file)
-        data["shim"] = {
-            layer: st.classify(report, layer, requested=layer in requested_layers(profile, simulate)).to_dict()
-            for layer in (LAYER_APP, LAYER_DEVICE)
-        }
+        asked = requested_layers(profile, simulate)
+        data["shim"] = {layer: classify(report, layer, requested=layer in asked).to_dict()
+                        for layer in (LAYER_APP, LAYER_DEVICE)}
         data["stderr"] = proc.stderr
         return data
 
@@ -365,6 +419,16 @@ class VulkanBackend(Backend):
     def requested_shims(self, profile, simulate):
         """See :func:`requested_layers`."""
         return requested_layers(profile, simulate)
+
+    def run_warnings(self, profile, simulate, argv):
+        """The loader settings that will keep the requested layers from loading (:func:`loader_problems`)."""
+        layers = requested_layers(profile, simulate)
+        exe = (argv[0] if "/" in argv[0] else shutil.which(argv[0])) if argv else None
+        return loader_problems(layers, exe) if layers else []
+
+    def summarize_status(self, report, shims):
+        """See :func:`classify`: a layer that never loaded names the loader setting that hid it."""
+        return {name: classify(report, name) for name in shims}
 
     def probe(self, profile=None, simulate=None, device=0, compare=False):
         """See :func:`probe` (without its ``stderr``); with ``compare``:

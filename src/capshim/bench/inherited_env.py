@@ -13,6 +13,11 @@ its name, its value is recorded as :data:`REDACTED`.
 :func:`warnings` says which inherited variables switch llama.cpp's Vulkan paths for
 every arm (``GGML_VK_DISABLE_*``, ``GGML_VK_FORCE_*``): ggml-vulkan tests them with
 ``getenv(NAME) != nullptr``, so any value, ``0`` and empty included, turns them on.
+
+:func:`loader_warnings` says which of the user's Vulkan loader settings will keep the
+arms' layers from loading (:func:`capshim.backends.vulkan.loader_problems`: a Vulkan
+Configurator override layer; ``VK_LAYER_PATH`` and ``VK_LOADER_LAYERS_DISABLE`` are
+worked around by the launcher and need no warning).
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 
+from capshim.backends import vulkan
 from capshim.contracts import environ as environ_contract
 
 #: Name prefixes recorded, each with where its variables are documented or read.
@@ -117,3 +123,17 @@ def warnings(environ: Mapping[str, str], overridden: Mapping[str, str] | None = 
         out.append(f"{shown} inherited: {effect}, whatever the arm's answers (llama.cpp acts on the variable "
                    "being set, whatever its value); unset it to measure the capabilities themselves")
     return out
+
+
+def loader_warnings(arms) -> list[str]:
+    """One warning per loader setting that will keep the Vulkan layers of ``arms`` (objects with
+    ``name``, ``profile`` and ``simulate``) from loading, naming the arms it hides and what to do;
+    [] when none does. Never raises."""
+    by_problem: dict[str, list[str]] = {}
+    for arm in arms:
+        layers = [layer for layer, prof in ((vulkan.LAYER_APP, arm.profile), (vulkan.LAYER_DEVICE, arm.simulate))
+                  if prof is not None and prof.api == "vulkan"]
+        for problem in vulkan.loader_problems(layers) if layers else []:
+            by_problem.setdefault(problem, []).append(arm.name)
+    return [f"arm{'s' if len(names) > 1 else ''} {', '.join(names)} will stay inert: {problem}"
+            for problem, names in by_problem.items()]

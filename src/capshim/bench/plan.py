@@ -182,9 +182,14 @@ def _resolve_on_device(arms: list[Arm]) -> tuple[dict, dict[str, str]]:
             # (the same check as run and probe: refusals are exit 2, warnings on stderr)
             if prof is None or prof.api != "vulkan":
                 continue
-            for f in profiles.check_against_device(prof, chosen):
+            over_sim = flag == "profile" and a.simulate is not None
+            base = profiles.answers_after(a.simulate, chosen) if over_sim else None
+            where = f"simulate:{a.simulate.source}" if over_sim else "the device"
+            for f in profiles.check_against_device(prof, chosen, base=base, base_name=where):
                 if f.severity == "refuse":
                     raise UsageError(f"--arm {a.name}: {flag}:{prof.source}: {f.message}")
+                if f.noop and prof.source.startswith("generated:"):
+                    continue  # the identity arm answers the device's own values on purpose
                 print(f"capshim: warning: arm {a.name}: {flag}:{prof.source}: {f.message}", file=sys.stderr)
         if a.profile is not None and a.profile.api == "vulkan" and a.profile.direction == "raise" \
                 and not a.profile.source.startswith("generated:"):

@@ -270,7 +270,7 @@ def run_bench(arms: list[Arm], workload: Workload, baseline: str, out: Path, rep
             "timeout": timeout, "precision": precision, "precision_tests": precision_tests, "cap": cap,
             "exclude_contaminated": exclude_contaminated}
     meta = _metadata(arms, workload, opts, seed, aa_arm, extra_metadata)
-    env_warnings = inherited_env.warnings(os.environ, workload.env)
+    env_warnings = inherited_env.warnings(os.environ, workload.env) + inherited_env.loader_warnings(arms)
     for w in env_warnings:
         console.print(f"capshim: warning: {w}", markup=False, highlight=False)
     with SealGuard("the bundle") as guard:  # held from before the first run to the seal

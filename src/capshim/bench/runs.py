@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Callable
 
 from capshim import launch, paths
+from capshim.backends.vkloader import LIST_VARS
 from capshim.bench import attest, llamabench, telemetry
 from capshim.bench.arms import Arm
 from capshim.bench.workloads.base import Workload
@@ -93,8 +94,9 @@ class Launcher:
     @staticmethod
     def neutral(key: str) -> str:
         """The value of a variable that enables nothing: the user's own value for the loader's
-        layer lists (so this process sees what a plain launch sees), else empty."""
-        if key in ("VK_ADD_LAYER_PATH", "VK_INSTANCE_LAYERS"):
+        layer lists (:data:`capshim.backends.vkloader.LIST_VARS`: so this process sees what a
+        plain launch sees), else empty."""
+        if key in LIST_VARS:
             return os.environ.get(key, "")
         return ""
 

@@ -8,8 +8,9 @@ import click
 from rich.console import Console
 from rich.table import Table
 
-from capshim import profiles
+from capshim import backends, beyond, profiles
 from capshim.cli.options import json_option
+from capshim.errors import CapshimError, UsageError
 
 
 @click.command("profiles")
@@ -45,14 +46,41 @@ def profile_show(ref, as_toml):
 
 @profile_grp.command("check")
 @click.argument("file")
-def profile_check(file):
+@click.option("--device", type=click.IntRange(0, 15), default=None, metavar="N",
+              help="Also check FILE against device N's own answers (a stock probe): the warnings "
+                   "and refusals run and probe would give, one line per answer that changes nothing.")
+def profile_check(file, device):
     """Validate FILE: exit 0 and say what the layer will answer per key, or exit 2 naming the
     key, value and reason of the first error. Warnings (stderr) name answers that stay
-    inconsistent; kinds and rules: docs/capabilities.md."""
+    inconsistent; kinds and rules: docs/capabilities.md.
+
+    With --device N, FILE is also checked against that device, as run and probe
+    do: one warning line per answer the layer will not give there (clamped by the
+    profile's direction, or equal to the device's own), per answer beyond the
+    device; a refusal exits 2.
+
+    \b
+    Examples:
+      capshim profile check my.toml
+      capshim profile check my.toml --device 0
+    """
 
     p = profiles.load(file)
     click.echo(f"ok: {p.name} ({p.api}, {p.direction}, version {p.version})")
     for line in profiles.describe(p):
         click.echo(f"  {line}")
-    for finding in profiles.check_alone(p):
-        click.echo(f"warning: {finding.message}", err=True)
+    if device is None:
+        for finding in profiles.check_alone(p):
+            click.echo(f"warning: {finding.message}", err=True)
+        return
+    be = backends.get(p.api)
+    why = be.unavailable()
+    if why:
+        raise CapshimError(f"--device {device}: {why}")
+    found = beyond.check(be, p, None, device)  # check_against_device (check_alone's included) and beyond_device
+    if found.problem:
+        raise CapshimError(f"--device {device}: {found.problem}")
+    for line in found.warnings + beyond.warning_lines(found.findings):
+        click.echo(f"warning: {line}", err=True)
+    if found.refusals:
+        raise UsageError("\n".join(found.refusals))

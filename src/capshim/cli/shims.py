@@ -128,7 +128,7 @@ def run_cmd(profile_ref, simulate_ref, inherit, strict, quiet, status_file, forc
         if lc.backend is not None:
             for warning in lc.backend.run_warnings(profile, simulate, argv):
                 click.echo(f"capshim: warning: {warning}", err=True)
-            if _beyond_device(lc.backend, profile, simulate, 0, lc.status_file) and strict:
+            if _beyond_device(lc.backend, profile, simulate, 0, lc.status_file)[0] and strict:
                 click.echo("capshim: --strict: not starting the command: the profile answers beyond the device",
                            err=True)
                 sys.exit(EXIT_INERT)
@@ -143,11 +143,12 @@ def run_cmd(profile_ref, simulate_ref, inherit, strict, quiet, status_file, forc
     sys.exit(rc)
 
 
-def _beyond_device(backend, profile, simulate, device, status_file=None) -> list[dict]:
+def _beyond_device(backend, profile, simulate, device, status_file=None) -> tuple[list[dict], list[dict]]:
     """Check the profiles against the device: refuse (exit 2) what
-    check_against_device refuses; warn on stderr about its warnings and about each
-    answer a raise profile gives beyond the device; append the beyond_device
-    events to ``status_file`` (when given); return those events."""
+    check_against_device refuses; warn on stderr about its warnings (the answers
+    that change nothing among them) and about each answer a raise profile gives
+    beyond the device; append the beyond_device events to ``status_file`` (when
+    given); return those events and the no-effect entries (:class:`capshim.beyond.Check`)."""
 
     found = beyond.check(backend, profile, simulate, device)
     if found.refusals:
@@ -156,7 +157,7 @@ def _beyond_device(backend, profile, simulate, device, status_file=None) -> list
         click.echo(f"capshim: warning: {line}", err=True)
     if status_file is not None:
         beyond.write_events(status_file, backend, found.findings)
-    return beyond.events(backend, found.findings)
+    return beyond.events(backend, found.findings), found.no_effect
 
 
 @click.command("probe")
@@ -175,7 +176,9 @@ def probe_cmd(api, profile_ref, simulate_ref, device, compare, show_all, as_json
 
     A raise profile that answers more than the device has gets one warning
     line per answer on stderr, and the JSON a "beyond_device" list of events
-    (key, device, reported, note); --strict then exits 3.
+    (key, device, reported, note); --strict then exits 3. An answer the layer
+    will not give (clamped by the profile's direction, or the device's own
+    already) is a warning line too, and in the JSON's "no_effect" list.
 
     \b
     Examples:
@@ -191,10 +194,14 @@ def probe_cmd(api, profile_ref, simulate_ref, device, compare, show_all, as_json
         if prof is not None and prof.api != api:
             raise CapshimError(f"{flag} {prof.source}: api is '{prof.api}', but --api is '{api}'")
     be = backends.get(api)
-    over = _beyond_device(be, profile, simulate, device)
+    for warning in be.run_warnings(profile, simulate, []):  # loader settings that hide the shims
+        click.echo(f"capshim: warning: {warning}", err=True)
+    over, no_effect = _beyond_device(be, profile, simulate, device)
     out = pr.run_probe(api, profile, simulate, device=device, compare=compare)
     if over:
         out["beyond_device"] = over
+    if no_effect:
+        out["no_effect"] = no_effect
     if as_json or not be.tabular_probe:
         click.echo(json.dumps(out, indent=2))
     else:

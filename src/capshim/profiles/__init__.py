@@ -34,12 +34,13 @@ import tomli_w
 
 from capshim import paths
 from capshim.profiles.catalog import KEYS
-from capshim.profiles.checks import Finding, check_against_device, check_alone, describe
+from capshim.profiles.checks import Finding, answers_after, check_against_device, check_alone, describe, no_effect
 from capshim.profiles.language import MAX_PROFILE_BYTES, parse
 from capshim.profiles.model import Profile, ProfileError, escape, format_version, parse_version
 
 __all__ = ["Profile", "ProfileError", "load", "parse", "builtin_names", "parse_version", "format_version",
-           "check_against_device", "check_alone", "describe", "Finding", "escape", "to_toml"]
+           "check_against_device", "check_alone", "describe", "Finding", "escape", "to_toml", "no_effect",
+           "answers_after"]
 
 
 def _builtin_dir():

@@ -36,6 +36,9 @@ class Finding:
         reported: what the layer will answer with the profile.
         severity: "refuse" (run, probe and bench stop, exit 2) or "warn".
         message: one line naming key and values; control characters escaped.
+        noop: "" for a finding that is not a no-op; else what :func:`no_effect` found:
+            "clamped" (the layer answers something other than the profile asks)
+            or "same" (the answer below already is what the profile asks).
     """
 
     key: str
@@ -43,6 +46,7 @@ class Finding:
     reported: Any
     severity: str
     message: str
+    noop: str = ""
 
     def to_dict(self) -> dict:
         """The finding as JSON-ready data."""
@@ -169,43 +173,123 @@ def _hidden_finding(ext: str, keys: list[str], device: Any) -> Finding:
                    f"{'it' if len(keys) == 1 else 'them'} too")
 
 
-def _no_effect(profile: Profile, device_answers: dict) -> list[Finding]:
-    """Keys of a ``lower`` profile whose value cannot lower the device's answer.
+def _show(vtype: str, v: Any) -> Any:
+    if vtype == "version":
+        return format_version(v)
+    if vtype == "bool":
+        return "true" if v else "false"
+    return f"{v:#x}" if vtype == "flags" else v
 
-    The layer answers min(device, profile) (or the device's bits within the
-    profile's, or false only where the profile says false), so a value beyond
-    the device's answer (minSubgroupSize 4 on a device with 8, apiVersion
-    1.3.999, a limit above the device's) is clamped to the device's answer.
-    A value equal to the device's answer is taken as deliberate and not named.
+
+def no_effect(profile: Profile, base: dict, base_name: str = "the device") -> list[Finding]:
+    """Every answer ``profile`` asks for that the layer will not give over ``base``: one warning each.
+
+    The one rule behind the no-op warnings of ``profile check --device``, ``run``,
+    ``probe`` and ``bench`` (:func:`check_against_device`), for both directions.
+    The layer answers by the key's kind (:func:`answer`): a raise only raises
+    and a lower only lowers, where for a ``lower`` kind (a minimum such as
+    ``minSubgroupSize``) less is stronger; so a value the direction clamps
+    (``minSubgroupSize = 16`` in a raise profile over a device answering 8), a
+    value equal to the answer below (``shaderFloat16 = true`` in a raise over a
+    device that has it, an exact key at the device's value), a key a ``lower``
+    profile sets that the device does not report, an extension a raise adds
+    that is already listed (the layer keeps the listed spec version) and one a
+    lower hides that is not listed all change nothing. (A value below the
+    Vulkan spec's minimum never gets here: :func:`capshim.profiles.parse`
+    refuses it, exit 2.)
+
+    Args:
+        profile: the profile.
+        base: the answers below its layer, in probe form (module docstring of
+            :mod:`capshim.profiles.ondevice`): the device's stock answers, or
+            :func:`answers_after` the ``--simulate`` profile for the app role.
+        base_name: how to name ``base`` in the messages.
+
+    Returns:
+        :class:`Finding` objects, severity "warn", one per answer, capabilities in
+        profile order, then extensions; ``noop`` "clamped" where the application
+        will see another value than the profile's (named one line each by
+        :func:`check_against_device`), "same" where it already sees the
+        profile's value (grouped into one line: :func:`group_same`).
     """
-    if profile.direction != "lower":
-        return []
     kinds = KINDS[profile.api]
     vtypes = {k.key: k.type for k in load_table().keys[profile.api]}
-    dev_caps = device_answers.get("capabilities", {})
+    caps = base.get("capabilities", {})
+    raise_ = profile.direction == "raise"
     out = []
     for key, value in profile.capabilities.items():
-        dev = dev_caps.get(key)
-        if dev is None or kinds[key] == "exact":
+        kind, vtype, dev = kinds[key], vtypes[key], caps.get(key)
+        shown = f"{key} = {_show(vtype, value)}: no effect"
+        if dev is None:
+            if not raise_ and kind != "exact":  # a raise's unreported key is beyond_device's
+                out.append(Finding(key, None, None, "warn", f"{shown}: {base_name} does not report it", "same"))
             continue
-        if vtypes[key] == "version" and isinstance(dev, str):
+        if vtype == "version" and isinstance(dev, str):
             dev = parse_version(dev)
-        if answer(kinds[key], vtypes[key], "lower", dev, value) != dev or value == dev:
+        got = answer(kind, vtype, profile.direction, dev, value)
+        if (bool(got) != bool(dev)) if vtype == "bool" else got != dev:
             continue
-        if vtypes[key] == "bool" and (bool(value) == bool(dev)):
-            continue
-
-        def show(v: Any) -> Any:
-            if vtypes[key] == "version":
-                return format_version(v)
-            if vtypes[key] == "bool":
-                return "true" if v else "false"
-            return f"{v:#x}" if vtypes[key] == "flags" else v
-
-        out.append(Finding(key, dev_caps.get(key), dev_caps.get(key), "warn",
-                           f"{key} = {show(value)}: no effect: the device already answers {show(dev)}; "
-                           f"a lower profile never raises"))
+        same = bool(value) == bool(dev) if vtype == "bool" else value == dev
+        text = f"{shown}: {base_name} already answers {_show(vtype, dev)}"
+        if not same and kind != "exact":
+            text += f"; a {profile.direction} profile never {'lowers' if raise_ else 'raises'}"
+            if kind == "lower":
+                text += f" ({key} is a minimum: less is stronger)"
+        out.append(Finding(key, caps.get(key), caps.get(key), "warn", text, "same" if same else "clamped"))
+    listed = base.get("extensions", {})
+    for name, spec in profile.extensions.items():
+        have = listed.get(name)
+        if spec and have is not None:
+            text = (f"extension {name} = {spec}: no effect: {base_name} already lists it with spec version "
+                    f"{have}" if spec == int(have) else
+                    f"extension {name} = {spec}: {base_name} lists it with spec version {have}, which the layer "
+                    "keeps (a raise adds only extensions the device lacks)")
+            out.append(Finding(f"extension {name}", int(have), int(have), "warn", text,
+                               "same" if spec == int(have) else "clamped"))
+        elif not spec and have is None:
+            out.append(Finding(f"extension {name}", None, None, "warn",
+                               f"extension {name} = false: no effect: {base_name} does not list it", "same"))
     return out
+
+
+#: Answers a grouped "same" line names before "(+N more)".
+SAME_SHOWN = 6
+
+
+def group_same(findings: list[Finding], base_name: str = "the device") -> list[Finding]:
+    """The ``noop == "same"`` findings of :func:`no_effect` as one line (none when there are none):
+    ``N answer(s) change nothing: the device already gives them (or lacks what is hidden): K = V, ...``.
+
+    A profile that describes a whole target device (``vulkan-paravirt``) asks for
+    many answers some devices already give; one line keeps them visible without
+    burying the answers the layer changes or clamps."""
+    same = [f for f in findings if f.noop == "same"]
+    if not same:
+        return []
+    parts = [f.message.split(": no effect", 1)[0] for f in same]
+    shown = ", ".join(parts[:SAME_SHOWN]) + (f" (+{len(parts) - SAME_SHOWN} more)" if len(parts) > SAME_SHOWN else "")
+    return [Finding("no effect", None, None, "warn",
+                    f"{len(same)} answer{'s' if len(same) > 1 else ''} change{'' if len(same) > 1 else 's'} "
+                    f"nothing: {base_name} already gives {'them' if len(same) > 1 else 'it'} (or does not report, "
+                    f"or list, what is lowered or hidden): {shown}", "same")]
+
+
+def answers_after(profile: Profile, device_answers: dict) -> dict:
+    """The answers an application sees through ``profile`` alone, in the same probe form as
+    ``device_answers`` (versions as "MAJOR.MINOR.PATCH" where the device gave a string; an
+    extension added by a raise with the profile's spec version): what the app role sees
+    over ``--simulate``."""
+    reported = reported_answers(profile, device_answers)
+    caps = dict(device_answers.get("capabilities", {}))
+    for key, value in reported.items():
+        caps[key] = format_version(value) if isinstance(caps.get(key), str) else value
+    exts = {n: v for n, v in device_answers.get("extensions", {}).items()}
+    for name, spec in profile.extensions.items():
+        if not spec:
+            exts.pop(name, None)
+        elif name not in exts and profile.direction == "raise":
+            exts[name] = spec
+    return {**device_answers, "capabilities": caps, "extensions": exts}
 
 
 def check_alone(profile: Profile) -> list[Finding]:
@@ -220,24 +304,29 @@ def check_alone(profile: Profile) -> list[Finding]:
     return [_hidden_finding(ext, keys, None) for ext, keys in _hidden_features(profile).items()]
 
 
-def check_against_device(profile: Profile, device_answers: dict) -> list[Finding]:
-    """Findings of ``profile`` on one device: what ``run``, ``probe`` and ``bench`` must refuse or warn.
+def check_against_device(profile: Profile, device_answers: dict, base: dict | None = None,
+                         base_name: str = "the device") -> list[Finding]:
+    """Findings of ``profile`` on one device: what ``profile check --device``, ``run``, ``probe``
+    and ``bench`` must refuse or warn.
 
     Args:
         profile: a parsed profile (:func:`capshim.profiles.load`).
         device_answers: the device's stock answers, as ``capshim probe --json``
             prints them (``{"device": {"apiVersion": "1.3.230", ...},
             "capabilities": {key: value or None}, "extensions": {name: spec}}``).
+        base: the answers below the profile's layer when they are not the
+            device's (the app role over ``--simulate``: :func:`answers_after`);
+            only the no-effect rule reads it.
+        base_name: how the no-effect warnings name ``base``.
 
     Returns:
         Findings, refusals first: ``refuse`` when the answers would break a
         consistency rule (subgroup sizes out of order; a feature turned on
         whose structure the device may not be queried for); ``warn`` when an
-        exact property changes (``override_exact``), for a ``lower`` value
-        with no effect, for a raise's extension spec version the layer does
-        not report (the device lists the extension: the layer keeps the
-        device's spec version, ``layer.c``) and for what :func:`check_alone`
-        finds. Metal profiles: none.
+        exact property changes (``override_exact``), for every answer that
+        changes nothing (:func:`no_effect`, both directions, extensions
+        included; the layer keeps a listed extension's spec version,
+        ``layer.c``) and for what :func:`check_alone` finds. Metal profiles: none.
     """
     if profile.api != "vulkan":
         return []
@@ -250,7 +339,8 @@ def check_against_device(profile: Profile, device_answers: dict) -> list[Finding
             warn.append(Finding(key, dev_caps.get(key), reported[key], "warn",
                                 f"{key}: exact property answered {reported[key]}, the device does "
                                 f"{dev_caps.get(key)} (override_exact): shaders still run as the device does"))
-    warn += _no_effect(profile, device_answers)
+    noops = no_effect(profile, device_answers if base is None else base, base_name)
+    warn += [f for f in noops if f.noop == "clamped"] + group_same(noops, base_name)
     for seq in ORDERED:
         answers = [(k, reported[k]) for k in seq if k in reported]
         for (lo_key, lo), (hi_key, hi) in zip(answers, answers[1:]):
@@ -272,14 +362,8 @@ def check_against_device(profile: Profile, device_answers: dict) -> list[Finding
                               f"{key} answered true, but no structure holding it can be queried on this device "
                               f"(Vulkan {format_version((api_version[0] << 22) | (api_version[1] << 12))}, needs "
                               f"{_feature_guards(key)}): add the extension or leave {key} out"))
-    for name, spec in profile.extensions.items():
-        have = device_answers.get("extensions", {}).get(name)
-        if spec and have is not None and spec != int(have):
-            warn.append(Finding(f"extension {name}", int(have), int(have), "warn",
-                                f"extension {name} = {spec}: the device lists it with spec version {have}, "
-                                f"which the layer keeps (a raise adds only extensions the device lacks)"))
     for ext, keys in _hidden_features(profile).items():
         on = [k for k in keys if dev_caps.get(k) is True]
         if on and ext in device_answers.get("extensions", {}):
             warn.append(_hidden_finding(ext, on, True))
-    return [Finding(f.key, f.device, f.reported, f.severity, escape(f.message)) for f in refuse + warn]
+    return [Finding(f.key, f.device, f.reported, f.severity, escape(f.message), f.noop) for f in refuse + warn]
