@@ -11,6 +11,7 @@ import sys
 import click
 
 from capshim import __version__
+from capshim.cli.suggest import SuggestingGroup
 from capshim.errors import EXIT_STORAGE, CapshimError
 
 
@@ -62,7 +63,7 @@ COMMANDS = {
 }
 
 
-class _Group(click.Group):
+class _Group(SuggestingGroup):
     """A click group that turns CapshimError into one line and its exit code.
 
     Its commands are loaded from :data:`COMMANDS` on first use (click's lazy

@@ -5,9 +5,10 @@ from __future__ import annotations
 import click
 
 from capshim import host, launchagent, profiles
+from capshim.cli.suggest import Choice, SuggestingGroup
 
 
-@click.group("launchagent")
+@click.group("launchagent", cls=SuggestingGroup)
 def launchagent_grp():
     """macOS: start one program with the Metal shim from a LaunchAgent.
 
@@ -50,7 +51,7 @@ def launchagent_uninstall(label):
 
 
 @click.command("host")
-@click.argument("action", type=click.Choice(["status", "enable", "disable"]))
+@click.argument("action", type=Choice(["status", "enable", "disable"]))
 def host_cmd(action):
     """macOS host only: show, set or remove ForceUnrestrictedDeviceFeatureLevel
     (com.apple.gpusw.ParavirtualizedGraphics) for the VMs this Mac runs."""

@@ -10,6 +10,7 @@ from rich.table import Table
 
 from capshim import profiles
 from capshim.cli.options import json_option
+from capshim.cli.suggest import SuggestingGroup
 
 
 @click.command("profiles")
@@ -28,7 +29,7 @@ def profiles_cmd(as_json):
     Console().print(table)
 
 
-@click.group("profile")
+@click.group("profile", cls=SuggestingGroup)
 def profile_grp():
     """Show or check one profile (a built-in NAME or a FILE)."""
 

@@ -39,6 +39,7 @@ import math
 
 from capshim.bench import metrics
 from capshim.bench.analysis import analyze
+from capshim.contracts.suggest import did_you_mean
 from capshim.db.ingest import CONFIG_FIELDS
 from capshim.db.store import DbError, Store
 from capshim.db.terms import COMPARE_RULE, DEFAULT_THRESHOLD, FILTERS, TREND_RULE
@@ -70,7 +71,8 @@ def parse_selection(text: str, what: str = "selection") -> dict:
         if not sep or not key or not value.strip():
             raise DbError(f"{what} {text!r}: {part!r} is not KEY=VALUE")
         if key not in FILTERS:
-            raise DbError(f"{what} {text!r}: unknown key {key!r}; use one of {', '.join(FILTERS)}")
+            raise DbError(f"{what} {text!r}: unknown key {key!r}{did_you_mean(key, FILTERS)}; "
+                          f"use one of {', '.join(FILTERS)}")
         out[key] = value.strip()
     return out
 
