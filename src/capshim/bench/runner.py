@@ -521,8 +521,11 @@ def _finish(bundle: Bundle, arms: list[Arm], results: dict[str, list[RunResult]]
                       f"(no run finished with {'generated tokens' if what == 'tokens' else 'its output read'})",
                       file=sys.stderr)
                 continue
-            same = all(workload.same_output(t, ref_tokens) for t in toks)
-            info["output_check"] = f"same {what} as {ref}" if same else f"{what} {differ} from {ref}"
+            bad = next((t for t in toks if not workload.same_output(t, ref_tokens)), None)
+            same = bad is None
+            where = "" if same else workload.difference(bad, ref_tokens, arm.name, ref)
+            info["output_check"] = f"same {what} as {ref}" if same else \
+                f"{what} {differ} from {ref}" + (f", {where}" if where else "")
             if not same and info["state"] in ("native", "active"):
                 info["state"] = "wrong-output"
     host_dict = _host_dict(records, host_arm, host, arm_info)
