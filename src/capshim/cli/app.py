@@ -60,6 +60,7 @@ COMMANDS = {
     "db": "capshim.cli.db:db_grp",
     "launchagent": "capshim.cli.macos:launchagent_grp",
     "host": "capshim.cli.macos:host_cmd",
+    "man": "capshim.cli.man:man_cmd",
 }
 
 

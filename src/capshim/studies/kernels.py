@@ -277,7 +277,7 @@ def default_models(device: dict | None) -> list[str]:
         if real is None:
             raise UsageError(f"kernels compares a synthetic model with a real one; on this CPU Vulkan device "
                              f"({device.get('name')}) give {REAL_MODEL_HINT}; --model {CPU_DEFAULT_MODEL} alone "
-                             "checks native against the profiles in about a minute")
+                             "checks native against the profiles in under a minute")
         return [CPU_DEFAULT_MODEL, real]
     return [DEFAULT_MODEL, *([real] if real else [])]
 
