@@ -173,7 +173,9 @@ def _kernels_prompt(ctx, param, value):
 @click.option("--model", "models", multiple=True, metavar="PRESET|PATH",
               help="A model to compare (repeatable; the first is the reference). A preset "
                    f"({', '.join(MODEL_PRESETS)}) or a GGUF file "
-                   "[default: tinyllama-1.1b, put first when no preset is given].")
+                   "[default: tinyllama-1.1b (tiny on a CPU device) and the real model of the capshim[models] extra when "
+                   "installed; on a CPU device without it, exit 2 saying what to pass. tinyllama-1.1b is put first "
+                   "when no preset is given].")
 @click.option("--profile", "profile_refs", multiple=True, metavar="P",
               help="Answers to compare with native (repeatable): a lowering profile runs as the simulated "
                    "device, a raising one through the app layer [default: vulkan-paravirt].")
