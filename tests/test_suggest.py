@@ -58,6 +58,9 @@ def test_a_command_nothing_is_close_to_gets_none():
     # bench passes unknown options on as the command: one that is no program is a misspelt option
     (["bench", "--repetitons", "3"], "No such option: --repetitons (did you mean '--repetitions'?)"),
     (["bench", "--precison=2"], "No such option: --precison (did you mean '--precision'?)"),
+    (["run", "--profle", "vulkan-paravirt", "--", "true"], "No such option: --profle (did you mean '--profile'?)"),
+    (["launchagent", "install", "--profile", "metal-apple9", "--label", "x", "--dry-rn", "--", "/bin/true"],
+     "No such option: --dry-rn (did you mean '--dry-run'?)"),
 ])
 def test_a_misspelt_option_gets_the_same_suggestion(args, words):
     r = _cli(*args)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import shutil
 import sys
 
 import click
@@ -12,7 +11,7 @@ from capshim.bench import plan, runner
 from capshim.bench import request as bench_request
 from capshim.bench.workloads.builtin import MODEL_PRESETS
 from capshim.cli.options import json_option, out_option, timeout_option
-from capshim.cli.suggest import Choice, unknown_option
+from capshim.cli.suggest import Choice, refuse_option_as_program
 from capshim.contracts import signals
 from capshim.contracts.numbers import FiniteFloat
 from capshim.db.store import add_bundle
@@ -121,8 +120,7 @@ def bench_cmd(arm_opts, baseline, host_baseline, host_arm, repetitions, process_
     argv = list(command)
     if argv and argv[0] == "--":
         argv = argv[1:]
-    elif argv and argv[0].startswith("-") and shutil.which(argv[0]) is None:  # a misspelt option, not a program
-        raise unknown_option(argv[0].partition("=")[0], click.get_current_context().command)
+    refuse_option_as_program(argv, click.get_current_context())  # --repetitons: a misspelt option, not a program
     if max_runs is not None and precision is None:
 
         raise UsageError("--max-runs caps the rounds that --precision adds; give --precision PCT too")

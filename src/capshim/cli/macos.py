@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from capshim import host, launchagent, profiles
-from capshim.cli.suggest import Choice, SuggestingGroup
+from capshim.cli.suggest import Choice, SuggestingGroup, refuse_option_as_program
 
 
 @click.group("launchagent", cls=SuggestingGroup)
@@ -28,6 +28,7 @@ def launchagent_install(profile_ref, label, dry_run, argv):
     """Write ~/Library/LaunchAgents/LABEL.plist for PROGRAM ARGS (after '--'),
     lint it with plutil and bootstrap it (never launchctl setenv)."""
 
+    refuse_option_as_program(list(argv), click.get_current_context())  # --dry-rn: a misspelt option
     res = launchagent.install(profiles.load(profile_ref), label, list(argv), dry_run=dry_run)
     for w in res["warnings"]:
         click.echo(f"capshim: warning: {w}", err=True)

@@ -13,7 +13,7 @@ from rich.table import Table
 from capshim import backends, beyond, launch
 from capshim import probe as pr
 from capshim.cli.options import json_option, load_profile
-from capshim.cli.suggest import Choice
+from capshim.cli.suggest import Choice, refuse_option_as_program
 from capshim.errors import EXIT_INERT, CapshimError, UsageError
 
 _API_NAMES = backends.names()
@@ -119,6 +119,7 @@ def run_cmd(profile_ref, simulate_ref, inherit, strict, quiet, status_file, forc
     argv = list(command)
     if argv and argv[0] == "--":
         argv = argv[1:]
+    refuse_option_as_program(argv, click.get_current_context())  # --profle: a misspelt option, not a program
     status_path = launch.check_status_file(status_file, force) if status_file else None
     if simulate is not None and simulate.direction == "raise":
         click.echo(f"capshim: warning: --simulate {simulate.source} is a 'raise' profile: it raises answers next "

@@ -10,12 +10,14 @@ keys, presets, dimensions and metrics use too:
 
 from __future__ import annotations
 
+import shutil
+
 import click
 from click.exceptions import NoSuchCommand, NoSuchOption
 
 from capshim.contracts.suggest import did_you_mean
 
-__all__ = ["Choice", "SuggestingGroup", "option_names", "resuggest", "unknown_option"]
+__all__ = ["Choice", "SuggestingGroup", "option_names", "resuggest", "unknown_option", "refuse_option_as_program"]
 
 
 def option_names(command: click.Command) -> list[str]:
@@ -28,6 +30,18 @@ def unknown_option(name: str, command: click.Command, ctx: click.Context | None 
     """The usage error (exit 2) for ``name``, an option ``command`` does not take, with the suggestion."""
     return NoSuchOption(name, message=f"No such option: {name}{did_you_mean(name, option_names(command))}",
                         ctx=ctx)
+
+
+def refuse_option_as_program(argv: list[str], ctx: click.Context) -> None:
+    """For commands that pass unknown options on as the program to run (``bench``, ``run``,
+    ``launchagent install``): a program that starts with ``-`` and is not on the PATH is a misspelt
+    option of the command (``--repetitons 3``), refused before anything runs, with the suggestion.
+
+    Raises:
+        NoSuchOption: (exit 2) naming the option and the closest one the command takes.
+    """
+    if argv and argv[0].startswith("-") and argv[0] != "--" and shutil.which(argv[0]) is None:
+        raise unknown_option(argv[0].partition("=")[0], ctx.command, ctx)
 
 
 def resuggest(exc: click.UsageError, group: click.Group | None = None,
