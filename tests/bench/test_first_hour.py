@@ -100,6 +100,10 @@ def test_token_differences_name_the_position():
     w = Workload("x", ["x"])
     assert w.difference([1, 2, 3], [1, 2, 4], "b", "a") == "first at token 3: b 3, a 4"
     assert w.difference([1, 2], [1, 2, 4], "b", "a") == "b generated 2 tokens, a 3"
+    assert w.difference({"values": [1.0, 2.0], "rtol": 0.02}, {"values": [1.0, 1.0]}, "b", "a") == \
+        "relative L2 distance 0.707 (tolerance 0.02)"
+    assert w.difference({"values": [1.0]}, {"values": [1.0, 1.0]}, "b", "a") == "b gave 1 values, a 2"
+    assert w.difference("x", "y", "b", "a") == ""
 
 
 def test_check_output_names_the_first_differing_line(tmp_path):

@@ -12,6 +12,7 @@ kind; each adapter module fills them in:
 from __future__ import annotations
 
 import hashlib
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -135,6 +136,13 @@ class Workload:
             return f"{arm} generated {len(a)} tokens, {ref} {len(b)}"
         if isinstance(a, OutputDigest) and isinstance(b, OutputDigest):
             return a.first_difference(b, arm, ref)
+        if isinstance(a, dict) and isinstance(b, dict) and "values" in a and "values" in b:  # numeric output
+            va, vb = a["values"], b["values"]
+            if len(va) != len(vb):
+                return f"{arm} gave {len(va)} values, {ref} {len(vb)}"
+            den = math.sqrt(sum(y * y for y in vb))
+            dist = math.sqrt(sum((x - y) ** 2 for x, y in zip(va, vb))) / den if den else math.inf
+            return f"relative L2 distance {dist:.3g} (tolerance {a.get('rtol', 'the default')})"
         return ""
 
     def parse(self, stdout: str, source: str, arm: str, run: int, *, stderr: str = "",
