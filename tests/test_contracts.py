@@ -190,3 +190,15 @@ def test_toml_key_paths_are_written_as_toml_writes_them():
 def test_toml_reader_returns_what_tomllib_reads():
     data = tomlread.loads('a = [1, 2]\n[t]\nk = "v"\n[[u]]\nx = 1.5\n', "f.toml", TOML)
     assert data == {"a": [1, 2], "t": {"k": "v"}, "u": [{"x": 1.5}]}
+
+
+def test_did_you_mean_is_one_rule_case_insensitive_and_silent_when_nothing_is_close():
+    """contracts.suggest: the closest known name (difflib, case-insensitive, spelt as known), or nothing."""
+    from capshim.contracts import suggest
+
+    assert suggest.did_you_mean("maxComputeWorkGroupInvocatons", ["maxComputeWorkGroupInvocations", "x"]) \
+        == " (did you mean 'maxComputeWorkGroupInvocations'?)"
+    assert suggest.did_you_mean("SHADERFLOAT16", ["shaderFloat16"]) == " (did you mean 'shaderFloat16'?)"
+    assert suggest.closest("qqqq", ["bench", "build"]) is None
+    assert suggest.closest("bench", ["bench", "bnech"]) is None  # known already
+    assert 0 < suggest.CUTOFF < 1

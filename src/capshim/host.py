@@ -15,6 +15,7 @@ import shutil
 import subprocess
 import sys
 
+from capshim.contracts.suggest import did_you_mean
 from capshim.errors import UsageError
 
 DOMAIN = "com.apple.gpusw.ParavirtualizedGraphics"
@@ -36,7 +37,7 @@ def command(action: str) -> list[str]:
         return ["defaults", "write", DOMAIN, KEY, "-bool", "true"]
     if action == "disable":
         return ["defaults", "delete", DOMAIN, KEY]
-    raise UsageError(f"host {action!r}: use one of {', '.join(ACTIONS)}")
+    raise UsageError(f"host {action!r}: use one of {', '.join(ACTIONS)}{did_you_mean(action, ACTIONS)}")
 
 
 def restart_hint(lume_on_path: bool | None = None) -> str:

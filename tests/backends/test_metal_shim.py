@@ -362,3 +362,13 @@ def test_the_shim_and_the_launcher_read_one_list_of_variables(shim):
     (scrub,) = r.of("env_scrubbed")
     assert scrub["variables"] == ["LD_PRELOAD", *names]
     assert r.of("config")[0]["accepted"] is True
+
+
+def test_loaded_event_reports_capshims_version(shim):
+    """The Metal shim reports the version it was built from (capshim.__version__, passed by the build
+    as CAPSHIM_VERSION_STRING), the same one capshim --version prints (issue 19: one version)."""
+    from capshim import __version__
+
+    r = shim.run(["new", "CSParavirtDevice"], APPLE9)
+    assert r.rc == 0, r.stderr
+    assert [e["version"] for e in r.of("loaded")] == [__version__]

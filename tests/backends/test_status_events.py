@@ -14,7 +14,7 @@ import pytest
 from capshim import status
 from capshim.backends import metal, vulkan
 from capshim.backends.metal import compile as metal_build
-from capshim.native.build import run_compiler
+from capshim.native.build import VERSION_DEFINE, run_compiler
 from tests.backends.metal_harness import SAN, Harness
 
 APPLE9 = {"LUME_METAL_APPLE_FAMILY_MAX": "1009"}
@@ -87,7 +87,7 @@ def test_vulkan_overflow_writes_a_truncation_event(vk_build, stock_probe, tmp_pa
 def small_line_shim(metal_arts, tmp_path_factory):
     """The Metal shim built with 200-byte status lines, so its hooks event overflows."""
     out = tmp_path_factory.mktemp("metal-small") / metal.SO_NAME
-    run_compiler(["gcc", *metal_build.WARN_FLAGS, *SAN, "-DCAPSHIM_STATUS_LINE_MAX=200", "-fPIC", "-shared",
+    run_compiler(["gcc", *metal_build.WARN_FLAGS, *SAN, VERSION_DEFINE, "-DCAPSHIM_STATUS_LINE_MAX=200", "-fPIC", "-shared",
                         "-fvisibility=hidden", f"-I{metal_build.SHARED_DIR}", *metal_build._src(metal_build.SHIM_SOURCES), "-lobjc", "-ldl", "-lpthread",
                         "-o", str(out)])
     return {**metal_arts, "shim": out}

@@ -50,7 +50,7 @@ def test_arm_a_dot_c_and_arm_a_control_c_keep_every_run(tmp_path):
     out = tmp_path / "b"
     assert evidence.verify(out) == []
     raw = sorted(p.name for p in (out / "raw").iterdir())
-    assert raw == sorted(f"{stem}-1.{ext}" for stem in ("a", "a.c", "a+c", "a.c+c") for ext in ("json", "stderr"))
+    assert raw == sorted(f"{stem}-1.{ext}" for stem in ("a", "a.c", "a+c", "a.c+c") for ext in ("txt", "stderr"))  # no stdout: not JSON
     meta = json.loads((out / "metadata.json").read_text())
     assert sorted(x for rnd in meta["schedule"] for x in rnd) == ["a", "a+c", "a.c", "a.c+c"]
 
@@ -68,9 +68,9 @@ def test_verify_still_accepts_a_control_sealed_with_the_old_stem(tmp_path):
     listed = sorted(str(p.relative_to(out)) for p in out.rglob("*") if p.is_file() and p.name != "SHA256SUMS")
     paths.write_sums(out, listed)
     assert evidence.verify(out) == []
-    (out / "raw" / "a.c-1.json").rename(out / "raw" / "a.x-1.json")  # a stray file is still caught
-    paths.write_sums(out, ["raw/a.x-1.json" if x == "raw/a.c-1.json" else x for x in listed])
-    assert any("a.x-1.json" in p for p in evidence.verify(out))
+    (out / "raw" / "a.c-1.txt").rename(out / "raw" / "a.x-1.txt")  # a stray file is still caught
+    paths.write_sums(out, ["raw/a.x-1.txt" if x == "raw/a.c-1.txt" else x for x in listed])
+    assert any("a.x-1.txt" in p for p in evidence.verify(out))
 
 
 def test_a_burst_of_sigterms_never_loses_the_seal(tmp_path):

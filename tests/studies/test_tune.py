@@ -263,9 +263,9 @@ def test_tune_records_the_budget_and_says_when_it_exceeds_the_space(tmp_path, mo
 def test_dims_are_deduplicated_case_insensitive_and_typos_told_apart(tmp_path, monkeypatch):
     assert tune.parse_only(["fp16", "fp16", "shmem"]) == ["fp16", "shmem"]
     assert tune.parse_only([" FP16", "Shmem", "fp16 "]) == ["fp16", "shmem"]
-    for typo in ("bogus", "fp-16"):
-        with pytest.raises(UsageError, match=rf"^--dims {typo}: not a tune dimension \(known: shmem, fp16, bf16, "
-                                             r"intdot, subgroup-size-control, coopmat\)$"):
+    for typo, hint in (("bogus", ""), ("fp-16", r" \(did you mean 'fp16'\?\)")):
+        with pytest.raises(UsageError, match=rf"^--dims {typo}: not a tune dimension{hint} \(known: shmem, fp16, "
+                                             r"bf16, intdot, subgroup-size-control, coopmat\)$"):
             tune.parse_only(["fp16", typo])
     with pytest.raises(UsageError, match="give at least one dimension name"):
         tune.parse_only([" ", ""])

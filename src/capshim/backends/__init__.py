@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from capshim import status
+from capshim.contracts.suggest import did_you_mean
 from capshim.errors import UsageError
 
 if TYPE_CHECKING:
@@ -184,7 +185,8 @@ def get(api: str) -> Backend:
     try:
         module = REGISTRY[api]
     except KeyError:
-        raise UsageError(f"api '{api}': no such backend (known: {', '.join(REGISTRY)})") from None
+        raise UsageError(f"api '{api}': no such backend{did_you_mean(api, REGISTRY)} "
+                         f"(known: {', '.join(REGISTRY)})") from None
     return importlib.import_module(module).BACKEND
 
 

@@ -34,7 +34,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from capshim import jsonread, paths, profiles
+from capshim import __version__, jsonread, paths, profiles
 from capshim import status as st
 from capshim.backends import Backend, answer_differences, vkloader
 from capshim.errors import CapshimError, UsageError
@@ -84,8 +84,8 @@ def _manifest(layer: str, role: str) -> dict:
             "type": "GLOBAL",
             "library_path": f"../../{LIBRARY}",
             "api_version": "1.4.0",
-            "implementation_version": "1",
-            "description": f"capshim capability layer, {role} role",
+            "implementation_version": str(nb.version_number()),  # capshim.__version__, the one version
+            "description": f"capshim {__version__} capability layer, {role} role",
             "functions": {
                 "vkNegotiateLoaderLayerInterfaceVersion": f"capshim_{role}_NegotiateLoaderLayerInterfaceVersion",
                 "vkGetInstanceProcAddr": f"capshim_{role}_GetInstanceProcAddr",
@@ -96,7 +96,7 @@ def _manifest(layer: str, role: str) -> dict:
 
 
 def _commands(cc: str) -> dict[str, list[str]]:
-    common = [cc, "-std=gnu11", "-O2", "-g", *nb.WARNINGS]
+    common = [cc, "-std=gnu11", "-O2", "-g", *nb.WARNINGS, nb.VERSION_DEFINE]
     return {
         LIBRARY: [*common, "-fPIC", "-fvisibility=hidden", "-shared", "-Wl,-z,defs", "-o", LIBRARY,
                   "layer.c", "config.c", "status.c", "-lpthread"],
@@ -115,7 +115,7 @@ def build_paths() -> VulkanBuild:
     src = nb.source_dir("vulkan")
     # The manifest layout is part of the build: bump it when _manifest or the folders change.
     final = nb.build_dir("vulkan", [src / s for s in SOURCES],
-                         [*_commands(nb.compiler()).values(), ["manifest-layout", "4"]])
+                         [*_commands(nb.compiler()).values(), ["manifest-layout", "5"]])
     return VulkanBuild(final, final / LIBRARY, final / PROBE, final / "fuzz_config")
 
 

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 
 from capshim import profiles
 from capshim.contracts import names
+from capshim.contracts.suggest import closest
 from capshim.errors import UsageError
 from capshim.profiles import Profile
 
@@ -89,7 +90,9 @@ def parse(option: str) -> Arm:
     for item in spec.split(","):
         role, sep, ref = item.partition(":")
         if not sep or role not in ("profile", "simulate") or not ref:
-            raise UsageError(f"--arm {option!r}: item {item!r} is not profile:P or simulate:P")
+            hint = closest(role, ("profile", "simulate")) if sep and ref else None
+            hint = f" (did you mean '{hint}:{ref}'?)" if hint else ""
+            raise UsageError(f"--arm {option!r}: item {item!r} is not profile:P or simulate:P{hint}")
         if (role == "profile" and (arm.profile or arm.restore)) or (role == "simulate" and arm.simulate):
             raise UsageError(f"--arm {option!r}: {role} given twice")
         if role == "profile" and ref == RESTORE:

@@ -36,6 +36,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from capshim.contracts.suggest import closest
 from capshim.errors import CapshimError, UsageError
 
 __all__ = ["Metric", "MetricError", "parse_spec", "json_path", "annotate", "TOK_S", "CONTROL_SUFFIX",
@@ -115,7 +116,9 @@ def parse_spec(spec: str, unit: str | None = None, better: str | None = None, fl
     kind, sep, arg = (spec or "").partition(":")
     kind = kind.strip()
     if kind not in KINDS:
-        raise UsageError(f"{flag} {spec!r}: expected wall, json:PATH or regex:PATTERN")
+        hint = closest(kind, KINDS)
+        hint = f" (did you mean '{hint}{sep}{arg}'?)" if hint else ""
+        raise UsageError(f"{flag} {spec!r}: expected wall, json:PATH or regex:PATTERN{hint}")
     if kind == "wall":
         if sep:
             raise UsageError(f"{flag} {spec!r}: 'wall' takes no argument")

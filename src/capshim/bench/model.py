@@ -44,6 +44,7 @@ from pathlib import Path
 import numpy as np
 
 from capshim import paths
+from capshim.contracts.suggest import did_you_mean
 
 #: Bump when the generator's output changes for the same preset parameters.
 MODEL_FORMAT_VERSION = 2
@@ -210,7 +211,7 @@ def _preset(preset: str) -> Preset:
         return PRESETS[preset]
     except KeyError:
         raise ValueError(
-            f"unknown model preset {preset!r} (known: {', '.join(PRESETS)})"
+            f"unknown model preset {preset!r}{did_you_mean(preset, PRESETS)} (known: {', '.join(PRESETS)})"
         ) from None
 
 

@@ -31,6 +31,7 @@ from capshim.bench.request import MODEL, BenchRequest, Defaults, defaults_for
 from capshim.bench.workloads import builtin, command, ncnn
 from capshim.bench.workloads.base import Workload
 from capshim.bench.workloads.llama_bench import llama_bench_workload
+from capshim.contracts.suggest import did_you_mean
 from capshim.errors import UsageError
 from capshim.profiles import ondevice
 from capshim.summary import run_failed
@@ -144,7 +145,7 @@ def _arms(req: BenchRequest, platform: str) -> tuple[list[Arm], str, str | None,
         raise UsageError("--aa / NAME=identity: the A/A arm needs the Vulkan layer (Linux)")
     baseline = req.baseline or ("vm-stock" if "vm-stock" in names and not req.arms else default_baseline)
     if baseline not in names:
-        raise UsageError(f"--baseline {baseline!r} is not an arm ({', '.join(names)})")
+        raise UsageError(f"--baseline {baseline!r} is not an arm{did_you_mean(baseline, names)} ({', '.join(names)})")
     host, host_arm = None, None
     if req.host_baseline:
         if Path(req.host_baseline).is_dir():  # a bundle is taken only when it verifies; a llama-bench file as is
@@ -153,7 +154,8 @@ def _arms(req: BenchRequest, platform: str) -> tuple[list[Arm], str, str | None,
     else:
         host_arm = req.host_arm or default_host
         if host_arm is not None and host_arm not in names:
-            raise UsageError(f"--host-arm {host_arm!r} is not an arm ({', '.join(names)})")
+            raise UsageError(f"--host-arm {host_arm!r} is not an arm{did_you_mean(host_arm, names)} "
+                             f"({', '.join(names)})")
     return arms, baseline, host_arm, host, identities[0] if identities else None
 
 
@@ -226,7 +228,7 @@ def _workload(req: BenchRequest, cpu: bool, device: dict | None) -> tuple[Worklo
         return w, defaults_for("command", cpu)
     d = defaults_for("builtin", cpu)
     model = req.model or MODEL
-    if cpu and model != MODEL:
+    if cpu and model != MODEL and (model in builtin.MODEL_PRESETS or Path(model).is_file()):  # a typo: error only
         print(f"capshim: warning: --model {model} on a CPU Vulkan device ({device['name']}): each run may take "
               f"many minutes (the '{MODEL}' default takes seconds); --timeout is per run", file=sys.stderr)
     return builtin.builtin_workload(model, req.n_prompt, req.n_gen,

@@ -59,6 +59,7 @@ from capshim.bench.runs import PAD_RANGE, PAD_VAR, RunResult, make_launcher, run
 from capshim.bench.workloads.base import Workload
 from capshim.contracts import environ, folders
 from capshim.contracts.signals import SealGuard, StepInterrupted
+from capshim.contracts.suggest import did_you_mean
 from capshim.errors import CapshimError, UsageError
 from capshim.evidence import Bundle, sha256_file
 from capshim.summary import run_failed
@@ -337,7 +338,7 @@ def _raise_after_seal(result: BenchResult, loop: _Rounds, bundle: Bundle) -> Ben
     if loop.bad_tests is not None:
         bad = loop.bad_tests
         raise UsageError(f"--precision-test {', '.join(bad['unknown_tests'])}: no such test in this "
-                         f"workload's results (its tests: {', '.join(bad['known_tests'])}); stopped after "
+                         f"workload's results{did_you_mean(bad['unknown_tests'][0], bad['known_tests'])} (its tests: {', '.join(bad['known_tests'])}); stopped after "
                          f"round {bad['rounds']}, the finished runs are sealed in {bundle.root}")
     if loop.aborted:
         raise CapshimError(f"bench stopped by an error ({loop.aborted}); the finished runs are sealed in "
@@ -520,8 +521,11 @@ def _finish(bundle: Bundle, arms: list[Arm], results: dict[str, list[RunResult]]
                       f"(no run finished with {'generated tokens' if what == 'tokens' else 'its output read'})",
                       file=sys.stderr)
                 continue
-            same = all(workload.same_output(t, ref_tokens) for t in toks)
-            info["output_check"] = f"same {what} as {ref}" if same else f"{what} {differ} from {ref}"
+            bad = next((t for t in toks if not workload.same_output(t, ref_tokens)), None)
+            same = bad is None
+            where = "" if same else workload.difference(bad, ref_tokens, arm.name, ref)
+            info["output_check"] = f"same {what} as {ref}" if same else \
+                f"{what} {differ} from {ref}" + (f", {where}" if where else "")
             if not same and info["state"] in ("native", "active"):
                 info["state"] = "wrong-output"
     host_dict = _host_dict(records, host_arm, host, arm_info)

@@ -138,6 +138,14 @@ def make_launcher(arms: list[Arm], workload: Workload, work: Path, rng: random.R
     return Launcher(keys, size, rng)
 
 
+def _stdout_path(bundle: Bundle, label: str, n: int, fh) -> Path:
+    """``raw/LABEL-N.json`` or ``.txt``: the bundle's name for the stdout written to ``fh``, by what it
+    holds (:meth:`Bundle.raw_stdout`); more than llama-bench's output limit is text, unread."""
+    fh.flush()
+    fh.seek(0)
+    return bundle.raw_stdout(label, n, fh.read(llamabench.MAX_OUTPUT_BYTES + 1))
+
+
 def _copy_output(fh, dst: Path) -> None:
     """Copy what a run wrote to ``fh`` (capshim's own descriptor of its private output file)
     into the bundle file ``dst``, through that descriptor: whatever the workload did to the
@@ -189,7 +197,7 @@ def run_one(bundle: Bundle, arm: Arm, n: int, workload: Workload, timeout: float
     # read through capshim's own descriptors after the run.
     run_dir.mkdir(parents=True, exist_ok=True)
     priv_out, priv_err = run_dir / "stdout.json", run_dir / "stderr.txt"
-    out_path = bundle.raw_json(label, n) if record else priv_out
+    out_path = bundle.raw_json(label, n) if record else priv_out  # named by its content after the run
     err_path = bundle.raw_stderr(label, n) if record else priv_err
     workload.before_run()
     before = probe.snapshot() if probe else {}
@@ -205,6 +213,7 @@ def run_one(bundle: Bundle, arm: Arm, n: int, workload: Workload, timeout: float
         if stopped:
             left = launch.end_group(proc.pid)
             if record:
+                out_path = _stdout_path(bundle, label, n, out)
                 _copy_output(out, out_path)
                 _copy_output(err, err_path)
                 bundle.write_run(label, n, status_src=status_file)
@@ -216,6 +225,7 @@ def run_one(bundle: Bundle, arm: Arm, n: int, workload: Workload, timeout: float
         # what the workload left running in its session (a `( sleep 1000 ) &`): SIGTERM, grace, SIGKILL
         left = launch.end_group(proc.pid)
         if record:
+            out_path = _stdout_path(bundle, label, n, out)
             _copy_output(out, out_path)
             _copy_output(err, err_path)
             bundle.write_run(label, n, status_src=status_file)

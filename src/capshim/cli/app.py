@@ -11,6 +11,7 @@ import sys
 import click
 
 from capshim import __version__
+from capshim.cli.suggest import SuggestingGroup
 from capshim.errors import EXIT_STORAGE, CapshimError
 
 
@@ -59,10 +60,11 @@ COMMANDS = {
     "db": "capshim.cli.db:db_grp",
     "launchagent": "capshim.cli.macos:launchagent_grp",
     "host": "capshim.cli.macos:host_cmd",
+    "man": "capshim.cli.man:man_cmd",
 }
 
 
-class _Group(click.Group):
+class _Group(SuggestingGroup):
     """A click group that turns CapshimError into one line and its exit code.
 
     Its commands are loaded from :data:`COMMANDS` on first use (click's lazy

@@ -9,7 +9,9 @@ import click
 from capshim import evidence as _evidence
 from capshim.bench import plan, runner
 from capshim.bench import request as bench_request
+from capshim.bench.workloads.builtin import MODEL_PRESETS
 from capshim.cli.options import json_option, out_option, timeout_option
+from capshim.cli.suggest import Choice, refuse_option_as_program
 from capshim.contracts import signals
 from capshim.contracts.numbers import FiniteFloat
 from capshim.db.store import add_bundle
@@ -54,7 +56,7 @@ from capshim.report import print_table
 @timeout_option
 @out_option("bench", "Evidence bundle folder")
 @click.option("--model", metavar="PATH|PRESET",
-              help=f"Built-in workload: a GGUF file, or a preset (tiny, tinyllama-1.1b) "
+              help=f"Built-in workload: a GGUF file, or a preset ({', '.join(MODEL_PRESETS)}) "
                    f"[default: {bench_request.MODEL}].")
 @click.option("--n-prompt", "-p", type=click.IntRange(1), default=bench_request.N_PROMPT, show_default=True,
               help="Built-in: prompt tokens (pp test).")
@@ -74,7 +76,7 @@ from capshim.report import print_table
                    "or list of numbers in the JSON on stdout, e.g. json:results.fps) or 'regex:PATTERN' (numbers "
                    "matched on stdout/stderr; one capture group).")
 @click.option("--unit", help="With --metric: the unit shown [default: s for wall].")
-@click.option("--better", type=click.Choice(["higher", "lower"]),
+@click.option("--better", type=Choice(["higher", "lower"]),
               help="With --metric: which direction is better (required for json: and regex:).")
 @click.option("--output-file", type=click.Path(dir_okay=False), metavar="PATH",
               help="With --metric and --check-output: the file the command writes, compared (SHA-256) across arms "
@@ -83,10 +85,10 @@ from capshim.report import print_table
               help="A control workload run in every round under each arm's shims (in the round's seeded order), expected "
                    "not to change (flagged when its interval excludes 1.00x). llama-bench commands report tok/s, "
                    "others wall seconds. Repeatable.")
-@click.option("--workload", "workload_name", type=click.Choice(["ncnn"]),
+@click.option("--workload", "workload_name", type=Choice(["ncnn"]),
               help="A built-in workload other than llama.cpp: ncnn (a synthetic network through ncnn's Vulkan "
                    "backend; needs pip install 'capshim[ncnn]').")
-@click.option("--network", type=click.Choice(["tiny", "standard"]),
+@click.option("--network", type=Choice(["tiny", "standard"]),
               help="--workload ncnn: the network [default: tiny on a CPU device, standard on a GPU].")
 @click.argument("command", nargs=-1, type=click.UNPROCESSED)
 def bench_cmd(arm_opts, baseline, host_baseline, host_arm, repetitions, process_reps, warmup, aa, seed, precision,
@@ -118,6 +120,7 @@ def bench_cmd(arm_opts, baseline, host_baseline, host_arm, repetitions, process_
     argv = list(command)
     if argv and argv[0] == "--":
         argv = argv[1:]
+    refuse_option_as_program(argv, click.get_current_context())  # --repetitons: a misspelt option, not a program
     if max_runs is not None and precision is None:
 
         raise UsageError("--max-runs caps the rounds that --precision adds; give --precision PCT too")

@@ -15,6 +15,7 @@ import importlib
 
 import click
 
+from capshim.cli.suggest import SuggestingGroup
 from capshim.db.terms import DB_HELP
 
 __all__ = ["db_grp", "COMMANDS", "GROUP_URL"]
@@ -25,7 +26,7 @@ COMMANDS = ("add", "list", "show", "compare", "trend")
 GROUP_URL = "capshim.db.url"
 
 
-class _LazyGroup(click.Group):
+class _LazyGroup(SuggestingGroup):
     """A click group whose commands are imported on first use (see the module docstring)."""
 
     def list_commands(self, ctx):

@@ -15,6 +15,7 @@ from rich.console import Console
 from rich.table import Table
 
 from capshim.cli.db import GROUP_URL
+from capshim.cli.suggest import Choice
 from capshim.contracts.names import parse_named_files
 from capshim.contracts.numbers import FiniteFloat
 from capshim.db import query
@@ -45,7 +46,7 @@ def _url(db_url: str | None) -> str | None:
 
 
 def _match_option(f):
-    return click.option("--match", type=click.Choice(list(MATCHES)), default="exact", show_default=True,
+    return click.option("--match", type=Choice(list(MATCHES)), default="exact", show_default=True,
                         help="How names and other text values match: "
                              + "; ".join(f"{k}: {v}" for k, v in MATCHES.items()) + ".")(f)
 

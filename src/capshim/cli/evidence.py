@@ -7,11 +7,12 @@ from pathlib import Path
 import click
 
 from capshim import evidence
+from capshim.cli.suggest import Choice, SuggestingGroup
 from capshim.errors import EXIT_WORKLOAD, CapshimError
 from capshim.evidence import study as seal
 
 
-@click.group("evidence")
+@click.group("evidence", cls=SuggestingGroup)
 def evidence_grp():
     """Evidence bundles and study folders: verify their checksums, seal an older study folder."""
 
@@ -43,7 +44,7 @@ def evidence_verify(bundle):
 
 @evidence_grp.command("seal-study")
 @click.argument("folder", type=click.Path())
-@click.option("--kind", type=click.Choice(["ablate", "tune", "kernels"]), required=True,
+@click.option("--kind", type=Choice(["ablate", "tune", "kernels"]), required=True,
               help="The command that wrote FOLDER.")
 def evidence_seal_study(folder, kind):
     """Seal FOLDER, the output of an ablate, tune or kernels run made before capshim sealed studies.

@@ -5,9 +5,10 @@ from __future__ import annotations
 import click
 
 from capshim import host, launchagent, profiles
+from capshim.cli.suggest import Choice, SuggestingGroup, refuse_option_as_program
 
 
-@click.group("launchagent")
+@click.group("launchagent", cls=SuggestingGroup)
 def launchagent_grp():
     """macOS: start one program with the Metal shim from a LaunchAgent.
 
@@ -27,6 +28,7 @@ def launchagent_install(profile_ref, label, dry_run, argv):
     """Write ~/Library/LaunchAgents/LABEL.plist for PROGRAM ARGS (after '--'),
     lint it with plutil and bootstrap it (never launchctl setenv)."""
 
+    refuse_option_as_program(list(argv), click.get_current_context())  # --dry-rn: a misspelt option
     res = launchagent.install(profiles.load(profile_ref), label, list(argv), dry_run=dry_run)
     for w in res["warnings"]:
         click.echo(f"capshim: warning: {w}", err=True)
@@ -50,7 +52,7 @@ def launchagent_uninstall(label):
 
 
 @click.command("host")
-@click.argument("action", type=click.Choice(["status", "enable", "disable"]))
+@click.argument("action", type=Choice(["status", "enable", "disable"]))
 def host_cmd(action):
     """macOS host only: show, set or remove ForceUnrestrictedDeviceFeatureLevel
     (com.apple.gpusw.ParavirtualizedGraphics) for the VMs this Mac runs."""

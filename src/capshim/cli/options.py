@@ -6,6 +6,7 @@ import click
 
 from capshim import profiles
 from capshim.bench import request as bench_request
+from capshim.bench.workloads.builtin import MODEL_PRESETS
 from capshim.contracts.numbers import FiniteFloat
 from capshim.errors import CapshimError
 from capshim.studies.defaults import help_text as study_default
@@ -30,7 +31,8 @@ def builtin_workload_options(f):
     defaults are the studies' table (capshim.studies.defaults), the same for both."""
     for opt in reversed([
         click.option("--model", metavar="PATH|PRESET",
-                     help="Built-in workload model (GGUF file or preset) [default: tiny]."),
+                     help=f"Built-in workload model: a GGUF file or a preset ({', '.join(MODEL_PRESETS)}) "
+                          "[default: tiny]."),
         click.option("--warmup", type=click.IntRange(0, 100), default=None,
                      help=f"Unrecorded warm-up rounds (one process per arm) {study_default('ablate', 'warmup')}."),
         click.option("--n-prompt", "-p", type=click.IntRange(1), default=None,

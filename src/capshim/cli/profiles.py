@@ -11,6 +11,7 @@ from rich.table import Table
 from capshim import backends, beyond, profiles
 from capshim.cli.options import json_option
 from capshim.errors import CapshimError, UsageError
+from capshim.cli.suggest import SuggestingGroup
 
 
 @click.command("profiles")
@@ -29,7 +30,7 @@ def profiles_cmd(as_json):
     Console().print(table)
 
 
-@click.group("profile")
+@click.group("profile", cls=SuggestingGroup)
 def profile_grp():
     """Show or check one profile (a built-in NAME or a FILE)."""
 

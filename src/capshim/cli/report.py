@@ -9,6 +9,7 @@ import click
 
 from capshim import evidence, paths, report, summary
 from capshim.cli.options import json_option
+from capshim.cli.suggest import Choice
 from capshim.contracts import folders, names
 from capshim.errors import UsageError
 from capshim.evidence import study
@@ -22,7 +23,7 @@ from capshim.export import csv as csv_export
                    "a .stderr beside a file gives the attested path). Repeatable; the first is the baseline.")
 @click.option("--host", "host_file", type=click.Path(), help="Host baseline: a llama-bench JSON file or a bundle.")
 @click.option("--baseline", help="The arm speedups are relative to (with --arm; default the first).")
-@click.option("--format", "fmt", type=click.Choice(["md", "html", "csv"]),
+@click.option("--format", "fmt", type=Choice(["md", "html", "csv"]),
               help="Print or write Markdown, HTML, or CSV (one row per arm and test, numbers unformatted).")
 @click.option("--allow-mismatch", is_flag=True,
               help="Compare files measured with different models or settings (rows marked) instead of exit 2.")

@@ -13,6 +13,7 @@ from rich.table import Table
 from capshim import backends, beyond, launch
 from capshim import probe as pr
 from capshim.cli.options import json_option, load_profile
+from capshim.cli.suggest import Choice, refuse_option_as_program
 from capshim.errors import EXIT_INERT, CapshimError, UsageError
 
 _API_NAMES = backends.names()
@@ -34,11 +35,11 @@ def _selected_backends(api: str):
 
 
 @click.command("build")
-@click.option("--api", type=click.Choice([*_API_NAMES, "all"]), default="all", show_default=True,
+@click.option("--api", type=Choice([*_API_NAMES, "all"]), default="all", show_default=True,
               help="Which shims to build; 'all' builds each one this machine can build and says "
                    "which it skipped and why.")
 @click.option("--force", is_flag=True, help="Rebuild even when a cached build exists.")
-@click.option("--target", type=click.Choice(["native", "macos"]), default="native", show_default=True,
+@click.option("--target", type=Choice(["native", "macos"]), default="native", show_default=True,
               help="macos (with --api metal): cross-build the macOS Metal shim and probe for arm64 and "
                    "x86_64 on this machine with zig cc, and inspect them; arm64e needs a Mac with Xcode.")
 def build_cmd(api, force, target):
@@ -118,6 +119,7 @@ def run_cmd(profile_ref, simulate_ref, inherit, strict, quiet, status_file, forc
     argv = list(command)
     if argv and argv[0] == "--":
         argv = argv[1:]
+    refuse_option_as_program(argv, click.get_current_context())  # --profle: a misspelt option, not a program
     status_path = launch.check_status_file(status_file, force) if status_file else None
     if simulate is not None and simulate.direction == "raise":
         click.echo(f"capshim: warning: --simulate {simulate.source} is a 'raise' profile: it raises answers next "
@@ -161,7 +163,7 @@ def _beyond_device(backend, profile, simulate, device, status_file=None) -> tupl
 
 
 @click.command("probe")
-@click.option("--api", type=click.Choice(_API_NAMES), default=None,
+@click.option("--api", type=Choice(_API_NAMES), default=None,
               help="The GPU API (default: the profile's, else the one this platform runs: "
                    "vulkan on Linux, metal on macOS).")
 @click.option("--profile", "profile_ref", metavar="P", help="Shim profile to probe through.")
@@ -211,7 +213,7 @@ def probe_cmd(api, profile_ref, simulate_ref, device, compare, show_all, as_json
 
 
 @click.command("verify")
-@click.option("--api", type=click.Choice([*_API_NAMES, "all"]), default="all", show_default=True,
+@click.option("--api", type=Choice([*_API_NAMES, "all"]), default="all", show_default=True,
               help="Which shims to check; 'all' checks each one this machine can build and lists "
                    "the others as skipped, with the reason.")
 @json_option()

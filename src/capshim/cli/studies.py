@@ -17,6 +17,8 @@ from capshim.cli.options import (
     out_option,
     timeout_option,
 )
+from capshim.cli.suggest import Choice
+from capshim.bench.workloads.builtin import MODEL_PRESETS
 from capshim.contracts.numbers import FiniteFloat
 from capshim.studies import ablate, kernels, tune
 from capshim.studies.defaults import DEFAULTS as STUDY_DEFAULTS
@@ -41,7 +43,7 @@ def _ablate_tune_table(rows: list[dict], notes: list[str], title: str) -> None:
 @click.command("ablate")
 @click.option("--profile", "profile_ref", default="vulkan-paravirt", show_default=True, metavar="P",
               help="The Vulkan lowering profile whose capability groups are measured (built-in name or file).")
-@click.option("--by", type=click.Choice(["group", "key"]), default="group", show_default=True,
+@click.option("--by", type=Choice(["group", "key"]), default="group", show_default=True,
               help="Ablate capability groups (coopmat, intdot, fp16, shmem, subgroup) or key by key.")
 @click.option("--repetitions", "-r", type=click.IntRange(1, 1000), default=None,
               help=f"Runs per arm, one process each {study_default('ablate', 'repetitions')}.")
@@ -169,8 +171,11 @@ def _kernels_prompt(ctx, param, value):
 
 @click.command("kernels")
 @click.option("--model", "models", multiple=True, metavar="PRESET|PATH",
-              help="A model to compare (repeatable; the first is the reference). A preset or a GGUF file "
-                   "[default: tinyllama-1.1b, put first when no preset is given].")
+              help="A model to compare (repeatable; the first is the reference). A preset "
+                   f"({', '.join(MODEL_PRESETS)}) or a GGUF file "
+                   "[default: tinyllama-1.1b (tiny on a CPU device) and the real model of the capshim[models] extra when "
+                   "installed; on a CPU device without it, exit 2 saying what to pass. tinyllama-1.1b is put first "
+                   "when no preset is given].")
 @click.option("--profile", "profile_refs", multiple=True, metavar="P",
               help="Answers to compare with native (repeatable): a lowering profile runs as the simulated "
                    "device, a raising one through the app layer [default: vulkan-paravirt].")

@@ -39,6 +39,7 @@ import math
 
 from capshim.bench import metrics
 from capshim.bench.analysis import analyze
+from capshim.contracts.suggest import did_you_mean
 from capshim.db.ingest import CONFIG_FIELDS
 from capshim.db.store import DbError, Store
 from capshim.db.terms import COMPARE_RULE, DEFAULT_THRESHOLD, FILTERS, TREND_RULE
@@ -70,7 +71,8 @@ def parse_selection(text: str, what: str = "selection") -> dict:
         if not sep or not key or not value.strip():
             raise DbError(f"{what} {text!r}: {part!r} is not KEY=VALUE")
         if key not in FILTERS:
-            raise DbError(f"{what} {text!r}: unknown key {key!r}; use one of {', '.join(FILTERS)}")
+            raise DbError(f"{what} {text!r}: unknown key {key!r}{did_you_mean(key, FILTERS)}; "
+                          f"use one of {', '.join(FILTERS)}")
         out[key] = value.strip()
     return out
 
@@ -274,15 +276,16 @@ def compare(store: Store, sel_a: dict, sel_b: dict, *, arms: list[str] | None = 
     pairs = dict(pairs or {})
     for a_name, b_name in pairs.items():
         if a_name not in sa_["arms"]:
-            raise DbError(f"--pair {a_name}={b_name}: arm {a_name!r} is not in selection A "
-                          f"({', '.join(sa_['arms'])})")
+            raise DbError(f"--pair {a_name}={b_name}: arm {a_name!r} is not in selection A"
+                          f"{did_you_mean(a_name, sa_['arms'])} ({', '.join(sa_['arms'])})")
         if b_name not in sb_["arms"]:
-            raise DbError(f"--pair {a_name}={b_name}: arm {b_name!r} is not in selection B "
-                          f"({', '.join(sb_['arms'])})")
+            raise DbError(f"--pair {a_name}={b_name}: arm {b_name!r} is not in selection B"
+                          f"{did_you_mean(b_name, sb_['arms'])} ({', '.join(sb_['arms'])})")
     wanted = arms or [a for a in sa_["arms"] if pairs.get(a, a) in sb_["arms"]]
     for a in wanted:
         if a not in sa_["arms"] or pairs.get(a, a) not in sb_["arms"]:
-            raise DbError(f"--arm {a}: not in both selections (A: {', '.join(sa_['arms'])}; "
+            raise DbError(f"--arm {a}: not in both selections{did_you_mean(a, sa_['arms'])} "
+                          f"(A: {', '.join(sa_['arms'])}; "
                           f"B: {', '.join(sb_['arms'])})")
     if not wanted:
         raise DbError(f"no arm in common (A: {', '.join(sa_['arms'])}; B: {', '.join(sb_['arms'])}); "

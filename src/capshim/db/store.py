@@ -28,6 +28,7 @@ from alembic.util import CommandError as AlembicError
 
 from capshim import __version__, jsonread
 from capshim import summary as summary_contract
+from capshim.contracts.suggest import did_you_mean
 from capshim.db import schema as S
 from capshim.db.ingest import BundleRecord, read_bundle
 from capshim.db.terms import FILTERS, MATCHES
@@ -364,7 +365,7 @@ class Store:
                 continue
             value = str(value)
             if key not in FILTERS:
-                raise DbError(f"filter {key!r}: unknown; use one of {', '.join(FILTERS)}")
+                raise DbError(f"filter {key!r}: unknown{did_you_mean(key, FILTERS)}; use one of {', '.join(FILTERS)}")
             if key == "id":
                 if not value.isdigit() or int(value) > MAX_ID:
                     raise DbError(f"filter id={value!r}: expected a bundle id (a number up to {MAX_ID})")

@@ -5,7 +5,8 @@ Layout (docs/evidence.md), one folder per bench run::
     metadata.json            host, OS, tool versions, SHA-256 of workload binary,
                              model, shim libraries, profiles; commands and
                              environment delta per arm; interrupted flag
-    raw/<arm>-<n>.json       the workload's stdout of run n of an arm (as written)
+    raw/<arm>-<n>.json       the workload's stdout of run n of an arm (as written), when it is JSON;
+    raw/<arm>-<n>.txt        ... when it is not (files.stdout_suffix; older bundles: always .json)
     raw/<arm>-<n>.stderr     its stderr (never merged with stdout)
     status/<arm>-<n>.jsonl   the shim's status file of that run
     results.csv              one row per sample (a finalize step of the bench)
@@ -26,7 +27,7 @@ from capshim import paths
 from capshim.contracts.signals import SealGuard
 from capshim.evidence import finalize as _finalize
 from capshim.evidence.files import EvidenceError, finite_or_null, host_metadata, is_run_label, nonfinite_path, \
-    write_error
+    stdout_suffix, write_error
 from capshim.evidence.finalize import Step
 from capshim.evidence.seal import write_sums
 
@@ -109,6 +110,15 @@ class Bundle:
         self._check_arm(arm)
         return self.root / "raw" / f"{arm}-{int(run)}.json"
 
+    def raw_stdout(self, arm: str, run: int, data: bytes) -> Path:
+        """``raw/<arm>-<run>.json`` when ``data`` (the run's stdout) is JSON, ``raw/<arm>-<run>.txt``
+        otherwise (:func:`~capshim.evidence.files.stdout_suffix`): where that stdout goes.
+
+        Raises:
+            EvidenceError: ``arm`` cannot name a file.
+        """
+        return self.raw_json(arm, run).with_suffix(stdout_suffix(data))
+
     def raw_stderr(self, arm: str, run: int) -> Path:
         """``raw/<arm>-<run>.stderr``: where the run's stderr goes.
 
@@ -135,7 +145,7 @@ class Bundle:
                   status_src: str | Path | None = None) -> None:
         """Store one finished run: its stdout, stderr (str or bytes) and a copy of its status file.
 
-        Files the caller already wrote in place (via :meth:`raw_json` etc.) are
+        Files the caller already wrote in place (via :meth:`raw_stdout` etc.) are
         left alone when the argument is None.
 
         Raises:
@@ -144,7 +154,8 @@ class Bundle:
         """
         try:
             if stdout is not None:
-                paths.atomic_write(self.raw_json(arm, run), _as_bytes(stdout))
+                data = _as_bytes(stdout)
+                paths.atomic_write(self.raw_stdout(arm, run, data), data)
             if stderr is not None:
                 paths.atomic_write(self.raw_stderr(arm, run), _as_bytes(stderr))
             if status_src is not None and Path(status_src) != self.status_file(arm, run):

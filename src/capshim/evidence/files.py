@@ -19,8 +19,27 @@ from capshim.errors import CapshimError
 from capshim.contracts.names import is_run_label  # noqa: F401 (the one rule; re-exported for the package)
 from capshim.paths import StorageError
 
-__all__ = ["EvidenceError", "sha256_file", "host_metadata", "strict_json", "finite_or_null", "nonfinite_path",
+__all__ = ["EvidenceError", "STDOUT_SUFFIXES", "stdout_suffix", "sha256_file", "host_metadata", "strict_json", "finite_or_null", "nonfinite_path",
            "write_error", "utc_now", "is_run_label"]
+
+
+#: The names a run's stdout has in ``raw/``: ``.json`` when it is JSON, ``.txt`` otherwise. Bundles
+#: sealed before this rule name every stdout ``.json``; readers accept both.
+STDOUT_SUFFIXES = (".json", ".txt")
+
+
+def stdout_suffix(data: bytes) -> str:
+    """``.json`` when ``data`` (a run's whole stdout) parses as JSON (UTF-8, strict: no NaN), else ``.txt``:
+    a file in ``raw/`` is named by what it holds (llama-bench's JSON, a command's text, an empty stdout)."""
+    try:
+        json.loads(data.decode("utf-8"), parse_constant=_refuse)
+    except (ValueError, RecursionError):
+        return ".txt"
+    return ".json"
+
+
+def _refuse(name: str):
+    raise ValueError(f"{name} is not JSON")
 
 
 class EvidenceError(CapshimError):

@@ -15,7 +15,7 @@ from pathlib import Path
 from capshim import jsonread, paths
 from capshim.contracts import names
 from capshim.contracts.names import is_run_label
-from capshim.evidence.files import EvidenceError
+from capshim.evidence.files import STDOUT_SUFFIXES, EvidenceError
 from capshim.evidence.seal import check_seal
 from capshim.paths import SUMS_NAME
 
@@ -27,7 +27,7 @@ REQUIRED_FILES = ("metadata.json", "summary.json")
 LAYOUT_FILES = frozenset({"metadata.json", "summary.json", "results.csv", "report.md", "chart.png"})
 """The files capshim writes at a bundle's top level (besides SHA256SUMS)."""
 
-_RUN_FILE = re.compile(r"(?:raw/(?P<raw>[^/]+)\.(?:json|stderr)|status/(?P<status>[^/]+)\.jsonl)")
+_RUN_FILE = re.compile(r"(?:raw/(?P<raw>[^/]+)\.(?:json|txt|stderr)|status/(?P<status>[^/]+)\.jsonl)")
 
 
 def _recorded_runs(p: Path, listed: dict[str, str]) -> set[str]:
@@ -69,7 +69,8 @@ def _run_labels(arm: str, body: dict, kinds: tuple[str, ...], listed: dict[str, 
             if kind == "control_runs" and not isinstance(control, str):
                 continue
             label = names.run_label(arm, control)
-            if control and f"raw/{names.run_stem(arm, r['run'], control)}.json" not in listed:
+            stem = names.run_stem(arm, r['run'], control) if control else None
+            if control and not any(f"raw/{stem}{ext}" in listed for ext in STDOUT_SUFFIXES):
                 label = f"{arm}.{control}"  # sealed before the ARM+CONTROL-N rule
             if is_run_label(label):
                 labels.add(f"{label}-{r['run']}")
@@ -80,9 +81,9 @@ def _missing_raw(runs: set[str], listed: dict[str, str]) -> list[str]:
     """Problems for recorded runs whose ``raw/`` stdout or stderr is not listed in SHA256SUMS."""
     problems = []
     for label in sorted(runs):
-        for ext in ("json", "stderr"):
-            rel = f"raw/{label}.{ext}"
-            if rel not in listed:
+        for exts in (STDOUT_SUFFIXES, (".stderr",)):  # stdout: .json (JSON, or any before the rule) or .txt
+            rel = f"raw/{label}{exts[0]}"
+            if not any(f"raw/{label}{ext}" in listed for ext in exts):
                 problems.append(f"{rel}: run {label} is recorded in metadata.json/summary.json but its "
                                 f"file is not listed in {SUMS_NAME}")
     return problems
@@ -90,7 +91,7 @@ def _missing_raw(runs: set[str], listed: dict[str, str]) -> list[str]:
 
 def _outside_layout(runs: set[str], listed: dict[str, str]) -> list[str]:
     """Listed files that are not part of a bundle's layout: only :data:`LAYOUT_FILES`,
-    ``raw/<run>.json|.stderr`` and ``status/<run>.jsonl`` of a run that metadata.json or
+    ``raw/<run>.json|.txt|.stderr`` and ``status/<run>.jsonl`` of a run that metadata.json or
     summary.json records. A file planted during the run and sealed with the rest shows here."""
     problems = []
     for rel in sorted(listed):

@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
+import re
 import shlex
 import shutil
 import subprocess
@@ -21,8 +22,29 @@ import sys
 from importlib import resources
 from pathlib import Path
 
-from capshim import paths
+from capshim import __version__, paths
 from capshim.errors import BuildError
+
+#: The C define that gives a native build capshim's version (:data:`capshim.__version__`): the shims
+#: report it in their ``loaded`` status event (docs/status.md). Part of every shim's compile
+#: command, so a new version rebuilds (the cache key covers the commands).
+VERSION_DEFINE = f'-DCAPSHIM_VERSION_STRING="{__version__}"'
+
+
+def version_number(version: str = __version__) -> int:
+    """``MAJOR.MINOR.PATCH`` as one integer, ``MAJOR * 10000 + MINOR * 100 + PATCH`` (0.1.0 -> 100,
+    1.2.3 -> 10203): the Vulkan layer manifest's ``implementation_version`` (an integer that grows
+    with each release, the loader's VkLayerProperties.implementationVersion; vulkaninfo shows it
+    as "layer version 100"). A suffix after the patch number (``0.2.0rc1``) is left out.
+
+    Raises:
+        ValueError: not three dot-separated numbers, or MINOR or PATCH above 99.
+    """
+    m = re.fullmatch(r"(\d+)\.(\d+)\.(\d+)(?:[a-z+.-].*)?", version)
+    if not m or int(m[2]) > 99 or int(m[3]) > 99:
+        raise ValueError(f"capshim version {version!r}: expected MAJOR.MINOR.PATCH, MINOR and PATCH at most 99")
+    return int(m[1]) * 10000 + int(m[2]) * 100 + int(m[3])
+
 
 WARNINGS = ["-Wall", "-Wextra", "-Werror", "-Wshadow", "-Wconversion", "-Wno-sign-conversion"]
 

@@ -33,6 +33,7 @@ from pathlib import Path
 import tomli_w
 
 from capshim import paths
+from capshim.contracts.suggest import did_you_mean
 from capshim.profiles.catalog import KEYS
 from capshim.profiles.checks import Finding, answers_after, check_against_device, check_alone, describe, no_effect
 from capshim.profiles.language import MAX_PROFILE_BYTES, parse
@@ -75,7 +76,8 @@ def load(ref: str | Path) -> Profile:
         text = (_builtin_dir() / f"{ref_s}.toml").read_text(encoding="utf-8")
         return parse(text, f"builtin:{ref_s}")
     raise ProfileError(ref_s, None, None,
-                       f"no such profile file or built-in profile (built-in: {', '.join(builtin_names())})")
+                       f"no such profile file or built-in profile{did_you_mean(ref_s, builtin_names())} "
+                       f"(built-in: {', '.join(builtin_names())})")
 
 
 def to_toml(profile: Profile) -> str:

@@ -14,12 +14,12 @@ an answer).
 
 from __future__ import annotations
 
-import difflib
 from typing import Any
 
 import jsonschema
 
 from capshim.contracts import numbers, tomlread
+from capshim.contracts.suggest import did_you_mean
 from capshim.profiles.catalog import FLAG_NAMES, KEYS, KINDS, LIMITS, ORDERED, POWER_OF_TWO, SPEC_MIN
 from capshim.profiles.model import U32_MAX, U64_MAX, Profile, ProfileError, parse_version
 
@@ -104,14 +104,6 @@ _Validator = jsonschema.validators.extend(
         "integer", lambda _checker, value: numbers.is_integer(value)))
 """Draft 2020-12 with the layer's idea of an integer (:func:`capshim.contracts.numbers.is_integer`):
 JSON Schema counts ``24576.0`` as an integer, the layer's parser does not."""
-
-
-def did_you_mean(name: str, known) -> str:
-    """`` (did you mean 'X'?)`` for the ``known`` name closest to ``name`` (case-insensitive,
-    :func:`difflib.get_close_matches`), or "" when none is close."""
-    folded = {k.lower(): k for k in known}
-    match = difflib.get_close_matches(name.lower(), folded, n=1, cutoff=0.8)
-    return f" (did you mean '{folded[match[0]]}'?)" if match else ""
 
 
 def _unknown_key(api: str, path: list[str], err: jsonschema.ValidationError) -> tuple[str, str]:

@@ -41,6 +41,7 @@ from pathlib import Path
 
 from capshim import profiles
 from capshim.contracts import names, signals
+from capshim.contracts.suggest import did_you_mean
 from capshim.errors import UsageError
 from capshim.profiles import Profile
 from capshim.profiles.catalog import KEYS
@@ -307,8 +308,8 @@ def load_lowering(ref: str) -> Profile:
     """
     looks_like_file = Path(ref).exists() or "/" in ref or ref.endswith(".toml")
     if not looks_like_file and ref not in profiles.builtin_names():
-        raise UsageError(f"--profile {ref}: no such profile file or built-in Vulkan lowering profile "
-                         f"(built-in: {', '.join(lowering_builtins())})")
+        raise UsageError(f"--profile {ref}: no such profile file or built-in Vulkan lowering profile"
+                         f"{did_you_mean(ref, lowering_builtins())} (built-in: {', '.join(lowering_builtins())})")
     return common.load_vulkan_profile(ref, "ablate measures Vulkan lowering profiles "
                                     "(Metal ablation is not implemented yet)")
 

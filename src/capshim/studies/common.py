@@ -36,6 +36,7 @@ from capshim.bench.llamabench import test_name
 from capshim.bench.request import BenchRequest
 from capshim.bench.workloads import builtin
 from capshim.contracts import folders, names, signals
+from capshim.contracts.suggest import did_you_mean
 from capshim.errors import CapshimError, UsageError
 from capshim.evidence import study as seal
 from capshim.export.markdown import pipe_table
@@ -353,8 +354,8 @@ def check_test(wanted: str | None, tests: list[str]) -> None:
         UsageError: naming ``--test`` and the valid names.
     """
     if wanted and wanted not in tests:
-        raise UsageError(f"--test {wanted}: not a test of this bench (the built-in workload runs "
-                         f"{', '.join(tests)}; -p and -n set their sizes)")
+        raise UsageError(f"--test {wanted}: not a test of this bench{did_you_mean(wanted, tests)} (the built-in "
+                         f"workload runs {', '.join(tests)}; -p and -n set their sizes)")
 
 
 def main_test(summary: dict, wanted: str | None = None) -> str:
@@ -367,7 +368,8 @@ def main_test(summary: dict, wanted: str | None = None) -> str:
     tests = list(summary.get("tests") or [])
     if wanted:
         if wanted not in tests:
-            raise UsageError(f"--test {wanted}: not a test of this bench ({', '.join(tests) or 'none'})")
+            raise UsageError(f"--test {wanted}: not a test of this bench{did_you_mean(wanted, tests)} "
+                             f"({', '.join(tests) or 'none'})")
         return wanted
     if not tests:
         raise CapshimError("the bench produced no samples (every run failed?)", exit_code=1)

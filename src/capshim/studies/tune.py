@@ -42,6 +42,7 @@ from pathlib import Path
 
 from capshim import summary
 from capshim.contracts import names
+from capshim.contracts.suggest import did_you_mean
 from capshim.errors import UsageError
 from capshim.profiles.catalog import KEYS
 from capshim.studies import common
@@ -131,7 +132,8 @@ def parse_only(names: list[str]) -> list[str]:
         raise UsageError("--dims: give at least one dimension name")
     unknown = [n for n in only if n not in DIMENSIONS]
     if unknown:
-        raise UsageError(f"--dims {','.join(unknown)}: not a tune dimension (known: {', '.join(DIMENSIONS)})")
+        raise UsageError(f"--dims {','.join(unknown)}: not a tune dimension{did_you_mean(unknown[0], DIMENSIONS)} "
+                         f"(known: {', '.join(DIMENSIONS)})")
     return only
 
 

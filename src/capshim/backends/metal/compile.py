@@ -110,7 +110,7 @@ MACHO_LINKER_EXPORTS = frozenset({"_mh_dylib_header", "_mh_execute_header", "__d
 
 def _shim_command(cc: list[str], platform: list[str], shared: list[str], link: list[str],
                   out: str, opt: list[str]) -> list[str]:
-    return [*cc, *platform, *WARN_FLAGS, *opt, "-fvisibility=hidden", *shared, *SHIM_SOURCES,
+    return [*cc, *platform, *WARN_FLAGS, nb.VERSION_DEFINE, *opt, "-fvisibility=hidden", *shared, *SHIM_SOURCES,
             *link, "-o", out]
 
 

@@ -11,11 +11,50 @@ kind; each adapter module fills them in:
 
 from __future__ import annotations
 
+import hashlib
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from capshim.bench import metrics
 from capshim.contracts import names
+
+
+class OutputDigest(str):
+    """A run's output fingerprint for ``--check-output``: the string ``sha256:HEX`` of the bytes (what
+    is compared: equal digests, equal output), which also keeps the first :data:`HEAD_LINES` lines
+    (each cut to :data:`LINE_CHARS` characters, with a hash of the whole line) so that a difference
+    can be named (:meth:`first_difference`) without keeping every run's output in memory.
+
+    Args:
+        data: the bytes compared (a run's stdout, or the file it wrote).
+        what: how the message names them (``stdout``, ``--output-file out.txt``).
+    """
+
+    HEAD_LINES = 5000
+    LINE_CHARS = 160
+
+    def __new__(cls, data: bytes, what: str):
+        self = super().__new__(cls, "sha256:" + hashlib.sha256(data).hexdigest())
+        lines = data.decode("utf-8", errors="replace").splitlines()
+        self.what, self.n_lines = what, len(lines)
+        self.head = tuple((line[:cls.LINE_CHARS], hash(line)) for line in lines[:cls.HEAD_LINES])
+        return self
+
+    def first_difference(self, ref: "OutputDigest", arm: str, ref_arm: str) -> str:
+        """``stdout line 12: vm-unlocked 'x', native 'y'`` (``<missing>`` past a run's last line), or
+        what can be said when the first :data:`HEAD_LINES` lines agree; "" for equal digests."""
+        if str(self) == str(ref):
+            return ""
+        for i, (mine, theirs) in enumerate(zip(self.head, ref.head)):
+            if mine[1] != theirs[1]:
+                return f"{self.what} line {i + 1}: {arm} {mine[0]!r}, {ref_arm} {theirs[0]!r}"
+        n = min(len(self.head), len(ref.head))
+        if self.n_lines != ref.n_lines and n < self.HEAD_LINES:
+            longer, extra = (self, arm) if self.n_lines > ref.n_lines else (ref, ref_arm)
+            return f"{self.what} line {n + 1}: {extra} {longer.head[n][0]!r}, " \
+                   f"{ref_arm if extra == arm else arm} <missing>"
+        return f"{self.what}: the first {n} lines agree; the bytes differ after them (or in line endings)"
 
 
 @dataclass
@@ -64,7 +103,8 @@ class Workload:
     def label(self, arm: str) -> str:
         """The name of this workload's runs under ``arm`` in the bundle: the arm, or ``<arm>+<control>``.
 
-        Run N's files are ``raw/LABEL-N.json``, ``raw/LABEL-N.stderr`` and ``status/LABEL-N.jsonl``
+        Run N's files are ``raw/LABEL-N.json`` (``.txt`` when stdout is not JSON), ``raw/LABEL-N.stderr`` and
+        ``status/LABEL-N.jsonl``
         (:func:`capshim.contracts.names.run_stem`): ``+`` is in no name, so arm ``a.c`` and arm
         ``a``'s control ``c`` never share a file.
         """
@@ -80,6 +120,30 @@ class Workload:
     def same_output(self, a, b) -> bool:
         """Whether two runs' output fingerprints agree."""
         return a == b
+
+    def difference(self, a, b, arm: str, ref: str) -> str:
+        """Where output fingerprint ``a`` (a run of ``arm``) first differs from ``b`` (of the reference
+        arm ``ref``), for the arm's ``output_check``; "" when that cannot be said.
+
+        Token-id lists name the first differing position; an :class:`OutputDigest` (a command's stdout
+        or ``--output-file``) the first differing line, as the two runs wrote it (cut to
+        :data:`OutputDigest.LINE_CHARS` characters).
+        """
+        if isinstance(a, list) and isinstance(b, list):
+            i = next((i for i, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
+            if i < min(len(a), len(b)):
+                return f"first at token {i + 1}: {arm} {a[i]!r}, {ref} {b[i]!r}"
+            return f"{arm} generated {len(a)} tokens, {ref} {len(b)}"
+        if isinstance(a, OutputDigest) and isinstance(b, OutputDigest):
+            return a.first_difference(b, arm, ref)
+        if isinstance(a, dict) and isinstance(b, dict) and "values" in a and "values" in b:  # numeric output
+            va, vb = a["values"], b["values"]
+            if len(va) != len(vb):
+                return f"{arm} gave {len(va)} values, {ref} {len(vb)}"
+            den = math.sqrt(sum(y * y for y in vb))
+            dist = math.sqrt(sum((x - y) ** 2 for x, y in zip(va, vb))) / den if den else math.inf
+            return f"relative L2 distance {dist:.3g} (tolerance {a.get('rtol', 'the default')})"
+        return ""
 
     def parse(self, stdout: str, source: str, arm: str, run: int, *, stderr: str = "",
               seconds: float = 0.0) -> tuple[list[dict], object]:

@@ -22,12 +22,13 @@ from pathlib import Path
 from capshim.bench import model as model_mod
 from capshim.bench.workloads.builtin_worker import DEFAULT_LOG_LEVEL, LOG_LEVELS
 from capshim.bench.workloads.llama_bench import LlamaBenchWorkload
+from capshim.contracts.suggest import did_you_mean
 from capshim.errors import CapshimError, UsageError
 
 #: The child program, run as ``python -m WORKER_MODULE``.
 WORKER_MODULE = "capshim.bench.workloads.builtin_worker"
 #: The synthetic models ``--model`` names (:mod:`capshim.bench.model`).
-MODEL_PRESETS = ("tiny", "tinyllama-1.1b", "llama-8b")
+MODEL_PRESETS = tuple(model_mod.PRESETS)
 
 
 
@@ -130,7 +131,8 @@ def resolve_model(ref: str, write: bool = True) -> Path:
     try:
         st = os.stat(path)  # follows a symlink; never opens the file (a FIFO would block)
     except FileNotFoundError:
-        raise UsageError(f"--model {ref}: no such file, and not a preset ({', '.join(MODEL_PRESETS)})") from None
+        raise UsageError(f"--model {ref}: no such file, and not a preset{did_you_mean(ref, MODEL_PRESETS)} "
+                         f"({', '.join(MODEL_PRESETS)})") from None
     except OSError as exc:
         raise UsageError(f"--model {ref}: cannot read: {exc.strerror}") from None
     if stat.S_ISDIR(st.st_mode):

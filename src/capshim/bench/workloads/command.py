@@ -10,7 +10,6 @@ spec means (``wall``, ``json:PATH``, ``regex:PATTERN``) is
 
 from __future__ import annotations
 
-import hashlib
 import json
 import math
 import os
@@ -22,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from capshim.bench import metrics
-from capshim.bench.workloads.base import Workload
+from capshim.bench.workloads.base import OutputDigest, Workload
 from capshim.bench.workloads.llama_bench import llama_bench_workload
 from capshim.contracts import folders, names, numbers
 from capshim.errors import UsageError
@@ -201,14 +200,14 @@ class Adapter:
         if self.check is None:
             return None
         if self.check == "stdout":
-            return "sha256:" + hashlib.sha256(stdout.encode("utf-8", errors="replace")).hexdigest()
+            return OutputDigest(stdout.encode("utf-8", errors="replace"), "stdout")
         if self.check == "file":
             try:
                 data = self.output_file.read_bytes()
             except OSError as exc:
                 raise metrics.MetricError(f"--output-file {self.output_file}: the run did not leave it readable: "
                                   f"{exc.strerror or exc} ({source})") from None
-            return "sha256:" + hashlib.sha256(data).hexdigest()
+            return OutputDigest(data, f"--output-file {self.output_file.name}")
         path = self.check.partition(":")[2]
         where = f"--check-output {self.check}: {source}"
         vals = metrics.json_path(_find_json(stdout, where), path, where)

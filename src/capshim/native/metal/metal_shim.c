@@ -29,6 +29,10 @@
 #include "metal_config.h"
 #include "status.h" /* the one status-event writer, shared with the Vulkan layer (native/vulkan) */
 
+#ifndef CAPSHIM_VERSION_STRING /* capshim's version: the build passes it (capshim.native.build.VERSION_DEFINE) */
+#error "CAPSHIM_VERSION_STRING is not defined: build with capshim (capshim build), which passes it"
+#endif
+
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -636,6 +640,7 @@ __attribute__((constructor)) static void capshim_metal_load(void)
     event_begin(&j, "loaded");
     capshim_json_str(&j, "process", g_process);
     capshim_json_str(&j, "runtime", RUNTIME_NAME);
+    capshim_json_str(&j, "version", CAPSHIM_VERSION_STRING);
     capshim_json_end_and_write(&j);
 
     capshim_metal_config_parse(env_lookup, NULL, &g_cfg);

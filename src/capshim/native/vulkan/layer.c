@@ -39,6 +39,10 @@
 #include <vulkan/vk_layer.h>
 #include <vulkan/vulkan.h>
 
+#ifndef CAPSHIM_VERSION_STRING /* capshim's version: the build passes it (capshim.native.build.VERSION_DEFINE) */
+#error "CAPSHIM_VERSION_STRING is not defined: build with capshim (capshim build), which passes it"
+#endif
+
 #include "caps_table.h"
 #include "config.h"
 #include "status.h"
@@ -174,6 +178,7 @@ static void event_simple(struct role *r, const char *event) {
     struct capshim_json j;
     capshim_json_begin(&j, event, "vulkan", r->layer_name);
     capshim_json_str(&j, "process", capshim_process_name());
+    if (strcmp(event, "loaded") == 0) capshim_json_str(&j, "version", CAPSHIM_VERSION_STRING);
     capshim_json_end_and_write(&j);
 }
 
