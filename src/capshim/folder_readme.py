@@ -204,7 +204,7 @@ def stale(folder: Path) -> list[str]:
         return [f"{folder / evidence.DOC_FILE}: the \"by hand\" part is not written"]
     if text != render(folder):
         return [f"{folder / evidence.DOC_FILE}: differs from what `capshim evidence readme` writes now "
-                "(a table or fact changed): write it again"]
+                f"(a table or fact changed): write it again with capshim evidence readme {_shown(folder)}"]
     return []
 
 
