@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
-DOCS = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
+DOCS = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md")), *sorted((REPO / "evidence").glob("*/README.md"))]
 
 # [text](target) outside code; a target has no spaces (titles are not used here)
 LINK = re.compile(r"\[[^\]]*\]\(([^)\s]+)\)")
@@ -72,3 +72,35 @@ def test_readme_lists_every_doc():
     listed = {t.partition("#")[0] for t in links(REPO / "README.md")}
     missing = [f"docs/{p.name}" for p in (REPO / "docs").glob("*.md") if f"docs/{p.name}" not in listed]
     assert missing == []
+
+
+def test_readme_has_a_table_of_contents_of_docs():
+    """README.md's "Documentation" section lists every page of docs/, one table row each, and nothing else."""
+    text = (REPO / "README.md").read_text(encoding="utf-8")
+    section = text.split("\n## Documentation\n", 1)[1].split("\n## ", 1)[0]
+    rows = [line for line in section.splitlines() if line.startswith("| [docs/")]
+    listed = [re.match(r"\| \[docs/([^\]]+)\]\(docs/\1\)", line).group(1) for line in rows]
+    assert sorted(listed) == sorted(p.name for p in (REPO / "docs").glob("*.md"))
+    assert len(listed) == len(set(listed))
+
+
+def test_every_sealed_evidence_folder_has_a_readme_indexed_in_results():
+    """docs/results.md indexes each folder under evidence/ by its README (or the file itself)."""
+    index = (REPO / "docs" / "results.md").read_text(encoding="utf-8")
+    for p in sorted((REPO / "evidence").iterdir()):
+        target = f"../evidence/{p.name}/README.md" if p.is_dir() else f"../evidence/{p.name}"
+        assert f"]({target})" in index, f"docs/results.md does not index {target}"
+        if p.is_dir():
+            assert (p / "README.md").is_file(), f"{p.name}: no README.md"
+
+
+def test_the_index_headlines_are_figures_of_the_folders_tables():
+    """Each interval in a headline of docs/results.md's index appears in that folder's README (its generated
+    tables or its words), so the index cannot drift from the data."""
+    index = (REPO / "docs" / "results.md").read_text(encoding="utf-8")
+    rows = re.findall(r"^\| \[[^\]]+\]\(\.\./evidence/([^/)]+)/README\.md\) \|.*\| ([^|]*) \|$", index, re.M)
+    assert len(rows) >= 16
+    for name, headline in rows:
+        readme = (REPO / "evidence" / name / "README.md").read_text(encoding="utf-8")
+        for figure in re.findall(r"\[[0-9.]+–[0-9.]+\]", headline):
+            assert figure in readme, f"{name}: headline figure {figure} is not in its README"

@@ -1,4 +1,4 @@
-"""``capshim evidence verify|seal-study``."""
+"""``capshim evidence verify|seal-study|readme``."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from capshim import evidence
+from capshim import evidence, folder_readme
 from capshim.cli.suggest import Choice, SuggestingGroup
 from capshim.errors import EXIT_WORKLOAD, CapshimError
 from capshim.evidence import study as seal
@@ -24,7 +24,9 @@ def evidence_verify(bundle):
 
     BUNDLE may be a bench's evidence bundle or a study folder (the --out of
     ablate, tune or kernels, marked by its study.json): then the top seal,
-    the study's layout and each nested bundle are checked.
+    the study's layout and each nested bundle are checked. A README.md at the
+    top of a sealed folder is its documentation, outside the seal: named as
+    "not sealed", refused only as a link, special file or over 256 KiB.
     """
 
 
@@ -40,6 +42,9 @@ def evidence_verify(bundle):
         click.echo(f"ok: {bundle}: every file matches SHA256SUMS, and every nested bundle verifies")
     else:
         click.echo(f"ok: {bundle}: every file matches SHA256SUMS")
+    nested = (seal.read_study(bundle) or {}).get("bundles", []) if is_study else []
+    for rel in evidence.unsealed_documentation(Path(bundle), nested):
+        click.echo(f"not sealed: {rel} (documentation beside the data; verify checks its kind and size only)")
 
 
 @evidence_grp.command("seal-study")
@@ -58,3 +63,32 @@ def evidence_seal_study(folder, kind):
 
     sums = seal.seal(folder, kind, sealed_after=True)
     click.echo(f"sealed: {sums} (check it: capshim evidence verify {folder})")
+
+
+@evidence_grp.command("readme")
+@click.argument("folders", nargs=-1, required=True, type=click.Path())
+@click.option("--check", is_flag=True,
+              help="Write nothing: exit 1 naming each FOLDER whose README.md is missing, unwritten or stale.")
+def evidence_readme(folders, check):
+    """Write README.md in each sealed FOLDER (a bundle or a study): its command, machine, date and table.
+
+    The facts come from the sealed metadata.json / study.json and the table
+    from `capshim report BUNDLE --format md`; only the part between the
+    "by hand" marks (what the folder shows and does not show) is kept from the
+    README already there. The README is documentation outside the seal: the
+    folder verifies as before, and verify names it as not sealed. Run it from
+    the repository root (commands in the README name the folder as given).
+    """
+
+    bad = []
+    for f in folders:
+        if check:
+            bad += folder_readme.stale(Path(f))
+        else:
+            click.echo(f"wrote {folder_readme.write(Path(f))}")
+    for line in bad:
+        click.echo(line, err=True)
+    if bad:
+        raise SystemExit(EXIT_WORKLOAD)
+    if check:
+        click.echo(f"ok: {len(folders)} README.md file(s) are what capshim evidence readme writes now")

@@ -26,14 +26,15 @@ from __future__ import annotations
 from capshim.contracts.folders import unique_folder
 from capshim.contracts.signals import SEAL_WAIT_S, StepInterrupted
 from capshim.evidence.bundle import STATUS_COPY_LIMIT, Bundle, seal_guard
-from capshim.evidence.files import EvidenceError, finite_or_null, host_metadata, sha256_file, strict_json
+from capshim.evidence.files import (DOC_FILE, DOC_LIMIT, EvidenceError, finite_or_null, host_metadata, sha256_file,
+                                    strict_json)
 from capshim.evidence.finalize import Step
-from capshim.evidence.seal import MAX_DEPTH, bundle_files, check_seal, foreign_entries
+from capshim.evidence.seal import MAX_DEPTH, bundle_files, check_seal, foreign_entries, unsealed_documentation
 from capshim.evidence.verify import LAYOUT_FILES, REQUIRED_FILES, require_verified, verify
 from capshim.paths import SUMS_NAME, StorageError
 
 __all__ = ["Bundle", "Step", "EvidenceError", "sha256_file", "verify", "check_seal", "require_verified",
            "REQUIRED_FILES", "LAYOUT_FILES", "host_metadata", "unique_folder", "strict_json", "finite_or_null",
            "SUMS_NAME", "SEAL_WAIT_S", "seal_guard", "StepInterrupted", "STATUS_COPY_LIMIT", "MAX_DEPTH",
-           "bundle_files", "foreign_entries", "StorageError"]
+           "bundle_files", "foreign_entries", "StorageError", "DOC_FILE", "DOC_LIMIT", "unsealed_documentation"]
 

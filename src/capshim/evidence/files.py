@@ -11,6 +11,7 @@ import json
 import math
 import os
 import platform
+import stat
 import sys
 from pathlib import Path
 
@@ -20,7 +21,21 @@ from capshim.contracts.names import is_run_label  # noqa: F401 (the one rule; re
 from capshim.paths import StorageError
 
 __all__ = ["EvidenceError", "STDOUT_SUFFIXES", "stdout_suffix", "sha256_file", "host_metadata", "strict_json", "finite_or_null", "nonfinite_path",
-           "write_error", "utc_now", "is_run_label"]
+           "write_error", "utc_now", "is_run_label", "DOC_FILE", "DOC_LIMIT", "documentation_problem"]
+
+DOC_FILE = "README.md"
+"""A sealed folder's documentation: the one file a bundle or study may hold outside its seal.
+
+The rule (docs/evidence.md, "A folder's README.md"): a regular file named README.md directly in a
+sealed folder (a bundle, a study, or a study's nested bundle) describes the data and is written after
+the seal (``capshim evidence readme``). The seal never lists it (SHA256SUMS is written without it);
+verify leaves its words alone and names it as not sealed, but refuses it as a link, a FIFO or any
+other special file (as any entry of a sealed folder), and above :data:`DOC_LIMIT` bytes. A README.md
+that SHA256SUMS does list is checked as a sealed file, and then refused as outside the layout. Nowhere
+else in the folder is a README.md anything but an unlisted file."""
+
+DOC_LIMIT = 256 << 10
+"""Bytes a folder's README.md may have (it is outside the seal, so it is kept small: its words only)."""
 
 
 #: The names a run's stdout has in ``raw/``: ``.json`` when it is JSON, ``.txt`` otherwise. Bundles
@@ -123,3 +138,20 @@ def write_error(exc: OSError, what: str) -> CapshimError:
     return EvidenceError(f"{what}: {exc.strerror or exc}")
 
 
+
+
+def documentation_problem(root: str | Path) -> str | None:
+    """The problem of ``root/README.md`` as a folder's documentation (:data:`DOC_FILE`), or None.
+
+    Only its size is judged here: None when it is absent, a regular file within :data:`DOC_LIMIT`
+    bytes, or not a regular file at all (a link, FIFO or device is refused by the seal's walk,
+    :func:`capshim.evidence.seal.foreign_entries`, which never opens it). Nothing is read.
+    """
+    try:
+        st = os.lstat(Path(root) / DOC_FILE)
+    except OSError:
+        return None
+    if stat.S_ISREG(st.st_mode) and st.st_size > DOC_LIMIT:
+        return (f"{DOC_FILE}: {st.st_size} bytes, over the {DOC_LIMIT // 1024} KiB a folder's documentation "
+                "may have (it is outside the seal, so only words belong there)")
+    return None

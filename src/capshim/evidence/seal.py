@@ -2,7 +2,9 @@
 
 Shared by bench bundles and study folders (:mod:`capshim.evidence.study`): a sealed
 folder holds only regular files and folders (no link, FIFO or device), each
-regular file listed once in SHA256SUMS with its digest, and nothing unlisted.
+regular file listed once in SHA256SUMS with its digest, and nothing unlisted but
+its documentation (:data:`capshim.evidence.files.DOC_FILE`, a README.md at its top,
+outside the seal by design).
 The walk is iterative and stops :data:`MAX_DEPTH` levels down.
 """
 
@@ -13,10 +15,10 @@ import stat
 from pathlib import Path
 
 from capshim import paths
-from capshim.evidence.files import sha256_file
+from capshim.evidence.files import DOC_FILE, documentation_problem, sha256_file
 from capshim.paths import SUMS_NAME
 
-__all__ = ["MAX_DEPTH", "bundle_files", "foreign_entries", "check_seal", "write_sums"]
+__all__ = ["MAX_DEPTH", "bundle_files", "foreign_entries", "check_seal", "write_sums", "unsealed_documentation"]
 
 MAX_DEPTH = 8
 """Folder depth below a bundle's root that capshim walks (bundles use 1: raw/, status/)."""
@@ -48,7 +50,8 @@ def _walk(root: Path, skip: frozenset[str] = frozenset(), unlisted: list[tuple[s
 
 
 def bundle_files(root: Path, skip: frozenset[str] = frozenset()) -> list[str]:
-    """Relative POSIX paths (sorted) of the regular files of a sealed folder, SHA256SUMS aside.
+    """Relative POSIX paths (sorted) of the regular files of a sealed folder, SHA256SUMS and the
+    top-level README.md (its documentation, :data:`~capshim.evidence.files.DOC_FILE`) aside.
 
     Links and special files are not followed or listed; ``skip``: folders directly in
     ``root`` left to their own seal (a study's nested bundles).
@@ -61,7 +64,7 @@ def bundle_files(root: Path, skip: frozenset[str] = frozenset()) -> list[str]:
         for f in filenames:
             full = os.path.join(dirpath, f)
             rel = Path(full).relative_to(root).as_posix()
-            if rel == SUMS_NAME or not stat.S_ISREG(os.lstat(full).st_mode):
+            if rel in (SUMS_NAME, DOC_FILE) or not stat.S_ISREG(os.lstat(full).st_mode):
                 continue
             out.append(rel)
     return sorted(out)
@@ -144,6 +147,9 @@ def check_seal(p: Path, skip: frozenset[str] = frozenset(), noun: str = "bundle"
     except OSError as exc:
         return problems + [f"{SUMS_NAME}: cannot read: {exc.strerror or exc}"], None
     problems += bad_lines
+    doc = None if DOC_FILE in listed else documentation_problem(p)  # a listed one is checked as sealed
+    if doc:
+        problems.append(doc)
     for rel, digest in listed.items():
         problem = _listed_problem(p, base, rel, digest, noun)
         if problem:
@@ -152,3 +158,21 @@ def check_seal(p: Path, skip: frozenset[str] = frozenset(), noun: str = "bundle"
         if rel not in listed:
             problems.append(f"{paths.show_name(rel)}: not listed in {SUMS_NAME}")
     return problems, listed
+
+
+def unsealed_documentation(root: Path, nested: list[str] | tuple[str, ...] = ()) -> list[str]:
+    """Relative paths of the README.md files that are a sealed folder's documentation, outside its seal:
+    ``root``'s own and that of each folder in ``nested`` (a study's bundles), when each is a regular
+    file within its size and SHA256SUMS does not list it. What verify names as "not sealed"."""
+    out = []
+    for rel_dir in ("", *nested):
+        folder = root / rel_dir if rel_dir else root
+        f = folder / DOC_FILE
+        try:
+            regular = stat.S_ISREG(os.lstat(f).st_mode)
+            listed = DOC_FILE in paths.read_sums(folder)[0]
+        except OSError:
+            continue
+        if regular and not listed and documentation_problem(folder) is None:
+            out.append(f"{rel_dir}/{DOC_FILE}" if rel_dir else DOC_FILE)
+    return out

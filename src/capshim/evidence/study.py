@@ -34,7 +34,8 @@ from capshim.contracts.signals import SealGuard
 from capshim.evidence import EvidenceError
 from capshim.paths import SUMS_NAME
 
-__all__ = ["STUDY_FILE", "SCHEMA", "KINDS", "seal", "seal_quietly", "verify", "is_study", "bundle_folders"]
+__all__ = ["STUDY_FILE", "SCHEMA", "KINDS", "seal", "seal_quietly", "verify", "is_study", "bundle_folders",
+           "read_study"]
 
 STUDY_FILE = "study.json"
 SCHEMA = "capshim-study/1"
@@ -180,6 +181,15 @@ def is_study(root: str | Path) -> bool:
     except OSError:
         return False
     return STUDY_FILE in listed
+
+
+def read_study(root: str | Path) -> dict | None:
+    """study.json of ``root`` ({"kind", "bundles", "sealed_utc", "sealed_after", ...}) when it has the
+    right shape, else None (:func:`verify` says why)."""
+    try:
+        return _read_study(Path(root))[0]
+    except OSError:
+        return None
 
 
 def _read_study(p: Path) -> tuple[dict | None, list[str]]:

@@ -122,8 +122,11 @@ def verify(root: str | Path) -> list[str]:
         run ... is recorded ... but its file is not listed"`` (every run that
         metadata.json or summary.json records has its stdout and stderr),
         ``"metadata.json: $.path: ..."`` (its shape, see
-        :data:`capshim.jsonread.METADATA_SCHEMA`), or ``"SHA256SUMS:
-        missing"``. An empty list means every file matches.
+        :data:`capshim.jsonread.METADATA_SCHEMA`), ``"README.md: N bytes,
+        over the 256 KiB ..."`` (the folder's documentation, outside the seal:
+        :data:`capshim.evidence.files.DOC_FILE`), or ``"SHA256SUMS:
+        missing"``. An empty list means every file matches (an unlisted
+        README.md at the top aside, by that rule).
 
     Raises:
         EvidenceError: a listed regular file cannot be read to hash it (names it).
