@@ -192,6 +192,16 @@ def test_names_longer_than_a_table_can_hold_become_records():
     assert max(len(line) for line in text.splitlines()) <= 40
 
 
+def test_a_number_wider_than_the_terminal_is_the_one_thing_folded():
+    """A median of 1e308 tok/s (309 digits, wider than any terminal): records, every line within
+    the width, no traceback; the summary's other numbers whole."""
+    summary = json.loads((REPO / "tests" / "fixtures" / "golden" / "summary.json").read_text())
+    summary["arms"]["native"]["tests"]["pp512 ngl=0"].update(median=1e308, min=1e308, max=1.7e308)
+    text = terminal.serialize(summary, width=80)
+    assert max(len(line) for line in text.splitlines()) <= 80
+    assert "98.09% [95.13–100.35]" in text and "vm-unlocked" in text.split()
+
+
 def test_cells_are_text_not_markup():
     text = terminal.to_text(terminal.grid(["arm"], [["[bold]x[/bold]"]], 80, notes=["[red]n[/red]"]), 80)
     assert "[bold]x[/bold]" in text and "[red]n[/red]" in text

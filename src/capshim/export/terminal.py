@@ -109,8 +109,10 @@ def _plan(sizes, keys: list[int], limit: int | None,
     if limit is None:
         return [(list(range(n)), [s[0] for s in sizes])]
     rest = [i for i in dict.fromkeys([*priority, *range(n)]) if i not in keys and 0 <= i < n]
-    # text at its wanted width, else wrapped down to its minimum when that needs fewer tables
-    groups = min((_pack(rest, keys, [s[k] for s in sizes], limit) for k in (2, 1)), key=len)
+    # text at its wanted width, else wrapped down to its minimum when that needs fewer tables (the
+    # key columns stay at their wanted width: a row's name on one line)
+    groups = min((_pack(rest, keys, [s[2] if i in keys else s[k] for i, s in enumerate(sizes)], limit)
+                  for k in (2, 1)), key=len)
     plans = []
     for g in groups or [[]]:
         cols = sorted(keys + g)
