@@ -151,7 +151,7 @@ def _pack(rest: list[int], keys: list[int], size: list[int], limit: int) -> list
 def grid(headers: Sequence[str], rows: Sequence[Sequence[object]], limit: int | None, *,
          keys: Sequence[int] = (0,), numeric: Sequence[int] = (), title: str | None = None,
          styles: Sequence[str | None] | None = None, notes: Sequence[str] = (),
-         caption: str | None = None, priority: Sequence[int] = ()) -> list:
+         priority: Sequence[int] = ()) -> list:
     """Lay a table out for ``limit`` columns (None: as wide as it needs) as rich renderables.
 
     Args:
@@ -160,7 +160,8 @@ def grid(headers: Sequence[str], rows: Sequence[Sequence[object]], limit: int | 
         keys: the indices of the columns repeated in every table (the row's name).
         numeric: the indices of right-aligned columns whose cells never wrap (the column is as
             wide as its widest cell; its header wraps between words).
-        title: above the first table; caption: below the last (both wrap between words).
+        title: centred above the first table, or a line of its own (wrapped between words at the
+            width) when it is wider than that table.
         styles: one rich style (or None) per row; notes: paragraphs printed under the tables.
         priority: the indices of the columns to place first (the first table holds them when
             they fit), then the others in their order; within a table columns keep their order.
@@ -182,10 +183,11 @@ def grid(headers: Sequence[str], rows: Sequence[Sequence[object]], limit: int | 
             order = [*keys, *(i for i in range(len(heads)) if i not in keys)]
             parts += [Text(f"{'' if n == 0 else '  '}{heads[i]}: {r[i]}", style="bold" if n == 0 else style or "")
                       for n, i in enumerate(order) if r[i] or i in keys]
-        parts += [Text(caption)] if caption else []
     else:
+        above = bool(title) and max(cell_len(x) for x in _lines(title)) > _cost(plans[0][1])
+        parts += [Text(title, style="bold")] if above else []
         for n, (cols, widths) in enumerate(plans):
-            t = Table(title=title if n == 0 else None, caption=caption if n == len(plans) - 1 else None)
+            t = Table(title=title if n == 0 and not above else None)
             for i, w in zip(cols, widths):
                 t.add_column(Text(heads[i]), width=w, overflow="fold",
                              justify="right" if i in num else "left")
