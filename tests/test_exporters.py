@@ -52,8 +52,9 @@ def test_the_table_says_what_the_method_needs(summary):
     assert "no speed effect is expected" in md
     assert "slow first process" in md  # a pyperf-style warning in the row's notes
     assert "1 of 6 runs contaminated (run 2: load 3.1 > 2 cores)" in md
-    compact = terminal.serialize(summary, width=120)
-    assert "A/A (aa" in compact and "min–max" not in compact
+    fitted = terminal.serialize(summary, width=120)  # columns that do not fit go to a second table
+    assert "A/A (aa" in fitted and "min–max" in fitted and fitted.count("┏") == 2
+    assert max(len(line) for line in fitted.splitlines()) <= 120
 
 
 def test_csv_json_and_chart_serialize(summary):

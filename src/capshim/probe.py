@@ -7,9 +7,9 @@ With ``compare`` both a stock and a shimmed probe run, each in its own process.
 from __future__ import annotations
 
 from rich.console import Console
-from rich.table import Table
 
 from capshim import backends
+from capshim.export import terminal
 from capshim.profiles import Profile
 
 
@@ -41,33 +41,29 @@ def _fmt(v: object) -> str:
     return str(v)
 
 
-def print_probe(out: dict, compare: bool = False, show_all: bool = False, console: Console | None = None) -> None:
-    """Print a probe result (or a comparison) as rich tables on stdout."""
-    console = console or Console()
+def print_probe(out: dict, compare: bool = False, show_all: bool = False, console: Console | None = None,
+                wide: bool = False) -> None:
+    """Print a probe result (or a comparison) as tables on stdout, fitted to the terminal
+    (:func:`capshim.export.terminal.width`; ``wide``: the full table)."""
+    limit = terminal.width(wide)
+    console = console or Console(width=limit or terminal.PIPE_WIDTH)
     if not compare:
         dev = out.get("device", {})
         console.print(f"[bold]{dev.get('name', '?')}[/] ({dev.get('driver') or dev.get('type', '')}), "
                       f"API {dev.get('apiVersion', '?')}")
-        table = Table("capability", "value")
-        for k, v in out.get("capabilities", {}).items():
-            table.add_row(k, _fmt(v))
-        console.print(table)
+        rows = [[k, _fmt(v)] for k, v in out.get("capabilities", {}).items()]
+        terminal.emit(terminal.grid(("capability", "value"), rows, limit), limit)
         console.print(f"{len(out.get('extensions', {}))} extensions; shims: " + ", ".join(
             f"{k} {v['state']}" for k, v in out.get("shim", {}).items()))
         return
     stock, shimmed, diff = out["stock"], out["shimmed"], out["differences"]
     dev = stock.get("device", {})
     console.print(f"[bold]{dev.get('name', '?')}[/] ({dev.get('driver') or dev.get('type', '')})")
-    table = Table("capability", "stock", "shimmed", title="stock vs shimmed answers")
     a, b = backends.answer_rows(stock), backends.answer_rows(shimmed)
-    keys = list(a) + [k for k in b if k not in a]
-    for k in keys:
-        changed = k in diff
-        if not (changed or show_all):
-            continue
-        style = "bold yellow" if changed else None
-        table.add_row(k, _fmt(a.get(k)), _fmt(b.get(k)), style=style)
-    console.print(table)
+    keys = [k for k in list(a) + [k for k in b if k not in a] if k in diff or show_all]
+    rows = [[k, _fmt(a.get(k)), _fmt(b.get(k))] for k in keys]
+    terminal.emit(terminal.grid(("capability", "stock", "shimmed"), rows, limit, title="stock vs shimmed answers",
+                                styles=["bold yellow" if k in diff else None for k in keys]), limit)
     if not diff:
         console.print("no answer differs")
     for name, s in shimmed.get("shim", {}).items():

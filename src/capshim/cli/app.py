@@ -113,7 +113,8 @@ def main():
     measure what that does.
 
     \b
-    Profiles:  capshim profiles | capshim profile show NAME | capshim profile check FILE
+    Profiles:  capshim profiles | capshim profile show NAME
+               capshim profile check FILE
     Shims:     capshim build | capshim run --profile P [--simulate P] -- CMD
     Answers:   capshim probe --api vulkan --compare --simulate vulkan-paravirt
     """

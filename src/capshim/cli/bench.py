@@ -10,8 +10,8 @@ from capshim import evidence as _evidence
 from capshim.bench import plan, runner
 from capshim.bench import request as bench_request
 from capshim.bench.workloads.builtin import MODEL_PRESETS
-from capshim.cli.options import json_option, out_option, timeout_option
 from capshim.cli.suggest import Choice, refuse_option_as_program
+from capshim.cli.options import json_option, out_option, timeout_option, wide_option
 from capshim.contracts import signals
 from capshim.contracts.numbers import FiniteFloat
 from capshim.db.store import add_bundle
@@ -68,6 +68,7 @@ from capshim.report import print_table
                    "[default: on for the built-in workloads].")
 @click.option("--strict", is_flag=True, help="Exit 3 when an arm's shim stayed inert or invalid.")
 @json_option("summary.json on stdout instead of the table")
+@wide_option
 @click.option("--db", "db_url", metavar="URL",
               help="Add the finished bundle to this results store (see capshim db --help); "
                    "'default' for $CAPSHIM_DB or the default SQLite file.")
@@ -94,7 +95,7 @@ from capshim.report import print_table
 def bench_cmd(arm_opts, baseline, host_baseline, host_arm, repetitions, process_reps, warmup, aa, seed, precision,
               precision_tests, max_runs, exclude_contaminated, allow_mismatch, timeout, out, model, n_prompt, n_gen,
               check_output, strict, as_json, db_url, metric, unit, better, output_file, control_opts, workload_name,
-              network, command):
+              network, command, wide=False):
     """Benchmark arms (stock, simulated, shimmed) A/B, interleaved, and write an evidence bundle.
 
     \b
@@ -109,11 +110,15 @@ def bench_cmd(arm_opts, baseline, host_baseline, host_arm, repetitions, process_
     Examples:
       capshim bench
       capshim bench --metric wall -- sh -c 'exec vulkaninfo --summary >/dev/null'
-      capshim bench --metric json:fps --better higher --unit fps -- ./my-app --json
+      capshim bench --metric json:fps --better higher --unit fps \\
+          -- ./my-app --json
       capshim bench --workload ncnn --control cpu='python3 -c "sum(range(10**7))"'
-      capshim bench --arm stock= --arm apple9=profile:metal-apple9 -- llama-bench -m m.gguf -p 512 -n 128 -r 10
-      capshim bench -r 5 --host-baseline host-llama-bench.json -- llama-bench -m m.gguf
-      capshim bench --aa --model tinyllama-1.1b --precision 2 --precision-test pp512
+      capshim bench --arm stock= --arm apple9=profile:metal-apple9 \\
+          -- llama-bench -m m.gguf -p 512 -n 128 -r 10
+      capshim bench -r 5 --host-baseline host-llama-bench.json \\
+          -- llama-bench -m m.gguf
+      capshim bench --aa --model tinyllama-1.1b --precision 2 \\
+          --precision-test pp512
     """
 
 
@@ -143,7 +148,7 @@ def bench_cmd(arm_opts, baseline, host_baseline, host_arm, repetitions, process_
         if as_json:  # strict JSON, as in summary.json: a non-finite number is null
             click.echo(strict_json(finite_or_null(result.summary)).decode(), nl=False)
         else:
-            print_table([result.summary], title=p.title)
+            print_table([result.summary], title=p.title, wide=wide)
         click.echo(f"evidence bundle: {result.bundle}  (check it: capshim evidence verify {result.bundle})",
                    err=True)
         sealed_problems = _evidence.verify(result.bundle)  # the seal is checked, never assumed

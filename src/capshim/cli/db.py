@@ -47,7 +47,7 @@ def db_grp(ctx, db_url):
 
     \b
     capshim db add BUNDLE|STUDY...                 store bundles (verified first)
-    capshim db add --arm NAME=FILE.json [--host F]  store llama-bench files made elsewhere
+    capshim db add --arm NAME=FILE.json [--host F]  store llama-bench files
     capshim db list [--device 'NVIDIA H200'] [--since 2026-11-01]
     capshim db show ID|NAME                        a stored bundle's report table
     capshim db compare build=11669 build=11800     arm by arm, test by test

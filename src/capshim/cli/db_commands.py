@@ -11,11 +11,10 @@ import json
 from pathlib import Path
 
 import click
-from rich.console import Console
-from rich.table import Table
 
 from capshim.cli.db import GROUP_URL
 from capshim.cli.suggest import Choice
+from capshim.cli.options import wide_option
 from capshim.contracts.names import parse_named_files
 from capshim.contracts.numbers import FiniteFloat
 from capshim.db import query
@@ -23,8 +22,8 @@ from capshim.db.ingest import read_external, read_folder
 from capshim.db.store import DbError, Store
 from capshim.db.terms import DB_HELP, DEFAULT_THRESHOLD, FILTERS, MATCHES
 from capshim.errors import EXIT_USAGE, CapshimError, UsageError
+from capshim.export import terminal
 from capshim.export.table import fmt_ratio
-from capshim.export.terminal import print_table
 
 
 def _db_option(f):
@@ -62,11 +61,6 @@ def _filter_options(f):
 
 def _json_out(obj) -> None:
     click.echo(json.dumps(obj, indent=2, default=str))
-
-
-def _console():
-    c = Console()
-    return c if c.is_terminal else Console(width=200)
 
 
 def _inputs(folders, external, host_file, baseline):
@@ -139,7 +133,8 @@ def db_add(bundles, arm_opts, host_file, baseline, db_url, as_json):
 @_filter_options
 @_db_option
 @click.option("--json", "as_json", is_flag=True, help="Print the bundles as JSON.")
-def db_list(db_url, as_json, match, **filters):
+@wide_option
+def db_list(db_url, as_json, match, wide, **filters):
     """List stored bundles, oldest first (filters combine with AND; text matches exactly unless --match)."""
     with Store.open(_url(db_url)) as st:
         rows = st.select(filters, match)
@@ -147,15 +142,12 @@ def db_list(db_url, as_json, match, **filters):
     if as_json:
         _json_out(rows)
         return
-    t = Table(title=f"{len(rows)} bundle(s)", caption=where)
-    for c in ("id", "started (UTC)", "name", "device", "build", "model", "arms"):
-        t.add_column(c)
-    for r in rows:
-        t.add_row(str(r["id"]), r["created_utc"] or "", r["name"], r["device"] or "",
-                  " ".join(x for x in (r["workload_build"], r["workload_commit"]) if x), r["model"] or "",
-                  ", ".join(a["name"] + (f" ({a['state']})" if a["state"] not in ("native", "active") else "")
-                            for a in r["arms"]))
-    _console().print(t)
+    cells = [[str(r["id"]), r["created_utc"] or "", r["name"], r["device"] or "",
+              " ".join(x for x in (r["workload_build"], r["workload_commit"]) if x), r["model"] or "",
+              ", ".join(a["name"] + (f" ({a['state']})" if a["state"] not in ("native", "active") else "")
+                        for a in r["arms"])] for r in rows]
+    terminal.print_grid(("id", "started (UTC)", "name", "device", "build", "model", "arms"), cells, wide,
+                        keys=(0, 2), numeric=(0, 1), title=f"{len(rows)} bundle(s)", notes=[where])
 
 
 @click.command("show")
@@ -163,7 +155,8 @@ def db_list(db_url, as_json, match, **filters):
 @_db_option
 @_match_option
 @click.option("--json", "as_json", is_flag=True, help="Print the stored summary JSON (one, or a list).")
-def db_show(selection, db_url, match, as_json):
+@wide_option
+def db_show(selection, db_url, match, as_json, wide):
     """Show stored bundles as `capshim report` shows them (from their stored summaries).
 
     SELECTION: an id, a name, or KEY=VALUE filters as for `db compare`; each
@@ -175,8 +168,8 @@ def db_show(selection, db_url, match, as_json):
     if as_json:
         _json_out(summaries[0] if len(summaries) == 1 else summaries)
         return
-    print_table(summaries, [f"#{r['id']} {r['name']}" for r in rows] if len(rows) > 1 else None,
-                title=None if len(rows) > 1 else f"#{rows[0]['id']} {rows[0]['name']}")
+    terminal.print_table(summaries, [f"#{r['id']} {r['name']}" for r in rows] if len(rows) > 1 else None,
+                         title=None if len(rows) > 1 else f"#{rows[0]['id']} {rows[0]['name']}", wide=wide)
 
 
 def _threshold_option(f):
@@ -206,26 +199,25 @@ def _side(side: dict) -> str:
     return f"({side['selection']}): {pooled}{named}"
 
 
-def _compare_table(res: dict) -> Table:
-    """The table of :func:`capshim.db.query.compare`'s result."""
+def _compare_table(res: dict, limit: int | None) -> list:
+    """The table of :func:`capshim.db.query.compare`'s result, laid out for ``limit`` columns
+    (:func:`capshim.export.terminal.grid`)."""
     suffix, per_cell = _unit_columns(res["rows"])
-    t = Table(title=f"B {_side(res['b'])}\nvs A {_side(res['a'])}")
-    for c in ("arm", "test", f"A{suffix}", f"B{suffix}", "B vs A (95% CI)", "A % of host", "B % of host",
-              "verdict"):
-        t.add_column(c, justify="left" if c in ("arm", "test", "verdict") else "right")
+    heads = ("arm", "test", f"A{suffix}", f"B{suffix}", "B vs A (95% CI)", "A % of host", "B % of host", "verdict")
+    cells, styles = [], []
     for r in res["rows"]:
         ch = r["change"]
         ci = f" [{ch['ci95'][0]:.3f}–{ch['ci95'][1]:.3f}]" if ch.get("ci95") else ""
         name = r["arm"] if r["arm"] == r["arm_b"] else f"{r['arm']} / {r['arm_b']}"
         unit = f" {r['unit']}" if per_cell and r["unit"] else ""
         test = r["test"] + (f" ({r['better']} is better)" if r["better"] == "lower" else "")
-        t.add_row(name, test, _num(r["a"]["median"]) + unit, _num(r["b"]["median"]) + unit,
-                  f"{ch['value']:.3f}x{ci}", fmt_ratio(r["a"]["pct_of_host"], "%"), fmt_ratio(r["b"]["pct_of_host"], "%"),
-                  r["verdict"] + (" (unlike config)" if r["marked"] else ""),
-                  style="red" if r["verdict"] == "regression" else None)
-    t.caption = res["rule"] + ("\nunlike configurations: " + "; ".join(res["mismatches"])
-                               if res["mismatches"] else "")
-    return t
+        cells.append([name, test, _num(r["a"]["median"]) + unit, _num(r["b"]["median"]) + unit,
+                      f"{ch['value']:.3f}x{ci}", fmt_ratio(r["a"]["pct_of_host"], "%"),
+                      fmt_ratio(r["b"]["pct_of_host"], "%"), r["verdict"] + (" (unlike config)" if r["marked"] else "")])
+        styles.append("red" if r["verdict"] == "regression" else None)
+    notes = [res["rule"]] + (["unlike configurations: " + "; ".join(res["mismatches"])] if res["mismatches"] else [])
+    return terminal.grid(heads, cells, limit, keys=(0, 1), numeric=range(2, 7), styles=styles, notes=notes,
+                         title=f"B {_side(res['b'])}\nvs A {_side(res['a'])}")
 
 
 @click.command("compare")
@@ -241,8 +233,9 @@ def _compare_table(res: dict) -> Table:
 @_match_option
 @_db_option
 @click.option("--json", "as_json", is_flag=True, help="Print the comparison as JSON.")
+@wide_option
 def db_compare(sel_a, sel_b, arms, tests, pairs, threshold, allow_mismatch, fail_on_regression, match, db_url,
-               as_json):
+               as_json, wide):
     """Compare selection B with selection A (the reference), arm by arm and test by test.
 
     Each selection is an id, a name, or KEY=VALUE filters (id, name, device,
@@ -275,29 +268,31 @@ def db_compare(sel_a, sel_b, arms, tests, pairs, threshold, allow_mismatch, fail
     if as_json:
         _json_out(res)
     else:
-        _console().print(_compare_table(res))
+        limit = terminal.width(wide)
+        terminal.emit(_compare_table(res, limit), limit)
     if fail_on_regression and res["regressions"]:
         click.echo(f"capshim: {res['regressions']} regression(s)", err=True)
         raise SystemExit(1)
 
 
-def _trend_table(res: dict) -> Table:
-    """The table of :func:`capshim.db.query.trend`'s result."""
+def _trend_table(res: dict, limit: int | None) -> list:
+    """The table of :func:`capshim.db.query.trend`'s result, laid out for ``limit`` columns
+    (:func:`capshim.export.terminal.grid`)."""
     suffix, per_cell = _unit_columns(res["points"])
-    t = Table(title=f"{res['arm']}: % of host over time")
-    for c in ("started (UTC)", "bundle", "device", "build", "test", f"median{suffix}", "% of host (95% CI)", "flags"):
-        t.add_column(c, justify="right" if c.startswith(("median", "%")) else "left")
+    heads = ("started (UTC)", "bundle", "device", "build", "test", f"median{suffix}", "% of host (95% CI)", "flags")
+    cells = []
     for p in res["points"]:
         unit = f" {p['unit']}" if per_cell and p["unit"] else ""
-        t.add_row(p["created_utc"] or "", p["bundle"], p["device"] or "", p["build"] or "", p["test"],
-                  _num(p["median"]) + unit, fmt_ratio({"value": p["pct_of_host"], "ci95": p["ci95"]}, "%"),
-                  "; ".join(p["flags"]), style="red" if p["flags"] else None)
+        cells.append([p["created_utc"] or "", p["bundle"], p["device"] or "", p["build"] or "", p["test"],
+                      _num(p["median"]) + unit, fmt_ratio({"value": p["pct_of_host"], "ci95": p["ci95"]}, "%"),
+                      "; ".join(p["flags"])])
     cap = [res["rule"]] + [f"skipped: {s}" for s in res["skipped"]]
     if res["min_pct"] is not None:
         cap.insert(0, f"{res['arm']} {'stayed at or above' if res['all_above'] else 'did NOT stay above'} "
                       f"{res['min_pct']:g}% of host in every point shown")
-    t.caption = "\n".join(cap)
-    return t
+    return terminal.grid(heads, cells, limit, keys=(1, 4), numeric=(0, 5, 6), notes=cap,
+                         styles=["red" if p["flags"] else None for p in res["points"]],
+                         title=f"{res['arm']}: % of host over time", priority=(5, 6, 7))
 
 
 @click.command("trend")
@@ -311,7 +306,8 @@ def _trend_table(res: dict) -> Table:
 @_filter_options
 @_db_option
 @click.option("--json", "as_json", is_flag=True, help="Print the trend as JSON.")
-def db_trend(arm, bundles, tests, min_pct, threshold, chart, fail_on_regression, db_url, as_json, match,
+@wide_option
+def db_trend(arm, bundles, tests, min_pct, threshold, chart, fail_on_regression, db_url, as_json, match, wide,
              **filters):
     """One arm's % of host over time: one row per stored bundle and test, oldest first.
 
@@ -352,7 +348,8 @@ def db_trend(arm, bundles, tests, min_pct, threshold, chart, fail_on_regression,
     if as_json:
         _json_out(res)
     else:
-        _console().print(_trend_table(res))
+        limit = terminal.width(wide)
+        terminal.emit(_trend_table(res, limit), limit)
         if chart:
             click.echo(f"wrote {chart}", err=True)
     if fail_on_regression and res["regressions"]:

@@ -60,3 +60,10 @@ def out_option(kind: str, what: str = "Output folder"):
 def json_option(what: str = "JSON instead of the table"):
     """``--json``: print ``what`` on stdout for a program to read."""
     return click.option("--json", "as_json", is_flag=True, help=f"Print {what}.")
+
+
+def wide_option(f):
+    """``--wide``: the full table, however wide (capshim.export.terminal.width says the rule)."""
+    return click.option("--wide", is_flag=True,
+                        help="Print the full table, however wide, instead of fitting it to the terminal "
+                             "($COLUMNS, or 80 columns when not a terminal).")(f)

@@ -5,13 +5,12 @@ from __future__ import annotations
 import json
 
 import click
-from rich.console import Console
-from rich.table import Table
 
 from capshim import backends, beyond, profiles
 from capshim.cli.options import json_option
 from capshim.errors import CapshimError, UsageError
 from capshim.cli.suggest import SuggestingGroup
+from capshim.export import terminal
 
 
 @click.command("profiles")
@@ -24,10 +23,8 @@ def profiles_cmd(as_json):
         click.echo(json.dumps([p.to_dict() for p in rows], indent=2))
         return
 
-    table = Table("name", "api", "direction", "description")
-    for p in rows:
-        table.add_row(p.name, p.api, p.direction, p.description)
-    Console().print(table)
+    terminal.print_grid(("name", "api", "direction", "description"),
+                        [[p.name, p.api, p.direction, p.description] for p in rows])
 
 
 @click.group("profile", cls=SuggestingGroup)

@@ -8,8 +8,8 @@ from pathlib import Path
 import click
 
 from capshim import evidence, paths, report, summary
-from capshim.cli.options import json_option
 from capshim.cli.suggest import Choice
+from capshim.cli.options import json_option, wide_option
 from capshim.contracts import folders, names
 from capshim.errors import UsageError
 from capshim.evidence import study
@@ -31,12 +31,14 @@ from capshim.export import csv as csv_export
 @click.option("--chart", type=click.Path(), help="Write the chart PNG to this path.")
 @json_option("the summary JSON (one summary, or a list)")
 @click.option("--title", help="Report title.")
-def report_cmd(bundles, arm_opts, host_file, baseline, fmt, allow_mismatch, output, chart, as_json, title):
+@wide_option
+def report_cmd(bundles, arm_opts, host_file, baseline, fmt, allow_mismatch, output, chart, as_json, title, wide):
     """Show the seed-style table of bundles (merged), or of llama-bench files made elsewhere.
 
     \b
     capshim report BUNDLE [BUNDLE...] [--format md|html|csv] [--output PATH]
-    capshim report --arm stock=stock.json --arm shim=pp.json,tg.json --host host.json
+    capshim report --arm stock=stock.json --arm shim=pp.json,tg.json \\
+        --host host.json
     """
 
 
@@ -102,7 +104,7 @@ def report_cmd(bundles, arm_opts, host_file, baseline, fmt, allow_mismatch, outp
         text = "".join(csv_export.serialize(s) if i == 0 else csv_export.serialize(s).split("\n", 1)[1]
                        for i, s in enumerate(summaries))
     else:
-        report.print_table(summaries, labels, title=title)
+        report.print_table(summaries, labels, title=title, wide=wide)
         return
     if output:
         try:  # atomic: a reader sees the old file or the new one; a full disk is exit 4 naming the file

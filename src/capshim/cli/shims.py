@@ -7,14 +7,13 @@ import sys
 from pathlib import Path
 
 import click
-from rich.console import Console
-from rich.table import Table
 
 from capshim import backends, beyond, launch
 from capshim import probe as pr
-from capshim.cli.options import json_option, load_profile
 from capshim.cli.suggest import Choice, refuse_option_as_program
+from capshim.cli.options import json_option, load_profile, wide_option
 from capshim.errors import EXIT_INERT, CapshimError, UsageError
+from capshim.export import terminal
 
 _API_NAMES = backends.names()
 
@@ -173,7 +172,8 @@ def _beyond_device(backend, profile, simulate, device, status_file=None) -> tupl
 @click.option("--all", "show_all", is_flag=True, help="With --compare: show unchanged rows too.")
 @json_option("JSON")
 @click.option("--strict", is_flag=True, help="Exit 3 when a raise profile answers beyond the device.")
-def probe_cmd(api, profile_ref, simulate_ref, device, compare, show_all, as_json, strict):
+@wide_option
+def probe_cmd(api, profile_ref, simulate_ref, device, compare, show_all, as_json, strict, wide):
     """Print the capability answers a process sees, stock or through shims.
 
     A raise profile that answers more than the device has gets one warning
@@ -207,7 +207,7 @@ def probe_cmd(api, profile_ref, simulate_ref, device, compare, show_all, as_json
     if as_json or not be.tabular_probe:
         click.echo(json.dumps(out, indent=2))
     else:
-        pr.print_probe(out, compare=compare, show_all=show_all)
+        pr.print_probe(out, compare=compare, show_all=show_all, wide=wide)
     if strict and over:
         sys.exit(EXIT_INERT)
 
@@ -244,9 +244,6 @@ def verify_cmd(api, as_json, shim_file):
         click.echo(json.dumps(checks, indent=2))
     else:
 
-        table = Table("check", "status", "detail")
-        for c in checks:
-            table.add_row(c["check"], c["status"], c["detail"])
-        Console().print(table)
+        terminal.print_grid(("check", "status", "detail"), [[c["check"], c["status"], c["detail"]] for c in checks])
     if any(c["status"] == "failed" for c in checks):
         sys.exit(1)

