@@ -22,7 +22,8 @@ made it: docs/statistics.md). An outlier process widens the interval instead of
 biasing a median silently, and :func:`stability_warnings` names it.
 
 With fewer than :data:`MIN_PROCESSES` processes on a side there is no 95%
-interval (``ci95`` is None): the comparison gives the *range* of ratios any
+interval (``ci95`` is None) and the ratio is the ratio of the medians the tables
+show (a mean of 3 values is at the mercy of one): the comparison gives the *range* of ratios any
 two processes show, ``[min(a)/max(b), max(a)/min(b)]``, and says why
 (``level: "range"``). With one process on a side the range comes from that
 side's repetitions. Values that are not all positive (a regex metric can
@@ -219,13 +220,15 @@ def compare(by_process, reference_by_process, *, percent: bool = False) -> dict:
     k = 100.0 if percent else 1.0
     if min(pb) <= 0 and np.median(pb) == 0:
         raise ValueError("comparison: the reference's median is 0")
-    value = ratio(pa, pb)
-    out = {"value": value * k, "ci95": None, "level": "process", "processes": [int(pa.size), int(pb.size)]}
+    out = {"value": None, "ci95": None, "level": "process", "processes": [int(pa.size), int(pb.size)]}
     positive = pa.min() > 0 and pb.min() > 0
     if positive and pa.size >= MIN_PROCESSES and pb.size >= MIN_PROCESSES:
+        out["value"] = ratio(pa, pb) * k
         ci = ratio_ci(pa, pb)
         out["ci95"] = [ci[0] * k, ci[1] * k] if ci else None
         return out
+    # too few processes for a mean to mean much: the ratio of the medians the tables show
+    out["value"] = float(np.median(pa) / np.median(pb)) * k
     va = pa if pa.size >= 2 else _clean([v for p in a for v in p], "arm samples")
     vb = pb if pb.size >= 2 else _clean([v for p in b for v in p], "reference samples")
     rng = _range(va, vb)

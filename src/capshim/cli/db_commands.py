@@ -207,7 +207,8 @@ def _compare_table(res: dict, limit: int | None) -> list:
     cells, styles = [], []
     for r in res["rows"]:
         ch = r["change"]
-        ci = f" [{ch['ci95'][0]:.3f}–{ch['ci95'][1]:.3f}]" if ch.get("ci95") else ""
+        ci = (f" [{ch['ci95'][0]:.3f}–{ch['ci95'][1]:.3f}]" if ch.get("ci95") else
+              f" (range {ch['range'][0]:.3f}–{ch['range'][1]:.3f})" if ch.get("range") else "")
         name = r["arm"] if r["arm"] == r["arm_b"] else f"{r['arm']} / {r['arm_b']}"
         unit = f" {r['unit']}" if per_cell and r["unit"] else ""
         test = r["test"] + (f" ({r['better']} is better)" if r["better"] == "lower" else "")

@@ -223,10 +223,14 @@ def _check_threshold(threshold: float, what: str = "--threshold") -> None:
 
 
 def _verdict(value: float, ci, threshold: float) -> str:
-    lo, hi = (ci or (None, None))
-    if value < 1 - threshold / 100 and (hi is None or hi < 1):
+    """``ci``: the 95% interval, or below 5 processes the range of ratios (stricter); with neither the
+    change is not told apart from noise: "same"."""
+    if not ci:
+        return "same"
+    lo, hi = ci
+    if value < 1 - threshold / 100 and hi < 1:
         return "regression"
-    if value > 1 + threshold / 100 and (lo is None or lo > 1):
+    if value > 1 + threshold / 100 and lo > 1:
         return "improvement"
     return "same"
 
@@ -308,7 +312,7 @@ def compare(store: Store, sel_a: dict, sel_b: dict, *, arms: list[str] | None = 
                 "b": {"median": tb[t]["median"], "n": tb[t]["n"], "pct_of_host": pb},
                 "change": ch, "change_pct": 100.0 * (ch["value"] - 1.0),
                 "delta_pct_points": (pb["value"] - pa["value"]) if pa and pb else None,
-                "verdict": _verdict(ch["value"], ch.get("ci95"), threshold),
+                "verdict": _verdict(ch["value"], ch.get("ci95") or ch.get("range"), threshold),
                 "marked": bool(mism)})
     if not rows:
         raise DbError(f"no test in common (A: {', '.join(sa_['tests'])}; B: {', '.join(sb_['tests'])})")
