@@ -69,7 +69,11 @@ def _configs(records) -> dict[tuple[str, str], list[tuple[object, dict]]]:
 
 
 def _differences(a: dict, b: dict) -> list[tuple[str, object, object]]:
-    return [(k, a[k], b[k]) for k in llamabench.COMPARE_FIELDS if k in a and k in b and a[k] != b[k]]
+    """Every configuration field both sides report whose values differ (issue 20: the series key is
+    every field, :func:`capshim.bench.llamabench.row_config`); a field one side lacks (a summary
+    written before it was recorded, a build that does not print it) is not compared."""
+    return [(k, a[k], b[k]) for k in sorted(a, key=llamabench.field_rank)
+            if k in b and a[k] != b[k]]
 
 
 def _as_processes(values) -> list[list[float]]:
