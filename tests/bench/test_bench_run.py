@@ -127,6 +127,7 @@ def test_a_run_on_the_cpu_backend_is_no_result_and_strict_exits_3(tmp_path):
         assert f"capshim: arm {arm} is cpu-backend: {why}: not a result on the probed device" in r.stderr
     assert [w["arm"] for w in summary["warnings"] if w["test"] is None] == ["stock", "sim"]
     assert "warning: arm sim is cpu-backend" in (out / "report.md").read_text()
+    assert "(no arm ran on it)" in r.stdout  # the title names the probed device, and says so
     r = run_capshim("bench", "--arm", "stock=", "--arm", "sim=simulate:vulkan-paravirt", "-r", "1",
                     "--warmup", "0", "--out", str(tmp_path / "c"), "--", str(script))
     assert r.returncode == 0, r.stderr  # without --strict: a warning, not a failure

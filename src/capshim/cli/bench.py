@@ -145,7 +145,9 @@ def bench_cmd(arm_opts, baseline, host_baseline, host_arm, repetitions, process_
         if as_json:  # strict JSON, as in summary.json: a non-finite number is null
             click.echo(strict_json(finite_or_null(result.summary)).decode(), nl=False)
         else:
-            print_table([result.summary], title=p.title)
+            states = [a["state"] for a in result.summary["arms"].values()]
+            off = p.device is not None and all(st in OFF_DEVICE_STATES for st in states)
+            print_table([result.summary], title=p.title + (" (no arm ran on it)" if off else ""))
         click.echo(f"evidence bundle: {result.bundle}  (check it: capshim evidence verify {result.bundle})",
                    err=True)
         sealed_problems = _evidence.verify(result.bundle)  # the seal is checked, never assumed
