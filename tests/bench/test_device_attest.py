@@ -24,8 +24,8 @@ FORMATS = {
                                  {"uma": False, "fp16": True, "fp16_dot2": False, "warp_size": 32}),
     "2024-02-pr5321-vulkan0": ("AMD Radeon RX 6600M", None,
                                {"uma": False, "fp16": True, "fp16_dot2": False, "warp_size": 64}),
-    "2024-06-pr7582-vulkan0-driver": ("llvmpipe (LLVM 15.0.6, 256 bits)", "llvmpipe",
-                                      {"uma": False, "fp16": True, "fp16_dot2": False, "warp_size": 8}),
+    "2024-06-pr7582-vulkan0-driver": ("NVIDIA GeForce RTX 3060 Laptop GPU", "NVIDIA",
+                                      {"uma": False, "fp16": True, "fp16_dot2": False, "warp_size": 32}),
     "2024-11-whisper2547-index": ("NVIDIA GeForce RTX 3060", "NVIDIA",
                                   {"uma": False, "fp16": True, "fp16_dot2": False, "warp_size": 32}),
     "2024-12-pr10597-matrix-cores-int": ("NVIDIA GeForce RTX 3060", "NVIDIA",
@@ -82,6 +82,15 @@ def test_the_2024_form_without_driver_names_lavapipe_either_way():
     v = attest.parse_path(text)["vulkan"]
     assert attest.names_device(v, "llvmpipe (LLVM 15.0.6, 256 bits)")
     assert attest.device_state(text, [], "llvmpipe (LLVM 15.0.6, 256 bits)")[0] == "attested"
+
+
+def test_a_device_name_with_parentheses_of_its_own():
+    """llama.cpp PR #16689's thread: Mesa's Dozen driver names the device it sits on in parentheses."""
+    text = ("ggml_vulkan: 0 = Microsoft Direct3D12 (AMD Radeon(TM) Graphics) (Dozen) | uma: 1 | fp16: 1 | bf16: 0 | "
+            "warp size: 32 | shared memory: 32768 | int dot: 1 | matrix cores: none\n")
+    v = attest.parse_path(text)["vulkan"]
+    assert (v["device_name"], v["driver"]) == ("Microsoft Direct3D12 (AMD Radeon(TM) Graphics)", "Dozen")
+    assert attest.device_state(text, [], "Microsoft Direct3D12 (AMD Radeon(TM) Graphics)")[0] == "attested"
 
 
 def test_list_devices_lines_and_buffer_lines_are_not_device_lines():
