@@ -222,3 +222,17 @@ def test_driver_filters_the_probe_did_not_see_are_refused(name):
     assert inherited_env.device_selection_problems({name: "/x.json"}, {name: "/x.json"}, H200, TWO) == []
     (p,) = inherited_env.device_selection_problems({name: "/x.json"}, {}, H200, TWO)
     assert p.startswith(f"{name}=/x.json is set for the runs but the probe of NVIDIA H200 ran without it")
+
+
+def test_2024_lines_give_path_columns_and_the_path_unchanged_check():
+    """Issue 20: builds of 2024-02..2024-11 got no path columns and no 'path unchanged' check."""
+    from capshim.summary import display_value
+
+    stock = attest.parse_path("Vulkan0: AMD Radeon RX 6600M | uma: 0 | fp16: 1 | warp size: 64\n")
+    sim = attest.parse_path("Vulkan0: AMD Radeon RX 6600M | uma: 0 | fp16: 0 | warp size: 64\n")
+    assert display_value(stock, "vulkan", "device_name") == "AMD Radeon RX 6600M"
+    assert display_value(sim, "vulkan", "fp16") == "no"
+    assert attest.same_path(stock, stock) is True and attest.same_path(stock, sim) is False
+    arms = {"stock": {"state": "native", "path": stock}, "sim": {"state": "active", "path": stock}}
+    s = analysis.analyze(_recs("stock", [1, 2]) + _recs("sim", [1, 2]), arms, "stock")
+    assert s["arms"]["sim"]["path_unchanged"] is True
