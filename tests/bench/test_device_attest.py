@@ -236,3 +236,43 @@ def test_2024_lines_give_path_columns_and_the_path_unchanged_check():
     arms = {"stock": {"state": "native", "path": stock}, "sim": {"state": "active", "path": stock}}
     s = analysis.analyze(_recs("stock", [1, 2]) + _recs("sim", [1, 2]), arms, "stock")
     assert s["arms"]["sim"]["path_unchanged"] is True
+
+
+def test_a_device_line_with_every_buffer_on_the_cpu_is_the_cpu_backend():
+    text = ("ggml_vulkan: 0 = NVIDIA H200 (NVIDIA) | uma: 0 | fp16: 1 | warp size: 32\n"
+            "load_tensors:   CPU_Mapped model buffer size =  600.00 MiB\n"
+            "llama_context:        CPU compute buffer size =    1.76 MiB\n")
+    state, why = attest.device_state(text, [], "NVIDIA H200")
+    assert state == attest.CPU_BACKEND and "its buffers are all on the CPU" in why
+    assert attest.device_state(text + "load_tensors:      Vulkan0 model buffer size = 1.0 MiB\n", [],
+                               "NVIDIA H200")[0] == "attested"
+
+
+def test_every_run_of_the_committed_evidence_attests_its_device():
+    """No false alarm on real data: each run of every committed bundle (the H200's and lavapipe's, the
+    built-in llama.cpp and ncnn workloads) names its probed device."""
+    import json
+
+    from capshim.bench import llamabench
+    from tests.conftest import REPO
+
+    seen = 0
+    for meta in sorted((REPO / "evidence").glob("**/metadata.json")):
+        m = json.loads(meta.read_text())
+        device, kind = (m.get("device") or {}).get("name"), (m.get("workload") or {}).get("kind")
+        if not device:
+            continue
+        for err in sorted((meta.parent / "raw").glob("*.stderr")):
+            if "+" in err.name:  # a control workload's run
+                continue
+            rows = []
+            if kind != "ncnn":
+                try:
+                    rows = [llamabench.device_info(r)
+                            for r in llamabench.parse_output(err.with_suffix(".json").read_text(), str(err))]
+                except llamabench.LlamaBenchError:  # a failed run: the bench attests only finished ones
+                    continue
+            verdict = attest.device_state(err.read_text(errors="replace"), rows, device)
+            assert verdict == ("attested", None), (err, verdict)
+            seen += 1
+    assert seen > 100

@@ -360,7 +360,8 @@ def cpu_backend(stderr: str, rows: list[dict] | None = None) -> str | None:
     why = vulkan_failure(stderr)
     devices = _vulkan_devices(stderr)
     if not _VK_USED.search(stderr) and _CPU_BUF.search(stderr):
-        reason = why or "no Vulkan device line, no Vulkan buffer"
+        reason = why or ("its buffers are all on the CPU (-ngl 0?), none on a Vulkan device" if devices
+                         else "no Vulkan device line, no Vulkan buffer")
     elif why and not devices:
         reason = why
     elif not devices and rows and all(r.get("backends") == "CPU" for r in rows):
