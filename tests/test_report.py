@@ -5,11 +5,12 @@ from __future__ import annotations
 import json
 
 import pytest
+
 from click.testing import CliRunner
 
 from tests._report_paths import FIXTURES, cua_dir
 from capshim import report
-from capshim.bench.analysis import AnalysisError, analyze, host_from_file
+from capshim.bench.analysis import AnalysisError, ComparabilityError, analyze, host_from_file
 from capshim.cli import main
 
 # (model folder, file prefix) -> published figures (docs/contracts.md, "Published figures")
@@ -199,17 +200,21 @@ def test_different_models_are_not_compared_silently(tmp_path):
     # --allow-mismatch compares them, with every differing field named and the row marked
     s = report.report_from_files([("stock", [str(a)]), ("unlocked", [str(b)])], allow_mismatch=True)
     mism = s["arms"]["unlocked"]["tests"]["pp512"]["mismatch"]
-    assert [m["field"] for m in mism] == ["model_type", "n_threads", "n_gpu_layers"]
+    assert [m["field"] for m in mism] == ["model_type", "model_filename", "n_threads", "n_gpu_layers"]
     row = next(r for r in report.table([s])["rows"] if r["arm"] == "unlocked")
     assert row["marked"] and "CONFIG DIFFERS: model_type 'llama 1B Q4_0' vs 'llama 8B Q4_K - Medium'" in row["notes"][0]
     r = CliRunner().invoke(main, ["report", "--allow-mismatch", "--arm", f"stock={a}", "--arm", f"unlocked={b}",
                                   "--format", "md"])
     assert r.exit_code == 0 and "~~unlocked~~" in r.output and "CONFIG DIFFERS" in r.output
-    # the path is not part of the configuration: the same model under another path compares
+    # the folder is not part of the configuration: the same model file in another folder compares;
+    # the file's name is (issue 20: model file and model identity are both series keys)
     c = tmp_path / "c.json"
-    c.write_text(json.dumps([{**ISSUE_A[0], "model_filename": "/elsewhere/big.gguf"}]))
+    c.write_text(json.dumps([{**ISSUE_A[0], "model_filename": "/elsewhere/big-8b.gguf"}]))
     s = report.report_from_files([("stock", [str(a)]), ("guest", [str(c)])])
     assert s["arms"]["guest"]["tests"]["pp512"]["mismatch"] == []
+    c.write_text(json.dumps([{**ISSUE_A[0], "model_filename": "/elsewhere/big.gguf"}]))
+    with pytest.raises(ComparabilityError, match="differ in model_filename: 'big.gguf' vs 'big-8b.gguf'"):
+        report.report_from_files([("stock", [str(a)]), ("guest", [str(c)])])
 
 
 @pytest.mark.parametrize("bad, where", [

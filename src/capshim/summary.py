@@ -33,7 +33,7 @@ import jsonschema
 from capshim import jsonread
 from capshim.errors import CapshimError
 
-__all__ = ["SCHEMA", "STATES", "NOT_SHIM_STATES", "SUMMARY_SCHEMA", "MAX_BYTES", "AnalysisError",
+__all__ = ["SCHEMA", "STATES", "NOT_SHIM_STATES", "OFF_DEVICE_STATES", "SUMMARY_SCHEMA", "MAX_BYTES", "AnalysisError",
            "SummaryShapeError", "validate", "load", "run_failed"]
 
 SCHEMA = "capshim-summary/1"
@@ -41,10 +41,17 @@ SCHEMA = "capshim-summary/1"
 #: answers; inert/invalid: the shim loaded but changed nothing / rejected its
 #: configuration; failed: runs crashed or timed out; wrong-output: output
 #: differed from the baseline; external: numbers made elsewhere (``capshim
-#: report --arm``), shim state not attested by capshim.
-STATES = ("native", "active", "inert", "invalid", "failed", "wrong-output", "external")
+#: report --arm``), shim state not attested by capshim; cpu-backend: the workload's
+#: own output says it ran on llama.cpp's CPU backend, not on the probed device;
+#: off-device: its output names another device, or none where it always names one
+#: (:func:`capshim.bench.attest.device_state`).
+STATES = ("native", "active", "inert", "invalid", "failed", "wrong-output", "external", "cpu-backend",
+          "off-device")
 #: States whose numbers are never presented as shim results.
-NOT_SHIM_STATES = ("inert", "invalid", "failed", "wrong-output")
+NOT_SHIM_STATES = ("inert", "invalid", "failed", "wrong-output", "cpu-backend", "off-device")
+#: States of an arm that did not run on the probed device: its numbers are no result at all, and
+#: no arm's speedup or % of host is computed against it.
+OFF_DEVICE_STATES = ("cpu-backend", "off-device")
 
 #: Largest summary.json read (bytes): a bench of 100,000 processes stays far below it.
 MAX_BYTES = 256 * 1024 * 1024

@@ -122,9 +122,12 @@ def test_precision_adds_rounds_until_the_cap_and_says_so(tmp_path):
     assert r.returncode == 2 and "--precision" in r.stderr
 
 
-def test_aa_arm_answers_the_stock_values_and_its_ratio_is_in_the_table(tmp_path):
-    # the stand-in prints the rows, then becomes vulkaninfo (same pid): the app layer loads and hooks
-    script = _script(tmp_path, f'cat "{FIXTURE}"\nexec vulkaninfo --summary >/dev/null 2>&1')
+def test_aa_arm_answers_the_stock_values_and_its_ratio_is_in_the_table(tmp_path, stock_probe):
+    # the stand-in prints the rows, then becomes vulkaninfo (same pid): the app layer loads and hooks;
+    # it names the probed device as llama.cpp would (the rows come from a CPU build: issue 20)
+    d = stock_probe["device"]
+    line = f"ggml_vulkan: 0 = {d['name']} ({d['driver']}) | uma: 0 | fp16: 1 | warp size: 8"
+    script = _script(tmp_path, f'echo "{line}" >&2\ncat "{FIXTURE}"\nexec vulkaninfo --summary >/dev/null 2>&1')
     out = tmp_path / "b"
     r = run_capshim("bench", "--arm", "native=", "--aa", "-r", "2", "--warmup", "0", "--out", str(out),
                     "--", str(script))

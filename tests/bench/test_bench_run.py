@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 
 from capshim import evidence
+from tests._report_paths import FIXTURES
 from tests.conftest import REPO, run_capshim
 
 FIXTURE = REPO / "tests" / "fixtures" / "llama-bench" / "cpu-tiny.json"
@@ -27,6 +28,8 @@ def test_default_bench_writes_a_verified_bundle_with_three_active_arms(tmp_path)
     arms = summary["arms"]
     assert list(arms) == ["native", "vm-stock", "vm-unlocked"]
     assert arms["native"]["state"] == "native"
+    # every run's own stderr names the probed device (lavapipe): attested (issue 20)
+    assert {run["device"] for a in arms.values() for run in a["runs"]} == {"attested"}
     assert arms["vm-stock"]["state"] == "active" and arms["vm-unlocked"]["state"] == "active"
     assert summary["baseline"] == "vm-stock"
     for arm in arms.values():
@@ -67,9 +70,17 @@ def _fake_workload(tmp_path: Path, body: str) -> Path:
     return script
 
 
-def test_a_crashing_arm_is_recorded_and_the_others_go_on(tmp_path):
+def _device_line(probe: dict) -> str:
+    """A shell line printing llama.cpp's device line for the probed device on stderr: the fixture's rows
+    come from a CPU build, and a run counts only when its output names the probed device (issue 20)."""
+    d = probe["device"]
+    return f"echo 'ggml_vulkan: 0 = {d['name']} ({d['driver']}) | uma: 0 | fp16: 1 | warp size: 8' >&2"
+
+
+def test_a_crashing_arm_is_recorded_and_the_others_go_on(tmp_path, stock_probe):
     # The stand-in crashes (SIGSEGV) in the arm whose device layer is configured.
-    script = _fake_workload(tmp_path, f'[ -n "$CAPSHIM_VK_DEVICE_CONFIG" ] && kill -SEGV $$\ncat "{FIXTURE}"')
+    script = _fake_workload(tmp_path, f'[ -n "$CAPSHIM_VK_DEVICE_CONFIG" ] && kill -SEGV $$\n'
+                                      f'{_device_line(stock_probe)}\ncat "{FIXTURE}"')
     out = tmp_path / "b"
     r = run_capshim("bench", "--arm", "stock=", "--arm", "sim=simulate:vulkan-paravirt", "-r", "2", "--warmup", "0",
                     "--out", str(out), "--", str(script))
@@ -83,9 +94,9 @@ def test_a_crashing_arm_is_recorded_and_the_others_go_on(tmp_path):
     assert "capshim: arm sim failed: killed by SIGSEGV (and 1 more failed run(s))" in r.stderr
 
 
-def test_inert_shim_is_flagged_and_strict_exits_3(tmp_path):
+def test_inert_shim_is_flagged_and_strict_exits_3(tmp_path, stock_probe):
     # A workload that never touches Vulkan: the layer never loads.
-    script = _fake_workload(tmp_path, f'cat "{FIXTURE}"')
+    script = _fake_workload(tmp_path, f'{_device_line(stock_probe)}\ncat "{FIXTURE}"')
     out = tmp_path / "b"
     r = run_capshim("bench", "--strict", "--arm", "stock=", "--arm", "sim=simulate:vulkan-paravirt", "-r", "1",
                     "--warmup", "0", "--out", str(out), "--", str(script))
@@ -93,6 +104,44 @@ def test_inert_shim_is_flagged_and_strict_exits_3(tmp_path):
     summary = json.loads((out / "summary.json").read_text())
     assert summary["arms"]["sim"]["state"] == "inert"
     assert summary["arms"]["sim"]["shim_result"] is False
+
+
+def test_a_run_on_the_cpu_backend_is_no_result_and_strict_exits_3(tmp_path):
+    """Issue 20's case: llama.cpp says 'Invalid device index' and runs on its CPU backend in every
+    arm; no arm is a shim result, no speedup is printed, a warning names each arm."""
+    stderr = FIXTURES / "kernels" / "tiny-cpu-fallback.stderr"
+    script = _fake_workload(tmp_path, f'cat "{stderr}" >&2\ncat "{FIXTURE}"')
+    out = tmp_path / "b"
+    r = run_capshim("bench", "--strict", "--arm", "stock=", "--arm", "sim=simulate:vulkan-paravirt", "-r", "2",
+                    "--warmup", "0", "--out", str(out), "--", str(script))
+    assert r.returncode == 3, r.stderr
+    assert evidence.verify(out) == []
+    summary = json.loads((out / "summary.json").read_text())
+    why = "llama.cpp ran on the CPU backend, not on Vulkan (ggml_vulkan: Invalid device index 7 in " \
+          "GGML_VK_VISIBLE_DEVICES.)"
+    for arm in ("stock", "sim"):
+        a = summary["arms"][arm]
+        assert a["state"] == "cpu-backend" and a["shim_result"] is False and a["device_check"] == why
+        assert [run["device"] for run in a["runs"]] == ["cpu-backend", "cpu-backend"]
+        assert all(t["speedup"] is None for t in a["tests"].values())
+        assert f"capshim: arm {arm} is cpu-backend: {why}: not a result on the probed device" in r.stderr
+    assert [w["arm"] for w in summary["warnings"] if w["test"] is None] == ["stock", "sim"]
+    assert "warning: arm sim is cpu-backend" in (out / "report.md").read_text()
+    assert "(no arm ran on it)" in r.stdout  # the title names the probed device, and says so
+    r = run_capshim("bench", "--arm", "stock=", "--arm", "sim=simulate:vulkan-paravirt", "-r", "1",
+                    "--warmup", "0", "--out", str(tmp_path / "c"), "--", str(script))
+    assert r.returncode == 0, r.stderr  # without --strict: a warning, not a failure
+
+
+def test_inherited_device_selection_that_names_no_device_is_exit_2_before_any_run(tmp_path):
+    marker = tmp_path / "ran"
+    script = _fake_workload(tmp_path, f'touch "{marker}"\ncat "{FIXTURE}"')
+    r = run_capshim("bench", "--arm", "stock=", "--arm", "sim=simulate:vulkan-paravirt", "-r", "1", "--warmup", "0",
+                    "--out", str(tmp_path / "b"), "--", str(script), env={"GGML_VK_VISIBLE_DEVICES": "7"})
+    assert r.returncode == 2, r.stderr
+    assert "capshim: GGML_VK_VISIBLE_DEVICES=7 index 7 names no device" in r.stderr
+    assert "Invalid device index" in r.stderr and "Traceback" not in r.stderr
+    assert not marker.exists() and not (tmp_path / "b").exists()
 
 
 def test_inherited_llama_cpp_environment_is_recorded_and_warned_about(tmp_path):

@@ -103,9 +103,11 @@ def test_missing_file_named(tmp_path):
 def test_to_records_and_sweep_series():
     rows = parse_output(json.dumps([_row(), _row(n_prompt=0, n_gen=8, samples_ts=[1.5])]), "s")
     recs = llamabench.to_records(rows, "stock", 3)
-    assert {k: v for k, v in recs[0].items() if k != "config"} == {
+    assert {k: v for k, v in recs[0].items() if k not in ("config", "device_info")} == {
         "arm": "stock", "run": 3, "sample": 1, "test": "pp512", "tok_s": 10.0}
-    assert recs[0]["config"]["n_prompt"] == 512 and "model_filename" not in recs[0]["config"]
+    # the configuration is every field but the measurements and the build (issue 20)
+    assert recs[0]["config"]["n_prompt"] == 512 and "build_commit" not in recs[0]["config"]
+    assert recs[0]["device_info"] == {"build_commit": "abc"} and "samples_ts" not in recs[0]["config"]
     assert [r["sample"] for r in recs] == [1, 2, 3, 1]
     # a sweep: rows of one test that differ in settings are separate series, named by what varies
     two = parse_output(json.dumps([_row(n_threads=4, n_gpu_layers=0), _row(n_threads=8, n_gpu_layers=0),

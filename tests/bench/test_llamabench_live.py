@@ -58,3 +58,23 @@ def test_build_is_cached(bench_env):
     binary, _, _ = bench_env
     assert ensure_llama_bench() == binary
     assert Path(binary).stat().st_size > 1_000_000
+
+
+def test_bench_of_a_cpu_build_is_cpu_backend_in_every_arm(bench_env, tmp_path, stock_probe):
+    """Issue 20 end to end: a real llama-bench without Vulkan, benched against the probed Vulkan
+    device; every arm is marked cpu-backend from llama-bench's own rows, none is a shim result."""
+    import json
+
+    from tests.conftest import run_capshim
+
+    binary, model, _ = bench_env
+    out = tmp_path / "b"
+    r = run_capshim("bench", "--strict", "--arm", "stock=", "--arm", "sim=simulate:vulkan-paravirt", "-r", "1",
+                    "--warmup", "0", "--out", str(out), "--", str(binary), "-m", str(model), "-p", "16", "-n", "0",
+                    "-r", "1", "-t", "2", timeout=600)
+    assert r.returncode == 3, r.stderr[-3000:]
+    s = json.loads((out / "summary.json").read_text())
+    for arm in ("stock", "sim"):
+        assert s["arms"][arm]["state"] == "cpu-backend", s["arms"][arm]
+        assert "llama-bench reports backends CPU" in s["arms"][arm]["device_check"]
+    assert "capshim: arm sim is cpu-backend" in r.stderr

@@ -107,6 +107,7 @@ def test_bench_workload_ncnn_end_to_end(tmp_path, vk_build):
                                          "spec": "json:samples_ms"}
     native, para = s["arms"]["native"], s["arms"]["paravirt"]
     assert para["state"] == "active" and native["state"] == "native"
+    assert {run["device"] for run in native["runs"] + para["runs"]} == {"attested"}  # ncnn's device block
     assert native["path"]["ncnn"]["fp16_arithmetic"] is True and para["path"]["ncnn"]["fp16_arithmetic"] is False
     # the restore profile above the simulated device gives ncnn its fp16 arithmetic back
     assert s["arms"]["unlocked"]["state"] == "active"

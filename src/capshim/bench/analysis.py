@@ -14,7 +14,7 @@ import math
 from pathlib import Path
 
 from capshim.bench import attest, llamabench, stats
-from capshim.summary import NOT_SHIM_STATES, SCHEMA, STATES, AnalysisError, run_failed
+from capshim.summary import NOT_SHIM_STATES, OFF_DEVICE_STATES, SCHEMA, STATES, AnalysisError, run_failed
 from capshim.summary import load as load_summary
 
 __all__ = ["analyze", "host_from_file", "arms_from_files", "ComparabilityError"]
@@ -69,7 +69,11 @@ def _configs(records) -> dict[tuple[str, str], list[tuple[object, dict]]]:
 
 
 def _differences(a: dict, b: dict) -> list[tuple[str, object, object]]:
-    return [(k, a[k], b[k]) for k in llamabench.COMPARE_FIELDS if k in a and k in b and a[k] != b[k]]
+    """Every configuration field both sides report whose values differ (issue 20: the series key is
+    every field, :func:`capshim.bench.llamabench.row_config`); a field one side lacks (a summary
+    written before it was recorded, a build that does not print it) is not compared."""
+    return [(k, a[k], b[k]) for k in sorted(a, key=llamabench.field_rank)
+            if k in b and a[k] != b[k]]
 
 
 def _as_processes(values) -> list[list[float]]:
@@ -120,12 +124,14 @@ def analyze(records: list[dict], arms: dict, baseline: str, host: dict | None = 
     Returns:
         ``{"schema", "baseline", "tests": [series], "method", "host": {...} | None,
         "arms": {name: {"spec", "state", "path", "runs", "shim_result", "path_unchanged",
-        "output_check", "flags": [str], "tests": {series: {"n" (samples), "processes",
+        "output_check", "device_check" (only when the arm is cpu-backend or off-device: why),
+        "flags": [str], "tests": {series: {"n" (samples), "processes",
         "repetitions" (median per process), "repetitions_range", "median" (median of the
         per-process medians), "mean", "stdev", "min", "max", "q25", "q75", "iqr",
         "spread_pct", "iqr_pct" (over per-process medians), "samples", "by_process",
         "config", "mismatch": [{"field", "value", "reference", "against"}], "warnings": [str],
-        "speedup": {"value", "ci95", "level", "processes"} | None, "pct_of_host": same | None}}}},
+        "speedup": {"value", "ci95", "level", "processes"} | None, "pct_of_host": same | None}}}}
+        (both None with an arm, a baseline or a host arm that did not run on the probed device),
         "aa": {"arm", "reference", "tests": {series: comparison}} | None,
         "warnings": [{"arm", "test", "warning"}], "notes": [str]}``.
         Ratios are plain numbers (speedup) or percent (pct_of_host).
@@ -145,10 +151,7 @@ def analyze(records: list[dict], arms: dict, baseline: str, host: dict | None = 
             raise AnalysisError(f"arm {name!r}: state {state!r} is not one of {', '.join(STATES)}")
     samples = _check_records(records, arms)
     configs = _configs(records)
-    tests: list[str] = []
-    for rec in records:
-        if str(rec["test"]) not in tests:
-            tests.append(str(rec["test"]))
+    tests: list[str] = list(dict.fromkeys(str(rec["test"]) for rec in records))  # first-seen order
     host_procs = {t: p for t, vals in ((host or {}).get("tests") or {}).items() if (p := _as_processes(vals))}
     host_tests = {t: _entry(p) for t, p in host_procs.items()}
     mismatches = _check_comparable(tests, arms, baseline, configs, host, allow_mismatch)
@@ -156,6 +159,8 @@ def analyze(records: list[dict], arms: dict, baseline: str, host: dict | None = 
     base_path = base_arm.get("path") or {}
     out_arms = {}
     all_warnings = [{"arm": None, "test": None, "warning": w} for w in bench_warnings or []]
+    off = _off_device(arms)  # arms not on the probed device: warned, no ratios with them
+    all_warnings += [{"arm": a, "test": None, "warning": w} for a, w in off.items()]
     for name, arm in arms.items():
         arm = arm or {}
         state = arm.get("state", "native")
@@ -165,11 +170,12 @@ def analyze(records: list[dict], arms: dict, baseline: str, host: dict | None = 
             if samples[name].get(t):
                 per_test[t] = _test_entry(name, t, samples, baseline, configs, mismatches, host, host_tests,
                                           host_procs, lower_is_better)
+                _drop_off_device(per_test[t], name, baseline, host, off)
                 all_warnings += [{"arm": name, "test": t, "warning": w} for w in per_test[t]["warnings"]]
         out_arms[name] = {"spec": arm.get("spec") or {}, "state": state, "path": arm.get("path") or {},
                           "runs": list(arm.get("runs") or []), "shim_result": state == "active",
                           "path_unchanged": unchanged, "output_check": arm.get("output_check"), "flags": flags,
-                          "tests": per_test}
+                          "tests": per_test, **({"device_check": arm["device_check"]} if arm.get("device_check") else {})}
     return {
         "schema": SCHEMA,
         "baseline": baseline,
@@ -182,10 +188,31 @@ def analyze(records: list[dict], arms: dict, baseline: str, host: dict | None = 
             "tests": host_tests,
         },
         "arms": out_arms,
-        "aa": _aa(aa_arm, arms, samples, tests, host),
+        "aa": _aa(aa_arm, arms, samples, tests, host, off),
         "warnings": all_warnings,
-        "notes": [f"warning: {w}" for w in bench_warnings or []] + list(notes or []),
+        "notes": [f"warning: {w}" for w in [*(bench_warnings or []), *off.values()]] + list(notes or []),
     }
+
+
+def _off_device(arms: dict) -> dict[str, str]:
+    """``{arm: warning}`` of the arms that did not run on the probed device (``cpu-backend``,
+    ``off-device``: :func:`capshim.bench.attest.device_state`), in arm order."""
+    out = {}
+    for name, arm in arms.items():
+        state = (arm or {}).get("state")
+        if state in OFF_DEVICE_STATES:
+            why = (arm or {}).get("device_check") or state
+            out[name] = (f"arm {name} is {state}: {why}; its numbers are not a result on the probed device, "
+                         "and no speedup or % of host is computed with it")
+    return out
+
+
+def _drop_off_device(entry: dict, name: str, baseline: str, host: dict | None, off: dict) -> None:
+    """No speedup or % of host with an arm that did not run on the probed device, on either side."""
+    if name in off or baseline in off:
+        entry["speedup"] = None
+    if name in off or (host is not None and host.get("name") in off):
+        entry["pct_of_host"] = None
 
 
 def _arm_flags(name: str, arm: dict, baseline: str, base_path: dict, has_samples: bool) -> tuple[list[str], bool | None]:
@@ -194,7 +221,9 @@ def _arm_flags(name: str, arm: dict, baseline: str, base_path: dict, has_samples
     path = arm.get("path") or {}
     runs = list(arm.get("runs") or [])
     flags = []
-    if state in NOT_SHIM_STATES:
+    if state in OFF_DEVICE_STATES:
+        flags.append(f"{state}: not a result ({arm.get('device_check') or 'not on the probed device'})")
+    elif state in NOT_SHIM_STATES:
         spec = arm.get("spec") or {}
         shimmed = state in ("inert", "invalid") or spec.get("profile") or spec.get("simulate")
         flags.append(f"{state}: not a shim result" if shimmed else f"{state}: not a result")
@@ -286,8 +315,9 @@ def _check_comparable(tests, arms, baseline, configs, host, allow_mismatch) -> d
     return out
 
 
-def _aa(aa_arm, arms, samples, tests, host) -> dict | None:
-    """The A/A arm against the unshimmed reference (the host arm, else the first arm without shims)."""
+def _aa(aa_arm, arms, samples, tests, host, off: dict | None = None) -> dict | None:
+    """The A/A arm against the unshimmed reference (the host arm, else the first arm without shims);
+    no ratio when either did not run on the probed device (``off``)."""
     if not aa_arm or aa_arm not in arms:
         return None
     ref = None
@@ -296,8 +326,8 @@ def _aa(aa_arm, arms, samples, tests, host) -> dict | None:
     else:
         ref = next((a for a, v in arms.items() if a != aa_arm and not ((v or {}).get("spec") or {}).get("profile")
                     and not ((v or {}).get("spec") or {}).get("simulate")), None)
-    if ref is None:
-        return {"arm": aa_arm, "reference": None, "tests": {}}
+    if ref is None or aa_arm in (off or {}) or ref in (off or {}):
+        return {"arm": aa_arm, "reference": ref, "tests": {}}
     out = {}
     for t in tests:
         a, r = samples[aa_arm].get(t), samples[ref].get(t)

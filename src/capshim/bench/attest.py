@@ -18,23 +18,46 @@ Sources of the formats:
 
   Older builds print ``ggml_metal_init:`` and ``simdgroup reduction support =``,
   ``hasUnifiedMemory =``; both spellings are read.
-* Vulkan, llama.cpp ``ggml/src/ggml-vulkan/ggml-vulkan.cpp``
-  (``ggml_vk_print_gpu_info``)::
+* Vulkan, llama.cpp ``ggml/src/ggml-vulkan/ggml-vulkan.cpp`` (``ggml-vulkan.cpp`` at the
+  repository root before February 2024), ``ggml_vk_print_gpu_info``: one line per device
+  ggml-vulkan uses. Every format llama.cpp has printed since Vulkan support began is read
+  (:data:`VULKAN_FORMATS`; the commits are those of the file's history as synced into
+  ggml-org/ggml, each naming its llama.cpp pull request; docs/bench.md, "Path
+  attestation", has the same table)::
 
-      ggml_vulkan: 0 = NAME (DRIVER) | uma: 0 | fp16: 1 | bf16: 0 | warp size: 8 | shared memory: 32768 | int dot: 0 | matrix cores: none
+      ggml_vulkan: Using NAME | fp16: 1 | warp size: 32                          llama.cpp #2059
+      ggml_vulkan: Using NAME | uma: 0 | fp16: 1 | warp size: 32                 llama.cpp #5199
+      Vulkan0: NAME | uma: 0 | fp16: 1 | warp size: 32                           llama.cpp #5321
+      Vulkan0: NAME (DRIVER) | uma: 0 | fp16: 1 | warp size: 32                  llama.cpp #7582
+      ggml_vulkan: 0 = NAME (DRIVER) | uma: 0 | fp16: 1 | warp size: 32          whisper.cpp #2547
+      ... | warp size: 32 | matrix cores: 1                                      llama.cpp #10597
+      ... | warp size: 32 | matrix cores: KHR_coopmat                            llama.cpp #10713
+      ... | warp size: 32 | shared memory: 49152 | matrix cores: none            llama.cpp #11719
+      ... | shared memory: 49152 | int dot: 1 | matrix cores: none               llama.cpp #12135
+      ... | fp16: 1 | bf16: 0 | warp size: 32 | ...                              llama.cpp #14707
+      ... | fp16: dot2 | bf16: 0 | ...                                           llama.cpp #24123
+      ... | bf16: 0 | fp4: 0 | warp size: 32 | ...                               llama.cpp #25338
 
-  Older builds print fewer fields (``| uma: 0 | fp16: 1 | warp size: 32``),
-  builds of early 2024 ``ggml_vulkan: Using NAME | uma: ...``, and recent ones
-  add ``fp4: 0`` and write ``fp16: dot2``. Every ``key: value`` field is kept.
-  Note that recent llama.cpp prints this line at debug level
-  (``GGML_LOG_DEBUG``), older builds at info level.
+  Every ``key: value`` field is kept. In the ``VulkanN: NAME ...`` form of llama.cpp #5321
+  (no driver) a device name that ends in parentheses (``llvmpipe (LLVM 15.0.6, 256 bits)``)
+  is read as NAME (DRIVER); :func:`names_device` matches either reading. llama.cpp's
+  ``--list-devices`` lines (``  Vulkan0: NAME (12288 MiB, 11000 MiB free)``) have no ``|``
+  and are not device lines. Since whisper.cpp #2547 the line is printed at debug level
+  (``GGML_LOG_DEBUG``); before it, with ``std::cerr`` whatever the log level.
+
+Whether a run ran on the probed device at all (:func:`device_state`): its device lines, the
+llama-bench row's ``gpu_info``/``backends``, llama.cpp's ``using device VulkanN (NAME)`` and
+buffer lines, and the lines that say ggml-vulkan did not start (``ggml_vulkan: Invalid
+device index 7 in GGML_VK_VISIBLE_DEVICES.``): one detection, shared by the bench and
+``capshim kernels``.
 """
 
 from __future__ import annotations
 
 import re
 
-__all__ = ["parse_path", "parse_ncnn", "path_key", "same_path"]
+__all__ = ["parse_path", "parse_ncnn", "path_key", "same_path", "VULKAN_FORMATS", "names_device", "cpu_backend",
+           "device_state", "vulkan_failure", "OFF_DEVICE", "CPU_BACKEND"]
 
 _METAL = re.compile(r"^ggml_metal_\w*:\s+(?P<body>.*)$")
 _FAMILY = re.compile(r"GPU family:\s*MTLGPUFamily(?P<kind>[A-Za-z]+?)(?P<num>\d+)\s*\((?P<code>\d+)\)")
@@ -57,8 +80,29 @@ _METAL_KEYS = {
     "recommendedmaxworkingsetsize": "recommended_max_working_set_mb",
 }
 
+#: The device-line formats (module docstring): (example, source). The commit is ggml-org/ggml's
+#: sync of the change (``git log -G 'warp size' -- src/ggml-vulkan*``), the pull request llama.cpp's.
+VULKAN_FORMATS: tuple[tuple[str, str], ...] = (
+    ("ggml_vulkan: Using NAME | fp16: 1 | warp size: 32",
+     "llama.cpp #2059 (2024-01-28, first Vulkan backend; ggml-org/ggml edf45c091e7d)"),
+    ("ggml_vulkan: Using NAME | uma: 0 | fp16: 1 | warp size: 32",
+     "llama.cpp #5199 (2024-01-30; ggml-org/ggml ede7a714a4b4)"),
+    ("Vulkan0: NAME | uma: 0 | fp16: 1 | warp size: 32",
+     "llama.cpp #5321 (2024-02-07, multi-GPU; ggml-org/ggml 1c8791cdf208)"),
+    ("Vulkan0: NAME (DRIVER) | uma: 0 | fp16: 1 | warp size: 32",
+     "llama.cpp #7582 (2024-06-12; ggml-org/ggml d9f2562ec0f0)"),
+    ("ggml_vulkan: 0 = NAME (DRIVER) | uma: 0 | fp16: 1 | warp size: 32",
+     "whisper.cpp #2547 (2024-11-13, GGML_LOG_DEBUG; ggml-org/ggml 07c5b2a8d192)"),
+    ("... | warp size: 32 | matrix cores: 1", "llama.cpp #10597 (2024-12-07; ggml-org/ggml 72f04e91375c)"),
+    ("... | warp size: 32 | matrix cores: KHR_coopmat", "llama.cpp #10713 (2024-12-08; ggml-org/ggml 58e5644479e7)"),
+    ("... | shared memory: 49152 | matrix cores: none", "llama.cpp #11719 (2025-02-07; ggml-org/ggml d839efb4a66a)"),
+    ("... | int dot: 1 | matrix cores: none", "llama.cpp #12135 (2025-03-31; ggml-org/ggml 930dae5a11e5)"),
+    ("... | fp16: 1 | bf16: 0 | warp size: 32", "llama.cpp #14707 (2025-07-19; ggml-org/ggml ef3def59812d)"),
+    ("... | fp16: dot2 | bf16: 0", "llama.cpp #24123 (2026-06-09; ggml-org/ggml 069d43d5f670)"),
+    ("... | bf16: 0 | fp4: 0 | warp size: 32", "llama.cpp #25338 (2026-07-13; ggml-org/ggml e13e9d84e460)"),
+)
 _VK_LINE = re.compile(
-    r"^ggml_vulkan:\s+(?:(?P<idx>\d+)\s*=\s*|Using\s+)(?P<rest>.*\|.*)$")
+    r"^(?:ggml_vulkan:\s+(?:(?P<idx>\d+)\s*=\s*|Using\s+)|Vulkan(?P<vidx>\d+):\s+)(?P<rest>[^|]*\|.*)$")
 _VK_NAME = re.compile(r"^(?P<name>.*?)(?:\s+\((?P<driver>[^()]*)\))?\s*$")
 _VK_BOOL = {"uma", "bf16", "fp4", "int dot"}
 _VK_INT = {"warp size", "shared memory"}
@@ -109,7 +153,8 @@ def _parse_metal(body: str, out: dict) -> None:
 def _parse_vulkan(m: re.Match) -> dict:
     parts = [p.strip() for p in m.group("rest").split("|")]
     head = _VK_NAME.match(parts[0])
-    dev: dict = {"device": int(m.group("idx")) if m.group("idx") is not None else 0,
+    idx = m.group("idx") if m.group("idx") is not None else m.group("vidx")
+    dev: dict = {"device": int(idx) if idx is not None else 0,
                  "device_name": head.group("name") if head else parts[0]}
     if head and head.group("driver"):
         dev["driver"] = head.group("driver")
@@ -263,3 +308,129 @@ def same_path(a: dict, b: dict) -> bool | None:
     if not a or not b:
         return None
     return path_key(a) == path_key(b)
+
+
+# --- did the run run on the probed device at all ------------------------------------------------
+
+#: Arm states (:data:`capshim.summary.STATES`) of a run whose own output does not show it ran on the
+#: probed device: llama.cpp ran on its CPU backend, or on another device / no device it names.
+CPU_BACKEND, OFF_DEVICE = "cpu-backend", "off-device"
+#: The most of one run's stderr read for :func:`device_state` (bytes): llama.cpp's device and
+#: buffer lines come in its first few KiB.
+MAX_STDERR_READ = 16 << 20
+
+#: A Vulkan device in llama.cpp's load lines (``using device Vulkan0``, ``Vulkan0 model buffer size``).
+_VK_USED = re.compile(r"\bVulkan\d+\b")
+#: llama.cpp's CPU backend holding the model or the compute buffers.
+_CPU_BUF = re.compile(r"^\s*\w+:\s+CPU(?:_Mapped)?\s+(?:model|compute|KV|output)\b.*buffer", re.MULTILINE)
+#: Why ggml-vulkan did not start (``ggml_vulkan: Invalid device index 7 in GGML_VK_VISIBLE_DEVICES.``,
+#: ``ggml_vulkan: No devices found.``, ``load_backend: failed to initialize backend from ...vulkan...``).
+_VK_FAIL = re.compile(r"^(?:ggml_vulkan: .*(?:invalid|error|failed|no devices?)|load_backend: failed.*vulkan).*$",
+                      re.IGNORECASE | re.MULTILINE)
+#: llama.cpp's own "which device" line (``llama_prepare_model_devices: using device Vulkan0 (NVIDIA H200) ...``).
+_USING = re.compile(r"\busing device (?:Vulkan\d+) \((?P<rest>.*)$", re.MULTILINE)
+
+
+def vulkan_failure(stderr: str) -> str | None:
+    """The line that says ggml-vulkan did not start (``ggml_vulkan: Invalid device index 7 in
+    GGML_VK_VISIBLE_DEVICES.``), or None."""
+    m = _VK_FAIL.search(stderr or "")
+    return m.group(0).strip() if m else None
+
+
+def _vulkan_devices(stderr: str) -> list[dict]:
+    return [d for k, d in parse_path(stderr).items() if k == "vulkan" or k.startswith("vulkan:")]
+
+
+def cpu_backend(stderr: str, rows: list[dict] | None = None) -> str | None:
+    """Why a llama.cpp run ran on its CPU backend instead of Vulkan, or None.
+
+    One detection for the bench (:func:`device_state`) and ``capshim kernels``. A run ran on
+    the CPU backend when its stderr shows CPU model/compute buffers and no ``VulkanN`` at all,
+    or says ggml-vulkan did not start (:func:`vulkan_failure`) and prints no device line, or
+    when llama-bench's rows say ``"backends": "CPU"`` (llama-bench ``get_backend``: every
+    backend but the CPU one that registered; a Vulkan library that failed to load is absent).
+
+    Returns:
+        ``llama.cpp ran on the CPU backend, not on Vulkan (WHY)``, WHY being llama.cpp's own
+        failure line, ``llama-bench reports backends CPU`` or ``no Vulkan device line, no
+        Vulkan buffer``.
+    """
+    stderr = stderr or ""
+    why = vulkan_failure(stderr)
+    devices = _vulkan_devices(stderr)
+    if not _VK_USED.search(stderr) and _CPU_BUF.search(stderr):
+        reason = why or ("its buffers are all on the CPU (-ngl 0?), none on a Vulkan device" if devices
+                         else "no Vulkan device line, no Vulkan buffer")
+    elif why and not devices:
+        reason = why
+    elif not devices and rows and all(r.get("backends") == "CPU" for r in rows):
+        reason = "llama-bench reports backends CPU"
+    else:
+        return None
+    return f"llama.cpp ran on the CPU backend, not on Vulkan ({reason})"
+
+
+def names_device(dev: dict, name: str) -> bool:
+    """Whether one parsed device line (:func:`parse_path`'s ``"vulkan"`` entries) names the device
+    ``name`` (the probe's ``device.name``): as NAME, or as NAME (DRIVER) read together (the
+    ``VulkanN: NAME | ...`` form of early 2024 prints no driver, see the module docstring)."""
+    got = dev.get("device_name")
+    return name in (got, f"{got} ({dev.get('driver')})" if dev.get("driver") else got)
+
+
+def device_state(stderr: str, rows: list[dict] | None, device_name: str | None, *,
+                 required: bool = True) -> tuple[str, str | None]:
+    """Whether a run's own output shows that it ran on the probed device through Vulkan.
+
+    Args:
+        stderr: the run's stderr text.
+        rows: llama-bench rows' :func:`capshim.bench.llamabench.device_info` (``gpu_info``,
+            ``backends``), or ncnn's nothing (its device lines are on stderr).
+        device_name: the probed device's name (``NVIDIA H200``, ``llvmpipe (LLVM 15.0.6, 256 bits)``).
+        required: True for workloads that always name their device (llama-bench, the built-in
+            llama.cpp and ncnn workloads): no evidence at all is ``off-device``. False for any
+            other command (``--metric``): no evidence is ``unknown``.
+
+    Returns:
+        ``(verdict, reason)``: ``("attested", None)``; ``("unknown", None)``; ``(CPU_BACKEND,
+        why)`` (:func:`cpu_backend`); ``(OFF_DEVICE, why)`` when its device lines (llama.cpp's,
+        ncnn's), llama-bench's ``gpu_info`` or llama.cpp's ``using device`` line name other
+        devices, or nothing names a device and ``required``.
+    """
+    stderr = stderr or ""
+    rows = rows or []
+    cpu = cpu_backend(stderr, rows)
+    if cpu:
+        return CPU_BACKEND, cpu
+    named: list[str] = []  # what the output names, for the reason
+    devices = _vulkan_devices(stderr)
+    if devices:
+        if any(names_device(d, device_name) for d in devices):
+            return "attested", None
+        named = [d.get("device_name", "?") for d in devices]
+        where = "llama.cpp's device lines name"
+    if not named:
+        ncnn = list(parse_ncnn(stderr).values())
+        if ncnn:
+            if any(d.get("device_name") == device_name for d in ncnn):
+                return "attested", None
+            named, where = [d.get("device_name", "?") for d in ncnn], "ncnn's device lines name"
+    if not named:
+        using = [m.group("rest") for m in _USING.finditer(stderr)]
+        if using:
+            if any(u.startswith(f"{device_name})") for u in using):
+                return "attested", None
+            named, where = [u.split(")")[0] for u in using], "llama.cpp's 'using device' lines name"
+    if not named:
+        infos = [str(r["gpu_info"]) for r in rows if r.get("gpu_info")]
+        if infos:
+            if all(device_name in i for i in infos):
+                return "attested", None
+            named, where = sorted(set(infos)), "llama-bench's gpu_info names"
+    if named:
+        return OFF_DEVICE, f"{where} {', '.join(named)}, not the probed {device_name}"
+    if required:
+        return OFF_DEVICE, (f"its output does not show it ran on {device_name} (no device line, no "
+                            "gpu_info; llama.cpp prints the device line at debug level: give llama-bench -v)")
+    return "unknown", None

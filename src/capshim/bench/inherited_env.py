@@ -137,3 +137,95 @@ def loader_warnings(arms) -> list[str]:
             by_problem.setdefault(problem, []).append(arm.name)
     return [f"arm{'s' if len(names) > 1 else ''} {', '.join(names)} will stay inert: {problem}"
             for problem, names in by_problem.items()]
+
+
+# --- variables that select or filter the Vulkan devices a run sees (issue 20) -------------------
+
+#: The device-selection variables checked before the first run, each with where it is read.
+DEVICE_SELECTORS: tuple[tuple[str, str], ...] = (
+    ("GGML_VK_VISIBLE_DEVICES", "llama.cpp ggml/src/ggml-vulkan/ggml-vulkan.cpp (ggml_vk_instance_init): indices "
+                                "into vkEnumeratePhysicalDevices' list, separated by commas or blanks; an index "
+                                "past the last device is 'Invalid device index' and ggml-vulkan does not start"),
+    ("VK_DRIVER_FILES", "Vulkan loader docs/LoaderInterfaceArchitecture.md: the only driver manifests loaded"),
+    ("VK_ICD_FILENAMES", "Vulkan loader: the older name of VK_DRIVER_FILES"),
+    ("VK_LOADER_DRIVERS_SELECT", "Vulkan loader: only the driver manifests whose file names match"),
+    ("VK_LOADER_DRIVERS_DISABLE", "Vulkan loader: the driver manifests whose file names match are not loaded"),
+    ("VK_LOADER_DEVICE_SELECT", "Vulkan loader: VID:DID (hex) sorted first among the devices"),
+    ("MESA_VK_DEVICE_SELECT", "Mesa docs/envvars.rst (device-select layer): VID:DID[!] (hex) made the default "
+                              "device; 'list' prints the devices and exits"),
+)
+_VID_DID = re.compile(r"^(?:0x)?([0-9a-fA-F]{1,8}):(?:0x)?([0-9a-fA-F]{1,8})!?$")
+
+
+def ggml_visible_devices(value: str) -> list[int]:
+    """The device indices ggml-vulkan reads from ``GGML_VK_VISIBLE_DEVICES``, as it reads them: commas
+    become blanks, then whole numbers until the first token that is not one (``std::stringstream >>
+    size_t``); a negative number wraps to a huge index. ``""`` and ``"none"`` give ``[]``."""
+    out = []
+    for tok in value.replace(",", " ").split():
+        m = re.fullmatch(r"([+-]?)(\d+)", tok)
+        if not m:
+            break
+        out.append(2 ** 64 - int(m.group(2)) if m.group(1) == "-" and int(m.group(2)) else int(m.group(2)))
+    return out
+
+
+def _visible_problem(value: str, device: dict, devices: list[str]) -> str | None:
+    listing = "; ".join(f"{i} = {n}" for i, n in enumerate(devices))
+    idx = ggml_visible_devices(value)
+    if not idx:
+        return (f"selects no device: ggml-vulkan then uses none and llama.cpp runs on its CPU backend "
+                f"(this machine's Vulkan devices: {listing})")
+    bad = [i for i in idx if i >= len(devices)]
+    if bad:
+        return (f"index {bad[0]} names no device (this machine has {len(devices)}: {listing}); llama.cpp says "
+                "'Invalid device index' and runs on its CPU backend in every arm")
+    if device["index"] not in idx:
+        return (f"does not select the probed device {device['index']} = {device['name']} (it selects "
+                + ", ".join(f"{i} = {devices[i]}" for i in idx) + ")")
+    return None
+
+
+def device_selection_problems(run_env: Mapping[str, str], probe_env: Mapping[str, str], device: dict,
+                              devices: list[str]) -> list[str]:
+    """Why the variables of :data:`DEVICE_SELECTORS` in the runs' environment cannot select the probed device.
+
+    Args:
+        run_env: the environment every run gets (the inherited one plus what the workload sets).
+        probe_env: the environment the stock probe ran in (capshim's own): a loader or Mesa variable
+            with the same value there already shaped the device list the probe saw.
+        device: the probed device (the probe's ``device``: ``index``, ``name``, ``vendorID``, ``deviceID``).
+        devices: every device's name in the probe's order (the probe's ``devices``).
+
+    Returns:
+        One line per problem, naming the variable and its value, empty when none: an index
+        ``GGML_VK_VISIBLE_DEVICES`` gives that names no device, a list without the probed device or
+        selecting nothing; a ``VK_DRIVER_FILES``/``VK_ICD_FILENAMES``/``VK_LOADER_DRIVERS_*`` value
+        the runs get but the probe did not; a ``VK_LOADER_DEVICE_SELECT``/``MESA_VK_DEVICE_SELECT``
+        that is not VID:DID or names another device; ``MESA_VK_DEVICE_SELECT=list``.
+    """
+    out = []
+    for name, _ in DEVICE_SELECTORS:
+        if name not in run_env:
+            continue
+        value = run_env[name]
+        shown = environ_contract.recordable(f"{name}={value}")
+        why = None
+        if name == "GGML_VK_VISIBLE_DEVICES":
+            why = _visible_problem(value, device, devices)
+        elif name in ("VK_LOADER_DEVICE_SELECT", "MESA_VK_DEVICE_SELECT"):
+            m = _VID_DID.match(value.strip())
+            want = f"{device.get('vendorID', 0):04x}:{device.get('deviceID', 0):04x}"
+            if value.strip() == "list" and name.startswith("MESA"):
+                why = "makes Mesa's device-select layer print the devices and exit: no run would measure anything"
+            elif not m:
+                why = "is not VID:DID in hex (e.g. 10de:2335)"
+            elif (int(m.group(1), 16), int(m.group(2), 16)) != (device.get("vendorID"), device.get("deviceID")):
+                why = f"selects device {m.group(1)}:{m.group(2)}, not the probed {device['name']} ({want})"
+        elif probe_env.get(name) != value:
+            why = (f"is set for the runs but the probe of {device['name']} ran "
+                   + (f"with {name}={probe_env[name]}" if name in probe_env else "without it")
+                   + ": the runs may not see the probed device")
+        if why:
+            out.append(f"{shown} {why}")
+    return out

@@ -25,7 +25,7 @@ from capshim.contracts import numbers
 from capshim.errors import CapshimError, UsageError
 
 __all__ = ["LlamaBenchError", "parse_output", "load_file", "test_name", "to_records", "row_config", "series_names",
-           "COMPARE_FIELDS"]
+           "config_field", "device_info", "LLAMA_BENCH_FIELDS", "RESULT_FIELDS", "ENVIRONMENT_FIELDS"]
 
 
 class LlamaBenchError(CapshimError):
@@ -239,45 +239,120 @@ def load_file(path: str | Path) -> list[dict]:
     return parse_output(data.decode("utf-8", errors="replace"), str(p))
 
 
-_PER_RUN_KEYS = {"test_time", "avg_ns", "stddev_ns", "avg_ts", "stddev_ts", "samples_ns", "samples_ts"}
+#: llama-bench's fields, as ``test::get_fields`` in llama.cpp ``tools/llama-bench/llama-bench.cpp``
+#: lists them (ggml-org/llama.cpp at 0104b151c56d54143e2e3554aabe9e2b2b8dbdba); the json, jsonl,
+#: csv and markdown printers all print these. Kept for the tests and the docs: the series key
+#: is not this list but every field a row has (:func:`row_config`), so fields of older or newer
+#: builds (``use_mmap``, ``defrag_thold``, ``lazy_mode``, ``repack`` ...) count as well.
+LLAMA_BENCH_FIELDS = (
+    "build_commit", "build_number", "cpu_info", "gpu_info", "backends",
+    "model_filename", "model_type", "model_size", "model_n_params", "n_batch",
+    "n_ubatch", "n_threads", "cpu_mask", "cpu_strict", "poll",
+    "type_k", "type_v", "n_gpu_layers", "n_cpu_moe", "split_mode",
+    "main_gpu", "no_kv_offload", "flash_attn", "devices", "tensor_split",
+    "tensor_buft_overrides", "load_mode", "embeddings",
+    "no_op_offload", "no_host", "fit_target", "fit_min_ctx",
+    "n_prompt", "n_gen", "n_depth",
+    "test_time", "avg_ns", "stddev_ns", "avg_ts", "stddev_ts")
+#: Fields that are one run's measurements, never configuration (llama-bench's, older builds'
+#: ``avg_cycles``/``avg_ipc``/``model_ns``/``model_ts`` included; ``test`` is capshim's name).
+RESULT_FIELDS = frozenset({"test_time", "avg_ns", "stddev_ns", "avg_ts", "stddev_ts", "samples_ns", "samples_ts",
+                           "avg_cycles", "stddev_cycles", "avg_ipc", "stddev_ipc", "model_ns", "model_ts", "test",
+                           "avg_time_ms", "stddev_time_ms", "prompt_tps", "gen_tps", "prompt_tps_stddev",
+                           "gen_tps_stddev", "prompt_tps_watt", "gen_tps_watt", "power_watts", "vram_used_mb",
+                           "ttft_ms"})
+#: Fields that say which build ran on which machine, not how it was configured: a host baseline
+#: and a guest differ in them by design. They are kept per record (``device_info``, for the path
+#: attestation: :func:`capshim.bench.attest.device_state`), never series keys. The booleans
+#: ``cuda``, ``vulkan``, ``metal`` ... are the backends field of llama-bench builds before 2024-10.
+ENVIRONMENT_FIELDS = frozenset({"build_commit", "build_number", "cpu_info", "gpu_info", "backends", "cuda",
+                                "opencl", "vulkan", "kompute", "metal", "sycl", "rpc", "gpu_blas", "blas"})
+#: Short names for a sweep's series labels: llama-bench's own flag names where it has one
+#: (``llama-bench --help``), else the field's name.
+_SERIES_LABEL = {"model_filename": "m", "model_type": "model", "model_size": "size", "model_n_params": "params",
+                 "n_batch": "b", "n_ubatch": "ub", "n_threads": "t", "n_gpu_layers": "ngl", "flash_attn": "fa",
+                 "type_k": "ctk", "type_v": "ctv", "cpu_mask": "C", "cpu_strict": "cpu-strict", "n_cpu_moe": "ncmoe",
+                 "split_mode": "sm", "main_gpu": "mg", "no_kv_offload": "nkvo", "devices": "dev",
+                 "tensor_split": "ts", "tensor_buft_overrides": "ot", "use_mmap": "mmp", "embeddings": "embd",
+                 "no_op_offload": "nopo", "no_host": "no-host", "n_depth": "d"}
+#: Label order: the model first, then llama-bench's field order, then any other field by name.
+_LABEL_ORDER = ("model_filename", "model_type", "model_size", "model_n_params") + LLAMA_BENCH_FIELDS
 
-#: Configuration fields that must match before two rows are compared (issue 10, "Comparability"):
-#: the model (type, which holds the quantisation, e.g. "llama 8B Q4_K - Medium"; size in bytes;
-#: parameter count; never the path, which differs between host and guest), the test and the
-#: llama-bench settings. Names as llama-bench's json printer writes them (llama-bench.cpp,
-#: ``test::get_fields``).
-COMPARE_FIELDS = ("model_type", "model_size", "model_n_params", "n_prompt", "n_gen", "n_depth", "n_batch",
-                  "n_ubatch", "n_threads", "n_gpu_layers", "flash_attn", "type_k", "type_v")
-#: Short names for a sweep's series labels (llama-bench's own flag names where it has one).
-_SERIES_LABEL = {"model_type": "model", "model_size": "size", "model_n_params": "params", "n_batch": "b",
-                 "n_ubatch": "ub", "n_threads": "t", "n_gpu_layers": "ngl", "flash_attn": "fa",
-                 "type_k": "ctk", "type_v": "ctv"}
+
+def field_rank(key: str) -> tuple[int, str]:
+    """Sort key of configuration fields in messages: the model's identity (type, size, parameters,
+    file), then llama-bench's own field order, then any other field by name."""
+    order = ("model_type", "model_size", "model_n_params", "model_filename") + LLAMA_BENCH_FIELDS
+    return (order.index(key) if key in order else len(order), key)
+
+
+def config_field(key: str) -> bool:
+    """Whether a row field is configuration (a series key): not a measurement, not the build or
+    machine (:data:`RESULT_FIELDS`, :data:`ENVIRONMENT_FIELDS`), not capshim's own ``capshim_*``."""
+    return key not in RESULT_FIELDS and key not in ENVIRONMENT_FIELDS and not key.startswith("capshim_")
 
 
 def row_config(row: dict) -> dict:
-    """The comparability fields a row has (see :data:`COMPARE_FIELDS`); fields it lacks are left out."""
-    return {k: row[k] for k in COMPARE_FIELDS if k in row}
+    """The configuration of a row: every field it has that :func:`config_field` accepts.
+
+    ``model_filename`` is kept as the file's name without its folder (a host and a guest keep
+    the same model in different folders); the model's identity is ``model_type`` (which holds
+    the quantisation), ``model_size`` (bytes) and ``model_n_params``.
+    """
+    out = {k: v for k, v in row.items() if config_field(k)}
+    if isinstance(out.get("model_filename"), str):
+        out["model_filename"] = re.split(r"[\\/]", out["model_filename"])[-1]
+    return out
+
+
+def device_info(row: dict) -> dict:
+    """The row's :data:`ENVIRONMENT_FIELDS` (``gpu_info``, ``backends`` ...): what the attestation reads."""
+    return {k: row[k] for k in ENVIRONMENT_FIELDS if k in row}
+
+
+def _key(value) -> str:
+    return json.dumps(value, sort_keys=True, default=str)
 
 
 def series_names(rows: list[dict]) -> list[str]:
-    """One series name per row: the test name, plus the settings that vary among rows of that test.
+    """One series name per row: the test name, plus the settings that tell its rows apart.
 
-    A llama-bench sweep (``-m a.gguf,b.gguf -p 128,512 -ngl 0,99 -fa 0,1``) prints
-    one row per configuration; rows of the same test that differ in settings get
-    ``pp512 ngl=99 fa=1``-style names, one series each (llama-bench's flag names).
-    The names depend only on the rows, so every arm running the same command
-    gets the same names.
+    A llama-bench sweep (``-m a.gguf,b.gguf -p 128,512 -ngl 0,99 -fa 0,1``) prints one row
+    per configuration; rows of the same test whose configurations (:func:`row_config`, every
+    field) differ get ``pp512 ngl=99 fa=1``-style names (llama-bench's flag names), one series
+    per configuration. A field is named only when it tells rows apart that the fields before
+    it (:data:`_LABEL_ORDER`) do not, so a model sweep reads ``pp512 m=b.gguf``, not the
+    model's type, size and parameter count as well. The names depend only on the rows, so
+    every arm running the same command gets the same names.
     """
-    by_test: dict[str, list[dict]] = {}
-    for row in rows:
-        by_test.setdefault(row["test"], []).append(row_config(row))
-    varying = {t: [k for k in COMPARE_FIELDS if k in _SERIES_LABEL and len({repr(c.get(k)) for c in cfgs}) > 1]
-               for t, cfgs in by_test.items()}
-    out = []
-    for row in rows:
-        keys = varying[row["test"]]
-        out.append(row["test"] + "".join(f" {_SERIES_LABEL[k]}={row.get(k)}" for k in keys))
-    return out
+    cfgs = [row_config(r) for r in rows]
+    by_test: dict[str, list[int]] = {}
+    for i, row in enumerate(rows):
+        by_test.setdefault(row["test"], []).append(i)
+    labels: dict[int, list[str]] = {i: [] for i in range(len(rows))}
+    for idx in by_test.values():
+        keys = sorted({k for i in idx for k in cfgs[i]},
+                      key=lambda k: (_LABEL_ORDER.index(k) if k in _LABEL_ORDER else len(_LABEL_ORDER), k))
+        groups = len({_key(cfgs[i]) for i in idx})
+
+        def count(fields: list[str], idx=idx) -> int:  # a field a row lacks is not a null one
+            return len({tuple(_key(cfgs[i][f]) if f in cfgs[i] else "\0" for f in fields) for i in idx})
+
+        chosen: list[str] = []
+        for k in keys:
+            if count(chosen) == groups:
+                break
+            if count(chosen + [k]) > count(chosen):
+                chosen.append(k)
+        for i in idx:
+            labels[i] = [f"{_SERIES_LABEL.get(k, k)}={_label_value(cfgs[i].get(k))}" for k in chosen]
+    return [" ".join([row["test"], *labels[i]]) for i, row in enumerate(rows)]
+
+
+def _label_value(value) -> str:
+    if isinstance(value, bool):
+        return "1" if value else "0"
+    return "-" if value is None else str(value)
 
 
 def to_records(rows: list[dict], arm: str, run: int) -> list[dict]:
@@ -289,14 +364,14 @@ def to_records(rows: list[dict], arm: str, run: int) -> list[dict]:
     Returns:
         ``[{"arm": arm, "run": run, "sample": i, "test": series, "tok_s": v, "config": dict}, ...]``
         with ``sample`` counting from 1 within each series of the run, in tok/s;
-        ``config`` is :func:`row_config` of the row.
+        ``config`` is :func:`row_config` of the row, ``device_info`` its :func:`device_info`.
     """
     out = []
     count: dict[str, int] = {}
     for row, name in zip(rows, series_names(rows)):
-        cfg = row_config(row)
+        cfg, dev = row_config(row), device_info(row)
         for v in row["samples_ts"]:
             count[name] = count.get(name, 0) + 1
             out.append({"arm": arm, "run": run, "sample": count[name], "test": name, "tok_s": float(v),
-                        "config": cfg})
+                        "config": cfg, "device_info": dev})
     return out

@@ -24,7 +24,7 @@ from pathlib import Path
 from capshim import evidence, profiles
 from capshim.backends import vulkan
 from capshim.bench import arms as arms_mod
-from capshim.bench import metrics
+from capshim.bench import inherited_env, metrics
 from capshim.bench.analysis import host_from_file
 from capshim.bench.arms import Arm
 from capshim.bench.request import MODEL, BenchRequest, Defaults, defaults_for
@@ -34,7 +34,7 @@ from capshim.bench.workloads.llama_bench import llama_bench_workload
 from capshim.contracts.suggest import did_you_mean
 from capshim.errors import UsageError
 from capshim.profiles import ondevice
-from capshim.summary import run_failed
+from capshim.summary import OFF_DEVICE_STATES, run_failed
 
 CPU_NOTE = ("{device} is a CPU device: the capabilities change which kernels llama.cpp picks (the path "
             "columns) but no speed effect is expected; the default is short here (fewer processes and "
@@ -95,13 +95,18 @@ def make_plan(req: BenchRequest, platform: str) -> Plan:
                           req.model)
     uses_vulkan = any(p is not None and p.api == "vulkan" for a in arms for p in (a.profile, a.simulate)) or any(
         a.restore or a.identity for a in arms) or (not argv and platform != "darwin") or req.workload == "ncnn"
-    device, extra_env = _resolve_on_device(arms) if uses_vulkan else (None, {})
+    device, extra_env, devices = _resolve_on_device(arms) if uses_vulkan else (None, {}, [])
     cpu = device is not None and device.get("type") == "cpu"
     workload, d = _workload(req, cpu, device)
     notes = [(CPU_NOTE if workload.kind in ("builtin", "llama-bench") else CPU_NOTE_OTHER)
              .format(device=device["name"])] if cpu else []
     workload.env.update(extra_env)
     workload.env.update(req.env)
+    if device is not None:  # before the first run: a variable that cannot select the probed device is exit 2
+        problems = inherited_env.device_selection_problems({**os.environ, **workload.env}, os.environ, device,
+                                                           devices)
+        if problems:
+            raise UsageError("; ".join(problems) + " (unset it, or set it to select the probed device)")
     if req.controls:
         workload.controls = [command.control_workload(c) for c in req.controls]
         names = [c.control for c in workload.controls]
@@ -159,9 +164,10 @@ def _arms(req: BenchRequest, platform: str) -> tuple[list[Arm], str, str | None,
     return arms, baseline, host_arm, host, identities[0] if identities else None
 
 
-def _resolve_on_device(arms: list[Arm]) -> tuple[dict, dict[str, str]]:
+def _resolve_on_device(arms: list[Arm]) -> tuple[dict, dict[str, str], list[str]]:
     """Probe the Vulkan device the bench uses; answer ``restore``/``identity`` arms from it and check
-    every profile against it. Returns (the device entry, variables every run gets).
+    every profile against it. Returns (the device entry, variables every run gets, every device's
+    name in the probe's order).
 
     Raises:
         UsageError: a profile the capability table's consistency rules refuse on this device.
@@ -200,7 +206,7 @@ def _resolve_on_device(arms: list[Arm]) -> tuple[dict, dict[str, str]]:
                 print(f"capshim: warning: arm {a.name}: profile {a.profile.source} answers more than "
                       f"{chosen['device']['name']} has: {'; '.join(over[:6])}"
                       + (f" (+{len(over) - 6} more)" if len(over) > 6 else ""), file=sys.stderr)
-    return chosen["device"], extra_env
+    return chosen["device"], extra_env, list(stock.get("devices") or [stock["device"]["name"]])
 
 
 def _workload(req: BenchRequest, cpu: bool, device: dict | None) -> tuple[Workload, Defaults]:
@@ -258,7 +264,8 @@ def _check_workload_flags(argv, metric, unit, better, output_file, workload_name
 
 
 def arm_reason(arm: dict) -> str | None:
-    """Why an arm of summary.json is not a result (failed, inert, invalid, wrong-output), short; else None.
+    """Why an arm of summary.json is not a result (failed, inert, invalid, wrong-output, cpu-backend,
+    off-device), short; else None.
 
     A failed arm: its first failed run's ``error`` (the runner's ``exit N: <the stderr line that
     says why>``, :func:`capshim.bench.runs.error_line`); which runs failed is
@@ -276,11 +283,14 @@ def arm_reason(arm: dict) -> str | None:
         return f"the shim stayed {state} ({reasons[0] if reasons else state})"
     if state == "wrong-output":
         return arm.get("output_check") or "generated tokens differ"
+    if state in OFF_DEVICE_STATES:
+        return arm.get("device_check") or "its output does not show it ran on the probed device"
     return None
 
 
 def explain_arm(name: str, arm: dict) -> str:
-    """One line saying why an arm is not a result (failed, inert, invalid, wrong-output), from summary.json."""
+    """One line saying why an arm is not a result (failed, inert, invalid, wrong-output, cpu-backend,
+    off-device), from summary.json."""
     state = arm.get("state")
     why = arm_reason(arm)
     if state == "failed":
@@ -289,6 +299,8 @@ def explain_arm(name: str, arm: dict) -> str:
         return f"arm {name}: {why}: not a shim result"
     if state == "wrong-output":
         return f"arm {name}: {why}: not a result"
+    if state in OFF_DEVICE_STATES:
+        return f"arm {name} is {state}: {why}: not a result on the probed device"
     return f"arm {name}: {state}"
 
 

@@ -51,7 +51,7 @@ from rich.progress import (
 )
 
 from capshim import __version__, backends, paths, report
-from capshim.bench import analysis, inherited_env, metrics, stats, telemetry
+from capshim.bench import analysis, attest, inherited_env, metrics, stats, telemetry
 from capshim.bench.arms import Arm
 from capshim.bench.plan import Plan
 from capshim.bench.request import BenchRequest
@@ -62,7 +62,7 @@ from capshim.contracts.signals import SealGuard, StepInterrupted
 from capshim.contracts.suggest import did_you_mean
 from capshim.errors import CapshimError, UsageError
 from capshim.evidence import Bundle, sha256_file
-from capshim.summary import run_failed
+from capshim.summary import NOT_SHIM_STATES, run_failed
 
 
 def _arm_state(arm: Arm, results: list[RunResult]) -> str:
@@ -504,6 +504,7 @@ def _finish(bundle: Bundle, arms: list[Arm], results: dict[str, list[RunResult]]
         ok = [r for r in rs if run_failed(r.info()) is None]
         info = {"spec": arm.spec(), "state": _arm_state(arm, rs), "path": ok[0].path if ok else {},
                 "runs": [r.info() for r in rs]}
+        _attest_device(info, rs, arm, workload, bundle)
         arm_info[arm.name] = info
     # Correctness gate: every arm's output (generated tokens, output hash) must equal the reference arm's.
     ref = host_arm or baseline
@@ -561,5 +562,39 @@ def _finish(bundle: Bundle, arms: list[Arm], results: dict[str, list[RunResult]]
                               title="capshim bench")
     if refused is not None and not (guard is not None and guard.first):  # a signal's exit code wins
         raise analysis.ComparabilityError(f"{refused} (bundle of the runs kept: {bundle.root})")
-    bad = [a for a, i in arm_info.items() if i["state"] in ("inert", "invalid", "failed", "wrong-output")]
+    bad = [a for a, i in arm_info.items() if i["state"] in NOT_SHIM_STATES]
     return BenchResult(summary, bundle.root, interrupted, failed, bad)
+
+
+def _attest_device(info: dict, results: list[RunResult], arm: Arm, workload: Workload, bundle: Bundle) -> None:
+    """Mark an arm whose runs' own output does not show they ran on the probed device (issue 20).
+
+    Each finished run's stderr (its bundle copy) and llama-bench rows go through
+    :func:`capshim.bench.attest.device_state`; the run entry gets ``device`` (the verdict) and
+    ``device_reason``. When any run ran on the CPU backend or off the device, the arm's state
+    becomes ``cpu-backend`` / ``off-device`` (a failed arm stays failed) and ``device_check``
+    says why. Nothing is checked without a probed Vulkan device (``metadata.json``'s ``device``).
+    """
+    device = (bundle.metadata.get("device") or {}).get("name")
+    if not device or info["state"] == "failed":
+        return
+    required = workload.kind in ("builtin", "llama-bench", "ncnn")
+    bad: dict[str, list[tuple[int, str]]] = {}
+    for r, entry in zip(results, info["runs"]):
+        if run_failed(entry) is not None:
+            continue
+        path = bundle.raw_stderr(workload.label(arm.name), r.run)
+        stderr = (paths.read_limited(path, attest.MAX_STDERR_READ, truncate=True).decode("utf-8", "replace")
+                  if path.is_file() else "")
+        rows = [rec.get("device_info") or {} for rec in r.records]
+        verdict, why = attest.device_state(stderr, rows, device, required=required)
+        entry["device"], entry["device_reason"] = verdict, why
+        if verdict in (attest.CPU_BACKEND, attest.OFF_DEVICE):
+            bad.setdefault(verdict, []).append((r.run, why))
+    for state in (attest.CPU_BACKEND, attest.OFF_DEVICE):
+        if state in bad:
+            runs = bad[state]
+            info["state"] = state
+            info["device_check"] = (f"{len(runs)} of {len(info['runs'])} runs: {runs[0][1]}"
+                                    if len(runs) < len(info["runs"]) else runs[0][1])
+            return

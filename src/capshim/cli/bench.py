@@ -18,6 +18,10 @@ from capshim.db.store import add_bundle
 from capshim.errors import EXIT_FINALIZE, UsageError
 from capshim.evidence import finite_or_null, strict_json
 from capshim.report import print_table
+from capshim.summary import OFF_DEVICE_STATES
+
+#: Arm states that make ``--strict`` exit 3: the shim changed nothing, or the arm did not run on the device.
+STRICT_STATES = ("inert", "invalid", *OFF_DEVICE_STATES)
 
 
 @click.command("bench", context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})
@@ -66,7 +70,8 @@ from capshim.report import print_table
               help="Compare every arm's output with the host/baseline arm's: generated token ids (llama.cpp), "
                    "the SHA-256 of stdout or --output-file (--metric), the network's output within 2% (ncnn) "
                    "[default: on for the built-in workloads].")
-@click.option("--strict", is_flag=True, help="Exit 3 when an arm's shim stayed inert or invalid.")
+@click.option("--strict", is_flag=True, help="Exit 3 when an arm's shim stayed inert or invalid, or an arm did not "
+              "run on the probed device (cpu-backend, off-device).")
 @json_option("summary.json on stdout instead of the table")
 @wide_option
 @click.option("--db", "db_url", metavar="URL",
@@ -148,7 +153,9 @@ def bench_cmd(arm_opts, baseline, host_baseline, host_arm, repetitions, process_
         if as_json:  # strict JSON, as in summary.json: a non-finite number is null
             click.echo(strict_json(finite_or_null(result.summary)).decode(), nl=False)
         else:
-            print_table([result.summary], title=p.title, wide=wide)
+            states = [a["state"] for a in result.summary["arms"].values()]
+            off = p.device is not None and all(st in OFF_DEVICE_STATES for st in states)
+            print_table([result.summary], title=p.title + (" (no arm ran on it)" if off else ""), wide=wide)
         click.echo(f"evidence bundle: {result.bundle}  (check it: capshim evidence verify {result.bundle})",
                    err=True)
         sealed_problems = _evidence.verify(result.bundle)  # the seal is checked, never assumed
@@ -170,7 +177,7 @@ def bench_cmd(arm_opts, baseline, host_baseline, host_arm, repetitions, process_
         click.echo(f"capshim: {plan.explain_arm(name, result.summary['arms'][name])}", err=True)
     if result.interrupted:
         sys.exit(signals.exit_code(result.interrupted_by))
-    if strict and any(result.summary["arms"][a]["state"] in ("inert", "invalid") for a in result.non_shim_arms):
+    if strict and any(result.summary["arms"][a]["state"] in STRICT_STATES for a in result.non_shim_arms):
         sys.exit(3)
     if result.failed_runs:
         sys.exit(1)

@@ -17,7 +17,6 @@ import importlib
 import importlib.util
 import json
 import os
-import re
 import shlex
 import subprocess
 import sys
@@ -25,6 +24,7 @@ import time
 from pathlib import Path
 
 from capshim import __version__, summary
+from capshim.bench import attest
 from capshim.contracts import names
 from capshim.errors import CapshimError, UsageError
 from capshim.evidence import sha256_file
@@ -192,15 +192,6 @@ def expected_graphs(n_prompt: int, n_gen: int) -> int:
     return 2 * (-(-n_prompt // UBATCH)) + 2 * n_gen
 
 
-#: A Vulkan device in llama.cpp's load lines (``using device Vulkan0``, ``Vulkan0 model buffer size``).
-_VK_USED = re.compile(r"\bVulkan\d+\b")
-#: llama.cpp's CPU backend holding the model or the compute buffers.
-_CPU_BUF = re.compile(r"^\s*\w+:\s+CPU(?:_Mapped)?\s+(?:model|compute|KV|output)\b.*buffer", re.MULTILINE)
-#: Why ggml-vulkan did not start (``ggml_vulkan: Invalid device index 7 ...``, ``load_backend: failed ...``).
-_VK_FAIL = re.compile(r"^(?:ggml_vulkan: .*(?:invalid|error|failed|no devices?)|load_backend: failed.*vulkan).*$",
-                      re.IGNORECASE | re.MULTILINE)
-
-
 def not_compared(arm: dict | None, fp: Fingerprint, stderr: str | None, expected: int) -> str | None:
     """Why one run may not be compared, or None when it may.
 
@@ -229,13 +220,12 @@ def not_compared(arm: dict | None, fp: Fingerprint, stderr: str | None, expected
         return f"wrong output: {common.arm_reason(arm)}"
     if stderr is None:
         return "no stderr file in the bundle"
-    if not _VK_USED.search(stderr) and _CPU_BUF.search(stderr):
-        why = _VK_FAIL.search(stderr)
-        return ("llama.cpp ran on the CPU backend, not on Vulkan ("
-                + (why.group(0).strip() if why else "no Vulkan device line, no Vulkan buffer") + ")")
+    cpu = attest.cpu_backend(stderr)  # the one detection, shared with the bench
+    if cpu:
+        return cpu
     if not fp.device:
-        why = _VK_FAIL.search(stderr)
-        return "no Vulkan device line in its stderr" + (f" ({why.group(0).strip()})" if why else "")
+        why = attest.vulkan_failure(stderr)
+        return "no Vulkan device line in its stderr" + (f" ({why})" if why else "")
     if fp.blocks == 0:
         return "no perf logger block in its stderr (the run succeeded on Vulkan but logged no graph)"
     if fp.blocks < expected:
