@@ -97,7 +97,8 @@ def test_bench_table_golden(monkeypatch):
     result = SimpleNamespace(summary=summary, bundle=bundle, interrupted_by=None, interrupted=None,
                              non_shim_arms=[], failed_runs=0)
     monkeypatch.setattr(cli_bench.plan, "make_plan", lambda req, platform: SimpleNamespace(
-        title="capshim bench — llvmpipe (LLVM 15.0.6, 256 bits)"))
+        title="capshim bench — llvmpipe (LLVM 15.0.6, 256 bits)",
+        device={"name": "llvmpipe (LLVM 15.0.6, 256 bits)", "type": "cpu"}, notes=["(the CPU note)"]))
     monkeypatch.setattr(cli_bench.runner, "run", lambda p, req: result)
     _all_widths("bench", ["bench"])
 
@@ -232,3 +233,16 @@ def test_wide_option_on_every_command_that_prints_a_table():
                  ["db", "show"], ["db", "compare"], ["db", "trend"]):
         out = CliRunner().invoke(main, [*path, "--help"], env={"COLUMNS": "80"}).output
         assert "--wide" in out, path
+
+
+def test_a_cpu_device_table_leads_with_the_path_columns():
+    """Issue 19: on a CPU device the path columns are the result (no speed effect is expected), so the
+    bench's table puts them right after the row's name, in the first table at 80 columns."""
+    s = json.loads((EVIDENCE / "lavapipe-default-warmup-round" / "summary.json").read_text(encoding="utf-8"))
+    text = terminal.to_text(terminal.render([s], title="t", limit=80, lead_path=True), 80)
+    first = text.split("┗")[0] if "┗" in text else text.split("└")[0]
+    names = next(line for line in first.splitlines() if line.startswith("┃") and "fp16" in line)
+    assert "tok/s" in names and names.index("fp16") < names.index("tok/s")
+    plain = terminal.to_text(terminal.render([s], title="t", limit=80), 80)
+    names = next(line for line in plain.splitlines() if line.startswith("┃") and "tok/s" in line)
+    assert "fp16" not in names or names.index("fp16") > names.index("tok/s")  # otherwise the figures lead

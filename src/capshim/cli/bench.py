@@ -146,6 +146,10 @@ def bench_cmd(arm_opts, baseline, host_baseline, host_arm, repetitions, process_
         precision_tests=tuple(precision_tests), max_runs=max_runs, exclude_contaminated=exclude_contaminated,
         allow_mismatch=allow_mismatch, out=out, strict=strict, as_json=as_json, db=db_url)
     p = plan.make_plan(req, platform=sys.platform)
+    cpu = p.device is not None and p.device.get("type") == "cpu"
+    if cpu and not as_json:  # said up front: on a CPU device the path columns are the result
+        for note in p.notes:
+            click.echo(note, err=True)
     # held from before the first run until the table is printed and the seal checked: no order of
     # signals loses the seal or leaves a half-printed table; the exit code is the first signal's
     with signals.SealGuard("the bundle") as guard:
@@ -155,7 +159,8 @@ def bench_cmd(arm_opts, baseline, host_baseline, host_arm, repetitions, process_
         else:
             states = [a["state"] for a in result.summary["arms"].values()]
             off = p.device is not None and all(st in OFF_DEVICE_STATES for st in states)
-            print_table([result.summary], title=p.title + (" (no arm ran on it)" if off else ""), wide=wide)
+            print_table([result.summary], title=p.title + (" (no arm ran on it)" if off else ""), wide=wide,
+                        lead_path=cpu)
         click.echo(f"evidence bundle: {result.bundle}  (check it: capshim evidence verify {result.bundle})",
                    err=True)
         sealed_problems = _evidence.verify(result.bundle)  # the seal is checked, never assumed

@@ -33,6 +33,7 @@ from rich.table import Table
 from rich.text import Text
 
 from capshim.export.table import BASE_COLUMNS, NUMERIC_PREFIXES, table
+from capshim.summary import DISPLAY_COLUMNS
 
 __all__ = ["serialize", "render", "print_table", "width", "grid", "footnotes", "emit", "to_text",
            "print_grid", "print_rows", "print_lines", "PIPE_WIDTH", "MIN_WIDTH", "TEXT_MIN", "PROSE"]
@@ -261,13 +262,16 @@ def _numberish(cell: str) -> bool:
 
 
 def render(summaries: list[dict], labels: list[str] | None = None, title: str | None = None,
-           limit: int | None = None) -> list:
+           limit: int | None = None, lead_path: bool = False) -> list:
     """The report table of summaries as :func:`grid`'s renderables (marked rows dimmed red).
 
     Path and note columns whose value is the same in every row become one line
     under the table (``same in every row: ...``); each row's notes become
     numbered footnotes (:func:`footnotes`). Numbers never wrap; columns that do
     not fit ``limit`` go to a second table below (None: one table, full width).
+    ``lead_path``: the path columns (what the program chose: kernels, features) go into the first
+    table, before the figures (a CPU device, where the path is the result and no speed effect is
+    expected).
     """
     tab = table(summaries, labels)
     cols = tab["columns"]
@@ -284,6 +288,10 @@ def render(summaries: list[dict], labels: list[str] | None = None, title: str | 
                 same.append(f"{c} {v}")
             continue
         keep.append(i)
+    if lead_path:  # the path columns right after the row's name, and first into the first table
+        names = {name for name, _api, _key in DISPLAY_COLUMNS}
+        keep = ([i for i in keep if cols[i] in ("bundle", "arm", "test")] + [i for i in keep if cols[i] in names]
+                + [i for i in keep if cols[i] not in names and cols[i] not in ("bundle", "arm", "test")])
     markers, notes = footnotes([r["notes"] for r in rows])
     heads = [cols[i] if limit is None else _SHORT.get(cols[i], cols[i]) for i in keep]
     cells = [[r["cells"][i] for i in keep] for r in rows]
@@ -294,6 +302,8 @@ def render(summaries: list[dict], labels: list[str] | None = None, title: str | 
         [len(keep)] if any(markers) else [])
     below = notes + (["same in every row: " + "; ".join(same)] if same else []) + list(tab["notes"])
     first = [j for j, h in enumerate(heads) if h.startswith(("median", "% of", "speedup")) or h in ("state", "notes")]
+    if lead_path:
+        first = [j for j, i in enumerate(keep) if cols[i] in names] + first
     styles = ["red dim" if r["marked"] else None for r in rows]
     keys = [heads.index(k) for k in ("bundle", "arm", "test") if k in heads]
     parts = grid(heads, cells, limit, keys=keys, numeric=numeric, title=title, priority=first, styles=styles,
@@ -329,7 +339,8 @@ class _Null:
 
 
 def print_table(summaries: list[dict], labels: list[str] | None = None, title: str | None = None,
-                wide: bool = False) -> None:
-    """Print the report table on stdout at :func:`width` (``wide``: the full table)."""
+                wide: bool = False, lead_path: bool = False) -> None:
+    """Print the report table on stdout at :func:`width` (``wide``: the full table; ``lead_path``:
+    see :func:`render`)."""
     limit = width(wide)
-    emit(render(summaries, labels, title=title, limit=limit), limit)
+    emit(render(summaries, labels, title=title, limit=limit, lead_path=lead_path), limit)
