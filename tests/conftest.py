@@ -74,3 +74,11 @@ def _stop_signal_dispositions_restored():
     yield
     for s, handler in before.items():
         signal.signal(s, handler)
+
+
+def write_script(tmp_path, body: str, name: str = "w"):
+    """An executable ``/bin/sh`` script ``tmp_path/name`` running ``body`` (a stand-in program)."""
+    p = tmp_path / name
+    p.write_text("#!/bin/sh\n" + body + "\n")
+    p.chmod(0o755)
+    return p

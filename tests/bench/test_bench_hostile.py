@@ -9,16 +9,9 @@ from pathlib import Path
 import pytest
 
 from capshim import evidence
-from tests.conftest import alive as _alive, run_capshim
+from tests.conftest import alive as _alive, run_capshim, write_script as _w
 
 ROW = '[{"n_prompt":512,"n_gen":0,"samples_ts":[100]}]'
-
-
-def _w(tmp_path: Path, body: str, name: str = "w") -> Path:
-    p = tmp_path / name
-    p.write_text("#!/bin/sh\n" + body + "\n")
-    p.chmod(0o755)
-    return p
 
 
 def _bench(tmp_path, *args, out="b"):

@@ -4,23 +4,15 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 from capshim import evidence, paths
 from capshim.bench.workloads import command
 from capshim.bench.workloads.base import OutputDigest, Workload
 from capshim.evidence.bundle import Bundle
 from capshim.evidence.files import stdout_suffix
-from tests.conftest import run_capshim
+from tests.conftest import run_capshim, write_script as _w
 
 ROW = '[{"n_prompt":512,"n_gen":0,"samples_ts":[100]}]'
-
-
-def _w(tmp_path: Path, body: str, name: str = "w") -> Path:
-    p = tmp_path / name
-    p.write_text("#!/bin/sh\n" + body + "\n")
-    p.chmod(0o755)
-    return p
 
 
 def _bench(tmp_path, *args):
