@@ -10,6 +10,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -48,6 +49,38 @@ def alive(pid: int) -> bool:
     except (OSError, IndexError):
         return False
     return state not in ("Z", "X")
+
+
+def default_signals() -> None:
+    """``preexec_fn`` of a child that a test sends signals to: SIGTERM, SIGHUP and SIGINT at their defaults.
+
+    A suite started under ``nohup`` (SIGHUP ignored) or as a script's background job (SIGINT ignored)
+    passes those ignored dispositions on, and capshim keeps an ignored signal ignored (as a shell
+    does); the tests of signal handling need the dispositions a terminal gives.
+    """
+    for s in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT):
+        signal.signal(s, signal.SIG_DFL)
+
+
+def wait_for(ready, timeout: float = 120, what: str = "the event") -> None:
+    """Wait until ``ready()`` is true (polled every 20 ms), or fail after ``timeout`` seconds.
+
+    The tests of signals and timing wait on an event (a file the child writes once its handler is
+    in place, a process that has exited), never on a fixed sleep: a loaded machine only delays them.
+    """
+    deadline = time.monotonic() + timeout
+    while not ready():
+        assert time.monotonic() < deadline, f"timed out after {timeout} s waiting for {what}"
+        time.sleep(0.02)
+
+
+def running(pid: int, program: str) -> bool:
+    """Whether process ``pid`` is alive and runs ``program`` (its /proc/PID/cmdline's first word ends so)."""
+    try:
+        argv0 = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")[0].decode()
+    except OSError:
+        return False
+    return alive(pid) and Path(argv0).name == program
 
 
 def pytest_terminal_summary(terminalreporter):
