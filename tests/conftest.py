@@ -83,6 +83,19 @@ def running(pid: int, program: str) -> bool:
     return alive(pid) and Path(argv0).name == program
 
 
+def sleeping_pid(marker: Path) -> int | None:
+    """The pid a fake workload wrote to ``marker`` before ``exec sleep``, once that process sleeps; else None.
+
+    The fake workloads of the interrupt tests run ``echo $$ > MARKER; exec sleep 60``: a signal sent
+    once this returns a pid reaches a run that is surely in its sleep.
+    """
+    try:
+        pid = int(marker.read_text())
+    except (OSError, ValueError):
+        return None
+    return pid if running(pid, "sleep") else None
+
+
 def pytest_terminal_summary(terminalreporter):
     """Print the fuzz campaigns' counts (tests/fuzzing.py) so each CI log shows executions per run."""
     from tests.fuzzing import STATS

@@ -17,7 +17,7 @@ from capshim import evidence, paths
 from capshim.bench import arms, llamabench
 from capshim.bench.workloads import command
 from capshim.errors import UsageError
-from tests.conftest import run_capshim
+from tests.conftest import default_signals, run_capshim, sleeping_pid, wait_for
 
 REPO = Path(__file__).resolve().parents[2]
 from tests.bench.test_bench_hostile import ROW, _w  # noqa: E402 (the one workload-script helper)
@@ -76,16 +76,16 @@ def test_verify_still_accepts_a_control_sealed_with_the_old_stem(tmp_path):
 def test_a_burst_of_sigterms_never_loses_the_seal(tmp_path):
     # the first SIGTERM used to raise in the run, a second one in the handler of the first,
     # before the seal guard was in place: the bundle stayed unsealed
-    w = _w(tmp_path, f'[ -f "{tmp_path}/slow" ] && touch "{tmp_path}/sleeping" && exec sleep 60\n'
+    w = _w(tmp_path, f'[ -f "{tmp_path}/slow" ] && echo $$ > "{tmp_path}/sleeping" && exec sleep 60\n'
                      f'touch "{tmp_path}/slow"\necho \'{ROW}\'')
     out = tmp_path / "b"
     env = dict(os.environ, PYTHONPATH=str(REPO / "src"))
     proc = subprocess.Popen([sys.executable, "-m", "capshim.cli", "bench", "--arm", "a=", "--arm", "b=", "-r", "3",
                              "--warmup", "0", "--out", str(out), "--", str(w)],
-                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path)
-    deadline = time.time() + 120
-    while not (tmp_path / "sleeping").exists() and time.time() < deadline:
-        time.sleep(0.05)
+                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path,
+                            preexec_fn=default_signals)
+    wait_for(lambda: proc.poll() is not None or sleeping_pid(tmp_path / "sleeping") is not None, 120,
+             "the second run to sleep")
     for _ in range(40):
         proc.send_signal(signal.SIGTERM)
         time.sleep(0.01)

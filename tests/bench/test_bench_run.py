@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 
 from capshim import evidence
-from tests.conftest import REPO, run_capshim
+from tests.conftest import REPO, default_signals, run_capshim, sleeping_pid
 
 FIXTURE = REPO / "tests" / "fixtures" / "llama-bench" / "cpu-tiny.json"
 
@@ -134,7 +134,8 @@ def _bench_until(out, script, reps, ready, seconds):
     env = dict(os.environ, PYTHONPATH=str(REPO / "src"))
     proc = subprocess.Popen([sys.executable, "-m", "capshim.cli", "bench", "--arm", "a=", "--arm", "b=", "-r",
                              str(reps), "--warmup", "0", "--out", str(out), "--", str(script)],
-                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=default_signals)
     deadline = time.time() + seconds
     while not ready() and time.time() < deadline:
         time.sleep(0.1)
@@ -142,12 +143,13 @@ def _bench_until(out, script, reps, ready, seconds):
 
 
 def _interrupt(tmp_path, sig):
-    script = _fake_workload(tmp_path, f'[ -f "{tmp_path}/slow" ] && touch "{tmp_path}/sleeping" && exec sleep 60\n'
+    script = _fake_workload(tmp_path, f'[ -f "{tmp_path}/slow" ] && echo $$ > "{tmp_path}/sleeping" && exec sleep 60\n'
                                       f'touch "{tmp_path}/slow"\ncat "{FIXTURE}"')
     out = tmp_path / "b"
-    # the run's files reach the bundle only when it ends: wait for the second run's own marker
-    proc = _bench_until(out, script, 3, (tmp_path / "sleeping").exists, 60)
-    time.sleep(0.5)  # the second run of round 1 is in its sleep now
+    # the run's files reach the bundle only when it ends: wait for the second run's own marker,
+    # then for that process to be in its sleep (the event, not a fixed pause)
+    proc = _bench_until(out, script, 3, lambda: sleeping_pid(tmp_path / "sleeping") is not None, 120)
+    assert sleeping_pid(tmp_path / "sleeping") is not None, proc.communicate()
     proc.send_signal(sig)
     stdout, stderr = proc.communicate(timeout=60)
     return proc, out, stderr
@@ -249,11 +251,15 @@ def test_second_ctrl_c_during_a_slow_finalize_still_seals(tmp_path):
     out = tmp_path / "b"
     proc = _bench_until(out, script, 1, lambda: len(list((out / "raw").glob("*-1.stderr"))
                                                     if (out / "raw").is_dir() else []) >= 2, 120)
-    time.sleep(0.5)  # both runs done: capshim is analysing 2 x 2,000 series
+    proc.send_signal(signal.SIGINT)  # both runs done: capshim is analysing 2 x 2,000 series
+    seen = []  # the event for the second: capshim said it got the first (stopping, or sealing)
+    for line in proc.stderr:
+        seen.append(line)
+        if line.startswith("capshim: SIGINT"):
+            break
     proc.send_signal(signal.SIGINT)
-    time.sleep(1.0)
-    proc.send_signal(signal.SIGINT)
-    stdout, stderr = proc.communicate(timeout=300)
+    stdout, rest = proc.communicate(timeout=300)
+    stderr = "".join(seen) + rest
     assert proc.returncode == 130, stderr[-3000:]
     assert "Aborted" not in stderr and "Traceback" not in stderr
     assert evidence.verify(out) == []

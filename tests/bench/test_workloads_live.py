@@ -14,7 +14,7 @@ import pytest
 from capshim import evidence
 from capshim.bench import attest
 from capshim.bench.workloads import ncnn
-from tests.conftest import REPO, run_capshim
+from tests.conftest import REPO, default_signals, run_capshim, sleeping_pid, wait_for
 
 NCNN_STOCK = """[0 llvmpipe (LLVM 15.0.6, 256 bits)]  queueC=0[1]  queueT=0[1]  prefer-slm=0  rebar=1  r-score=4
 [0 llvmpipe (LLVM 15.0.6, 256 bits)]  fp16-p/s/u/a=1/1/1/1  int8-p/s/u/a=1/1/1/1  bf16-p/s=1/0
@@ -204,21 +204,21 @@ def test_bad_generic_usage_exits_2(args, needle, tmp_path):
 
 def test_ctrl_c_during_a_control_keeps_the_arm_and_records_the_control(tmp_path):
     import signal
-    import time
 
     # the first control run (any arm) is quick; the second sleeps until it is interrupted
     ctl = _script(tmp_path, "slow-control",
-                  f'[ -f "{tmp_path}/slow" ] && touch "{tmp_path}/sleeping" && exec sleep 60\ntouch "{tmp_path}/slow"')
+                  f'[ -f "{tmp_path}/slow" ] && echo $$ > "{tmp_path}/sleeping" && exec sleep 60\ntouch "{tmp_path}/slow"')
     out = tmp_path / "b"
     env = dict(os.environ, PYTHONPATH=str(REPO / "src"))
     proc = subprocess.Popen([sys.executable, "-m", "capshim.cli", "bench", "--arm", "a=", "--arm", "b=", "-r", "2",
                              "--warmup", "0", "--metric", "wall", "--control", f"ctl={ctl}", "--out", str(out),
-                             "--", "true"], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    deadline = time.time() + 60
-    # a run's files reach the bundle only when it ends: wait for the second control's own marker
-    while not (tmp_path / "sleeping").exists() and time.time() < deadline:
-        time.sleep(0.1)
-    time.sleep(0.5)  # the second control run is in its sleep now
+                             "--", "true"], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=default_signals)
+    # a run's files reach the bundle only when it ends: wait for the second control's own marker, then
+    # for that process to be in its sleep (an event, not a fixed pause)
+    wait_for(lambda: proc.poll() is not None or sleeping_pid(tmp_path / "sleeping") is not None, 120,
+             "the second control run to sleep")
+    assert proc.poll() is None, proc.communicate()
     proc.send_signal(signal.SIGINT)
     _, stderr = proc.communicate(timeout=60)
     assert proc.returncode == 130, stderr
