@@ -6,6 +6,7 @@ These tests use the real Vulkan loader and the machine's real driver
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -94,6 +95,33 @@ def sleeping_pid(marker: Path) -> int | None:
     except (OSError, ValueError):
         return None
     return pid if running(pid, "sleep") else None
+
+
+def terminal_say(config, prefix: str = "capshim tests"):
+    """A function that prints one line on the terminal now, whatever the capture (with or without ``-s``).
+
+    For long steps inside tests (the llama-bench build: minutes on 2 cores) so a run shows signs of
+    life: the line goes through pytest's terminal reporter with the capture suspended for it.
+    """
+    reporter = config.pluginmanager.getplugin("terminalreporter")
+    capman = config.pluginmanager.getplugin("capturemanager")
+
+    def say(msg: str) -> None:
+        line = f"[{prefix}] {msg}"
+        if reporter is None:
+            print(line, file=sys.__stderr__, flush=True)
+            return
+        with capman.global_and_fixture_disabled() if capman else contextlib.nullcontext():
+            reporter.ensure_newline()
+            reporter.write_line(line)
+
+    return say
+
+
+@pytest.fixture(scope="session")
+def progress(pytestconfig):
+    """:func:`terminal_say` for this run: ``progress("step ...")`` prints at once."""
+    return terminal_say(pytestconfig)
 
 
 def pytest_terminal_summary(terminalreporter):
