@@ -324,3 +324,26 @@ def test_bench_refuses_an_arm_whose_answers_break_the_subgroup_order(tmp_path):
     assert r.returncode == 2
     assert "--arm b" in r.stderr and "minSubgroupSize 16" in r.stderr and "spec requires" in r.stderr
     assert not out.exists()  # refused before anything ran
+
+
+@pytest.mark.parametrize("device_type, sizes", [("cpu", (128, 32)), ("discrete-gpu", (512, 128))])
+def test_the_default_sizes_come_from_the_device_row_of_the_table(monkeypatch, device_type, sizes):
+    """The CPU default is pp128/tg32 (the first command within 3 minutes on 2 cores), a GPU's llama-bench's
+    pp512/tg128; -p/-n win over either; the precision test follows -p. No device is probed (a fake)."""
+    from capshim.bench import plan as plan_mod
+
+    monkeypatch.setattr(plan_mod, "_resolve_on_device", lambda arms: ({"name": "fake", "type": device_type}, {}))
+    seen = []
+    monkeypatch.setattr(plan_mod.builtin, "builtin_workload",
+                        lambda model, p, n, *a, **k: seen.append((p, n)) or LlamaBenchWorkload("builtin", ["true"]))
+    d = defaults_for("builtin", cpu=device_type == "cpu")
+    assert (d.n_prompt, d.n_gen) == sizes
+    plan = plan_mod.make_plan(BenchRequest(), platform="linux")
+    assert seen[-1] == sizes
+    if device_type != "cpu":
+        assert plan.defaults["precision_tests"] == [f"pp{sizes[0]}"]
+    plan = plan_mod.make_plan(BenchRequest(n_prompt=64, n_gen=8), platform="linux")
+    assert seen[-1] == (64, 8)
+    if device_type != "cpu":
+        assert plan.defaults["precision_tests"] == ["pp64"]
+    assert f"{sizes[0]}" in help_default("n_prompt") and f"{sizes[1]}" in help_default("n_gen")
