@@ -18,6 +18,7 @@ def _run_to(args, stdout=None, stderr=subprocess.PIPE):
                           env=env, timeout=300)
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full")
 @pytest.mark.parametrize("args", [["profiles"], ["profiles", "--json"], ["--help"],
                                   ["profile", "show", "vulkan-paravirt"], ["db", "list"]])
@@ -47,6 +48,7 @@ def test_closed_pipe_is_a_quiet_exit():
     assert r.returncode == 1
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full")
 def test_bench_verify_and_report_on_a_full_stdout_are_exit_4(tmp_path):
     """The bundle is sealed first; only the table on stdout fails: exit 4, one line, no traceback."""

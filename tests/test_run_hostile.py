@@ -16,6 +16,7 @@ from tests.conftest import REPO, default_signals, run_capshim, running, wait_for
 from tests.conftest import alive as _alive
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("target", ["/dev/null", "/dev/stdout", "/dev/zero", "/dev/full"])
 def test_status_file_device_is_refused(target):
     r = run_capshim("run", "--status-file", target, "--simulate", "vulkan-paravirt", "--", "true")
@@ -24,6 +25,7 @@ def test_status_file_device_is_refused(target):
     assert "Traceback" not in r.stderr and "/proc/" not in r.stderr
 
 
+@pytest.mark.slow
 def test_status_file_fifo_is_refused_without_blocking(tmp_path):
     fifo = tmp_path / "f"
     os.mkfifo(fifo)
@@ -89,6 +91,7 @@ def test_exec_problem_accepts_programs_and_scripts(tmp_path):
     assert "interpreter" in launch.exec_problem(str(_script(tmp_path, "e", b"#!\n")))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", ["interpreter", "random", "folder"])
 def test_run_exec_failures_are_named(tmp_path, kind):
     if kind == "interpreter":
@@ -108,6 +111,7 @@ def test_run_exec_failures_are_named(tmp_path, kind):
         assert r.returncode == 2 and want in r.stderr and "inert" not in r.stderr, r.stderr
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP])
 def test_signal_is_forwarded_and_waited_for(tmp_path, sig):
     marker = tmp_path / "child.pid"
@@ -148,6 +152,7 @@ def _start_and_wait_for(tmp_path, body: str, n: int, program: str | None = "slee
     return proc, got
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads /proc")
 def test_sigterm_ends_the_commands_whole_group(tmp_path):
     """A TERM-ignoring background subshell plus a foreground sleep: SIGTERM to capshim → 143, nothing survives."""
@@ -163,6 +168,7 @@ def test_sigterm_ends_the_commands_whole_group(tmp_path):
     wait_for(lambda: not any(_alive(p) for p in pids), 30, "the SIGKILLed group to die")
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads /proc")
 def test_command_that_ignores_sigterm_is_killed_after_the_grace(tmp_path):
     proc, pids = _start_and_wait_for(tmp_path, "#!/bin/sh\ntrap '' TERM\necho $$ >> 'PIDS'\nsleep 300\n", 1,
@@ -175,6 +181,7 @@ def test_command_that_ignores_sigterm_is_killed_after_the_grace(tmp_path):
     assert not any(_alive(p) for p in pids)
 
 
+@pytest.mark.slow
 def test_background_child_is_ended_when_the_command_exits(tmp_path):
     """The command exits 5 leaving `sleep 300 &`: exit 5 passes through, the sleep is ended."""
     pids = tmp_path / "pids"
@@ -184,6 +191,7 @@ def test_background_child_is_ended_when_the_command_exits(tmp_path):
     assert not _alive(int(pids.read_text()))
 
 
+@pytest.mark.slow
 def test_run_gives_a_command_that_cds_absolute_paths(tmp_path):
     """`--status-file rel.jsonl` and a command that cds: CAPSHIM_STATUS_FILE is absolute."""
     seen = tmp_path / "seen"
@@ -197,6 +205,7 @@ def test_run_gives_a_command_that_cds_absolute_paths(tmp_path):
     assert lc.status_file.is_absolute() and lc.run_dir.is_absolute()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
 def test_a_signal_during_the_cleanup_grace_leaves_no_orphan(tmp_path, sig):
     """The command exits at once, leaving a TERM-ignoring child; a signal to capshim while it waits
@@ -232,6 +241,7 @@ def test_a_signal_ignored_when_capshim_started_stays_ignored():
         signal.signal(signal.SIGHUP, old)
 
 
+@pytest.mark.slow
 def test_a_signal_while_the_command_starts_reaches_it():
     """The handlers are in place before the command starts: a SIGTERM that arrives before its group is
     known is held, then sent to the group once it runs (it used to kill capshim and orphan the command)."""

@@ -8,8 +8,10 @@ fakes and fixtures where the behaviour under test is not the real run.
 
 from __future__ import annotations
 
+import ast
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -17,8 +19,54 @@ from capshim.bench import llamacpp_build
 from capshim.errors import BuildError
 from tests.conftest import REPO
 
-#: Test modules with no fast test, and why (each must stay without one: the test below says so).
-ALL_SLOW: dict[str, str] = {}
+#: Test modules with no test in the fast tier, and why: what they test is the real component itself.
+ALL_SLOW: dict[str, str] = {
+    "tests/backends/test_vulkan_llamacpp.py": "real llama.cpp (cyllama) on the device under the layers; the path it "
+                                              "reads is tested fast on captured logs (tests/bench/test_attest.py)",
+    "tests/bench/test_llamabench_live.py": "the llama-bench build (minutes) and its live output; the parser is tested "
+                                           "fast on captured output (tests/bench/test_llamabench.py)",
+    "tests/native/test_layer_chain_loop.py": "a chain of compiled layers under the real Vulkan loader",
+    "tests/native/test_vulkan_config_fuzz.py": "the compiled configuration parser's fuzz driver",
+    "tests/backends/test_fuzz_campaigns.py": "time-bounded fuzz campaigns of the compiled parsers",
+    "tests/profiles/test_added_key.py": "the probe of the real device answering a key the table gained",
+}
+
+
+def _fast_tests(path: Path) -> list[str]:
+    """The test functions of a module that ``-m "not slow"`` keeps (read from its source: no import, no collection).
+
+    Slow: a module-level ``pytestmark`` that names ``slow``, or a ``@pytest.mark.slow`` decorator (a
+    parametrized test whose every case is marked slow with ``pytest.param(..., marks=...)`` counts as
+    fast here; none does today).
+    """
+    tree = ast.parse(path.read_text())
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and any(getattr(t, "id", "") == "pytestmark" for t in node.targets) \
+                and "slow" in ast.unparse(node.value):
+            return []
+    funcs = [n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
+             and n.name.startswith("test_")]
+    return [f.name for f in funcs if not any("mark.slow" in ast.unparse(d) for d in f.decorator_list)]
+
+
+def test_every_test_module_has_a_fast_test_or_a_reason():
+    """``pytest -m "not slow"`` runs at least one test of every module under tests/ (or ALL_SLOW says why)."""
+    modules = {str(p.relative_to(REPO)): p for p in (REPO / "tests").rglob("test_*.py")}
+    fast = {m for m, p in modules.items() if _fast_tests(p)}
+    missing = sorted(set(modules) - fast - set(ALL_SLOW))
+    assert not missing, f"no test in the fast tier and no reason in ALL_SLOW: {missing}"
+    stale = sorted(m for m in ALL_SLOW if m in fast or m not in modules)
+    assert not stale, f"ALL_SLOW names a module that has a fast test, or none: {stale}"
+
+
+def test_the_readme_command_runs_both_tiers_and_ci_runs_it():
+    """The README's test command (what CI runs) selects no marker: both tiers run."""
+    readme = (REPO / "README.md").read_text()
+    assert "./setup.sh && .venv/bin/python -m pytest -v" in readme
+    assert (REPO / ".ci" / "run").read_text().rstrip().endswith("./setup.sh && .venv/bin/python -m pytest -v")
+    assert '"not slow"' in readme  # the fast tier is named there too
+    ini = (REPO / "pyproject.toml").read_text()
+    assert "slow:" in ini and "-m" not in ini.split("addopts", 1)[1].split("\n", 1)[0]
 
 
 def test_a_long_build_step_says_how_far_it_is(tmp_path):
@@ -34,6 +82,8 @@ def test_a_long_build_step_says_how_far_it_is(tmp_path):
         llamacpp_build._run(["sh", "-c", "exit 3"], log=log, say=said.append)
 
 
+@pytest.mark.slow
+@pytest.mark.slow  # a pytest in a child process
 def test_a_progress_line_reaches_the_terminal_whatever_the_capture(tmp_path):
     """tests/conftest.py's ``progress`` prints through pytest's capture (no ``-s``)."""
     (tmp_path / "test_p.py").write_text("def test_p(progress):\n    progress('step one of a long build')\n")

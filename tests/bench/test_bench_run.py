@@ -11,12 +11,15 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from capshim import evidence
 from tests.conftest import REPO, default_signals, run_capshim, sleeping_pid
 
 FIXTURE = REPO / "tests" / "fixtures" / "llama-bench" / "cpu-tiny.json"
 
 
+@pytest.mark.slow
 def test_default_bench_writes_a_verified_bundle_with_three_active_arms(tmp_path):
     out = tmp_path / "bundle"
     r = run_capshim("bench", "-r", "2", "--warmup", "1", "--n-prompt", "64", "--n-gen", "16", "--out", str(out),
@@ -67,6 +70,7 @@ def _fake_workload(tmp_path: Path, body: str) -> Path:
     return script
 
 
+@pytest.mark.slow
 def test_a_crashing_arm_is_recorded_and_the_others_go_on(tmp_path):
     # The stand-in crashes (SIGSEGV) in the arm whose device layer is configured.
     script = _fake_workload(tmp_path, f'[ -n "$CAPSHIM_VK_DEVICE_CONFIG" ] && kill -SEGV $$\ncat "{FIXTURE}"')
@@ -83,6 +87,7 @@ def test_a_crashing_arm_is_recorded_and_the_others_go_on(tmp_path):
     assert "capshim: arm sim failed: killed by SIGSEGV (and 1 more failed run(s))" in r.stderr
 
 
+@pytest.mark.slow
 def test_inert_shim_is_flagged_and_strict_exits_3(tmp_path):
     # A workload that never touches Vulkan: the layer never loads.
     script = _fake_workload(tmp_path, f'cat "{FIXTURE}"')
@@ -95,6 +100,7 @@ def test_inert_shim_is_flagged_and_strict_exits_3(tmp_path):
     assert summary["arms"]["sim"]["shim_result"] is False
 
 
+@pytest.mark.slow
 def test_inherited_llama_cpp_environment_is_recorded_and_warned_about(tmp_path):
     script = _fake_workload(tmp_path, f'cat "{FIXTURE}"')
     out = tmp_path / "b"
@@ -118,6 +124,7 @@ def test_inherited_llama_cpp_environment_is_recorded_and_warned_about(tmp_path):
     assert "capshim: warning: GGML_VK_DISABLE_F16=1 inherited" in r.stderr
 
 
+@pytest.mark.slow
 def test_timeout_is_recorded(tmp_path):
     script = _fake_workload(tmp_path, "sleep 30")
     out = tmp_path / "b"
@@ -155,6 +162,7 @@ def _interrupt(tmp_path, sig):
     return proc, out, stderr
 
 
+@pytest.mark.slow
 def test_ctrl_c_leaves_a_valid_bundle_of_what_finished(tmp_path):
     proc, out, stderr = _interrupt(tmp_path, signal.SIGINT)
     assert proc.returncode == 130, stderr
@@ -170,6 +178,7 @@ def test_ctrl_c_leaves_a_valid_bundle_of_what_finished(tmp_path):
     assert "interrupted (SIGINT)" in stderr
 
 
+@pytest.mark.slow
 def test_sigterm_is_handled_like_ctrl_c_and_leaves_no_workload_behind(tmp_path):
     proc, out, stderr = _interrupt(tmp_path, signal.SIGTERM)
     assert proc.returncode == 143, stderr
@@ -181,6 +190,7 @@ def test_sigterm_is_handled_like_ctrl_c_and_leaves_no_workload_behind(tmp_path):
     assert left.stdout.strip() == ""
 
 
+@pytest.mark.slow
 def test_sighup_seals_the_bundle_too(tmp_path):
     proc, out, stderr = _interrupt(tmp_path, signal.SIGHUP)  # the terminal went away
     assert proc.returncode == 129, stderr
@@ -190,6 +200,7 @@ def test_sighup_seals_the_bundle_too(tmp_path):
     assert summary["interrupted"] is True and summary["arms"][second]["runs"][0]["signal"] == "SIGHUP"
 
 
+@pytest.mark.slow
 def test_bad_bench_usage_exits_2(tmp_path):
     r = run_capshim("bench", "--arm", "x=profile:no-such", "--out", str(tmp_path / "b"), "--", "true")
     assert r.returncode == 2 and "no-such" in r.stderr
@@ -211,6 +222,7 @@ def _rows_with_tokens(tokens):
     return json.dumps(rows)
 
 
+@pytest.mark.slow
 def test_wrong_output_marks_the_arm(tmp_path):
     same, other = tmp_path / "same.json", tmp_path / "other.json"
     same.write_text(_rows_with_tokens([1, 2, 3]))
@@ -241,6 +253,7 @@ def test_host_baseline_from_a_llama_bench_file(tmp_path):
     assert abs(pct - 100.0) < 1e-9  # the same samples on both sides
 
 
+@pytest.mark.slow
 def test_second_ctrl_c_during_a_slow_finalize_still_seals(tmp_path):
     # 2,000 series (one n_prompt each): the analysis takes seconds. SIGINT once the runs are done, then again:
     # the second one cuts the slow step short, it is recorded as skipped, and the bundle is sealed (exit 130).

@@ -58,6 +58,7 @@ def _worker(*prefix: str) -> tuple[dict, str]:
     return json.loads(r.stdout), r.stderr
 
 
+@pytest.mark.slow
 def test_ncnn_sees_fp16_arithmetic_off_under_the_simulated_virtual_gpu(vk_build):
     pytest.importorskip("ncnn", reason="the ncnn extra is not installed (pip install 'capshim[ncnn]')")
     stock, stock_err = _worker()
@@ -77,6 +78,7 @@ def test_ncnn_sees_fp16_arithmetic_off_under_the_simulated_virtual_gpu(vk_build)
     assert sim["output"] != stock["output"]  # but not bit for bit: the arithmetic path changed
 
 
+@pytest.mark.slow
 def test_missing_ncnn_is_a_clear_message(tmp_path, monkeypatch):
     env = dict(os.environ, PYTHONPATH=str(REPO / "src"))
     code = "import sys; sys.modules['ncnn'] = None; from capshim.bench.workloads import ncnn_worker as w; sys.exit(w.main([]))"
@@ -92,6 +94,7 @@ def test_missing_ncnn_is_a_clear_message(tmp_path, monkeypatch):
         ncnn.bench_workload("tiny")
 
 
+@pytest.mark.slow
 def test_bench_workload_ncnn_end_to_end(tmp_path, vk_build):
     pytest.importorskip("ncnn", reason="the ncnn extra is not installed (pip install 'capshim[ncnn]')")
     out = tmp_path / "b"
@@ -133,6 +136,7 @@ def _script(tmp_path: Path, name: str, body: str) -> Path:
 SIMULATED = 'grep -q "^shaderFloat16=0" "${CAPSHIM_VK_DEVICE_CONFIG:-/nonexistent}" 2>/dev/null'
 
 
+@pytest.mark.slow
 def test_generic_json_metric_control_and_output_file_check(tmp_path, vk_build):
     outfile = tmp_path / "result.txt"
     app = _script(tmp_path, "my-app", f'if {SIMULATED}; then echo changed > "{outfile}"; v=20; '
@@ -171,6 +175,7 @@ def test_generic_json_metric_control_and_output_file_check(tmp_path, vk_build):
     assert len(meta["arms"]["sim"]["control_runs"]) == 3
 
 
+@pytest.mark.slow
 def test_generic_wall_metric_on_a_shell_command(tmp_path, vk_build):
     out = tmp_path / "b"
     r = run_capshim("bench", "-r", "2", "--warmup", "0", "--metric", "wall", "--check-output", "--out", str(out),
@@ -184,6 +189,7 @@ def test_generic_wall_metric_on_a_shell_command(tmp_path, vk_build):
     assert "wall (s, lower is better)" in r.stdout
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("args, needle", [
     (["--metric", "fps", "--", "true"], "--metric 'fps': expected wall, json:PATH or regex:PATTERN"),
     (["--metric", "json:fps", "--", "true"], "--better higher|lower"),
@@ -202,6 +208,7 @@ def test_bad_generic_usage_exits_2(args, needle, tmp_path):
     assert needle in r.stderr and "Traceback" not in r.stderr
 
 
+@pytest.mark.slow
 def test_ctrl_c_during_a_control_keeps_the_arm_and_records_the_control(tmp_path):
     import signal
 

@@ -261,6 +261,7 @@ def test_rule_options_must_be_finite_numbers(tmp_path):
             assert not (tmp_path / "a").exists()
 
 
+@pytest.mark.slow
 def test_double_ctrl_c_in_a_real_tune_seals_the_study(tmp_path, stock_probe):
     # a real tune on this machine's device: Ctrl-C twice once stage 1 has finished runs
     out = tmp_path / "t"
