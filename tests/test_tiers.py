@@ -93,3 +93,34 @@ def test_a_progress_line_reaches_the_terminal_whatever_the_capture(tmp_path):
                        capture_output=True, text=True, cwd=tmp_path, timeout=120)
     assert r.returncode == 0, r.stdout + r.stderr
     assert "[capshim tests] step one of a long build" in r.stdout
+
+
+def _measure_timings():
+    from importlib.machinery import SourceFileLoader
+    from importlib.util import module_from_spec, spec_from_loader
+
+    loader = SourceFileLoader("measure_timings", str(REPO / "scripts" / "measure-timings"))
+    mod = module_from_spec(spec_from_loader("measure_timings", loader))
+    loader.exec_module(mod)
+    return mod
+
+
+def test_measure_timings_adds_rows_and_keeps_the_earlier_ones(tmp_path):
+    """scripts/measure-timings writes the README's timings with the load; a fake run, no clone."""
+    mt = _measure_timings()
+    log = tmp_path / "fast.log"
+    log.write_text("...\n===== 1 failed, 250 passed, 3 deselected in 150.02s (0:02:30) =====\n")
+    assert mt._pytest_line(log) == "1 failed, 250 passed, 3 deselected in 150.02s (0:02:30)"
+    out = tmp_path / "timings.md"
+    row = {"what": "first", "command": mt.COMMANDS["first"], "seconds": 171.4, "rc": 0, "pytest": "", "cores": 2,
+           "load": (0.31, 1.52, 2.05), "label": "quiet"}
+    mt.write_rows(out, [row], "abc1234")
+    mt.write_rows(out, [{**row, "what": "fast", "command": mt.COMMANDS["fast"], "load": (3.2, 4.0, 5.5),
+                         "label": "busy", "pytest": "250 passed in 150.02s"}], "abc1235")
+    text = out.read_text()
+    assert text.startswith(mt.HEADER)
+    rows = [x for x in text.splitlines() if x.startswith("| 20")]
+    assert len(rows) == 2 and "| 2 min 51 s | 0 |" in rows[0] and "0.31 / 1.52 / 2.05 | quiet |" in rows[0]
+    assert "abc1235 | fast | `.venv/bin/python -m pytest -m \"not slow\" -q`" in rows[1] and rows[1].endswith("busy |")
+    with pytest.raises(SystemExit):
+        mt.main(["--what", "frist"])
