@@ -124,3 +124,11 @@ def test_measure_timings_adds_rows_and_keeps_the_earlier_ones(tmp_path):
     assert "abc1235 | fast | `.venv/bin/python -m pytest -m \"not slow\" -q`" in rows[1] and rows[1].endswith("busy |")
     with pytest.raises(SystemExit):
         mt.main(["--what", "frist"])
+
+
+def test_measure_timings_samples_the_load_until_stopped():
+    mt = _measure_timings()
+    sampler = mt.LoadSampler(every=0.01)
+    sampler.start()
+    samples = sampler.stop()
+    assert len(samples) >= 2 and all(s >= 0 for s in samples) and not sampler.is_alive()
