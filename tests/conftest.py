@@ -6,10 +6,12 @@ These tests use the real Vulkan loader and the machine's real driver
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -48,6 +50,78 @@ def alive(pid: int) -> bool:
     except (OSError, IndexError):
         return False
     return state not in ("Z", "X")
+
+
+def default_signals() -> None:
+    """``preexec_fn`` of a child that a test sends signals to: SIGTERM, SIGHUP and SIGINT at their defaults.
+
+    A suite started under ``nohup`` (SIGHUP ignored) or as a script's background job (SIGINT ignored)
+    passes those ignored dispositions on, and capshim keeps an ignored signal ignored (as a shell
+    does); the tests of signal handling need the dispositions a terminal gives.
+    """
+    for s in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT):
+        signal.signal(s, signal.SIG_DFL)
+
+
+def wait_for(ready, timeout: float = 120, what: str = "the event") -> None:
+    """Wait until ``ready()`` is true (polled every 20 ms), or fail after ``timeout`` seconds.
+
+    The tests of signals and timing wait on an event (a file the child writes once its handler is
+    in place, a process that has exited), never on a fixed sleep: a loaded machine only delays them.
+    """
+    deadline = time.monotonic() + timeout
+    while not ready():
+        assert time.monotonic() < deadline, f"timed out after {timeout} s waiting for {what}"
+        time.sleep(0.02)
+
+
+def running(pid: int, program: str) -> bool:
+    """Whether process ``pid`` is alive and runs ``program`` (its /proc/PID/cmdline's first word ends so)."""
+    try:
+        argv0 = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")[0].decode()
+    except OSError:
+        return False
+    return alive(pid) and Path(argv0).name == program
+
+
+def sleeping_pid(marker: Path) -> int | None:
+    """The pid a fake workload wrote to ``marker`` before ``exec sleep``, once that process sleeps; else None.
+
+    The fake workloads of the interrupt tests run ``echo $$ > MARKER; exec sleep 60``: a signal sent
+    once this returns a pid reaches a run that is surely in its sleep.
+    """
+    try:
+        pid = int(marker.read_text())
+    except (OSError, ValueError):
+        return None
+    return pid if running(pid, "sleep") else None
+
+
+def terminal_say(config, prefix: str = "capshim tests"):
+    """A function that prints one line on the terminal now, whatever the capture (with or without ``-s``).
+
+    For long steps inside tests (the llama-bench build: minutes on 2 cores) so a run shows signs of
+    life: the line goes through pytest's terminal reporter with the capture suspended for it.
+    """
+    reporter = config.pluginmanager.getplugin("terminalreporter")
+    capman = config.pluginmanager.getplugin("capturemanager")
+
+    def say(msg: str) -> None:
+        line = f"[{prefix}] {msg}"
+        if reporter is None:
+            print(line, file=sys.__stderr__, flush=True)
+            return
+        with capman.global_and_fixture_disabled() if capman else contextlib.nullcontext():
+            reporter.ensure_newline()
+            reporter.write_line(line)
+
+    return say
+
+
+@pytest.fixture(scope="session")
+def progress(pytestconfig):
+    """:func:`terminal_say` for this run: ``progress("step ...")`` prints at once."""
+    return terminal_say(pytestconfig)
 
 
 def pytest_terminal_summary(terminalreporter):

@@ -39,6 +39,7 @@ def _bundle(tmp_path, interrupted=False):
     return b.root, summary
 
 
+@pytest.mark.slow
 def test_layout_and_verify_ok(tmp_path):
     root, summary = _bundle(tmp_path)
     names = sorted(p.relative_to(root).as_posix() for p in root.rglob("*") if p.is_file())
@@ -366,6 +367,7 @@ def test_verify_refuses_a_hard_link_to_a_file_outside(tmp_path):
     assert any(p.startswith("report.md: has 2 hard links") for p in probs), probs
 
 
+@pytest.mark.slow
 def test_sums_escape_odd_names_and_verify_refuses_control_characters(tmp_path):
     import shutil
 

@@ -130,6 +130,7 @@ def test_verify_reports_a_metadata_of_the_wrong_shape(tmp_path):
     assert evidence.verify(b.root) == ["metadata.json: $.host: 'not an object' is not of type 'object'"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("host, says", [
     ('{"arms":{"a":{}},"baseline":"a"}', "no llama-bench rows found"),
     ('[{"n_prompt":512,"n_gen":0,"samples_ts":["x"]}]', "row 0: samples_ts[0]"),

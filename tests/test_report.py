@@ -287,6 +287,7 @@ def test_merge_bundles_and_write_html_with_chart(tmp_path):
     assert r.exit_code == 0 and "vm-unlocked" in r.output
 
 
+@pytest.mark.slow
 def test_report_output_into_a_missing_folder_is_a_usage_error(tmp_path):
     from tests.conftest import run_capshim
 

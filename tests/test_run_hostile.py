@@ -12,10 +12,11 @@ from pathlib import Path
 import pytest
 
 from capshim import launch, status
-from tests.conftest import REPO, run_capshim
+from tests.conftest import REPO, default_signals, run_capshim, running, wait_for
 from tests.conftest import alive as _alive
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("target", ["/dev/null", "/dev/stdout", "/dev/zero", "/dev/full"])
 def test_status_file_device_is_refused(target):
     r = run_capshim("run", "--status-file", target, "--simulate", "vulkan-paravirt", "--", "true")
@@ -24,6 +25,7 @@ def test_status_file_device_is_refused(target):
     assert "Traceback" not in r.stderr and "/proc/" not in r.stderr
 
 
+@pytest.mark.slow
 def test_status_file_fifo_is_refused_without_blocking(tmp_path):
     fifo = tmp_path / "f"
     os.mkfifo(fifo)
@@ -89,6 +91,7 @@ def test_exec_problem_accepts_programs_and_scripts(tmp_path):
     assert "interpreter" in launch.exec_problem(str(_script(tmp_path, "e", b"#!\n")))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", ["interpreter", "random", "folder"])
 def test_run_exec_failures_are_named(tmp_path, kind):
     if kind == "interpreter":
@@ -108,6 +111,7 @@ def test_run_exec_failures_are_named(tmp_path, kind):
         assert r.returncode == 2 and want in r.stderr and "inert" not in r.stderr, r.stderr
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP])
 def test_signal_is_forwarded_and_waited_for(tmp_path, sig):
     marker = tmp_path / "child.pid"
@@ -118,11 +122,10 @@ def test_signal_is_forwarded_and_waited_for(tmp_path, sig):
         "while :; do sleep 0.05; done\n").encode())
     env = dict(os.environ, PYTHONPATH=str(REPO / "src"), TMPDIR=str(tmp_path))
     proc = subprocess.Popen([sys.executable, "-m", "capshim.cli", "run", "--simulate", "vulkan-paravirt", "--",
-                             str(script)], env=env, stderr=subprocess.PIPE, text=True)
-    deadline = time.monotonic() + 60
-    while not marker.exists() or not marker.read_text().strip():
-        assert time.monotonic() < deadline and proc.poll() is None
-        time.sleep(0.05)
+                             str(script)], env=env, stderr=subprocess.PIPE, text=True, preexec_fn=default_signals)
+    wait_for(lambda: proc.poll() is not None or (marker.exists() and marker.read_text().strip()), 120,
+             "the command's trap")
+    assert proc.poll() is None, proc.stderr.read()
     child = int(marker.read_text())
     proc.send_signal(sig)
     rc = proc.wait(timeout=60)
@@ -133,20 +136,23 @@ def test_signal_is_forwarded_and_waited_for(tmp_path, sig):
     assert not list(tmp_path.glob("capshim-run-*"))  # its temp folder is gone
 
 
-def _start_and_wait_for(tmp_path, body: str, n: int):
+def _start_and_wait_for(tmp_path, body: str, n: int, program: str | None = "sleep"):
+    """Start ``capshim run -- forker.sh``; return once it wrote ``n`` pids (each running ``program``)."""
     pids = tmp_path / "pids"
     script = _script(tmp_path, "forker.sh", body.replace("PIDS", str(pids)).encode())
     env = dict(os.environ, PYTHONPATH=str(REPO / "src"), TMPDIR=str(tmp_path))
     proc = subprocess.Popen([sys.executable, "-m", "capshim.cli", "run", "--", str(script)], env=env,
-                            stderr=subprocess.PIPE, text=True)
-    deadline = time.monotonic() + 60
-    while not pids.exists() or len(pids.read_text().split()) < n:
-        assert time.monotonic() < deadline and proc.poll() is None
-        time.sleep(0.05)
-    time.sleep(0.3)
-    return proc, [int(x) for x in pids.read_text().split()]
+                            stderr=subprocess.PIPE, text=True, preexec_fn=default_signals)
+    wait_for(lambda: proc.poll() is not None or (pids.exists() and len(pids.read_text().split()) >= n), 120,
+             f"{n} pids")
+    assert proc.poll() is None, proc.stderr.read()
+    got = [int(x) for x in pids.read_text().split()]
+    if program:
+        wait_for(lambda: all(running(p, program) for p in got), 60, f"every pid to run {program}")
+    return proc, got
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads /proc")
 def test_sigterm_ends_the_commands_whole_group(tmp_path):
     """A TERM-ignoring background subshell plus a foreground sleep: SIGTERM to capshim → 143, nothing survives."""
@@ -159,13 +165,14 @@ def test_sigterm_ends_the_commands_whole_group(tmp_path):
     rc = proc.wait(timeout=60)
     assert rc == 143, proc.stderr.read()
     assert time.monotonic() - t0 < launch.TERM_GRACE_S + launch.LEFTOVER_GRACE_S + 5
-    time.sleep(0.2)
-    assert not any(_alive(p) for p in pids), pids
+    wait_for(lambda: not any(_alive(p) for p in pids), 30, "the SIGKILLed group to die")
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads /proc")
 def test_command_that_ignores_sigterm_is_killed_after_the_grace(tmp_path):
-    proc, pids = _start_and_wait_for(tmp_path, "#!/bin/sh\ntrap '' TERM\necho $$ >> 'PIDS'\nsleep 300\n", 1)
+    proc, pids = _start_and_wait_for(tmp_path, "#!/bin/sh\ntrap '' TERM\necho $$ >> 'PIDS'\nsleep 300\n", 1,
+                                    program=None)  # the trap is in place before the pid is written
     t0 = time.monotonic()
     proc.send_signal(signal.SIGTERM)
     rc = proc.wait(timeout=60)
@@ -174,6 +181,7 @@ def test_command_that_ignores_sigterm_is_killed_after_the_grace(tmp_path):
     assert not any(_alive(p) for p in pids)
 
 
+@pytest.mark.slow
 def test_background_child_is_ended_when_the_command_exits(tmp_path):
     """The command exits 5 leaving `sleep 300 &`: exit 5 passes through, the sleep is ended."""
     pids = tmp_path / "pids"
@@ -183,6 +191,7 @@ def test_background_child_is_ended_when_the_command_exits(tmp_path):
     assert not _alive(int(pids.read_text()))
 
 
+@pytest.mark.slow
 def test_run_gives_a_command_that_cds_absolute_paths(tmp_path):
     """`--status-file rel.jsonl` and a command that cds: CAPSHIM_STATUS_FILE is absolute."""
     seen = tmp_path / "seen"
@@ -196,6 +205,7 @@ def test_run_gives_a_command_that_cds_absolute_paths(tmp_path):
     assert lc.status_file.is_absolute() and lc.run_dir.is_absolute()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
 def test_a_signal_during_the_cleanup_grace_leaves_no_orphan(tmp_path, sig):
     """The command exits at once, leaving a TERM-ignoring child; a signal to capshim while it waits
@@ -203,16 +213,41 @@ def test_a_signal_during_the_cleanup_grace_leaves_no_orphan(tmp_path, sig):
     pids = tmp_path / "pids"
     script = _script(tmp_path, "ign.sh", (
         "#!/bin/sh\ntrap '' TERM HUP INT\n"
-        f"( sleep 783 ) &\necho $! >> '{pids}'\nexit 0\n").encode())
+        f"( sleep 783 ) &\necho $$ $! >> '{pids}'\nexit 0\n").encode())
     env = dict(os.environ, PYTHONPATH=str(REPO / "src"), TMPDIR=str(tmp_path))
     proc = subprocess.Popen([sys.executable, "-m", "capshim.cli", "run", "--", str(script)], env=env,
-                            stderr=subprocess.PIPE, text=True)
-    deadline = time.monotonic() + 60
-    while not pids.exists() or not pids.read_text().strip():
-        assert time.monotonic() < deadline
-        time.sleep(0.05)
-    time.sleep(0.8)  # the command has exited; capshim is in end_group's grace
+                            stderr=subprocess.PIPE, text=True, preexec_fn=default_signals)
+    wait_for(lambda: pids.exists() and len(pids.read_text().split()) == 2, 120, "the command's pids")
+    command, sub = (int(x) for x in pids.read_text().split())
+    # the event: the command itself has exited (capshim reaped it), so capshim is in end_group's grace
+    wait_for(lambda: not _alive(command), 60, "the command to exit")
     proc.send_signal(sig)
     proc.wait(timeout=60)
-    time.sleep(0.2)
-    assert not _alive(int(pids.read_text().split()[0]))
+    wait_for(lambda: not _alive(sub), 30, "the TERM-ignoring child to be killed")
+
+
+def test_a_signal_ignored_when_capshim_started_stays_ignored():
+    """`nohup capshim run CMD`: CMD inherited SIGHUP ignored; capshim keeps it ignored rather than forward
+    it and SIGKILL the command after the grace (the suite under nohup failed with 137 instead of 7)."""
+    old = signal.signal(signal.SIGHUP, signal.SIG_IGN)
+    try:
+        with launch._forward_signals() as fw:
+            assert signal.getsignal(signal.SIGHUP) is signal.SIG_IGN
+            assert signal.getsignal(signal.SIGTERM) is fw
+            os.kill(os.getpid(), signal.SIGHUP)  # ignored by the kernel: nothing to wait for
+            assert fw.times == [] and fw.pending == []
+        assert signal.getsignal(signal.SIGHUP) is signal.SIG_IGN
+    finally:
+        signal.signal(signal.SIGHUP, old)
+
+
+@pytest.mark.slow
+def test_a_signal_while_the_command_starts_reaches_it():
+    """The handlers are in place before the command starts: a SIGTERM that arrives before its group is
+    known is held, then sent to the group once it runs (it used to kill capshim and orphan the command)."""
+    with launch._forward_signals() as fw:
+        signal.raise_signal(signal.SIGTERM)  # the handler runs before raise_signal returns
+        assert fw.pending == [signal.SIGTERM] and len(fw.times) == 1
+        child = subprocess.Popen(["sleep", "300"], process_group=0, preexec_fn=default_signals)
+        fw.started(child.pid)
+        assert child.wait(timeout=60) == -signal.SIGTERM

@@ -338,7 +338,8 @@ def run(launch: Launch, timeout: float | None = None) -> int:
     command runs in its own process group; in a terminal that group gets the
     terminal (Ctrl-C and Ctrl-Z reach it directly) and capshim takes it back
     afterwards. SIGTERM, SIGHUP and SIGINT sent to capshim are forwarded to the
-    whole group; a command still running :data:`TERM_GRACE_S` seconds later
+    whole group (one that capshim itself started with ignored, as under ``nohup``, stays
+    ignored); a command still running :data:`TERM_GRACE_S` seconds later
     (one that ignores the signal) gets SIGKILL. When the command exits, what is
     left of its group (background children) gets SIGTERM and, after
     :data:`LEFTOVER_GRACE_S` seconds, SIGKILL: nothing outlives ``capshim run``
@@ -349,22 +350,25 @@ def run(launch: Launch, timeout: float | None = None) -> int:
         UsageError: the command cannot be started (names it and why:
             missing interpreter, not an executable format, a folder).
     """
-    try:
-        proc = subprocess.Popen(launch.exec_argv, env=launch.env(), process_group=0)
-    except OSError as exc:
-        raise UsageError(f"cannot run {exec_failure(launch.argv[0], exc)}") from None
-    tty = _give_terminal(proc.pid)
-    try:
-        with _forward_signals(proc) as forwarded:
+    # the handlers are in place before the command starts: a signal that arrives while it starts
+    # (a loaded machine may run the command's first lines before Popen returns) reaches it too
+    with _forward_signals() as fw:
+        try:
+            proc = subprocess.Popen(launch.exec_argv, env=launch.env(), process_group=0)
+        except OSError as exc:
+            raise UsageError(f"cannot run {exec_failure(launch.argv[0], exc)}") from None
+        fw.started(proc.pid)
+        tty = _give_terminal(proc.pid)
+        try:
             try:
-                rc = _wait(proc, timeout, forwarded)
+                rc = _wait(proc, timeout, fw.times)
             finally:
                 # still forwarding: a signal that arrives now goes to the group (and end_group
                 # holds it during its grace), so capshim never dies with survivors left behind
                 end_group(proc.pid)
-    finally:
-        if tty is not None:
-            _take_terminal(tty)
+        finally:
+            if tty is not None:
+                _take_terminal(tty)
     return rc
 
 
@@ -395,27 +399,52 @@ def _take_terminal(fd: int) -> None:
             signal.signal(signal.SIGTTOU, old)
 
 
+class _Forward:
+    """The signal handler of :func:`_forward_signals`: sends each signal to the command's group.
+
+    Attributes:
+        times: the time of the first signal (empty until then).
+        pgid: the command's process group once started (None before: signals wait in ``pending``).
+    """
+
+    def __init__(self):
+        self.times: list[float] = []
+        self.pgid: int | None = None
+        self.pending: list[int] = []
+
+    def __call__(self, signum, frame) -> None:
+        if not self.times:
+            self.times.append(time.monotonic())
+        if self.pgid is None:
+            self.pending.append(signum)
+            return
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(self.pgid, signum)
+
+    def started(self, pgid: int) -> None:
+        """The command runs in group ``pgid``: send it what arrived while it was starting."""
+        self.pgid = pgid
+        for signum in self.pending:
+            self(signum, None)
+
+
 @contextlib.contextmanager
-def _forward_signals(proc: subprocess.Popen):
+def _forward_signals():
     """While the command runs, SIGTERM, SIGHUP and SIGINT to capshim go to the command's group instead.
 
-    Yields a list that holds the time of the first forwarded signal (empty until then).
+    Yields the :class:`_Forward` handler (call its ``started(pgid)`` once the command runs).
+    A signal that was ignored when capshim started (``nohup capshim run``, or Ctrl-C in a job
+    started with ``&`` by a script) stays ignored, as a shell keeps it: the command inherited the
+    same ignored disposition, so forwarding it would only end in SIGKILL after the grace.
     """
-    forwarded: list[float] = []
-
-    def forward(signum, frame):
-        if not forwarded:
-            forwarded.append(time.monotonic())
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(proc.pid, signum)
-
+    fw = _Forward()
     old = {}
     if threading.current_thread() is threading.main_thread():
         for sig in (signal.SIGTERM, getattr(signal, "SIGHUP", None), signal.SIGINT):
-            if sig is not None:
-                old[sig] = signal.signal(sig, forward)
+            if sig is not None and signal.getsignal(sig) is not signal.SIG_IGN:
+                old[sig] = signal.signal(sig, fw)
     try:
-        yield forwarded
+        yield fw
     finally:
         for sig, handler in old.items():
             signal.signal(sig, handler)

@@ -118,6 +118,7 @@ def _beyond_file(tmp_path: Path) -> Path:
     return f
 
 
+@pytest.mark.slow
 def test_run_warns_and_records_each_answer_beyond_the_device(vk_build, stock_probe, tmp_path):
     mem = stock_probe["capabilities"]["maxComputeSharedMemorySize"]
     assert mem < 65536 and "VK_KHR_cooperative_matrix" not in stock_probe["extensions"], "lavapipe expected"
@@ -140,6 +141,7 @@ def test_run_warns_and_records_each_answer_beyond_the_device(vk_build, stock_pro
     assert status.classify(status.read(sf), vulkan.LAYER_APP).state == "active"
 
 
+@pytest.mark.slow
 def test_run_strict_exits_3_before_starting_the_command(vk_build, tmp_path):
     marker = tmp_path / "started"
     r = run_capshim("run", "--strict", "--profile", str(_beyond_file(tmp_path)), "--", "touch", str(marker))
@@ -147,6 +149,7 @@ def test_run_strict_exits_3_before_starting_the_command(vk_build, tmp_path):
     assert "--strict: not starting the command" in r.stderr and not marker.exists()
 
 
+@pytest.mark.slow
 def test_a_restore_profile_gives_no_warning(vk_build, stock_probe, tmp_path):
     restore = tmp_path / "restore.toml"
     restore.write_text(ondevice.restore_profile(stock_probe, PARAVIRT).text)
@@ -163,6 +166,7 @@ def test_a_restore_profile_gives_no_warning(vk_build, stock_probe, tmp_path):
     assert json.loads(r.stdout)["capabilities"] == stock_probe["capabilities"]
 
 
+@pytest.mark.slow
 def test_probe_warns_lists_and_strict_exits_3(vk_build, stock_probe, tmp_path):
     prof = str(_beyond_file(tmp_path))
     r = run_capshim("probe", "--json", "--profile", prof)
@@ -179,6 +183,7 @@ def test_probe_warns_lists_and_strict_exits_3(vk_build, stock_probe, tmp_path):
     assert r.stderr.count("capshim: warning:") <= 1 and r.stderr.count("change nothing") == r.stderr.count("warning")
 
 
+@pytest.mark.slow
 def test_run_and_probe_refuse_what_check_against_device_refuses(vk_build, stock_probe, tmp_path):
     assert "VK_KHR_cooperative_matrix" not in stock_probe["extensions"], "lavapipe expected"
     prof = tmp_path / "coop.toml"
@@ -207,6 +212,7 @@ def no_objc(tmp_path):
     return {"PATH": f"{bindir}{os.pathsep}{os.environ['PATH']}", "XDG_CACHE_HOME": str(tmp_path / "cache")}
 
 
+@pytest.mark.slow
 def test_build_skips_metal_without_an_objc_compiler_and_still_builds_vulkan(no_objc):
     r = run_capshim("build", env=no_objc)
     assert r.returncode == 0, r.stderr
@@ -222,6 +228,7 @@ def test_build_skips_metal_without_an_objc_compiler_and_still_builds_vulkan(no_o
     assert rows["vulkan: answers change with a profile"] == "passed"
 
 
+@pytest.mark.slow
 def test_one_api_failing_to_build_does_not_stop_the_others(tmp_path):
     r = run_capshim("build", env={"CC": "false", "XDG_CACHE_HOME": str(tmp_path / "cache")})
     assert r.returncode == 2
@@ -264,6 +271,7 @@ def test_beyond_device_by_kind_on_a_given_device():
     assert [str(b) for b in ondevice.beyond_device(p, device)] == ["minSubgroupSize 4 (device: 8)"]
 
 
+@pytest.mark.slow
 def test_metal_verify_names_the_check_that_failed(tmp_path, monkeypatch):
     from capshim.backends.metal import checks as metal_verify
 

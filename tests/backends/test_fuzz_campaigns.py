@@ -6,9 +6,13 @@ The counts (executions per driver, seed, seconds) are printed at the end of the 
 
 from __future__ import annotations
 
+import pytest
+
 from tests.backends.test_metal_fuzz import CASES as METAL_CASES
 from tests.fuzzing import campaign
 from tests.native.test_vulkan_config_fuzz import EDGE as VULKAN_EDGE
+
+pytestmark = pytest.mark.slow  # every test here runs a real component (tests/test_tiers.py)
 
 EXECUTIONS = 5000
 SEED = 20261130

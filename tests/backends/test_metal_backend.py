@@ -29,6 +29,7 @@ def _metal(caps: str) -> profiles.Profile:
                           f'description = "d"\n[capabilities]\n{caps}\n', "test")
 
 
+@pytest.mark.slow
 def test_build_caches_by_source_hash_and_writes_sums(cache):
     arts = metal.build()
     root = arts["shim"].parent
@@ -44,6 +45,7 @@ def test_build_caches_by_source_hash_and_writes_sums(cache):
     assert f"{hashlib.sha256(arts['shim'].read_bytes()).hexdigest()}  {metal.SO_NAME}" in sums
 
 
+@pytest.mark.slow
 def test_a_corrupted_cached_shim_is_built_again(cache):
     arts = metal.build()
     arts["shim"].write_bytes(b"\0" * 64)  # a truncated or damaged file in the cache
@@ -167,6 +169,7 @@ def test_deny_list_and_sums_detect_tampering(tmp_path):
     assert not ok and "a" in detail
 
 
+@pytest.mark.slow
 def test_verify_on_linux_never_reports_macos_checks_as_passed(cache):
     checks = {c["check"]: c for c in metal.verify()}
     assert checks["architectures"]["status"] == metal.SKIPPED
@@ -178,6 +181,7 @@ def test_verify_on_linux_never_reports_macos_checks_as_passed(cache):
         assert checks[name]["status"] == "passed", checks[name]
 
 
+@pytest.mark.slow
 def test_verify_fails_when_an_artifact_is_tampered(cache):
     arts = metal.build()
     data = arts["shim"].read_bytes()
@@ -189,6 +193,7 @@ def test_verify_fails_when_an_artifact_is_tampered(cache):
     assert r.exit_code == 1
 
 
+@pytest.mark.slow
 def test_cli_verify_json(cache):
     import json
     r = CliRunner().invoke(main, ["verify", "--json"])

@@ -79,6 +79,7 @@ def test_lower_ceiling_raises_only_up_to_it(shim):
     assert d["llama_cpp"]["simdgroup_mm"] is True and d["llama_cpp"]["tensor"] is False
 
 
+@pytest.mark.slow
 def test_nothing_is_ever_lowered(shim):
     """A device above the profile keeps its answers, Metal3 included."""
     r = shim.run(["new", "CSBigDevice"], {
@@ -93,6 +94,7 @@ def test_nothing_is_ever_lowered(shim):
     assert metal.summarize_status(r.events) == "active"
 
 
+@pytest.mark.slow
 def test_working_set_raised_only_when_configured_and_never_lowered(shim):
     up = shim.run(["new", "CSParavirtDevice"],
                   {**APPLE9, "LUME_METAL_RECOMMENDED_WORKING_SET_SIZE": "0x400000000"}).one()

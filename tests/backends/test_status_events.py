@@ -93,6 +93,7 @@ def small_line_shim(metal_arts, tmp_path_factory):
     return {**metal_arts, "shim": out}
 
 
+@pytest.mark.slow
 def test_metal_overflow_writes_a_truncation_event(small_line_shim, tmp_path):
     h = Harness(small_line_shim, tmp_path)
     r = h.run(["new", "CSParavirtDevice"], APPLE9)  # Harness parses every line as JSON

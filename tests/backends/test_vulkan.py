@@ -185,12 +185,14 @@ def test_layer_that_cannot_load_is_reported(vk_build, tmp_path):
     assert proc.returncode in (0, 1)
 
 
+@pytest.mark.slow
 def test_run_strict_exits_3_when_the_layer_stays_inert():
     r = run_capshim("run", "--strict", "--simulate", "vulkan-paravirt", "--", "true")
     assert r.returncode == 3, r.stderr
     assert "VK_LAYER_CAPSHIM_device stayed inert" in r.stderr
 
 
+@pytest.mark.slow
 def test_run_passes_the_exit_code_and_keeps_stdout_clean(vk_build, tmp_path):
     r = run_capshim("run", "--simulate", "vulkan-paravirt", "--", "sh", "-c", "exit 7")
     assert r.returncode == 7
@@ -206,6 +208,7 @@ def test_run_passes_the_exit_code_and_keeps_stdout_clean(vk_build, tmp_path):
     assert not [line for line in r.stderr.splitlines() if line.startswith("capshim-vulkan:")]
 
 
+@pytest.mark.slow
 def test_run_bad_usage_exits_2():
     r = run_capshim("run", "--simulate", "no-such-profile", "--", "true")
     assert r.returncode == 2 and "--simulate" in r.stderr and "no such profile" in r.stderr
@@ -216,6 +219,7 @@ def test_run_bad_usage_exits_2():
     assert "Traceback" not in r.stderr
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("inherit", [False, True])
 def test_children_are_stock_unless_inherit(vk_build, stock_probe, tmp_path, inherit):
     out = tmp_path / "child.json"
@@ -232,6 +236,7 @@ def test_children_are_stock_unless_inherit(vk_build, stock_probe, tmp_path, inhe
         assert child["capabilities"] == stock_probe["capabilities"]
 
 
+@pytest.mark.slow
 def test_probe_cli_json_and_compare():
     r = run_capshim("probe", "--api", "vulkan", "--json", "--simulate", "vulkan-paravirt")
     assert r.returncode == 0, r.stderr
@@ -279,6 +284,7 @@ def test_layer_is_clean_under_khronos_validation(vk_build, stock_probe, tmp_path
     assert "Validation Error" in bad.stderr + bad.stdout
 
 
+@pytest.mark.slow
 def test_run_reports_child_only_use_and_a_missing_status_folder(vk_build, tmp_path):
     r = run_capshim("run", "--simulate", "vulkan-paravirt", "--", "sh", "-c", f'"{vk_build.probe}" >/dev/null')
     assert r.returncode == 0
@@ -303,6 +309,7 @@ def test_beyond_device_names_what_a_raise_profile_invents(stock_probe):
     assert ondevice.beyond_device(PARAVIRT, stock_probe) == []  # a lower profile never goes beyond
 
 
+@pytest.mark.slow
 def test_layer_is_clean_under_valgrind_memcheck(vk_build, stock_probe, tmp_path):
     # Both roles, every hooked query and a device creation, under memcheck. glibc's
     # loader has reports of its own (stock runs show them too): none may come from us.
@@ -320,6 +327,7 @@ def test_layer_is_clean_under_valgrind_memcheck(vk_build, stock_probe, tmp_path)
     assert status.classify(status.read(tmp_path / "status.jsonl"), vulkan.LAYER_APP).state == "active"
 
 
+@pytest.mark.slow
 def test_verify_checks_the_built_layer(vk_build):
     checks = {c["check"]: c for c in vulkan.verify()}
     assert [c for c in checks.values() if c["status"] != "passed"] == []
@@ -338,6 +346,7 @@ def test_verify_checks_the_built_layer(vk_build):
         sums.write_text(good)
 
 
+@pytest.mark.slow
 def test_verify_names_the_check_that_failed(vk_build, monkeypatch):
     from capshim.errors import CapshimError
 
@@ -363,6 +372,7 @@ def test_verify_names_the_check_that_failed(vk_build, monkeypatch):
     assert failed == {"vulkan: stock probe": "no Vulkan driver"}
 
 
+@pytest.mark.slow
 def test_a_reused_status_file_holds_only_this_runs_events(vk_build, tmp_path):
     sf = str(tmp_path / "s.jsonl")
     r = run_capshim("run", "--strict", "--status-file", sf, "--simulate", "vulkan-paravirt", "--", str(vk_build.probe))

@@ -15,6 +15,8 @@ from capshim.bench import model
 from capshim.bench.workloads import builtin
 from tests.conftest import REPO, run_capshim
 
+pytestmark = pytest.mark.slow  # every test here runs a real component (tests/test_tiers.py)
+
 LINE = re.compile(r"^ggml_vulkan: 0 = .*\| fp16: (?P<fp16>\d) \|.*\| shared memory: (?P<shmem>\d+) \|", re.M)
 PARAVIRT = profiles.load("vulkan-paravirt")
 

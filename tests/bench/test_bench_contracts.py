@@ -17,7 +17,7 @@ from capshim import evidence, paths
 from capshim.bench import arms, llamabench
 from capshim.bench.workloads import command
 from capshim.errors import UsageError
-from tests.conftest import run_capshim
+from tests.conftest import default_signals, run_capshim, sleeping_pid, wait_for
 
 REPO = Path(__file__).resolve().parents[2]
 from tests.bench.test_bench_hostile import ROW, _w  # noqa: E402 (the one workload-script helper)
@@ -43,6 +43,7 @@ def _control_bench(tmp_path, out="b"):
                        timeout=300, cwd=tmp_path)
 
 
+@pytest.mark.slow
 def test_arm_a_dot_c_and_arm_a_control_c_keep_every_run(tmp_path):
     # they both wrote raw/a.c-1.*: one run was lost and the bundle still verified
     r = _control_bench(tmp_path)
@@ -55,6 +56,7 @@ def test_arm_a_dot_c_and_arm_a_control_c_keep_every_run(tmp_path):
     assert sorted(x for rnd in meta["schedule"] for x in rnd) == ["a", "a+c", "a.c", "a.c+c"]
 
 
+@pytest.mark.slow
 def test_verify_still_accepts_a_control_sealed_with_the_old_stem(tmp_path):
     # bundles sealed before ARM+CONTROL-N named a control's files ARM.CONTROL-N
     w = _w(tmp_path, "exit 0")
@@ -73,19 +75,20 @@ def test_verify_still_accepts_a_control_sealed_with_the_old_stem(tmp_path):
     assert any("a.x-1.txt" in p for p in evidence.verify(out))
 
 
+@pytest.mark.slow
 def test_a_burst_of_sigterms_never_loses_the_seal(tmp_path):
     # the first SIGTERM used to raise in the run, a second one in the handler of the first,
     # before the seal guard was in place: the bundle stayed unsealed
-    w = _w(tmp_path, f'[ -f "{tmp_path}/slow" ] && touch "{tmp_path}/sleeping" && exec sleep 60\n'
+    w = _w(tmp_path, f'[ -f "{tmp_path}/slow" ] && echo $$ > "{tmp_path}/sleeping" && exec sleep 60\n'
                      f'touch "{tmp_path}/slow"\necho \'{ROW}\'')
     out = tmp_path / "b"
     env = dict(os.environ, PYTHONPATH=str(REPO / "src"))
     proc = subprocess.Popen([sys.executable, "-m", "capshim.cli", "bench", "--arm", "a=", "--arm", "b=", "-r", "3",
                              "--warmup", "0", "--out", str(out), "--", str(w)],
-                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path)
-    deadline = time.time() + 120
-    while not (tmp_path / "sleeping").exists() and time.time() < deadline:
-        time.sleep(0.05)
+                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path,
+                            preexec_fn=default_signals)
+    wait_for(lambda: proc.poll() is not None or sleeping_pid(tmp_path / "sleeping") is not None, 120,
+             "the second run to sleep")
     for _ in range(40):
         proc.send_signal(signal.SIGTERM)
         time.sleep(0.01)
@@ -97,6 +100,7 @@ def test_a_burst_of_sigterms_never_loses_the_seal(tmp_path):
     assert meta["interrupted"] is True and json.loads((out / "summary.json").read_text())["interrupted"] is True
 
 
+@pytest.mark.slow
 def test_out_inside_a_sealed_bundle_is_exit_2_and_the_default_folder_is_unique(tmp_path):
     w = _w(tmp_path, f"echo '{ROW}'")
     r = run_capshim("bench", "--arm", "a=", "-r", "1", "--warmup", "0", "--out", str(tmp_path / "b"), "--", str(w),
@@ -113,6 +117,7 @@ def test_out_inside_a_sealed_bundle_is_exit_2_and_the_default_folder_is_unique(t
     assert len(list(tmp_path.glob("capshim-bench-*"))) == 2
 
 
+@pytest.mark.slow
 def test_an_environment_value_that_is_not_utf8_is_carried_recorded_and_sealed(tmp_path):
     # it stopped every bench with the bundle unsealed
     seen = tmp_path / "seen"
@@ -143,6 +148,7 @@ def test_metric_json_skips_a_deeply_nested_line_before_the_value():
     assert command.extract(m, deep_after, "", 0.1, "raw/a-1.json") == [61.5]
 
 
+@pytest.mark.slow
 def test_metric_json_deep_line_in_a_bench_does_not_abort_it(tmp_path):
     w = _w(tmp_path, "python3 -c \"print('[' * 100000)\"\necho '{\"fps\": 61.5}'")
     out = tmp_path / "b"
@@ -153,6 +159,7 @@ def test_metric_json_deep_line_in_a_bench_does_not_abort_it(tmp_path):
     assert summary["arms"]["a"]["tests"]["fps"]["median"] == 61.5
 
 
+@pytest.mark.slow
 def test_a_401_digit_sample_is_exit_2_naming_file_row_and_key(tmp_path):
     f = tmp_path / "f.json"
     f.write_text('[{"n_prompt": 512, "n_gen": 0, "samples_ts": [100, ' + "9" * 401 + "]}]")
@@ -164,6 +171,7 @@ def test_a_401_digit_sample_is_exit_2_naming_file_row_and_key(tmp_path):
     assert str(f) in r.stderr and "samples_ts" in r.stderr
 
 
+@pytest.mark.slow
 def test_output_file_that_exists_is_refused_and_kept(tmp_path):
     """Hostile pass: --output-file was removed before every run, whatever it was (a user's file, a file
     of a sealed bundle, /dev/null as root). It must not exist when the bench starts."""
@@ -180,6 +188,7 @@ def test_output_file_that_exists_is_refused_and_kept(tmp_path):
         assert r.returncode == 2 and "exists" in r.stderr and Path(special).is_char_device(), r.stderr
 
 
+@pytest.mark.slow
 def test_output_file_inside_a_sealed_bundle_or_through_a_link_into_one_is_refused(tmp_path):
     sealed = tmp_path / "B"
     (sealed / "raw").mkdir(parents=True)

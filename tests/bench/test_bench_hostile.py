@@ -26,6 +26,7 @@ def _sealed(tmp_path, r, out="b"):
     return json.loads((tmp_path / out / "summary.json").read_text())
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", ["interpreter", "random"])
 def test_workload_that_cannot_exec_is_a_recorded_failed_run(tmp_path, kind):
     w = tmp_path / "w"
@@ -40,6 +41,7 @@ def test_workload_that_cannot_exec_is_a_recorded_failed_run(tmp_path, kind):
     assert "capshim:" in (tmp_path / "b" / "raw" / "a-1.stderr").read_text()
 
 
+@pytest.mark.slow
 def test_workload_deleted_after_its_first_run(tmp_path):
     w = _w(tmp_path, f"echo '{ROW}'\nrm -f \"$0\"")
     r = _bench(tmp_path, "-r", "2", "--", str(w))
@@ -50,12 +52,14 @@ def test_workload_deleted_after_its_first_run(tmp_path):
     assert all(x["error"].startswith("not started:") and "not found" in x["error"] for x in runs if x["error"])
 
 
+@pytest.mark.slow
 def test_folder_as_workload_is_exit_2(tmp_path):
     (tmp_path / "d").mkdir()
     r = _bench(tmp_path, "-r", "1", "--", str(tmp_path / "d"))
     assert r.returncode == 2 and "folder" in r.stderr and "Traceback" not in r.stderr
 
 
+@pytest.mark.slow
 def test_samples_of_1e308_still_seal(tmp_path):
     w = _w(tmp_path, """echo '[{"n_prompt":512,"n_gen":0,"samples_ts":[1e308,1e308]}]'""")
     r = _bench(tmp_path, "-r", "2", "--json", "--", str(w))
@@ -66,6 +70,7 @@ def test_samples_of_1e308_still_seal(tmp_path):
     assert r.returncode == (5 if meta.get("finalize_failures") else 0), r.stderr
 
 
+@pytest.mark.slow
 def test_host_baseline_bundle_of_the_wrong_shape_still_seals(tmp_path):
     host = tmp_path / "host"
     host.mkdir()
@@ -82,17 +87,20 @@ def test_host_baseline_bundle_of_the_wrong_shape_still_seals(tmp_path):
         assert r.returncode == 5
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("value", ["nan", "inf", "-inf", "NaN"])
 def test_timeout_must_be_finite(tmp_path, value):
     r = _bench(tmp_path, "-r", "1", "--timeout", value, "--", "true")
     assert r.returncode == 2 and "--timeout" in r.stderr and not (tmp_path / "b").exists()
 
 
+@pytest.mark.slow
 def test_out_dev_null_is_exit_2(tmp_path):
     r = run_capshim("bench", "--arm", "a=", "--out", "/dev/null", "--", "true")
     assert r.returncode == 2 and "not a folder" in r.stderr and "Traceback" not in r.stderr
 
 
+@pytest.mark.slow
 def test_two_benches_in_the_same_second_without_out(tmp_path):
     w = _w(tmp_path, f"echo '{ROW}'")
     import subprocess
@@ -110,6 +118,7 @@ def test_two_benches_in_the_same_second_without_out(tmp_path):
     assert len(bundles) == 2 and all(evidence.verify(b) == [] for b in bundles)
 
 
+@pytest.mark.slow
 def test_skipped_output_check_says_so(tmp_path):
     w = _w(tmp_path, f"echo '{ROW}'")
     r = _bench(tmp_path, "-r", "1", "--check-output", "--", str(w))
@@ -119,6 +128,7 @@ def test_skipped_output_check_says_so(tmp_path):
     assert summary["arms"]["b"]["output_check"] == "not checked: reference arm a produced no token ids"
 
 
+@pytest.mark.slow
 def test_workload_background_child_is_ended_and_counted(tmp_path):
     """`( sleep 1000 ) & echo ROW`: the sleep is ended after the run, and the run records it."""
     pids = tmp_path / "pids"
@@ -132,6 +142,7 @@ def test_workload_background_child_is_ended_and_counted(tmp_path):
         assert summary["arms"][arm]["runs"][0]["left_processes"] >= 1
 
 
+@pytest.mark.slow
 def test_relative_out_gives_the_workload_an_absolute_status_file(tmp_path):
     """`--out bc` (relative) and a workload that cds: CAPSHIM_STATUS_FILE is still the bundle's file."""
     seen = tmp_path / "seen"
@@ -163,6 +174,7 @@ def test_huge_stderr_is_kept_as_head_and_tail(tmp_path, monkeypatch):
     assert runs._cap_stderr(small) == 0 and small.read_bytes() == b"abc"
 
 
+@pytest.mark.slow
 def test_workload_stderr_over_the_cap_is_recorded(tmp_path):
     w = _w(tmp_path, f"head -c 40000000 /dev/zero | tr '\\\\0' e >&2\necho '{ROW}'")
     r = _bench(tmp_path, "-r", "1", "--", str(w))
@@ -171,6 +183,7 @@ def test_workload_stderr_over_the_cap_is_recorded(tmp_path):
     run = summary["arms"]["a"]["runs"][0]
     assert run["stderr_truncated_bytes"] == 40000000 - (32 << 20)
     assert (tmp_path / "b" / "raw" / "a-1.stderr").stat().st_size < (32 << 20) + 200
+@pytest.mark.slow
 def test_workload_cannot_plant_files_through_its_status_file(tmp_path):
     # The workload writes odd names and links next to its status file and swaps the file for a link.
     secret = tmp_path / "secret"
@@ -193,6 +206,7 @@ def test_workload_cannot_plant_files_through_its_status_file(tmp_path):
     assert not env["CAPSHIM_STATUS_FILE"].startswith(str(out))
 
 
+@pytest.mark.slow
 def test_host_baseline_bundle_that_does_not_verify_is_exit_2(tmp_path):
     w = _w(tmp_path, f"echo '{ROW}'")
     r = _bench(tmp_path, "-r", "1", "--", str(w), out="host")
@@ -213,6 +227,7 @@ def test_host_baseline_bundle_that_does_not_verify_is_exit_2(tmp_path):
     assert r.returncode == 0, r.stderr
 
 
+@pytest.mark.slow
 def test_status_file_is_copied_into_the_bundle_after_the_run(tmp_path):
     w = _w(tmp_path, f"""echo '{{"event":"from-the-run"}}' >> "$CAPSHIM_STATUS_FILE"\necho '{ROW}'""")
     r = _bench(tmp_path, "-r", "1", "--", str(w))
@@ -223,6 +238,7 @@ def test_status_file_is_copied_into_the_bundle_after_the_run(tmp_path):
         assert not copy.is_symlink() and "from-the-run" in copy.read_text()
 
 
+@pytest.mark.slow
 def test_a_workload_cannot_plant_files_next_to_its_own_output(tmp_path):
     """The workload finds its stdout file through /proc/$$/fd/1 (the shell's own descriptor: inside
     $(...) /proc/self is the substitution's pipe) and drops a file and a link beside it, then
@@ -241,6 +257,7 @@ def test_a_workload_cannot_plant_files_next_to_its_own_output(tmp_path):
     assert summary["arms"]["b"]["tests"]["pp512"]["median"] == 100.0
 
 
+@pytest.mark.slow
 def test_files_planted_in_the_out_folder_during_the_bench_are_caught(tmp_path):
     """A workload that knows --out writes into it while the bench runs: the seal lists the file,
     but verify (which bench runs on its own seal) names it as outside the layout: exit 5."""
@@ -254,6 +271,7 @@ def test_files_planted_in_the_out_folder_during_the_bench_are_caught(tmp_path):
     assert any(p.startswith("raw/zz-9.json: not part") for p in problems), problems
 
 
+@pytest.mark.slow
 def test_deeply_nested_folders_in_a_bundle_are_a_problem_not_a_traceback(tmp_path):
     out = tmp_path / "b"
     r = _bench(tmp_path, "-r", "1", "--", str(_w(tmp_path, f"echo '{ROW}'")))

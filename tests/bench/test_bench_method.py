@@ -37,6 +37,7 @@ def _meta(out: Path) -> dict:
     return json.loads((out / "metadata.json").read_text())
 
 
+@pytest.mark.slow
 def test_every_arm_is_launched_the_same_way_with_a_varied_environment_size(tmp_path):
     log = tmp_path / "env.log"
     # each process logs: its status file (names arm and run), whether the pid wrapper set
@@ -68,6 +69,7 @@ def test_every_arm_is_launched_the_same_way_with_a_varied_environment_size(tmp_p
     assert native[0]["env_delta"][runs.PAD_VAR].endswith("bytes>")
 
 
+@pytest.mark.slow
 def test_arm_order_is_a_fresh_seeded_permutation_per_round(tmp_path):
     script = _script(tmp_path, f'cat "{FIXTURE}"')
 
@@ -97,6 +99,7 @@ NOISY = """awk -v seed="$$" 'BEGIN { srand(seed); v = 100 * (1 + 0.2 * (rand() -
   printf "[{\\"n_prompt\\": 64, \\"n_gen\\": 0, \\"samples_ts\\": [%f, %f]}]\\n", v, v * 1.01 }'"""
 
 
+@pytest.mark.slow
 def test_precision_adds_rounds_until_the_cap_and_says_so(tmp_path):
     script = _script(tmp_path, NOISY)
     out = tmp_path / "b"
@@ -122,6 +125,7 @@ def test_precision_adds_rounds_until_the_cap_and_says_so(tmp_path):
     assert r.returncode == 2 and "--precision" in r.stderr
 
 
+@pytest.mark.slow
 def test_aa_arm_answers_the_stock_values_and_its_ratio_is_in_the_table(tmp_path, stock_probe):
     # the stand-in prints the rows, then becomes vulkaninfo (same pid): the app layer loads and hooks;
     # it names the probed device as llama.cpp would (the rows come from a CPU build: issue 20)
@@ -193,6 +197,7 @@ def test_contaminated_runs_are_flagged_and_excluded_only_when_asked(tmp_path, mo
 SWEEP_ROW = {"model_type": "llama 1B Q4_0", "n_prompt": 64, "n_gen": 0, "n_threads": 2}
 
 
+@pytest.mark.slow
 def test_a_sweep_is_one_series_per_configuration_everywhere(tmp_path):
     rows = [{**SWEEP_ROW, "n_gpu_layers": ngl, "flash_attn": fa, "samples_ts": [100.0 + ngl + fa, 101.0 + ngl]}
             for ngl in (0, 99) for fa in (0, 1)]
@@ -216,6 +221,7 @@ def test_a_sweep_is_one_series_per_configuration_everywhere(tmp_path):
     assert "ngl=99 fa=1" in (out / "results.csv").read_text()
 
 
+@pytest.mark.slow
 def test_a_host_baseline_of_another_model_is_refused_and_the_bundle_kept(tmp_path):
     host = tmp_path / "host.json"
     host.write_text(json.dumps([{**SWEEP_ROW, "model_type": "llama 8B Q4_K - Medium", "samples_ts": [50.0]}]))
@@ -254,6 +260,7 @@ TWO_TESTS = """awk -v seed="$$" 'BEGIN { srand(seed); v = 100 * (1 + 0.4 * (rand
   printf " {\\"n_prompt\\": 0, \\"n_gen\\": 16, \\"samples_ts\\": [%f, %f]}]\\n", v, v * 1.01 }'"""
 
 
+@pytest.mark.slow
 def test_precision_test_limits_the_target_to_the_named_tests(tmp_path):
     script = _script(tmp_path, TWO_TESTS, "two")
     common = ["--arm", "a=", "--arm", "b=", "-r", "2", "--warmup", "0", "--precision", "1", "--max-runs", "3"]
@@ -271,6 +278,7 @@ def test_precision_test_limits_the_target_to_the_named_tests(tmp_path):
     assert r.returncode == 2 and "--precision" in r.stderr
 
 
+@pytest.mark.slow
 def test_precision_test_naming_no_test_stops_after_the_first_round(tmp_path):
     """`--precision-test pp999`: exit 2 naming the flag and the workload's tests, not a run to --max-runs."""
     script = _script(tmp_path, TWO_TESTS, "two")
@@ -308,6 +316,7 @@ def test_gpu_default_has_a_precision_target_that_user_options_override(monkeypat
     assert (seen["precision"], seen["precision_tests"], seen["max_runs"]) == (5.0, None, None)
 
 
+@pytest.mark.slow
 def test_bench_help_reads_its_defaults_from_the_one_table():
     r = run_capshim("bench", "--help")
     text = " ".join(r.stdout.split())
@@ -316,6 +325,7 @@ def test_bench_help_reads_its_defaults_from_the_one_table():
     assert "the llama.cpp workload 10 (3 on a CPU device)" in text
 
 
+@pytest.mark.slow
 def test_bench_refuses_an_arm_whose_answers_break_the_subgroup_order(tmp_path):
     # lavapipe: min = size = max = 8; a lowering profile that sets the minimum to 16
     # would report min 16 > max 8, which llama.cpp asserts on (issue: subgroup answers)
@@ -328,3 +338,26 @@ def test_bench_refuses_an_arm_whose_answers_break_the_subgroup_order(tmp_path):
     assert r.returncode == 2
     assert "--arm b" in r.stderr and "minSubgroupSize 16" in r.stderr and "spec requires" in r.stderr
     assert not out.exists()  # refused before anything ran
+
+
+@pytest.mark.parametrize("device_type, sizes", [("cpu", (128, 32)), ("discrete-gpu", (512, 128))])
+def test_the_default_sizes_come_from_the_device_row_of_the_table(monkeypatch, device_type, sizes):
+    """The CPU default is pp128/tg32 (the first command within 3 minutes on 2 cores), a GPU's llama-bench's
+    pp512/tg128; -p/-n win over either; the precision test follows -p. No device is probed (a fake)."""
+    from capshim.bench import plan as plan_mod
+
+    monkeypatch.setattr(plan_mod, "_resolve_on_device", lambda arms: ({"name": "fake", "type": device_type}, {}))
+    seen = []
+    monkeypatch.setattr(plan_mod.builtin, "builtin_workload",
+                        lambda model, p, n, *a, **k: seen.append((p, n)) or LlamaBenchWorkload("builtin", ["true"]))
+    d = defaults_for("builtin", cpu=device_type == "cpu")
+    assert (d.n_prompt, d.n_gen) == sizes
+    plan = plan_mod.make_plan(BenchRequest(), platform="linux")
+    assert seen[-1] == sizes
+    if device_type != "cpu":
+        assert plan.defaults["precision_tests"] == [f"pp{sizes[0]}"]
+    plan = plan_mod.make_plan(BenchRequest(n_prompt=64, n_gen=8), platform="linux")
+    assert seen[-1] == (64, 8)
+    if device_type != "cpu":
+        assert plan.defaults["precision_tests"] == ["pp64"]
+    assert f"{sizes[0]}" in help_default("n_prompt") and f"{sizes[1]}" in help_default("n_gen")

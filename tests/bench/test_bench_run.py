@@ -11,13 +11,16 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from capshim import evidence
 from tests._report_paths import FIXTURES
-from tests.conftest import REPO, run_capshim
+from tests.conftest import REPO, default_signals, run_capshim, sleeping_pid
 
 FIXTURE = REPO / "tests" / "fixtures" / "llama-bench" / "cpu-tiny.json"
 
 
+@pytest.mark.slow
 def test_default_bench_writes_a_verified_bundle_with_three_active_arms(tmp_path):
     out = tmp_path / "bundle"
     r = run_capshim("bench", "-r", "2", "--warmup", "1", "--n-prompt", "64", "--n-gen", "16", "--out", str(out),
@@ -70,6 +73,7 @@ def _fake_workload(tmp_path: Path, body: str) -> Path:
     return script
 
 
+@pytest.mark.slow
 def _device_line(probe: dict) -> str:
     """A shell line printing llama.cpp's device line for the probed device on stderr: the fixture's rows
     come from a CPU build, and a run counts only when its output names the probed device (issue 20)."""
@@ -94,6 +98,7 @@ def test_a_crashing_arm_is_recorded_and_the_others_go_on(tmp_path, stock_probe):
     assert "capshim: arm sim failed: killed by SIGSEGV (and 1 more failed run(s))" in r.stderr
 
 
+@pytest.mark.slow
 def test_inert_shim_is_flagged_and_strict_exits_3(tmp_path, stock_probe):
     # A workload that never touches Vulkan: the layer never loads.
     script = _fake_workload(tmp_path, f'{_device_line(stock_probe)}\ncat "{FIXTURE}"')
@@ -106,6 +111,7 @@ def test_inert_shim_is_flagged_and_strict_exits_3(tmp_path, stock_probe):
     assert summary["arms"]["sim"]["shim_result"] is False
 
 
+@pytest.mark.slow
 def test_a_run_on_the_cpu_backend_is_no_result_and_strict_exits_3(tmp_path):
     """Issue 20's case: llama.cpp says 'Invalid device index' and runs on its CPU backend in every
     arm; no arm is a shim result, no speedup is printed, a warning names each arm."""
@@ -167,6 +173,7 @@ def test_inherited_llama_cpp_environment_is_recorded_and_warned_about(tmp_path):
     assert "capshim: warning: GGML_VK_DISABLE_F16=1 inherited" in r.stderr
 
 
+@pytest.mark.slow
 def test_timeout_is_recorded(tmp_path):
     script = _fake_workload(tmp_path, "sleep 30")
     out = tmp_path / "b"
@@ -183,7 +190,8 @@ def _bench_until(out, script, reps, ready, seconds):
     env = dict(os.environ, PYTHONPATH=str(REPO / "src"))
     proc = subprocess.Popen([sys.executable, "-m", "capshim.cli", "bench", "--arm", "a=", "--arm", "b=", "-r",
                              str(reps), "--warmup", "0", "--out", str(out), "--", str(script)],
-                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=default_signals)
     deadline = time.time() + seconds
     while not ready() and time.time() < deadline:
         time.sleep(0.1)
@@ -191,17 +199,19 @@ def _bench_until(out, script, reps, ready, seconds):
 
 
 def _interrupt(tmp_path, sig):
-    script = _fake_workload(tmp_path, f'[ -f "{tmp_path}/slow" ] && touch "{tmp_path}/sleeping" && exec sleep 60\n'
+    script = _fake_workload(tmp_path, f'[ -f "{tmp_path}/slow" ] && echo $$ > "{tmp_path}/sleeping" && exec sleep 60\n'
                                       f'touch "{tmp_path}/slow"\ncat "{FIXTURE}"')
     out = tmp_path / "b"
-    # the run's files reach the bundle only when it ends: wait for the second run's own marker
-    proc = _bench_until(out, script, 3, (tmp_path / "sleeping").exists, 60)
-    time.sleep(0.5)  # the second run of round 1 is in its sleep now
+    # the run's files reach the bundle only when it ends: wait for the second run's own marker,
+    # then for that process to be in its sleep (the event, not a fixed pause)
+    proc = _bench_until(out, script, 3, lambda: sleeping_pid(tmp_path / "sleeping") is not None, 120)
+    assert sleeping_pid(tmp_path / "sleeping") is not None, proc.communicate()
     proc.send_signal(sig)
     stdout, stderr = proc.communicate(timeout=60)
     return proc, out, stderr
 
 
+@pytest.mark.slow
 def test_ctrl_c_leaves_a_valid_bundle_of_what_finished(tmp_path):
     proc, out, stderr = _interrupt(tmp_path, signal.SIGINT)
     assert proc.returncode == 130, stderr
@@ -217,6 +227,7 @@ def test_ctrl_c_leaves_a_valid_bundle_of_what_finished(tmp_path):
     assert "interrupted (SIGINT)" in stderr
 
 
+@pytest.mark.slow
 def test_sigterm_is_handled_like_ctrl_c_and_leaves_no_workload_behind(tmp_path):
     proc, out, stderr = _interrupt(tmp_path, signal.SIGTERM)
     assert proc.returncode == 143, stderr
@@ -228,6 +239,7 @@ def test_sigterm_is_handled_like_ctrl_c_and_leaves_no_workload_behind(tmp_path):
     assert left.stdout.strip() == ""
 
 
+@pytest.mark.slow
 def test_sighup_seals_the_bundle_too(tmp_path):
     proc, out, stderr = _interrupt(tmp_path, signal.SIGHUP)  # the terminal went away
     assert proc.returncode == 129, stderr
@@ -237,6 +249,7 @@ def test_sighup_seals_the_bundle_too(tmp_path):
     assert summary["interrupted"] is True and summary["arms"][second]["runs"][0]["signal"] == "SIGHUP"
 
 
+@pytest.mark.slow
 def test_bad_bench_usage_exits_2(tmp_path):
     r = run_capshim("bench", "--arm", "x=profile:no-such", "--out", str(tmp_path / "b"), "--", "true")
     assert r.returncode == 2 and "no-such" in r.stderr
@@ -258,6 +271,7 @@ def _rows_with_tokens(tokens):
     return json.dumps(rows)
 
 
+@pytest.mark.slow
 def test_wrong_output_marks_the_arm(tmp_path):
     same, other = tmp_path / "same.json", tmp_path / "other.json"
     same.write_text(_rows_with_tokens([1, 2, 3]))
@@ -288,6 +302,7 @@ def test_host_baseline_from_a_llama_bench_file(tmp_path):
     assert abs(pct - 100.0) < 1e-9  # the same samples on both sides
 
 
+@pytest.mark.slow
 def test_second_ctrl_c_during_a_slow_finalize_still_seals(tmp_path):
     # 2,000 series (one n_prompt each): the analysis takes seconds. SIGINT once the runs are done, then again:
     # the second one cuts the slow step short, it is recorded as skipped, and the bundle is sealed (exit 130).
@@ -298,11 +313,15 @@ def test_second_ctrl_c_during_a_slow_finalize_still_seals(tmp_path):
     out = tmp_path / "b"
     proc = _bench_until(out, script, 1, lambda: len(list((out / "raw").glob("*-1.stderr"))
                                                     if (out / "raw").is_dir() else []) >= 2, 120)
-    time.sleep(0.5)  # both runs done: capshim is analysing 2 x 2,000 series
+    proc.send_signal(signal.SIGINT)  # both runs done: capshim is analysing 2 x 2,000 series
+    seen = []  # the event for the second: capshim said it got the first (stopping, or sealing)
+    for line in proc.stderr:
+        seen.append(line)
+        if line.startswith("capshim: SIGINT"):
+            break
     proc.send_signal(signal.SIGINT)
-    time.sleep(1.0)
-    proc.send_signal(signal.SIGINT)
-    stdout, stderr = proc.communicate(timeout=300)
+    stdout, rest = proc.communicate(timeout=300)
+    stderr = "".join(seen) + rest
     assert proc.returncode == 130, stderr[-3000:]
     assert "Aborted" not in stderr and "Traceback" not in stderr
     assert evidence.verify(out) == []

@@ -55,6 +55,7 @@ def stock_runs(tiny) -> list[subprocess.CompletedProcess]:
     return runs
 
 
+@pytest.mark.slow
 def test_stdout_is_one_llama_bench_json_array(stock_runs, tiny):
     out = stock_runs[0].stdout
     rows = json.loads(out)  # nothing but the JSON on stdout
@@ -85,6 +86,7 @@ def test_stdout_is_one_llama_bench_json_array(stock_runs, tiny):
     assert isinstance(pp["build_number"], int) and pp["build_number"] > 0
 
 
+@pytest.mark.slow
 def test_capshim_output_has_greedy_tokens_and_digest(stock_runs):
     rows = json.loads(stock_runs[0].stdout)
     out = rows[0]["capshim_output"]
@@ -100,6 +102,7 @@ def test_capshim_output_has_greedy_tokens_and_digest(stock_runs):
     assert out["top1_margin_min"] > 2.0
 
 
+@pytest.mark.slow
 def test_llama_cpp_logs_and_the_vulkan_device_line_go_to_stderr(stock_runs):
     r = stock_runs[0]
     m = DEVICE_LINE.search(r.stderr)
@@ -110,6 +113,7 @@ def test_llama_cpp_logs_and_the_vulkan_device_line_go_to_stderr(stock_runs):
     assert "capshim-builtin: pp48:" in r.stderr
 
 
+@pytest.mark.slow
 def test_info_log_level_drops_llama_cpp_debug_lines_but_keeps_the_device_line(stock_runs, tiny):
     info = stock_runs[0].stderr  # worker_command's default: --log-level info
     for needle in ("create_tensor:", "llama_graph_n_input_tensors", "load_tensors: layer ",
@@ -164,11 +168,13 @@ def test_log_filter_never_raises():
     assert out == [b"text as str\n"]
 
 
+@pytest.mark.slow
 def test_greedy_tokens_are_stable_across_runs(stock_runs):
     a, b = (json.loads(r.stdout)[0]["capshim_output"] for r in stock_runs)
     assert a["token_ids"] == b["token_ids"]
 
 
+@pytest.mark.slow
 def test_fp16_off_gives_the_same_tokens(tiny, stock_runs):
     # llama.cpp's own switch for what a capability profile does from below:
     # fp32 shaders instead of fp16 ones must not change the greedy tokens.
@@ -183,6 +189,7 @@ def test_fp16_off_gives_the_same_tokens(tiny, stock_runs):
     assert off["top1_margin_min"] > 2.0
 
 
+@pytest.mark.slow
 def test_missing_model_is_one_line_and_exit_2(tmp_path):
     r = _run(builtin.worker_command(tmp_path / "nope.gguf", n_prompt=8, n_gen=4))
     assert r.returncode == 2
@@ -191,6 +198,7 @@ def test_missing_model_is_one_line_and_exit_2(tmp_path):
     assert "model file not found" in r.stderr and "nope.gguf" in r.stderr
 
 
+@pytest.mark.slow
 def test_broken_model_fails_with_one_error_line(tmp_path):
     bad = tmp_path / "junk.gguf"
     bad.write_bytes(b"GGUF" + b"\xff" * 4096)
@@ -202,6 +210,7 @@ def test_broken_model_fails_with_one_error_line(tmp_path):
     assert last.startswith("capshim-builtin: error: ") and "junk.gguf" in last
 
 
+@pytest.mark.slow
 def test_bad_flags_exit_2():
     r = _run([sys.executable, "-m", "capshim.bench.workloads.builtin_worker", "--model", "x", "--repetitions", "0"])
     assert r.returncode == 2 and r.stdout == ""
@@ -222,6 +231,7 @@ def test_worker_command_and_env(tmp_path):
     assert "GGML_VK_VISIBLE_DEVICES" not in env
 
 
+@pytest.mark.slow
 def test_bench_passes_the_log_level_from_its_variable(monkeypatch):
     from capshim.errors import UsageError
 
@@ -245,6 +255,7 @@ def test_prompt_tokens_are_deterministic_and_in_range():
     assert worker.prompt_tokens(3, 50, bos=None)[0] >= 3
 
 
+@pytest.mark.slow
 def test_warm_up_run_is_on_by_default_and_can_be_turned_off(tiny):
     assert "--no-warmup" not in builtin.worker_command("/m.gguf")
     argv = builtin.worker_command(tiny, n_prompt=N_PROMPT, n_gen=N_GEN, repetitions=1, warmup_run=False)

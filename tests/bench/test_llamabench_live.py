@@ -26,13 +26,13 @@ def _capture_module():
 
 
 @pytest.fixture(scope="module")
-def bench_env(tmp_path_factory):
+def bench_env(tmp_path_factory, progress):
     import sys
 
     sys.path.insert(0, str(FIXTURES))
     from tiny_gguf import write_tiny_llama
 
-    binary = ensure_llama_bench()
+    binary = ensure_llama_bench(say=lambda m: progress(f"llama-bench build: {m}"))
     model = write_tiny_llama(tmp_path_factory.mktemp("model") / "tiny-llama.gguf")
     return binary, model, _capture_module()
 

@@ -52,6 +52,7 @@ def test_default_cache_dir_follows_xdg(tmp_path, monkeypatch):
     assert model.capshim_cache_dir() == Path.home() / ".cache" / "capshim"
 
 
+@pytest.mark.slow
 def test_two_processes_write_the_same_file(tmp_path):
     code = ("import sys; from pathlib import Path; from capshim.bench import model; "
             "print(model.ensure_model('tiny', Path(sys.argv[1])))")

@@ -14,7 +14,7 @@ import pytest
 from capshim import evidence
 from capshim.bench import attest
 from capshim.bench.workloads import ncnn
-from tests.conftest import REPO, run_capshim
+from tests.conftest import REPO, default_signals, run_capshim, sleeping_pid, wait_for
 
 NCNN_STOCK = """[0 llvmpipe (LLVM 15.0.6, 256 bits)]  queueC=0[1]  queueT=0[1]  prefer-slm=0  rebar=1  r-score=4
 [0 llvmpipe (LLVM 15.0.6, 256 bits)]  fp16-p/s/u/a=1/1/1/1  int8-p/s/u/a=1/1/1/1  bf16-p/s=1/0
@@ -58,6 +58,7 @@ def _worker(*prefix: str) -> tuple[dict, str]:
     return json.loads(r.stdout), r.stderr
 
 
+@pytest.mark.slow
 def test_ncnn_sees_fp16_arithmetic_off_under_the_simulated_virtual_gpu(vk_build):
     pytest.importorskip("ncnn", reason="the ncnn extra is not installed (pip install 'capshim[ncnn]')")
     stock, stock_err = _worker()
@@ -77,6 +78,7 @@ def test_ncnn_sees_fp16_arithmetic_off_under_the_simulated_virtual_gpu(vk_build)
     assert sim["output"] != stock["output"]  # but not bit for bit: the arithmetic path changed
 
 
+@pytest.mark.slow
 def test_missing_ncnn_is_a_clear_message(tmp_path, monkeypatch):
     env = dict(os.environ, PYTHONPATH=str(REPO / "src"))
     code = "import sys; sys.modules['ncnn'] = None; from capshim.bench.workloads import ncnn_worker as w; sys.exit(w.main([]))"
@@ -92,6 +94,7 @@ def test_missing_ncnn_is_a_clear_message(tmp_path, monkeypatch):
         ncnn.bench_workload("tiny")
 
 
+@pytest.mark.slow
 def test_bench_workload_ncnn_end_to_end(tmp_path, vk_build):
     pytest.importorskip("ncnn", reason="the ncnn extra is not installed (pip install 'capshim[ncnn]')")
     out = tmp_path / "b"
@@ -134,6 +137,7 @@ def _script(tmp_path: Path, name: str, body: str) -> Path:
 SIMULATED = 'grep -q "^shaderFloat16=0" "${CAPSHIM_VK_DEVICE_CONFIG:-/nonexistent}" 2>/dev/null'
 
 
+@pytest.mark.slow
 def test_generic_json_metric_control_and_output_file_check(tmp_path, vk_build):
     outfile = tmp_path / "result.txt"
     app = _script(tmp_path, "my-app", f'if {SIMULATED}; then echo changed > "{outfile}"; v=20; '
@@ -173,6 +177,7 @@ def test_generic_json_metric_control_and_output_file_check(tmp_path, vk_build):
     assert len(meta["arms"]["sim"]["control_runs"]) == 3
 
 
+@pytest.mark.slow
 def test_generic_wall_metric_on_a_shell_command(tmp_path, vk_build):
     out = tmp_path / "b"
     r = run_capshim("bench", "-r", "2", "--warmup", "0", "--metric", "wall", "--check-output", "--out", str(out),
@@ -186,6 +191,7 @@ def test_generic_wall_metric_on_a_shell_command(tmp_path, vk_build):
     assert "wall (s, lower is better)" in r.stdout
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("args, needle", [
     (["--metric", "fps", "--", "true"], "--metric 'fps': expected wall, json:PATH or regex:PATTERN"),
     (["--metric", "json:fps", "--", "true"], "--better higher|lower"),
@@ -204,23 +210,24 @@ def test_bad_generic_usage_exits_2(args, needle, tmp_path):
     assert needle in r.stderr and "Traceback" not in r.stderr
 
 
+@pytest.mark.slow
 def test_ctrl_c_during_a_control_keeps_the_arm_and_records_the_control(tmp_path):
     import signal
-    import time
 
     # the first control run (any arm) is quick; the second sleeps until it is interrupted
     ctl = _script(tmp_path, "slow-control",
-                  f'[ -f "{tmp_path}/slow" ] && touch "{tmp_path}/sleeping" && exec sleep 60\ntouch "{tmp_path}/slow"')
+                  f'[ -f "{tmp_path}/slow" ] && echo $$ > "{tmp_path}/sleeping" && exec sleep 60\ntouch "{tmp_path}/slow"')
     out = tmp_path / "b"
     env = dict(os.environ, PYTHONPATH=str(REPO / "src"))
     proc = subprocess.Popen([sys.executable, "-m", "capshim.cli", "bench", "--arm", "a=", "--arm", "b=", "-r", "2",
                              "--warmup", "0", "--metric", "wall", "--control", f"ctl={ctl}", "--out", str(out),
-                             "--", "true"], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    deadline = time.time() + 60
-    # a run's files reach the bundle only when it ends: wait for the second control's own marker
-    while not (tmp_path / "sleeping").exists() and time.time() < deadline:
-        time.sleep(0.1)
-    time.sleep(0.5)  # the second control run is in its sleep now
+                             "--", "true"], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=default_signals)
+    # a run's files reach the bundle only when it ends: wait for the second control's own marker, then
+    # for that process to be in its sleep (an event, not a fixed pause)
+    wait_for(lambda: proc.poll() is not None or sleeping_pid(tmp_path / "sleeping") is not None, 120,
+             "the second control run to sleep")
+    assert proc.poll() is None, proc.communicate()
     proc.send_signal(signal.SIGINT)
     _, stderr = proc.communicate(timeout=60)
     assert proc.returncode == 130, stderr

@@ -60,6 +60,7 @@ def wall_store(db_url, wall):
 
 # --- 1. direction and unit -----------------------------------------------------------------------
 
+@pytest.mark.slow
 def test_a_faster_wall_bundle_is_an_improvement_in_seconds(wall_store, db_url):
     """Issue 18: `db compare` of two `--metric wall` bundles reported a 40% improvement as a regression,
     in tok/s, so --fail-on-regression failed CI on a speed-up."""
@@ -78,6 +79,7 @@ def test_a_faster_wall_bundle_is_an_improvement_in_seconds(wall_store, db_url):
     assert back.exit_code == 1 and json.loads(back.stdout)["rows"][0]["verdict"] == "regression"
 
 
+@pytest.mark.slow
 def test_a_lower_is_better_bundle_compared_with_itself_gives_its_own_report(db_url):
     """% of host of a lower-is-better metric (ncnn milliseconds) reads as the bundle's report reads it."""
     name = "h200-ncnn-first-profile"
@@ -100,6 +102,7 @@ def test_a_lower_is_better_bundle_compared_with_itself_gives_its_own_report(db_u
         assert r["change"]["value"] == 1.0 and r["verdict"] == "same"
 
 
+@pytest.mark.slow
 def test_one_test_name_in_two_units_is_not_compared(wall_store, db_url):
     with pytest.raises(DbError, match=r"test 'wall': s, lower is better in slow but no unit, higher is better "
                                       r"in other: not compared"):
@@ -108,6 +111,7 @@ def test_one_test_name_in_two_units_is_not_compared(wall_store, db_url):
     assert r.exit_code == 2 and "not compared" in r.stderr and "Traceback" not in r.output
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("value", ["nan", "inf", "-inf", "NaN"])
 def test_a_threshold_that_is_not_finite_is_refused(tmp_path, value):
     """Issue 18: `db compare --threshold nan` turned a 0.50x drop into "same"."""
@@ -118,6 +122,7 @@ def test_a_threshold_that_is_not_finite_is_refused(tmp_path, value):
     assert r.exit_code == 2 and "--min-pct" in r.output
 
 
+@pytest.mark.slow
 def test_query_refuses_a_nan_threshold_before_comparing(wall_store):
     for bad in (math.nan, math.inf, -1.0):
         with pytest.raises(DbError, match="--threshold"):
@@ -138,6 +143,7 @@ def runs(db_url, tmp_path):
         yield st
 
 
+@pytest.mark.slow
 def test_a_name_is_matched_exactly_never_as_a_like_pattern(runs, db_url):
     """Issue 18: `run_1` also selected `runX1` (`_` is a LIKE wildcard) and names matched as prefixes."""
     names = lambda sel, match="exact": [r["name"] for r in query.select(runs, sel, "A", match)]  # noqa: E731
@@ -155,6 +161,7 @@ def test_a_name_is_matched_exactly_never_as_a_like_pattern(runs, db_url):
     assert r.exit_code == 2 and "--match" in r.output
 
 
+@pytest.mark.slow
 def test_pooled_bundles_are_named_in_the_header(runs, db_url):
     """Issue 18: the samples of several bundles were pooled silently."""
     r = _cli("db", "compare", "run_1", "run?1", "--match", "glob", "--db", db_url)
@@ -169,6 +176,7 @@ def test_pooled_bundles_are_named_in_the_header(runs, db_url):
 
 # --- 3. identity -------------------------------------------------------------------------------
 
+@pytest.mark.slow
 def test_a_bundle_whose_sha256sums_is_only_reformatted_is_stored_once(db_url, tmp_path):
     """Issue 18: the same bundle was stored twice when its SHA256SUMS was only reformatted."""
     src = EVIDENCE / "lavapipe-default"
@@ -195,6 +203,7 @@ def test_the_key_of_a_bundle_as_sealed_is_still_the_hash_of_its_file(name):
 
 # --- 4. db add: studies, every argument, the summary contract ---------------------------------------
 
+@pytest.mark.slow
 def test_db_add_of_every_evidence_folder_stores_bundles_and_studies(db_url):
     """Issue 18: `db add evidence/*/` stored nothing when one argument was a study folder, after a
     10 KB message saying every file 'may have been planted'."""
@@ -238,6 +247,7 @@ def _set(path, value):
     return edit
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("edit,named", [
     (_set(["arms", "vm-unlocked", "tests"], []), "summary.json: not a capshim summary: at $.arms['vm-unlocked']"),
     (_set(["arms"], {}), "summary.json: not a capshim summary: at $.arms"),
@@ -261,6 +271,7 @@ def test_a_resealed_odd_summary_is_refused_by_the_summary_contract(db_url, tmp_p
         assert [b["name"] for b in st.select()] == ["h200-ablation"]  # the next argument is still stored
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("value", ["nan", "inf", "1e999", "x"])
 def test_a_results_csv_sample_that_is_not_a_finite_number_is_refused(db_url, tmp_path, value):
     odd = _resealed(tmp_path, lambda t: t.replace(",292.578283,", f",{value},", 1), file="results.csv")
@@ -268,6 +279,7 @@ def test_a_results_csv_sample_that_is_not_a_finite_number_is_refused(db_url, tmp
     assert r.exit_code == 2 and "results.csv: row 2:" in r.stderr and "Traceback" not in r.output
 
 
+@pytest.mark.slow
 def test_free_form_metadata_of_an_odd_type_is_stored_without_it(db_url, tmp_path):
     def edit(m):
         m["device"] = "a string, not an object"
@@ -281,6 +293,7 @@ def test_free_form_metadata_of_an_odd_type_is_stored_without_it(db_url, tmp_path
         assert next(a for a in b["arms"] if a["name"] == "vm-unlocked")["profile_name"] is None
 
 
+@pytest.mark.slow
 def test_a_study_that_does_not_verify_is_one_line_and_the_rest_is_stored(db_url, tmp_path):
     study = tmp_path / "h200-ablate-tinyllama"
     shutil.copytree(EVIDENCE / "h200-ablate-tinyllama", study)
@@ -297,6 +310,7 @@ def test_a_study_that_does_not_verify_is_one_line_and_the_rest_is_stored(db_url,
 
 # --- 5. unknown revisions, URLs capshim cannot honour, --db on the group --------------------------
 
+@pytest.mark.slow
 def test_a_store_from_a_newer_capshim_is_exit_2_in_every_command(db_url):
     """Issue 18: an unknown store revision (from a newer capshim) was a traceback in every db command."""
     with Store.open(db_url) as st:
@@ -313,6 +327,7 @@ def test_a_store_from_a_newer_capshim_is_exit_2_in_every_command(db_url):
         assert st.revision() == "0099" and len(st.select()) == 1  # left as it was
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("url,says", [
     ("sqlite:///DIR/x.sqlite?timeout=abc", "SQLite URL options (timeout) are not supported"),
     ("sqlite:///DIR/x.sqlite?foo=1", "SQLite URL options (foo) are not supported"),
@@ -337,12 +352,14 @@ def test_a_url_capshim_cannot_honour_is_exit_2(tmp_path, url, says, how):
     assert os.listdir(tmp_path) == []  # no database file made
 
 
+@pytest.mark.slow
 def test_a_postgresql_option_libpq_does_not_know_is_exit_2(pg_server):
     url = pg_server.new_database() + "&frobnicate=1"
     r = _cli("db", "list", "--db", url)
     assert r.exit_code == 2 and 'invalid connection option "frobnicate"' in r.stderr
 
 
+@pytest.mark.slow
 def test_db_is_accepted_on_the_group_and_on_each_command(db_url, tmp_path):
     r = _cli("db", "--db", db_url, "add", str(EVIDENCE / "lavapipe-default"))
     assert r.exit_code == 0 and "added: #1 lavapipe-default" in r.output
@@ -356,6 +373,7 @@ def test_db_is_accepted_on_the_group_and_on_each_command(db_url, tmp_path):
     assert not os.path.exists(other)
 
 
+@pytest.mark.slow
 def test_capshim_starts_without_loading_the_database_layer():
     """capshim.cli registers the db group for every command; SQLAlchemy and scipy load only for db commands."""
     code = ("import sys, capshim.cli; "
@@ -365,6 +383,7 @@ def test_capshim_starts_without_loading_the_database_layer():
     assert r.returncode == 0 and r.stdout.strip() == "[]", r.stdout + r.stderr
 
 
+@pytest.mark.slow
 def test_trend_takes_study_folders_and_stores_nothing_when_one_folder_is_bad(db_url, tmp_path):
     study = EVIDENCE / "lavapipe-ablate-default"
     r = _cli("db", "trend", "sim", str(tmp_path / "missing"), str(study), "--db", db_url)
@@ -377,6 +396,7 @@ def test_trend_takes_study_folders_and_stores_nothing_when_one_folder_is_bad(db_
     assert {p["bundle"] for p in json.loads(r.stdout)["points"]} == {"lavapipe-ablate-default/bench"}
 
 
+@pytest.mark.slow
 def test_a_stored_summary_of_the_wrong_shape_is_exit_2_in_show(db_url):
     """A row written by hand or by an older capshim goes through the same summary contract on the way out."""
     with Store.open(db_url) as st:
@@ -388,6 +408,7 @@ def test_a_stored_summary_of_the_wrong_shape_is_exit_2_in_show(db_url):
     assert f"bundle #{bid}'s stored summary: not a capshim summary: at $.arms" in r.stderr
 
 
+@pytest.mark.slow
 def test_a_store_edited_by_hand_and_a_huge_id_are_exit_2(db_url, tmp_path):
     """Hostile pass: a malformed or 100k-deep JSON column gave JSONDecodeError / RecursionError
     tracebacks in list, show, compare and trend; a 23-digit id an OverflowError."""
@@ -406,6 +427,7 @@ def test_a_store_edited_by_hand_and_a_huge_id_are_exit_2(db_url, tmp_path):
             assert "a JSON column of the store" in r.stderr, (args, r.stderr)
 
 
+@pytest.mark.slow
 def test_another_programs_sqlite_file_is_never_changed(tmp_path):
     """Hostile pass: db list --db other.db added capshim's six tables to another application's file."""
     import sqlite3

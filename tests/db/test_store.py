@@ -45,6 +45,7 @@ def _cli(*args):
     return CliRunner().invoke(main, list(args), env={"COLUMNS": "300"})
 
 
+@pytest.mark.slow
 def test_add_keeps_every_sample_and_twice_is_a_no_op(full):
     rows = full.select()
     assert [r["name"] for r in rows] == ["h200-tinyllama-r10", "lavapipe-default", "h200-ablation"]  # by start time
@@ -62,6 +63,7 @@ def test_add_keeps_every_sample_and_twice_is_a_no_op(full):
     assert len(full.samples([bid])) == len(_csv_rows("h200-ablation")) + 12  # 6 host samples per test
 
 
+@pytest.mark.slow
 def test_metadata_is_stored_and_filters_select(full):
     r10 = full.select({"name": "h200-tinyllama-r10"})[0]
     assert (r10["device"], r10["driver"], r10["workload_build"], r10["workload_commit"], r10["model"]) == \
@@ -90,6 +92,7 @@ def test_metadata_is_stored_and_filters_select(full):
         full.select({"colour": "red"})
 
 
+@pytest.mark.slow
 def test_trend_gives_the_numbers_of_the_bundles_summaries(full):
     tr = query.trend(full, "vm-unlocked")
     assert [(p["bundle"], p["test"]) for p in tr["points"]] == [
@@ -107,6 +110,7 @@ def test_trend_gives_the_numbers_of_the_bundles_summaries(full):
         query.trend(full, "vm-nothing")
 
 
+@pytest.mark.slow
 def test_compare_uses_capshims_analysis_and_matches_the_summaries(full):
     res = query.compare(full, {"name": "h200-tinyllama-r10"}, {"name": "h200-ablation"}, pairs={"vm-stock": "paravirt"})
     rows = {(r["arm"], r["test"]): r for r in res["rows"]}
@@ -132,6 +136,7 @@ def test_compare_uses_capshims_analysis_and_matches_the_summaries(full):
     assert all(r["change"]["value"] == 1.0 for r in same["rows"])
 
 
+@pytest.mark.slow
 def test_compare_flags_a_real_drop_and_refuses_unlike_configurations(full, db_url):
     res = query.compare(full, {"name": "h200-tinyllama-r10"}, {"name": "h200-ablation"}, pairs={"vm-unlocked": "no-coopmat"},
                         arms=["vm-unlocked"], tests=["pp512"])
@@ -151,6 +156,7 @@ def test_compare_flags_a_real_drop_and_refuses_unlike_configurations(full, db_ur
     assert r.exit_code == 2 and "unlike configurations" in r.stderr and "Traceback" not in r.output
 
 
+@pytest.mark.slow
 def test_trend_cli_answers_the_98_percent_question(full, db_url, tmp_path):
     r = _cli("db", "trend", "vm-unlocked", "--min-pct", "98", "--fail-on-regression", "--db", db_url)
     assert r.exit_code == 1 and "did NOT stay above 98%" in r.output
@@ -163,6 +169,7 @@ def test_trend_cli_answers_the_98_percent_question(full, db_url, tmp_path):
     assert r.exit_code == 0 and {p["bundle"] for p in data["points"]} == {"h200-tinyllama-r10"}
 
 
+@pytest.mark.slow
 def test_a_bundle_that_does_not_verify_is_refused(db_url, tmp_path):
     bad = tmp_path / "bad"
     shutil.copytree(EVIDENCE / "lavapipe-default", bad)
@@ -179,6 +186,7 @@ def test_a_bundle_that_does_not_verify_is_refused(db_url, tmp_path):
     assert r.exit_code == 2 and "missing: not a folder" in r.stderr
 
 
+@pytest.mark.slow
 def test_external_llama_bench_files_are_stored_as_arms(db_url):
     raw = EVIDENCE / "h200-tinyllama-r10" / "raw"
     stock = ",".join(str(raw / f"vm-stock-{n}.json") for n in range(1, 4))
@@ -196,6 +204,7 @@ def test_external_llama_bench_files_are_stored_as_arms(db_url):
         assert {p["test"] for p in tr["points"]} == {"pp512", "tg128"}
 
 
+@pytest.mark.slow
 def test_bench_adds_its_bundle_with_db(db_url, tmp_path):
     script = tmp_path / "fake-llama-bench"
     script.write_text(f'#!/bin/sh\ncat "{FIXTURE}"\n')
@@ -213,6 +222,7 @@ def test_bench_adds_its_bundle_with_db(db_url, tmp_path):
         assert len(st.samples([row["id"]])) == len(list(csv.DictReader(open(out / "results.csv"))))
 
 
+@pytest.mark.slow
 def test_two_writers_at_once_lose_nothing(db_url, tmp_path):
     copies = [distinct_copy(EVIDENCE / "lavapipe-default", tmp_path / f"c{n}", n) for n in range(6)]
     shared = EVIDENCE / "h200-ablation"  # both writers add it: stored once
@@ -229,6 +239,7 @@ def test_two_writers_at_once_lose_nothing(db_url, tmp_path):
     assert all(per[c.name] == len(_csv_rows("lavapipe-default")) + 10 for c in copies)
 
 
+@pytest.mark.slow
 def test_schema_is_at_head_and_matches_the_tables(db_url):
     from alembic.autogenerate import compare_metadata
     from alembic.runtime.migration import MigrationContext
@@ -243,6 +254,7 @@ def test_schema_is_at_head_and_matches_the_tables(db_url):
     assert diff == []
 
 
+@pytest.mark.slow
 def test_urls_and_usage_errors(tmp_path, monkeypatch):
     monkeypatch.delenv("CAPSHIM_DB", raising=False)
     monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg"))
@@ -260,6 +272,7 @@ def test_urls_and_usage_errors(tmp_path, monkeypatch):
     assert r.exit_code == 2 and "give bundle or study folders" in r.stderr
 
 
+@pytest.mark.slow
 def test_one_command_answers_the_98_percent_question_for_bundle_folders(db_url):
     bundles = [str(EVIDENCE / b) for b in BUNDLES]
     r = _cli("db", "trend", "vm-unlocked", "--min-pct", "98", "--fail-on-regression", "--json", "--db", db_url,
@@ -274,6 +287,7 @@ def test_one_command_answers_the_98_percent_question_for_bundle_folders(db_url):
         assert len(st.select()) == 3  # the folders were added once
 
 
+@pytest.mark.slow
 def test_the_readme_comparisons(db_url):
     with Store.open(db_url) as st:
         for b in ("lavapipe-default", "lavapipe-busy-host", "h200-tinyllama-r10", "h200-ablation"):
@@ -288,6 +302,7 @@ def test_the_readme_comparisons(db_url):
         assert h200["regressions"] == 0
 
 
+@pytest.mark.slow
 def test_an_older_store_migrates_forward_keeping_its_data(db_url):
     with Store.open(db_url, migrate=False) as st:
         assert st.migrate("0001") == "0001"
@@ -301,6 +316,7 @@ def test_an_older_store_migrates_forward_keeping_its_data(db_url):
             _summary("lavapipe-default")["arms"]["vm-unlocked"]["tests"]["pp512"]["pct_of_host"]["value"]
 
 
+@pytest.mark.slow
 def test_trend_flags_a_drop_beyond_the_threshold_only_when_its_interval_excludes_the_previous_value(db_url):
     raw = EVIDENCE / "h200-tinyllama-r10" / "raw"
     host = str(EVIDENCE / "h200-tinyllama-r10")  # a bundle as host: several samples, so intervals
@@ -323,6 +339,7 @@ def test_trend_flags_a_drop_beyond_the_threshold_only_when_its_interval_excludes
         assert wide["regressions"] == 0
 
 
+@pytest.mark.slow
 def test_show_prints_the_stored_report(full, db_url):
     r = _cli("db", "show", "lavapipe-default", "--json", "--db", db_url)
     assert r.exit_code == 0 and json.loads(r.stdout) == _summary("lavapipe-default")
@@ -332,6 +349,7 @@ def test_show_prints_the_stored_report(full, db_url):
     assert "(schema 0002)" in r.stdout and "3 bundle(s)" in r.stdout
 
 
+@pytest.mark.slow
 def test_bundles_of_unknown_time_list_last_on_both_databases(db_url):
     import dataclasses
 
@@ -365,6 +383,7 @@ def test_ablate_and_tune_bundles_are_named_with_their_output_folder():
     assert read_bundle(EVIDENCE / "h200-tinyllama-aa").name == "h200-tinyllama-aa"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("value", ["/dev/null", "file:x?mode=ro", "sqlite:////dev/null", "sqlite:///file:x?uri=true",
                                    "FOLDER"])
 @pytest.mark.parametrize("how", ["env", "flag"])
@@ -384,6 +403,7 @@ def test_sqlite_path_that_is_not_a_regular_file_is_refused(tmp_path, value, how)
     assert not os.path.exists("/dev/null-journal") or value != "/dev/null"
 
 
+@pytest.mark.slow
 def test_add_refuses_a_host_bundle_that_does_not_verify(tmp_path, db_url):
     import shutil
 

@@ -18,6 +18,7 @@ from capshim.native import build as nb
 from tests.conftest import REPO
 
 
+@pytest.mark.slow
 def test_corrupted_cached_library_is_rebuilt(tmp_path, monkeypatch, vk_build, capsys):
     monkeypatch.setenv("CAPSHIM_CACHE_DIR", str(tmp_path / "cache"))
     # seed the private cache with a copy of the built folder (no compile needed)
@@ -56,6 +57,7 @@ FULL_DISK_DRIVER = textwrap.dedent("""
 """)
 
 
+@pytest.mark.slow
 def test_a_full_cache_disk_while_building_is_exit_4_naming_the_folder(tmp_path):
     """``capshim build`` on a full cache disk once said "cannot write the output" and left a .tmp-* folder."""
     driver = tmp_path / "full_disk.py"

@@ -9,9 +9,13 @@ import os
 import subprocess
 from pathlib import Path
 
+import pytest
+
 from capshim import profiles, status
 from capshim.backends import vulkan
 from capshim.native.build import WARNINGS, run_compiler
+
+pytestmark = pytest.mark.slow  # every test here runs a real component (tests/test_tiers.py)
 
 SOURCE = Path(__file__).resolve().parent / "vk_layer_loop.c"
 INITIALIZATION_FAILED = -3

@@ -147,6 +147,7 @@ def test_the_corpus_has_both_verdicts():
     assert verdicts == {True, False}
 
 
+@pytest.mark.slow
 def test_python_schema_and_c_parser_give_the_same_verdict(vk_build, tmp_path):
     paths, stated = [], []
     for name, text in CORPUS.items():

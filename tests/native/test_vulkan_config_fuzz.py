@@ -11,6 +11,10 @@ from __future__ import annotations
 import random
 import subprocess
 
+import pytest
+
+pytestmark = pytest.mark.slow  # every test here runs a real component (tests/test_tiers.py)
+
 VALID = b"# capshim\ndirection=lower\nmaxComputeSharedMemorySize=16384\nshaderFloat16=0\n" \
         b"subgroupSupportedOperations=0xff\napiVersion=4206592\nextension.VK_KHR_cooperative_matrix=0\n"
 

@@ -7,8 +7,12 @@ capabilities.toml and nothing else: the probe reports it and the layer lowers it
 
 from __future__ import annotations
 
+import pytest
+
 from capshim import profiles
 from capshim.backends import vulkan
+
+pytestmark = pytest.mark.slow  # every test here runs a real component (tests/test_tiers.py)
 
 KEY = "shaderSubgroupExtendedTypes"
 LOWER = """name = "no-subgroup-extended-types"

@@ -360,6 +360,7 @@ def _check_parser(driver: Path, p: profiles.Profile, tmp: Path):
     assert got == want
 
 
+@pytest.mark.slow
 @SETTINGS
 @given(valid_docs())
 def test_every_profile_check_accepts_makes_the_layer_answer_as_described(vk_build, stock_probe, doc):

@@ -81,6 +81,7 @@ def test_to_toml_round_trips():
     assert (q.capabilities, q.extensions, q.direction) == (p.capabilities, p.extensions, p.direction)
 
 
+@pytest.mark.slow
 def test_cli_check_exit_codes(tmp_path):
     good = tmp_path / "good.toml"
     good.write_text(prof(body="[capabilities]\nmaxComputeSharedMemorySize = 65536\n"))
@@ -100,6 +101,7 @@ def test_cli_check_exit_codes(tmp_path):
     assert r.returncode == 2 and "not valid TOML" in r.stderr
 
 
+@pytest.mark.slow
 def test_cli_profiles_and_show():
     r = run_capshim("profiles", "--json")
     assert r.returncode == 0
@@ -150,6 +152,7 @@ def test_profile_check_is_bounded(tmp_path, target):
         profiles.load(target)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("depth", [5, 950, 2000, 20000])
 def test_deeply_nested_value_is_a_profile_error(depth, tmp_path):
     """A 2 KB profile of nested arrays is refused as a ProfileError, never a RecursionError."""
@@ -165,6 +168,7 @@ def test_deeply_nested_value_is_a_profile_error(depth, tmp_path):
         assert "capabilities.subgroupSupportedOperations" in r.stderr
 
 
+@pytest.mark.slow
 def test_a_20000_item_array_is_a_fast_exit_2_naming_the_key(tmp_path):
     """issue 18: a 20,000-item array (mixed items, which jsonschema's uniqueItems compares
     pair by pair) kept `profile check` busy for minutes."""
@@ -180,6 +184,7 @@ def test_a_20000_item_array_is_a_fast_exit_2_naming_the_key(tmp_path):
     assert "key 'capabilities.subgroupSupportedOperations'" in r.stderr and "20000 items" in r.stderr, r.stderr
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("body, key, words", [
     # issue 18: passed profile check, and the layer refused "24576.0" (exit 2 now, naming the key)
     ("[capabilities]\nmaxComputeSharedMemorySize = 24576.0\n", "capabilities.maxComputeSharedMemorySize",
@@ -204,6 +209,7 @@ def test_floats_are_refused_where_the_layer_takes_whole_numbers(tmp_path, body, 
     assert f"key '{key}'" in r.stderr and words in r.stderr, r.stderr
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("top, body, key, words", [
     ("", "[capabilities]\nmaxComputeWorkGroupInvocatons = 256\n", "capabilities.maxComputeWorkGroupInvocatons",
      "unknown capability for api 'vulkan' (did you mean 'maxComputeWorkGroupInvocations'?)"),
@@ -231,6 +237,7 @@ def test_a_misspelt_required_key_is_named_with_a_suggestion():
     assert exc.value.key == "descripton" and "did you mean 'description'?" in exc.value.reason
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("api", ['["vulkan"]', "{a = 1}", "1.0"])
 def test_an_api_that_is_not_a_string_is_exit_2(tmp_path, api):
     f = tmp_path / "p.toml"

@@ -92,6 +92,7 @@ def test_subgroup_sizes_are_powers_of_two(value):
     assert exc.value.key == "capabilities.maxSubgroupSize" and "power of two" in exc.value.reason
 
 
+@pytest.mark.slow
 def test_profile_check_says_what_the_layer_will_do(tmp_path):
     f = tmp_path / "p.toml"
     f.write_text(prof("lower", "[capabilities]\nmaxComputeSharedMemorySize = 16384\nminSubgroupSize = 16\n"
@@ -107,6 +108,7 @@ def test_profile_check_says_what_the_layer_will_do(tmp_path):
 
 # ---------- against a device ----------
 
+@pytest.mark.slow
 def test_a_raise_profile_cannot_make_min_subgroup_size_exceed_max(stock_probe):
     dev = stock_probe["capabilities"]
     p = parse("raise", f"[capabilities]\nminSubgroupSize = {dev['maxSubgroupSize'] * 2}\n")
@@ -118,6 +120,7 @@ def test_a_raise_profile_cannot_make_min_subgroup_size_exceed_max(stock_probe):
                                 "is a minimum: less is stronger)")
 
 
+@pytest.mark.slow
 def test_an_exact_change_below_the_minimum_is_refused(stock_probe):
     dev = stock_probe["capabilities"]
     p = parse("lower", f"[capabilities]\nsubgroupSize = {dev['minSubgroupSize'] // 2}\n",
@@ -131,6 +134,7 @@ def test_an_exact_change_below_the_minimum_is_refused(stock_probe):
     assert [f.key for f in warn] == ["subgroupSize"] and "exact property" in warn[0].message
 
 
+@pytest.mark.slow
 def test_an_exact_change_within_the_range_only_warns(stock_probe):
     dev = dict(stock_probe, capabilities={**stock_probe["capabilities"], "minSubgroupSize": 4,
                                           "subgroupSize": 8, "maxSubgroupSize": 32})
@@ -139,6 +143,7 @@ def test_an_exact_change_within_the_range_only_warns(stock_probe):
     assert [(f.key, f.device, f.reported, f.severity) for f in findings] == [("subgroupSize", 8, 16, "warn")]
 
 
+@pytest.mark.slow
 def test_a_feature_without_its_extension_is_refused(stock_probe):
     assert "VK_KHR_cooperative_matrix" not in stock_probe["extensions"]  # lavapipe 22.3
     p = parse("raise", "[capabilities]\ncooperativeMatrix = true\n")
@@ -149,6 +154,7 @@ def test_a_feature_without_its_extension_is_refused(stock_probe):
     assert profiles.check_against_device(p, stock_probe) == []
 
 
+@pytest.mark.slow
 def test_a_core_feature_needs_no_extension(stock_probe):
     p = parse("raise", "[capabilities]\nshaderFloat16 = true\n")
     found = profiles.check_against_device(p, stock_probe)
@@ -167,11 +173,13 @@ def test_hiding_an_extension_but_not_its_features_warns_where_the_device_has_the
     assert "cooperativeMatrixRobustBufferAccess" in findings[0].message
 
 
+@pytest.mark.slow
 def test_builtin_paravirt_is_consistent_on_this_device(stock_probe):
     findings = profiles.check_against_device(profiles.load("vulkan-paravirt"), stock_probe)
     assert [f for f in findings if f.severity == "refuse"] == []
 
 
+@pytest.mark.slow
 def test_the_c_answer_is_the_python_answer(tmp_path):
     """capshim_answer (config.c, for the layer) and checks.answer agree on a grid of cases."""
     import itertools
@@ -205,6 +213,7 @@ def test_the_c_answer_is_the_python_answer(tmp_path):
         assert int(got) == int(answer(kind, vtype, direction, bool(stock) if vtype == "bool" else stock, cfg)), case
 
 
+@pytest.mark.slow
 def test_check_against_device_reads_probe_json_as_the_cli_prints_it(vk_build):
     import json
 
@@ -256,6 +265,7 @@ def test_a_lower_profile_that_lowers_does_not_warn_and_one_that_matches_says_so_
                                 "= 32768, shaderFloat16 = false")
 
 
+@pytest.mark.slow
 def test_run_warns_about_a_lower_profile_with_no_effect(vk_build, stock_probe, tmp_path):
     dev = stock_probe["capabilities"]["maxComputeSharedMemorySize"]
     f = tmp_path / "p.toml"
@@ -266,6 +276,7 @@ def test_run_warns_about_a_lower_profile_with_no_effect(vk_build, stock_probe, t
             "a lower profile never raises") in r.stderr
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("body, words", [
     ("maxComputeWorkGroupInvocations = 1", "value 1: below the Vulkan spec's required minimum 128"),
     ("maxComputeSharedMemorySize = 1024", "value 1024: below the Vulkan spec's required minimum 16384"),
@@ -280,6 +291,7 @@ def test_profile_check_refuses_answers_no_conformant_device_gives(tmp_path, body
     assert f"key 'capabilities.{body.split()[0]}'" in r.stderr and words in r.stderr
 
 
+@pytest.mark.slow
 def test_a_raise_keeps_the_device_spec_version_of_an_extension_it_lists(stock_probe):
     """Found by the property test: `profile check` said "listed with spec version 1" and
     beyond_device counted a higher one as beyond the device, but the layer keeps the device's

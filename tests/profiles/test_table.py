@@ -55,6 +55,7 @@ def test_table_mistakes_are_named(edit, words):
         table.parse(text.replace(edit[0], edit[1], 1))
 
 
+@pytest.mark.slow
 def test_c_header_kinds_match_python(tmp_path):
     """Compile a program against the generated header; it prints every field with its kind."""
     src = tmp_path / "kinds.c"

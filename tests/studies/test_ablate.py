@@ -153,6 +153,7 @@ def test_main_test_prefers_pp():
         common.main_test({"tests": ["pp512"]}, "pp9")
 
 
+@pytest.mark.slow
 def test_bad_options_exit_2(tmp_path):
     r = run_capshim("ablate", "--profile", "metal-apple9", "--out", str(tmp_path / "x"))
     assert r.returncode == 2 and "Vulkan" in r.stderr and "Traceback" not in r.stderr
@@ -166,6 +167,7 @@ def test_bad_options_exit_2(tmp_path):
     assert r.returncode == 2 and "--out" in r.stderr and "not empty" in r.stderr
 
 
+@pytest.mark.slow
 def test_ablate_end_to_end_on_lavapipe(tmp_path, stock_probe):
     out = tmp_path / "ab"
     r = run_capshim("ablate", "--json", "-r", "2", "-p", "16", "-n", "4", "--out", str(out), timeout=900)
@@ -207,6 +209,7 @@ def test_build_arms_by_key_one_arm_per_key(tmp_path):
     assert loo[0].name == "loo-k00" and profiles.load(str(tmp_path / "loo-k00.toml")).direction == "lower"
 
 
+@pytest.mark.slow
 def test_test_is_checked_before_any_run(tmp_path, stock_probe):
     for cmd in ("ablate", "tune"):
         out = tmp_path / cmd

@@ -15,7 +15,6 @@ import shutil
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -29,7 +28,7 @@ from capshim.cli import main
 from capshim.contracts import folders, names, signals
 from capshim.evidence import study as seal
 from capshim.studies import ablate, common, kernels, tune
-from tests.conftest import REPO
+from tests.conftest import REPO, default_signals, wait_for
 from tests.studies.test_ablate import GPU_STOCK, fake_bench
 from tests.studies.test_kernels import GOOD, OK_RUN, _fake_run_arms
 from tests.studies.test_tune import CPU_STOCK, _lavapipe_like
@@ -262,17 +261,18 @@ def test_rule_options_must_be_finite_numbers(tmp_path):
             assert not (tmp_path / "a").exists()
 
 
+@pytest.mark.slow
 def test_double_ctrl_c_in_a_real_tune_seals_the_study(tmp_path, stock_probe):
     # a real tune on this machine's device: Ctrl-C twice once stage 1 has finished runs
     out = tmp_path / "t"
     env = dict(os.environ, PYTHONPATH=str(REPO / "src"))
     proc = subprocess.Popen([sys.executable, "-m", "capshim.cli", "tune", "--budget", "2", "-r", "3",
                              "--dims", "shmem", "-p", "16", "-n", "4", "--out", str(out)],
-                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    deadline = time.time() + 300
+                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=default_signals)
     raw = out / "stage-1" / "raw"
-    while time.time() < deadline and proc.poll() is None and not (raw.is_dir() and any(raw.glob("*.stderr"))):
-        time.sleep(0.1)
+    wait_for(lambda: proc.poll() is not None or (raw.is_dir() and any(raw.glob("*.stderr"))), 600,
+             "stage 1's first run")
     assert proc.poll() is None, proc.communicate()
     proc.send_signal(signal.SIGINT)
     proc.send_signal(signal.SIGINT)

@@ -6,6 +6,8 @@ import dataclasses
 import json
 from pathlib import Path
 
+import pytest
+
 from capshim import summary
 from capshim.bench import model as model_mod
 from capshim.bench.workloads import builtin
@@ -96,6 +98,7 @@ def test_stderr_without_the_logger_has_no_blocks():
     assert fp.blocks == 0 and fp.classes == {} and fp.device["warp_size"] == 8
 
 
+@pytest.mark.slow
 def test_bad_usage_exits_2_before_any_run(tmp_path):
     r = run_capshim("kernels", "--profile", "metal-apple9", "--out", str(tmp_path / "a"))
     assert r.returncode == 2 and "--profile metal-apple9" in r.stderr and "Traceback" not in r.stderr
@@ -112,6 +115,7 @@ def test_bad_usage_exits_2_before_any_run(tmp_path):
         assert not (tmp_path / sub).exists()
 
 
+@pytest.mark.slow
 def test_kernels_end_to_end_on_lavapipe(tmp_path, stock_probe):
     # a second synthetic variant: the tiny shape with every weight in Q8_0 (written in well under a second)
     q8 = dataclasses.replace(model_mod.PRESETS["tiny"], name="tiny-q8", matrix_type="Q8_0", embd_type="Q8_0",
@@ -283,6 +287,7 @@ def test_exit_1_when_a_pair_was_not_compared_and_0_when_all_were(tmp_path, monke
     assert "Exit status" in CliRunner().invoke(main, ["kernels", "--help"]).output
 
 
+@pytest.mark.slow
 def test_inherited_visible_devices_naming_no_device_is_refused_before_any_run(tmp_path, stock_probe):
     # GGML_VK_VISIBLE_DEVICES names no device: llama.cpp would fall back to its CPU backend in every run
     # (the fixture test above reads that stderr); the bench's check refuses it before the first run (issue 20)
@@ -307,6 +312,7 @@ def test_truncated_gguf_is_refused_before_any_run(tmp_path, monkeypatch):
     assert r.exit_code == 2 and "not a readable GGUF file" in r.output and not (tmp_path / "k").exists()
 
 
+@pytest.mark.slow
 def test_ggml_variables_recorded_and_the_logger_format_ones_refused(tmp_path, monkeypatch):
     assert kernels.ggml_env({"GGML_VK_DISABLE_F16": "1", "GGML_VK_PERF_LOGGER_FREQUENCY": "1", "HOME": "/"}) == \
         {"GGML_VK_DISABLE_F16": "1", "GGML_VK_PERF_LOGGER_FREQUENCY": "1"}
@@ -347,6 +353,7 @@ def test_family_shares_on_the_real_capture():
     assert set(fp.times) == set(fp.classes)
 
 
+@pytest.mark.slow
 def test_short_prompt_empty_out_and_bad_model_files_exit_2(tmp_path):
     r = run_capshim("kernels", "--model", "tiny", "-p", "8", "--out", str(tmp_path / "a"))
     assert r.returncode == 2 and "MUL_MAT_VEC" in r.stderr and not (tmp_path / "a").exists()

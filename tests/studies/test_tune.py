@@ -63,6 +63,7 @@ def test_halve_keeps_the_faster_half_that_passes_the_gate():
     assert tune.halve(["b"], rs) == []
 
 
+@pytest.mark.slow
 def test_tune_end_to_end_on_lavapipe(tmp_path, stock_probe):
     out = tmp_path / "tune"
     r = run_capshim("tune", "--json", "--budget", "3", "-r", "1", "--confirm-runs", "2", "-p", "16", "-n", "4",
@@ -112,6 +113,7 @@ def test_ratio_json_has_no_nan():
     assert ok.to_json() == {"ratio": 1.02, "ci95": [0.99, 1.05], "state": "active"}
 
 
+@pytest.mark.slow
 def test_dims_names_what_this_device_has(tmp_path, stock_probe):
     r = run_capshim("tune", "--dims", "shmem,warp-drive", "--out", str(tmp_path / "t"), timeout=120)
     assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr

@@ -21,6 +21,7 @@ Cache layout (``~/.cache/capshim/llama-bench/`` unless ``cache_dir`` or
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -56,10 +57,32 @@ def _say(msg: str) -> None:
     print(f"capshim: llama-bench build: {msg}", file=sys.stderr, flush=True)
 
 
-def _run(cmd: list[str], cwd: Path | None = None, log: Path | None = None) -> None:
-    _say("$ " + " ".join(cmd))
+#: Seconds between two progress lines of a long build step (at most; a new tenth of the build sooner).
+PROGRESS_EVERY_S = 30.0
+_PERCENT = re.compile(rb"^\[\s*(\d{1,3})%\]")
+
+
+def _run(cmd: list[str], cwd: Path | None = None, log: Path | None = None, say=_say) -> None:
+    """Run ``cmd`` with its output appended to ``log``; say what runs, and how far a long step is.
+
+    CMake's ``[ NN%]`` lines give the progress: ``say`` gets a line at each new tenth and at least
+    every :data:`PROGRESS_EVERY_S` seconds (the build is minutes of silence otherwise).
+    """
+    say("$ " + " ".join(cmd))
+    t0 = last = time.monotonic()
+    shown = -10
     with open(log, "ab") if log else open(os.devnull, "wb") as fh:
-        proc = subprocess.run(cmd, cwd=cwd, stdout=fh, stderr=subprocess.STDOUT)
+        proc = subprocess.Popen(cmd, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        pct = None
+        for line in proc.stdout:
+            fh.write(line)
+            m = _PERCENT.match(line)
+            pct = int(m.group(1)) if m else pct
+            now = time.monotonic()
+            if pct is not None and (pct >= shown + 10 or now - last >= PROGRESS_EVERY_S):
+                say(f"{pct}% after {now - t0:.0f} s")
+                shown, last = pct, now
+        proc.wait()
     if proc.returncode != 0:
         tail = ""
         if log and log.exists():
@@ -68,27 +91,27 @@ def _run(cmd: list[str], cwd: Path | None = None, log: Path | None = None) -> No
                          + (f"; log: {log}" if log else "") + tail)
 
 
-def _download_sdist(version: str, dest: Path) -> Path:
+def _download_sdist(version: str, dest: Path, say=_say) -> Path:
     dest.mkdir(parents=True, exist_ok=True)
     found = sorted(dest.glob(f"llama_cpp_python-{version}.tar.gz"))
     if found:
         return found[0]
-    _say(f"downloading the llama-cpp-python {version} source distribution from PyPI (about 75 MB)")
+    say(f"downloading the llama-cpp-python {version} source distribution from PyPI (about 75 MB)")
     _run([sys.executable, "-m", "pip", "download", "--no-deps", "--no-binary", ":all:",
           f"llama-cpp-python=={version}", "-d", str(dest)],
-         log=dest / "pip-download.log")
+         log=dest / "pip-download.log", say=say)
     found = sorted(dest.glob(f"llama_cpp_python-{version}.tar.gz"))
     if not found:
         raise BuildError(f"pip download left no llama_cpp_python-{version}.tar.gz in {dest}")
     return found[0]
 
 
-def _unpack(sdist: Path, dest: Path) -> Path:
+def _unpack(sdist: Path, dest: Path, say=_say) -> Path:
     root = dest / sdist.name[: -len(".tar.gz")]
     llama = root / "vendor" / "llama.cpp"
     if (llama / "CMakeLists.txt").exists():
         return llama
-    _say(f"unpacking {sdist.name}")
+    say(f"unpacking {sdist.name}")
     tmp = dest.with_name(dest.name + ".tmp")
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir(parents=True)
@@ -102,19 +125,22 @@ def _unpack(sdist: Path, dest: Path) -> Path:
 
 
 def ensure_llama_bench(cache_dir: Path | str | None = None, *,
-                       version: str = LLAMA_CPP_PYTHON_VERSION, jobs: int = 2) -> Path:
+                       version: str = LLAMA_CPP_PYTHON_VERSION, jobs: int = 2, say=_say) -> Path:
     """Return the path of a cached ``llama-bench`` binary, building it first if needed.
 
     Steps (each skipped when its output is already cached): ``pip download
     --no-deps --no-binary :all: llama-cpp-python==VERSION``; unpack; ``cmake``
     configure with :data:`CMAKE_FLAGS`; ``cmake --build --target llama-bench
     -j JOBS``; copy the binary to ``<cache>/llama-cpp-python-VERSION/llama-bench``.
-    Progress lines go to stderr. A cold build takes minutes (2 cores).
+    Progress lines (each step, and the compile's percentage at least every
+    :data:`PROGRESS_EVERY_S` seconds) go to ``say``. A cold build takes minutes (2 cores).
 
     Args:
         cache_dir: cache root; default :func:`default_cache_dir`.
         version: the ``llama-cpp-python`` release (default pinned).
         jobs: parallel compile jobs.
+        say: where progress lines go (default: stderr, ``capshim: llama-bench build: ...``); the
+            tests pass one that reaches the terminal through pytest's capture.
 
     Returns:
         Path to an executable ``llama-bench`` (statically linked to ggml/llama).
@@ -131,22 +157,22 @@ def ensure_llama_bench(cache_dir: Path | str | None = None, *,
     if shutil.which("cmake") is None:
         raise BuildError("cmake not found on PATH: install cmake and build-essential (setup.sh does)")
     t0 = time.monotonic()
-    sdist = _download_sdist(version, work / "sdist")
-    src = _unpack(sdist, work / "src")
+    sdist = _download_sdist(version, work / "sdist", say)
+    src = _unpack(sdist, work / "src", say)
     build = work / "build"
     log = work / "build.log"
     if not (build / "CMakeCache.txt").exists():
-        _say(f"configuring {src} (log: {log})")
-        _run(["cmake", "-S", str(src), "-B", str(build), *CMAKE_FLAGS], log=log)
-    _say(f"compiling the llama-bench target with -j{jobs} (a few minutes; log: {log})")
-    _run(["cmake", "--build", str(build), "--target", "llama-bench", "-j", str(jobs)], log=log)
+        say(f"configuring {src} (log: {log})")
+        _run(["cmake", "-S", str(src), "-B", str(build), *CMAKE_FLAGS], log=log, say=say)
+    say(f"compiling the llama-bench target with -j{jobs} (a few minutes; log: {log})")
+    _run(["cmake", "--build", str(build), "--target", "llama-bench", "-j", str(jobs)], log=log, say=say)
     built = build / "bin" / "llama-bench"
     if not built.exists():
         raise BuildError(f"cmake finished but {built} is missing; see {log}")
     tmp = binary.with_suffix(".tmp")
     shutil.copy2(built, tmp)
     tmp.rename(binary)
-    _say(f"cached {binary} ({time.monotonic() - t0:.0f} s)")
+    say(f"cached {binary} ({time.monotonic() - t0:.0f} s)")
     return binary
 
 

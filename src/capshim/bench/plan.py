@@ -116,10 +116,11 @@ def make_plan(req: BenchRequest, platform: str) -> Plan:
             c.env.update(extra_env)
     title = "capshim bench" + (f" — {device['name']}" if device else "")
     defaults = None
-    if d.precision and req.repetitions is None and req.n_prompt > 0:
+    n_prompt = req.n_prompt or d.n_prompt
+    if d.precision and req.repetitions is None and n_prompt:
         target, tests, cap = d.precision
         defaults = {"precision": target, "max_runs": cap,
-                    "precision_tests": [f"pp{req.n_prompt}" if t == "pp512" else t for t in tests]}
+                    "precision_tests": [f"pp{n_prompt}" if t == "pp512" else t for t in tests]}
     return Plan(arms, workload, baseline, host_arm, host, req.repetitions or d.processes, title, device,
                 d.warmup if req.warmup is None else req.warmup, aa_arm, notes, defaults)
 
@@ -237,7 +238,7 @@ def _workload(req: BenchRequest, cpu: bool, device: dict | None) -> tuple[Worklo
     if cpu and model != MODEL and (model in builtin.MODEL_PRESETS or Path(model).is_file()):  # a typo: error only
         print(f"capshim: warning: --model {model} on a CPU Vulkan device ({device['name']}): each run may take "
               f"many minutes (the '{MODEL}' default takes seconds); --timeout is per run", file=sys.stderr)
-    return builtin.builtin_workload(model, req.n_prompt, req.n_gen,
+    return builtin.builtin_workload(model, req.n_prompt or d.n_prompt, req.n_gen or d.n_gen,
                                     d.check_output if req.check_output is None else req.check_output,
                                     req.process_reps or d.process_reps,
                                     warmup_run=d.warmup_run if req.warmup_run is None else req.warmup_run), d

@@ -45,6 +45,8 @@ class Defaults:
         check_output: ``--check-output`` when not given.
         precision: (half-width, tests, cap) of the default precision target, or None.
         why: the reason, for the help and the docs.
+        n_prompt, n_gen: the built-in llama.cpp workload's prompt and generated tokens (``-p``,
+            ``-n``; None: not applicable).
     """
 
     processes: int
@@ -54,6 +56,8 @@ class Defaults:
     check_output: bool
     precision: tuple | None = None
     why: str = ""
+    n_prompt: int | None = None
+    n_gen: int | None = None
 
 
 #: ``{(workload kind, device class): Defaults}``; kinds ``builtin`` (llama.cpp), ``ncnn``, ``command``
@@ -61,14 +65,19 @@ class Defaults:
 #: Vulkan device such as lavapipe, where no speed effect is expected and time is short).
 DEFAULTS: dict[tuple[str, str], Defaults] = {
     ("builtin", "gpu"): Defaults(10, 5, 0, True, True, GPU_PRECISION,
-                                 "it warms up in-process, then more rounds until pp512 is +-2 points"),
+                                 "it warms up in-process, then more rounds until pp512 is +-2 points",
+                                 n_prompt=N_PROMPT, n_gen=N_GEN),
     # On lavapipe a process that compiles llama.cpp's shaders measures faster than one that loads
     # them from Mesa's disk cache (tiny, pp64, 2 cores, alternating runs: 287-532 vs 198-223 tok/s
     # on a loaded machine, 444-639 vs 335-401 on a quiet one), so one unrecorded round fills the
-    # cache and every recorded process reads it; no in-process warm-up (the default must stay
-    # within 3 minutes).
+    # cache and every recorded process reads it; no in-process warm-up. The first command
+    # (./setup.sh && capshim bench, setup included) must finish within 3 minutes on 2 cores: with
+    # pp512/tg128 a process took about 12.5 s (3.2 s of correctness pass, 3 x 1.2 s of pp512, 3 x 1.3 s
+    # of tg128, 2 s to start), 12 processes 2.5 min; pp128/tg32 runs the same kernels (matrix-matrix
+    # for the prompt, matrix-vector for generation: the path columns are the same) in about a third.
     ("builtin", "cpu"): Defaults(3, 3, 1, False, True, None,
-                                 "one round fills Mesa's shader cache; no speed effect is expected"),
+                                 "one round fills Mesa's shader cache; no speed effect is expected",
+                                 n_prompt=128, n_gen=32),
     ("ncnn", "gpu"): Defaults(10, 10, 0, None, True),
     ("ncnn", "cpu"): Defaults(5, 10, 0, None, True),
     ("command", "gpu"): Defaults(10, None, 1, None, False),
@@ -85,9 +94,13 @@ def help_default(what: str) -> str:
     """``[default: ...]`` text of a ``capshim bench`` option, read from :data:`DEFAULTS`.
 
     Args:
-        what: ``processes`` (``-r``), ``process_reps`` or ``warmup``.
+        what: ``processes`` (``-r``), ``process_reps``, ``warmup``, or the built-in workload's
+            ``n_prompt`` / ``n_gen``.
     """
     names = {"builtin": "the llama.cpp workload", "ncnn": "ncnn", "command": "a command"}
+    if what in ("n_prompt", "n_gen"):
+        gpu, cpu = (getattr(defaults_for("builtin", c), what) for c in (False, True))
+        return f"[default: {gpu}" + (f"; {cpu} on a CPU device" if cpu != gpu else "") + "]"
     parts = []
     for kind in ("command", "builtin", "ncnn"):
         gpu, cpu = (getattr(defaults_for(kind, c), what) for c in (False, True))
@@ -109,7 +122,8 @@ class BenchRequest:
         aa: add the A/A arm ``aa``.
         command: the workload command after ``--`` (empty: a built-in workload).
         workload: ``"ncnn"`` or None (llama.cpp); network: the ncnn preset.
-        model, n_prompt, n_gen: the built-in llama.cpp workload (GGUF path or preset; tokens).
+        model, n_prompt, n_gen: the built-in llama.cpp workload (GGUF path or preset; tokens;
+            None: the :data:`DEFAULTS` row's).
         metric, unit, better, output_file: a ``--metric`` command (:mod:`capshim.bench.metrics`).
         controls: ``NAME=CMD`` control workloads.
         check_output: compare every arm's output with the reference arm's.
@@ -133,8 +147,8 @@ class BenchRequest:
     workload: str | None = None
     network: str | None = None
     model: str | None = None
-    n_prompt: int = N_PROMPT
-    n_gen: int = N_GEN
+    n_prompt: int | None = None
+    n_gen: int | None = None
     metric: str | None = None
     unit: str | None = None
     better: str | None = None

@@ -32,14 +32,19 @@ def _output_failed(exc: OSError) -> int:
         except (OSError, ValueError, AttributeError):
             pass
     for stream in (sys.stdout, sys.stderr):
-        try:
-            fd = stream.fileno()
-            null = os.open(os.devnull, os.O_WRONLY)
-            os.dup2(null, fd)
-            os.close(null)
-        except (OSError, ValueError, AttributeError):
-            pass
+        _to_devnull(stream)
     return code
+
+
+def _to_devnull(stream) -> None:
+    """Point a standard stream's file descriptor at ``/dev/null``: what it still buffers can be flushed."""
+    try:
+        fd = stream.fileno()
+        null = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(null, fd)
+        os.close(null)
+    except (OSError, ValueError, AttributeError):
+        pass
 
 
 #: Every command: name -> "module:attribute". A command's module is imported only when the
@@ -101,8 +106,9 @@ class _Group(SuggestingGroup):
         except CapshimError as exc:
             try:
                 click.echo(f"capshim: {exc}", err=True)
+                sys.stderr.flush()  # a buffered stderr (no PYTHONUNBUFFERED) fails here, not at exit (4)
             except OSError:  # stderr is full or closed: the exit code still says what failed
-                pass
+                _to_devnull(sys.stderr)
             ctx.exit(exc.exit_code)
 
 

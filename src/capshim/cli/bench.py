@@ -62,10 +62,10 @@ STRICT_STATES = ("inert", "invalid", *OFF_DEVICE_STATES)
 @click.option("--model", metavar="PATH|PRESET",
               help=f"Built-in workload: a GGUF file, or a preset ({', '.join(MODEL_PRESETS)}) "
                    f"[default: {bench_request.MODEL}].")
-@click.option("--n-prompt", "-p", type=click.IntRange(1), default=bench_request.N_PROMPT, show_default=True,
-              help="Built-in: prompt tokens (pp test).")
-@click.option("--n-gen", "-n", type=click.IntRange(1), default=bench_request.N_GEN, show_default=True,
-              help="Built-in: generated tokens (tg test).")
+@click.option("--n-prompt", "-p", type=click.IntRange(1), default=None,
+              help="Built-in: prompt tokens (pp test) " + bench_request.help_default("n_prompt") + ".")
+@click.option("--n-gen", "-n", type=click.IntRange(1), default=None,
+              help="Built-in: generated tokens (tg test) " + bench_request.help_default("n_gen") + ".")
 @click.option("--check-output/--no-check-output", default=None,
               help="Compare every arm's output with the host/baseline arm's: generated token ids (llama.cpp), "
                    "the SHA-256 of stdout or --output-file (--metric), the network's output within 2% (ncnn) "
