@@ -305,13 +305,13 @@ def test_gpu_default_has_a_precision_target_that_user_options_override(monkeypat
     monkeypatch.setattr(plan_mod.builtin, "builtin_workload", lambda *a, **k: LlamaBenchWorkload("builtin", ["true"]))
     make = lambda **kw: plan_mod.make_plan(BenchRequest(repetitions=kw.get("r")), platform="linux")
     p = make()
-    assert p.defaults == {"precision": 2.0, "precision_tests": ["pp512"], "max_runs": 30}
+    assert p.defaults == {"precision": 2.0, "precision_tests": ["pp512"], "max_runs": 14}
     assert p.defaults["precision"] == defaults_for("builtin", cpu=False).precision[0]  # the one table
     assert make(r=5).defaults is None  # an explicit -r is the user's choice
     seen = {}
     monkeypatch.setattr(runner, "run_bench", lambda *a, **kw: seen.update(kw))
     runner.run(p, BenchRequest(out=str(tmp_path / "a")))
-    assert (seen["precision"], seen["precision_tests"], seen["max_runs"]) == (2.0, ["pp512"], 30)
+    assert (seen["precision"], seen["precision_tests"], seen["max_runs"]) == (2.0, ["pp512"], 14)
     runner.run(p, BenchRequest(out=str(tmp_path / "b"), precision=5.0))
     assert (seen["precision"], seen["precision_tests"], seen["max_runs"]) == (5.0, None, None)
 
@@ -346,7 +346,7 @@ def test_the_default_sizes_come_from_the_device_row_of_the_table(monkeypatch, de
     pp512/tg128; -p/-n win over either; the precision test follows -p. No device is probed (a fake)."""
     from capshim.bench import plan as plan_mod
 
-    monkeypatch.setattr(plan_mod, "_resolve_on_device", lambda arms: ({"name": "fake", "type": device_type}, {}))
+    monkeypatch.setattr(plan_mod, "_resolve_on_device", lambda arms: ({"name": "fake", "type": device_type}, {}, []))
     seen = []
     monkeypatch.setattr(plan_mod.builtin, "builtin_workload",
                         lambda model, p, n, *a, **k: seen.append((p, n)) or LlamaBenchWorkload("builtin", ["true"]))

@@ -363,13 +363,13 @@ def test_bundles_of_unknown_time_list_last_on_both_databases(db_url):
 
 
 def test_compare_keeps_the_process_as_the_unit_like_the_bundle_report(tmp_path):
-    # a bundle of the process-level method (29 processes x 5 repetitions per arm):
+    # a bundle made with today's method (11 processes x 5 repetitions per arm, geometric means):
     # the stored selection must give the bundle's own % of host and interval
     url = f"sqlite:///{tmp_path / 'p.sqlite'}"
     with Store.open(url) as st:
-        st.add(read_bundle(EVIDENCE / "h200-tinyllama-aa"))
-        res = query.compare(st, {"name": "h200-tinyllama-aa"}, {"name": "h200-tinyllama-aa"})
-    want = _summary("h200-tinyllama-aa")["arms"]
+        st.add(read_bundle(EVIDENCE / "h200-aa-geomean"))
+        res = query.compare(st, {"name": "h200-aa-geomean"}, {"name": "h200-aa-geomean"})
+    want = _summary("h200-aa-geomean")["arms"]
     for r in res["rows"]:
         if r["arm"] == "native":
             continue

@@ -156,7 +156,7 @@ def test_tune_output_says_what_failed_what_is_flagged_and_the_verdict(tmp_path, 
     best = res["winner"]
     assert res["candidates"][best]["answers"] == "fp16=off"
     # the verdict first, then the A/A arm's warning (it moved in tg16)
-    assert notes[0].startswith(f"best: {best} (fp16=off) 1.01x [") and "not shown faster than native" in notes[0]
+    assert notes[0].startswith(f"best: {best} (fp16=off) 1.01x (range ") and "not shown faster than native" in notes[0]
     assert notes[1].startswith("warning: the A/A arm") and "(tg16)" in notes[1]
     rows = {r["candidate"]: r for r in res["rows"]}
     assert "winner" not in rows[best] and rows[best]["best"] == "yes"
@@ -175,7 +175,7 @@ def test_tune_output_says_what_failed_what_is_flagged_and_the_verdict(tmp_path, 
     # tuned.toml is the best candidate and says it was not shown faster, in its description and on top
     text = (out / "tuned.toml").read_text()
     prof = profiles.load(str(out / "tuned.toml"))
-    assert prof.description.startswith("1.01x [") and "not shown faster than native" in prof.description
+    assert prof.description.startswith("1.01x (range ") and "not shown faster than native" in prof.description
     assert text.startswith(f"# The best candidate of capshim tune ({best}: fp16=off)")
     assert prof.capabilities == {"shaderFloat16": False}
     assert res["confirm"]["flags"]["aa"] == ["few processes", "unstable (pp64)"]

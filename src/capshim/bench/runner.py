@@ -573,7 +573,9 @@ def _attest_device(info: dict, results: list[RunResult], arm: Arm, workload: Wor
     :func:`capshim.bench.attest.device_state`; the run entry gets ``device`` (the verdict) and
     ``device_reason``. When any run ran on the CPU backend or off the device, the arm's state
     becomes ``cpu-backend`` / ``off-device`` (a failed arm stays failed) and ``device_check``
-    says why. Nothing is checked without a probed Vulkan device (``metadata.json``'s ``device``).
+    says why; an arm whose shim was inert or invalid keeps that state (the cause it names, e.g. a loader
+    setting, is the one to act on). Nothing is checked without a probed Vulkan device (``metadata.json``'s
+    ``device``).
     """
     device = (bundle.metadata.get("device") or {}).get("name")
     if not device or info["state"] == "failed":
@@ -591,6 +593,8 @@ def _attest_device(info: dict, results: list[RunResult], arm: Arm, workload: Wor
         entry["device"], entry["device_reason"] = verdict, why
         if verdict in (attest.CPU_BACKEND, attest.OFF_DEVICE):
             bad.setdefault(verdict, []).append((r.run, why))
+    if info["state"] in ("inert", "invalid"):  # the shim's own verdict names the cause; the runs keep theirs
+        return
     for state in (attest.CPU_BACKEND, attest.OFF_DEVICE):
         if state in bad:
             runs = bad[state]

@@ -71,6 +71,18 @@ def unique_folder(base: Path) -> Path:
     raise UsageError(f"{base}: 999 folders of this name exist; give --out")
 
 
+def check_out(out: str | Path | None, flag: str = "--out") -> None:
+    """What can be said of ``out`` before anything runs: not empty, not inside a sealed folder.
+
+    Raises:
+        UsageError: (exit 2, naming ``flag``) an empty path, or one inside a sealed bundle or study.
+    """
+    if out is not None and not str(out).strip():
+        raise UsageError(f"{flag}: an empty path: give a folder, or leave {flag} out for the default")
+    if out is not None:
+        refuse_inside_sealed(out, flag, folder=True)
+
+
 def new_output_folder(out: str | Path | None, kind: str, flag: str = "--out") -> Path:
     """Create the output folder of a bench or study and return it.
 
@@ -83,12 +95,10 @@ def new_output_folder(out: str | Path | None, kind: str, flag: str = "--out") ->
         UsageError: (exit 2) ``out`` is empty, a file, a non-empty folder, or inside a sealed folder.
         CapshimError: (exit 4) the folder cannot be created.
     """
-    if out is not None and not str(out).strip():
-        raise UsageError(f"{flag}: an empty path: give a folder, or leave {flag} out for the default")
+    check_out(out, flag)
     if out is None:
         return unique_folder(Path(f"capshim-{kind}-{time.strftime('%Y%m%d-%H%M%S')}"))
     path = Path(out)
-    refuse_inside_sealed(path, flag, folder=True)
     if path.exists() or path.is_symlink():
         if path.is_symlink() or not path.is_dir():
             raise UsageError(f"{flag} {path}: exists and is not a folder")

@@ -311,6 +311,8 @@ class Ratio:
         lo, hi: the 95% interval, or None when the summary has none.
         state: the arm's state (summary.json ``state``).
         ok: a result (not failed, inert, invalid or wrong-output).
+        range: below 5 processes a side (no interval), the range of ratios any two processes show
+            (:func:`capshim.bench.stats.compare`), else None. Rules that need an interval never use it.
     """
 
     value: float
@@ -318,11 +320,16 @@ class Ratio:
     hi: float | None
     state: str
     ok: bool
+    range: tuple[float, float] | None = None
 
     def to_json(self) -> dict:
-        """``{"ratio": float|None, "ci95": [lo, hi]|None, "state": str}`` (no NaN, for a JSON file)."""
-        return {"ratio": None if math.isnan(self.value) else self.value,
-                "ci95": [self.lo, self.hi] if self.lo is not None else None, "state": self.state}
+        """``{"ratio": float|None, "ci95": [lo, hi]|None, "state": str}`` plus ``"range": [lo, hi]`` below
+        5 processes (no NaN, for a JSON file)."""
+        out = {"ratio": None if math.isnan(self.value) else self.value,
+               "ci95": [self.lo, self.hi] if self.lo is not None else None, "state": self.state}
+        if self.range is not None:
+            out["range"] = list(self.range)
+        return out
 
 
 def ratios(summary: dict, test: str) -> dict[str, Ratio]:
@@ -331,9 +338,10 @@ def ratios(summary: dict, test: str) -> dict[str, Ratio]:
     for name, arm in summary["arms"].items():
         entry = (arm.get("tests") or {}).get(test) or {}
         sp = entry.get("speedup") or {}
-        ci = sp.get("ci95")
+        ci, rng = sp.get("ci95"), sp.get("range")
         out[name] = Ratio(float(sp["value"]) if "value" in sp else math.nan, ci[0] if ci else None,
-                          ci[1] if ci else None, arm["state"], arm["state"] not in NOT_SHIM_STATES and bool(sp))
+                          ci[1] if ci else None, arm["state"], arm["state"] not in NOT_SHIM_STATES and bool(sp),
+                          (rng[0], rng[1]) if rng and not ci else None)
     return out
 
 
@@ -466,26 +474,29 @@ def why_notes(summary: dict, label=lambda name: name) -> list[str]:
 # --- output -------------------------------------------------------------------------------------------
 
 def fmt_ratio(r: Ratio | None) -> str:
-    """``0.98x [0.95–1.01]`` (``—`` when missing)."""
+    """``0.98x [0.95–1.01]``, below 5 processes ``0.98x (range 0.90–1.07)`` (``—`` when missing)."""
     if r is None or math.isnan(r.value):
         return "—"
     s = f"{r.value:.2f}x"
     if r.lo is not None:
         s += f" [{r.lo:.2f}–{r.hi:.2f}]"
+    elif r.range is not None:
+        s += f" (range {r.range[0]:.2f}–{r.range[1]:.2f})"
     return s
 
 
 def aa_warning(rs_by_test: dict[str, dict[str, Ratio]], arm: str = "aa") -> list[str]:
-    """A warning when the A/A arm's interval excludes 1.00x in any test (``rs_by_test``:
-    :func:`per_test`): the harness's own bias is then as large as the effects measured,
-    so no ratio of the table, and no choice made from them, is reliable."""
+    """A warning when the A/A arm's interval (below 5 processes: its range, every pair of processes)
+    excludes 1.00x in any test (``rs_by_test``: :func:`per_test`): the harness's own bias is then as
+    large as the effects measured, so no ratio of the table, and no choice made from them, is reliable."""
     shown = {t: rs[arm] for t, rs in rs_by_test.items() if arm in rs and rs[arm].ok}
-    moved = [t for t, r in shown.items() if r.lo is not None and not r.lo <= 1.0 <= r.hi]
+    bounds = {t: (r.lo, r.hi) if r.lo is not None else r.range for t, r in shown.items()}
+    moved = [t for t, b in bounds.items() if b is not None and not b[0] <= 1.0 <= b[1]]
     if not moved:
         return []
     return ["warning: the A/A arm (stock answers through the app layer) is "
             + ", ".join(f"{fmt_ratio(r)} {t}" for t, r in shown.items())
-            + f" of native; its interval excludes 1.00x ({', '.join(moved)}): the harness's own bias is as "
+            + f" of native; its {'interval' if any(shown[t].lo is not None for t in moved) else 'range'} excludes 1.00x ({', '.join(moved)}): the harness's own bias is as "
             "large as the effects measured here, so these ratios, and any choice made from them, are not "
             "reliable (more runs, -r, on a quieter machine)"]
 

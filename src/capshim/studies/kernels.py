@@ -25,7 +25,7 @@ from pathlib import Path
 
 from capshim import __version__, summary
 from capshim.bench import attest
-from capshim.contracts import names
+from capshim.contracts import folders, names
 from capshim.errors import CapshimError, UsageError
 from capshim.evidence import sha256_file
 from capshim.studies import common
@@ -334,6 +334,9 @@ def kernels(models: list[str] | tuple[str, ...] = (), profile_refs: list[str] | 
     inherited = ggml_env()
     answers = answers_for(profile_refs)
     if not models:  # the device decides the default (a quick one on a CPU, or a refusal saying what to pass)
+        if out is not None:  # a bad --out is named first, whatever the device
+            folders.check_out(out, "--out")
+            common.spec_path(out, "--out")
         models = default_models(common.stock_probe()[1])
     models, _, types, added = check_models(models)
     with common.study_folder(out, "kernels") as (out, guard):

@@ -191,30 +191,40 @@ def halve(names: list[str], rs: dict[str, Ratio]) -> list[str]:
     return ok[:max(1, math.ceil(len(ok) / 2))] if ok else []
 
 
+def _bounds(r: Ratio) -> tuple[float, float] | None:
+    """The 95% interval, or below 5 processes the range of ratios (wider: every pair of processes)."""
+    return (r.lo, r.hi) if r.lo is not None else r.range
+
+
 def _overlap(a: Ratio, b: Ratio) -> bool:
-    return a.lo is not None and b.lo is not None and a.lo <= b.hi and b.lo <= a.hi
+    x, y = _bounds(a), _bounds(b)
+    return x is not None and y is not None and x[0] <= y[1] and y[0] <= x[1]
 
 
 def tie_note(best: str, rs: dict[str, Ratio], names: list[str], label) -> tuple[str | None, list[str]]:
     """Whether picking ``best`` (by median, among ``names`` of the last stage, ratios ``rs``) is within noise:
     ``(sentence or None, [the candidates tied with it])``. Tied: a candidate that passes the gate whose 95%
-    interval overlaps the best's (none: no sentence); native too when the best's interval holds 1.00x.
-    Without intervals (one process per arm) the sentence says the pick rests on medians alone."""
+    interval (below 5 processes: range of ratios) overlaps the best's (none: no sentence); native too when
+    the best's holds 1.00x. Without either (one process per arm) the sentence says the pick rests on medians
+    alone."""
     b = rs[best]
     others = [n for n in names if n != best and rs[n].ok]
     if not others:
         return None, []
-    if b.lo is None or any(rs[n].lo is None for n in others):
+    if _bounds(b) is None or any(_bounds(rs[n]) is None for n in others):
         return f"the pick of {best} over {', '.join(others)} rests on medians alone (no 95% interval: too " \
                "few processes)", []
     tied = [n for n in others if _overlap(b, rs[n])]
     if not tied:
         return None, []
-    native = b.lo <= 1.0 <= b.hi
+    lo, hi = _bounds(b)
+    native = lo <= 1.0 <= hi
     who = [best, *tied] + (["native"] if native else [])
     ivals = "; ".join(f"{label(n)} {fmt_ratio(rs[n])}" for n in [best, *tied])
+    what = "95% intervals" if b.lo is not None and all(rs[n].lo is not None for n in tied) else \
+        "intervals or, below 5 processes, ranges"
     return (f"the pick among {', '.join(who[:-1])} and {who[-1]} is a tie within noise: their last-stage "
-            f"95% intervals overlap ({ivals}" + ("; native 1.00x" if native else "") + ")"), tied
+            f"{what} overlap ({ivals}" + ("; native 1.00x" if native else "") + ")"), tied
 
 
 def select_dims(stock: dict, device: dict, only: list[str] | None) -> dict[str, list[Option]]:
