@@ -104,15 +104,15 @@ def test_precision_adds_rounds_until_the_cap_and_says_so(tmp_path):
     script = _script(tmp_path, NOISY)
     out = tmp_path / "b"
     r = run_capshim("bench", "--arm", "a=", "--arm", "b=", "-r", "2", "--warmup", "0", "--precision", "0.01",
-                    "--max-runs", "4", "--out", str(out), "--", str(script))
+                    "--max-runs", "5", "--out", str(out), "--", str(script))
     assert r.returncode == 0, r.stderr
     s = _summary(out)
-    assert s["arms"]["a"]["tests"]["pp64"]["processes"] == 4
+    assert s["arms"]["a"]["tests"]["pp64"]["processes"] == 5  # an interval needs 5 processes a side
     p = s["precision"]
-    assert p["reached"] is False and p["rounds"] == 4 and p["stopped_by"] == "--max-runs 4 reached"
+    assert p["reached"] is False and p["rounds"] == 5 and p["stopped_by"] == "--max-runs 5 reached"
     assert p["max_half_width"] > 0.01
     said = " ".join(r.stdout.split())  # the notes wrap between words at 80 columns
-    assert "precision NOT reached" in said and "--max-runs 4 reached" in said
+    assert "precision NOT reached" in said and "--max-runs 5 reached" in said
     assert evidence.verify(out) == []
     # a target the base rounds already meet stops there
     out2 = tmp_path / "c"
@@ -120,9 +120,12 @@ def test_precision_adds_rounds_until_the_cap_and_says_so(tmp_path):
     r = run_capshim("bench", "--arm", "a=", "--arm", "b=", "-r", "2", "--warmup", "0", "--precision", "5",
                     "--out", str(out2), "--", str(quiet))
     assert r.returncode == 0, r.stderr
-    assert _summary(out2)["precision"]["reached"] is True and _summary(out2)["precision"]["rounds"] == 2
+    # (an interval, hence a precision, needs 5 processes a side: the loop adds rounds up to 5)
+    assert _summary(out2)["precision"]["reached"] is True and _summary(out2)["precision"]["rounds"] == 5
     r = run_capshim("bench", "--arm", "a=", "--max-runs", "3", "--", str(quiet))
     assert r.returncode == 2 and "--precision" in r.stderr
+    r = run_capshim("bench", "--arm", "a=", "--precision", "5", "--max-runs", "3", "--", str(quiet))
+    assert r.returncode == 2 and "--max-runs 3: below 5 processes" in r.stderr
 
 
 @pytest.mark.slow
@@ -263,17 +266,17 @@ TWO_TESTS = """awk -v seed="$$" 'BEGIN { srand(seed); v = 100 * (1 + 0.4 * (rand
 @pytest.mark.slow
 def test_precision_test_limits_the_target_to_the_named_tests(tmp_path):
     script = _script(tmp_path, TWO_TESTS, "two")
-    common = ["--arm", "a=", "--arm", "b=", "-r", "2", "--warmup", "0", "--precision", "1", "--max-runs", "3"]
+    common = ["--arm", "a=", "--arm", "b=", "-r", "2", "--warmup", "0", "--precision", "1", "--max-runs", "6"]
     only_pp = tmp_path / "pp"
     r = run_capshim("bench", *common, "--precision-test", "pp64", "--out", str(only_pp), "--", str(script))
     assert r.returncode == 0, r.stderr
     p = _summary(only_pp)["precision"]
-    assert p["reached"] is True and p["rounds"] == 2 and p["tests"] == ["pp64"]
+    assert p["reached"] is True and p["rounds"] == 5 and p["tests"] == ["pp64"]  # 5: the first interval
     every = tmp_path / "all"
     r = run_capshim("bench", *common, "--out", str(every), "--", str(script))
     assert r.returncode == 0, r.stderr
     p = _summary(every)["precision"]
-    assert p["reached"] is False and p["rounds"] == 3 and p["tests"] == "all"  # the noisy tg16 keeps it going
+    assert p["reached"] is False and p["rounds"] == 6 and p["tests"] == "all"  # the noisy tg16 keeps it going
     r = run_capshim("bench", "--arm", "a=", "--precision-test", "pp64", "--", str(script))
     assert r.returncode == 2 and "--precision" in r.stderr
 

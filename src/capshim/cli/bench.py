@@ -9,6 +9,7 @@ import click
 from capshim import evidence as _evidence
 from capshim.bench import plan, runner
 from capshim.bench import request as bench_request
+from capshim.bench.stats import MIN_PROCESSES
 from capshim.bench.workloads.builtin import MODEL_PRESETS
 from capshim.cli.suggest import Choice, refuse_option_as_program
 from capshim.cli.options import json_option, out_option, timeout_option, wide_option
@@ -132,10 +133,11 @@ def bench_cmd(arm_opts, baseline, host_baseline, host_arm, repetitions, process_
         argv = argv[1:]
     refuse_option_as_program(argv, click.get_current_context())  # --repetitons: a misspelt option, not a program
     if max_runs is not None and precision is None:
-
         raise UsageError("--max-runs caps the rounds that --precision adds; give --precision PCT too")
+    if max_runs is not None and max_runs < MIN_PROCESSES:
+        raise UsageError(f"--max-runs {max_runs}: below {MIN_PROCESSES} processes per arm there is no 95% interval "
+                         f"(docs/statistics.md), so --precision could never be reached; give {MIN_PROCESSES} or more")
     if precision_tests and precision is None:
-
         raise UsageError("--precision-test names the tests of --precision; give --precision PCT too")
     req = bench_request.BenchRequest(
         arms=tuple(arm_opts), baseline=baseline, host_arm=host_arm, host_baseline=host_baseline, aa=aa,
