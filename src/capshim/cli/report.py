@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from capshim import evidence, paths, report, summary
+from capshim import evidence, jsonread, paths, report, summary
 from capshim.cli.suggest import Choice
 from capshim.cli.options import json_option, wide_option
 from capshim.contracts import folders, names
@@ -104,7 +104,13 @@ def report_cmd(bundles, arm_opts, host_file, baseline, fmt, allow_mismatch, outp
         text = "".join(csv_export.serialize(s) if i == 0 else csv_export.serialize(s).split("\n", 1)[1]
                        for i, s in enumerate(summaries))
     else:
-        report.print_table(summaries, labels, title=title, wide=wide)
+        cpu = False
+        if not arm_opts:  # bundles made on a CPU device: the path columns are their result, as bench printed them
+            metas = [jsonread.load_metadata(b) if (Path(b) / "metadata.json").is_file() else {} for b in bundles]
+            cpu = all(((m.get("device") or {}).get("type")) == "cpu" for m in metas)
+            if title is None and len(metas) == 1 and isinstance(metas[0].get("title"), str):
+                title = metas[0]["title"]
+        report.print_table(summaries, labels, title=title, wide=wide, lead_path=cpu)
         return
     if output:
         try:  # atomic: a reader sees the old file or the new one; a full disk is exit 4 naming the file

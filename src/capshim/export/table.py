@@ -123,8 +123,12 @@ def table(summaries: list[dict], labels: list[str] | None = None) -> dict:
     path_cols = [c for c in DISPLAY_COLUMNS if any(display_value(p, c[1], c[2]) for p in paths)]
     columns = (["bundle"] if multi else []) + list(BASE_COLUMNS) + [c[0] for c in path_cols] + ["notes"]
     baselines = {s["baseline"] for s in summaries}
-    columns[columns.index("speedup")] = (f"speedup vs {next(iter(baselines))} (95% CI)"
-                                         if len(baselines) == 1 else "speedup vs baseline (95% CI)")
+    # "(95% CI)" only when an interval is shown: below 5 processes the cells give "(range a–b)" instead
+    has_ci = any((e.get(k) or {}).get("ci95") for s in summaries for a in s["arms"].values()
+                 for e in (a.get("tests") or {}).values() for k in ("speedup", "pct_of_host"))
+    ci = " (95% CI)" if has_ci else ""
+    columns[columns.index("speedup")] = (f"speedup vs {next(iter(baselines))}{ci}"
+                                         if len(baselines) == 1 else f"speedup vs baseline{ci}")
     units = {t: m for s in summaries for t in s.get("tests") or [] if (m := other_metric([s], t))}
     if units:
         columns[columns.index("median tok/s")] = "median"

@@ -253,7 +253,7 @@ def no_effect(profile: Profile, base: dict, base_name: str = "the device") -> li
 
 
 #: Answers a grouped "same" line names before "(+N more)".
-SAME_SHOWN = 6
+SAME_SHOWN = 3
 
 
 def group_same(findings: list[Finding], base_name: str = "the device") -> list[Finding]:
