@@ -276,3 +276,23 @@ def test_every_run_of_the_committed_evidence_attests_its_device():
             assert verdict == ("attested", None), (err, verdict)
             seen += 1
     assert seen > 100
+
+
+@pytest.mark.parametrize("value, indices", [
+    ("0x1", [0]), ("0;", [0]), ("1.5", [1]), ("+1", [1]), ("1-1", [1, 2 ** 64 - 1]),
+    ("0 99999999999999999999999", [0]), ("\u0660", []), ("0\u00a01", [0]),
+])
+def test_ggml_visible_devices_are_read_number_by_number_as_the_stream_reads_them(value, indices):
+    # `ss >> size_t` stops *inside* a token (0x1 reads 0), reads ASCII digits only, and an index past
+    # 2**64 - 1 fails the stream and ends the list: ggml then selects what was read before it
+    assert inherited_env.ggml_visible_devices(value) == indices
+
+
+@pytest.mark.parametrize("value", ["0x0", "0;", "0 99999999999999999999999"])
+def test_ggml_visible_devices_that_ggml_reads_as_the_probed_device_pass(value):
+    assert inherited_env.device_selection_problems({"GGML_VK_VISIBLE_DEVICES": value}, {}, H200, TWO) == []
+
+
+def test_ggml_visible_devices_of_non_ascii_digits_select_nothing():
+    (p,) = inherited_env.device_selection_problems({"GGML_VK_VISIBLE_DEVICES": "\u0660"}, {}, H200, TWO)
+    assert "selects no device" in p

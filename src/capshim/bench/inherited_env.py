@@ -159,14 +159,19 @@ _VID_DID = re.compile(r"^(?:0x)?([0-9a-fA-F]{1,8}):(?:0x)?([0-9a-fA-F]{1,8})!?$"
 
 def ggml_visible_devices(value: str) -> list[int]:
     """The device indices ggml-vulkan reads from ``GGML_VK_VISIBLE_DEVICES``, as it reads them: commas
-    become blanks, then whole numbers until the first token that is not one (``std::stringstream >>
-    size_t``); a negative number wraps to a huge index. ``""`` and ``"none"`` give ``[]``."""
+    become blanks, then ``while (ss >> size_t)``: each extraction skips blanks and reads an optional sign
+    and ASCII digits, stopping before the first other byte (``0x1`` and ``0;`` read 0, then stop; ``1-2``
+    reads 1 and -2); a negative number wraps to a huge index; a number past 2**64 - 1 fails and ends the
+    list. ``""`` and ``"none"`` give ``[]``."""
     out = []
-    for tok in value.replace(",", " ").split():
-        m = re.fullmatch(r"([+-]?)(\d+)", tok)
-        if not m:
+    text, pos = value.replace(",", " "), 0
+    number = re.compile(r"[ \t\n\v\f\r]*([+-]?)([0-9]+)")
+    while (m := number.match(text, pos)):
+        n = int(m.group(2))
+        if n > 2 ** 64 - 1:
             break
-        out.append(2 ** 64 - int(m.group(2)) if m.group(1) == "-" and int(m.group(2)) else int(m.group(2)))
+        out.append(2 ** 64 - n if m.group(1) == "-" and n else n)
+        pos = m.end()
     return out
 
 
