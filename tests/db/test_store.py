@@ -422,3 +422,36 @@ def test_misspelt_arm_names_in_compare_get_a_suggestion(full):
                       pairs={"vm-unlocekd": "no-coopmat"})
     with pytest.raises(DbError, match=r"--arm vm-stok: not in both selections \(did you mean 'vm-stock'\?\)"):
         query.compare(full, {"name": "h200-tinyllama-r10"}, {"name": "h200-tinyllama-r10"}, arms=["vm-stok"])
+
+
+@pytest.mark.parametrize("value, bound, threshold, verdict", [
+    (0.97, [0.95, 0.99], 2, "same"),          # the interval excludes 1.00x but not the threshold
+    (0.96, [0.95, 0.975], 2, "regression"),
+    (1.03, [1.01, 1.05], 2, "same"),
+    (1.04, [1.025, 1.05], 2, "improvement"),
+    (0.90, None, 2, "same"),                  # no interval, no range: not told apart from noise
+    (0.90, [0.85, 0.98], 2, "same"),          # a bound on the threshold is not past it
+])
+def test_compare_calls_a_change_only_when_its_whole_interval_or_range_is_past_the_threshold(value, bound, threshold,
+                                                                                             verdict):
+    assert query._verdict(value, bound, threshold) == verdict
+
+
+def test_trend_of_bundles_below_5_processes_flags_a_drop_only_when_its_range_is_below(db_url):
+    """Two processes a bundle: no interval. A 2-point drop whose range holds the previous value was
+    flagged on the value alone; a drop whose whole range is below it is still flagged."""
+    raw, host = EVIDENCE / "h200-tinyllama-r10" / "raw", str(EVIDENCE / "h200-tinyllama-r10")
+    for names in (("vm-unlocked-3", "vm-unlocked-9"), ("vm-unlocked-1", "vm-unlocked-2"),
+                  ("vm-stock-3", "vm-stock-5")):
+        files = ",".join(str(raw / f"{n}.json") for n in names)
+        assert _cli("db", "add", "--arm", f"guest={files}", "--host", host, "--db", db_url).exit_code == 0
+    with Store.open(db_url) as st:
+        pts = query.trend(st, "guest", tests=["pp512"], threshold=0.5)["points"]
+    by_med = sorted(pts, key=lambda p: -p["pct_of_host"])
+    assert all(p["ci95"] is None and p["range"] for p in pts)
+    noise = next(p for p in pts if 99 < p["pct_of_host"] < 101.5)
+    stock = by_med[-1]
+    assert noise["flags"] == [] and noise["range"][1] > 100
+    assert stock["range"][1] < 100 and any("down" in f for f in stock["flags"])
+    r = _cli("db", "trend", "guest", "--test", "pp512", "--db", db_url)
+    assert "range" in r.output

@@ -248,13 +248,13 @@ def db_compare(sel_a, sel_b, arms, tests, pairs, threshold, allow_mismatch, fail
     attention, cache types) are refused (exit 2) unless --allow-mismatch.
 
     \b
-    The change is how many times better B is than A, with its 95% bootstrap
-    interval (capshim's own analysis, as `report`'s speedup): median(B)/median(A)
-    when higher is better (tok/s), median(A)/median(B) when lower is better
-    (seconds of --metric wall), so above 1.00x B is better either way. Medians
-    are in each test's unit. A regression is a change below -THRESHOLD% whose
-    interval lies entirely below 1.00x; a test measured in different units or
-    directions in A and B is refused (exit 2).
+    The change is how many times better B is than A, with its 95% interval
+    (capshim's own analysis, as `report`'s speedup; below 5 processes the range):
+    median(B)/median(A) when higher is better (tok/s), median(A)/median(B) when
+    lower is better (seconds of --metric wall), so above 1.00x B is better either
+    way. Medians are in each test's unit. A regression is a change whose
+    interval (or range) lies entirely below -THRESHOLD%; a test measured in
+    different units or directions in A and B is refused (exit 2).
     """
     pair_map = {}
     for p in pairs:
@@ -285,7 +285,7 @@ def _trend_table(res: dict, limit: int | None) -> list:
     for p in res["points"]:
         unit = f" {p['unit']}" if per_cell and p["unit"] else ""
         cells.append([p["created_utc"] or "", p["bundle"], p["device"] or "", p["build"] or "", p["test"],
-                      _num(p["median"]) + unit, fmt_ratio({"value": p["pct_of_host"], "ci95": p["ci95"]}, "%"),
+                      _num(p["median"]) + unit, fmt_ratio({"value": p["pct_of_host"], "ci95": p["ci95"], "range": p.get("range")}, "%"),
                       "; ".join(p["flags"])])
     cap = [res["rule"]] + [f"skipped: {s}" for s in res["skipped"]]
     if res["min_pct"] is not None:

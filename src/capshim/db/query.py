@@ -223,16 +223,28 @@ def _check_threshold(threshold: float, what: str = "--threshold") -> None:
 
 
 def _verdict(value: float, ci, threshold: float) -> str:
-    """``ci``: the 95% interval, or below 5 processes the range of ratios (stricter); with neither the
+    """``ci``: the 95% interval, or below 5 processes the range of ratios (stricter); a regression
+    (improvement) only when the whole of it is past the threshold (docs/statistics.md); with neither the
     change is not told apart from noise: "same"."""
     if not ci:
         return "same"
     lo, hi = ci
-    if value < 1 - threshold / 100 and hi < 1:
+    if value < 1 - threshold / 100 and hi < 1 - threshold / 100:
         return "regression"
-    if value > 1 + threshold / 100 and lo > 1:
+    if value > 1 + threshold / 100 and lo > 1 + threshold / 100:
         return "improvement"
     return "same"
+
+
+def _pct_range(store: Store, bundle_id: int, arm: str, test: str) -> list[float] | None:
+    """The range of a bundle's % of host (``level: "range"``, below 5 processes) from its stored summary."""
+    try:
+        pct = ((store.summary(bundle_id).get("arms") or {}).get(arm) or {}).get("tests", {}).get(test, {}).get(
+            "pct_of_host") or {}
+    except Exception:  # noqa: BLE001 - a summary the contract refuses has no range to give
+        return None
+    rng = pct.get("range") if isinstance(pct, dict) else None
+    return [float(rng[0]), float(rng[1])] if isinstance(rng, list) and len(rng) == 2 else None
 
 
 def compare(store: Store, sel_a: dict, sel_b: dict, *, arms: list[str] | None = None,
@@ -372,17 +384,20 @@ def trend(store: Store, arm: str, filters: dict | None = None, *, tests: list[st
             skipped.append(f"{b['name']} {r['test']}: no host baseline")
             continue
         ci = [r["pct_lo"], r["pct_hi"]] if r["pct_lo"] is not None else None
+        # below 5 processes a bundle has no interval but the range of ratios (its summary's, not a column)
+        rng = None if ci else _pct_range(store, b["id"], arm, r["test"])
         flags = []
         if min_pct is not None and r["pct_of_host"] < min_pct:
             flags.append(f"below {min_pct:g}%")
         series = (r["test"], m["unit"], m["better"])
         p = prev.get(series)
-        if p is not None and r["pct_of_host"] < p - threshold and (ci is None or ci[1] < p):
+        bound = ci or rng  # neither: a drop is not told apart from noise, never flagged
+        if p is not None and r["pct_of_host"] < p - threshold and bound is not None and bound[1] < p:
             flags.append(f"down {p - r['pct_of_host']:.2f} points from the previous bundle")
         prev[series] = r["pct_of_host"]
         points.append({"bundle_id": b["id"], "bundle": b["name"], "created_utc": b["created_utc"],
                        "device": b["device"], "build": b["workload_build"], "test": r["test"],
-                       "unit": m["unit"], "better": m["better"], "median": r["median"], "pct_of_host": r["pct_of_host"], "ci95": ci, "flags": flags})
+                       "unit": m["unit"], "better": m["better"], "median": r["median"], "pct_of_host": r["pct_of_host"], "ci95": ci, "range": rng, "flags": flags})
     if not points:
         raise DbError(f"arm {arm!r}: no selected bundle has a % of host for it ({'; '.join(skipped)})")
     tests_seen = list(dict.fromkeys(p["test"] for p in points))

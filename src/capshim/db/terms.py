@@ -38,7 +38,7 @@ DEFAULT_THRESHOLD = 2.0
 
 #: The regression rules, one line each, printed under the tables ({t}: the threshold).
 COMPARE_RULE = ("B vs A: how many times better B is (median(B)/median(A) when higher is better, "
-                "median(A)/median(B) when lower is better); regression: below 1 - {t:g}% with its 95% "
-                "interval entirely below 1.00x (improvement: the mirror image)")
+                "median(A)/median(B) when lower is better); regression: its 95% interval (below 5 processes "
+                "its range) entirely more than {t:g}% below 1.00x (improvement: the mirror image)")
 TREND_RULE = ("flagged: below --min-pct, or more than {t:g} points below the previous bundle "
-              "with its 95% interval entirely below that value")
+              "with its 95% interval (below 5 processes its range) entirely below that value")
