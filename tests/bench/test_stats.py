@@ -138,3 +138,41 @@ def test_slow_first_process_follows_the_metric_direction():
     assert not any(w.startswith("slow first process") for w in
                    stats.stability_warnings(fast_seconds, higher_is_better=False))
     assert any(w.startswith("slow first process") for w in stats.stability_warnings(fast_seconds))  # as tok/s
+
+
+def test_values_near_the_largest_float_do_not_overflow_a_median_or_a_mean():
+    # a regex metric that reads 1e308 and 1.7e308 in one process: np.median averaged them to inf and the
+    # bench's analysis failed ("describe: samples must be finite numbers", exit 5)
+    from capshim.bench import stats
+    procs = [[1e308, 1.7e308]] * 5
+    vals = stats.process_values(procs)
+    assert np.allclose(vals, 1.35e308, rtol=1e-12)
+    d = stats.describe(vals)
+    assert all(np.isfinite(d[k]) for k in ("median", "mean", "stdev", "q25", "q75", "iqr", "spread_pct"))
+    assert d["median"] == pytest.approx(1.35e308)
+    c = stats.compare(procs, procs)
+    assert c["value"] == pytest.approx(1.0) and c["ci95"] == pytest.approx([1.0, 1.0])
+    few = stats.compare(procs[:2], [[1.7e308], [1e308]])
+    assert few["level"] == "range" and np.isfinite(few["value"]) and few["range"][0] <= few["value"] <= few["range"][1]
+    assert stats.stability_warnings([[1e308], [1.7e308], [1.7e308]]) == [
+        "only 3 process(es): too few for a 95% interval, the range is shown (want 5 or more)",
+        "spread of the process values 41.2% > 10%: unstable", "slow first process: 1e+308 vs 1.7e+308 for the others "
+        "(warm-up too short?)"]
+    # ordinary values are untouched by the scaling (a power of two, exact)
+    assert stats.process_values([[1.0, 2.0], [3.0]]).tolist() == [1.5, 3.0]
+
+
+def test_one_far_process_among_equal_values_is_an_outlier_too():
+    # a metric read in whole numbers: four processes print 2, one prints 9. The median absolute deviation
+    # is 0, so the modified z-score was undefined and the far process went unnoticed: 1.35x [0.59-3.11] and
+    # no warning, where the same data with a 0.5% jitter gave 1.00x [0.99-1.01] and named process #5
+    from capshim.bench import stats
+    arm, ref = [[2]] * 4 + [[9]], [[2]] * 5
+    c = stats.compare(arm, ref)
+    assert c["value"] == pytest.approx(1.0) and c["ci95"] == pytest.approx([1.0, 1.0])
+    jittered = stats.compare(arm, [[2], [2.02], [1.98], [2], [2.01]])
+    assert jittered["ci95"][0] <= jittered["value"] <= jittered["ci95"][1] and jittered["ci95"][1] < 1.01
+    assert "outlier process(es) by modified z-score > 3.5: #5" in stats.stability_warnings(arm)
+    # a hair's difference among equal values is no outlier, and changes no estimator
+    assert not any("outlier" in w for w in stats.stability_warnings([[2]] * 4 + [[2.0001]]))
+    assert stats.trim_for([2, 2, 2, 2, 2.0001], [2] * 5) == 0.0

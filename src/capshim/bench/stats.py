@@ -77,6 +77,20 @@ def _clean(samples, what: str) -> np.ndarray:
     return a
 
 
+def _scale(a: np.ndarray) -> float:
+    """A power of two (exact to divide by) that brings finite values near 1e308 down, so that a median of
+    two of them or a mean does not overflow to inf; 1.0 for ordinary values."""
+    m = float(np.max(np.abs(a))) if a.size else 0.0
+    return 1.0 if m < 1e150 else math.ldexp(1.0, math.frexp(m)[1] - 1)
+
+
+def _median(a) -> float:
+    """``np.median`` that does not overflow (the median of 1e308 and 1.7e308 is not inf)."""
+    a = np.asarray(a, dtype=float)
+    k = _scale(a)
+    return float(np.median(a / k)) * k
+
+
 def process_values(by_process) -> np.ndarray:
     """The value of each process: the median of its repetitions.
 
@@ -92,7 +106,7 @@ def process_values(by_process) -> np.ndarray:
     procs = list(by_process)
     if not procs:
         raise ValueError("process values: no processes")
-    return np.array([float(np.median(_clean(p, f"process {i + 1}"))) for i, p in enumerate(procs)])
+    return np.array([_median(_clean(p, f"process {i + 1}")) for i, p in enumerate(procs)])
 
 
 def describe(samples) -> dict:
@@ -111,19 +125,21 @@ def describe(samples) -> dict:
         ValueError: empty or non-finite samples.
     """
     a = _clean(samples, "describe")
-    med = float(np.median(a))
-    q25, q75 = (float(x) for x in np.percentile(a, [25, 75]))
+    k = _scale(a)  # values near 1e308 are computed on a / k, so no sum or difference overflows
+    b = a / k
+    med = float(np.median(b))
+    q25, q75 = (float(x) for x in np.percentile(b, [25, 75]))
     return {
         "n": int(a.size),
-        "median": med,
-        "mean": float(a.mean()),
-        "stdev": float(a.std(ddof=1)) if a.size > 1 else None,
+        "median": med * k,
+        "mean": float(b.mean()) * k,
+        "stdev": float(b.std(ddof=1)) * k if a.size > 1 else None,
         "min": float(a.min()),
         "max": float(a.max()),
-        "q25": q25,
-        "q75": q75,
-        "iqr": q75 - q25,
-        "spread_pct": 100.0 * float(a.max() - a.min()) / med if med else None,
+        "q25": q25 * k,
+        "q75": q75 * k,
+        "iqr": (q75 - q25) * k,
+        "spread_pct": 100.0 * float(b.max() - b.min()) / med if med else None,
         "iqr_pct": 100.0 * (q75 - q25) / med if med else None,
     }
 
@@ -137,9 +153,22 @@ def _outliers(logs: np.ndarray) -> bool:
     if logs.size < 3:
         return False
     med = np.median(logs)
-    mad = np.median(np.abs(logs - med))
     far = np.abs(logs - med) > np.log1p(TRIM_FROM_PCT / 100.0)
-    return bool(mad > 0 and np.any(far & (0.6745 * np.abs(logs - med) / mad > OUTLIER_Z)))
+    return bool(np.any(far & (_modified_z(logs) > OUTLIER_Z)))
+
+
+def _modified_z(v: np.ndarray) -> np.ndarray:
+    """|modified z-score| of each value: 0.6745 * |x - median| / MAD (Iglewicz and Hoaglin, 1993); when more
+    than half the values are equal (MAD 0: a metric read in whole numbers) the mean absolute deviation
+    stands in, |x - median| / (1.253314 * MeanAD), as is usual, so the one odd value among equal ones is
+    still an outlier. All zeros when every value is the median."""
+    med = np.median(v)
+    dev = np.abs(v - med)
+    mad = np.median(dev)
+    if mad > 0:
+        return 0.6745 * dev / mad
+    mean_ad = dev.mean()
+    return dev / (1.253314 * mean_ad) if mean_ad > 0 else np.zeros_like(dev)
 
 
 def trim_for(x, y) -> float:
@@ -162,9 +191,9 @@ def ratio(numerator, denominator) -> float:
     if x.min() > 0 and y.min() > 0:
         t = trim_for(x, y)
         return float(np.exp(_st.trim_mean(np.log(x), t) - _st.trim_mean(np.log(y), t)))
-    if np.median(y) == 0:
+    if _median(y) == 0:
         raise ValueError("ratio: the reference's median is 0")
-    return float(np.median(x) / np.median(y))
+    return _median(x) / _median(y)
 
 
 def ratio_ci(numerator, denominator, *, confidence: float = 0.95) -> tuple[float, float] | None:
@@ -186,16 +215,25 @@ def ratio_ci(numerator, denominator, *, confidence: float = 0.95) -> tuple[float
     if x.size < 2 or y.size < 2 or x.min() <= 0 or y.min() <= 0:
         return None
     lx, ly = np.log(x), np.log(y)
-    if np.ptp(lx) == 0 and np.ptp(ly) == 0:
-        v = float(np.exp(lx.mean() - ly.mean()))
-        return (v, v)
+    t = trim_for(x, y)
+    # no spread left in what the means are taken of (every value equal, or every value the trim keeps)
+    if _kept_spread(lx, t) == 0 and _kept_spread(ly, t) == 0:
+        v = float(np.exp(_st.trim_mean(lx, t) - _st.trim_mean(ly, t)))
+        return (v, v) if math.isfinite(v) else None
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        ci = _st.ttest_ind(lx, ly, equal_var=False, trim=trim_for(x, y)).confidence_interval(confidence)
+        ci = _st.ttest_ind(lx, ly, equal_var=False, trim=t).confidence_interval(confidence)
     lo, hi = float(np.exp(ci.low)), float(np.exp(ci.high))
     if not (math.isfinite(lo) and math.isfinite(hi)):
         return None
     return (lo, hi)
+
+
+def _kept_spread(v: np.ndarray, trim: float) -> float:
+    """max - min of the values a ``trim``-trimmed mean keeps (Yuen's winsorized variance is 0 when this is)."""
+    g = int(trim * v.size)
+    kept = np.sort(v)[g:v.size - g]
+    return float(np.ptp(kept)) if kept.size else 0.0
 
 
 def _range(a: np.ndarray, b: np.ndarray) -> list[float] | None:
@@ -225,7 +263,7 @@ def compare(by_process, reference_by_process, *, percent: bool = False) -> dict:
     a, b = list(by_process), list(reference_by_process)
     pa, pb = process_values(a), process_values(b)
     k = 100.0 if percent else 1.0
-    if min(pb) <= 0 and np.median(pb) == 0:
+    if min(pb) <= 0 and _median(pb) == 0:
         raise ValueError("comparison: the reference's median is 0")
     out = {"value": None, "ci95": None, "level": "process", "processes": [int(pa.size), int(pb.size)]}
     positive = pa.min() > 0 and pb.min() > 0
@@ -235,7 +273,7 @@ def compare(by_process, reference_by_process, *, percent: bool = False) -> dict:
         out["ci95"] = [ci[0] * k, ci[1] * k] if ci else None
         return out
     # too few processes for a mean to mean much: the ratio of the medians the tables show
-    out["value"] = float(np.median(pa) / np.median(pb)) * k
+    out["value"] = _median(pa) / _median(pb) * k
     va = pa if pa.size >= 2 else _clean([v for p in a for v in p], "arm samples")
     vb = pb if pb.size >= 2 else _clean([v for p in b for v in p], "reference samples")
     rng = _range(va, vb)
@@ -276,6 +314,8 @@ def stability_warnings(by_process, higher_is_better: bool = True) -> list[str]:
     if not procs:
         return []
     vals = process_values(procs)
+    scale = _scale(vals)  # spread and z-scores are the same on vals / scale, and do not overflow
+    vals = vals / scale
     out = []
     if vals.size < MIN_PROCESSES:
         out.append(f"only {vals.size} process(es): too few for a 95% interval, the range is shown (want {MIN_PROCESSES} or more)")
@@ -285,15 +325,16 @@ def stability_warnings(by_process, higher_is_better: bool = True) -> list[str]:
         if spread > SPREAD_LIMIT_PCT:
             out.append(f"spread of the process values {spread:.1f}% > {SPREAD_LIMIT_PCT:g}%: unstable")
     if vals.size >= 3:
-        mad = float(np.median(np.abs(vals - med)))
-        if mad > 0:
-            z = 0.6745 * (vals - med) / mad
-            idx = [i + 1 for i in np.flatnonzero(np.abs(z) > OUTLIER_Z)]
-            if idx:
-                out.append(f"outlier process(es) by modified z-score > {OUTLIER_Z:g}: "
-                           + ", ".join(f"#{i}" for i in idx))
+        odd = _modified_z(vals) > OUTLIER_Z
+        if np.median(np.abs(vals - med)) == 0:  # among equal values only a far one is named (not 2.0001 among 2s)
+            odd &= np.abs(vals - med) > TRIM_FROM_PCT / 100.0 * abs(med)
+        idx = [i + 1 for i in np.flatnonzero(odd)]
+        if idx:
+            out.append(f"outlier process(es) by modified z-score > {OUTLIER_Z:g}: "
+                       + ", ".join(f"#{i}" for i in idx))
         rest = float(np.median(vals[1:]))
         slow = vals[0] < SLOW_FIRST_FACTOR * rest if higher_is_better else vals[0] * SLOW_FIRST_FACTOR > rest
         if slow:
-            out.append(f"slow first process: {vals[0]:.4g} vs {rest:.4g} for the others (warm-up too short?)")
+            out.append(f"slow first process: {vals[0] * scale:.4g} vs {rest * scale:.4g} for the others "
+                       "(warm-up too short?)")
     return out
