@@ -296,3 +296,15 @@ def test_ggml_visible_devices_that_ggml_reads_as_the_probed_device_pass(value):
 def test_ggml_visible_devices_of_non_ascii_digits_select_nothing():
     (p,) = inherited_env.device_selection_problems({"GGML_VK_VISIBLE_DEVICES": "\u0660"}, {}, H200, TWO)
     assert "selects no device" in p
+
+
+@pytest.mark.parametrize("probed, gpu_info, verdict", [
+    ("NVIDIA H20", "NVIDIA H200", "off-device"),                       # a longer name is another device
+    ("NVIDIA GeForce RTX 4090", "NVIDIA GeForce RTX 4090 D", "off-device"),
+    ("NVIDIA H200", "NVIDIA H200", "attested"),
+    ("NVIDIA H200", "NVIDIA RTX A4000, NVIDIA H200", "attested"),      # llama-bench joins its GPUs with ", "
+    ("llvmpipe (LLVM 15.0.6, 256 bits)", "llvmpipe (LLVM 15.0.6, 256 bits), NVIDIA H200", "attested"),
+])
+def test_gpu_info_names_the_probed_device_only_as_a_whole_entry(probed, gpu_info, verdict):
+    # gpu_info was matched as a substring: an H200's rows attested a bench of an H20
+    assert attest.device_state("", [{"gpu_info": gpu_info, "backends": "Vulkan"}], probed)[0] == verdict

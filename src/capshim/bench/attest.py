@@ -379,6 +379,15 @@ def names_device(dev: dict, name: str) -> bool:
     return name in (got, f"{got} ({dev.get('driver')})" if dev.get("driver") else got)
 
 
+def _in_gpu_info(name: str | None, info: str) -> bool:
+    """Whether llama-bench's ``gpu_info`` (its GPU devices' descriptions joined by ``", "``, llama-bench.cpp
+    ``get_gpu_info``) has ``name`` as one whole entry: ``NVIDIA H200`` does not name an ``NVIDIA H20``, nor
+    ``NVIDIA GeForce RTX 4090 D`` an ``NVIDIA GeForce RTX 4090``."""
+    if not name:
+        return False
+    return info == name or info.startswith(f"{name}, ") or info.endswith(f", {name}") or f", {name}, " in info
+
+
 def device_state(stderr: str, rows: list[dict] | None, device_name: str | None, *,
                  required: bool = True) -> tuple[str, str | None]:
     """Whether a run's own output shows that it ran on the probed device through Vulkan.
@@ -425,7 +434,7 @@ def device_state(stderr: str, rows: list[dict] | None, device_name: str | None, 
     if not named:
         infos = [str(r["gpu_info"]) for r in rows if r.get("gpu_info")]
         if infos:
-            if all(device_name in i for i in infos):
+            if all(_in_gpu_info(device_name, i) for i in infos):
                 return "attested", None
             named, where = sorted(set(infos)), "llama-bench's gpu_info names"
     if named:
