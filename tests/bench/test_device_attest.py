@@ -308,3 +308,17 @@ def test_ggml_visible_devices_of_non_ascii_digits_select_nothing():
 def test_gpu_info_names_the_probed_device_only_as_a_whole_entry(probed, gpu_info, verdict):
     # gpu_info was matched as a substring: an H200's rows attested a bench of an H20
     assert attest.device_state("", [{"gpu_info": gpu_info, "backends": "Vulkan"}], probed)[0] == verdict
+
+
+def test_a_baseline_off_the_device_shows_no_1_00x_in_the_table():
+    # the bench table printed "1.00x" in the baseline's speedup column although its summary has none
+    # (a cpu-backend baseline is no reference: every other arm's speedup column is empty)
+    from capshim.export.table import table
+    arms = {"stock": {"state": "cpu-backend", "device_check": "x"}, "sim": {"state": "active"}}
+    s = analysis.analyze(_recs("stock", [1, 2]) + _recs("sim", [3, 4]), arms, "stock")
+    t = table([s])
+    col = t["columns"].index(next(c for c in t["columns"] if c.startswith("speedup")))
+    assert {r["arm"]: r["cells"][col] for r in t["rows"]} == {"stock": "", "sim": ""}
+    arms["stock"]["state"] = "native"
+    s = analysis.analyze(_recs("stock", [1, 2]) + _recs("sim", [3, 4]), arms, "stock")
+    assert [r["cells"][col] for r in table([s])["rows"] if r["arm"] == "stock"] == ["1.00x"]

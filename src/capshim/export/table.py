@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from capshim.summary import DISPLAY_COLUMNS, NOT_SHIM_STATES, display_value
+from capshim.summary import DISPLAY_COLUMNS, NOT_SHIM_STATES, OFF_DEVICE_STATES, display_value
 
 __all__ = ["table", "fmt_ratio", "other_metric", "BASE_COLUMNS", "NUMERIC_PREFIXES"]
 
@@ -160,7 +160,9 @@ def table(summaries: list[dict], labels: list[str] | None = None) -> dict:
                                          ("A/A", (s.get("aa") or {}).get("arm") == arm_name)) if on]
                 name = arm_name + (f" ({', '.join(roles)})" if roles else "")
                 state = arm["state"]
-                speed = fmt_ratio(st.get("speedup"), "x") if arm_name != s["baseline"] else "1.00x"
+                # a baseline off the probed device is no reference (its summary has no speedup): no 1.00x
+                speed = (fmt_ratio(st.get("speedup"), "x") if arm_name != s["baseline"]
+                         or arm["state"] in OFF_DEVICE_STATES else "1.00x")
                 pct = fmt_ratio(st.get("pct_of_host"), "%")
                 flags = list(arm.get("flags") or []) + list(st.get("warnings") or [])
                 marked = state in NOT_SHIM_STATES
