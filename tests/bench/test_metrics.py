@@ -46,6 +46,10 @@ def test_json_path_reads_numbers_and_lists_from_the_last_json_on_stdout():
     ("json:v", '{"v": -1}', "must be > 0"),
     ("json:v", '{"v": true}', "expected a finite number"),
     ("regex:time=(\\d+)", "nothing", "matched nothing"),
+    ("regex:v=(\\S+)", "v=0", "0.0 must be > 0"),
+    ("regex:v=(\\S+)", "v=-0.0", "-0.0 must be > 0"),
+    ("regex:v=(\\S+)", "v=nan", "expected a finite number"),
+    ("regex:v=(\\S+)", "v=1e400", "expected a finite number"),
 ])
 def test_unreadable_output_names_flag_spec_and_file(spec, stdout, needle):
     m = metrics.parse_spec(spec, better="lower")
