@@ -121,9 +121,12 @@ def test_compare_uses_capshims_analysis_and_matches_the_summaries(full):
         b_sum = _summary("h200-ablation")["arms"][r["arm_b"]]["tests"][t]
         assert r["a"]["median"] == a_sum["median"] and r["b"]["median"] == b_sum["median"]
         if arm != "native":  # the host arm against itself: 100% (newer analyze gives no interval)
-            for side, summ in (("a", a_sum), ("b", b_sum)):  # value and interval (newer analyze adds fields)
-                assert {k: r[side]["pct_of_host"][k] for k in ("value", "ci95")} == \
-                    {k: summ["pct_of_host"][k] for k in ("value", "ci95")}
+            # both bundles were sealed by the median-and-bootstrap method; the store analyses their samples
+            # with today's (docs/statistics.md): each reading lies inside the other's interval
+            for side, summ in (("a", a_sum), ("b", b_sum)):
+                got, old = r[side]["pct_of_host"], summ["pct_of_host"]
+                assert got["ci95"][0] <= old["value"] <= got["ci95"][1]
+                assert old["ci95"][0] <= got["value"] <= old["ci95"][1]
     # the change is analyze()'s speedup of B over A on the bundles' own samples
     a = [float(e["tok_s"]) for e in _csv_rows("h200-tinyllama-r10") if e["arm"] == "vm-stock" and e["test"] == "pp512"]
     b = [float(e["tok_s"]) for e in _csv_rows("h200-ablation") if e["arm"] == "paravirt" and e["test"] == "pp512"]
@@ -296,9 +299,9 @@ def test_the_readme_comparisons(db_url):
         assert {(r["arm"], r["test"]) for r in busy["rows"] if r["verdict"] == "regression"} == \
             {("native", "pp512"), ("vm-stock", "pp512"), ("vm-unlocked", "pp512")}
         assert round(next(r for r in busy["rows"] if r["arm"] == "native" and r["test"] == "pp512")
-                     ["change"]["value"], 3) == 0.237
+                     ["change"]["value"], 3) == 0.257
         h200 = query.compare(st, {"name": "h200-tinyllama-r10"}, {"name": "h200-ablation"}, pairs={"vm-stock": "paravirt"})
-        assert [round(r["change"]["value"], 3) for r in h200["rows"]] == [1.047, 1.044, 1.014, 1.002]
+        assert [round(r["change"]["value"], 3) for r in h200["rows"]] == [1.045, 1.056, 1.016, 1.007]
         assert h200["regressions"] == 0
 
 

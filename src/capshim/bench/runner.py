@@ -593,9 +593,11 @@ def _attest_device(info: dict, results: list[RunResult], arm: Arm, workload: Wor
         entry["device"], entry["device_reason"] = verdict, why
         if verdict in (attest.CPU_BACKEND, attest.OFF_DEVICE):
             bad.setdefault(verdict, []).append((r.run, why))
-    if info["state"] in ("inert", "invalid"):  # the shim's own verdict names the cause; the runs keep theirs
-        return
     for state in (attest.CPU_BACKEND, attest.OFF_DEVICE):
+        # an inert or invalid shim names its own cause (a loader setting, a bad profile): it outranks a missing
+        # device line; the CPU backend outranks it (llama.cpp never used Vulkan, so no layer could load)
+        if state == attest.OFF_DEVICE and info["state"] in ("inert", "invalid"):
+            continue
         if state in bad:
             runs = bad[state]
             info["state"] = state
