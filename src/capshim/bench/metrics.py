@@ -219,7 +219,7 @@ def annotate(summary: dict, metrics: dict[str, Metric], controls: list[str] | No
         what a process's samples are when a test is not tok/s; for lower-is-better tests
         ``speedup``, ``pct_of_host`` and the A/A ratio (``aa.tests``) inverted (baseline/arm); ``"controls": {name: {"expectation":
         "no change", "tests": [test], "arms": {arm: {test: {"ratio", "ci95", "moved": bool}}}}}``
-        (``moved``: the 95% interval excludes 1.00x); a flag on each arm whose control moved, and
+        (``moved``: the 95% interval, or below 5 processes the range, excludes 1.00x); a flag on each arm whose control moved, and
         ``"notes"`` ([str]) the report prints under the table.
     """
     summary["metrics"] = {t: (metrics.get(t) or TOK_S).to_dict() for t in summary.get("tests") or []}
@@ -255,15 +255,16 @@ def annotate(summary: dict, metrics: dict[str, Metric], controls: list[str] | No
                 if not sp or arm_name == summary.get("baseline"):
                     continue
                 ci = sp.get("ci95")
-                moved = bool(ci) and not (ci[0] <= 1.0 <= ci[1])
+                bounds = ci or sp.get("range")  # below 5 processes the range (every pair of processes)
+                moved = bool(bounds) and not (bounds[0] <= 1.0 <= bounds[1])
                 per_arm.setdefault(arm_name, {})[t] = {"ratio": sp["value"], "ci95": ci, "moved": moved}
                 if moved:
+                    shown = f"[{ci[0]:.2f}–{ci[1]:.2f}]" if ci else f"(range {bounds[0]:.2f}–{bounds[1]:.2f})"
                     arm.setdefault("flags", []).append(
-                        f"control {name} moved: {sp['value']:.2f}x [{ci[0]:.2f}–{ci[1]:.2f}] excludes 1.00x "
-                        "(expected no change)")
+                        f"control {name} moved: {sp['value']:.2f}x {shown} excludes 1.00x (expected no change)")
         out_controls[name] = {"expectation": "no change", "tests": tests, "arms": per_arm}
     if out_controls:
         summary["controls"] = out_controls
         notes.append(f"control workloads ({', '.join(out_controls)}): expectation no change (1.00x); "
-                     "a control whose 95% interval excludes 1.00x is flagged")
+                     "a control whose 95% interval (below 5 processes: range) excludes 1.00x is flagged")
     return summary
