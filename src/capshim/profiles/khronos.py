@@ -33,6 +33,7 @@ from pathlib import Path
 import tomli_w
 
 from capshim import jsonread
+from capshim.contracts.suggest import did_you_mean
 from capshim.profiles.catalog import FLAG_NAMES, KEYS, KINDS, LIMITS, ORDERED, SPEC_MIN
 from capshim.profiles.checks import answer, check_against_device
 from capshim.profiles.language import parse
@@ -210,10 +211,8 @@ def _pick(profiles: dict, wanted: str | None, source: str) -> str:
     names = sorted(profiles)
     if wanted is not None:
         if wanted not in profiles:
-            from difflib import get_close_matches  # stdlib; only on this error path
-            close = get_close_matches(wanted, names, n=1)
             raise ProfileError(source, f"profiles.{wanted}", None, "no such profile in the file"
-                               + (f" (did you mean {close[0]}?)" if close else "") + f"; it has: {', '.join(names)}")
+                               + did_you_mean(wanted, names) + f"; it has: {', '.join(names)}")
         return wanted
     if len(names) != 1:
         raise ProfileError(source, "profiles", None, f"the file has {len(names)} profiles; pick one with "
