@@ -133,6 +133,16 @@ def test_bad_files_are_refused_naming_the_file(tmp_path, content, needle):
     assert str(path) in str(exc.value) and needle.lower() in str(exc.value).lower()
 
 
+def test_a_device_or_missing_file_is_refused_at_once(tmp_path):
+    (tmp_path / "z.json").symlink_to("/dev/zero")
+    for ref, needle in ((tmp_path / "z.json", "not a regular file"), (f"{tmp_path}/missing.json#A", "No such file")):
+        with pytest.raises(profiles.ProfileError) as exc:
+            khronos.read(str(ref))
+        assert needle in str(exc.value)
+    r = run_capshim("run", "--simulate", str(tmp_path / "z.json"), "--", "true")
+    assert r.returncode == 2 and "--simulate" in r.stderr and "Traceback" not in r.stderr
+
+
 def test_hostile_values_are_listed_not_answered(tmp_path):
     blocks = {"b": {"properties": {"VkPhysicalDeviceProperties": {"limits": {
                         "maxComputeSharedMemorySize": -1, "maxComputeWorkGroupInvocations": "lots"}},
@@ -236,3 +246,24 @@ def test_stronger_device_file_on_lavapipe_reports_each_beyond_answer(tmp_path, s
     assert beyond == set(want.capabilities) | set(want.extensions)
     assert out["capabilities"]["maxComputeSharedMemorySize"] == 49152
     assert "2 capabilities not answered" in r.stderr
+
+
+@pytest.mark.slow
+def test_show_check_and_import_split_against_the_device(tmp_path, stock_probe):
+    _lavapipe(stock_probe)
+    show = run_capshim("profile", "show", str(H200))
+    assert show.returncode == 0, show.stderr
+    got = json.loads(show.stdout)
+    assert got["raise"]["capabilities"]["maxComputeSharedMemorySize"] == 49152
+    assert any("subgroupSize = 32" in u for u in got["unsupported"])
+    check = run_capshim("profile", "check", str(H200))
+    assert check.returncode == 0 and "--profile role" in check.stdout and "--simulate role" in check.stdout
+    assert "not answered: VkPhysicalDeviceSubgroupProperties.subgroupSize" in check.stderr
+    out = tmp_path / "h.toml"
+    imp = run_capshim("profile", "import", str(H200), "-o", str(out))
+    assert imp.returncode == 0, imp.stderr
+    assert profiles.load(str(tmp_path / "h-lower.toml")).direction == "lower"
+    assert profiles.load(str(tmp_path / "h-raise.toml")).capabilities["maxComputeSharedMemorySize"] == 49152
+    assert "--simulate" in imp.stdout and "--profile" in imp.stdout
+    both = run_capshim("run", "--simulate", str(H200), "--profile", "vulkan-paravirt", "--", "true")
+    assert both.returncode == 2 and "needs both roles" in both.stderr
