@@ -53,8 +53,8 @@ def test_vulkaninfo_file_maps_known_keys_and_names_the_rest():
     assert len(r.extensions) == 101 and r.extensions["VK_KHR_8bit_storage"] == 1
     text = "\n".join(r.unsupported)
     assert "device.formats: 5 entries" in text and "device.queueFamiliesProperties" in text
-    assert "VkPhysicalDeviceFeatures (no capshim key)" in text and "robustBufferAccess" in text
-    assert "VkPhysicalDeviceDriverProperties (struct not in capshim's table)" in text
+    assert "VkPhysicalDeviceFeatures (no capshim key; block device)" in text and "robustBufferAccess" in text
+    assert "VkPhysicalDeviceDriverProperties (struct not in capshim's table; block device)" in text
     assert "subgroupSize = 8: an exact property" in text
     assert "subgroupSize" not in r.capabilities
 

@@ -93,6 +93,11 @@ def profile_check(file, device):
             click.echo(f"note: {line}", err=True)
         for line in reading.unsupported:
             click.echo(f"warning: not answered: {line}", err=True)
+        found = beyond.check(backends.get("vulkan"), higher, lower, device or 0)
+        for line in found.warnings + beyond.warning_lines(found.findings):
+            click.echo(f"warning: {line}", err=True)
+        if found.refusals:
+            raise UsageError("\n".join(found.refusals))
         return
     p = profiles.load(file)
     click.echo(f"ok: {p.name} ({p.api}, {p.direction}, version {p.version})")

@@ -182,7 +182,7 @@ def _read_structs(section: str, structs: dict, block: str, out: Reading) -> None
                 out.capabilities[key] = got
         if missing:
             what = "struct not in capshim's table" if name not in known else "no capshim key"
-            out.unsupported.append(f"{struct} ({what}): {len(missing)} member(s): {', '.join(missing)}")
+            out.unsupported.append(f"{struct} ({what}; block {block}): {len(missing)} member(s): {', '.join(missing)}")
 
 
 def _read_block(name: str, block, out: Reading) -> None:
@@ -366,12 +366,18 @@ def derive(reading: Reading, device: dict) -> tuple[Profile | None, Profile | No
 
     Returns:
         (lower, raise): the ``lower`` profile (answers weaker than or equal to the device's;
-        extensions the device lists are kept as it lists them), the ``raise`` profile
+        extensions the device lists and the file does not stay listed, said in ``reading.notes``),
+        the ``raise`` profile
         (stronger answers; extensions the file states and the device lacks), each None when
         empty. Versions and flags are compared as the layer does (:func:`checks.answer`).
     """
     lo, hi = _split(reading, device)
     listed = device.get("extensions", {})
+    unstated = sorted(set(listed) - set(reading.extensions))
+    if unstated and reading.extensions:
+        reading.notes.append(f"{len(unstated)} extension(s) the device lists and the file does not are left "
+                             f"listed (a profile states what must be there): {', '.join(unstated[:5])}"
+                             + (f" (+{len(unstated) - 5} more)" if len(unstated) > 5 else ""))
     add = _limit_extensions({e: s for e, s in reading.extensions.items() if e not in listed}, reading, "add")
 
     def rebuild(direction, extensions):
