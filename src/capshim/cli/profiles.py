@@ -156,7 +156,8 @@ def profile_import(file, name, direction, out, device):
     \b
     Examples:
       capshim profile import VP_VULKANINFO_llvmpipe.json -o llvmpipe.toml
-      capshim profile import roadmap.json --profile VP_KHR_roadmap_2022 --direction raise -o roadmap.toml
+      capshim profile import roadmap.json --profile VP_KHR_roadmap_2022 \\
+          --direction raise -o roadmap.toml
     """
     ref = f"{khronos.split_ref(file)[0]}#{name}" if name else file
     if not khronos.is_khronos_ref(ref):
