@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import click
 
@@ -175,6 +176,9 @@ def profile_import(file, name, direction, out, device):
         raise CapshimError(f"{ref}: no answer capshim can give on this device; nothing written")
     stem = out[:-5] if out.endswith(".toml") else out
     names = [out] if len(parts) == 1 else [f"{stem}-{p.direction}.toml" for p in parts]
+    for path in names:  # all or nothing: a split import never leaves one half written
+        if Path(path).exists():
+            raise CapshimError(f"-o {out}: {path} exists; capshim does not overwrite a profile (remove it first)")
     for p, path in zip(parts, names):
         _write(path, profiles.to_toml(p))
         click.echo(f"wrote {path}: {p.direction}, {len(p.capabilities)} answers, {len(p.extensions)} extensions")
