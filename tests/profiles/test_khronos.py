@@ -213,6 +213,14 @@ def test_capture_then_simulate_on_the_same_device_is_identity(tmp_path, stock_pr
     assert got["differences"] == {}
     assert got["shimmed"]["shim"]["VK_LAYER_CAPSHIM_device"]["state"] == "active"
     assert "one lower profile" in r.stderr
+    stock_dir, sim_dir = tmp_path / "stock", tmp_path / "sim"
+    stock_dir.mkdir()
+    sim_dir.mkdir()
+    subprocess.run(["vulkaninfo", "--json"], cwd=stock_dir, capture_output=True, timeout=120, check=True)
+    v = run_capshim("run", "--simulate", str(out), "--", "vulkaninfo", "--json", cwd=sim_dir)
+    assert v.returncode == 0 and "VK_LAYER_CAPSHIM_device active in vulkaninfo" in v.stderr, v.stderr
+    stock, sim = (khronos.read(str(next(d.glob("VP_VULKANINFO_*.json")))) for d in (stock_dir, sim_dir))
+    assert sim.capabilities == stock.capabilities and sim.extensions == stock.extensions
 
 
 @pytest.mark.slow
