@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import click
 
 from capshim import backends, beyond, profiles
-from capshim.cli.options import json_option
+from capshim.cli.options import json_option, khronos_parts, unsupported_summary
+from capshim.profiles import khronos
 from capshim.errors import CapshimError, UsageError
 from capshim.cli.suggest import SuggestingGroup
 from capshim.export import terminal
@@ -36,8 +38,25 @@ def profile_grp():
 @click.argument("ref")
 @click.option("--toml", "as_toml", is_flag=True, help="Print the profile as it is written instead of resolved JSON.")
 def profile_show(ref, as_toml):
-    """Print the resolved profile REF (built-in name or file) as JSON."""
+    """Print the resolved profile REF (built-in name or file) as JSON.
 
+    A Khronos Vulkan Profiles file (FILE.json, FILE.json#NAME) is split per answer
+    against device 0: the JSON has its "lower" and "raise" profiles (null when
+    empty), every capability it states that capshim does not answer
+    ("unsupported", one line each) and how it was resolved ("notes"); --toml
+    prints the capshim profile(s) as TOML.
+    """
+
+    if khronos.is_khronos_ref(ref):
+        reading, lower, higher = khronos_parts(ref, flag="profile show")
+        if as_toml:
+            click.echo("\n".join(profiles.to_toml(p) for p in (lower, higher) if p is not None))
+            return
+        click.echo(json.dumps({"khronos_profile": reading.name, "source": ref,
+                               "lower": lower.to_dict() if lower else None,
+                               "raise": higher.to_dict() if higher else None,
+                               "unsupported": reading.unsupported, "notes": reading.notes}, indent=2))
+        return
     p = profiles.load(ref)
     click.echo(p.text if as_toml else json.dumps(p.to_dict(), indent=2))
 
@@ -63,6 +82,24 @@ def profile_check(file, device):
       capshim profile check my.toml --device 0
     """
 
+    if khronos.is_khronos_ref(file):
+        reading, lower, higher = khronos_parts(file, device or 0, flag="profile check")
+        for p in (lower, higher):
+            if p is not None:
+                click.echo(f"ok: {p.name} ({p.api}, {p.direction}, version {p.version}): "
+                           f"{'--simulate' if p.direction == 'lower' else '--profile'} role")
+                for line in profiles.describe(p):
+                    click.echo(f"  {line}")
+        for line in reading.notes:
+            click.echo(f"note: {line}", err=True)
+        for line in reading.unsupported:
+            click.echo(f"warning: not answered: {line}", err=True)
+        found = beyond.check(backends.get("vulkan"), higher, lower, device or 0)
+        for line in found.warnings + beyond.warning_lines(found.findings):
+            click.echo(f"warning: {line}", err=True)
+        if found.refusals:
+            raise UsageError("\n".join(found.refusals))
+        return
     p = profiles.load(file)
     click.echo(f"ok: {p.name} ({p.api}, {p.direction}, version {p.version})")
     for line in profiles.describe(p):
@@ -82,3 +119,114 @@ def profile_check(file, device):
         click.echo(f"warning: {line}", err=True)
     if found.refusals:
         raise UsageError("\n".join(found.refusals))
+
+
+def _write(out: str | None, text: str) -> None:
+    """``text`` to a new file ``out`` (an existing one is refused, exit 2), or to stdout when ``out`` is None or "-"."""
+    if out is None or out == "-":
+        click.echo(text, nl=not text.endswith("\n"))
+        return
+    try:
+        with open(out, "x", encoding="utf-8") as fh:
+            fh.write(text)
+    except FileExistsError:
+        raise CapshimError(f"-o {out}: exists; capshim does not overwrite a profile (remove it first)") from None
+    except OSError as exc:
+        raise CapshimError(f"-o {out}: cannot write: {exc.strerror}") from None
+
+
+@profile_grp.command("import")
+@click.argument("file")
+@click.option("--profile", "name", metavar="NAME", help="Which profile of FILE (same as FILE.json#NAME).")
+@click.option("--direction", type=click.Choice(["lower", "raise"]), default=None,
+              help="Write one profile of this direction (no device needed); default: split per answer "
+                   "against device 0 (weaker: lower, stronger: raise).")
+@click.option("-o", "out", metavar="X.toml", required=True,
+              help="Output TOML. When the file splits into two profiles: X-lower.toml and X-raise.toml.")
+@click.option("--device", type=click.IntRange(0, 15), default=0, show_default=True, help="Vulkan device to split against.")
+def profile_import(file, name, direction, out, device):
+    """Write the capshim profile(s) equivalent to a Khronos Vulkan Profiles FILE.
+
+    Every capability FILE states is either in the written profile(s) or named
+    on stderr as not answered (formats, queue families, video, structs or
+    members capshim has no key for). One capshim profile has one direction:
+    when FILE is weaker than the device in some answers and stronger in
+    others, two files are written; run them as --simulate X-lower.toml
+    --profile X-raise.toml.
+
+    \b
+    Examples:
+      capshim profile import VP_VULKANINFO_llvmpipe.json -o llvmpipe.toml
+      capshim profile import roadmap.json --profile VP_KHR_roadmap_2022 \\
+          --direction raise -o roadmap.toml
+    """
+    ref = f"{khronos.split_ref(file)[0]}#{name}" if name else file
+    if not khronos.is_khronos_ref(ref):
+        raise CapshimError(f"{file}: not a .json file (a Khronos Vulkan Profiles file)")
+    if direction:
+        try:
+            reading = khronos.read(ref)
+            parts = [khronos.one_direction(reading, direction)]
+        except profiles.ProfileError as exc:
+            raise CapshimError(str(exc)) from None
+    else:
+        reading, lower, higher = khronos_parts(ref, device, flag="profile import")
+        parts = [p for p in (lower, higher) if p is not None]
+    if not parts:
+        raise CapshimError(f"{ref}: no answer capshim can give on this device; nothing written")
+    stem = out[:-5] if out.endswith(".toml") else out
+    names = [out] if len(parts) == 1 else [f"{stem}-{p.direction}.toml" for p in parts]
+    for path in names:  # all or nothing: a split import never leaves one half written
+        if Path(path).exists():
+            raise CapshimError(f"-o {out}: {path} exists; capshim does not overwrite a profile (remove it first)")
+    for p, path in zip(parts, names):
+        _write(path, profiles.to_toml(p))
+        click.echo(f"wrote {path}: {p.direction}, {len(p.capabilities)} answers, {len(p.extensions)} extensions")
+    if len(parts) == 2:
+        click.echo(f"one capshim profile has one direction: run with --simulate {names[0]} --profile {names[1]}")
+    for line in unsupported_summary(reading, shown=len(reading.unsupported)):
+        click.echo(f"warning: {line}", err=True)
+
+
+@profile_grp.command("capture")
+@click.option("-o", "out", metavar="FILE", default=None, help="Output file (default: stdout; never overwritten).")
+@click.option("--format", "fmt", type=click.Choice(["json", "toml"]), default=None,
+              help="json: a Khronos Vulkan Profiles file (split per answer wherever it is used); toml: one "
+                   "capshim profile of --direction. Default: from -o's suffix, else json.")
+@click.option("--from", "from_file", metavar="FILE.json", default=None,
+              help="Read the answers from a 'vulkaninfo --json' (or other Vulkan Profiles) file instead of "
+                   "probing this device.")
+@click.option("--device", type=click.IntRange(0, 15), default=0, show_default=True, help="Vulkan device to probe.")
+@click.option("--direction", type=click.Choice(["lower", "raise"]), default="lower", show_default=True,
+              help="With --format toml: the profile's direction (a lower profile cannot say a feature is on, "
+                   "a raise one that it is off: those are named on stderr).")
+def profile_capture(out, fmt, from_file, device, direction):
+    """Write this device's answers (capshim's own stock probe, or --from FILE) as a profile, so
+    that device X captured can be simulated on device Y (capshim run --simulate X.json).
+
+    \b
+    Examples:
+      capshim profile capture -o lavapipe.json
+      capshim run --simulate lavapipe.json -- vulkaninfo --summary
+      capshim profile capture --from VP_VULKANINFO_x.json --format toml -o x.toml
+    """
+    fmt = fmt or ("toml" if out and out.endswith(".toml") else "json")
+    try:
+        if from_file is not None:
+            reading = khronos.read(from_file)
+        else:
+            be = backends.get("vulkan")
+            why = be.unavailable()
+            if why:
+                raise CapshimError(f"capture: the Vulkan device cannot be probed here: {why} (use --from FILE)")
+            reading = khronos.reading_of_probe(be.stock_answers(device), f"device {device}")
+        text = (profiles.to_toml(khronos.one_direction(reading, direction)) if fmt == "toml"
+                else json.dumps(khronos.capture_reading(reading), indent=2) + "\n")
+    except profiles.ProfileError as exc:
+        raise CapshimError(str(exc)) from None
+    _write(out, text)
+    if out:
+        click.echo(f"wrote {out}: {reading.label}, {len(reading.capabilities)} answers, "
+                   f"{len(reading.extensions)} extensions ({fmt})", err=True)
+    for line in reading.unsupported:
+        click.echo(f"warning: not captured: {line}", err=True)

@@ -11,7 +11,7 @@ import click
 from capshim import backends, beyond, launch
 from capshim import probe as pr
 from capshim.cli.suggest import Choice, refuse_option_as_program
-from capshim.cli.options import json_option, load_profile, wide_option
+from capshim.cli.options import json_option, load_roles, wide_option
 from capshim.errors import EXIT_INERT, CapshimError, UsageError
 from capshim.export import terminal
 
@@ -84,9 +84,11 @@ def build_cmd(api, force, target):
 
 
 @click.command("run", context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})
-@click.option("--profile", "profile_ref", metavar="P", help="Shim profile (built-in name or file): the answers the command sees.")
+@click.option("--profile", "profile_ref", metavar="P", help="Shim profile (built-in name, TOML file, or Khronos "
+              "Vulkan Profiles FILE.json[#NAME]): the answers the command sees.")
 @click.option("--simulate", "simulate_ref", metavar="P",
-              help="Vulkan only: a profile applied next to the driver, to simulate a weaker GPU.")
+              help="Vulkan only: a profile applied next to the driver, to simulate a weaker GPU; a Khronos "
+                   "FILE.json[#NAME] is split per answer (lower here, raise as --profile).")
 @click.option("--inherit", is_flag=True, help="Let the command's child processes inherit the shims.")
 @click.option("--strict", is_flag=True,
               help="Exit 3 when a requested shim stayed inert or was invalid, or (without running the "
@@ -113,8 +115,9 @@ def run_cmd(profile_ref, simulate_ref, inherit, strict, quiet, status_file, forc
     with --strict the command is not started and capshim exits 3.
     """
 
-    profile = load_profile(profile_ref, "--profile")
-    simulate = load_profile(simulate_ref, "--simulate")
+    profile, simulate, notes = load_roles(profile_ref, simulate_ref)
+    for note in notes:
+        click.echo(f"capshim: {note}", err=True)
     argv = list(command)
     if argv and argv[0] == "--":
         argv = argv[1:]
@@ -188,8 +191,9 @@ def probe_cmd(api, profile_ref, simulate_ref, device, compare, show_all, as_json
       capshim probe --compare --simulate vulkan-paravirt
     """
 
-    profile = load_profile(profile_ref, "--profile")
-    simulate = load_profile(simulate_ref, "--simulate")
+    profile, simulate, notes = load_roles(profile_ref, simulate_ref, device)
+    for note in notes:
+        click.echo(f"capshim: {note}", err=True)
     if api is None:
         api = (profile or simulate).api if (profile or simulate) else backends.default_api()
     for flag, prof in (("--profile", profile), ("--simulate", simulate)):

@@ -64,6 +64,10 @@ def load(ref: str | Path) -> Profile:
     """
     ref_s = str(ref)
     path = Path(ref_s)
+    if ref_s.partition("#")[0].endswith(".json"):
+        raise ProfileError(ref_s, None, None, "a Khronos Vulkan Profiles file is split per answer against the "
+                           "device: give it to run or probe (--profile/--simulate), or write a TOML profile "
+                           "with 'capshim profile import'")
     if path.is_dir() and ("/" in ref_s or ref_s not in builtin_names()):
         raise ProfileError(ref_s, None, None, "is a folder, not a profile file")
     if path.is_file() or "/" in ref_s or ref_s.endswith(".toml"):

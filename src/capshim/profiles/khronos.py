@@ -1,0 +1,442 @@
+"""Khronos Vulkan Profiles JSON files -> capshim profiles, and device answers -> such a file.
+
+The format is the Khronos Vulkan Profiles schema (``profiles-0.8-latest.json``
+of KhronosGroup/Vulkan-Profiles; ``vulkaninfo --json`` writes one per device,
+``VP_VULKANINFO_<device>_<driver>.json``). A file holds named capability blocks
+(``capabilities``: ``extensions``, ``features``, ``properties``, ``formats``,
+``queueFamiliesProperties``) and named profiles (``profiles``); a profile lists
+the blocks it needs (``capabilities``: a name, or a list of alternatives of which
+the first is taken here), the profiles it requires (``profiles``; ``requires``
+read as the same), its ``api-version``, and ``optionals`` (capabilities a
+device may have: not required, so not answered).
+
+Every capability a profile states becomes one of: a capshim answer (a key of
+the capability table reached through its struct and member, ``limits.x``
+included; a ``KHR``/``EXT`` suffix of a struct promoted to core is read as the
+core name), or an entry of :attr:`Reading.unsupported` that names it (formats,
+queue families, video, a struct or member capshim has no key for, a value the
+layer cannot take). Nothing is dropped silently.
+
+A capshim profile has one direction (:mod:`capshim.profiles.language`), so
+:func:`derive` compares each answer with the device's and splits them: answers
+weaker than the device's (and those equal) into a ``lower`` profile, stronger
+ones into a ``raise`` profile; the layer takes the first as the device role
+(``--simulate``) and the second as the application role (``--profile``).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import tomli_w
+
+from capshim import jsonread
+from capshim.contracts.suggest import did_you_mean
+from capshim.profiles.catalog import FLAG_NAMES, KEYS, KINDS, LIMITS, ORDERED, SPEC_MIN
+from capshim.profiles.checks import answer, check_against_device
+from capshim.profiles.language import parse
+from capshim.profiles.model import Profile, ProfileError, format_version, parse_version
+from capshim.profiles.table import load as load_table
+
+__all__ = ["Reading", "is_khronos_ref", "read", "derive", "one_direction", "capture_reading", "split_ref", "reading_of_probe"]
+
+MAX_FILE_BYTES = 16 << 20
+"""Largest Khronos profile file read (a vulkaninfo export is about 100 KiB; gpuinfo.org's under 1 MiB)."""
+NOT_ANSWERED = ("formats", "queueFamiliesProperties", "videoProfiles")
+"""Capability sections the layer does not answer (it hooks features, properties and extensions)."""
+_VENDOR = re.compile(r"(KHR|EXT|NV|AMD|INTEL|ARM|QCOM|VALVE|MESA)$")
+_BIT_VENDOR = {"task": "EXT", "mesh": "EXT"}
+"""Flag bits whose Vulkan name carries a vendor suffix after BIT (VK_SHADER_STAGE_TASK_BIT_EXT,
+vulkan_core.h); the table's other vendor bits spell it in their name (partitioned_nv)."""
+
+
+@dataclass
+class Reading:
+    """One profile of a Khronos file, read into capshim's keys.
+
+    Attributes:
+        name: the Khronos profile name (``VP_KHR_roadmap_2022``).
+        source: the reference as given (``FILE.json#NAME``).
+        label: the file's label or description of the profile (one line).
+        capabilities: capshim key -> value (bools as bool, versions packed, flags as masks).
+        extensions: device extension -> spec version the profile states.
+        unsupported: one line per capability not answered, naming it and why.
+        notes: how the profile was resolved (required profiles, alternatives chosen).
+    """
+
+    name: str
+    source: str
+    label: str = ""
+    capabilities: dict = field(default_factory=dict)
+    extensions: dict = field(default_factory=dict)
+    unsupported: list = field(default_factory=list)
+    notes: list = field(default_factory=list)
+
+
+def split_ref(ref: str) -> tuple[str, str | None]:
+    """``FILE.json#PROFILE`` -> (FILE.json, PROFILE); without ``#``: (ref, None)."""
+    path, sep, name = str(ref).partition("#")
+    return (path, name or None) if sep and path.endswith(".json") else (str(ref), None)
+
+
+def is_khronos_ref(ref: str) -> bool:
+    """Whether a profile reference names a JSON file (``FILE.json`` or ``FILE.json#PROFILE``)."""
+    return split_ref(str(ref))[0].endswith(".json")
+
+
+def _index() -> dict[tuple[str, str], str]:
+    """(struct, member path) -> capshim key, for every Vulkan key of the table."""
+    out = {}
+    for k in load_table().keys["vulkan"]:
+        for struct, member in k.structs:
+            out.setdefault((struct, member), k.key)
+    return out
+
+
+def _core_name(struct: str, known: set[str]) -> str:
+    """``VkPhysicalDeviceFooFeaturesKHR`` -> ``VkPhysicalDeviceFooFeatures`` when only the latter is known;
+    the ``Features2``/``Properties2`` wrappers are unwrapped by the caller."""
+    if struct in known:
+        return struct
+    bare = _VENDOR.sub("", struct)
+    return bare if bare in known else struct
+
+
+def _flag_mask(key: str, value, where: str, unsupported: list) -> int | None:
+    """A list of FlagBits names (``VK_SUBGROUP_FEATURE_BASIC_BIT``) or an integer -> the mask."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    if not isinstance(value, list):
+        unsupported.append(f"{where}: {value!r} is not a list of flag names")
+        return None
+    bits, mask = FLAG_NAMES[key], 0
+    for name in value:
+        text = str(name).removeprefix("VK_").replace("_BIT", "").lower()
+        hit = [b for b in bits if text.endswith(b) or _VENDOR.sub("", text.upper()).lower().rstrip("_").endswith(b)]
+        if not hit:
+            unsupported.append(f"{where}: flag {name} (capshim knows {', '.join(bits)})")
+            continue
+        mask |= bits[max(hit, key=len)]
+    return mask
+
+
+def _value(key: str, value, where: str, unsupported: list):
+    """A JSON value as the capshim value of ``key`` (None, with a line in ``unsupported``, when it cannot be)."""
+    vtype = KEYS["vulkan"][key]
+    if vtype == "bool":
+        if isinstance(value, bool):
+            return value
+    elif vtype == "flags":
+        return _flag_mask(key, value, where, unsupported)
+    elif vtype == "version":
+        try:
+            return parse_version(value) if isinstance(value, (str, int)) and not isinstance(value, bool) else None
+        except ValueError as exc:
+            unsupported.append(f"{where}: {value!r}: {exc}")
+            return None
+    elif isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= 0xFFFFFFFF:
+        floor = SPEC_MIN.get("vulkan", {}).get(key)
+        if floor is not None and value < floor:
+            unsupported.append(f"{where}: {value} is below the Vulkan spec's required minimum {floor}")
+            return None
+        return value
+    unsupported.append(f"{where}: {value!r} is not a {vtype} value")
+    return None
+
+
+def _members(value: dict, prefix: str = ""):
+    """(member path, value) of a struct's JSON, nested structs (``limits``) flattened to ``limits.x``."""
+    for name, v in value.items():
+        if isinstance(v, dict):
+            yield from _members(v, f"{prefix}{name}.")
+        else:
+            yield f"{prefix}{name}", v
+
+
+def _read_structs(section: str, structs: dict, block: str, out: Reading) -> None:
+    """Map one block's ``features`` or ``properties`` onto capshim keys (unknown ones listed)."""
+    index = _index()
+    known = {s for s, _ in index}
+    for struct, body in structs.items():
+        if struct in ("VkPhysicalDeviceFeatures2", "VkPhysicalDeviceProperties2") and isinstance(body, dict):
+            inner = body.get("features" if "Features" in struct else "properties", {})
+            body, struct = inner, struct[:-1]
+        if not isinstance(body, dict):
+            out.unsupported.append(f"{block}.{section}.{struct}: not an object")
+            continue
+        name = _core_name(struct, known)
+        missing = []
+        for member, value in _members(body):
+            key = index.get((name, member))
+            if key is None:
+                missing.append(member)
+                continue
+            if KINDS["vulkan"][key] == "exact":
+                out.unsupported.append(f"{struct}.{member} = {value!r}: an exact property (what the hardware "
+                                       "does) is not simulated; set it in a TOML profile with override_exact")
+                continue
+            got = _value(key, value, f"{struct}.{member}", out.unsupported)
+            if got is not None:
+                out.capabilities[key] = got
+        if missing:
+            what = "struct not in capshim's table" if name not in known else "no capshim key"
+            out.unsupported.append(f"{struct} ({what}; block {block}): {len(missing)} member(s): {', '.join(missing)}")
+
+
+def _read_block(name: str, block, out: Reading) -> None:
+    if not isinstance(block, dict):
+        out.unsupported.append(f"capability block {name}: not an object")
+        return
+    for section, body in block.items():
+        if section == "extensions" and isinstance(body, dict):
+            for ext, spec in body.items():
+                ok = re.fullmatch(r"VK_[A-Za-z0-9_]+", str(ext)) and len(ext) <= LIMITS["extension_name_max"]
+                if ok and isinstance(spec, int) and not isinstance(spec, bool) and 0 < spec <= 0xFFFFFFFF:
+                    out.extensions[ext] = spec
+                else:
+                    out.unsupported.append(f"{name}.extensions.{ext} = {spec!r}: not an extension and spec version")
+        elif section in ("features", "properties") and isinstance(body, dict):
+            _read_structs(section, body, name, out)
+        elif section in NOT_ANSWERED:
+            count = len(body) if isinstance(body, (dict, list)) else 1
+            out.unsupported.append(f"{name}.{section}: {count} entr{'y' if count == 1 else 'ies'} "
+                                   "(capshim's layer does not answer formats, queue families or video)")
+        else:
+            out.unsupported.append(f"{name}.{section}: unknown section (not in the Vulkan Profiles schema)")
+
+
+def _pick(profiles: dict, wanted: str | None, source: str) -> str:
+    names = sorted(profiles)
+    if wanted is not None:
+        if wanted not in profiles:
+            raise ProfileError(source, f"profiles.{wanted}", None, "no such profile in the file"
+                               + did_you_mean(wanted, names) + f"; it has: {', '.join(names)}")
+        return wanted
+    if len(names) != 1:
+        raise ProfileError(source, "profiles", None, f"the file has {len(names)} profiles; pick one with "
+                           f"FILE.json#NAME: {', '.join(names) or 'none'}")
+    return names[0]
+
+
+def _resolve(doc: dict, name: str, out: Reading, seen: tuple[str, ...]) -> None:
+    """Fold profile ``name`` (its required profiles first, as the schema orders them) into ``out``."""
+    profiles, blocks = doc.get("profiles", {}), doc.get("capabilities", {})
+    if name in seen:
+        raise ProfileError(out.source, f"profiles.{name}", None, f"requires itself ({' -> '.join(seen + (name,))})")
+    prof = profiles.get(name)
+    if not isinstance(prof, dict):
+        out.unsupported.append(f"required profile {name}: not in this file (not answered)")
+        return
+    for req in list(prof.get("profiles", [])) + list(prof.get("requires", [])):
+        out.notes.append(f"{name} requires {req}: its capabilities are included")
+        _resolve(doc, str(req), out, seen + (name,))
+    api = prof.get("api-version")
+    if api is not None:
+        got = _value("apiVersion", api, f"{name}.api-version", out.unsupported)
+        if got is not None:
+            out.capabilities["apiVersion"] = max(got, out.capabilities.get("apiVersion", 0))
+    for entry in prof.get("capabilities", []):
+        if isinstance(entry, list):
+            if not entry:
+                continue
+            out.notes.append(f"{name}: alternatives {', '.join(map(str, entry))}: the first, {entry[0]}, is used")
+            entry = entry[0]
+        if entry not in blocks:
+            raise ProfileError(out.source, f"profiles.{name}.capabilities", entry, "names no capability block")
+        _read_block(str(entry), blocks[entry], out)
+    for entry in prof.get("optionals", []):
+        out.unsupported.append(f"{name}: optional capabilities {entry}: optional, so not answered")
+
+
+def read(ref: str) -> Reading:
+    """Read ``FILE.json`` or ``FILE.json#PROFILE`` (bounded, strict JSON: :mod:`capshim.jsonread`).
+
+    Raises:
+        ProfileError: unreadable or not a Vulkan Profiles file, no such or no single profile,
+            a profile that requires itself, a capability name with no block.
+    """
+    path, wanted = split_ref(ref)
+    try:
+        doc = jsonread.load(Path(path), limit=MAX_FILE_BYTES)
+    except jsonread.JsonShapeError as exc:
+        raise ProfileError(ref, None, None, str(exc)) from None
+    if not isinstance(doc, dict) or not isinstance(doc.get("profiles"), dict) \
+            or not isinstance(doc.get("capabilities", {}), dict):
+        raise ProfileError(ref, None, None, "not a Vulkan Profiles file (a JSON object with \"profiles\" and "
+                           "\"capabilities\" objects: the Khronos profiles schema)")
+    name = _pick(doc["profiles"], wanted, ref)
+    prof = doc["profiles"][name]
+    label = prof.get("label") or prof.get("description") or name if isinstance(prof, dict) else name
+    out = Reading(name=name, source=ref, label=" ".join(str(label).split()))
+    _resolve(doc, name, out, ())
+    return out
+
+
+def _profile_name(reading: Reading, direction: str) -> str:
+    base = re.sub(r"[^a-z0-9._-]+", "-", reading.name.lower()).strip("-._") or "khronos"
+    return f"{base[:55]}-{direction}"
+
+
+def _build(reading: Reading, direction: str, caps: dict, exts: dict) -> Profile:
+    """A validated capshim profile of ``caps`` and ``exts`` (TOML written with tomli-w, parsed back)."""
+    types = KEYS["vulkan"]
+    doc = {"name": _profile_name(reading, direction), "api": "vulkan", "direction": direction, "version": 1,
+           "description": f"{direction} to Khronos profile {reading.name} ({reading.label})"[:200],
+           "capabilities": {k: (format_version(v) if types[k] == "version" else bool(v) if types[k] == "bool" else v)
+                            for k, v in caps.items()}}
+    if exts:
+        doc["extensions"] = exts
+    return parse(tomli_w.dumps(doc), f"{reading.source} ({direction})")
+
+
+def _limit_extensions(exts: dict, reading: Reading, what: str) -> dict:
+    cap = LIMITS["extensions_max"]
+    if len(exts) > cap:
+        left = sorted(exts)[cap:]
+        reading.unsupported.append(f"{len(left)} extension(s) to {what} beyond the layer's {cap} per profile "
+                                   f"(extensions_max): {', '.join(left)}")
+    return {k: exts[k] for k in sorted(exts)[:cap]}
+
+
+def one_direction(reading: Reading, direction: str) -> Profile:
+    """The whole reading as one profile of ``direction`` (``import --direction``): answers the direction
+    cannot give (a feature on in a lower profile, off in a raise one) are listed in ``unsupported``."""
+    caps = {}
+    for key, value in reading.capabilities.items():
+        if KEYS["vulkan"][key] == "bool" and value != (direction == "raise"):
+            reading.unsupported.append(f"{key} = {str(value).lower()}: a {direction} profile cannot say it "
+                                       "(derive the direction per answer: leave --direction out)")
+        else:
+            caps[key] = value
+    exts = {e: s for e, s in reading.extensions.items()} if direction == "raise" else {}
+    return _build(reading, direction, caps, _limit_extensions(exts, reading, "add"))
+
+
+def _split(reading: Reading, device: dict) -> tuple[dict, dict]:
+    """key -> value of the lower part (weaker than or equal to the device) and of the raise part."""
+    kinds, types = KINDS["vulkan"], KEYS["vulkan"]
+    dev_caps = device.get("capabilities", {})
+    lower, raise_, same = {}, {}, []
+    for key, value in reading.capabilities.items():
+        dev = dev_caps.get(key)
+        if dev is None:
+            (raise_ if types[key] != "bool" or value else lower)[key] = value
+            continue
+        dev = parse_version(dev) if types[key] == "version" and isinstance(dev, str) else dev
+        if types[key] == "bool":
+            if value and dev:
+                same.append(key)  # a lower profile cannot say "on"; the device already answers it
+            else:
+                (raise_ if value else lower)[key] = value
+        elif types[key] == "flags":
+            if value & ~int(dev):
+                raise_[key] = value
+            if ~value & int(dev) or not value & ~int(dev):
+                lower[key] = value
+        else:
+            stronger = answer(kinds[key], types[key], "raise", dev, value) != dev
+            (raise_ if stronger else lower)[key] = value
+    if same:
+        reading.notes.append(f"{len(same)} feature(s) on in the file and on the device, answered by the device "
+                             f"itself: {', '.join(same)}")
+    return lower, raise_
+
+
+def _drop_refused(profile: Profile, reading: Reading, device: dict, rebuild) -> Profile:
+    """Leave out (and list) what the layer would refuse on this device: subgroup sizes out of order
+    against the device's exact answers, a feature whose structure the device cannot be queried for."""
+    for _ in range(8):
+        refused = [f for f in check_against_device(profile, device) if f.severity == "refuse"]
+        if not refused:
+            return profile
+        caps = dict(profile.capabilities)
+        for f in refused:
+            drop = [f.key] + [k for seq in ORDERED if f.key in seq for k in seq]
+            for key in drop:
+                if caps.pop(key, None) is not None:
+                    reading.unsupported.append(f"{key}: not answered on this device: {f.message}")
+        profile = rebuild(caps)
+    return profile
+
+
+def derive(reading: Reading, device: dict) -> tuple[Profile | None, Profile | None]:
+    """Split a reading per answer against ``device`` (a stock probe, :meth:`Backend.stock_answers` form).
+
+    Returns:
+        (lower, raise): the ``lower`` profile (answers weaker than or equal to the device's;
+        extensions the device lists and the file does not stay listed, said in ``reading.notes``),
+        the ``raise`` profile
+        (stronger answers; extensions the file states and the device lacks), each None when
+        empty. Versions and flags are compared as the layer does (:func:`checks.answer`).
+    """
+    lo, hi = _split(reading, device)
+    listed = device.get("extensions", {})
+    unstated = sorted(set(listed) - set(reading.extensions))
+    if unstated and reading.extensions:
+        reading.notes.append(f"{len(unstated)} extension(s) the device lists and the file does not are left "
+                             f"listed (a profile states what must be there): {', '.join(unstated[:5])}"
+                             + (f" (+{len(unstated) - 5} more)" if len(unstated) > 5 else ""))
+    add = _limit_extensions({e: s for e, s in reading.extensions.items() if e not in listed}, reading, "add")
+
+    def rebuild(direction, extensions):
+        return lambda caps: _build(reading, direction, caps, extensions)
+    low = _drop_refused(rebuild("lower", {})(lo), reading, device, rebuild("lower", {})) if lo else None
+    high = _drop_refused(rebuild("raise", add)(hi), reading, device, rebuild("raise", add)) if hi or add else None
+    if low is not None and not low.capabilities:
+        low = None
+    return low, high
+
+
+def _flag_names(key: str, mask: int) -> list[str]:
+    """A mask as Vulkan FlagBits names (``VK_SUBGROUP_FEATURE_BASIC_BIT``, ``..._PARTITIONED_BIT_NV``)."""
+    bits_type = load_table().entry("vulkan", key).flag_names.removeprefix("Vk").removesuffix("FlagBits")
+    prefix = re.sub(r"([a-z])([A-Z])", r"\1_\2", bits_type).upper()
+    out = []
+    for name, bit in FLAG_NAMES[key].items():
+        if mask & bit:
+            m = re.fullmatch(r"(.*?)_(NV|EXT|KHR|AMD)", name.upper())
+            stem, vendor = (m[1], m[2]) if m else (name.upper(), _BIT_VENDOR.get(name))
+            out.append(f"VK_{prefix}_{stem}_BIT" + (f"_{vendor}" if vendor else ""))
+    return out
+
+
+def reading_of_probe(probe: dict, source: str) -> Reading:
+    """A probe result (``capshim probe --json`` form) as a :class:`Reading` of its answers."""
+    dev = probe.get("device", {})
+    out = Reading(name="VP_CAPSHIM_" + (re.sub(r"[^A-Za-z0-9]+", "_", str(dev.get("name", ""))).strip("_") or "device"),
+                  source=source, label=" ".join(str(dev.get("name", "device")).split()))
+    for key, value in probe.get("capabilities", {}).items():
+        if value is None or key not in KEYS["vulkan"] or KINDS["vulkan"][key] == "exact":
+            continue
+        out.capabilities[key] = parse_version(value) if KEYS["vulkan"][key] == "version" else value
+    out.extensions = {e: int(s) for e, s in probe.get("extensions", {}).items()}
+    return out
+
+
+def capture_reading(reading: Reading) -> dict:
+    """A Vulkan Profiles document (schema 0.8) of a reading's answers (:func:`reading_of_probe` for a
+    device's stock probe, :func:`read` for another file).
+
+    Each key is written under the first struct the capability table names for it (``limits.x``
+    nested), flags as FlagBits names, apiVersion packed (as vulkaninfo writes it); the one
+    profile, ``reading.name``, has ``api-version`` = the apiVersion answer.
+    """
+    table = load_table()
+    features, properties = {}, {}
+    for key, value in reading.capabilities.items():
+        struct, member = table.entry("vulkan", key).structs[0]
+        where = features if "features" in table.structs[struct].chain else properties
+        node = where.setdefault(struct, {})
+        *outer, last = member.split(".")
+        for part in outer:
+            node = node.setdefault(part, {})
+        node[last] = _flag_names(key, value) if KEYS["vulkan"][key] == "flags" else value
+    api = reading.capabilities.get("apiVersion")
+    block = {"extensions": dict(reading.extensions), "features": features, "properties": properties}
+    return {"$schema": "https://schema.khronos.org/vulkan/profiles-0.8-latest.json#",
+            "capabilities": {"device": block},
+            "profiles": {reading.name: {"version": 1, "api-version": format_version(api) if api else "1.0.0",
+                                        "label": reading.label, "description": "Captured by capshim profile capture",
+                                        "contributors": {}, "history": [], "capabilities": ["device"]}}}
