@@ -32,6 +32,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import urllib.parse
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -252,6 +253,8 @@ def render_config(profile: Profile) -> str:
     if _CONFIG_NAME.fullmatch(profile.name):  # always, for a parsed profile (NAME_RE is narrower)
         lines.append(f"profile={profile.name}")
     lines += [f"{k}={v}" for k, v in profile.capabilities.items()]
+    if profile.device_name:  # percent-encoded (RFC 3986 unreserved kept), as config.h reads it
+        lines.append(f"deviceName={urllib.parse.quote(profile.device_name, safe='')}")
     lines += [f"extension.{k}={v}" for k, v in profile.extensions.items()]
     return "\n".join(lines) + "\n"
 
