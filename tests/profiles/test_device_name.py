@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from capshim import profiles
+from capshim.profiles import checks
 from capshim.backends import vulkan
 from capshim.native.build import run_compiler
 from tests.conftest import run_capshim
@@ -32,6 +33,17 @@ def test_a_profile_may_set_the_device_name_and_check_says_why():
     (line,) = profiles.describe(p)
     assert line.startswith('deviceName: "Apple M1 Ultra" instead of the device\'s own name')
     assert "key tuning tables" in line
+
+
+def test_the_devices_own_name_is_a_no_op_warning():
+    # No silent no-ops (docs/profiles.md): a name equal to the one below changes nothing.
+    p = profiles.parse(_text('"llvmpipe"'), "n.toml")
+    device = {"device": {"name": "llvmpipe", "apiVersion": "1.3.230"}, "capabilities": {}, "extensions": {}}
+    (f,) = checks.no_effect(p, device)
+    assert (f.key, f.noop) == ("deviceName", "same") and "no effect" in f.message
+    assert checks.no_effect(p, {**device, "device": {"name": "other"}}) == []
+    # Over --simulate, the app role sees the simulated name.
+    assert checks.answers_after(p, {**device, "device": {"name": "x"}})["device"]["name"] == "llvmpipe"
 
 
 def test_the_built_in_profiles_leave_the_name_alone():

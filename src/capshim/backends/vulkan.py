@@ -89,7 +89,9 @@ def _manifest(layer: str, role: str) -> dict:
             "implementation_version": str(nb.version_number()),  # capshim.__version__, the one version
             "description": f"capshim {__version__} capability layer, {role} role",
             # The loader answers vkEnumerateDeviceExtensionProperties(pLayerName) from this list;
-            # the layer implements the entry point (layer.c, "Tooling info").
+            # the layer implements the entry point (layer.c, "Tooling info"). The Khronos Profiles
+            # layer's manifest (Vulkan-Profiles, layer/VkLayer_khronos_profiles.json.in) and the
+            # validation layer's list it the same way.
             "device_extensions": [{"name": "VK_EXT_tooling_info", "spec_version": "1",
                                    "entrypoints": ["vkGetPhysicalDeviceToolPropertiesEXT"]}],
             "functions": {
