@@ -57,7 +57,8 @@ def test_both_shims_write_the_same_leading_fields(vk_build, shim, tmp_path):
     assert hooks["installed"] == [
         "vkGetPhysicalDeviceProperties", "vkGetPhysicalDeviceProperties2", "vkGetPhysicalDeviceProperties2KHR",
         "vkGetPhysicalDeviceFeatures", "vkGetPhysicalDeviceFeatures2", "vkGetPhysicalDeviceFeatures2KHR",
-        "vkEnumerateDeviceExtensionProperties"]
+        "vkEnumerateDeviceExtensionProperties", "vkGetPhysicalDeviceToolProperties",
+        "vkGetPhysicalDeviceToolPropertiesEXT"]
     r = shim.run(["new", "CSParavirtDevice"], APPLE9)
     assert r.rc == 0 and r.events
     assert all(list(e)[:4] == ["schema", "event", "shim", "pid"] for e in r.events)

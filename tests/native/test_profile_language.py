@@ -121,6 +121,7 @@ def _c_reads_as_stated(line, stated):
     if ": ok (" not in line:
         return False
     values = dict(item.split("=", 1) for item in line.split(") ", 1)[1].split()) if ") " in line else {}
+    values.pop("profile", None)  # the profile's name, for the tooling-info description (not a value)
     if set(values) != set(stated):
         return False
     for key, want in stated.items():
@@ -147,10 +148,18 @@ def test_the_corpus_has_both_verdicts():
     assert verdicts == {True, False}
 
 
+# The profile's own version reaches the layer only in a comment line of its configuration, so
+# the C parser has no verdict on it (it agreed on this case only while that comment line was
+# over the 400-byte line limit; deviceName raised the limit to 800). Python alone judges it
+# (test_errors_name_the_key below).
+PYTHON_ONLY = {"version_450_digits"}
+
+
 @pytest.mark.slow
 def test_python_schema_and_c_parser_give_the_same_verdict(vk_build, tmp_path):
     paths, stated = [], []
-    for name, text in CORPUS.items():
+    cases = {n: t for n, t in CORPUS.items() if n not in PYTHON_ONLY}
+    for name, text in cases.items():
         p, s = _literal_profile(text)
         path = tmp_path / name
         path.write_bytes(render_config(p).encode("utf-8", "surrogateescape"))
@@ -160,9 +169,9 @@ def test_python_schema_and_c_parser_give_the_same_verdict(vk_build, tmp_path):
                           capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0 and "runtime error" not in proc.stderr, proc.stderr[-2000:]
     lines = proc.stdout.splitlines()
-    assert len(lines) == len(CORPUS)
+    assert len(lines) == len(cases)
     disagree = []
-    for (name, text), line, s in zip(CORPUS.items(), lines, stated):
+    for (name, text), line, s in zip(cases.items(), lines, stated):
         py, c = _python_accepts(text), _c_reads_as_stated(line, s)
         if py != c:
             disagree.append((name, py, c, line[:200]))

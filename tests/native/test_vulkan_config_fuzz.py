@@ -16,7 +16,8 @@ import pytest
 pytestmark = pytest.mark.slow  # every test here runs a real component (tests/test_tiers.py)
 
 VALID = b"# capshim\ndirection=lower\nmaxComputeSharedMemorySize=16384\nshaderFloat16=0\n" \
-        b"subgroupSupportedOperations=0xff\napiVersion=4206592\nextension.VK_KHR_cooperative_matrix=0\n"
+        b"subgroupSupportedOperations=0xff\napiVersion=4206592\nextension.VK_KHR_cooperative_matrix=0\n" \
+        b"profile=p-1\ndeviceName=GPU%20%C3%A9%25\n"
 
 EDGE = {
     "valid": (VALID, "ok (4 values, 1 extensions)"),
@@ -44,6 +45,23 @@ EDGE = {
     "utf8_comment": ("# café\ndirection=lower\n".encode(), "ok (0 values, 0 extensions)"),
     "utf8_key": ("direction=lower\ncafé=1\n".encode(), "only printable ASCII"),
     "comment_control": (b"# a\x1b[31m\ndirection=lower\n", "invalid: line 1: byte 0x1b"),
+    # profile= and deviceName= (issue 21: tooling info names the profile; device identity)
+    "profile_ok": (b"direction=lower\nprofile=vulkan-paravirt\n", "ok (0 values, 0 extensions)"),
+    "profile_twice": (b"direction=lower\nprofile=a\nprofile=b\n", "key 'profile' given twice"),
+    "profile_bad": (b"direction=lower\nprofile=a/b\n", "key 'profile': 'a/b' is not"),
+    "profile_long": (b"direction=lower\nprofile=" + b"a" * 65 + b"\n", "key 'profile'"),
+    "name_ok": (b"direction=raise\ndeviceName=Apple%20M1%20Ultra\n", "ok (0 values, 0 extensions)"),
+    "name_255": (b"direction=raise\ndeviceName=" + b"%41" * 255 + b"\n", "ok (0 values, 0 extensions)"),
+    "name_256": (b"direction=raise\ndeviceName=" + b"%41" * 256 + b"\n", "longer than 255 bytes"),
+    "name_empty": (b"direction=raise\ndeviceName=\n", "key 'deviceName': empty"),
+    "name_bad_escape": (b"direction=raise\ndeviceName=a%4\n", "not followed by two hex digits"),
+    "name_raw_byte": (b"direction=raise\ndeviceName=a+b\n", "must be percent-encoded"),
+    "name_not_utf8": (b"direction=raise\ndeviceName=%FF\n", "not UTF-8 without control characters"),
+    "name_overlong": (b"direction=raise\ndeviceName=%C0%AF\n", "not UTF-8"),
+    "name_surrogate": (b"direction=raise\ndeviceName=%ED%A0%80\n", "not UTF-8"),
+    "name_nul": (b"direction=raise\ndeviceName=a%00b\n", "not UTF-8"),
+    "name_c1": (b"direction=raise\ndeviceName=%C2%85\n", "not UTF-8"),
+    "name_twice": (b"direction=raise\ndeviceName=a\ndeviceName=b\n", "key 'deviceName' given twice"),
 }
 
 
@@ -65,6 +83,13 @@ def test_edge_cases(vk_build, tmp_path):
     for (name, (_, want)), line in zip(EDGE.items(), lines):
         assert line.startswith(f"{tmp_path / name}: "), line
         assert want in line, (name, line)
+
+
+def test_device_name_is_decoded_and_profile_kept(vk_build, tmp_path):
+    p = tmp_path / "valid"
+    p.write_bytes(VALID)
+    (line,) = _run(vk_build.fuzz_driver, ["--values", p])
+    assert line.endswith(" profile=p-1 deviceName=GPU \u00e9%"), line
 
 
 def _mutate(rng: random.Random, data: bytes) -> bytes:

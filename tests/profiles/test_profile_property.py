@@ -357,6 +357,7 @@ def _check_parser(driver: Path, p: profiles.Profile, tmp: Path):
     got = dict(item.split("=", 1) for item in items)
     want = {k: str(v) for k, v in p.capabilities.items()}
     want.update({f"extension.{k}": str(v) for k, v in p.extensions.items()})
+    want["profile"] = p.name  # named in the layer's VK_EXT_tooling_info description
     assert got == want
 
 

@@ -27,10 +27,12 @@ from __future__ import annotations
 import json
 import os
 import platform
+import re
 import shutil
 import subprocess
 import sys
 import tempfile
+import urllib.parse
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -86,6 +88,12 @@ def _manifest(layer: str, role: str) -> dict:
             "api_version": "1.4.0",
             "implementation_version": str(nb.version_number()),  # capshim.__version__, the one version
             "description": f"capshim {__version__} capability layer, {role} role",
+            # The loader answers vkEnumerateDeviceExtensionProperties(pLayerName) from this list;
+            # the layer implements the entry point (layer.c, "Tooling info"). The Khronos Profiles
+            # layer's manifest (Vulkan-Profiles, layer/VkLayer_khronos_profiles.json.in) and the
+            # validation layer's list it the same way.
+            "device_extensions": [{"name": "VK_EXT_tooling_info", "spec_version": "1",
+                                   "entrypoints": ["vkGetPhysicalDeviceToolPropertiesEXT"]}],
             "functions": {
                 "vkNegotiateLoaderLayerInterfaceVersion": f"capshim_{role}_NegotiateLoaderLayerInterfaceVersion",
                 "vkGetInstanceProcAddr": f"capshim_{role}_GetInstanceProcAddr",
@@ -115,7 +123,7 @@ def build_paths() -> VulkanBuild:
     src = nb.source_dir("vulkan")
     # The manifest layout is part of the build: bump it when _manifest or the folders change.
     final = nb.build_dir("vulkan", [src / s for s in SOURCES],
-                         [*_commands(nb.compiler()).values(), ["manifest-layout", "5"]])
+                         [*_commands(nb.compiler()).values(), ["manifest-layout", "6"]])
     return VulkanBuild(final, final / LIBRARY, final / PROBE, final / "fuzz_config")
 
 
@@ -233,13 +241,22 @@ def verify() -> list[dict]:
     return out
 
 
+_CONFIG_NAME = re.compile(r"[A-Za-z0-9._-]{1,64}")
+"""A profile name the layer's configuration takes (``profile=``, config.h); the layer names it
+in its VK_EXT_tooling_info description."""
+
+
 def render_config(profile: Profile) -> str:
     """The layer's key=value configuration for a Vulkan profile (format: native/vulkan/config.h)."""
     if profile.api != "vulkan":
         raise UsageError(f"profile {profile.source}: api is '{profile.api}', the Vulkan layer needs 'vulkan'")
     lines = [f"# capshim profile {profile.name} version {profile.version} sha256 {profile.sha256}",
              f"direction={profile.direction}"]
+    if _CONFIG_NAME.fullmatch(profile.name):  # always, for a parsed profile (NAME_RE is narrower)
+        lines.append(f"profile={profile.name}")
     lines += [f"{k}={v}" for k, v in profile.capabilities.items()]
+    if profile.device_name:  # percent-encoded (RFC 3986 unreserved kept), as config.h reads it
+        lines.append(f"deviceName={urllib.parse.quote(profile.device_name, safe='')}")
     lines += [f"extension.{k}={v}" for k, v in profile.extensions.items()]
     return "\n".join(lines) + "\n"
 

@@ -27,6 +27,8 @@ module loads profiles by built-in name or path and re-exports the public names.
 
 from __future__ import annotations
 
+import re
+
 from importlib import resources
 from pathlib import Path
 
@@ -72,9 +74,13 @@ def load(ref: str | Path) -> Profile:
         raise ProfileError(ref_s, None, None, "is a folder, not a profile file")
     if path.is_file() or "/" in ref_s or ref_s.endswith(".toml"):
         try:  # bounded, regular files only: /dev/zero or a FIFO is refused at once
-            text = paths.read_limited(path, MAX_PROFILE_BYTES).decode("utf-8")
-        except (OSError, UnicodeDecodeError) as exc:
-            raise ProfileError(ref_s, None, None, f"cannot read: {exc.strerror if isinstance(exc, OSError) else exc}") from None
+            raw = paths.read_limited(path, MAX_PROFILE_BYTES)
+        except OSError as exc:
+            raise ProfileError(ref_s, None, None, f"cannot read: {exc.strerror}") from None
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise _not_utf8(ref_s, raw, exc) from None
         return parse(text, ref_s)
     if ref_s in builtin_names():
         text = (_builtin_dir() / f"{ref_s}.toml").read_text(encoding="utf-8")
@@ -100,3 +106,19 @@ def to_toml(profile: Profile) -> str:
     if profile.extensions:
         doc["extensions"] = {name: (spec if spec else False) for name, spec in profile.extensions.items()}
     return tomli_w.dumps(doc)
+
+
+_BARE_KEY = re.compile(rb"\s*([A-Za-z0-9_-]+)\s*=")
+_TABLE = re.compile(rb"^\s*\[([A-Za-z0-9_.-]+)\]", re.MULTILINE)
+
+
+def _not_utf8(source: str, raw: bytes, exc: UnicodeDecodeError) -> ProfileError:
+    """The error for a profile file that is not UTF-8: the line, and the key on it when the
+    line starts with one (a ``deviceName`` pasted from another encoding is the likely case)."""
+    line_no = raw.count(b"\n", 0, exc.start) + 1
+    start = raw.rfind(b"\n", 0, exc.start) + 1
+    m = _BARE_KEY.match(raw, start)
+    tables = _TABLE.findall(raw, 0, start)
+    key = None if m is None else (f"{tables[-1].decode('ascii')}." if tables else "") + m[1].decode("ascii")
+    return ProfileError(source, key, None, f"not UTF-8: byte 0x{raw[exc.start]:02x} on line {line_no} "
+                                           "(TOML files are UTF-8)")

@@ -144,6 +144,10 @@ def describe(profile: Profile) -> list[str]:
             text = f"{'at least' if stronger_up else 'at most'} {shown}, else the device's answer " \
                    f"({kind}: {'less' if kind == 'lower' else 'more'} is stronger)"
         out.append(f"{key}: {text}")
+    if profile.device_name:
+        out.append(f"deviceName: \"{profile.device_name}\" instead of the device's own name: for applications "
+                   "that key tuning tables or workarounds by device name (llama.cpp has begun to); every other "
+                   "answer still comes from the device below")
     for name, spec in profile.extensions.items():
         out.append(f"extension {name}: " + (
             "hidden" if spec == 0 else f"added with spec version {spec} where the device lacks it (a device "
@@ -193,8 +197,9 @@ def no_effect(profile: Profile, base: dict, base_name: str = "the device") -> li
     value equal to the answer below (``shaderFloat16 = true`` in a raise over a
     device that has it, an exact key at the device's value), a key a ``lower``
     profile sets that the device does not report, an extension a raise adds
-    that is already listed (the layer keeps the listed spec version) and one a
-    lower hides that is not listed all change nothing. (A value below the
+    that is already listed (the layer keeps the listed spec version), one a
+    lower hides that is not listed, and a ``deviceName`` equal to the name below
+    all change nothing. (A value below the
     Vulkan spec's minimum never gets here: :func:`capshim.profiles.parse`
     refuses it, exit 2.)
 
@@ -249,6 +254,11 @@ def no_effect(profile: Profile, base: dict, base_name: str = "the device") -> li
         elif not spec and have is None:
             out.append(Finding(f"extension {name}", None, None, "warn",
                                f"extension {name} = false: no effect: {base_name} does not list it", "same"))
+    below = base.get("device", {}).get("name") if isinstance(base.get("device"), dict) else None
+    if profile.device_name and profile.device_name == below:
+        out.append(Finding("deviceName", below, below, "warn",
+                           f"deviceName = {profile.device_name!r}: no effect: {base_name} already answers it",
+                           "same"))
     return out
 
 
@@ -289,7 +299,10 @@ def answers_after(profile: Profile, device_answers: dict) -> dict:
             exts.pop(name, None)
         elif name not in exts and profile.direction == "raise":
             exts[name] = spec
-    return {**device_answers, "capabilities": caps, "extensions": exts}
+    out = {**device_answers, "capabilities": caps, "extensions": exts}
+    if profile.device_name and isinstance(device_answers.get("device"), dict):
+        out["device"] = {**device_answers["device"], "name": profile.device_name}
+    return out
 
 
 def check_alone(profile: Profile) -> list[Finding]:

@@ -21,7 +21,8 @@ import jsonschema
 from capshim.contracts import numbers, tomlread
 from capshim.contracts.suggest import did_you_mean
 from capshim.profiles.catalog import FLAG_NAMES, KEYS, KINDS, LIMITS, ORDERED, POWER_OF_TWO, SPEC_MIN
-from capshim.profiles.model import U32_MAX, U64_MAX, Profile, ProfileError, parse_version
+from capshim.profiles.model import (DEVICE_NAME_KEY, DEVICE_NAME_MAX_BYTES, U32_MAX, U64_MAX, Profile, ProfileError,
+                                    parse_version)
 
 __all__ = ["parse", "schema"]
 
@@ -31,6 +32,8 @@ NAME_RE = r"\A[a-z0-9][a-z0-9._-]{0,63}\Z"
 EXTENSION_RE = r"\AVK_[A-Za-z0-9_]+\Z"
 VERSION_RE = r"\A(0|[1-9][0-9]{0,2})\.(0|[1-9][0-9]{0,3})(\.(0|[1-9][0-9]{0,3}))?\Z"
 LINE_RE = r"\A[^\x00-\x1f\x7f]*\Z"
+# deviceName: no C0, DEL or C1 controls (the layer's configuration parser refuses them too).
+NAME_TEXT_RE = r"\A[^\x00-\x1f\x7f-\x9f]*\Z"
 
 
 def _kind_schema(api: str, kind: str, key: str) -> dict:
@@ -64,6 +67,8 @@ def schema(api: str) -> dict:
         KeyError: when ``api`` is not "vulkan" or "metal".
     """
     caps = {k: _kind_schema(api, kind, k) for k, kind in KEYS[api].items()}
+    if api == "vulkan":  # a string answer (issue 21): the length in bytes is checked in _resolve
+        caps[DEVICE_NAME_KEY] = {"type": "string", "minLength": 1, "pattern": NAME_TEXT_RE}
     exact = [k for k, kind in KINDS[api].items() if kind == "exact"]
     props: dict[str, Any] = {
         "name": {"type": "string", "pattern": NAME_RE},
@@ -151,7 +156,9 @@ def _check_schema(data: dict, source: str) -> None:
     key = tomlread.dotted(path) or None
     value = err.instance
     kind = None
-    if len(path) == 2 and path[0] == "capabilities":
+    if path == ["capabilities", DEVICE_NAME_KEY]:
+        kind = "device-name"
+    elif len(path) == 2 and path[0] == "capabilities":
         kind = KEYS[api].get(path[1])
     elif path == ["version"]:
         kind = "profile-version"
@@ -181,6 +188,8 @@ def _reason(err: jsonschema.ValidationError, kind: str | None) -> str:
         "override-exact": "expected a list of exact keys ("
                           + ", ".join(k for k, v in KINDS["vulkan"].items() if v == "exact") + "), each once",
         "table": "expected a table (a [capabilities] or [extensions] header, once)",
+        "device-name": f"expected a device name: a string of 1..{DEVICE_NAME_MAX_BYTES} UTF-8 bytes without "
+                       "control characters",
     }
     if kind in expected:
         return expected[kind]
@@ -192,7 +201,10 @@ def _reason(err: jsonschema.ValidationError, kind: str | None) -> str:
 def _resolve(data: dict, source: str, text: str) -> Profile:
     api, direction = data["api"], data["direction"]
     caps: dict[str, int] = {}
+    device_name = _device_name(data, source)
     for key, value in data.get("capabilities", {}).items():
+        if key == DEVICE_NAME_KEY:
+            continue
         kind = KEYS[api][key]
         where = f"capabilities.{key}"
         if kind == "bool":
@@ -253,7 +265,27 @@ def _resolve(data: dict, source: str, text: str) -> Profile:
     _check_rules(caps, source)
     return Profile(name=data["name"], api=api, direction=direction, version=data["version"],
                    description=data["description"], capabilities=caps, extensions=exts,
-                   override_exact=override, source=source, text=text)
+                   override_exact=override, device_name=device_name, source=source, text=text)
+
+
+def _device_name(data: dict, source: str) -> str:
+    """``[capabilities] deviceName`` (schema-checked: a string without controls), or "".
+
+    Raises:
+        ProfileError: not UTF-8 (a lone surrogate) or longer than
+            VK_MAX_PHYSICAL_DEVICE_NAME_SIZE - 1 = 255 bytes (vulkan_core.h).
+    """
+    value = data.get("capabilities", {}).get(DEVICE_NAME_KEY, "")
+    where = f"capabilities.{DEVICE_NAME_KEY}"
+    try:
+        size = len(value.encode("utf-8"))
+    except UnicodeEncodeError:
+        raise ProfileError(source, where, value, "not UTF-8 (a lone surrogate)") from None
+    if size > DEVICE_NAME_MAX_BYTES:
+        raise ProfileError(source, where, value, f"{size} bytes in UTF-8: longer than {DEVICE_NAME_MAX_BYTES} "
+                           "(VkPhysicalDeviceProperties::deviceName holds VK_MAX_PHYSICAL_DEVICE_NAME_SIZE = 256 "
+                           "with the NUL)")
+    return value
 
 
 def _check_rules(caps: dict[str, int], source: str) -> None:

@@ -18,6 +18,10 @@ U32_MAX = 0xFFFFFFFF
 U64_MAX = 0xFFFFFFFFFFFFFFFF
 # VK_MAKE_API_VERSION (Vulkan specification): major 7 bits, minor 10, patch 12.
 VERSION_FIELDS = (("major", 0x7F), ("minor", 0x3FF), ("patch", 0xFFF))
+#: The profile key of the device-identity answer (a string, so outside the numeric table).
+DEVICE_NAME_KEY = "deviceName"
+#: VK_MAX_PHYSICAL_DEVICE_NAME_SIZE (vulkan_core.h) less the NUL: the longest name, in UTF-8 bytes.
+DEVICE_NAME_MAX_BYTES = 255
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
 
 
@@ -94,6 +98,9 @@ class Profile:
             or'ed into a mask); units as the API defines them (bytes for sizes).
         extensions: Vulkan extension name -> spec version to report (0: hide).
         override_exact: the exact keys (``subgroupSize``) the profile may change.
+        device_name: the device name to answer (Vulkan ``deviceName``, ``[capabilities]
+            deviceName``), or "" to keep the device's own; off by default, the built-in
+            profiles leave it out.
         source: the file path, or ``builtin:NAME``.
         text: the file's text exactly as read (what the evidence bundle keeps).
     """
@@ -106,6 +113,7 @@ class Profile:
     capabilities: dict[str, int] = field(default_factory=dict)
     extensions: dict[str, int] = field(default_factory=dict)
     override_exact: tuple[str, ...] = ()
+    device_name: str = ""
     source: str = ""
     text: str = ""
 
@@ -122,6 +130,8 @@ class Profile:
         for key, value in self.capabilities.items():
             kind = kinds[key]
             caps[key] = bool(value) if kind == "bool" else format_version(value) if kind == "version" else value
+        if self.device_name:
+            caps[DEVICE_NAME_KEY] = self.device_name
         out = {
             "name": self.name, "api": self.api, "direction": self.direction,
             "version": self.version, "description": self.description,

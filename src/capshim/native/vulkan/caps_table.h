@@ -23,7 +23,7 @@ enum capshim_sem {
 #define CAPSHIM_MAX_EXTENSIONS 64
 #define CAPSHIM_KEY_MAX 96
 #define CAPSHIM_EXT_NAME_MAX 256
-#define CAPSHIM_LINE_MAX 400
+#define CAPSHIM_LINE_MAX 800
 #define CAPSHIM_CONFIG_MAX_BYTES 65536
 
 /* X(key, type, kind): each key once, in the probe's order. */

@@ -65,6 +65,88 @@ static int valid_ext_name(const char *s) {
     return 1;
 }
 
+static int hexval(char c) {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    return -1;
+}
+
+/* Whether s (n bytes) is well-formed UTF-8 (Unicode 15, table 3-7: no overlongs,
+ * no surrogates, nothing above U+10FFFF) without C0, DEL or C1 controls. */
+static int clean_utf8(const unsigned char *s, size_t n) {
+    for (size_t i = 0; i < n;) {
+        unsigned char c = s[i];
+        size_t len = c < 0x80 ? 1 : (c >= 0xC2 && c <= 0xDF) ? 2 : (c >= 0xE0 && c <= 0xEF) ? 3
+                                   : (c >= 0xF0 && c <= 0xF4) ? 4 : 0;
+        if (len == 0 || i + len > n) return 0;
+        if (len == 1 && (c < 0x20 || c == 0x7f)) return 0;
+        unsigned char lo = 0x80, hi = 0xBF;
+        if (c == 0xE0) lo = 0xA0;
+        if (c == 0xED) hi = 0x9F;
+        if (c == 0xF0) lo = 0x90;
+        if (c == 0xF4) hi = 0x8F;
+        for (size_t k = 1; k < len; k++) {
+            unsigned char t = s[i + k];
+            if (t < (k == 1 ? lo : 0x80) || t > (k == 1 ? hi : 0xBF)) return 0;
+        }
+        if (c == 0xC2 && s[i + 1] < 0xA0) return 0; /* C1 controls U+0080..U+009F */
+        i += len;
+    }
+    return 1;
+}
+
+/* deviceName=TEXT: percent-decode into out (CAPSHIM_DEVICE_NAME_MAX bytes). */
+static int parse_device_name(const char *val, char *out, size_t lineno, char *err, size_t errlen) {
+    size_t n = 0;
+    for (const char *p = val; *p; p++) {
+        int c = (unsigned char)*p;
+        if (*p == '%') {
+            int h = hexval(p[1]), l = h < 0 ? -1 : hexval(p[2]);
+            if (l < 0) {
+                set_err(err, errlen, lineno, "key 'deviceName': '%%' not followed by two hex digits");
+                return -1;
+            }
+            c = h * 16 + l;
+            p += 2;
+        } else if (!((*p >= 'A' && *p <= 'Z') || (*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') ||
+                     *p == '-' || *p == '.' || *p == '_' || *p == '~')) {
+            set_err(err, errlen, lineno, "key 'deviceName': byte '%c' must be percent-encoded", *p);
+            return -1;
+        }
+        if (n + 1 >= CAPSHIM_DEVICE_NAME_MAX) {
+            set_err(err, errlen, lineno, "key 'deviceName': longer than %d bytes", CAPSHIM_DEVICE_NAME_MAX - 1);
+            return -1;
+        }
+        out[n++] = (char)c;
+    }
+    out[n] = '\0';
+    if (n == 0 || !clean_utf8((const unsigned char *)out, n)) {
+        set_err(err, errlen, lineno, "key 'deviceName': %s", n == 0 ? "empty" : "not UTF-8 without control characters");
+        out[0] = '\0';
+        return -1;
+    }
+    return 0;
+}
+
+/* profile=NAME: 1..64 bytes of A-Z a-z 0-9 . _ - */
+static int parse_profile_name(const char *val, char *out, size_t lineno, char *err, size_t errlen) {
+    size_t n = strlen(val);
+    int ok = n > 0 && n < CAPSHIM_PROFILE_NAME_MAX;
+    for (size_t i = 0; ok && i < n; i++) {
+        char c = val[i];
+        ok = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '.' || c == '_' ||
+             c == '-';
+    }
+    if (!ok) {
+        set_err(err, errlen, lineno, "key 'profile': '%.80s' is not 1..%d bytes of A-Z a-z 0-9 . _ -", val,
+                CAPSHIM_PROFILE_NAME_MAX - 1);
+        return -1;
+    }
+    memcpy(out, val, n + 1);
+    return 0;
+}
+
 /* Parse one NUL-terminated line (without its newline). */
 static int parse_line(char *line, size_t lineno, const struct capshim_keyspec *keys, size_t nkeys,
                       struct capshim_config *out, char *err, size_t errlen) {
@@ -95,6 +177,16 @@ static int parse_line(char *line, size_t lineno, const struct capshim_keyspec *k
             return -1;
         }
         return 0;
+    }
+    if (strcmp(key, "profile") == 0 || strcmp(key, "deviceName") == 0) {
+        int is_profile = key[0] == 'p';
+        char *dst = is_profile ? out->profile : out->device_name;
+        if (dst[0] != '\0') {
+            set_err(err, errlen, lineno, "key '%s' given twice", key);
+            return -1;
+        }
+        return is_profile ? parse_profile_name(val, dst, lineno, err, errlen)
+                          : parse_device_name(val, dst, lineno, err, errlen);
     }
     uint64_t num = 0;
     if (strncmp(key, "extension.", 10) == 0) {

@@ -8,6 +8,13 @@
  *   direction=lower       required, exactly once: "raise" or "lower"
  *   KEY=NUMBER            a known capability key (see caps_table.h)
  *   extension.NAME=NUMBER an extension's spec version to report; 0 hides it
+ *   profile=NAME          optional, once: the profile's name (1..64 bytes of
+ *                         A-Z a-z 0-9 . _ -), named in the layer's
+ *                         VK_EXT_tooling_info description
+ *   deviceName=TEXT       optional, once: the device name to answer, percent-encoded
+ *                         (RFC 3986: bytes other than A-Z a-z 0-9 - . _ ~ as %XX);
+ *                         decoded 1..255 bytes of UTF-8 without control characters
+ *                         (VkPhysicalDeviceProperties::deviceName holds 256 with the NUL)
  * Numbers parse whole with base 0 (decimal, 0x hex, 0 octal): no sign, no
  * spaces, no trailing bytes, no overflow. Booleans are 0 or 1; 32-bit kinds
  * must fit in 32 bits. A key may appear once. Anything else is an invalid
@@ -44,8 +51,15 @@ struct capshim_ext {
     uint32_t spec_version; /* 0: hide */
 };
 
+/* Buffer sizes, NUL included. CAPSHIM_DEVICE_NAME_MAX is VK_MAX_PHYSICAL_DEVICE_NAME_SIZE
+ * (vulkan_core.h; layer.c checks that they agree). */
+#define CAPSHIM_PROFILE_NAME_MAX 65
+#define CAPSHIM_DEVICE_NAME_MAX 256
+
 struct capshim_config {
     int direction;
+    char profile[CAPSHIM_PROFILE_NAME_MAX];   /* "" when not given */
+    char device_name[CAPSHIM_DEVICE_NAME_MAX]; /* "" when not given (the device's own name stays) */
     size_t nvalues;
     struct capshim_value values[CAPSHIM_MAX_VALUES];
     size_t nexts;

@@ -4,7 +4,8 @@
  * standalone: cc -fsanitize=address,undefined fuzz_config.c config.c; ./a.out [--values] FILE...
  *             parses each file and prints "FILE: ok (N values, M extensions)" or
  *             "FILE: invalid: REASON"; with --values an accepted file's values follow
- *             on the same line, " KEY=VALUE ... extension.NAME=SPEC ...".
+ *             on the same line, " KEY=VALUE ... extension.NAME=SPEC ... [profile=NAME]
+ *             [deviceName=DECODED]".
  * The keys and their types are the layer's (CAPSHIM_KEYS of caps_table.h).
  */
 #include <stdio.h>
@@ -52,6 +53,8 @@ int main(int argc, char **argv) {
             printf(" %s=%llu", cfg.values[k].key, (unsigned long long)cfg.values[k].value);
         for (size_t k = 0; values && k < cfg.nexts; k++)
             printf(" extension.%s=%u", cfg.exts[k].name, cfg.exts[k].spec_version);
+        if (values && cfg.profile[0] != '\0') printf(" profile=%s", cfg.profile);
+        if (values && cfg.device_name[0] != '\0') printf(" deviceName=%s", cfg.device_name);
         printf("\n");
     }
     return 0;

@@ -9,7 +9,10 @@
  *
  * It patches the answers of vkGetPhysicalDeviceProperties(2), ...Features(2)
  * (walking the pNext chains: structures it does not know pass untouched) and
- * vkEnumerateDeviceExtensionProperties; the device role also refuses, at
+ * vkEnumerateDeviceExtensionProperties (and, when a profile sets deviceName,
+ * VkPhysicalDeviceProperties::deviceName); each active role reports itself as a
+ * tool through vkGetPhysicalDeviceToolProperties(EXT) (VK_EXT_tooling_info,
+ * "Tooling info" below); the device role also refuses, at
  * vkCreateDevice, a feature or extension it hides (unless the app role
  * restores it; see "vkCreateDevice enforcement" below and docs/status.md).
  * Everything else passes through. The intercepted entry points are listed
@@ -46,6 +49,8 @@
 #include "caps_table.h"
 #include "config.h"
 #include "status.h"
+
+_Static_assert(CAPSHIM_DEVICE_NAME_MAX == VK_MAX_PHYSICAL_DEVICE_NAME_SIZE, "deviceName buffer (config.h)");
 
 #define EXPORT __attribute__((visibility("default")))
 #define MAX_LOGGED 512
@@ -103,6 +108,10 @@ struct link {
     X(R, IDX, QUERY, VkResult, return, vkEnumerateDeviceExtensionProperties,                                          \
       (VkPhysicalDevice pd, const char *layer, uint32_t *count, VkExtensionProperties *props),                        \
       (pd, layer, count, props))                                                                                      \
+    X(R, IDX, QUERY, VkResult, return, vkGetPhysicalDeviceToolProperties,                                             \
+      (VkPhysicalDevice pd, uint32_t *count, VkPhysicalDeviceToolProperties *tools), (pd, count, tools))              \
+    X(R, IDX, QUERY, VkResult, return, vkGetPhysicalDeviceToolPropertiesEXT,                                          \
+      (VkPhysicalDevice pd, uint32_t *count, VkPhysicalDeviceToolProperties *tools), (pd, count, tools))              \
     X(R, IDX, DEV, void, , vkDestroyDevice, (VkDevice d, const VkAllocationCallbacks *a), (d, a))
 
 /* Per-level pieces: LEVEL##_PIECE(R, name) for each use of the list. */
@@ -424,11 +433,33 @@ static void patch_chain(struct role *r, void *pnext, const char *query) {
     if (s != NULL) chain_cut(r, query, NULL);
 }
 
+/* deviceName, when the configuration sets one: a string, so outside the
+ * numeric table; reported once per role as a "changed" event with strings. */
+static void patch_device_name(struct role *r, VkPhysicalDeviceProperties *p, const char *query) {
+    static int logged[NUM_ROLES];
+    if (p == NULL || r->cfg.device_name[0] == '\0') return;
+    if (strncmp(p->deviceName, r->cfg.device_name, sizeof p->deviceName) == 0) return;
+    char stock[VK_MAX_PHYSICAL_DEVICE_NAME_SIZE];
+    memcpy(stock, p->deviceName, sizeof stock);
+    stock[sizeof stock - 1] = '\0';
+    memcpy(p->deviceName, r->cfg.device_name, sizeof p->deviceName);
+    int idx = r == &roles[ROLE_APP] ? ROLE_APP : ROLE_DEVICE;
+    if (__atomic_exchange_n(&logged[idx], 1, __ATOMIC_SEQ_CST)) return;
+    struct capshim_json j;
+    capshim_json_begin(&j, "changed", "vulkan", r->layer_name);
+    capshim_json_str(&j, "query", query);
+    capshim_json_str(&j, "key", "deviceName");
+    capshim_json_str(&j, "stock", stock);
+    capshim_json_str(&j, "reported", r->cfg.device_name);
+    capshim_json_end_and_write(&j);
+}
+
 static void do_vkGetPhysicalDeviceProperties(struct role *r, VkPhysicalDevice pd, VkPhysicalDeviceProperties *p) {
     struct inst *i = find_inst_by_key(r, dispatch_key(pd));
     if (i == NULL || i->next_vkGetPhysicalDeviceProperties == NULL) return;
     i->next_vkGetPhysicalDeviceProperties(pd, p);
     patch_struct(r, CAPSHIM_STYPE_BASE_PROPERTIES, p, "vkGetPhysicalDeviceProperties");
+    patch_device_name(r, p, "vkGetPhysicalDeviceProperties");
 }
 
 static void do_props2(struct role *r, VkPhysicalDevice pd, VkPhysicalDeviceProperties2 *p, int khr) {
@@ -440,6 +471,7 @@ static void do_props2(struct role *r, VkPhysicalDevice pd, VkPhysicalDevicePrope
     if (fn == NULL || p == NULL) return;
     fn(pd, p);
     patch_struct(r, CAPSHIM_STYPE_BASE_PROPERTIES, &p->properties, "vkGetPhysicalDeviceProperties2");
+    patch_device_name(r, &p->properties, "vkGetPhysicalDeviceProperties2");
     patch_chain(r, p->pNext, "vkGetPhysicalDeviceProperties2");
 }
 
@@ -541,6 +573,91 @@ static VkResult do_vkEnumerateDeviceExtensionProperties(struct role *r, VkPhysic
     *count = copy;
     free(below);
     return copy < m ? VK_INCOMPLETE : VK_SUCCESS;
+}
+
+/* ---------- Tooling info (VK_EXT_tooling_info, core in Vulkan 1.3) ----------
+ *
+ * An active role changes answers, so it reports itself as a tool with
+ * VK_TOOL_PURPOSE_MODIFYING_FEATURES_BIT, first in the list, followed by what
+ * the next layer or the driver reports (fetched whole, as the extension list
+ * is). The two-call idiom as the spec gives it (vkGetPhysicalDeviceToolProperties):
+ * a NULL array returns the count; otherwise at most *count structures are
+ * written, *count becomes the number written, and VK_INCOMPLETE is returned
+ * when that is fewer than the tools active. The application's sType and pNext
+ * of each structure it passes are kept. The layer's manifest lists
+ * VK_EXT_tooling_info among its device extensions (the loader answers
+ * vkEnumerateDeviceExtensionProperties for a layer name from the manifest). */
+
+static void fill_tool(const struct role *r, VkPhysicalDeviceToolProperties *t) {
+    int app = r == &roles[ROLE_APP];
+    const char *profile = r->cfg.profile[0] != '\0' ? r->cfg.profile : "(unnamed configuration)";
+    const char *dir = r->cfg.direction == CAPSHIM_RAISE ? "raise" : "lower";
+    snprintf(t->name, sizeof t->name, "capshim %s role", app ? "app" : "device");
+    snprintf(t->version, sizeof t->version, "%s", CAPSHIM_VERSION_STRING);
+    t->purposes = VK_TOOL_PURPOSE_MODIFYING_FEATURES_BIT;
+    snprintf(t->description, sizeof t->description,
+             app ? "capshim profile %s (%s): changes the features, properties and extensions the application sees"
+                 : "capshim simulated device, profile %s (%s): answers and vkCreateDevice as that device",
+             profile, dir);
+    snprintf(t->layer, sizeof t->layer, "%s", r->layer_name);
+}
+
+static VkResult tool_properties(struct role *r, VkPhysicalDevice pd, uint32_t *count,
+                                VkPhysicalDeviceToolProperties *tools, int ext) {
+    struct inst *i = find_inst_by_key(r, dispatch_key(pd));
+    PFN_vkGetPhysicalDeviceToolProperties core = i ? i->next_vkGetPhysicalDeviceToolProperties : NULL;
+    PFN_vkGetPhysicalDeviceToolPropertiesEXT extf = i ? i->next_vkGetPhysicalDeviceToolPropertiesEXT : NULL;
+    PFN_vkGetPhysicalDeviceToolProperties next = ext ? (extf ? extf : core) : (core ? core : extf);
+    if (count == NULL) return next != NULL ? next(pd, count, tools) : VK_ERROR_OUT_OF_HOST_MEMORY; /* invalid use */
+    VkPhysicalDeviceToolProperties *all = NULL;
+    uint32_t n = 0;
+    VkResult res = next != NULL ? VK_INCOMPLETE : VK_SUCCESS;
+    for (int tries = 0; tries < 8 && res == VK_INCOMPLETE; tries++) {
+        free(all);
+        all = NULL;
+        res = next(pd, &n, NULL);
+        if (res != VK_SUCCESS) return res;
+        if (n > 4096) return VK_ERROR_OUT_OF_HOST_MEMORY; /* not a real tool list */
+        all = calloc((size_t)n + 1, sizeof *all);
+        if (all == NULL) return VK_ERROR_OUT_OF_HOST_MEMORY;
+        for (uint32_t k = 0; k <= n; k++) all[k].sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_TOOL_PROPERTIES;
+        res = next(pd, &n, all + 1);
+    }
+    if (res == VK_INCOMPLETE) res = VK_SUCCESS; /* a list that keeps growing: the n written are whole */
+    if (res != VK_SUCCESS) {
+        free(all);
+        return res;
+    }
+    if (all == NULL) all = calloc(1, sizeof *all);
+    if (all == NULL) return VK_ERROR_OUT_OF_HOST_MEMORY;
+    fill_tool(r, &all[0]);
+    uint32_t total = n + 1;
+    if (tools == NULL) {
+        *count = total;
+        free(all);
+        return VK_SUCCESS;
+    }
+    uint32_t copy = *count < total ? *count : total;
+    for (uint32_t k = 0; k < copy; k++) {
+        VkStructureType stype = tools[k].sType;
+        void *pnext = tools[k].pNext;
+        tools[k] = all[k];
+        tools[k].sType = stype;
+        tools[k].pNext = pnext;
+    }
+    *count = copy;
+    free(all);
+    return copy < total ? VK_INCOMPLETE : VK_SUCCESS;
+}
+
+static VkResult do_vkGetPhysicalDeviceToolProperties(struct role *r, VkPhysicalDevice pd, uint32_t *count,
+                                                     VkPhysicalDeviceToolProperties *tools) {
+    return tool_properties(r, pd, count, tools, 0);
+}
+
+static VkResult do_vkGetPhysicalDeviceToolPropertiesEXT(struct role *r, VkPhysicalDevice pd, uint32_t *count,
+                                                        VkPhysicalDeviceToolProperties *tools) {
+    return tool_properties(r, pd, count, tools, 1);
 }
 
 /* ---------- instance and device creation ---------- */
