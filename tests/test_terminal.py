@@ -230,7 +230,7 @@ def test_every_help_page_fits_80_columns():
 
 def test_wide_option_on_every_command_that_prints_a_table():
     for path in (["report"], ["bench"], ["ablate"], ["tune"], ["kernels"], ["probe"], ["db", "list"],
-                 ["db", "show"], ["db", "compare"], ["db", "trend"]):
+                 ["db", "show"], ["db", "compare"], ["db", "trend"], ["db", "matrix"]):
         out = CliRunner().invoke(main, [*path, "--help"], env={"COLUMNS": "80"}).output
         assert "--wide" in out, path
 

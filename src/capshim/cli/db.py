@@ -52,7 +52,7 @@ def db_grp(ctx, db_url):
     capshim db show ID|NAME                        a stored bundle's report table
     capshim db compare build=11669 build=11800     arm by arm, test by test
     capshim db trend vm-unlocked --min-pct 98 --fail-on-regression [BUNDLE...]
-    capshim db matrix [--format md|html -o FILE]   device x host OS x guest OS x build
+    capshim db matrix [--format md|html -o FILE]   the fleet's matrix
 
     SQLite by default (one file, see --db); PostgreSQL for a shared store.
     """

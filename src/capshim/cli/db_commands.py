@@ -394,7 +394,8 @@ def db_matrix(arms, tests, threshold, fmt, output, match, db_url, as_json, wide,
     \b
     Many hosts, one store: each host's CI job runs
       capshim bench ... --db postgresql://USER@HOST/DB
-    and anyone runs `capshim db matrix --db postgresql://... --format html -o m.html`
+    and anyone renders the store:
+      capshim db matrix --db postgresql://... --format html -o m.html
     (docs/results-store.md: the fleet's matrix; docs/ci/fleet.yml).
     """
     if as_json and fmt != "table":
