@@ -139,6 +139,9 @@ def test_formats_json_and_output_file(store, tmp_path):
     table = _cli("--db", store)
     assert table.exit_code == 0 and max(len(x) for x in table.stdout.splitlines()) <= 80
     assert "NVIDIA H200 · host Linux-6.18.44" in table.stdout
+    txt = tmp_path / "m.txt"
+    assert _cli("--db", store, "-o", str(txt)).exit_code == 0
+    assert txt.read_text() == table.stdout  # the table to a file: the same width rule
 
 
 def test_bad_input_is_one_line_and_exit_2(store, tmp_path):

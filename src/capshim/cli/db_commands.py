@@ -411,9 +411,9 @@ def db_matrix(arms, tests, threshold, fmt, output, match, db_url, as_json, wide,
         text = export_matrix.markdown(res)
     elif fmt == "html":
         text = export_matrix.html(res)
-    elif output:
-        text = terminal.to_text(export_matrix.terminal_parts(res, None if wide else terminal.PIPE_WIDTH),
-                                None if wide else terminal.PIPE_WIDTH)
+    elif output:  # the table as plain text, at the width rule's width (off a terminal: $COLUMNS or 80)
+        limit = terminal.width(wide)
+        text = terminal.to_text(export_matrix.terminal_parts(res, limit), limit)
     else:
         limit = terminal.width(wide)
         terminal.emit(export_matrix.terminal_parts(res, limit), limit)

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from pathlib import PurePath
 
+from capshim.db.query import _check_threshold  # the one threshold rule of compare, trend and matrix
 from capshim.db.store import DbError, Store
 from capshim.db.terms import DEFAULT_THRESHOLD, MATRIX_RULE, VERDICTS, verdict
 from capshim.summary import NOT_SHIM_STATES
@@ -108,8 +109,7 @@ def matrix(store: Store, filters: dict | None = None, *, match: str = "exact", a
     Raises:
         DbError: a bad threshold or filter; nothing matches (names the filters).
     """
-    if not isinstance(threshold, (int, float)) or not threshold >= 0 or threshold == float("inf"):
-        raise DbError(f"--threshold {threshold!r}: expected a finite number >= 0")
+    _check_threshold(threshold)
     bundles = store.select(filters, match)
     if not bundles:
         where = ",".join(f"{k}={v}" for k, v in (filters or {}).items() if v)
