@@ -230,7 +230,7 @@ def test_every_help_page_fits_80_columns():
 
 def test_wide_option_on_every_command_that_prints_a_table():
     for path in (["report"], ["bench"], ["ablate"], ["tune"], ["kernels"], ["probe"], ["db", "list"],
-                 ["db", "show"], ["db", "compare"], ["db", "trend"]):
+                 ["db", "show"], ["db", "compare"], ["db", "trend"], ["db", "matrix"]):
         out = CliRunner().invoke(main, [*path, "--help"], env={"COLUMNS": "80"}).output
         assert "--wide" in out, path
 
@@ -246,3 +246,20 @@ def test_a_cpu_device_table_leads_with_the_path_columns():
     plain = terminal.to_text(terminal.render([s], title="t", limit=80), 80)
     names = next(line for line in plain.splitlines() if line.startswith("┃") and "tok/s" in line)
     assert "fp16" not in names or names.index("fp16") > names.index("tok/s")  # otherwise the figures lead
+
+
+# --- the fleet's matrix (issue 21): every committed bundle and study, from a fresh store ---------
+
+@pytest.fixture(scope="module")
+def fleet_store(tmp_path_factory):
+    """A fresh SQLite store holding every committed bundle and study (``db add evidence/...``)."""
+    url = f"sqlite:///{tmp_path_factory.mktemp('fleet') / 'capshim.db'}"
+    folders = sorted(str(p.parent) for p in EVIDENCE.glob("*/SHA256SUMS"))
+    res = CliRunner().invoke(main, ["db", "add", *folders, "--db", url])
+    assert res.exit_code == 0, res.output
+    return url
+
+
+def test_db_matrix_golden(fleet_store):
+    """``db matrix`` renders the committed bundles: one table per device x host OS x guest OS x build."""
+    _all_widths("db-matrix", ["db", "matrix", "--db", fleet_store])

@@ -21,7 +21,7 @@ from capshim.db.terms import DB_HELP
 __all__ = ["db_grp", "COMMANDS", "GROUP_URL"]
 
 #: The commands of the group, in ``--help`` order (each ``db_<name>`` in :mod:`capshim.cli.db_commands`).
-COMMANDS = ("add", "list", "show", "compare", "trend")
+COMMANDS = ("add", "list", "show", "compare", "trend", "matrix")
 #: Where the group's ``--db`` is kept for the command (``click.Context.meta`` key).
 GROUP_URL = "capshim.db.url"
 
@@ -52,6 +52,7 @@ def db_grp(ctx, db_url):
     capshim db show ID|NAME                        a stored bundle's report table
     capshim db compare build=11669 build=11800     arm by arm, test by test
     capshim db trend vm-unlocked --min-pct 98 --fail-on-regression [BUNDLE...]
+    capshim db matrix [--format md|html -o FILE]   the fleet's matrix
 
     SQLite by default (one file, see --db); PostgreSQL for a shared store.
     """

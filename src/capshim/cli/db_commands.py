@@ -17,11 +17,13 @@ from capshim.cli.suggest import Choice
 from capshim.cli.options import wide_option
 from capshim.contracts.names import parse_named_files
 from capshim.contracts.numbers import FiniteFloat
+from capshim.db import matrix as db_matrix_mod
 from capshim.db import query
 from capshim.db.ingest import read_external, read_folder
 from capshim.db.store import DbError, Store
 from capshim.db.terms import DB_HELP, DEFAULT_THRESHOLD, FILTERS, MATCHES
 from capshim.errors import EXIT_USAGE, CapshimError, UsageError
+from capshim.export import matrix as export_matrix
 from capshim.export import terminal
 from capshim.export.table import fmt_ratio
 
@@ -356,3 +358,71 @@ def db_trend(arm, bundles, tests, min_pct, threshold, chart, fail_on_regression,
     if fail_on_regression and res["regressions"]:
         click.echo(f"capshim: {res['regressions']} flagged point(s)", err=True)
         raise SystemExit(1)
+
+
+@click.command("matrix")
+@click.option("--arm", "arms", multiple=True, help="Only this arm (repeatable) [default: every shimmed arm].")
+@click.option("--test", "tests", multiple=True, help="Only this test, e.g. pp512 (repeatable).")
+@click.option("--threshold", type=FiniteFloat(0), default=DEFAULT_THRESHOLD, show_default=True,
+              help="T of the verdicts: points of % of host; a finite number >= 0.")
+@click.option("--format", "fmt", type=Choice(["table", "md", "html"]), default="table", show_default=True,
+              help="table: the terminal table; md: GitHub Markdown; html: one HTML page.")
+@click.option("-o", "--output", type=click.Path(dir_okay=False), metavar="FILE",
+              help="Write the matrix (--format, or --json) to FILE instead of stdout.")
+@_filter_options
+@_db_option
+@click.option("--json", "as_json", is_flag=True, help="Print the matrix as JSON (every row, the verdicts' meanings).")
+@wide_option
+def db_matrix(arms, tests, threshold, fmt, output, match, db_url, as_json, wide, **filters):
+    """The fleet's compatibility matrix: device x host OS x guest OS x workload build -> verdict.
+
+    One row per stored bundle, shimmed arm (not the baseline, the host arm or
+    the A/A arm) and test: the arm's % of host and its speedup over the
+    bundle's baseline, each with its 95% interval (below 5 processes the range
+    of ratios), whether the bench's A/A arm is clean, the verdict and the
+    bundle id (`capshim db show ID`). Figures are each bundle's own summary.
+
+    \b
+    Verdicts (T: --threshold, points of % of host; the interval: % of host's):
+      host speed   within T points of the host (interval no lower than 100-T)
+      above host   interval entirely above 100+T
+      below host   interval entirely below 100-T
+      unclear      interval reaches both sides of 100-T: more runs
+      unreliable   the A/A arm excludes 1.00x: the harness's bias decides
+      no host      no host baseline; no result: the arm's state is no result
+
+    \b
+    Many hosts, one store: each host's CI job runs
+      capshim bench ... --db postgresql://USER@HOST/DB
+    and anyone renders the store:
+      capshim db matrix --db postgresql://... --format html -o m.html
+    (docs/results-store.md: the fleet's matrix; docs/ci/fleet.yml).
+    """
+    if as_json and fmt != "table":
+        raise UsageError("--json and --format both say what to write: give one")
+    if output and not Path(output).resolve().parent.is_dir():
+        raise UsageError(f"-o {output}: folder {Path(output).parent} does not exist")
+    with Store.open(_url(db_url)) as st:
+        res = db_matrix_mod.matrix(st, filters, match=match, arms=list(arms) or None, tests=list(tests) or None,
+                                   threshold=threshold)
+    if as_json:
+        text = json.dumps(res, indent=2, default=str) + "\n"
+    elif fmt == "md":
+        text = export_matrix.markdown(res)
+    elif fmt == "html":
+        text = export_matrix.html(res)
+    elif output:  # the table as plain text, at the width rule's width (off a terminal: $COLUMNS or 80)
+        limit = terminal.width(wide)
+        text = terminal.to_text(export_matrix.terminal_parts(res, limit), limit)
+    else:
+        limit = terminal.width(wide)
+        terminal.emit(export_matrix.terminal_parts(res, limit), limit)
+        return
+    if not output:
+        click.echo(text, nl=False)
+        return
+    try:
+        Path(output).write_text(text, encoding="utf-8")
+    except OSError as exc:
+        raise UsageError(f"-o {output}: cannot write: {exc.strerror or exc}") from None
+    click.echo(f"wrote {output} ({len(res['rows'])} rows)", err=True)

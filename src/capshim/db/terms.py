@@ -42,3 +42,60 @@ COMPARE_RULE = ("B vs A: how many times better B is (median(B)/median(A) when hi
                 "its range) entirely more than {t:g}% below 1.00x (improvement: the mirror image)")
 TREND_RULE = ("flagged: below --min-pct, or more than {t:g} points below the previous bundle "
               "with its 95% interval (below 5 processes its range) entirely below that value")
+
+#: The verdicts of ``db matrix``, one per shimmed arm and test (:func:`verdict` decides): name ->
+#: what it means. T is ``--threshold`` (points of % of host, :data:`DEFAULT_THRESHOLD`); "the
+#: interval" is the 95% interval of the arm's % of host, or below 5 processes a side the range of
+#: ratios any two processes show (docs/statistics.md).
+VERDICTS = {
+    "host speed": "the arm's % of host is within T points of the host: its interval lies in [100-T, 100+T] "
+                  "or straddles it no lower than 100-T",
+    "above host": "faster than the host by more than T points, not noise (interval entirely above 100+T)",
+    "below host": "slower than the host by more than T points, not noise (interval entirely below 100-T)",
+    "unclear": "the interval reaches below 100-T and above it: not resolved at this precision (more runs)",
+    "unreliable": "the bench's A/A arm (stock answers through the app layer) excludes 1.00x in this test: "
+                  "the harness's own bias is as large as the effect, so no verdict",
+    "no host": "the bundle has no host baseline (no % of host)",
+    "no result": "the arm ran but is not a shim result (its state, e.g. failed or inert)",
+}
+
+#: The matrix's rule, one line, printed under its table ({t}: the threshold).
+MATRIX_RULE = ("verdict of each shimmed arm and test, from its % of host (95% interval; range below 5 "
+               "processes) and the bench's A/A arm: host speed = not more than {t:g} points below the host; "
+               "below/above host = beyond {t:g} points, not noise; unclear = not resolved; unreliable = "
+               "the A/A arm excludes 1.00x")
+
+
+def verdict(pct: dict | None, aa_clean: bool | None, state_ok: bool = True,
+            threshold: float = DEFAULT_THRESHOLD) -> str:
+    """The matrix verdict (a key of :data:`VERDICTS`) of one arm and test.
+
+    Args:
+        pct: the arm's % of host as summary.json gives it (``{"value", "ci95": [lo, hi] | None,
+            "range": [lo, hi] | None}``, percent of the host's speed, oriented so above 100 is
+            faster), or None when the bundle has no host baseline.
+        aa_clean: whether the bench's A/A arm's interval (or range) holds 1.00x in this test;
+            None when the bench has no A/A arm (then it does not decide).
+        state_ok: False when the arm's state is not a shim result (``summary.NOT_SHIM_STATES``).
+        threshold: T, points of % of host, finite and >= 0.
+
+    With neither an interval nor a range (a single sample) nothing is told apart from noise:
+    "unclear" (``db compare`` says "same" then).
+    """
+    if not state_ok:
+        return "no result"
+    if aa_clean is False:
+        return "unreliable"
+    if not pct or pct.get("value") is None:
+        return "no host"
+    bounds = pct.get("ci95") or pct.get("range")
+    if not bounds:
+        return "unclear"
+    lo, hi = bounds
+    if hi < 100 - threshold:
+        return "below host"
+    if lo > 100 + threshold:
+        return "above host"
+    if lo >= 100 - threshold:
+        return "host speed"
+    return "unclear"
