@@ -209,8 +209,6 @@ def test_the_point_estimate_is_inside_its_interval_or_range_and_no_interval_belo
             assert bound[0] * (1 - 1e-9) <= c["value"] <= bound[1] * (1 + 1e-9), c
 
 
-@pytest.mark.xfail(strict=True, reason="not fixed: a ratio past the largest float is inf; summary.json then fails "
-                                       "(bench exit 5, report exit 2)")
 def test_a_ratio_past_the_largest_float_is_refused_by_name():
     from capshim.bench import stats
     with pytest.raises(ValueError, match="overflow"):

@@ -34,7 +34,7 @@ def _pct(value, lo=None, hi=None, level="ci95"):
     (_pct(99.5, 98.9, 100.2), False, True, "unreliable"),      # the A/A arm excludes 1.00x
     (None, True, True, "no host"),
     (_pct(99.5, 98.9, 100.2), True, False, "no result"),
-    (_pct(97.0), None, True, "below host"),                     # one sample: the value alone
+    (_pct(97.0), None, True, "unclear"),                        # one sample: no interval, no range: not told apart
 ])
 def test_the_verdict_rule(pct, aa, ok, expected):
     assert verdict(pct, aa, ok, threshold=2.0) == expected

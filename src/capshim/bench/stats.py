@@ -243,6 +243,18 @@ def _range(a: np.ndarray, b: np.ndarray) -> list[float] | None:
     return [float(a.min() / b.max()), float(a.max() / b.min())]
 
 
+def _finite_ratio(value: float) -> float:
+    """``value`` when it is a finite number; a ratio past the largest float (values 1e300 against 1e-300)
+    has no place in summary.json (strict JSON).
+
+    Raises:
+        ValueError: "ratio overflow", naming the value.
+    """
+    if not math.isfinite(value):
+        raise ValueError(f"ratio overflow: the two sides' values are too far apart for a float ratio ({value})")
+    return value
+
+
 def compare(by_process, reference_by_process, *, percent: bool = False) -> dict:
     """Ratio of the geometric means of per-process values, with its 95% interval or, below
     :data:`MIN_PROCESSES` processes on a side, the range and the reason.
@@ -268,12 +280,13 @@ def compare(by_process, reference_by_process, *, percent: bool = False) -> dict:
     out = {"value": None, "ci95": None, "level": "process", "processes": [int(pa.size), int(pb.size)]}
     positive = pa.min() > 0 and pb.min() > 0
     if positive and pa.size >= MIN_PROCESSES and pb.size >= MIN_PROCESSES:
-        out["value"] = ratio(pa, pb) * k
+        out["value"] = _finite_ratio(ratio(pa, pb) * k)
         ci = ratio_ci(pa, pb)
         out["ci95"] = [ci[0] * k, ci[1] * k] if ci else None
         return out
     # too few processes for a mean to mean much: the ratio of the medians the tables show
-    out["value"] = _median(pa) / _median(pb) * k
+    with np.errstate(over="ignore", divide="ignore"):
+        out["value"] = _finite_ratio(float(_median(pa) / _median(pb) * k))
     va = pa if pa.size >= 2 else _clean([v for p in a for v in p], "arm samples")
     vb = pb if pb.size >= 2 else _clean([v for p in b for v in p], "reference samples")
     rng = _range(va, vb)

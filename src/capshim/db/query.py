@@ -18,11 +18,11 @@ Regression rule (documented in ``capshim db compare --help`` and the README):
 
 - ``compare``: for each arm and test, the change is how many times better B
   is than A, with its 95% interval (``analyze``'s speedup, oriented as
-  above: the same bootstrap as the report's speedup column). It is a
-  **regression** when the change is below ``1 - threshold/100`` *and* the
-  interval's upper end is below 1 (B is worse by more than the threshold and
-  it is not noise); with no interval (fewer than two samples) the value alone
-  decides. An **improvement** is the mirror image.
+  above: the same method as the report's speedup column, docs/statistics.md).
+  It is a **regression** when the whole interval (below 5 processes a side,
+  the whole range) is more than ``threshold`` percent below 1.00x; with
+  neither it is "same" (not told apart from noise). An **improvement** is
+  the mirror image.
 - ``trend``: each bundle's % of host is the stored summary's (oriented as
   above: % of the host's speed). A point is a regression when it is below
   ``--min-pct`` (when given), or when it is more than ``threshold`` points
