@@ -364,3 +364,16 @@ def test_the_default_sizes_come_from_the_device_row_of_the_table(monkeypatch, de
     if device_type != "cpu":
         assert plan.defaults["precision_tests"] == ["pp64"]
     assert f"{sizes[0]}" in help_default("n_prompt") and f"{sizes[1]}" in help_default("n_gen")
+
+
+def test_a_profile_warning_is_said_once_naming_every_arm(monkeypatch, capsys):
+    """The first command printed the same 400-character no-op line for vm-stock and vm-unlocked (issue
+    19's new-user trial): a warning about one profile is said once, naming the arms it applies to."""
+    from capshim.bench import plan as plan_mod
+
+    monkeypatch.setattr(plan_mod.builtin, "builtin_workload", lambda *a, **k: LlamaBenchWorkload("builtin", ["true"]))
+    plan_mod.make_plan(BenchRequest(arms=("a=simulate:vulkan-paravirt", "b=simulate:vulkan-paravirt")),
+                       platform="linux")
+    err = capsys.readouterr().err
+    noop = [line for line in err.splitlines() if "change nothing" in line]
+    assert len(noop) == 1 and noop[0].startswith("capshim: warning: arms a, b: simulate:builtin:vulkan-paravirt:")

@@ -179,6 +179,7 @@ def _resolve_on_device(arms: list[Arm]) -> tuple[dict, dict[str, str], list[str]
     extra_env = {}
     if chosen["device"]["type"] == "cpu" and "GGML_VK_VISIBLE_DEVICES" not in os.environ:
         extra_env["GGML_VK_VISIBLE_DEVICES"] = str(index)
+    said: dict[str, list[str]] = {}  # warning -> the arms it applies to
     for a in arms:
         if a.restore:
             a.profile = ondevice.restore_profile(chosen, a.simulate)
@@ -199,7 +200,7 @@ def _resolve_on_device(arms: list[Arm]) -> tuple[dict, dict[str, str], list[str]
                     raise UsageError(f"--arm {a.name}: {flag}:{prof.source}: {f.message}")
                 if f.noop and prof.source.startswith("generated:"):
                     continue  # the identity arm answers the device's own values on purpose
-                print(f"capshim: warning: arm {a.name}: {flag}:{prof.source}: {f.message}", file=sys.stderr)
+                said.setdefault(f"{flag}:{prof.source}: {f.message}", []).append(a.name)
         if a.profile is not None and a.profile.api == "vulkan" and a.profile.direction == "raise" \
                 and not a.profile.source.startswith("generated:"):
             over = [str(b) for b in ondevice.beyond_device(a.profile, chosen)]
@@ -207,6 +208,8 @@ def _resolve_on_device(arms: list[Arm]) -> tuple[dict, dict[str, str], list[str]
                 print(f"capshim: warning: arm {a.name}: profile {a.profile.source} answers more than "
                       f"{chosen['device']['name']} has: {'; '.join(over[:6])}"
                       + (f" (+{len(over) - 6} more)" if len(over) > 6 else ""), file=sys.stderr)
+    for message, names in said.items():  # once per profile, naming every arm it applies to
+        print(f"capshim: warning: arm{'s' if len(names) > 1 else ''} {', '.join(names)}: {message}", file=sys.stderr)
     return chosen["device"], extra_env, list(stock.get("devices") or [stock["device"]["name"]])
 
 
