@@ -160,11 +160,14 @@ def test_the_width_rule(monkeypatch):
     assert terminal.width(wide=True) is None
     for value, expected in ((None, 80), ("100", 100), ("abc", 80), ("10", terminal.MIN_WIDTH),
                             ("99999999999", 80)):
-        if value is None:
-            monkeypatch.delenv("COLUMNS", raising=False)
-        else:
-            monkeypatch.setenv("COLUMNS", value)
-        assert terminal.width() == expected
+        # each value only inside its block: pytest's own progress line reads $COLUMNS after the test
+        # (a huge one left set made `pytest -v` fail with MemoryError)
+        with monkeypatch.context() as m:
+            if value is None:
+                m.delenv("COLUMNS", raising=False)
+            else:
+                m.setenv("COLUMNS", value)
+            assert terminal.width() == expected
 
 
 def test_db_list_follows_the_width_rule_when_piped(store):
