@@ -33,7 +33,7 @@ import jsonschema
 from capshim import jsonread
 from capshim.errors import CapshimError
 
-__all__ = ["SCHEMA", "STATES", "NOT_SHIM_STATES", "OFF_DEVICE_STATES", "SUMMARY_SCHEMA", "MAX_BYTES", "AnalysisError",
+__all__ = ["bounds", "SCHEMA", "STATES", "NOT_SHIM_STATES", "OFF_DEVICE_STATES", "SUMMARY_SCHEMA", "MAX_BYTES", "AnalysisError",
            "SummaryShapeError", "validate", "load", "run_failed"]
 
 SCHEMA = "capshim-summary/1"
@@ -129,6 +129,16 @@ SUMMARY_SCHEMA = {
 }
 _VALIDATOR = jsonschema.Draft202012Validator(SUMMARY_SCHEMA)
 
+
+
+def bounds(cmp: dict | None) -> tuple[float, float] | None:
+    """What a comparison (``speedup``, ``pct_of_host``, an A/A test) can be told apart by: its 95%
+    interval, or below 5 processes a side its range of ratios (``level: "range"``, wider); None when
+    it has neither (a single sample): then nothing is told apart from noise."""
+    if not isinstance(cmp, dict):
+        return None
+    b = cmp.get("ci95") or cmp.get("range")
+    return (b[0], b[1]) if b else None
 
 def validate(data, source: str) -> dict:
     """Check a decoded summary against :data:`SUMMARY_SCHEMA`; return it.

@@ -38,6 +38,7 @@ from dataclasses import dataclass
 
 from capshim.contracts.suggest import closest
 from capshim.errors import CapshimError, UsageError
+from capshim.summary import bounds as summary_bounds
 
 __all__ = ["Metric", "MetricError", "parse_spec", "json_path", "annotate", "TOK_S", "CONTROL_SUFFIX",
            "control_test"]
@@ -254,12 +255,11 @@ def annotate(summary: dict, metrics: dict[str, Metric], controls: list[str] | No
                 sp = (arm.get("tests") or {}).get(t, {}).get("speedup")
                 if not sp or arm_name == summary.get("baseline"):
                     continue
-                ci = sp.get("ci95")
-                bounds = ci or sp.get("range")  # below 5 processes the range (every pair of processes)
-                moved = bool(bounds) and not (bounds[0] <= 1.0 <= bounds[1])
+                ci, b = sp.get("ci95"), summary_bounds(sp)  # below 5 processes: the range
+                moved = bool(b) and not (b[0] <= 1.0 <= b[1])
                 per_arm.setdefault(arm_name, {})[t] = {"ratio": sp["value"], "ci95": ci, "moved": moved}
                 if moved:
-                    shown = f"[{ci[0]:.2f}–{ci[1]:.2f}]" if ci else f"(range {bounds[0]:.2f}–{bounds[1]:.2f})"
+                    shown = f"[{ci[0]:.2f}–{ci[1]:.2f}]" if ci else f"(range {b[0]:.2f}–{b[1]:.2f})"
                     arm.setdefault("flags", []).append(
                         f"control {name} moved: {sp['value']:.2f}x {shown} excludes 1.00x (expected no change)")
         out_controls[name] = {"expectation": "no change", "tests": tests, "arms": per_arm}

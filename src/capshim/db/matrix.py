@@ -25,7 +25,7 @@ from pathlib import PurePath
 from capshim.db.query import _check_threshold  # the one threshold rule of compare, trend and matrix
 from capshim.db.store import DbError, Store
 from capshim.db.terms import DEFAULT_THRESHOLD, MATRIX_RULE, VERDICTS, verdict
-from capshim.summary import NOT_SHIM_STATES
+from capshim.summary import NOT_SHIM_STATES, bounds
 
 __all__ = ["matrix", "short_os", "KEYS"]
 
@@ -49,7 +49,7 @@ def _aa_of(summary: dict) -> tuple[str | None, dict]:
         return None, {}
     clean = {}
     for t, r in (aa.get("tests") or {}).items():
-        b = (r or {}).get("ci95") or (r or {}).get("range")
+        b = bounds(r)
         clean[t] = None if not b else bool(b[0] <= 1.0 <= b[1])
     return aa["arm"], clean
 

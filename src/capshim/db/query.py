@@ -43,6 +43,7 @@ from capshim.contracts.suggest import did_you_mean
 from capshim.db.ingest import CONFIG_FIELDS
 from capshim.db.store import DbError, Store
 from capshim.db.terms import COMPARE_RULE, DEFAULT_THRESHOLD, FILTERS, TREND_RULE
+from capshim.summary import bounds
 
 __all__ = ["parse_selection", "select", "compare", "trend", "draw_trend", "DEFAULT_THRESHOLD", "COMPARE_RULE", "TREND_RULE"]
 
@@ -324,7 +325,7 @@ def compare(store: Store, sel_a: dict, sel_b: dict, *, arms: list[str] | None = 
                 "b": {"median": tb[t]["median"], "n": tb[t]["n"], "pct_of_host": pb},
                 "change": ch, "change_pct": 100.0 * (ch["value"] - 1.0),
                 "delta_pct_points": (pb["value"] - pa["value"]) if pa and pb else None,
-                "verdict": _verdict(ch["value"], ch.get("ci95") or ch.get("range"), threshold),
+                "verdict": _verdict(ch["value"], bounds(ch), threshold),
                 "marked": bool(mism)})
     if not rows:
         raise DbError(f"no test in common (A: {', '.join(sa_['tests'])}; B: {', '.join(sb_['tests'])})")

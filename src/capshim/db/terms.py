@@ -88,10 +88,10 @@ def verdict(pct: dict | None, aa_clean: bool | None, state_ok: bool = True,
         return "unreliable"
     if not pct or pct.get("value") is None:
         return "no host"
-    bounds = pct.get("ci95") or pct.get("range")
-    if not bounds:
+    b = pct.get("ci95") or pct.get("range")  # as capshim.summary.bounds (kept light: no import for --help)
+    if not b:
         return "unclear"
-    lo, hi = bounds
+    lo, hi = b
     if hi < 100 - threshold:
         return "below host"
     if lo > 100 + threshold:
