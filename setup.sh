@@ -20,11 +20,13 @@ done
 
 APT_PACKAGES=(build-essential cmake python3-venv python3-dev mesa-vulkan-drivers libvulkan-dev
               vulkan-tools vulkan-validationlayers gobjc valgrind
-              postgresql nodejs npm)
+              postgresql nodejs)
 missing=()
 for p in "${APT_PACKAGES[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
+# npm: Debian's package, unless the installed nodejs brings its own (NodeSource's does)
+command -v npm >/dev/null 2>&1 || missing+=(npm)
 if [ ${#missing[@]} -gt 0 ]; then
   echo "setup: installing Debian packages: ${missing[*]}" >&2
   SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
