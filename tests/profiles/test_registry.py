@@ -85,7 +85,9 @@ def test_guards_and_mirrors_come_from_the_registry():
 
 
 def test_a_key_vk_xml_has_is_one_line(vk):
-    """maxPushDescriptors (Vulkan 1.4, VK_KHR_push_descriptor): one line, no struct, no type."""
+    """maxPushDescriptors (Vulkan 1.4, VK_KHR_push_descriptor): one line, no struct, no type (the
+    line docs/capabilities.md shows)."""
+    assert ONE_LINE.rstrip("\n") in registry.ADDING_A_KEY
     text = _with_line(ONE_LINE)
     t = table.parse(text, table.registry_facts(text))
     k = t.entry("vulkan", "maxPushDescriptors")

@@ -63,6 +63,44 @@ FACTS_LIMITS = tomlread.Limits(max_bytes=1 << 20, max_depth=3, max_items=1024, m
 """What ``registry_facts.toml`` may hold (:mod:`capshim.contracts.tomlread`)."""
 
 
+#: The "Adding a Vulkan capability" section of docs/capabilities.md (render_docs): what a line says
+#: and what the generator takes from vk.xml (this module's rules, in words).
+ADDING_A_KEY = (
+    "A member of a structure that `vkGetPhysicalDeviceProperties2` or `vkGetPhysicalDeviceFeatures2`",
+    "fills, as vk.xml names it, is one line in the `vulkan` list of `capabilities.toml`:",
+    "", "```toml",
+    '  { key = "maxPushDescriptors", kind = "upper", unit = "descriptors", '
+    'description = "descriptors in one push descriptor set layout" },',
+    "```", "",
+    "then `python -m capshim.profiles.generate --write` (it needs `vulkan-object`, in the test",
+    "extra that `./setup.sh` installs) and a test (see `tests/profiles/test_added_key.py`). The line",
+    "says only what the registry cannot: the kind (which answer is stronger), the unit, the",
+    "description, a source or `spec_min` where there is one. The generator finds the structure",
+    "that has the member and the `VkPhysicalDeviceVulkanNN*` structures that repeat it (lookup",
+    "order: the promoted structure, then the VulkanNN ones), and takes from vk.xml:",
+    "",
+    "- the value type from the member's C type: `VkBool32` -> bool, `uint32_t` -> u32 (`apiVersion`,",
+    "  `driverVersion` -> version: vk.xml types them `uint32_t`, the spec's prose says they are packed",
+    "  versions, so `capshim.profiles.registry.VERSION_MEMBERS` names them), a 32-bit `VkFlags` type",
+    "  -> flags (its `FlagBits` names the bits, its own name is the unit); anything else (floats,",
+    "  arrays, 64-bit masks, strings) is refused, since the layer carries 32-bit values;",
+    "- each structure's sType and the probe's guards: a core structure is linked from its version;",
+    "  an extension's, while the device lists the extension; one promoted to core version V whose",
+    "  members a VulkanNN structure of version U repeats, only below U (from version V when V < U,",
+    "  else through its extension);",
+    "- the members of a structure the oldest headers capshim builds against (Debian 12: 1.3.239)",
+    "  may lack (an extension-only structure, or a core version above 1.3): capshim declares it",
+    "  itself as `capshim_<name>` in `caps_table.h`, with vk.xml's members and sType number.",
+    "",
+    "Name the places with `structs = [\"Struct\", \"Struct:member\"]` only where vk.xml cannot",
+    "decide: several structures have a member of that name (`cooperativeMatrix`: KHR and NV), or",
+    "the member is renamed (`VkPhysicalDeviceSubgroupProperties:supportedStages`). A misspelt member",
+    "or structure, a structure vk.xml's installed version does not have, or an unsupported type",
+    "stops the generator (exit 2) with the closest name vk.xml has; nothing is written. The probe,",
+    "the layer, the configuration parser, the profile schema and this page follow.",
+)
+
+
 class RegistryError(ValueError):
     """A Vulkan key the registry does not back (the message names the key, struct or member, and
     the closest name vk.xml has), or facts that are not what the generator writes."""

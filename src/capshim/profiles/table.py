@@ -449,7 +449,9 @@ def render_docs(table: Table) -> str:
     o = [
         "# Capability keys",
         "",
-        "Generated from `src/capshim/profiles/capabilities.toml` by",
+        "Generated from `src/capshim/profiles/capabilities.toml` and, for each Vulkan key's",
+        f"structures, member, value type, sType and guards, from the Khronos registry (vk.xml {table.registry},",
+        "through the `vulkan-object` package, kept in `registry_facts.toml`) by",
         "`python -m capshim.profiles.generate --write`; edit the table, not this page.",
         "",
         "## Kinds: what is stronger",
@@ -517,11 +519,7 @@ def render_docs(table: Table) -> str:
             f"`{sn}`{'' if m == k.key else f'.{m}'} ({_guard(table.structs[sn])})" for sn, m in k.structs)
         floor = f"; spec minimum {k.spec_min} (Required Limits table)" if k.spec_min is not None else ""
         o.append(f"| `{k.key}` | {k.kind} | {k.type} | {k.unit} | {where} | {k.description} | {k.source}{floor} |")
-    o += ["", "## Adding a Vulkan capability", "",
-          "One `[[vulkan]]` entry in `capabilities.toml` (and a `[structs.NAME]` entry when its",
-          "structure is new: chain, stype, guards), then `python -m capshim.profiles.generate --write`",
-          "and a test (see `tests/profiles/test_added_key.py`, which added `shaderSubgroupExtendedTypes`).",
-          "The probe, the layer, the configuration parser, the profile schema and this page follow.",
+    o += ["", "## Adding a Vulkan capability", "", *registry.ADDING_A_KEY,
           "", "## Metal", "", "| key | kind | type | unit | selector | description | source |", "|---|---|---|---|---|---|---|"]
     for k in table.keys["metal"]:
         o.append(f"| `{k.key}` | {k.kind} | {k.type} | {k.unit} | `{k.selector}` | {k.description} | {k.source} |")
