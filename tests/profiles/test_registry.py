@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import copy
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -199,3 +200,28 @@ def test_a_flag_bit_vk_xml_lacks_is_refused():
     text = TOML.read_text().replace("quad = 0x80", "quad = 0x40000000")
     with pytest.raises(table.TableError, match=r"flags.VkSubgroupFeatureFlagBits.quad = 0x40000000: not a bit"):
         table.parse(text)
+
+
+def test_without_vulkan_object_the_check_still_runs_and_write_refuses(monkeypatch, tmp_path, capsys):
+    """capshim never needs vulkan-object; the generator's check then compares caps_table.h and the
+    docs with the committed facts (and says the facts were not checked); --write needs it."""
+    def missing():
+        raise registry.RegistryError("no vulkan-object")
+    monkeypatch.setattr(registry, "registry_object", missing)
+    assert generate.main(["--root", str(ROOT)]) == 0
+    assert "registry_facts.toml was not checked against vk.xml" in capsys.readouterr().err
+    assert generate.main(["--root", str(tmp_path), "--write"]) == 2
+    assert "--write needs vulkan-object" in capsys.readouterr().err and list(tmp_path.iterdir()) == []
+
+
+def test_capshim_runs_without_vulkan_object():
+    """The catalog (at import) and a profile check read the committed facts: with vulkan-object
+    made unimportable, both work."""
+    code = ("import sys; sys.modules['vulkan_object'] = None\n"
+            "from capshim.profiles import catalog, table\n"
+            "from capshim.cli import main\n"
+            "assert catalog.KEYS['vulkan']['subgroupSupportedStages'] == 'flags'\n"
+            "assert table.load().registry == '1.4.366'\n"
+            "main(['profile', 'check', 'vulkan-paravirt'])\n")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr

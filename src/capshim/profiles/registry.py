@@ -469,6 +469,8 @@ def parse(text: str, name: str = FACTS_FILE) -> Facts:
         keys = {}
         for key, k in data["keys"].items():
             locs = tuple(tuple(ref.split(":", 1)) for ref in k["structs"])
+            if not locs or any(len(loc) != 2 for loc in locs):
+                raise ValueError(f"keys.{key}.structs: not a list of Struct:member")
             keys[key] = KeyFacts(key, k["ctype"], k["type"], k.get("flag_bits"), locs)
         structs = {}
         for sname, s in data["structs"].items():
