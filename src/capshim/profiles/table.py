@@ -178,7 +178,8 @@ def _vulkan_facts(e: dict, facts: registry.Facts, structs: dict[str, Struct], fl
         raise StaleFacts(stale.format("does not have it"))
     given = e.get("structs")
     if given is not None:
-        pairs = [ref.partition(":") for ref in given] if isinstance(given, list) else None
+        listed = isinstance(given, list) and all(isinstance(ref, str) for ref in given)
+        pairs = [ref.partition(":") for ref in given] if listed else None
         if pairs is None or [s for s, _, _ in pairs] != [s for s, _ in kf.structs] or any(
                 m and m != path and not path.endswith("." + m) for (_, _, m), (_, path) in zip(pairs, kf.structs)):
             raise StaleFacts(stale.format(f"places it in {[f'{s}:{m}' for s, m in kf.structs]}"))
