@@ -43,10 +43,11 @@ def test_catalog_is_the_table():
 
 @pytest.mark.parametrize("edit, words", [
     (('kind = "lower"', 'kind = "sideways"'), "kind must be one of"),
-    (('structs = ["VkPhysicalDeviceSubgroupSizeControlProperties"',
-      'structs = ["VkNoSuchStruct"'), "unknown struct VkNoSuchStruct"),
+    (('structs = ["VkPhysicalDeviceSubgroupProperties:supportedStages"',
+      'structs = ["VkNoSuchStruct"'), "registry_facts.toml .*places it in"),
     (('key = "maxSubgroupSize"', 'key = "minSubgroupSize"'), "duplicate"),
-    (('key = "shaderInt64"\nkind = "feature"', 'key = "shaderInt64"\nkind = "upper"'), "a feature is a bool"),
+    (('key = "shaderInt64", kind = "feature"', 'key = "shaderInt64", kind = "upper"'), "a feature is a bool"),
+    (('key = "apiVersion", kind = "version"', 'key = "apiVersion", kind = "upper"'), "a version kind is a version"),
 ])
 def test_table_mistakes_are_named(edit, words):
     text = TOML.read_text()

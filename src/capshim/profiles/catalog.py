@@ -1,8 +1,9 @@
 """The capability keys a profile may set, per API, under the API's own names.
 
 Everything here is read from the capability table, ``capabilities.toml``
-beside this file (see :mod:`capshim.profiles.table`; :mod:`capshim.profiles.generate` writes the
-C side, ``native/vulkan/caps_table.h``, and ``docs/capabilities.md``).
+beside this file, with the Vulkan keys' registry facts, ``registry_facts.toml`` (see
+:mod:`capshim.profiles.table` and :mod:`capshim.profiles.registry`; :mod:`capshim.profiles.generate`
+writes the facts from vk.xml, the C side, ``native/vulkan/caps_table.h``, and ``docs/capabilities.md``).
 
 Value types (``KEYS``):
     bool     VkBool32 answer; ``true``/``false`` in a profile.

@@ -1,9 +1,12 @@
 """The capability table (``profiles/capabilities.toml``) and what is generated from it.
 
 ``capabilities.toml`` is the one place a capability key is declared: its API,
-the Vulkan structures and members (or Metal selector) that hold it, the
-extension or core version that guards each structure, its kind (the
-direction rule), its value type, unit, description and source. From it:
+its kind (the direction rule), unit, description and source, and for Metal
+its value type and selector. What the Khronos registry knows of a Vulkan key
+(the structures and members that hold it, its value type, each structure's
+sType and the extension or core version that guards it) comes from
+``registry_facts.toml``, generated from vk.xml (:mod:`capshim.profiles.registry`).
+From the two:
 
 * :mod:`capshim.profiles.catalog` builds the profile schema (at import);
 * :func:`render_caps_table_h` writes ``native/vulkan/caps_table.h`` (the
@@ -11,18 +14,20 @@ direction rule), its value type, unit, description and source. From it:
   configuration parser's limits);
 * :func:`render_docs` writes ``docs/capabilities.md``.
 
-The two generated files are checked in; ``python -m capshim.profiles.generate
+The generated files (and ``registry_facts.toml``) are checked in; ``python -m capshim.profiles.generate
 --write`` rewrites them; without ``--write`` it exits 1 when one differs (a
 test runs that check).
 """
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass
 from functools import cache
 from importlib import resources
 
 from capshim.contracts import tomlread
+from capshim.profiles import registry
 
 KINDS = ("feature", "upper", "lower", "exact", "version")
 VULKAN_TYPES = ("bool", "u32", "flags", "version")
@@ -39,25 +44,28 @@ class Struct:
     Attributes:
         name: the Vulkan type name (``VkPhysicalDeviceVulkan12Features``).
         chain: "base-properties", "base-features", "properties" or "features".
-        stype: the ``VK_STRUCTURE_TYPE_`` suffix (str), the registry number
-            (int) of a mirrored struct, or None for a base struct.
+        stype: the ``VK_STRUCTURE_TYPE_`` suffix, or None for a base struct.
         core: (major, minor) from which the probe links it, or None.
         extension: the device extension it needs, or None.
         until: (major, minor) from which a VulkanNN struct replaces it, or None.
-        ctype: the C type (the Vulkan name, or capshim's mirror).
-        mirror: member names of a struct capshim declares itself (older headers lack it).
+        ctype: the C type (the Vulkan name, or ``capshim_`` + it for a mirror).
+        mirror: C member declarations of a struct capshim declares itself (older headers lack it).
         source: where its definition comes from.
+        stype_value: the sType's number (vk.xml), or None for a base struct.
+
+    All but ``source`` and ``ctype`` come from vk.xml (:class:`capshim.profiles.registry.StructFacts`).
     """
 
     name: str
     chain: str
-    stype: str | int | None
+    stype: str | None
     core: tuple[int, int] | None
     extension: str | None
     until: tuple[int, int] | None
     ctype: str
     mirror: tuple[str, ...]
     source: str
+    stype_value: int | None = None
 
     def available(self, api_version: tuple[int, int], extensions) -> bool:
         """Whether the device may be queried for this struct at all (its guard holds; ``until`` ignored)."""
@@ -108,6 +116,7 @@ class Table:
         structs: name -> :class:`Struct`.
         flags: FlagBits name -> {bit name -> value}.
         keys: api -> list of :class:`Key`, in probe order.
+        registry: the vk.xml version the Vulkan struct facts come from ("1.4.366").
     """
 
     limits: dict[str, int]
@@ -116,6 +125,7 @@ class Table:
     structs: dict[str, Struct]
     flags: dict[str, dict[str, int]]
     keys: dict[str, list[Key]]
+    registry: str = ""
 
     def entry(self, api: str, key: str) -> Key:
         """The :class:`Key` named ``key`` of ``api``. Raises KeyError when there is none."""
@@ -134,38 +144,85 @@ class TableError(ValueError):
     """capabilities.toml breaks its own rules (a programming error: the message names the entry)."""
 
 
-def _version(text: str | None, where: str) -> tuple[int, int] | None:
-    if text is None:
-        return None
-    major, _, minor = text.partition(".")
-    if not (major.isdigit() and minor.isdigit()):
-        raise TableError(f"{where}: '{text}' is not MAJOR.MINOR")
-    return int(major), int(minor)
+class StaleFacts(TableError):
+    """registry_facts.toml does not answer capabilities.toml's Vulkan keys as they are (regenerate it)."""
 
 
-def parse(text: str) -> Table:
-    """Parse and check the table's TOML text.
+#: [[vulkan]] fields the registry answers (registry_facts.toml); an entry may not set them.
+REGISTRY_FIELDS = ("type", "flag_names")
+
+
+def _struct_source(s: registry.StructFacts) -> str:
+    """Where a struct's definition is read: the spec's chapter, or vk.xml for a mirror."""
+    if s.mirror:
+        return f"Vulkan registry vk.xml: {s.name}"
+    chapter = {"base-properties": "Devices", "properties": "Limits"}.get(s.chain, "Features")
+    return f"Vulkan spec, {chapter}: {s.name}"
+
+
+def _struct(s: registry.StructFacts) -> Struct:
+    return Struct(s.name, s.chain, s.stype, s.core, s.extension, s.until,
+                  f"capshim_{s.name}" if s.mirror else s.name, s.mirror, _struct_source(s), s.stype_value)
+
+
+def _vulkan_facts(e: dict, facts: registry.Facts, structs: dict[str, Struct], flags: dict, where: str):
+    """(entry with type, unit and flag_names from the registry, its (struct, member) pairs) of one
+    [[vulkan]] entry; the structs it uses are added to ``structs`` (first use first)."""
+    for field in REGISTRY_FIELDS:
+        if field in e:
+            raise TableError(f"{where}: {field} comes from the Vulkan registry (registry_facts.toml): remove it")
+    kf = facts.keys.get(e["key"])
+    stale = (f"{where}: registry_facts.toml (vk.xml {facts.registry}) {{}}: "
+             "run python -m capshim.profiles.generate --write")
+    if kf is None:
+        raise StaleFacts(stale.format("does not have it"))
+    given = e.get("structs")
+    if given is not None:
+        listed = isinstance(given, list) and all(isinstance(ref, str) for ref in given)
+        pairs = [ref.partition(":") for ref in given] if listed else None
+        if pairs is None or [s for s, _, _ in pairs] != [s for s, _ in kf.structs] or any(
+                m and m != path and not path.endswith("." + m) for (_, _, m), (_, path) in zip(pairs, kf.structs)):
+            raise StaleFacts(stale.format(f"places it in {[f'{s}:{m}' for s, m in kf.structs]}"))
+    for s, _ in kf.structs:
+        if s not in facts.structs:
+            raise StaleFacts(stale.format(f"lacks struct {s}"))
+        structs.setdefault(s, _struct(facts.structs[s]))
+    unit = e.get("unit", kf.ctype if kf.type == "flags" else "")
+    names = kf.flag_bits if kf.flag_bits in flags else None
+    return dict(e, type=kf.type, unit=unit, flag_names=names), list(kf.structs)
+
+
+def _check_flags(flags: dict[str, dict[str, int]], facts: registry.Facts) -> None:
+    """Each bit capabilities.toml names is a bit of that FlagBits in vk.xml."""
+    for name, bits in flags.items():
+        known = facts.flags.get(name)
+        for bit, value in bits.items() if known is not None else ():
+            if value not in known.values():
+                raise TableError(f"flags.{name}.{bit} = {value:#x}: not a bit of {name} in vk.xml {facts.registry}")
+
+
+def parse(text: str, facts: registry.Facts | None = None) -> Table:
+    """Parse and check the table's TOML text, with the registry's ``facts`` of its Vulkan keys
+    (default: the committed ``registry_facts.toml``).
 
     Raises:
-        TableError: an unknown kind, type, chain or struct, a duplicate key,
-            a mirrored struct without the member, a key longer than
-            ``limits.key_max``.
+        TableError: an unknown kind or type, a duplicate key, a key longer than
+            ``limits.key_max``, a Vulkan entry that sets what the registry says
+            (:data:`REGISTRY_FIELDS`) or that the facts do not have (stale: regenerate),
+            a flag bit vk.xml does not have.
         capshim.contracts.tomlread.TomlError: not TOML, or beyond :data:`TOML_LIMITS`.
     """
     data = tomlread.loads(text, "capabilities.toml", TOML_LIMITS)
+    if facts is None:
+        try:
+            facts = registry.load()
+        except (FileNotFoundError, registry.RegistryError, tomlread.TomlError) as e:
+            raise StaleFacts(f"registry_facts.toml cannot be read ({e}): "
+                             "run python -m capshim.profiles.generate --write") from e
     limits = dict(data["limits"])
-    structs = {}
-    for name, s in data["structs"].items():
-        where = f"structs.{name}"
-        if s.get("chain") not in CHAINS:
-            raise TableError(f"{where}: chain must be one of {', '.join(CHAINS)}")
-        base = s["chain"].startswith("base-")
-        if base != ("stype" not in s):
-            raise TableError(f"{where}: a base struct has no stype, a chained struct needs one")
-        structs[name] = Struct(name, s["chain"], s.get("stype"), _version(s.get("core"), where),
-                               s.get("extension"), _version(s.get("until"), where), s.get("ctype", name),
-                               tuple(s.get("mirror", ())), s["source"])
+    structs: dict[str, Struct] = {}
     flags = {name: dict(bits) for name, bits in data.get("flags", {}).items()}
+    _check_flags(flags, facts)
     keys: dict[str, list[Key]] = {}
     for api, types in (("vulkan", VULKAN_TYPES), ("metal", METAL_TYPES)):
         seen: set[str] = set()
@@ -175,21 +232,15 @@ def parse(text: str) -> Table:
             if e["key"] in seen or len(e["key"]) > limits["key_max"]:
                 raise TableError(f"{where}: duplicate, or longer than key_max")
             seen.add(e["key"])
+            locs = []
+            if api == "vulkan":
+                e, locs = _vulkan_facts(e, facts, structs, flags, where)
             if e["kind"] not in KINDS or e["type"] not in types:
                 raise TableError(f"{where}: kind must be one of {KINDS}, type one of {types}")
-            if (e["kind"] == "feature") != (e["type"] == "bool") and api == "vulkan":
-                raise TableError(f"{where}: a feature is a bool, a bool is a feature")
-            locs = []
-            for ref in e.get("structs", ()):
-                sname, _, member = ref.partition(":")
-                if sname not in structs:
-                    raise TableError(f"{where}: unknown struct {sname}")
-                member = member or e["key"]
-                if structs[sname].mirror and member not in structs[sname].mirror:
-                    raise TableError(f"{where}: {sname} mirror lacks {member}")
-                locs.append((sname, member))
-            if api == "vulkan" and not locs:
-                raise TableError(f"{where}: no structs")
+            if api == "vulkan" and ((e["kind"] == "feature") != (e["type"] == "bool")
+                                    or (e["kind"] == "version") != (e["type"] == "version")):
+                raise TableError(f"{where}: a feature is a bool, a bool is a feature (in vk.xml: {e['type']}); "
+                                 "a version kind is a version")
             if e.get("flag_names") is not None and e["flag_names"] not in flags:
                 raise TableError(f"{where}: unknown flags {e['flag_names']}")
             source = e.get("source") or (structs[locs[0][0]].source if locs else "")
@@ -199,19 +250,65 @@ def parse(text: str) -> Table:
                 raise TableError(f"{where}: spec_min must be a whole number 1..4294967295 on a u32 key")
             keys[api].append(Key(api, e["key"], e["kind"], e["type"], e.get("unit", ""), e["description"],
                                  source, tuple(locs), e.get("flag_names"), e.get("selector"), spec_min))
+    extra = set(facts.keys) - {k.key for k in keys["vulkan"]}
+    if extra:
+        raise StaleFacts(f"registry_facts.toml has keys capabilities.toml does not ({', '.join(sorted(extra))}): "
+                         "run python -m capshim.profiles.generate --write")
     rules = data.get("rules", {})
     ordered = tuple(tuple(seq) for seq in rules.get("ordered", ()))
     power_of_two = tuple(rules.get("power_of_two", ()))
     for name in {k for seq in ordered for k in seq} | set(power_of_two):
         if name not in {k.key for k in keys["vulkan"]}:
             raise TableError(f"rules: unknown key {name}")
-    return Table(limits, ordered, power_of_two, structs, flags, keys)
+    return Table(limits, ordered, power_of_two, _probe_order(structs), flags, keys, facts.registry)
+
+
+def _probe_order(structs: dict[str, Struct]) -> dict[str, Struct]:
+    """Structs in the probe's chain order: properties, then features; in each, the structs a core
+    version holds for good before those an extension or a later VulkanNN struct bounds, each
+    group in the order the keys first use them."""
+    chains = {"base-properties": 0, "properties": 1, "base-features": 2, "features": 3}
+    return dict(sorted(structs.items(), key=lambda kv: (chains[kv[1].chain],
+                                                        kv[1].extension is not None or kv[1].until is not None)))
+
+
+def shipped_text() -> str:
+    """The text of the ``capabilities.toml`` that ships in the package."""
+    return (resources.files("capshim.profiles") / "capabilities.toml").read_text(encoding="utf-8")
+
+
+def registry_facts(text: str, committed: str | None = None) -> registry.Facts:
+    """The facts of ``text``'s Vulkan keys read afresh from vk.xml (needs vulkan-object);
+    ``committed`` is the vk.xml version of the committed facts (for the older-registry hint).
+
+    Raises:
+        TableError: what :func:`capshim.profiles.registry.derive` refuses, or no vulkan-object.
+    """
+    data = tomlread.loads(text, "capabilities.toml", TOML_LIMITS)
+    try:
+        return registry.derive(registry.registry_object(), data["vulkan"], data.get("flags", {}), committed)
+    except registry.RegistryError as e:
+        raise TableError(str(e)) from e
 
 
 @cache
 def load() -> Table:
-    """The table that ships in the package (``capshim/profiles/capabilities.toml``)."""
-    return parse((resources.files("capshim.profiles") / "capabilities.toml").read_text(encoding="utf-8"))
+    """The table that ships in the package (``capshim/profiles/capabilities.toml`` with
+    ``registry_facts.toml``). When the facts are stale (a key added, not yet regenerated) and
+    vulkan-object is installed, the facts are read from vk.xml instead, with a warning, so that
+    ``python -m capshim.profiles.generate --write`` (which imports this package) can run.
+
+    Raises:
+        TableError: the table breaks a rule, or its facts are stale and vk.xml cannot be read.
+    """
+    text = shipped_text()
+    try:
+        return parse(text)
+    except StaleFacts as stale:
+        facts = registry_facts(text)
+        print(f"warning: {stale}; meanwhile the facts come from vk.xml {facts.registry} (vulkan-object)",
+              file=sys.stderr)
+        return parse(text, facts)
 
 
 # ---------- C header ----------
@@ -221,8 +318,8 @@ def _stype_expr(s: Struct) -> str:
         return "CAPSHIM_BP"
     if s.chain == "base-features":
         return "CAPSHIM_BF"
-    if isinstance(s.stype, int):
-        return f"CAPSHIM_STYPE_{s.ctype.upper()}"
+    if s.mirror:
+        return f"CAPSHIM_STYPE_{s.stype}"
     return f"CAPSHIM_ST({s.stype})"
 
 
@@ -254,7 +351,8 @@ def render_caps_table_h(table: Table) -> str:
     o = [
         "/* capshim Vulkan layer: the capability keys it knows and where they live.",
         " *",
-        " * GENERATED from src/capshim/profiles/capabilities.toml by",
+        " * GENERATED from src/capshim/profiles/capabilities.toml and registry_facts.toml",
+        f" * (the Khronos registry, vk.xml {table.registry}) by",
         " * `python -m capshim.profiles.generate --write`: edit the table, not this file",
         " * (a test fails when they differ). Kinds, types and structures are explained",
         " * there and in docs/capabilities.md.",
@@ -300,9 +398,9 @@ def render_caps_table_h(table: Table) -> str:
         if not s.mirror:
             continue
         o += [f"/* {s.name}: mirrored because older headers (Debian 12: 1.3.239) lack it; {s.source}. */",
-              f"#define {_stype_expr(s)} {s.stype}u",
+              f"#define {_stype_expr(s)} {s.stype_value}u",
               f"typedef struct {s.ctype} {{", "    VkStructureType sType;", "    void *pNext;"]
-        o += [f"    VkBool32 {m};" for m in s.mirror]
+        o += [f"    {m};" for m in s.mirror]
         o += [f"}} {s.ctype};", ""]
     rows = [(k, table.structs[sn], member) for k in keys for sn, member in k.structs]
     o += _macro("CAPSHIM_FIELDS", "X(key, type, ctype, stype, member): every place a key lives, lookup order first.",
@@ -352,7 +450,9 @@ def render_docs(table: Table) -> str:
     o = [
         "# Capability keys",
         "",
-        "Generated from `src/capshim/profiles/capabilities.toml` by",
+        "Generated from `src/capshim/profiles/capabilities.toml` and, for each Vulkan key's",
+        f"structures, member, value type, sType and guards, from the Khronos registry (vk.xml {table.registry},",
+        "through the `vulkan-object` package, kept in `registry_facts.toml`) by",
         "`python -m capshim.profiles.generate --write`; edit the table, not this page.",
         "",
         "## Kinds: what is stronger",
@@ -420,11 +520,7 @@ def render_docs(table: Table) -> str:
             f"`{sn}`{'' if m == k.key else f'.{m}'} ({_guard(table.structs[sn])})" for sn, m in k.structs)
         floor = f"; spec minimum {k.spec_min} (Required Limits table)" if k.spec_min is not None else ""
         o.append(f"| `{k.key}` | {k.kind} | {k.type} | {k.unit} | {where} | {k.description} | {k.source}{floor} |")
-    o += ["", "## Adding a Vulkan capability", "",
-          "One `[[vulkan]]` entry in `capabilities.toml` (and a `[structs.NAME]` entry when its",
-          "structure is new: chain, stype, guards), then `python -m capshim.profiles.generate --write`",
-          "and a test (see `tests/profiles/test_added_key.py`, which added `shaderSubgroupExtendedTypes`).",
-          "The probe, the layer, the configuration parser, the profile schema and this page follow.",
+    o += ["", "## Adding a Vulkan capability", "", *registry.ADDING_A_KEY,
           "", "## Metal", "", "| key | kind | type | unit | selector | description | source |", "|---|---|---|---|---|---|---|"]
     for k in table.keys["metal"]:
         o.append(f"| `{k.key}` | {k.kind} | {k.type} | {k.unit} | `{k.selector}` | {k.description} | {k.source} |")

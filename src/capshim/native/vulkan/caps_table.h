@@ -1,6 +1,7 @@
 /* capshim Vulkan layer: the capability keys it knows and where they live.
  *
- * GENERATED from src/capshim/profiles/capabilities.toml by
+ * GENERATED from src/capshim/profiles/capabilities.toml and registry_facts.toml
+ * (the Khronos registry, vk.xml 1.4.366) by
  * `python -m capshim.profiles.generate --write`: edit the table, not this file
  * (a test fails when they differ). Kinds, types and structures are explained
  * there and in docs/capabilities.md.
@@ -121,27 +122,27 @@ enum capshim_sem {
 #define CAPSHIM_ST(x) ((uint32_t)VK_STRUCTURE_TYPE_##x)
 
 /* VkPhysicalDeviceCooperativeMatrixFeaturesKHR: mirrored because older headers (Debian 12: 1.3.239) lack it; Vulkan registry vk.xml: VkPhysicalDeviceCooperativeMatrixFeaturesKHR. */
-#define CAPSHIM_STYPE_CAPSHIM_COOPMAT_FEATURES 1000506000u
-typedef struct capshim_coopmat_features {
+#define CAPSHIM_STYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_KHR 1000506000u
+typedef struct capshim_VkPhysicalDeviceCooperativeMatrixFeaturesKHR {
     VkStructureType sType;
     void *pNext;
     VkBool32 cooperativeMatrix;
     VkBool32 cooperativeMatrixRobustBufferAccess;
-} capshim_coopmat_features;
+} capshim_VkPhysicalDeviceCooperativeMatrixFeaturesKHR;
 
 /* VkPhysicalDeviceShaderBfloat16FeaturesKHR: mirrored because older headers (Debian 12: 1.3.239) lack it; Vulkan registry vk.xml: VkPhysicalDeviceShaderBfloat16FeaturesKHR. */
-#define CAPSHIM_STYPE_CAPSHIM_BFLOAT16_FEATURES 1000141000u
-typedef struct capshim_bfloat16_features {
+#define CAPSHIM_STYPE_PHYSICAL_DEVICE_SHADER_BFLOAT16_FEATURES_KHR 1000141000u
+typedef struct capshim_VkPhysicalDeviceShaderBfloat16FeaturesKHR {
     VkStructureType sType;
     void *pNext;
     VkBool32 shaderBFloat16Type;
     VkBool32 shaderBFloat16DotProduct;
     VkBool32 shaderBFloat16CooperativeMatrix;
-} capshim_bfloat16_features;
+} capshim_VkPhysicalDeviceShaderBfloat16FeaturesKHR;
 
 /* VkPhysicalDeviceCooperativeMatrix2FeaturesNV: mirrored because older headers (Debian 12: 1.3.239) lack it; Vulkan registry vk.xml: VkPhysicalDeviceCooperativeMatrix2FeaturesNV. */
-#define CAPSHIM_STYPE_CAPSHIM_COOPMAT2_FEATURES 1000593000u
-typedef struct capshim_coopmat2_features {
+#define CAPSHIM_STYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_2_FEATURES_NV 1000593000u
+typedef struct capshim_VkPhysicalDeviceCooperativeMatrix2FeaturesNV {
     VkStructureType sType;
     void *pNext;
     VkBool32 cooperativeMatrixWorkgroupScope;
@@ -151,7 +152,7 @@ typedef struct capshim_coopmat2_features {
     VkBool32 cooperativeMatrixPerElementOperations;
     VkBool32 cooperativeMatrixTensorAddressing;
     VkBool32 cooperativeMatrixBlockLoads;
-} capshim_coopmat2_features;
+} capshim_VkPhysicalDeviceCooperativeMatrix2FeaturesNV;
 
 /* X(key, type, ctype, stype, member): every place a key lives, lookup order first. */
 #define CAPSHIM_FIELDS(X) \
@@ -263,18 +264,18 @@ typedef struct capshim_coopmat2_features {
     X(computeFullSubgroups, CAPSHIM_BOOL, VkPhysicalDeviceVulkan13Features, CAPSHIM_ST(PHYSICAL_DEVICE_VULKAN_1_3_FEATURES), computeFullSubgroups) \
     X(shaderIntegerDotProduct, CAPSHIM_BOOL, VkPhysicalDeviceShaderIntegerDotProductFeatures, CAPSHIM_ST(PHYSICAL_DEVICE_SHADER_INTEGER_DOT_PRODUCT_FEATURES), shaderIntegerDotProduct) \
     X(shaderIntegerDotProduct, CAPSHIM_BOOL, VkPhysicalDeviceVulkan13Features, CAPSHIM_ST(PHYSICAL_DEVICE_VULKAN_1_3_FEATURES), shaderIntegerDotProduct) \
-    X(cooperativeMatrix, CAPSHIM_BOOL, capshim_coopmat_features, CAPSHIM_STYPE_CAPSHIM_COOPMAT_FEATURES, cooperativeMatrix) \
-    X(cooperativeMatrixRobustBufferAccess, CAPSHIM_BOOL, capshim_coopmat_features, CAPSHIM_STYPE_CAPSHIM_COOPMAT_FEATURES, cooperativeMatrixRobustBufferAccess) \
-    X(shaderBFloat16Type, CAPSHIM_BOOL, capshim_bfloat16_features, CAPSHIM_STYPE_CAPSHIM_BFLOAT16_FEATURES, shaderBFloat16Type) \
-    X(shaderBFloat16DotProduct, CAPSHIM_BOOL, capshim_bfloat16_features, CAPSHIM_STYPE_CAPSHIM_BFLOAT16_FEATURES, shaderBFloat16DotProduct) \
-    X(shaderBFloat16CooperativeMatrix, CAPSHIM_BOOL, capshim_bfloat16_features, CAPSHIM_STYPE_CAPSHIM_BFLOAT16_FEATURES, shaderBFloat16CooperativeMatrix) \
-    X(cooperativeMatrixWorkgroupScope, CAPSHIM_BOOL, capshim_coopmat2_features, CAPSHIM_STYPE_CAPSHIM_COOPMAT2_FEATURES, cooperativeMatrixWorkgroupScope) \
-    X(cooperativeMatrixFlexibleDimensions, CAPSHIM_BOOL, capshim_coopmat2_features, CAPSHIM_STYPE_CAPSHIM_COOPMAT2_FEATURES, cooperativeMatrixFlexibleDimensions) \
-    X(cooperativeMatrixReductions, CAPSHIM_BOOL, capshim_coopmat2_features, CAPSHIM_STYPE_CAPSHIM_COOPMAT2_FEATURES, cooperativeMatrixReductions) \
-    X(cooperativeMatrixConversions, CAPSHIM_BOOL, capshim_coopmat2_features, CAPSHIM_STYPE_CAPSHIM_COOPMAT2_FEATURES, cooperativeMatrixConversions) \
-    X(cooperativeMatrixPerElementOperations, CAPSHIM_BOOL, capshim_coopmat2_features, CAPSHIM_STYPE_CAPSHIM_COOPMAT2_FEATURES, cooperativeMatrixPerElementOperations) \
-    X(cooperativeMatrixTensorAddressing, CAPSHIM_BOOL, capshim_coopmat2_features, CAPSHIM_STYPE_CAPSHIM_COOPMAT2_FEATURES, cooperativeMatrixTensorAddressing) \
-    X(cooperativeMatrixBlockLoads, CAPSHIM_BOOL, capshim_coopmat2_features, CAPSHIM_STYPE_CAPSHIM_COOPMAT2_FEATURES, cooperativeMatrixBlockLoads)
+    X(cooperativeMatrix, CAPSHIM_BOOL, capshim_VkPhysicalDeviceCooperativeMatrixFeaturesKHR, CAPSHIM_STYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_KHR, cooperativeMatrix) \
+    X(cooperativeMatrixRobustBufferAccess, CAPSHIM_BOOL, capshim_VkPhysicalDeviceCooperativeMatrixFeaturesKHR, CAPSHIM_STYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_KHR, cooperativeMatrixRobustBufferAccess) \
+    X(shaderBFloat16Type, CAPSHIM_BOOL, capshim_VkPhysicalDeviceShaderBfloat16FeaturesKHR, CAPSHIM_STYPE_PHYSICAL_DEVICE_SHADER_BFLOAT16_FEATURES_KHR, shaderBFloat16Type) \
+    X(shaderBFloat16DotProduct, CAPSHIM_BOOL, capshim_VkPhysicalDeviceShaderBfloat16FeaturesKHR, CAPSHIM_STYPE_PHYSICAL_DEVICE_SHADER_BFLOAT16_FEATURES_KHR, shaderBFloat16DotProduct) \
+    X(shaderBFloat16CooperativeMatrix, CAPSHIM_BOOL, capshim_VkPhysicalDeviceShaderBfloat16FeaturesKHR, CAPSHIM_STYPE_PHYSICAL_DEVICE_SHADER_BFLOAT16_FEATURES_KHR, shaderBFloat16CooperativeMatrix) \
+    X(cooperativeMatrixWorkgroupScope, CAPSHIM_BOOL, capshim_VkPhysicalDeviceCooperativeMatrix2FeaturesNV, CAPSHIM_STYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_2_FEATURES_NV, cooperativeMatrixWorkgroupScope) \
+    X(cooperativeMatrixFlexibleDimensions, CAPSHIM_BOOL, capshim_VkPhysicalDeviceCooperativeMatrix2FeaturesNV, CAPSHIM_STYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_2_FEATURES_NV, cooperativeMatrixFlexibleDimensions) \
+    X(cooperativeMatrixReductions, CAPSHIM_BOOL, capshim_VkPhysicalDeviceCooperativeMatrix2FeaturesNV, CAPSHIM_STYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_2_FEATURES_NV, cooperativeMatrixReductions) \
+    X(cooperativeMatrixConversions, CAPSHIM_BOOL, capshim_VkPhysicalDeviceCooperativeMatrix2FeaturesNV, CAPSHIM_STYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_2_FEATURES_NV, cooperativeMatrixConversions) \
+    X(cooperativeMatrixPerElementOperations, CAPSHIM_BOOL, capshim_VkPhysicalDeviceCooperativeMatrix2FeaturesNV, CAPSHIM_STYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_2_FEATURES_NV, cooperativeMatrixPerElementOperations) \
+    X(cooperativeMatrixTensorAddressing, CAPSHIM_BOOL, capshim_VkPhysicalDeviceCooperativeMatrix2FeaturesNV, CAPSHIM_STYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_2_FEATURES_NV, cooperativeMatrixTensorAddressing) \
+    X(cooperativeMatrixBlockLoads, CAPSHIM_BOOL, capshim_VkPhysicalDeviceCooperativeMatrix2FeaturesNV, CAPSHIM_STYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_2_FEATURES_NV, cooperativeMatrixBlockLoads)
 
 /* CAPSHIM_FIELDS with the key's kind appended: X(key, type, ctype, stype, member, kind). */
 #define CAPSHIM_FIELDS_SEM(X) \
@@ -386,18 +387,18 @@ typedef struct capshim_coopmat2_features {
     X(computeFullSubgroups, CAPSHIM_BOOL, VkPhysicalDeviceVulkan13Features, CAPSHIM_ST(PHYSICAL_DEVICE_VULKAN_1_3_FEATURES), computeFullSubgroups, CAPSHIM_SEM_FEATURE) \
     X(shaderIntegerDotProduct, CAPSHIM_BOOL, VkPhysicalDeviceShaderIntegerDotProductFeatures, CAPSHIM_ST(PHYSICAL_DEVICE_SHADER_INTEGER_DOT_PRODUCT_FEATURES), shaderIntegerDotProduct, CAPSHIM_SEM_FEATURE) \
     X(shaderIntegerDotProduct, CAPSHIM_BOOL, VkPhysicalDeviceVulkan13Features, CAPSHIM_ST(PHYSICAL_DEVICE_VULKAN_1_3_FEATURES), shaderIntegerDotProduct, CAPSHIM_SEM_FEATURE) \
-    X(cooperativeMatrix, CAPSHIM_BOOL, capshim_coopmat_features, CAPSHIM_STYPE_CAPSHIM_COOPMAT_FEATURES, cooperativeMatrix, CAPSHIM_SEM_FEATURE) \
-    X(cooperativeMatrixRobustBufferAccess, CAPSHIM_BOOL, capshim_coopmat_features, CAPSHIM_STYPE_CAPSHIM_COOPMAT_FEATURES, cooperativeMatrixRobustBufferAccess, CAPSHIM_SEM_FEATURE) \
-    X(shaderBFloat16Type, CAPSHIM_BOOL, capshim_bfloat16_features, CAPSHIM_STYPE_CAPSHIM_BFLOAT16_FEATURES, shaderBFloat16Type, CAPSHIM_SEM_FEATURE) \
-    X(shaderBFloat16DotProduct, CAPSHIM_BOOL, capshim_bfloat16_features, CAPSHIM_STYPE_CAPSHIM_BFLOAT16_FEATURES, shaderBFloat16DotProduct, CAPSHIM_SEM_FEATURE) \
-    X(shaderBFloat16CooperativeMatrix, CAPSHIM_BOOL, capshim_bfloat16_features, CAPSHIM_STYPE_CAPSHIM_BFLOAT16_FEATURES, shaderBFloat16CooperativeMatrix, CAPSHIM_SEM_FEATURE) \
-    X(cooperativeMatrixWorkgroupScope, CAPSHIM_BOOL, capshim_coopmat2_features, CAPSHIM_STYPE_CAPSHIM_COOPMAT2_FEATURES, cooperativeMatrixWorkgroupScope, CAPSHIM_SEM_FEATURE) \
-    X(cooperativeMatrixFlexibleDimensions, CAPSHIM_BOOL, capshim_coopmat2_features, CAPSHIM_STYPE_CAPSHIM_COOPMAT2_FEATURES, cooperativeMatrixFlexibleDimensions, CAPSHIM_SEM_FEATURE) \
-    X(cooperativeMatrixReductions, CAPSHIM_BOOL, capshim_coopmat2_features, CAPSHIM_STYPE_CAPSHIM_COOPMAT2_FEATURES, cooperativeMatrixReductions, CAPSHIM_SEM_FEATURE) \
-    X(cooperativeMatrixConversions, CAPSHIM_BOOL, capshim_coopmat2_features, CAPSHIM_STYPE_CAPSHIM_COOPMAT2_FEATURES, cooperativeMatrixConversions, CAPSHIM_SEM_FEATURE) \
-    X(cooperativeMatrixPerElementOperations, CAPSHIM_BOOL, capshim_coopmat2_features, CAPSHIM_STYPE_CAPSHIM_COOPMAT2_FEATURES, cooperativeMatrixPerElementOperations, CAPSHIM_SEM_FEATURE) \
-    X(cooperativeMatrixTensorAddressing, CAPSHIM_BOOL, capshim_coopmat2_features, CAPSHIM_STYPE_CAPSHIM_COOPMAT2_FEATURES, cooperativeMatrixTensorAddressing, CAPSHIM_SEM_FEATURE) \
-    X(cooperativeMatrixBlockLoads, CAPSHIM_BOOL, capshim_coopmat2_features, CAPSHIM_STYPE_CAPSHIM_COOPMAT2_FEATURES, cooperativeMatrixBlockLoads, CAPSHIM_SEM_FEATURE)
+    X(cooperativeMatrix, CAPSHIM_BOOL, capshim_VkPhysicalDeviceCooperativeMatrixFeaturesKHR, CAPSHIM_STYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_KHR, cooperativeMatrix, CAPSHIM_SEM_FEATURE) \
+    X(cooperativeMatrixRobustBufferAccess, CAPSHIM_BOOL, capshim_VkPhysicalDeviceCooperativeMatrixFeaturesKHR, CAPSHIM_STYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_KHR, cooperativeMatrixRobustBufferAccess, CAPSHIM_SEM_FEATURE) \
+    X(shaderBFloat16Type, CAPSHIM_BOOL, capshim_VkPhysicalDeviceShaderBfloat16FeaturesKHR, CAPSHIM_STYPE_PHYSICAL_DEVICE_SHADER_BFLOAT16_FEATURES_KHR, shaderBFloat16Type, CAPSHIM_SEM_FEATURE) \
+    X(shaderBFloat16DotProduct, CAPSHIM_BOOL, capshim_VkPhysicalDeviceShaderBfloat16FeaturesKHR, CAPSHIM_STYPE_PHYSICAL_DEVICE_SHADER_BFLOAT16_FEATURES_KHR, shaderBFloat16DotProduct, CAPSHIM_SEM_FEATURE) \
+    X(shaderBFloat16CooperativeMatrix, CAPSHIM_BOOL, capshim_VkPhysicalDeviceShaderBfloat16FeaturesKHR, CAPSHIM_STYPE_PHYSICAL_DEVICE_SHADER_BFLOAT16_FEATURES_KHR, shaderBFloat16CooperativeMatrix, CAPSHIM_SEM_FEATURE) \
+    X(cooperativeMatrixWorkgroupScope, CAPSHIM_BOOL, capshim_VkPhysicalDeviceCooperativeMatrix2FeaturesNV, CAPSHIM_STYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_2_FEATURES_NV, cooperativeMatrixWorkgroupScope, CAPSHIM_SEM_FEATURE) \
+    X(cooperativeMatrixFlexibleDimensions, CAPSHIM_BOOL, capshim_VkPhysicalDeviceCooperativeMatrix2FeaturesNV, CAPSHIM_STYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_2_FEATURES_NV, cooperativeMatrixFlexibleDimensions, CAPSHIM_SEM_FEATURE) \
+    X(cooperativeMatrixReductions, CAPSHIM_BOOL, capshim_VkPhysicalDeviceCooperativeMatrix2FeaturesNV, CAPSHIM_STYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_2_FEATURES_NV, cooperativeMatrixReductions, CAPSHIM_SEM_FEATURE) \
+    X(cooperativeMatrixConversions, CAPSHIM_BOOL, capshim_VkPhysicalDeviceCooperativeMatrix2FeaturesNV, CAPSHIM_STYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_2_FEATURES_NV, cooperativeMatrixConversions, CAPSHIM_SEM_FEATURE) \
+    X(cooperativeMatrixPerElementOperations, CAPSHIM_BOOL, capshim_VkPhysicalDeviceCooperativeMatrix2FeaturesNV, CAPSHIM_STYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_2_FEATURES_NV, cooperativeMatrixPerElementOperations, CAPSHIM_SEM_FEATURE) \
+    X(cooperativeMatrixTensorAddressing, CAPSHIM_BOOL, capshim_VkPhysicalDeviceCooperativeMatrix2FeaturesNV, CAPSHIM_STYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_2_FEATURES_NV, cooperativeMatrixTensorAddressing, CAPSHIM_SEM_FEATURE) \
+    X(cooperativeMatrixBlockLoads, CAPSHIM_BOOL, capshim_VkPhysicalDeviceCooperativeMatrix2FeaturesNV, CAPSHIM_STYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_2_FEATURES_NV, cooperativeMatrixBlockLoads, CAPSHIM_SEM_FEATURE)
 
 struct capshim_field {
     const char *key;
@@ -430,8 +431,8 @@ static const struct capshim_field capshim_fields[] = {CAPSHIM_FIELDS_SEM(CAPSHIM
     X(VkPhysicalDeviceShaderSubgroupExtendedTypesFeatures, CAPSHIM_ST(PHYSICAL_DEVICE_SHADER_SUBGROUP_EXTENDED_TYPES_FEATURES), 1, 0, VK_API_VERSION_1_2, "VK_KHR_shader_subgroup_extended_types") \
     X(VkPhysicalDeviceSubgroupSizeControlFeatures, CAPSHIM_ST(PHYSICAL_DEVICE_SUBGROUP_SIZE_CONTROL_FEATURES), 1, 0, VK_API_VERSION_1_3, "VK_EXT_subgroup_size_control") \
     X(VkPhysicalDeviceShaderIntegerDotProductFeatures, CAPSHIM_ST(PHYSICAL_DEVICE_SHADER_INTEGER_DOT_PRODUCT_FEATURES), 1, 0, VK_API_VERSION_1_3, "VK_KHR_shader_integer_dot_product") \
-    X(capshim_coopmat_features, CAPSHIM_STYPE_CAPSHIM_COOPMAT_FEATURES, 1, 0, 0, "VK_KHR_cooperative_matrix") \
-    X(capshim_bfloat16_features, CAPSHIM_STYPE_CAPSHIM_BFLOAT16_FEATURES, 1, 0, 0, "VK_KHR_shader_bfloat16") \
-    X(capshim_coopmat2_features, CAPSHIM_STYPE_CAPSHIM_COOPMAT2_FEATURES, 1, 0, 0, "VK_NV_cooperative_matrix2")
+    X(capshim_VkPhysicalDeviceCooperativeMatrixFeaturesKHR, CAPSHIM_STYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_KHR, 1, 0, 0, "VK_KHR_cooperative_matrix") \
+    X(capshim_VkPhysicalDeviceShaderBfloat16FeaturesKHR, CAPSHIM_STYPE_PHYSICAL_DEVICE_SHADER_BFLOAT16_FEATURES_KHR, 1, 0, 0, "VK_KHR_shader_bfloat16") \
+    X(capshim_VkPhysicalDeviceCooperativeMatrix2FeaturesNV, CAPSHIM_STYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_2_FEATURES_NV, 1, 0, 0, "VK_NV_cooperative_matrix2")
 
 #endif
