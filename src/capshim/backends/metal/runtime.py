@@ -13,6 +13,8 @@ from pathlib import Path
 from capshim import jsonread
 from capshim import status as shim_status
 from capshim.errors import UsageError
+from capshim.host import is_vm_guest
+from capshim.profiles.metalhost import capture_of, host_os
 from capshim.profiles.model import DEVICE_NAME_KEY, encode_device_name
 from capshim.backends.metal.compile import (CONFIG_VARIABLES, IS_MACOS, LUME_VARIABLES, SIP_PREFIXES,
                                           build)
@@ -146,7 +148,9 @@ def run_probe(probe_bin: Path, shim: Path, profile=None, compare: bool = False, 
               base_env: dict[str, str] | None = None) -> dict:
     """Run the native probe stock and/or shimmed and return the answers.
 
-    Without a profile: ``{"api": "metal", "stock": answers}``. With one:
+    Without a profile: a host capture (:func:`capshim.profiles.metalhost.capture_of`:
+    ``{"schema": 1, "api": "metal", "capshim_version", "os", "stock": answers}``), what
+    ``capshim profile from-host`` and ``profile check --host`` read. With one:
     ``"shimmed"`` answers, the shim's ``"status"`` ("active", "inert",
     "invalid") and its ``"events"``; with ``compare`` also ``"stock"`` and
     ``"differences"`` (answer, stock, shimmed). Answers are the probe's:
@@ -166,7 +170,7 @@ def run_probe(probe_bin: Path, shim: Path, profile=None, compare: bool = False, 
     if profile is None or compare:
         result["stock"] = _probe_once(probe_bin, base, framework)["answers"]
     if profile is None:
-        return result
+        return capture_of(result["stock"], host_os(vm=is_vm_guest()))
     with tempfile.TemporaryDirectory(prefix="capshim-probe-") as td:
         status = Path(td) / "status.jsonl"
         env = dict(base)
