@@ -42,7 +42,7 @@ def test_the_m1_ultra_capture_reads_as_published():
     cap = metalhost.read_capture(M1_ULTRA)
     assert (cap.device, cap.apple_family, cap.threadgroup) == ("Apple M1 Ultra", 1007, 32768)
     assert cap.highest == {"apple": 1007, "mac": None, "common": 3003, "metal": 5002}
-    assert cap.label() == "Apple M1 Ultra (Darwin 26.6.1)"
+    assert cap.label() == "Apple M1 Ultra (macOS 26.6.1)"
 
 
 def test_the_release_profile_is_above_the_m1_ultra_host_and_says_by_how_much():
@@ -51,7 +51,7 @@ def test_the_release_profile_is_above_the_m1_ultra_host_and_says_by_how_much():
     assert [(f.key, f.profile, f.host, f.over, f.unit) for f in found] == [
         ("appleFamilyMax", 1009, 1007, 2, "families"),
         ("maxThreadgroupMemoryLength", 65536, 32768, 32768, "bytes")]
-    assert "Apple9 (1009) is above Apple M1 Ultra (Darwin 26.6.1)'s Apple7 (1007) by 2 families" in found[0].message
+    assert "Apple9 (1009) is above Apple M1 Ultra (macOS 26.6.1)'s Apple7 (1007) by 2 families" in found[0].message
     assert "by 32768 bytes (2.00x)" in found[1].message
     assert notes == []
 

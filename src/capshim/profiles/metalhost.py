@@ -107,9 +107,12 @@ class HostCapture:
         return self.highest.get("apple")
 
     def label(self) -> str:
-        """"Apple M1 Ultra (Darwin 26.6.1)": how messages name the host."""
-        system = " ".join(v for v in (self.os.get("system"), self.os.get("version")) if v)
-        return f"{self.device or 'the host'}" + (f" ({system})" if system else "")
+        """"Apple M1 Ultra (macOS 26.6.1)": how messages name the host (the system as
+        platform.system names it where it is not macOS: "... (Linux)")."""
+        system = self.os.get("system") or ""
+        version = self.os.get("version") or ""
+        where = f"macOS {version}" if system == "Darwin" and version else " ".join(v for v in (system, version) if v)
+        return f"{self.device or 'the host'}" + (f" ({where})" if where else "")
 
 
 @dataclass(frozen=True)
