@@ -63,7 +63,7 @@ def test_the_release_profile_over_a_weaker_captured_host(shim, tmp_path):
     assert r.returncode == 3, r.stderr
     above = {a["key"]: a["over"] for a in json.loads(r.stdout)["above_host"]}
     assert above == {"appleFamilyMax": 4, "maxThreadgroupMemoryLength": 32768}
-    assert "Apple9 (1009) is above Apple Paravirtual device (capshim stand-in) (Linux)'s Apple5 (1005) " \
+    assert "Apple9 (1009) is above the host's Apple5 (1005) " \
            "by 4 families" in r.stderr
 
 

@@ -273,7 +273,6 @@ def above_host(profile: Profile, cap: HostCapture) -> tuple[list[AboveHost], lis
     found: list[AboveHost] = []
     notes: list[str] = []
     caps = profile.capabilities
-    host = cap.label()
     if "appleFamilyMax" in caps:
         want, have = caps["appleFamilyMax"], cap.apple_family
         if have is None or want > have:
@@ -281,7 +280,7 @@ def above_host(profile: Profile, cap: HostCapture) -> tuple[list[AboveHost], lis
             by = "" if over is None else f" by {over} famil{'y' if over == 1 else 'ies'}"
             found.append(AboveHost("appleFamilyMax", want, have, over, "families",
                                    f"appleFamilyMax = {_family_name('apple', want)} is above "
-                                   f"{host}'s {_family_name('apple', have)}{by}: llama.cpp gates kernels on "
+                                   f"the host's {_family_name('apple', have)}{by}: llama.cpp gates kernels on "
                                    "the family and may pick tunings for a newer chip than the host's GPU"))
     for key, have in (("maxThreadgroupMemoryLength", cap.threadgroup),
                       ("recommendedMaxWorkingSetSize", cap.working_set)):
@@ -292,9 +291,9 @@ def above_host(profile: Profile, cap: HostCapture) -> tuple[list[AboveHost], lis
             notes.append(f"{key} = {want}: not checked, the capture has no {key}")
         elif want > have:
             found.append(AboveHost(key, want, have, want - have, "bytes",
-                                   f"{key} = {want} bytes is above {host}'s {have} by {want - have} bytes "
+                                   f"{key} = {want} bytes is above the host's {have} by {want - have} bytes "
                                    f"({want / have:.2f}x)" if have else
-                                   f"{key} = {want} bytes is above {host}'s 0 by {want} bytes"))
+                                   f"{key} = {want} bytes is above the host's 0 by {want} bytes"))
     for fam in caps.get("forceFamilies") or []:
         rng = next((k for k, (lo, hi) in FAMILY_RANGES.items() if lo <= fam <= hi), None)
         if rng is None:  # the profile's own checks keep forceFamilies to these ranges
@@ -304,7 +303,7 @@ def above_host(profile: Profile, cap: HostCapture) -> tuple[list[AboveHost], lis
             over = None if have is None else fam - have
             by = "" if over is None else f" by {over}"
             found.append(AboveHost("forceFamilies", fam, have, over, "families",
-                                   f"forceFamilies {_family_name(rng, fam)} is above {host}'s "
+                                   f"forceFamilies {_family_name(rng, fam)} is above the host's "
                                    f"{_family_name(rng, have)}{by}"))
     if profile.device_name and profile.device_name != cap.device:
         notes.append(f"{DEVICE_NAME_KEY} = {profile.device_name!r} is not the host's name "
