@@ -5,7 +5,7 @@ A guest sees Apple's paravirtual device and cannot know what the host's GPU has;
 ``capshim probe --api metal --json`` (no profile) on the host prints a **capture**: the probe's
 stock answers plus what is needed to read them later. Its shape (schema 1)::
 
-    {"schema": 1, "api": "metal", "capshim_version": "0.1.0",
+    {"schema": 1, "api": "metal", "capshim_version": "<capshim.__version__>",
      "os": {"system": "Darwin", "release": "25.6.0", "version": "26.6.1", "machine": "arm64",
             "vm": false},                                   # kern.hv_vmm_present (null: unknown)
      "stock": {"device": "Apple M1 Ultra",                  # MTLDevice.name
