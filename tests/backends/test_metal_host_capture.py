@@ -75,3 +75,20 @@ def test_a_capture_with_the_name_answered_through_the_shim(shim, tmp_path):
     guest = metal.run_probe(a["probe"], a["shim"], p, inject_var="LD_PRELOAD", framework=a["standin"],
                             base_env=shim.base_env())
     assert guest["shimmed"]["device"] == "Apple M1 Ultra (capshim stand-in)"
+
+
+def test_a_host_above_apple9_is_captured_at_its_own_family(shim, tmp_path):
+    """The probe scans 20 families per range (as llama.cpp does): a host answering Apple12 (1012;
+    here the stand-in raised by the shim) is captured at 1012, not cut at 1009."""
+    a = shim.arts
+    p = profiles.parse('name="h"\napi="metal"\ndirection="raise"\nversion=1\ndescription="d"\n'
+                       "[capabilities]\nappleFamilyMax = 1012\n", "h.toml")
+    out = metal.run_probe(a["probe"], a["shim"], p, inject_var="LD_PRELOAD", framework=a["standin"],
+                          base_env=shim.base_env())
+    assert out["shimmed"]["highest"]["apple"] == 1012
+    capture = metalhost.capture_of(out["shimmed"])
+    f = tmp_path / "apple12.json"
+    f.write_text(json.dumps(capture))
+    cap = metalhost.read_capture(f)
+    assert cap.apple_family == 1012
+    assert metalhost.above_host(profiles.load("metal-apple9"), cap)[0][0].key == "maxThreadgroupMemoryLength"
