@@ -1,7 +1,8 @@
 """Errors with the exit codes of docs/contracts.md ("Exit codes").
 
 Exit codes: 0 success; 1 the workload failed; 2 bad usage or an invalid
-profile; 3 ``--strict`` and a shim stayed inert; 4 capshim could not write its
+profile; 3 ``--strict`` and a shim stayed inert (or an answer beyond the device, or
+above a Metal host capture: ``profile check --host``); 4 capshim could not write its
 own files (a full disk, an I/O error: nothing partial is left behind); 5 a
 bench wrote and sealed its bundle but a finalize step (report, chart, host
 baseline) failed, recorded in the bundle.

@@ -59,6 +59,18 @@ def parse_value(rc: int, stdout: str) -> bool | None:
     return v in ("1", "true", "yes")
 
 
+def is_vm_guest(platform: str | None = None) -> bool | None:
+    """Whether this Mac is a virtual machine guest (``sysctl -n kern.hv_vmm_present`` is 1);
+    None off macOS or when sysctl cannot tell."""
+    if (platform or sys.platform) != "darwin":
+        return None
+    try:
+        r = subprocess.run(["sysctl", "-n", "kern.hv_vmm_present"], capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return r.stdout.strip() == "1" if r.returncode == 0 else None
+
+
 def check_host(platform: str | None = None, in_vm: bool | None = None) -> None:
     """Refuse anywhere but a macOS host.
 
@@ -70,8 +82,7 @@ def check_host(platform: str | None = None, in_vm: bool | None = None) -> None:
         raise UsageError(f"host: runs on the macOS host (the Apple Silicon Mac that runs "
                          f"the VM); this is {platform}")
     if in_vm is None:
-        r = subprocess.run(["sysctl", "-n", "kern.hv_vmm_present"], capture_output=True, text=True)
-        in_vm = r.returncode == 0 and r.stdout.strip() == "1"
+        in_vm = is_vm_guest(platform) is True
     if in_vm:
         raise UsageError("host: this Mac is a virtual machine guest "
                          "(kern.hv_vmm_present = 1); run it on the host that runs the VM")

@@ -30,11 +30,12 @@ def build_sanitized(dest: Path) -> dict[str, Path]:
     metal.compile_into(dest, metal_build._linux_commands(opt=SAN))
     full = dest / "standin" / "full"
     native = str(metal.NATIVE_DIR)
-    run_compiler(["gcc", *metal_build.WARN_FLAGS, *SAN, "-I", native,
+    run_compiler(["gcc", *metal_build.WARN_FLAGS, *SAN, "-I", native, "-I", str(metal_build.SHARED_DIR),
                         str(HERE / "metal_driver.c"), "-L", str(full), "-lcapshim_metal_standin",
                         f"-Wl,--enable-new-dtags,-rpath,{full}", "-rdynamic", "-lobjc", "-ldl", "-lpthread",
                         "-o", str(dest / "driver")])
-    run_compiler(["gcc", *metal_build.WARN_FLAGS, *SAN, "-I", native, str(HERE / "fuzz_config.c"),
+    run_compiler(["gcc", *metal_build.WARN_FLAGS, *SAN, "-I", native, "-I", str(metal_build.SHARED_DIR),
+                  str(HERE / "fuzz_config.c"),
                         str(metal.NATIVE_DIR / "metal_config.c"), "-o", str(dest / "fuzz_config")])
     return {"shim": dest / metal.SO_NAME, "probe": dest / metal_build.PROBE_NAME,
             "standin": full / metal_build.STANDIN_NAME,

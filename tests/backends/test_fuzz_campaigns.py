@@ -22,7 +22,8 @@ VULKAN_DICT = [b"direction=raise\n", b"direction=lower\n", b"=", b"\n", b"\r\n",
                b"9" * 21, b"18446744073709551616", b"subgroupSupportedOperations="]
 METAL_DICT = [b"LUME_METAL_APPLE_FAMILY_MAX=", b"CAPSHIM_METAL_APPLE_FAMILY_MAX=", b"CAPSHIM_METAL_FORCE_FAMILIES=",
               b"LUME_METAL_MAX_THREADGROUP_MEMORY=", b"CAPSHIM_METAL_RECOMMENDED_WORKING_SET_SIZE=", b"1009",
-              b"0x", b",", b"\n", b"\"", b"\\", b"\x00", b"\x7f", b"18446744073709551616", b"5001,"]
+              b"0x", b",", b"\n", b"\"", b"\\", b"\x00", b"\x7f", b"18446744073709551616", b"5001,",
+              b"CAPSHIM_METAL_DEVICE_NAME=", b"%20", b"%C3%A9", b"%"]
 
 
 def test_vulkan_config_parser_campaign(vk_build, tmp_path):

@@ -342,7 +342,8 @@ def test_probe_compare_against_the_stand_in(shim):
                        "llama_cpp.bfloat", "maxThreadgroupMemoryLength"}
     stock_only = metal.run_probe(a["probe"], a["shim"], None, inject_var="LD_PRELOAD",
                                  framework=a["standin"], base_env=base)
-    assert stock_only == {"api": "metal", "stock": r["stock"]}
+    assert stock_only["api"] == "metal" and stock_only["stock"] == r["stock"]
+    assert stock_only["schema"] == 1  # a host capture (capshim.profiles.metalhost)
 
 
 def test_lume_spelling_without_family_is_invalid(shim):

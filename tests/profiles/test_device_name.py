@@ -78,11 +78,13 @@ def test_a_name_not_in_utf8_is_refused_naming_the_key(tmp_path):
     assert "not UTF-8: byte 0xe9 on line 7" in exc.value.reason
 
 
-def test_metal_profiles_do_not_take_it_yet():
-    text = 'name="m"\napi="metal"\ndirection="raise"\nversion=1\ndescription="d"\n[capabilities]\ndeviceName="x"\n'
+def test_metal_profiles_take_it_by_the_same_rule():
+    """Metal answers it too (MTLDevice.name, issue 21 item 5), under the same key and rules."""
+    head = 'name="m"\napi="metal"\ndirection="raise"\nversion=1\ndescription="d"\n[capabilities]\n'
+    assert profiles.parse(head + 'deviceName="Apple M1 Ultra"\n', "m.toml").device_name == "Apple M1 Ultra"
     with pytest.raises(profiles.ProfileError) as exc:
-        profiles.parse(text, "m.toml")
-    assert "deviceName" in str(exc.value)
+        profiles.parse(head + 'deviceName="' + "x" * 300 + '"\n', "m.toml")
+    assert exc.value.key == "capabilities.deviceName" and "300 bytes in UTF-8: longer than 255" in exc.value.reason
 
 
 def test_the_configuration_carries_it_percent_encoded():

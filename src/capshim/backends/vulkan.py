@@ -32,7 +32,6 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import urllib.parse
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -42,13 +41,15 @@ from capshim.backends import Backend, answer_differences, vkloader
 from capshim.errors import CapshimError, UsageError
 from capshim.native import build as nb
 from capshim.profiles import Profile, format_version
+from capshim.profiles.model import encode_device_name
 
 LAYER_APP = "VK_LAYER_CAPSHIM_app"
 LAYER_DEVICE = "VK_LAYER_CAPSHIM_device"
 ROLES = {"app": (LAYER_APP, "CAPSHIM_VK_APP_CONFIG"), "device": (LAYER_DEVICE, "CAPSHIM_VK_DEVICE_CONFIG")}
 LIBRARY = "libcapshim_vulkan.so"
 PROBE = "capshim-vk-probe"
-SOURCES = ["layer.c", "config.c", "status.c", "probe.c", "fuzz_config.c", "caps_table.h", "config.h", "status.h"]
+SOURCES = ["layer.c", "config.c", "status.c", "probe.c", "fuzz_config.c", "caps_table.h", "config.h", "devname.h",
+           "status.h"]
 
 
 @dataclass(frozen=True)
@@ -255,8 +256,8 @@ def render_config(profile: Profile) -> str:
     if _CONFIG_NAME.fullmatch(profile.name):  # always, for a parsed profile (NAME_RE is narrower)
         lines.append(f"profile={profile.name}")
     lines += [f"{k}={v}" for k, v in profile.capabilities.items()]
-    if profile.device_name:  # percent-encoded (RFC 3986 unreserved kept), as config.h reads it
-        lines.append(f"deviceName={urllib.parse.quote(profile.device_name, safe='')}")
+    if profile.device_name:  # percent-encoded, as devname.h reads it
+        lines.append(f"deviceName={encode_device_name(profile.device_name)}")
     lines += [f"extension.{k}={v}" for k, v in profile.extensions.items()]
     return "\n".join(lines) + "\n"
 

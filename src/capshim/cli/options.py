@@ -147,3 +147,22 @@ def wide_option(f):
     return click.option("--wide", is_flag=True,
                         help="Print the full table, however wide, instead of fitting it to the terminal "
                              "($COLUMNS, or 80 columns when not a terminal).")(f)
+
+
+def write_new(out: str | None, text: str) -> None:
+    """``text`` to a new file ``out`` (an existing one is refused, exit 2), or to stdout when ``out``
+    is None or "-": how the profile commands write (capshim never overwrites a profile).
+
+    Raises:
+        CapshimError: (exit 2) ``out`` exists or cannot be written, naming it.
+    """
+    if out is None or out == "-":
+        click.echo(text, nl=not text.endswith("\n"))
+        return
+    try:
+        with open(out, "x", encoding="utf-8") as fh:
+            fh.write(text)
+    except FileExistsError:
+        raise CapshimError(f"-o {out}: exists; capshim does not overwrite a profile (remove it first)") from None
+    except OSError as exc:
+        raise CapshimError(f"-o {out}: cannot write: {exc.strerror}") from None

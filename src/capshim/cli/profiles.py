@@ -8,7 +8,9 @@ from pathlib import Path
 import click
 
 from capshim import backends, beyond, profiles
+from capshim.cli import profiles_host
 from capshim.cli.options import json_option, khronos_parts, unsupported_summary
+from capshim.cli.options import write_new as _write
 from capshim.profiles import khronos
 from capshim.errors import CapshimError, UsageError
 from capshim.cli.suggest import SuggestingGroup
@@ -66,7 +68,8 @@ def profile_show(ref, as_toml):
 @click.option("--device", type=click.IntRange(0, 15), default=None, metavar="N",
               help="Also check FILE against device N's own answers (a stock probe): the warnings "
                    "and refusals run and probe would give, one line per answer that changes nothing.")
-def profile_check(file, device):
+@profiles_host.host_options
+def profile_check(file, device, host, as_json, strict):
     """Validate FILE: exit 0 and say what the layer will answer per key, or exit 2 naming the
     key, value and reason of the first error. Warnings (stderr) name answers that stay
     inconsistent; kinds and rules: docs/capabilities.md.
@@ -76,11 +79,22 @@ def profile_check(file, device):
     profile's direction, or equal to the device's own), per answer beyond the
     device; a refusal exits 2.
 
+    With --host CAPTURE.json (a Metal host's capture: capshim probe --api metal
+    --json on the Mac that runs the VM), FILE is checked against that host: one
+    warning line per answer above it, saying by how much. Exit codes
+    (docs/contracts.md): 0 checked (warnings or not), 3 with --strict when an
+    answer is above the host, 2 a bad profile or capture. --json prints the
+    findings as one JSON object on stdout.
+
     \b
     Examples:
       capshim profile check my.toml
       capshim profile check my.toml --device 0
+      capshim profile check --host m1-ultra.json metal-apple9
     """
+    if host is not None or as_json or strict:
+        profiles_host.check_host(file, host, device, as_json, strict)
+        return
 
     if khronos.is_khronos_ref(file):
         reading, lower, higher = khronos_parts(file, device or 0, flag="profile check")
@@ -119,20 +133,6 @@ def profile_check(file, device):
         click.echo(f"warning: {line}", err=True)
     if found.refusals:
         raise UsageError("\n".join(found.refusals))
-
-
-def _write(out: str | None, text: str) -> None:
-    """``text`` to a new file ``out`` (an existing one is refused, exit 2), or to stdout when ``out`` is None or "-"."""
-    if out is None or out == "-":
-        click.echo(text, nl=not text.endswith("\n"))
-        return
-    try:
-        with open(out, "x", encoding="utf-8") as fh:
-            fh.write(text)
-    except FileExistsError:
-        raise CapshimError(f"-o {out}: exists; capshim does not overwrite a profile (remove it first)") from None
-    except OSError as exc:
-        raise CapshimError(f"-o {out}: cannot write: {exc.strerror}") from None
 
 
 @profile_grp.command("import")
@@ -230,3 +230,6 @@ def profile_capture(out, fmt, from_file, device, direction):
                    f"{len(reading.extensions)} extensions ({fmt})", err=True)
     for line in reading.unsupported:
         click.echo(f"warning: not captured: {line}", err=True)
+
+
+profile_grp.add_command(profiles_host.from_host_cmd)

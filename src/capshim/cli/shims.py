@@ -185,10 +185,14 @@ def probe_cmd(api, profile_ref, simulate_ref, device, compare, show_all, as_json
     will not give (clamped by the profile's direction, or the device's own
     already) is a warning line too, and in the JSON's "no_effect" list.
 
+    Metal without a profile prints a host capture (on the Mac that runs the
+    VM): what profile from-host and profile check --host read.
+
     \b
     Examples:
       capshim probe --api vulkan --json
       capshim probe --compare --simulate vulkan-paravirt
+      capshim probe --api metal --json > host.json
     """
 
     profile, simulate, notes = load_roles(profile_ref, simulate_ref, device)

@@ -146,8 +146,9 @@ def describe(profile: Profile) -> list[str]:
         out.append(f"{key}: {text}")
     if profile.device_name:
         out.append(f"deviceName: \"{profile.device_name}\" instead of the device's own name: for applications "
-                   "that key tuning tables or workarounds by device name (llama.cpp has begun to); every other "
-                   "answer still comes from the device below")
+                   "that key tuning tables or workarounds by device name (llama.cpp has begun to: its Metal "
+                   "flash-attention tunings follow the chip the name says, ggml-org/llama.cpp pull request "
+                   "26570); every other answer still comes from the device below")
     for name, spec in profile.extensions.items():
         out.append(f"extension {name}: " + (
             "hidden" if spec == 0 else f"added with spec version {spec} where the device lacks it (a device "

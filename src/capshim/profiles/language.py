@@ -21,7 +21,8 @@ import jsonschema
 from capshim.contracts import numbers, tomlread
 from capshim.contracts.suggest import did_you_mean
 from capshim.profiles.catalog import FLAG_NAMES, KEYS, KINDS, LIMITS, ORDERED, POWER_OF_TWO, SPEC_MIN
-from capshim.profiles.model import (DEVICE_NAME_KEY, DEVICE_NAME_MAX_BYTES, U32_MAX, U64_MAX, Profile, ProfileError,
+from capshim.profiles.model import (DEVICE_NAME_APIS, DEVICE_NAME_KEY, DEVICE_NAME_MAX_BYTES, DEVICE_NAME_TEXT_RE,
+                                    U32_MAX, U64_MAX, Profile, ProfileError, device_name_problem,
                                     parse_version)
 
 __all__ = ["parse", "schema"]
@@ -32,8 +33,8 @@ NAME_RE = r"\A[a-z0-9][a-z0-9._-]{0,63}\Z"
 EXTENSION_RE = r"\AVK_[A-Za-z0-9_]+\Z"
 VERSION_RE = r"\A(0|[1-9][0-9]{0,2})\.(0|[1-9][0-9]{0,3})(\.(0|[1-9][0-9]{0,3}))?\Z"
 LINE_RE = r"\A[^\x00-\x1f\x7f]*\Z"
-# deviceName: no C0, DEL or C1 controls (the layer's configuration parser refuses them too).
-NAME_TEXT_RE = r"\A[^\x00-\x1f\x7f-\x9f]*\Z"
+# deviceName: no C0, DEL or C1 controls (the shims' configuration parsers refuse them too).
+NAME_TEXT_RE = DEVICE_NAME_TEXT_RE
 
 
 def _kind_schema(api: str, kind: str, key: str) -> dict:
@@ -67,7 +68,7 @@ def schema(api: str) -> dict:
         KeyError: when ``api`` is not "vulkan" or "metal".
     """
     caps = {k: _kind_schema(api, kind, k) for k, kind in KEYS[api].items()}
-    if api == "vulkan":  # a string answer (issue 21): the length in bytes is checked in _resolve
+    if api in DEVICE_NAME_APIS:  # a string answer (issue 21): the length in bytes is checked in _resolve
         caps[DEVICE_NAME_KEY] = {"type": "string", "minLength": 1, "pattern": NAME_TEXT_RE}
     exact = [k for k, kind in KINDS[api].items() if kind == "exact"]
     props: dict[str, Any] = {
@@ -273,18 +274,13 @@ def _device_name(data: dict, source: str) -> str:
 
     Raises:
         ProfileError: not UTF-8 (a lone surrogate) or longer than
-            VK_MAX_PHYSICAL_DEVICE_NAME_SIZE - 1 = 255 bytes (vulkan_core.h).
+            VK_MAX_PHYSICAL_DEVICE_NAME_SIZE - 1 = 255 bytes (vulkan_core.h), the one limit of
+            every API that takes a name (:data:`~capshim.profiles.model.DEVICE_NAME_APIS`).
     """
     value = data.get("capabilities", {}).get(DEVICE_NAME_KEY, "")
-    where = f"capabilities.{DEVICE_NAME_KEY}"
-    try:
-        size = len(value.encode("utf-8"))
-    except UnicodeEncodeError:
-        raise ProfileError(source, where, value, "not UTF-8 (a lone surrogate)") from None
-    if size > DEVICE_NAME_MAX_BYTES:
-        raise ProfileError(source, where, value, f"{size} bytes in UTF-8: longer than {DEVICE_NAME_MAX_BYTES} "
-                           "(VkPhysicalDeviceProperties::deviceName holds VK_MAX_PHYSICAL_DEVICE_NAME_SIZE = 256 "
-                           "with the NUL)")
+    why = device_name_problem(value) if value else None
+    if why:
+        raise ProfileError(source, f"capabilities.{DEVICE_NAME_KEY}", value, why)
     return value
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+import urllib.parse
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -18,11 +19,41 @@ U32_MAX = 0xFFFFFFFF
 U64_MAX = 0xFFFFFFFFFFFFFFFF
 # VK_MAKE_API_VERSION (Vulkan specification): major 7 bits, minor 10, patch 12.
 VERSION_FIELDS = (("major", 0x7F), ("minor", 0x3FF), ("patch", 0xFFF))
-#: The profile key of the device-identity answer (a string, so outside the numeric table).
+#: The profile key of the device-identity answer (a string, so outside the numeric table); the
+#: same key in every API that takes it (Vulkan ``deviceName``, Metal ``MTLDevice.name``).
 DEVICE_NAME_KEY = "deviceName"
-#: VK_MAX_PHYSICAL_DEVICE_NAME_SIZE (vulkan_core.h) less the NUL: the longest name, in UTF-8 bytes.
+#: The APIs whose shims answer :data:`DEVICE_NAME_KEY`.
+DEVICE_NAME_APIS = ("vulkan", "metal")
+#: VK_MAX_PHYSICAL_DEVICE_NAME_SIZE (vulkan_core.h) less the NUL: the longest name, in UTF-8 bytes,
+#: in both APIs (native/vulkan/devname.h, the C side of the same rule).
 DEVICE_NAME_MAX_BYTES = 255
+#: A device name's text: no C0, DEL or C1 controls (devname.h refuses them too).
+DEVICE_NAME_TEXT_RE = r"\A[^\x00-\x1f\x7f-\x9f]*\Z"
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+
+
+def encode_device_name(name: str) -> str:
+    """``name`` as a shim's configuration carries it (Vulkan ``deviceName=``, Metal
+    ``CAPSHIM_METAL_DEVICE_NAME``): UTF-8, percent-encoded, only RFC 3986's unreserved bytes
+    (``A-Z a-z 0-9 - . _ ~``) kept, as ``native/vulkan/devname.h`` decodes it
+    ("Apple M1 Ultra" -> "Apple%20M1%20Ultra")."""
+    return urllib.parse.quote(name, safe="")
+
+
+def device_name_problem(name: object) -> str | None:
+    """Why ``name`` is not a device name capshim answers or records, or None when it is: a
+    string of 1..:data:`DEVICE_NAME_MAX_BYTES` UTF-8 bytes matching :data:`DEVICE_NAME_TEXT_RE`."""
+    if not isinstance(name, str) or not name or not re.match(DEVICE_NAME_TEXT_RE, name):
+        return (f"expected a device name: a string of 1..{DEVICE_NAME_MAX_BYTES} UTF-8 bytes without "
+                "control characters")
+    try:
+        size = len(name.encode("utf-8"))
+    except UnicodeEncodeError:
+        return "not UTF-8 (a lone surrogate)"
+    if size > DEVICE_NAME_MAX_BYTES:
+        return (f"{size} bytes in UTF-8: longer than {DEVICE_NAME_MAX_BYTES} (capshim's limit in every API: "
+                "VkPhysicalDeviceProperties::deviceName holds VK_MAX_PHYSICAL_DEVICE_NAME_SIZE = 256 with the NUL)")
+    return None
 
 
 def escape(text: str) -> str:
@@ -98,9 +129,9 @@ class Profile:
             or'ed into a mask); units as the API defines them (bytes for sizes).
         extensions: Vulkan extension name -> spec version to report (0: hide).
         override_exact: the exact keys (``subgroupSize``) the profile may change.
-        device_name: the device name to answer (Vulkan ``deviceName``, ``[capabilities]
-            deviceName``), or "" to keep the device's own; off by default, the built-in
-            profiles leave it out.
+        device_name: the device name to answer (Vulkan ``deviceName``, Metal ``MTLDevice.name``;
+            ``[capabilities] deviceName``), or "" to keep the device's own; off by default, the
+            built-in profiles leave it out.
         source: the file path, or ``builtin:NAME``.
         text: the file's text exactly as read (what the evidence bundle keeps).
     """

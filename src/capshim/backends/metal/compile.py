@@ -19,14 +19,15 @@ NATIVE_DIR = Path(__file__).resolve().parents[2] / "native" / "metal"
 # The one source list of every build: the macOS build (xcrun clang), the
 # cross build from Linux (zig cc) and the Linux stand-in build (gcc, GNU
 # libobjc). HEADERS are hashed into the cache key with them. The status-event
-# writer (status.c/.h) is shared with the Vulkan layer (one writer, one
-# schema) and lives in native/vulkan; builds copy every file flat.
+# writer (status.c/.h) and the device-name rule (devname.h) are shared with
+# the Vulkan layer (one writer, one schema, one rule) and live in
+# native/vulkan; builds copy every file flat.
 SHARED_DIR = NATIVE_DIR.parent / "vulkan"
-SHARED_FILES = ("status.c", "status.h")
+SHARED_FILES = ("status.c", "status.h", "devname.h")
 SHIM_SOURCES = ("metal_shim.c", "metal_config.c", "status.c")
 PROBE_SOURCES = ("metal_probe.c",)
 STANDIN_SOURCES = ("standin_metal.m",)
-HEADERS = ("metal_config.h", "metal_query.h", "metal_vars.h", "status.h")
+HEADERS = ("metal_config.h", "metal_query.h", "metal_vars.h", "status.h", "devname.h")
 IS_MACOS = sys.platform == "darwin"
 
 DYLIB_NAME = "libcapshim-metal.dylib"

@@ -13,6 +13,9 @@ from pathlib import Path
 from capshim import jsonread
 from capshim import status as shim_status
 from capshim.errors import UsageError
+from capshim.host import is_vm_guest
+from capshim.profiles.metalhost import capture_of, host_os
+from capshim.profiles.model import DEVICE_NAME_KEY, encode_device_name
 from capshim.backends.metal.compile import (CONFIG_VARIABLES, IS_MACOS, LUME_VARIABLES, SIP_PREFIXES,
                                           build)
 
@@ -23,7 +26,7 @@ def _check_metal(profile) -> None:
     if getattr(profile, "api", None) != "metal":
         raise UsageError(f"--profile {getattr(profile, 'name', profile)}: api is "
                          f"'{getattr(profile, 'api', '?')}', the Metal shim needs an api = \"metal\" profile")
-    if not any(k in profile.capabilities for k in CONFIG_VARIABLES):
+    if not any(k in profile.capabilities for k in CONFIG_VARIABLES) and not profile.device_name:
         raise UsageError(f"--profile {profile.name}: sets no Metal capability "
                          f"({', '.join(CONFIG_VARIABLES)}); the shim would stay inert")
 
@@ -59,6 +62,8 @@ def shim_env(profile, shim: Path, status_file: Path | None, inherit: bool, quiet
     env: dict[str, str] = {}
     env[inject_var] = f"{existing}:{shim}" if existing else str(shim)
     for key, var in CONFIG_VARIABLES.items():
+        if key == DEVICE_NAME_KEY and profile.device_name:  # MTLDevice.name, percent-encoded
+            env[var] = encode_device_name(profile.device_name)
         if key not in profile.capabilities:
             continue
         value = profile.capabilities[key]
@@ -76,7 +81,8 @@ def launch_env(profile, status_file: Path, inherit: bool, quiet: bool) -> dict[s
     Builds the shim when needed. Returns ``DYLD_INSERT_LIBRARIES`` (the
     any existing value first, then ':' and the dylib), the
     ``CAPSHIM_METAL_*`` configuration (appleFamilyMax: an MTLGPUFamily
-    number; sizes in bytes; forceFamilies comma-separated),
+    number; sizes in bytes; forceFamilies comma-separated; deviceName
+    percent-encoded, :func:`capshim.profiles.model.encode_device_name`),
     ``CAPSHIM_STATUS_FILE`` (JSON lines the shim appends), ``CAPSHIM_QUIET``
     ("1": no stderr banner) and ``CAPSHIM_INHERIT`` ("1": children keep the
     injection; otherwise the shim removes it at load).
@@ -131,7 +137,7 @@ def _differences(stock: dict, shimmed: dict) -> list[dict]:
         for k, v in stock.get(key, {}).items():
             if shimmed.get(key, {}).get(k) != v:
                 out.append({"answer": f"{key}.{k}", "stock": v, "shimmed": shimmed[key].get(k)})
-    for k in ("maxThreadgroupMemoryLength", "recommendedMaxWorkingSetSize", "hasUnifiedMemory"):
+    for k in ("device", "maxThreadgroupMemoryLength", "recommendedMaxWorkingSetSize", "hasUnifiedMemory"):
         if stock.get(k) != shimmed.get(k):
             out.append({"answer": k, "stock": stock.get(k), "shimmed": shimmed.get(k)})
     return out
@@ -142,7 +148,9 @@ def run_probe(probe_bin: Path, shim: Path, profile=None, compare: bool = False, 
               base_env: dict[str, str] | None = None) -> dict:
     """Run the native probe stock and/or shimmed and return the answers.
 
-    Without a profile: ``{"api": "metal", "stock": answers}``. With one:
+    Without a profile: a host capture (:func:`capshim.profiles.metalhost.capture_of`:
+    ``{"schema": 1, "api": "metal", "capshim_version", "os", "stock": answers}``), what
+    ``capshim profile from-host`` and ``profile check --host`` read. With one:
     ``"shimmed"`` answers, the shim's ``"status"`` ("active", "inert",
     "invalid") and its ``"events"``; with ``compare`` also ``"stock"`` and
     ``"differences"`` (answer, stock, shimmed). Answers are the probe's:
@@ -162,7 +170,7 @@ def run_probe(probe_bin: Path, shim: Path, profile=None, compare: bool = False, 
     if profile is None or compare:
         result["stock"] = _probe_once(probe_bin, base, framework)["answers"]
     if profile is None:
-        return result
+        return capture_of(result["stock"], host_os(vm=is_vm_guest()))
     with tempfile.TemporaryDirectory(prefix="capshim-probe-") as td:
         status = Path(td) / "status.jsonl"
         env = dict(base)

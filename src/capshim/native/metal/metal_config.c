@@ -224,6 +224,29 @@ static int parse_forced(const char *name, const char *raw,
     return 1;
 }
 
+/* The device name: the shared rule (devname.h); reason filled when invalid. */
+static int parse_device_name(const char *name, const char *raw, struct capshim_metal_config *cfg)
+{
+    char bad = 0, longer[48];
+    size_t n = 0;
+    const char *what = NULL;
+    switch (capshim_devname_decode(raw, cfg->device_name, &bad)) {
+    case CAPSHIM_DEVNAME_OK: return 1;
+    case CAPSHIM_DEVNAME_BAD_ESCAPE: what = "has a '%' not followed by two hex digits"; break;
+    case CAPSHIM_DEVNAME_RAW_BYTE: what = "is not percent-encoded (RFC 3986)"; break;
+    case CAPSHIM_DEVNAME_TOO_LONG:
+        (void)capshim_buf_printf(longer, sizeof longer, &n, "is longer than %d bytes decoded",
+                                 CAPSHIM_DEVICE_NAME_MAX - 1);
+        what = longer;
+        break;
+    case CAPSHIM_DEVNAME_EMPTY: what = capshim_parse_message(CAPSHIM_PARSE_EMPTY); break;
+    case CAPSHIM_DEVNAME_NOT_CLEAN: what = "is not UTF-8 without control characters"; break;
+    }
+    (void)bad;
+    set_reason(cfg, name, raw, what ? what : "is invalid");
+    return 0;
+}
+
 static void parse_capshim_form(capshim_lookup_fn lookup, void *ctx,
                                struct capshim_metal_config *cfg)
 {
@@ -231,6 +254,7 @@ static void parse_capshim_form(capshim_lookup_fn lookup, void *ctx,
     const char *const tg = CAPSHIM_NAME(maxThreadgroupMemoryLength);
     const char *const ws = CAPSHIM_NAME(recommendedMaxWorkingSetSize);
     const char *const ff = CAPSHIM_NAME(forceFamilies);
+    const char *const dn = CAPSHIM_NAME(deviceName);
     int r = get_u64(lookup, ctx, fam, &cfg->apple_family_max, cfg);
     if (r < 0)
         return;
@@ -248,6 +272,10 @@ static void parse_capshim_form(capshim_lookup_fn lookup, void *ctx,
     const char *raw = lookup(ff, ctx);
     if (raw != NULL && !parse_forced(ff, raw, cfg))
         return;
+    raw = lookup(dn, ctx);
+    if (raw != NULL && !parse_device_name(dn, raw, cfg))
+        return;
+    cfg->has_device_name = raw != NULL;
     cfg->accepted = 1;
 }
 
@@ -332,6 +360,11 @@ int capshim_metal_config_json(const struct capshim_metal_config *cfg, char *buf,
             rc |= capshim_buf_printf(buf, cap, len, "%s%llu", i ? "," : "",
                                      (unsigned long long)cfg->forced[i]);
         rc |= capshim_buf_printf(buf, cap, len, "]");
+    }
+    if (cfg->has_device_name) {
+        rc |= capshim_buf_printf(buf, cap, len, ",\"deviceName\":\"");
+        rc |= capshim_json_escape(buf, cap, len, cfg->device_name, CAPSHIM_DEVICE_NAME_MAX);
+        rc |= capshim_buf_printf(buf, cap, len, "\"");
     }
     if (cfg->lume_ignored)
         rc |= capshim_buf_printf(buf, cap, len, ",\"ignored\":\"LUME_METAL_* (capshim form set)\"");

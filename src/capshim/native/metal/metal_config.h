@@ -10,6 +10,9 @@
  *                 CAPSHIM_METAL_MAX_THREADGROUP_MEMORY  bytes (optional)
  *                 CAPSHIM_METAL_RECOMMENDED_WORKING_SET_SIZE bytes (optional)
  *                 CAPSHIM_METAL_FORCE_FAMILIES          "5001,3003" (optional)
+ *                 CAPSHIM_METAL_DEVICE_NAME             the name MTLDevice.name answers,
+ *                                                       percent-encoded (optional; the
+ *                                                       rule: native/vulkan/devname.h)
  *                 at least one of them must be set.
  *   Cua/Lume form LUME_METAL_APPLE_FAMILY_MAX           1001..1999 (required)
  *                 LUME_METAL_MAX_THREADGROUP_MEMORY     bytes, default 65536
@@ -23,6 +26,7 @@
 #ifndef CAPSHIM_METAL_CONFIG_H
 #define CAPSHIM_METAL_CONFIG_H
 
+#include "devname.h" /* the device-name rule, shared with the Vulkan layer (native/vulkan) */
 #include "metal_vars.h"
 
 #include <stddef.h>
@@ -52,6 +56,8 @@ struct capshim_metal_config {
     uint64_t working_set;          /* bytes */
     size_t n_forced;
     uint64_t forced[CAPSHIM_MAX_FORCED]; /* Mac/Common/Metal family numbers */
+    int has_device_name;
+    char device_name[CAPSHIM_DEVICE_NAME_MAX]; /* decoded UTF-8, for MTLDevice.name */
     int lume_ignored;              /* Lume variables present but capshim form used */
     char reason[CAPSHIM_REASON_LEN]; /* why not accepted, plain text */
 };

@@ -92,11 +92,14 @@ static inline void mq_json_tri(FILE *out, int v)
     fputs(v < 0 ? "null" : (v ? "true" : "false"), out);
 }
 
-/* Highest family in base+1 .. base+9 the device supports, or 0. */
+/* Highest family in base+1 .. base+20 the device supports, or 0. Twenty, as
+ * llama.cpp scans (MTLGPUFamilyApple1 + 20 down, ggml-metal-device.m): a host
+ * newer than Apple9 (1009) is captured at its own family (host ceilings,
+ * capshim.profiles.metalhost), not cut at 1009. */
 static inline long mq_highest(id dev, long base)
 {
     long best = 0;
-    for (long f = base + 1; f <= base + 9; f++)
+    for (long f = base + 1; f <= base + 20; f++)
         if (mq_supports(dev, f) == 1)
             best = f;
     return best;

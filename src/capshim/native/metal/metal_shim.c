@@ -19,7 +19,10 @@
  * families the configuration forces, otherwise the original answer;
  * maxThreadgroupMemoryLength and recommendedMaxWorkingSetSize return
  * max(original, configured) and are replaced only when configured. Nothing
- * is ever lowered. Anything missing or invalid leaves the stock answers and
+ * is ever lowered. name (MTLDevice.name) answers the configured device name,
+ * an NSString made once ([[NSString alloc] initWithUTF8String:], kept for the
+ * life of the process), only when one is configured; without NSString the
+ * device's own name stays. Anything missing or invalid leaves the stock answers and
  * is reported in the status file (CAPSHIM_STATUS_FILE, JSON lines).
  */
 #if !defined(__APPLE__)
@@ -66,6 +69,9 @@ typedef long capshim_nsint;           /* NSInteger, MTLGPUFamily */
 typedef BOOL (*supports_fn)(id, SEL, capshim_nsint);
 typedef capshim_nsuint (*size_fn)(id, SEL);
 typedef void (*init_fn)(id, SEL);
+typedef id (*name_fn)(id, SEL);
+typedef id (*init_utf8_fn)(id, SEL, const char *);
+typedef const char *(*utf8_fn)(id, SEL);
 typedef void (*generic_fn)(void);
 
 /* Function pointers travel through void (*)(void), the generic type. */
@@ -85,6 +91,7 @@ struct slot {
     supports_fn supports;        /* originals; NULL when not replaced */
     size_fn threadgroup;
     size_fn working_set;
+    name_fn name;
     atomic_int ready;
 };
 static struct slot g_slots[MAX_SLOTS];
@@ -97,10 +104,13 @@ struct changed { int query; long long key; unsigned long long stock, reported; }
 static struct changed g_changed[MAX_CHANGED];
 static size_t g_nchanged;
 
-enum { Q_SUPPORTS = 0, Q_THREADGROUP, Q_WORKING_SET };
-static const char *const g_query_names[] = {
-    "supportsFamily:", "maxThreadgroupMemoryLength", "recommendedMaxWorkingSetSize",
+enum { Q_SUPPORTS = 0, Q_THREADGROUP, Q_WORKING_SET, Q_NAME, Q_COUNT };
+static const char *const g_query_names[Q_COUNT] = {
+    "supportsFamily:", "maxThreadgroupMemoryLength", "recommendedMaxWorkingSetSize", "name",
 };
+static id g_name_object;         /* the configured name as an NSString, or nil */
+static pthread_once_t g_name_once = PTHREAD_ONCE_INIT;
+static atomic_int g_name_logged;
 
 /* ---- status file and banner --------------------------------------------- */
 
@@ -146,7 +156,10 @@ static void banner(void)
     for (size_t i = 0; i < g_cfg.n_forced; i++) {
         (void)capshim_buf_printf(b, sizeof b, &len, "%s%llu", i ? "," : (*sep ? ", forced families " : "forced families "),
                                  (unsigned long long)g_cfg.forced[i]);
+        sep = ", ";
     }
+    if (g_cfg.has_device_name) /* decoded UTF-8 without control characters (devname.h) */
+        (void)capshim_buf_printf(b, sizeof b, &len, "%sname \"%s\"", sep, g_cfg.device_name);
     if (len + 2 > sizeof b)
         len = sizeof b - 2;
     b[len++] = '\n';
@@ -226,6 +239,60 @@ static capshim_nsuint answer_size(struct slot *s, id self, SEL sel, int query)
     return (capshim_nsuint)want;
 }
 
+/* The C string of an NSString (or of the stand-in's string), or NULL. */
+static const char *utf8_of(id s)
+{
+    if (s == nil)
+        return NULL;
+    Class c = object_getClass(s);
+    SEL sel = sel_registerName("UTF8String");
+    if (c == Nil || !class_respondsToSelector(c, sel))
+        return NULL;
+    utf8_fn f = (utf8_fn)(generic_fn)class_getMethodImplementation(c, sel);
+    return f ? f(s, sel) : NULL;
+}
+
+/* Makes g_name_object once: [[NSString alloc] initWithUTF8String:name], +1, never
+ * released. Every step is checked; any missing one leaves it nil. */
+static void make_name_object(void)
+{
+    Class cls = objc_lookUpClass("NSString");
+    Class meta = cls ? object_getClass((id)cls) : Nil;
+    SEL alloc_sel = sel_registerName("alloc"), init_sel = sel_registerName("initWithUTF8String:");
+    if (meta == Nil || !class_respondsToSelector(meta, alloc_sel))
+        return;
+    name_fn alloc = (name_fn)(generic_fn)class_getMethodImplementation(meta, alloc_sel);
+    id obj = alloc ? alloc((id)cls, alloc_sel) : nil;
+    Class oc = obj ? object_getClass(obj) : Nil;
+    if (oc == Nil || !class_respondsToSelector(oc, init_sel))
+        return;
+    init_utf8_fn init = (init_utf8_fn)(generic_fn)class_getMethodImplementation(oc, init_sel);
+    id s = init ? init(obj, init_sel, g_cfg.device_name) : nil;
+    const char *back = utf8_of(s);
+    if (back != NULL && strcmp(back, g_cfg.device_name) == 0)
+        g_name_object = s;
+}
+
+static id answer_name(struct slot *s, id self, SEL sel)
+{
+    if (!atomic_load_explicit(&s->ready, memory_order_acquire) || s->name == NULL)
+        return nil;
+    id stock = s->name(self, sel);
+    const char *was = utf8_of(stock);
+    if (g_name_object == nil || (was != NULL && strcmp(was, g_cfg.device_name) == 0))
+        return stock;
+    if (g_has_status && !atomic_exchange(&g_name_logged, 1)) {
+        struct capshim_json j;
+        event_begin(&j, "changed");
+        capshim_json_str(&j, "query", g_query_names[Q_NAME]);
+        capshim_json_str(&j, "key", "");
+        capshim_json_str(&j, "stock", was ? was : "");
+        capshim_json_str(&j, "reported", g_cfg.device_name);
+        capshim_json_end_and_write(&j);
+    }
+    return g_name_object;
+}
+
 /* One set of replacement functions per slot, so that each knows its own
  * originals (no lookup by class at call time, and classes that inherit from
  * one another each reach their own original). */
@@ -235,15 +302,18 @@ static capshim_nsuint answer_size(struct slot *s, id self, SEL sel, int query)
     static capshim_nsuint hook_threadgroup_##i(id self, SEL sel)                        \
     { return answer_size(&g_slots[i], self, sel, Q_THREADGROUP); }                       \
     static capshim_nsuint hook_working_set_##i(id self, SEL sel)                        \
-    { return answer_size(&g_slots[i], self, sel, Q_WORKING_SET); }
+    { return answer_size(&g_slots[i], self, sel, Q_WORKING_SET); }                       \
+    static id hook_name_##i(id self, SEL sel)                                           \
+    { return answer_name(&g_slots[i], self, sel); }
 DEFINE_SLOT(0) DEFINE_SLOT(1) DEFINE_SLOT(2) DEFINE_SLOT(3)
 DEFINE_SLOT(4) DEFINE_SLOT(5) DEFINE_SLOT(6) DEFINE_SLOT(7)
-#define SLOT_HOOKS(i) {AS_IMP(hook_supports_##i), AS_IMP(hook_threadgroup_##i), AS_IMP(hook_working_set_##i)}
-static IMP g_hooks[MAX_SLOTS][3];
+#define SLOT_HOOKS(i) {AS_IMP(hook_supports_##i), AS_IMP(hook_threadgroup_##i), AS_IMP(hook_working_set_##i), \
+                       AS_IMP(hook_name_##i)}
+static IMP g_hooks[MAX_SLOTS][Q_COUNT];
 
 static void init_hook_table(void)
 {
-    IMP t[MAX_SLOTS][3] = {SLOT_HOOKS(0), SLOT_HOOKS(1), SLOT_HOOKS(2), SLOT_HOOKS(3),
+    IMP t[MAX_SLOTS][Q_COUNT] = {SLOT_HOOKS(0), SLOT_HOOKS(1), SLOT_HOOKS(2), SLOT_HOOKS(3),
                            SLOT_HOOKS(4), SLOT_HOOKS(5), SLOT_HOOKS(6), SLOT_HOOKS(7)};
     memcpy(g_hooks, t, sizeof t);
 }
@@ -251,7 +321,7 @@ static void init_hook_table(void)
 static int is_our_hook(IMP imp)
 {
     for (size_t i = 0; i < MAX_SLOTS; i++)
-        for (size_t q = 0; q < 3; q++)
+        for (size_t q = 0; q < Q_COUNT; q++)
             if (g_hooks[i][q] == imp)
                 return 1;
     return 0;
@@ -316,6 +386,8 @@ static void patch_class(Class cls, const char *path)
 {
     if (cls == Nil || !g_cfg.accepted)
         return;
+    if (g_cfg.has_device_name) /* outside g_lock: it runs Foundation's code */
+        (void)pthread_once(&g_name_once, make_name_object);
     pthread_mutex_lock(&g_lock);
     if (class_known(cls)) {
         pthread_mutex_unlock(&g_lock);
@@ -324,17 +396,19 @@ static void patch_class(Class cls, const char *path)
     const char *cname = class_getName(cls);
     if (cname == NULL)
         cname = "?";
-    static const char *const selnames[3] = {
-        "supportsFamily:", "maxThreadgroupMemoryLength", "recommendedMaxWorkingSetSize"};
-    int wanted[3] = {g_cfg.has_apple_family_max || g_cfg.n_forced > 0,
-                     g_cfg.has_threadgroup_memory, g_cfg.has_working_set};
-    int todo[3] = {0, 0, 0};
-    char names[3][200];
-    const char *installed[4], *missing[3];
+    const char *const *selnames = g_query_names;
+    /* A name that could not be made into an NSString is not hooked: the
+     * device's own name stays, and the hooks event says why (below). */
+    int wanted[Q_COUNT] = {g_cfg.has_apple_family_max || g_cfg.n_forced > 0,
+                           g_cfg.has_threadgroup_memory, g_cfg.has_working_set,
+                           g_cfg.has_device_name && g_name_object != nil};
+    int todo[Q_COUNT] = {0, 0, 0, 0};
+    char names[Q_COUNT][200];
+    const char *installed[Q_COUNT + 1], *missing[Q_COUNT];
     size_t n_inst = 0, n_miss = 0, n_todo = 0;
-    Method methods[3] = {NULL, NULL, NULL};
-    SEL sels[3];
-    for (int q = 0; q < 3; q++) {
+    Method methods[Q_COUNT] = {NULL, NULL, NULL, NULL};
+    SEL sels[Q_COUNT];
+    for (int q = 0; q < Q_COUNT; q++) {
         sels[q] = sel_registerName(selnames[q]);
         if (!wanted[q])
             continue;
@@ -353,6 +427,8 @@ static void patch_class(Class cls, const char *path)
         reason = "required methods are missing; answers stay stock";
     else if (n_todo > 0 && idx >= MAX_SLOTS)
         reason = "too many device classes (8 at most)";
+    else if (n_todo == 0 && g_cfg.has_device_name && g_name_object == nil)
+        reason = "no NSString could be made of the device name; the name stays stock";
     if (reason != NULL || n_todo == 0) {
         /* Remembered so that it is examined (and reported) once. A class
          * with nothing to do inherits every hook from a patched class. */
@@ -373,12 +449,13 @@ static void patch_class(Class cls, const char *path)
     s->supports = todo[Q_SUPPORTS] ? (supports_fn)(generic_fn)method_getImplementation(methods[Q_SUPPORTS]) : NULL;
     s->threadgroup = todo[Q_THREADGROUP] ? (size_fn)(generic_fn)method_getImplementation(methods[Q_THREADGROUP]) : NULL;
     s->working_set = todo[Q_WORKING_SET] ? (size_fn)(generic_fn)method_getImplementation(methods[Q_WORKING_SET]) : NULL;
+    s->name = todo[Q_NAME] ? (name_fn)(generic_fn)method_getImplementation(methods[Q_NAME]) : NULL;
     atomic_store_explicit(&s->ready, 1, memory_order_release);
     atomic_store_explicit(&g_nslots, idx + 1, memory_order_release);
-    IMP origs[3] = {NULL, NULL, NULL};
-    int done[3] = {0, 0, 0};
+    IMP origs[Q_COUNT] = {NULL, NULL, NULL, NULL};
+    int done[Q_COUNT] = {0, 0, 0, 0};
     int ok = 1;
-    for (int q = 0; q < 3 && ok; q++) {
+    for (int q = 0; q < Q_COUNT && ok; q++) {
         if (!todo[q])
             continue;
         origs[q] = install(cls, sels[q], methods[q], g_hooks[idx][q]);
@@ -386,7 +463,7 @@ static void patch_class(Class cls, const char *path)
         ok = done[q];
     }
     if (!ok) {
-        for (int q = 0; q < 3; q++)
+        for (int q = 0; q < Q_COUNT; q++)
             if (done[q])
                 restore(cls, sels[q], origs[q]);
         if (g_nfailed < MAX_SEEN)
@@ -402,13 +479,15 @@ static void patch_class(Class cls, const char *path)
 
     if (g_path1)
         installed[n_inst++] = "-[_MTLDevice initGPUFamilySupport]";
-    for (int q = 0; q < 3; q++) {
+    for (int q = 0; q < Q_COUNT; q++) {
         if (!todo[q])
             continue;
         (void)snprintf(names[q], sizeof names[q], "-[%s %s]", cname, selnames[q]);
         installed[n_inst++] = names[q];
     }
-    hooks_event(path, cls, installed, n_inst, missing, 0, NULL);
+    hooks_event(path, cls, installed, n_inst, missing, 0,
+                g_cfg.has_device_name && g_name_object == nil
+                    ? "no NSString could be made of the device name; the name stays stock" : NULL);
     if (first)
         banner();
 }
@@ -647,7 +726,7 @@ __attribute__((constructor)) static void capshim_metal_load(void)
     event_begin(&j, "config");
     capshim_json_bool(&j, "accepted", g_cfg.accepted);
     if (g_cfg.accepted) {
-        char values[1024];
+        char values[2048]; /* 16 numbers and a name of 255 bytes, each escaped as \u00XX at worst */
         size_t vlen = 0;
         values[0] = '\0';
         if (capshim_metal_config_json(&g_cfg, values, sizeof values, &vlen) == 0)

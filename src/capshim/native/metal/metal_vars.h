@@ -14,7 +14,8 @@
     X(appleFamilyMax, "CAPSHIM_METAL_APPLE_FAMILY_MAX")                      \
     X(maxThreadgroupMemoryLength, "CAPSHIM_METAL_MAX_THREADGROUP_MEMORY")    \
     X(recommendedMaxWorkingSetSize, "CAPSHIM_METAL_RECOMMENDED_WORKING_SET_SIZE") \
-    X(forceFamilies, "CAPSHIM_METAL_FORCE_FAMILIES")
+    X(forceFamilies, "CAPSHIM_METAL_FORCE_FAMILIES")                       \
+    X(deviceName, "CAPSHIM_METAL_DEVICE_NAME")
 
 /* The Cua/Lume spelling (trycua/cua libs/lume/metal-capability-shim). */
 #define CAPSHIM_METAL_LUME_VARIABLES(X)                                      \

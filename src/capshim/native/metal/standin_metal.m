@@ -14,8 +14,13 @@
  *   CSLimitedDevice            lacks maxThreadgroupMemoryLength.
  *   CSBigDevice                answers above any profile (Apple1..9,
  *                              Metal3, 65536 * 2): nothing may go down.
+ *                              Its name is "Apple M1 Ultra (capshim stand-in)".
  *   CSSubDevice                a subclass of CSParavirtDevice that inherits
  *                              every answer.
+ *   NSString                   what Foundation gives the shim for a device
+ *                              name it answers: +alloc, -initWithUTF8String:
+ *                              (copies), -UTF8String. Absent when built with
+ *                              -DSTANDIN_NO_NSSTRING.
  * MTLCreateSystemDefaultDevice() returns a CSParavirtDevice (or the class
  * named by STANDIN_DEVICE_CLASS); MTLCopyAllDevices() an array of one
  * CSParavirtDevice and one CSParavirtDevice2.
@@ -57,6 +62,34 @@ __attribute__((objc_root_class))
 - (id)initWithText:(const char *)t { text = t; return self; }
 - (const char *)UTF8String { return text; }
 @end
+
+#ifndef STANDIN_NO_NSSTRING
+@interface NSString : CSObject
+{
+    char *bytes;
+}
+- (id)initWithUTF8String:(const char *)t;
+- (const char *)UTF8String;
+@end
+
+@implementation NSString
+- (id)initWithUTF8String:(const char *)t
+{
+    bytes = t ? strdup(t) : NULL;
+    if (bytes == NULL) {
+        [self free];
+        return nil;
+    }
+    return self;
+}
+- (const char *)UTF8String { return bytes; }
+- (void)free
+{
+    free(bytes);
+    [super free];
+}
+@end
+#endif
 
 @interface CSArray : CSObject
 {
@@ -103,13 +136,14 @@ API int standin_family_inits(void) { return __atomic_load_n(&g_family_inits, __A
 #define DEVICE_BASE CSObject
 #endif
 
-static CSString *g_name, *g_name2;
+static CSString *g_name, *g_name2, *g_name_big;
 static pthread_once_t g_names_once = PTHREAD_ONCE_INIT;
 
 static void make_names(void)
 {
     g_name = [[CSString alloc] initWithText:"Apple Paravirtual device (capshim stand-in)"];
     g_name2 = [[CSString alloc] initWithText:"Second stand-in device"];
+    g_name_big = [[CSString alloc] initWithText:"Apple M1 Ultra (capshim stand-in)"];
 }
 
 @interface CSParavirtDevice : DEVICE_BASE
@@ -160,6 +194,7 @@ static void make_names(void)
 }
 - (unsigned long)maxThreadgroupMemoryLength { return 131072; }
 - (unsigned long)recommendedMaxWorkingSetSize { return 68719476736UL; }
+- (id)name { pthread_once(&g_names_once, make_names); return g_name_big; }
 @end
 
 @interface CSSubDevice : CSParavirtDevice

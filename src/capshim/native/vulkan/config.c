@@ -65,68 +65,26 @@ static int valid_ext_name(const char *s) {
     return 1;
 }
 
-static int hexval(char c) {
-    if (c >= '0' && c <= '9') return c - '0';
-    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-    return -1;
-}
-
-/* Whether s (n bytes) is well-formed UTF-8 (Unicode 15, table 3-7: no overlongs,
- * no surrogates, nothing above U+10FFFF) without C0, DEL or C1 controls. */
-static int clean_utf8(const unsigned char *s, size_t n) {
-    for (size_t i = 0; i < n;) {
-        unsigned char c = s[i];
-        size_t len = c < 0x80 ? 1 : (c >= 0xC2 && c <= 0xDF) ? 2 : (c >= 0xE0 && c <= 0xEF) ? 3
-                                   : (c >= 0xF0 && c <= 0xF4) ? 4 : 0;
-        if (len == 0 || i + len > n) return 0;
-        if (len == 1 && (c < 0x20 || c == 0x7f)) return 0;
-        unsigned char lo = 0x80, hi = 0xBF;
-        if (c == 0xE0) lo = 0xA0;
-        if (c == 0xED) hi = 0x9F;
-        if (c == 0xF0) lo = 0x90;
-        if (c == 0xF4) hi = 0x8F;
-        for (size_t k = 1; k < len; k++) {
-            unsigned char t = s[i + k];
-            if (t < (k == 1 ? lo : 0x80) || t > (k == 1 ? hi : 0xBF)) return 0;
-        }
-        if (c == 0xC2 && s[i + 1] < 0xA0) return 0; /* C1 controls U+0080..U+009F */
-        i += len;
-    }
-    return 1;
-}
-
-/* deviceName=TEXT: percent-decode into out (CAPSHIM_DEVICE_NAME_MAX bytes). */
+/* deviceName=TEXT: the shared rule (devname.h) into out (CAPSHIM_DEVICE_NAME_MAX bytes). */
 static int parse_device_name(const char *val, char *out, size_t lineno, char *err, size_t errlen) {
-    size_t n = 0;
-    for (const char *p = val; *p; p++) {
-        int c = (unsigned char)*p;
-        if (*p == '%') {
-            int h = hexval(p[1]), l = h < 0 ? -1 : hexval(p[2]);
-            if (l < 0) {
-                set_err(err, errlen, lineno, "key 'deviceName': '%%' not followed by two hex digits");
-                return -1;
-            }
-            c = h * 16 + l;
-            p += 2;
-        } else if (!((*p >= 'A' && *p <= 'Z') || (*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') ||
-                     *p == '-' || *p == '.' || *p == '_' || *p == '~')) {
-            set_err(err, errlen, lineno, "key 'deviceName': byte '%c' must be percent-encoded", *p);
-            return -1;
-        }
-        if (n + 1 >= CAPSHIM_DEVICE_NAME_MAX) {
-            set_err(err, errlen, lineno, "key 'deviceName': longer than %d bytes", CAPSHIM_DEVICE_NAME_MAX - 1);
-            return -1;
-        }
-        out[n++] = (char)c;
+    char bad = 0;
+    switch (capshim_devname_decode(val, out, &bad)) {
+    case CAPSHIM_DEVNAME_OK: return 0;
+    case CAPSHIM_DEVNAME_BAD_ESCAPE:
+        set_err(err, errlen, lineno, "key 'deviceName': '%%' not followed by two hex digits");
+        break;
+    case CAPSHIM_DEVNAME_RAW_BYTE:
+        set_err(err, errlen, lineno, "key 'deviceName': byte '%c' must be percent-encoded", bad);
+        break;
+    case CAPSHIM_DEVNAME_TOO_LONG:
+        set_err(err, errlen, lineno, "key 'deviceName': longer than %d bytes", CAPSHIM_DEVICE_NAME_MAX - 1);
+        break;
+    case CAPSHIM_DEVNAME_EMPTY: set_err(err, errlen, lineno, "key 'deviceName': empty"); break;
+    case CAPSHIM_DEVNAME_NOT_CLEAN:
+        set_err(err, errlen, lineno, "key 'deviceName': not UTF-8 without control characters");
+        break;
     }
-    out[n] = '\0';
-    if (n == 0 || !clean_utf8((const unsigned char *)out, n)) {
-        set_err(err, errlen, lineno, "key 'deviceName': %s", n == 0 ? "empty" : "not UTF-8 without control characters");
-        out[0] = '\0';
-        return -1;
-    }
-    return 0;
+    return -1;
 }
 
 /* profile=NAME: 1..64 bytes of A-Z a-z 0-9 . _ - */

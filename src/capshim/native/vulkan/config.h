@@ -51,10 +51,11 @@ struct capshim_ext {
     uint32_t spec_version; /* 0: hide */
 };
 
-/* Buffer sizes, NUL included. CAPSHIM_DEVICE_NAME_MAX is VK_MAX_PHYSICAL_DEVICE_NAME_SIZE
- * (vulkan_core.h; layer.c checks that they agree). */
+/* Buffer sizes, NUL included. CAPSHIM_DEVICE_NAME_MAX (devname.h, the device-name rule
+ * shared with the Metal shim) is VK_MAX_PHYSICAL_DEVICE_NAME_SIZE (vulkan_core.h; layer.c
+ * checks that they agree). */
+#include "devname.h"
 #define CAPSHIM_PROFILE_NAME_MAX 65
-#define CAPSHIM_DEVICE_NAME_MAX 256
 
 struct capshim_config {
     int direction;
