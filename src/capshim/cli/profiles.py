@@ -172,8 +172,12 @@ def profile_import(file, name, direction, out, device):
     else:
         reading, lower, higher = khronos_parts(ref, device, flag="profile import")
         parts = [p for p in (lower, higher) if p is not None]
-    if not parts:
-        raise CapshimError(f"{ref}: no answer capshim can give on this device; nothing written")
+    parts = [p for p in parts if p.capabilities or p.extensions]
+    if not parts:  # say what the file states that capshim cannot answer, then refuse
+        for line in unsupported_summary(reading, shown=len(reading.unsupported)):
+            click.echo(f"warning: {line}", err=True)
+        raise CapshimError(f"{ref}: no answer capshim can give" + ("" if direction else " on this device")
+                           + "; nothing written")
     stem = out[:-5] if out.endswith(".toml") else out
     names = [out] if len(parts) == 1 else [f"{stem}-{p.direction}.toml" for p in parts]
     for path in names:  # all or nothing: a split import never leaves one half written

@@ -37,7 +37,7 @@ from capshim.contracts.suggest import did_you_mean
 from capshim.profiles.catalog import FLAG_NAMES, KEYS, KINDS, LIMITS, ORDERED, SPEC_MIN
 from capshim.profiles.checks import answer, check_against_device
 from capshim.profiles.language import parse
-from capshim.profiles.model import Profile, ProfileError, format_version, parse_version
+from capshim.profiles.model import Profile, ProfileError, escape, format_version, parse_version
 from capshim.profiles.table import load as load_table
 
 __all__ = ["Reading", "is_khronos_ref", "read", "derive", "one_direction", "capture_reading", "split_ref", "reading_of_probe"]
@@ -107,7 +107,10 @@ def _core_name(struct: str, known: set[str]) -> str:
 def _flag_mask(key: str, value, where: str, unsupported: list) -> int | None:
     """A list of FlagBits names (``VK_SUBGROUP_FEATURE_BASIC_BIT``) or an integer -> the mask."""
     if isinstance(value, int) and not isinstance(value, bool):
-        return value
+        if 0 <= value <= 0xFFFFFFFF:
+            return value
+        unsupported.append(f"{where}: {value} is not a 32-bit mask of flag bits")
+        return None
     if not isinstance(value, list):
         unsupported.append(f"{where}: {value!r} is not a list of flag names")
         return None
@@ -132,9 +135,9 @@ def _value(key: str, value, where: str, unsupported: list):
         return _flag_mask(key, value, where, unsupported)
     elif vtype == "version":
         try:
-            return parse_version(value) if isinstance(value, (str, int)) and not isinstance(value, bool) else None
-        except ValueError as exc:
-            unsupported.append(f"{where}: {value!r}: {exc}")
+            return parse_version(value)
+        except ValueError as exc:  # a float, a bool, a negative, "1.3_0": listed, never dropped
+            unsupported.append(f"{where}: {escape(repr(value))}: {exc}")
             return None
     elif isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= 0xFFFFFFFF:
         floor = SPEC_MIN.get("vulkan", {}).get(key)
@@ -207,6 +210,16 @@ def _read_block(name: str, block, out: Reading) -> None:
             out.unsupported.append(f"{name}.{section}: unknown section (not in the Vulkan Profiles schema)")
 
 
+_NAMES = {"type": "array", "items": {"type": "string"}}
+_ENTRIES = {"type": "array", "items": {"anyOf": [{"type": "string"}, _NAMES]}}
+SHAPE = {"type": "object", "properties": {"profiles": {"type": "object", "additionalProperties": {
+    "type": "object", "properties": {"capabilities": _ENTRIES, "optionals": _ENTRIES,
+                                     "profiles": _NAMES, "requires": _NAMES}}}}}
+"""The parts of the Khronos profiles schema (profiles-0.8) that reading relies on: each profile an
+object whose ``capabilities``/``optionals`` are names or lists of alternative names and whose
+``profiles``/``requires`` are names. Values inside blocks are checked one by one (listed, not refused)."""
+
+
 def _pick(profiles: dict, wanted: str | None, source: str) -> str:
     names = sorted(profiles)
     if wanted is not None:
@@ -220,18 +233,22 @@ def _pick(profiles: dict, wanted: str | None, source: str) -> str:
     return names[0]
 
 
-def _resolve(doc: dict, name: str, out: Reading, seen: tuple[str, ...]) -> None:
-    """Fold profile ``name`` (its required profiles first, as the schema orders them) into ``out``."""
+def _resolve(doc: dict, name: str, out: Reading, seen: tuple[str, ...], done: set[str]) -> None:
+    """Fold profile ``name`` (its required profiles first, as the schema orders them) into ``out``;
+    a profile already folded (``done``: required twice, or by two others) is folded once."""
     profiles, blocks = doc.get("profiles", {}), doc.get("capabilities", {})
     if name in seen:
         raise ProfileError(out.source, f"profiles.{name}", None, f"requires itself ({' -> '.join(seen + (name,))})")
+    if name in done:
+        return
+    done.add(name)
     prof = profiles.get(name)
-    if not isinstance(prof, dict):
+    if prof is None:
         out.unsupported.append(f"required profile {name}: not in this file (not answered)")
         return
-    for req in list(prof.get("profiles", [])) + list(prof.get("requires", [])):
+    for req in prof.get("profiles", []) + prof.get("requires", []):
         out.notes.append(f"{name} requires {req}: its capabilities are included")
-        _resolve(doc, str(req), out, seen + (name,))
+        _resolve(doc, req, out, seen + (name,), done)
     api = prof.get("api-version")
     if api is not None:
         got = _value("apiVersion", api, f"{name}.api-version", out.unsupported)
@@ -259,18 +276,24 @@ def read(ref: str) -> Reading:
     """
     path, wanted = split_ref(ref)
     try:
-        doc = jsonread.load(Path(path), limit=MAX_FILE_BYTES)
+        doc = jsonread.load(Path(path), limit=MAX_FILE_BYTES, unique_keys=True)
     except jsonread.JsonShapeError as exc:
         raise ProfileError(ref, None, None, str(exc)) from None
     if not isinstance(doc, dict) or not isinstance(doc.get("profiles"), dict) \
             or not isinstance(doc.get("capabilities", {}), dict):
         raise ProfileError(ref, None, None, "not a Vulkan Profiles file (a JSON object with \"profiles\" and "
                            "\"capabilities\" objects: the Khronos profiles schema)")
+    try:
+        jsonread.check(doc, SHAPE, path)
+    except jsonread.JsonShapeError as exc:
+        raise ProfileError(ref, None, None, str(exc)) from None
     name = _pick(doc["profiles"], wanted, ref)
     prof = doc["profiles"][name]
-    label = prof.get("label") or prof.get("description") or name if isinstance(prof, dict) else name
-    out = Reading(name=name, source=ref, label=" ".join(str(label).split()))
-    _resolve(doc, name, out, ())
+    label = prof.get("label") or prof.get("description") or name
+    out = Reading(name=name, source=ref, label=escape(" ".join(str(label).split())))
+    _resolve(doc, name, out, (), set())
+    out.unsupported = [escape(u) for u in out.unsupported]  # names from the file, safe to print
+    out.notes = [escape(n) for n in out.notes]
     return out
 
 
@@ -283,7 +306,7 @@ def _build(reading: Reading, direction: str, caps: dict, exts: dict) -> Profile:
     """A validated capshim profile of ``caps`` and ``exts`` (TOML written with tomli-w, parsed back)."""
     types = KEYS["vulkan"]
     doc = {"name": _profile_name(reading, direction), "api": "vulkan", "direction": direction, "version": 1,
-           "description": f"{direction} to Khronos profile {reading.name} ({reading.label})"[:200],
+           "description": f"{direction} to Khronos profile {escape(reading.name)} ({escape(reading.label)})"[:200],
            "capabilities": {k: (format_version(v) if types[k] == "version" else bool(v) if types[k] == "bool" else v)
                             for k, v in caps.items()}}
     if exts:
@@ -406,7 +429,7 @@ def reading_of_probe(probe: dict, source: str) -> Reading:
     """A probe result (``capshim probe --json`` form) as a :class:`Reading` of its answers."""
     dev = probe.get("device", {})
     out = Reading(name="VP_CAPSHIM_" + (re.sub(r"[^A-Za-z0-9]+", "_", str(dev.get("name", ""))).strip("_") or "device"),
-                  source=source, label=" ".join(str(dev.get("name", "device")).split()))
+                  source=source, label=escape(" ".join(str(dev.get("name", "device")).split())))
     for key, value in probe.get("capabilities", {}).items():
         if value is None or key not in KEYS["vulkan"] or KINDS["vulkan"][key] == "exact":
             continue

@@ -1,0 +1,125 @@
+"""Hostile Khronos Vulkan Profiles files (issue 21, hostile pass; docs/hostile-inputs.md rows 700-).
+
+Each test is one input a user (or a file from the internet) may give to ``--profile``,
+``--simulate`` or ``capshim profile import|show|check``: it must be refused naming the file and
+the JSON path, or read with every oddity listed, never a traceback, a hang or a silent answer.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+
+import pytest
+
+from capshim import profiles
+from capshim.profiles import khronos
+from capshim.profiles.model import parse_version
+from tests.conftest import run_capshim
+
+BLOCK = {"b": {"features": {"VkPhysicalDeviceShaderFloat16Int8Features": {"shaderFloat16": True}}}}
+
+
+def write(tmp_path, profiles_, blocks=None, name="p.json") -> str:
+    path = tmp_path / name
+    path.write_text(json.dumps({"capabilities": BLOCK if blocks is None else blocks, "profiles": profiles_}))
+    return str(path)
+
+
+@pytest.mark.parametrize("prof, where", [
+    ({"capabilities": 5}, "$.profiles.A.capabilities"),
+    ({"capabilities": [{"b": 1}]}, "$.profiles.A.capabilities[0]"),
+    ({"capabilities": [[["b"]]]}, "$.profiles.A.capabilities[0]"),
+    ({"capabilities": ["b"], "optionals": 3}, "$.profiles.A.optionals"),
+    ({"capabilities": ["b"], "profiles": 5}, "$.profiles.A.profiles"),
+    ({"capabilities": ["b"], "requires": "Bxy"}, "$.profiles.A.requires"),
+    (5, "$.profiles.A"),
+])
+def test_a_profile_of_the_wrong_shape_is_refused_naming_the_json_path(tmp_path, prof, where):
+    path = write(tmp_path, {"A": prof})
+    with pytest.raises(profiles.ProfileError) as exc:
+        khronos.read(path)
+    assert path in str(exc.value) and where in str(exc.value)
+    r = run_capshim("profile", "import", path, "--direction", "raise", "-o", str(tmp_path / "x.toml"))
+    assert r.returncode == 2 and "Traceback" not in r.stderr and where in r.stderr
+    assert not (tmp_path / "x.toml").exists()
+
+
+def test_a_diamond_of_requirements_is_read_once_per_profile(tmp_path):
+    # P0 requires P1 twice, P1 requires P2 twice, ...: 2**40 paths, 41 profiles.
+    profs = {f"P{i}": {"capabilities": ["b"], "profiles": [f"P{i + 1}", f"P{i + 1}"]} for i in range(40)}
+    profs["P40"] = {"capabilities": ["b"], "api-version": "1.2.0"}
+    start = time.monotonic()
+    r = khronos.read(write(tmp_path, profs) + "#P0")
+    assert time.monotonic() - start < 5
+    assert r.capabilities == {"shaderFloat16": True, "apiVersion": parse_version("1.2.0")}
+    assert len(r.notes) <= 2 * 41
+
+
+def test_mutual_requirement_is_a_cycle(tmp_path):
+    path = write(tmp_path, {"A": {"capabilities": ["b"], "profiles": ["B"]},
+                            "B": {"capabilities": ["b"], "requires": ["A"]}})
+    with pytest.raises(profiles.ProfileError) as exc:
+        khronos.read(path + "#A")
+    assert "A -> B -> A" in str(exc.value)
+
+
+@pytest.mark.parametrize("api", ["1.-3", "1.3_0", "1. 3", "\uff11.3", "1.3.-1", -1, 2 ** 40, 1.3, True, ["1.3"]])
+def test_a_bad_api_version_is_listed_never_a_wrong_or_dropped_answer(tmp_path, api):
+    r = khronos.read(write(tmp_path, {"A": {"capabilities": ["b"], "api-version": api}}))
+    assert "apiVersion" not in r.capabilities
+    assert any(u.startswith("A.api-version") for u in r.unsupported), r.unsupported
+    assert khronos.one_direction(r, "raise").capabilities == {"shaderFloat16": 1}
+
+
+@pytest.mark.parametrize("text", ["1.-3", "1.3_0", "1. 3", "\uff11.3", " 1.3", "1.3.-1", "1..3"])
+def test_parse_version_takes_only_ascii_digits(text):
+    with pytest.raises(ValueError):
+        parse_version(text)
+
+
+@pytest.mark.parametrize("value", [-1, 2 ** 40, True])
+def test_parse_version_refuses_an_integer_that_is_no_32_bit_version(value):
+    with pytest.raises(ValueError):
+        parse_version(value)
+
+
+@pytest.mark.parametrize("mask", [-1, 2 ** 40])
+def test_a_flag_mask_out_of_32_bits_is_listed_naming_the_member(tmp_path, mask):
+    blocks = {"b": {"properties": {"VkPhysicalDeviceSubgroupProperties": {"supportedOperations": mask}}}}
+    r = khronos.read(write(tmp_path, {"A": {"capabilities": ["b"]}}, blocks))
+    assert "subgroupSupportedOperations" not in r.capabilities
+    assert any(u.startswith("VkPhysicalDeviceSubgroupProperties.supportedOperations") for u in r.unsupported)
+
+
+def test_control_bytes_in_names_and_labels_are_escaped(tmp_path):
+    blocks = {"b\x1b[2J": {"extensions": {"VK_KHR_x\x1b]0;pwn\x07": 1},
+                           "features": {"VkPhysicalDeviceShaderFloat16Int8Features": {"shaderFloat16": True}}}}
+    path = write(tmp_path, {"A\x1b[31m": {"label": "red\x1b[31m\x00\u202e", "capabilities": ["b\x1b[2J"]}}, blocks)
+    r = khronos.read(path)
+    for line in r.unsupported + r.notes + [r.label]:
+        assert "\x1b" not in line and "\x00" not in line and "\u202e" not in line
+    p = khronos.one_direction(r, "raise")  # the label and the name go into the profile's description
+    assert p.capabilities == {"shaderFloat16": 1} and "\\x1b" in p.description
+    out = tmp_path / "x.toml"
+    res = run_capshim("profile", "import", path, "--direction", "raise", "-o", str(out))
+    assert res.returncode == 0, res.stderr
+    assert "\x1b" not in res.stderr and "\\x1b" in res.stderr and out.exists()
+
+
+def test_duplicate_keys_are_refused_naming_the_path(tmp_path):
+    path = tmp_path / "dup.json"
+    path.write_text('{"capabilities": {"b": {"features": {"VkPhysicalDeviceShaderFloat16Int8Features": '
+                    '{"shaderFloat16": true, "shaderFloat16": false}}}}, "profiles": {"A": {"capabilities": ["b"]}}}')
+    with pytest.raises(profiles.ProfileError) as exc:
+        khronos.read(str(path))
+    assert "shaderFloat16" in str(exc.value) and "twice" in str(exc.value)
+    assert "$.capabilities.b.features.VkPhysicalDeviceShaderFloat16Int8Features" in str(exc.value)
+
+
+def test_import_of_nothing_answerable_writes_nothing(tmp_path):
+    path = write(tmp_path, {"A": {"capabilities": ["b"]}}, {"b": {"formats": {"VK_FORMAT_R8_UNORM": {}}}})
+    out = tmp_path / "x.toml"
+    r = run_capshim("profile", "import", path, "--direction", "lower", "-o", str(out))
+    assert r.returncode == 2 and "nothing written" in r.stderr and not out.exists()
+    assert "formats" in r.stderr
