@@ -157,3 +157,19 @@ def test_bad_input_is_one_line_and_exit_2(store, tmp_path):
 def test_a_threshold_below_zero_is_refused_by_the_query(store):
     with Store.open(store) as st, pytest.raises(DbError, match="threshold"):
         matrix(st, threshold=-1)
+
+
+def test_control_bytes_in_store_text_never_reach_the_terminal_or_a_file():
+    """A bundle from another host of the fleet names its device, OS and build: an ESC or OSC there
+    (a crafted bundle in the shared store) is shown escaped in every format, never sent raw."""
+    row = {"device": "GPU\x1b]0;pwned\x07\x1b[31m", "host_os": "L\u202eX", "guest_os": "Linux\x9b6", "build": "b\x00",
+           "model": None, "arm": "a", "state": "active", "test": "t", "baseline": "x\x1b[1m", "pct_of_host": None,
+           "speedup": None, "aa": None, "verdict": "no host", "bundle_id": 1, "bundle": "b"}
+    m = {"rows": [row], "bundles": 1, "counts": {"no host": 1}, "rule": "R", "threshold": 2.0}
+    texts = [export_matrix.markdown(m), export_matrix.html(m),
+             "\n".join(str(p) for p in export_matrix.terminal_parts(m, 80) if hasattr(p, "plain"))]
+    texts += ["\n".join(c for r in export_matrix.cells(m) for c in r), "\n".join(export_matrix.notes(m))]
+    for text in texts:
+        for bad in ("\x1b", "\x07", "\x00", "\x9b", "\u202e"):
+            assert bad not in text
+    assert "GPU\\x1b]0;pwned" in export_matrix.markdown(m) and "x\\x1b[1m" in "\n".join(export_matrix.notes(m))

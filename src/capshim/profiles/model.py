@@ -12,6 +12,7 @@ import urllib.parse
 from dataclasses import dataclass, field
 from typing import Any
 
+from capshim.contracts.names import escape
 from capshim.errors import CapshimError
 from capshim.profiles.catalog import KEYS
 
@@ -30,7 +31,6 @@ DEVICE_NAME_MAX_BYTES = 255
 #: A device name's text: no C0, DEL or C1 controls (devname.h refuses them too).
 DEVICE_NAME_TEXT_RE = r"\A[^\x00-\x1f\x7f-\x9f]*\Z"
 _VERSION_TEXT = re.compile(r"[0-9]{1,9}\.[0-9]{1,9}(\.[0-9]{1,9})?")
-_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
 
 
 def encode_device_name(name: str) -> str:
@@ -55,12 +55,6 @@ def device_name_problem(name: object) -> str | None:
         return (f"{size} bytes in UTF-8: longer than {DEVICE_NAME_MAX_BYTES} (capshim's limit in every API: "
                 "VkPhysicalDeviceProperties::deviceName holds VK_MAX_PHYSICAL_DEVICE_NAME_SIZE = 256 with the NUL)")
     return None
-
-
-def escape(text: str) -> str:
-    """``text`` with control characters (C0, DEL, C1, line separators, bidi
-    overrides) written as ``\\xNN``/``\\uNNNN``, safe to print on a terminal."""
-    return _CONTROL.sub(lambda m: f"\\x{ord(m[0]):02x}" if ord(m[0]) < 0x100 else f"\\u{ord(m[0]):04x}", text)
 
 
 def _show(value: Any, limit: int = 80) -> str:
