@@ -123,3 +123,28 @@ def test_import_of_nothing_answerable_writes_nothing(tmp_path):
     r = run_capshim("profile", "import", path, "--direction", "lower", "-o", str(out))
     assert r.returncode == 2 and "nothing written" in r.stderr and not out.exists()
     assert "formats" in r.stderr
+
+
+@pytest.mark.parametrize("ref, want", [
+    ("d#x/h.json", ("d#x/h.json", None)),          # a '#' in a folder name is part of the path
+    ("d#x/h.json#VP_A", ("d#x/h.json", "VP_A")),
+    ("h.json#VP_A#B", ("h.json", "VP_A#B")),         # held: a name with '#' is the name
+    ("h.json#", ("h.json", None)),
+    ("H.JSON#VP_A", ("H.JSON", "VP_A")),            # the suffix in capitals is still JSON
+    ("p.toml", ("p.toml", None)),
+])
+def test_split_ref_finds_the_json_file_whatever_the_hashes(ref, want):
+    assert khronos.split_ref(ref) == want
+    assert khronos.is_khronos_ref(ref) == (want[0] != "p.toml")
+
+
+def test_a_file_in_a_folder_with_a_hash_takes_a_profile_name(tmp_path):
+    folder = tmp_path / "runs#1"
+    folder.mkdir()
+    path = write(folder, {"A": {"capabilities": ["b"]}, "B": {"capabilities": ["b"]}}, name="VP.JSON")
+    assert khronos.read(path + "#B").name == "B"
+    r = run_capshim("profile", "show", path + "#A")
+    assert r.returncode == 0 and '"khronos_profile": "A"' in r.stdout, r.stderr
+    with pytest.raises(profiles.ProfileError) as exc:
+        profiles.load(path)  # a bench arm's TOML profile: the way to use a Khronos file, not a TOML error
+    assert "profile import" in str(exc.value)

@@ -75,15 +75,28 @@ class Reading:
     notes: list = field(default_factory=list)
 
 
+def _json_name(path: str) -> bool:
+    return path.lower().endswith(".json")
+
+
 def split_ref(ref: str) -> tuple[str, str | None]:
-    """``FILE.json#PROFILE`` -> (FILE.json, PROFILE); without ``#``: (ref, None)."""
-    path, sep, name = str(ref).partition("#")
-    return (path, name or None) if sep and path.endswith(".json") else (str(ref), None)
+    """``FILE.json#PROFILE`` -> (FILE.json, PROFILE); without a profile: (ref, None).
+
+    A reference ending in ``.json`` (any case) is the file whole, ``#`` in its folders included
+    (``runs#1/x.json``); otherwise the file ends at the rightmost ``#`` whose left side ends in
+    ``.json`` (``runs#1/x.json#VP_A``), and the rest is the profile name (``x.json#`` names none)."""
+    ref = str(ref)
+    if _json_name(ref):
+        return ref, None
+    for at in [i for i, c in enumerate(ref) if c == "#"][::-1]:
+        if _json_name(ref[:at]):
+            return ref[:at], ref[at + 1:] or None
+    return ref, None
 
 
 def is_khronos_ref(ref: str) -> bool:
     """Whether a profile reference names a JSON file (``FILE.json`` or ``FILE.json#PROFILE``)."""
-    return split_ref(str(ref))[0].endswith(".json")
+    return _json_name(split_ref(str(ref))[0])
 
 
 def _index() -> dict[tuple[str, str], str]:
