@@ -173,3 +173,14 @@ def test_control_bytes_in_store_text_never_reach_the_terminal_or_a_file():
         for bad in ("\x1b", "\x07", "\x00", "\x9b", "\u202e"):
             assert bad not in text
     assert "GPU\\x1b]0;pwned" in export_matrix.markdown(m) and "x\\x1b[1m" in "\n".join(export_matrix.notes(m))
+
+
+def test_an_empty_store_or_not_a_database_is_one_line_and_exit_2(tmp_path):
+    empty = f"sqlite:///{tmp_path / 'empty.sqlite'}"
+    for fmt in (["--format", "md"], ["--format", "html"], ["--json"], []):
+        res = _cli("--db", empty, *fmt, "-o", str(tmp_path / "m.out"))
+        assert res.exit_code == 2 and "no bundle in the store matches" in res.output
+        assert not (tmp_path / "m.out").exists()
+    (tmp_path / "notdb.sqlite").write_text("garbage\n" * 100)
+    res = _cli("--db", f"sqlite:///{tmp_path / 'notdb.sqlite'}")
+    assert res.exit_code == 2 and "not a database" in res.output and "Traceback" not in res.output

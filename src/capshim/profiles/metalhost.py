@@ -176,11 +176,11 @@ def read_capture(path: str | Path) -> HostCapture:
         JsonShapeError: (exit 2) not readable, not strict JSON, larger than
             :data:`CAPTURE_MAX_BYTES`, or not of :data:`CAPTURE_SCHEMA` (a capture of another
             API, a family number outside its range, a size that is not a u64); the message
-            names the file and the JSON path.
+            names the file and the JSON path; a key twice in one object is refused.
             The device name must follow the profiles' device-name rule (no control
             characters, at most 255 bytes): ``$.stock.device`` otherwise.
     """
-    data = jsonread.load(path, limit=CAPTURE_MAX_BYTES)
+    data = jsonread.load(path, limit=CAPTURE_MAX_BYTES, unique_keys=True)
     if isinstance(data, dict) and isinstance(data.get("api"), str) and data["api"] != "metal":
         raise jsonread.JsonShapeError(f"{path}: $.api: a capture of {escape(data['api'][:40])!r}, not of a "
                                       "Metal host")

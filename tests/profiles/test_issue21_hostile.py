@@ -1,0 +1,61 @@
+"""Hostile inputs to the registry generator and the Metal host capture (issue 21, hostile pass;
+docs/hostile-inputs.md rows 700-)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from capshim import jsonread
+from capshim.profiles import generate, metalhost
+from tests.conftest import run_capshim
+
+ROOT = Path(__file__).resolve().parents[2]
+M1 = ROOT / "tests" / "fixtures" / "metal-host" / "m1-ultra.json"
+GENERATED = ("src/capshim/native/vulkan/caps_table.h", "docs/capabilities.md", generate.FACTS)
+
+
+def _copy_generated(root: Path) -> None:
+    for rel in GENERATED:
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_bytes((ROOT / rel).read_bytes())
+
+
+def test_a_generated_file_not_in_utf8_is_drift_not_a_traceback(tmp_path, capsys):
+    _copy_generated(tmp_path)
+    doc = tmp_path / "docs/capabilities.md"
+    doc.write_bytes(doc.read_bytes() + b"\xff caf\xe9\n")  # a hand edit saved in Latin-1
+    assert generate.main(["--root", str(tmp_path)]) == 1
+    assert "capabilities.md: differs" in capsys.readouterr().err
+    assert generate.main(["--root", str(tmp_path), "--write"]) == 0
+    assert doc.read_bytes() == (ROOT / "docs/capabilities.md").read_bytes()
+
+
+def test_a_generated_file_that_cannot_be_written_is_exit_2_naming_it(tmp_path, capsys):
+    _copy_generated(tmp_path)
+    doc = tmp_path / "docs/capabilities.md"
+    doc.unlink()
+    doc.mkdir()  # a folder where the generated file goes
+    assert generate.main(["--root", str(tmp_path), "--write"]) == 2
+    err = capsys.readouterr().err
+    assert "capabilities.md" in err and "cannot write" in err and "Traceback" not in err
+
+
+def test_a_capture_with_a_key_twice_is_refused(tmp_path):
+    text = M1.read_text().replace('"apple": 1007,', '"apple": 1009, "apple": 1007,')
+    path = tmp_path / "dup.json"
+    path.write_text(text)
+    with pytest.raises(jsonread.JsonShapeError) as exc:
+        metalhost.read_capture(path)
+    assert "$.stock.highest" in str(exc.value) and "'apple' appears twice" in str(exc.value)
+    r = run_capshim("profile", "from-host", str(path))
+    assert r.returncode == 2 and "appears twice" in r.stderr and r.stdout == ""
+
+
+def test_a_metal_capture_is_not_a_khronos_profile(tmp_path):
+    r = run_capshim("profile", "show", str(M1))
+    assert r.returncode == 2 and "not a Vulkan Profiles file" in r.stderr and "Traceback" not in r.stderr
+    cap = json.loads(M1.read_text())
+    assert cap["api"] == "metal"
