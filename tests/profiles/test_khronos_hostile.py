@@ -148,3 +148,15 @@ def test_a_file_in_a_folder_with_a_hash_takes_a_profile_name(tmp_path):
     with pytest.raises(profiles.ProfileError) as exc:
         profiles.load(path)  # a bench arm's TOML profile: the way to use a Khronos file, not a TOML error
     assert "profile import" in str(exc.value)
+
+
+def test_a_capture_of_a_file_without_api_version_invents_none(tmp_path):
+    blocks = {"b": {"properties": {"VkPhysicalDeviceProperties": {"limits": {"maxComputeSharedMemorySize": 16384}}}}}
+    path = write(tmp_path, {"A": {"capabilities": ["b"]}}, blocks)
+    out = tmp_path / "cap.json"
+    r = run_capshim("profile", "capture", "--from", path, "-o", str(out))
+    assert r.returncode == 0, r.stderr
+    assert "api-version" not in json.loads(out.read_text())["profiles"]["A"]  # was "1.0.0": a lower answer
+    assert "apiVersion" in r.stderr and "states none" in r.stderr
+    again = khronos.read(str(out))
+    assert "apiVersion" not in again.capabilities and again.capabilities["maxComputeSharedMemorySize"] == 16384

@@ -457,7 +457,9 @@ def capture_reading(reading: Reading) -> dict:
 
     Each key is written under the first struct the capability table names for it (``limits.x``
     nested), flags as FlagBits names, apiVersion packed (as vulkaninfo writes it); the one
-    profile, ``reading.name``, has ``api-version`` = the apiVersion answer.
+    profile, ``reading.name``, has ``api-version`` = the apiVersion answer. A reading with no
+    apiVersion (a file that states none) gets no ``api-version`` (any would be an answer the
+    source never gave; read back, none is answered), said in ``reading.unsupported``.
     """
     table = load_table()
     features, properties = {}, {}
@@ -471,8 +473,12 @@ def capture_reading(reading: Reading) -> dict:
         node[last] = _flag_names(key, value) if KEYS["vulkan"][key] == "flags" else value
     api = reading.capabilities.get("apiVersion")
     block = {"extensions": dict(reading.extensions), "features": features, "properties": properties}
+    prof = {"version": 1, "api-version": format_version(api) if api else None, "label": reading.label,
+            "description": "Captured by capshim profile capture", "contributors": {}, "history": [],
+            "capabilities": ["device"]}
+    if not api:
+        del prof["api-version"]
+        reading.unsupported.append("apiVersion: the source states none, so the capture states none (the "
+                                   "Khronos schema asks for an api-version: add the device's by hand)")
     return {"$schema": "https://schema.khronos.org/vulkan/profiles-0.8-latest.json#",
-            "capabilities": {"device": block},
-            "profiles": {reading.name: {"version": 1, "api-version": format_version(api) if api else "1.0.0",
-                                        "label": reading.label, "description": "Captured by capshim profile capture",
-                                        "contributors": {}, "history": [], "capabilities": ["device"]}}}
+            "capabilities": {"device": block}, "profiles": {reading.name: prof}}
