@@ -7,6 +7,9 @@ The golden of the terminal table over every committed bundle is tests/test_termi
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 
 import pytest
 from click.testing import CliRunner
@@ -16,6 +19,7 @@ from capshim.db.matrix import matrix, short_os
 from capshim.db.store import DbError, Store
 from capshim.db.terms import VERDICTS, verdict
 from capshim.export import matrix as export_matrix
+from tests.conftest import REPO
 from tests.db.conftest import EVIDENCE
 
 
@@ -184,3 +188,14 @@ def test_an_empty_store_or_not_a_database_is_one_line_and_exit_2(tmp_path):
     (tmp_path / "notdb.sqlite").write_text("garbage\n" * 100)
     res = _cli("--db", f"sqlite:///{tmp_path / 'notdb.sqlite'}")
     assert res.exit_code == 2 and "not a database" in res.output and "Traceback" not in res.output
+
+
+def test_output_to_a_fifo_nobody_reads_is_an_error_at_once(store, tmp_path):
+    """-o follows report -o's rule (paths.write_output): a FIFO with no reader is refused at once
+    (it used to block forever in open), a regular file is replaced in one step."""
+    fifo = tmp_path / "m.md"
+    os.mkfifo(fifo)
+    r = subprocess.run([sys.executable, "-m", "capshim.cli", "db", "matrix", "--db", store, "--format", "md",
+                        "-o", str(fifo)], capture_output=True, text=True, timeout=60,
+                       env={**os.environ, "PYTHONPATH": str(REPO / "src")})
+    assert r.returncode == 2 and "FIFO" in r.stderr and "Traceback" not in r.stderr
