@@ -199,3 +199,13 @@ def test_output_to_a_fifo_nobody_reads_is_an_error_at_once(store, tmp_path):
                         "-o", str(fifo)], capture_output=True, text=True, timeout=60,
                        env={**os.environ, "PYTHONPATH": str(REPO / "src")})
     assert r.returncode == 2 and "FIFO" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_output_over_a_folder_is_refused_and_over_a_file_replaces_it(store, tmp_path):
+    (tmp_path / "dir").mkdir()
+    res = _cli("--db", store, "--format", "md", "-o", str(tmp_path / "dir"))
+    assert res.exit_code == 2 and "directory" in res.output
+    old = tmp_path / "m.md"
+    old.write_text("old page\n")
+    res = _cli("--db", store, "--format", "md", "-o", str(old))
+    assert res.exit_code == 0 and old.read_text().startswith("# compatibility matrix")
