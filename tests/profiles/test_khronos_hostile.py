@@ -160,3 +160,18 @@ def test_a_capture_of_a_file_without_api_version_invents_none(tmp_path):
     assert "apiVersion" in r.stderr and "states none" in r.stderr
     again = khronos.read(str(out))
     assert "apiVersion" not in again.capabilities and again.capabilities["maxComputeSharedMemorySize"] == 16384
+
+
+def test_a_chain_of_requirements_deeper_than_the_limit_is_refused(tmp_path):
+    n = 3000  # deeper than Python's recursion limit
+    profs = {f"P{i}": {"capabilities": ["b"], "profiles": [f"P{i + 1}"]} for i in range(n)}
+    profs[f"P{n}"] = {"capabilities": ["b"]}
+    path = write(tmp_path, profs)
+    with pytest.raises(profiles.ProfileError) as exc:
+        khronos.read(path + "#P0")
+    assert f"deeper than {khronos.MAX_REQUIRES_DEPTH}" in str(exc.value) and len(str(exc.value)) < 600
+    r = run_capshim("profile", "show", path + "#P0")
+    assert r.returncode == 2 and "Traceback" not in r.stderr
+    ok = {f"P{i}": {"capabilities": ["b"], "profiles": [f"P{i + 1}"]} for i in range(khronos.MAX_REQUIRES_DEPTH)}
+    ok[f"P{khronos.MAX_REQUIRES_DEPTH}"] = {"capabilities": ["b"]}
+    assert khronos.read(write(tmp_path, ok, name="ok.json") + "#P0").capabilities == {"shaderFloat16": True}

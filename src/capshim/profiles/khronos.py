@@ -44,6 +44,9 @@ __all__ = ["Reading", "is_khronos_ref", "read", "derive", "one_direction", "capt
 
 MAX_FILE_BYTES = 16 << 20
 """Largest Khronos profile file read (a vulkaninfo export is about 100 KiB; gpuinfo.org's under 1 MiB)."""
+MAX_REQUIRES_DEPTH = 64
+"""Deepest chain of required profiles read (Khronos' own tiers nest a few deep; a deeper chain is
+refused before Python's recursion limit)."""
 NOT_ANSWERED = ("formats", "queueFamiliesProperties", "videoProfiles")
 """Capability sections the layer does not answer (it hooks features, properties and extensions)."""
 _VENDOR = re.compile(r"(KHR|EXT|NV|AMD|INTEL|ARM|QCOM|VALVE|MESA)$")
@@ -254,6 +257,10 @@ def _resolve(doc: dict, name: str, out: Reading, seen: tuple[str, ...], done: se
         raise ProfileError(out.source, f"profiles.{name}", None, f"requires itself ({' -> '.join(seen + (name,))})")
     if name in done:
         return
+    if len(seen) > MAX_REQUIRES_DEPTH:
+        chain = " -> ".join(seen[:3] + ("...",) + seen[-2:])
+        raise ProfileError(out.source, f"profiles.{seen[0]}", None, f"requires profiles nested deeper than "
+                           f"{MAX_REQUIRES_DEPTH} ({chain})")
     done.add(name)
     prof = profiles.get(name)
     if prof is None:
