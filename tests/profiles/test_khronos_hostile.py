@@ -175,3 +175,13 @@ def test_a_chain_of_requirements_deeper_than_the_limit_is_refused(tmp_path):
     ok = {f"P{i}": {"capabilities": ["b"], "profiles": [f"P{i + 1}"]} for i in range(khronos.MAX_REQUIRES_DEPTH)}
     ok[f"P{khronos.MAX_REQUIRES_DEPTH}"] = {"capabilities": ["b"]}
     assert khronos.read(write(tmp_path, ok, name="ok.json") + "#P0").capabilities == {"shaderFloat16": True}
+
+
+@pytest.mark.parametrize("fmt, name", [("toml", "x.json"), ("json", "x.toml"), ("toml", "x.JSON")])
+def test_capture_refuses_a_format_its_file_name_would_be_read_as_the_other(tmp_path, fmt, name):
+    """capshim reads FILE.json as a Khronos file and FILE.toml as TOML: a TOML capture named
+    x.json could never be used (--simulate x.json: invalid JSON)."""
+    src = write(tmp_path, {"A": {"capabilities": ["b"], "api-version": "1.3.0"}})
+    r = run_capshim("profile", "capture", "--from", src, "--format", fmt, "-o", str(tmp_path / name))
+    assert r.returncode == 2 and "--format" in r.stderr and name in r.stderr
+    assert not (tmp_path / name).exists()

@@ -214,7 +214,13 @@ def profile_capture(out, fmt, from_file, device, direction):
       capshim run --simulate lavapipe.json -- vulkaninfo --summary
       capshim profile capture --from VP_VULKANINFO_x.json --format toml -o x.toml
     """
-    fmt = fmt or ("toml" if out and out.endswith(".toml") else "json")
+    fmt = fmt or ("toml" if out and out.lower().endswith(".toml") else "json")
+    named = ("json" if khronos.is_khronos_ref(out) else "toml" if out.lower().endswith(".toml") else None) \
+        if out else None
+    if named and named != fmt:  # capshim reads a file by its name: this one could never be used
+        reads = "a Khronos profiles file" if named == "json" else "TOML"
+        raise UsageError(f"-o {out}: capshim reads a .{named} file as {reads}, and --format {fmt} writes "
+                         f"{fmt.upper()}: name it .{fmt}")
     try:
         if from_file is not None:
             reading = khronos.read(from_file)
