@@ -8,6 +8,7 @@ the JSON path, or read with every oddity listed, never a traceback, a hang or a 
 from __future__ import annotations
 
 import json
+import os
 import time
 
 import pytest
@@ -185,3 +186,25 @@ def test_capture_refuses_a_format_its_file_name_would_be_read_as_the_other(tmp_p
     r = run_capshim("profile", "capture", "--from", src, "--format", fmt, "-o", str(tmp_path / name))
     assert r.returncode == 2 and "--format" in r.stderr and name in r.stderr
     assert not (tmp_path / name).exists()
+
+
+def test_capture_from_a_fifo_or_to_a_folder_or_dangling_link_is_refused(tmp_path):
+    src = write(tmp_path, {"A": {"capabilities": ["b"], "api-version": "1.3.0"}})
+    os.mkfifo(tmp_path / "f.json")
+    r = run_capshim("profile", "capture", "--from", str(tmp_path / "f.json"), timeout=60)
+    assert r.returncode == 2 and "not a regular file" in r.stderr
+    (tmp_path / "link.json").symlink_to(src)
+    assert run_capshim("profile", "capture", "--from", str(tmp_path / "link.json")).returncode == 0
+    (tmp_path / "dir.json").mkdir()
+    (tmp_path / "dangling.json").symlink_to(tmp_path / "nowhere.json")
+    for out in ("dir.json", "dangling.json"):
+        r = run_capshim("profile", "capture", "--from", src, "-o", str(tmp_path / out))
+        assert r.returncode == 2 and "exists" in r.stderr
+    assert not (tmp_path / "nowhere.json").exists()
+
+
+def test_a_device_index_the_machine_lacks_is_named(tmp_path):
+    src = write(tmp_path, {"A": {"capabilities": ["b"], "api-version": "1.3.0"}})
+    r = run_capshim("profile", "import", src, "--device", "9", "-o", str(tmp_path / "x.toml"))
+    assert r.returncode == 2 and "--device 9" in r.stderr and "Traceback" not in r.stderr
+    assert not (tmp_path / "x.toml").exists()
