@@ -208,3 +208,25 @@ def test_a_device_index_the_machine_lacks_is_named(tmp_path):
     r = run_capshim("profile", "import", src, "--device", "9", "-o", str(tmp_path / "x.toml"))
     assert r.returncode == 2 and "--device 9" in r.stderr and "Traceback" not in r.stderr
     assert not (tmp_path / "x.toml").exists()
+
+
+@pytest.mark.parametrize("names, mask, listed", [
+    (["VK_SUBGROUP_FEATURE_XBASIC_BIT"], 0, 1),                 # was read as BASIC: it ends in "basic"
+    (["VK_SHADER_STAGE_COMPUTE_BIT_AND_BASIC_BIT"], 0, 1),
+    (["VK_SUBGROUP_FEATURE_BASIC"], 0, 1),                      # no _BIT: not a FlagBits name
+    (["VK_SUBGROUP_FEATURE_BASIC_BIT", "VK_SUBGROUP_FEATURE_ROTATE_CLUSTERED_BIT_KHR"], 1 | 1024, 0),
+    (["VK_SUBGROUP_FEATURE_PARTITIONED_BIT_NV", "VK_SUBGROUP_FEATURE_SHUFFLE_RELATIVE_BIT"], 256 | 32, 0),
+])
+def test_flag_names_must_be_the_vulkan_names_whole(tmp_path, names, mask, listed):
+    blocks = {"b": {"properties": {"VkPhysicalDeviceSubgroupProperties": {"supportedOperations": names}}}}
+    r = khronos.read(write(tmp_path, {"A": {"capabilities": ["b"]}}, blocks))
+    assert r.capabilities["subgroupSupportedOperations"] == mask
+    assert len([u for u in r.unsupported if "flag " in u]) == listed
+
+
+def test_stage_names_take_their_vendor_aliases(tmp_path):
+    names = ["VK_SHADER_STAGE_MESH_BIT_NV", "VK_SHADER_STAGE_TASK_BIT_EXT", "VK_SHADER_STAGE_COMPUTE_BIT",
+             "VK_SHADER_STAGE_TESSELLATION_CONTROL_BIT"]
+    blocks = {"b": {"properties": {"VkPhysicalDeviceSubgroupProperties": {"supportedStages": names}}}}
+    r = khronos.read(write(tmp_path, {"A": {"capabilities": ["b"]}}, blocks))
+    assert r.capabilities["subgroupSupportedStages"] == 128 | 64 | 32 | 2 and not r.unsupported

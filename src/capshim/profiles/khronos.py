@@ -121,7 +121,8 @@ def _core_name(struct: str, known: set[str]) -> str:
 
 
 def _flag_mask(key: str, value, where: str, unsupported: list) -> int | None:
-    """A list of FlagBits names (``VK_SUBGROUP_FEATURE_BASIC_BIT``) or an integer -> the mask."""
+    """A list of FlagBits names (``VK_SUBGROUP_FEATURE_BASIC_BIT``, whole: ``..._XBASIC_BIT`` is no
+    bit; a vendor suffix after ``BIT`` is an alias) or an integer -> the mask."""
     if isinstance(value, int) and not isinstance(value, bool):
         if 0 <= value <= 0xFFFFFFFF:
             return value
@@ -131,14 +132,20 @@ def _flag_mask(key: str, value, where: str, unsupported: list) -> int | None:
         unsupported.append(f"{where}: {value!r} is not a list of flag names")
         return None
     bits, mask = FLAG_NAMES[key], 0
+    known = {_no_vendor(_flag_names(key, bit)[0]): bit for bit in bits.values()}
     for name in value:
-        text = str(name).removeprefix("VK_").replace("_BIT", "").lower()
-        hit = [b for b in bits if text.endswith(b) or _VENDOR.sub("", text.upper()).lower().rstrip("_").endswith(b)]
-        if not hit:
+        bit = known.get(_no_vendor(str(name)))
+        if bit is None:
             unsupported.append(f"{where}: flag {name} (capshim knows {', '.join(bits)})")
             continue
-        mask |= bits[max(hit, key=len)]
+        mask |= bit
     return mask
+
+
+def _no_vendor(name: str) -> str:
+    """A FlagBits name without its vendor suffix: ``VK_SHADER_STAGE_MESH_BIT_NV`` and ``..._EXT`` are one
+    bit (aliases in vulkan_core.h), as are ``VK_SUBGROUP_FEATURE_ROTATE_BIT_KHR`` and ``..._ROTATE_BIT``."""
+    return re.sub(r"_BIT_[A-Z]+$", "_BIT", name)
 
 
 def _value(key: str, value, where: str, unsupported: list):
