@@ -230,3 +230,25 @@ def test_stage_names_take_their_vendor_aliases(tmp_path):
     blocks = {"b": {"properties": {"VkPhysicalDeviceSubgroupProperties": {"supportedStages": names}}}}
     r = khronos.read(write(tmp_path, {"A": {"capabilities": ["b"]}}, blocks))
     assert r.capabilities["subgroupSupportedStages"] == 128 | 64 | 32 | 2 and not r.unsupported
+
+
+def test_a_key_stated_twice_answers_the_stronger_and_says_so(tmp_path):
+    """A profile that requires another (or lists two blocks, or one block naming a feature in two
+    structures) must be met by a device meeting both: the stronger value, not the last one read."""
+    blocks = {"base": {"features": {"VkPhysicalDeviceShaderFloat16Int8Features": {"shaderFloat16": True}},
+                       "properties": {"VkPhysicalDeviceProperties": {"limits": {"maxComputeSharedMemorySize": 32768}},
+                                      "VkPhysicalDeviceSubgroupSizeControlProperties": {"minSubgroupSize": 8}},
+                       "extensions": {"VK_KHR_cooperative_matrix": 2}},
+              "top": {"features": {"VkPhysicalDeviceVulkan12Features": {"shaderFloat16": False}},
+                      "properties": {"VkPhysicalDeviceProperties": {"limits": {"maxComputeSharedMemorySize": 16384}},
+                                     "VkPhysicalDeviceSubgroupSizeControlProperties": {"minSubgroupSize": 32}},
+                      "extensions": {"VK_KHR_cooperative_matrix": 1}}}
+    profs = {"BASE": {"capabilities": ["base"]}, "TOP": {"profiles": ["BASE"], "capabilities": ["top"]}}
+    r = khronos.read(write(tmp_path, profs, blocks) + "#TOP")
+    assert r.capabilities["shaderFloat16"] is True
+    assert r.capabilities["maxComputeSharedMemorySize"] == 32768
+    assert r.capabilities["minSubgroupSize"] == 8        # a lower-is-stronger limit: the smaller
+    assert r.extensions["VK_KHR_cooperative_matrix"] == 2
+    said = "\n".join(r.notes)
+    for key in ("shaderFloat16", "maxComputeSharedMemorySize", "minSubgroupSize"):
+        assert f"{key} stated twice" in said

@@ -205,10 +205,24 @@ def _read_structs(section: str, structs: dict, block: str, out: Reading) -> None
                 continue
             got = _value(key, value, f"{struct}.{member}", out.unsupported)
             if got is not None:
-                out.capabilities[key] = got
+                _state(out, key, got, f"{struct}.{member}")
         if missing:
             what = "struct not in capshim's table" if name not in known else "no capshim key"
             out.unsupported.append(f"{struct} ({what}; block {block}): {len(missing)} member(s): {', '.join(missing)}")
+
+
+def _state(out: Reading, key: str, value, where: str) -> None:
+    """Record ``key`` = ``value``; a key already stated (a required profile, another block, another
+    structure) keeps the stronger of the two, as the layer compares them (:func:`checks.answer`):
+    a device that meets the profile meets both statements."""
+    old = out.capabilities.get(key)
+    if old is None or old == value:
+        out.capabilities[key] = value
+        return
+    strong = answer(KINDS["vulkan"][key], KEYS["vulkan"][key], "raise", old, value)
+    out.capabilities[key] = strong
+    out.notes.append(f"{key} stated twice ({old!r}, then {value!r} at {where}): the stronger, {strong!r}, "
+                     "is answered (a device meeting the profile meets both)")
 
 
 def _read_block(name: str, block, out: Reading) -> None:
@@ -220,7 +234,7 @@ def _read_block(name: str, block, out: Reading) -> None:
             for ext, spec in body.items():
                 ok = re.fullmatch(r"VK_[A-Za-z0-9_]+", str(ext)) and len(ext) <= LIMITS["extension_name_max"]
                 if ok and isinstance(spec, int) and not isinstance(spec, bool) and 0 < spec <= 0xFFFFFFFF:
-                    out.extensions[ext] = spec
+                    out.extensions[ext] = max(spec, out.extensions.get(ext, 0))  # stated twice: the newer
                 else:
                     out.unsupported.append(f"{name}.extensions.{ext} = {spec!r}: not an extension and spec version")
         elif section in ("features", "properties") and isinstance(body, dict):
