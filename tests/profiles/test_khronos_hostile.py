@@ -252,3 +252,12 @@ def test_a_key_stated_twice_answers_the_stronger_and_says_so(tmp_path):
     said = "\n".join(r.notes)
     for key in ("shaderFloat16", "maxComputeSharedMemorySize", "minSubgroupSize"):
         assert f"{key} stated twice" in said
+
+
+def test_import_with_two_different_profile_names_is_refused(tmp_path):
+    src = write(tmp_path, {"A": {"capabilities": ["b"]}, "B": {"capabilities": ["b"]}})
+    out = tmp_path / "x.toml"
+    r = run_capshim("profile", "import", src + "#A", "--profile", "B", "--direction", "raise", "-o", str(out))
+    assert r.returncode == 2 and "#A" in r.stderr and "--profile B" in r.stderr and not out.exists()
+    r = run_capshim("profile", "import", src + "#A", "--profile", "A", "--direction", "raise", "-o", str(out))
+    assert r.returncode == 0, r.stderr

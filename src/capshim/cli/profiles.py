@@ -160,6 +160,9 @@ def profile_import(file, name, direction, out, device):
       capshim profile import roadmap.json --profile VP_KHR_roadmap_2022 \\
           --direction raise -o roadmap.toml
     """
+    given = khronos.split_ref(file)[1]
+    if name and given and given != name:
+        raise UsageError(f"{file} names profile #{given} and --profile {name} another: give one")
     ref = f"{khronos.split_ref(file)[0]}#{name}" if name else file
     if not khronos.is_khronos_ref(ref):
         raise CapshimError(f"{file}: not a .json file (a Khronos Vulkan Profiles file)")
