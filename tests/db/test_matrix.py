@@ -209,3 +209,18 @@ def test_output_over_a_folder_is_refused_and_over_a_file_replaces_it(store, tmp_
     old.write_text("old page\n")
     res = _cli("--db", store, "--format", "md", "-o", str(old))
     assert res.exit_code == 0 and old.read_text().startswith("# compatibility matrix")
+
+
+def test_a_host_baseline_named_by_several_stored_bundles_is_unknown_not_the_last_one():
+    """The host baseline's bundle is found by its folder name: two hosts of a fleet may both have
+    stored a bundle called 'host' (each on its own OS); picking the last one stored was a silent
+    wrong host OS. Ambiguous: None (shown '?'); one bundle, or several on one OS: that OS."""
+    from capshim.db.matrix import host_os_index
+    stored = [{"name": "/a/host", "os": "Linux-6.1-x"}, {"name": "/b/host/", "os": "macOS-14.5-arm64"},
+              {"name": "/c/mac-host", "os": "macOS-14.5-arm64"}, {"name": "/d/guest", "os": "Linux-6.1-x"},
+              {"name": "/e/guest", "os": "Linux-6.1-x"}]
+    index = host_os_index(stored)
+    assert index["host"] is None and index["mac-host"] == "macOS-14.5-arm64" and index["guest"] == "Linux-6.1-x"
+    note = " ".join(export_matrix.notes({"rows": [{"host_os": None, "baseline": "x", "bundle_id": 1}],
+                                         "counts": {}, "rule": "R"}))
+    assert "several stored bundles" in note

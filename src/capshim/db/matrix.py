@@ -12,7 +12,8 @@ Host OS and guest OS: the guest is where the bench ran (the bundle's OS). The
 host is where the host baseline was measured: the same machine when it is an arm
 of the bench (the default ``native``); when it came from elsewhere
 (``--host-baseline``), the OS of the stored bundle whose name is that source's
-folder name, else ``None`` (shown as ``?``: the store does not know it).
+folder name, else ``None`` (shown as ``?``: the store does not know it, or bundles on
+different OSes share that name: :func:`host_os_index`).
 
 This module only reads the store; the tables (terminal, Markdown, HTML) are
 :mod:`capshim.export.matrix`'s.
@@ -27,7 +28,7 @@ from capshim.db.store import DbError, Store
 from capshim.db.terms import DEFAULT_THRESHOLD, MATRIX_RULE, VERDICTS, verdict
 from capshim.summary import NOT_SHIM_STATES, bounds
 
-__all__ = ["matrix", "short_os", "KEYS"]
+__all__ = ["matrix", "short_os", "host_os_index", "KEYS"]
 
 #: The matrix's key columns, in sort order: row field -> header.
 KEYS = {"device": "device", "host_os": "host OS", "guest_os": "guest OS", "build": "build"}
@@ -54,13 +55,23 @@ def _aa_of(summary: dict) -> tuple[str | None, dict]:
     return aa["arm"], clean
 
 
-def _host_os(b: dict, by_name: dict[str, dict]) -> str | None:
+def host_os_index(stored: list[dict]) -> dict[str, str | None]:
+    """Folder name -> OS of the stored bundles (``name``, ``os`` of :meth:`Store.select`); a name
+    that bundles on different OSes share (each host of a fleet may store a ``host``) maps to None:
+    the store cannot say which one a host baseline came from."""
+    out: dict[str, str | None] = {}
+    for b in stored:
+        name = PurePath(str(b["name"]).rstrip("/")).name
+        out[name] = b.get("os") if name not in out or out[name] == b.get("os") else None
+    return out
+
+
+def _host_os(b: dict, by_name: dict[str, str | None]) -> str | None:
     """The OS the host baseline was measured on (see the module docstring)."""
     src = b.get("host_source")
     if not src or src.startswith("arm "):
         return b.get("os")
-    other = by_name.get(PurePath(src.rstrip("/")).name)
-    return other.get("os") if other else None
+    return by_name.get(PurePath(src.rstrip("/")).name)
 
 
 def _rows_of(b: dict, summary: dict, host_os: str | None, arms: list[str] | None, tests: list[str] | None,
@@ -114,7 +125,7 @@ def matrix(store: Store, filters: dict | None = None, *, match: str = "exact", a
     if not bundles:
         where = ",".join(f"{k}={v}" for k, v in (filters or {}).items() if v)
         raise DbError(f"db matrix: no bundle in the store matches{' ' + where if where else ''} (see capshim db list)")
-    by_name = {PurePath(b["name"]).name: b for b in store.select()}  # a host baseline's own bundle
+    by_name = host_os_index(store.select())  # a host baseline's own bundle
     rows = []
     for b in bundles:
         rows += _rows_of(b, store.summary(b["id"]), _host_os(b, by_name), arms, tests, threshold)

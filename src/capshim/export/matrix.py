@@ -70,7 +70,8 @@ def notes(m: dict) -> list[str]:
     out.append("A/A: the bench's A/A arm (stock answers through the app layer) holds 1.00x (clean) or "
                "not (biased); empty: the bench had none")
     if any(r["host_os"] is None for r in m["rows"]):
-        out.append("host OS ?: the host baseline came from elsewhere and its bundle is not in the store")
+        out.append("host OS ?: the host baseline came from elsewhere and its bundle is not in the store "
+                   "(or several stored bundles on different OSes have its name)")
     return out + [m["rule"]]
 
 
