@@ -59,3 +59,22 @@ def test_a_metal_capture_is_not_a_khronos_profile(tmp_path):
     assert r.returncode == 2 and "not a Vulkan Profiles file" in r.stderr and "Traceback" not in r.stderr
     cap = json.loads(M1.read_text())
     assert cap["api"] == "metal"
+
+
+def test_host_text_in_check_host_output_is_escaped(tmp_path):
+    """The capture's OS strings may hold any text (its schema bounds only their length) and a
+    device name may hold a bidi override (not a control byte): neither reaches the terminal raw."""
+    cap = json.loads(M1.read_text())
+    cap["stock"]["device"] = "Apple \u202eM1"
+    cap["os"]["version"] = "26.6\x1b[2J"
+    path = tmp_path / "cap.json"
+    path.write_text(json.dumps(cap))
+    prof = tmp_path / "p.toml"
+    r = run_capshim("profile", "from-host", str(path), "-o", str(prof))
+    assert r.returncode == 0, r.stderr
+    assert metalhost.read_capture(path).label() == "Apple \\u202eM1 (macOS 26.6\\x1b[2J)"
+    r = run_capshim("profile", "check", "--host", str(path), str(prof))
+    assert r.returncode == 0, r.stderr
+    for text in (r.stdout, r.stderr):
+        assert "\x1b" not in text and "\u202e" not in text
+    assert "\\u202eM1" in r.stdout

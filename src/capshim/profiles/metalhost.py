@@ -108,11 +108,12 @@ class HostCapture:
 
     def label(self) -> str:
         """"Apple M1 Ultra (macOS 26.6.1)": how messages name the host (the system as
-        platform.system names it where it is not macOS: "... (Linux)")."""
+        platform.system names it where it is not macOS: "... (Linux)"); control characters and
+        bidi overrides of the capture's text escaped (:func:`escape`), safe to print."""
         system = self.os.get("system") or ""
         version = self.os.get("version") or ""
         where = f"macOS {version}" if system == "Darwin" and version else " ".join(v for v in (system, version) if v)
-        return f"{self.device or 'the host'}" + (f" ({where})" if where else "")
+        return escape(f"{self.device or 'the host'}" + (f" ({where})" if where else ""))
 
 
 @dataclass(frozen=True)
