@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import time
+from pathlib import Path
 
 import pytest
 
@@ -261,3 +262,15 @@ def test_import_with_two_different_profile_names_is_refused(tmp_path):
     assert r.returncode == 2 and "#A" in r.stderr and "--profile B" in r.stderr and not out.exists()
     r = run_capshim("profile", "import", src + "#A", "--profile", "A", "--direction", "raise", "-o", str(out))
     assert r.returncode == 0, r.stderr
+
+
+@pytest.mark.parametrize("out", ["-", ".toml", "sub/", "sub/.toml"])
+def test_a_split_import_needs_a_file_name_to_derive_two_from(tmp_path, stock_probe, out):
+    """A file that splits is written as X-lower.toml and X-raise.toml: '-o -' (stdout) wrote files
+    named '--lower.toml' and '--raise.toml' (and suggested '--simulate --lower.toml'), '-o .toml'
+    hidden '-lower.toml' files."""
+    (tmp_path / "sub").mkdir()
+    h200 = Path(__file__).resolve().parents[1] / "fixtures" / "khronos" / "h200-handmade.json"
+    r = run_capshim("profile", "import", str(h200), "-o", out, cwd=tmp_path)
+    assert r.returncode == 2 and "X-lower.toml" in r.stderr, r.stderr
+    assert sorted(p.name for p in tmp_path.rglob("*")) == ["sub"]

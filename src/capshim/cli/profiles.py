@@ -182,6 +182,9 @@ def profile_import(file, name, direction, out, device):
         raise CapshimError(f"{ref}: no answer capshim can give" + ("" if direction else " on this device")
                            + "; nothing written")
     stem = out[:-5] if out.endswith(".toml") else out
+    if len(parts) == 2 and (out == "-" or not Path(stem).name or stem.endswith("/")):
+        raise UsageError(f"-o {out}: {file} splits into a lower and a raise profile, written as X-lower.toml "
+                         "and X-raise.toml: give -o X.toml")
     names = [out] if len(parts) == 1 else [f"{stem}-{p.direction}.toml" for p in parts]
     for path in names:  # all or nothing: a split import never leaves one half written
         if Path(path).exists():
