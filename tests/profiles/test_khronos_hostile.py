@@ -274,3 +274,10 @@ def test_a_split_import_needs_a_file_name_to_derive_two_from(tmp_path, stock_pro
     r = run_capshim("profile", "import", str(h200), "-o", out, cwd=tmp_path)
     assert r.returncode == 2 and "X-lower.toml" in r.stderr, r.stderr
     assert sorted(p.name for p in tmp_path.rglob("*")) == ["sub"]
+
+
+def test_many_blocks_are_read_once_each(tmp_path):
+    n = 20000  # about 2 MiB; the 16 MiB limit holds 150,000 of these (read in about 7 s)
+    blocks = {f"b{i}": BLOCK["b"] for i in range(n)}
+    r = khronos.read(write(tmp_path, {"A": {"capabilities": list(blocks)}}, blocks))
+    assert r.capabilities == {"shaderFloat16": True} and not r.unsupported
