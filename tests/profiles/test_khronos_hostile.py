@@ -281,3 +281,15 @@ def test_many_blocks_are_read_once_each(tmp_path):
     blocks = {f"b{i}": BLOCK["b"] for i in range(n)}
     r = khronos.read(write(tmp_path, {"A": {"capabilities": list(blocks)}}, blocks))
     assert r.capabilities == {"shaderFloat16": True} and not r.unsupported
+
+
+def test_floats_for_ints_odd_flag_items_and_odd_profile_names_held(tmp_path):
+    blocks = {"b": {"properties": {"VkPhysicalDeviceProperties": {"limits": {"maxComputeSharedMemorySize": 32768.0}},
+                                   "VkPhysicalDeviceSubgroupProperties": {"supportedOperations": [1, None, {"a": 1}]}}}}
+    r = khronos.read(write(tmp_path, {"A": {"capabilities": ["b"]}}, blocks))
+    assert "maxComputeSharedMemorySize" not in r.capabilities
+    assert sum("supportedOperations: flag" in u for u in r.unsupported) == 3
+    path = write(tmp_path, {"A\x1b[31m": {}, "B\x00": {}}, {}, name="n.json")
+    with pytest.raises(profiles.ProfileError) as exc:
+        khronos.read(path)
+    assert "A\\x1b[31m, B\\x00" in str(exc.value) and "\x1b" not in str(exc.value)
