@@ -78,3 +78,27 @@ def test_host_text_in_check_host_output_is_escaped(tmp_path):
     for text in (r.stdout, r.stderr):
         assert "\x1b" not in text and "\u202e" not in text
     assert "\\u202eM1" in r.stdout
+
+
+@pytest.mark.parametrize("content", [b"\xff\xfe[keys]\n", None])
+def test_shipped_facts_not_utf8_or_a_folder_are_stale_not_a_traceback(tmp_path, monkeypatch, content):
+    """registry_facts.toml in an installed package that is not UTF-8 (bit rot, a Latin-1 edit) or
+    is a folder: StaleFacts naming the file and the generator, as for a file that is not TOML
+    (the import then falls back to vk.xml with a warning); was a UnicodeDecodeError traceback at
+    import, from every command."""
+    from types import SimpleNamespace
+
+    from capshim.profiles import registry, table
+    facts = tmp_path / registry.FACTS_FILE
+    if content is None:
+        facts.mkdir()
+    else:
+        facts.write_bytes(content)
+    monkeypatch.setattr(registry, "resources", SimpleNamespace(files=lambda pkg: tmp_path))
+    registry.load.cache_clear()
+    try:
+        with pytest.raises(table.StaleFacts) as exc:
+            table.parse(table.shipped_text())
+        assert registry.FACTS_FILE in str(exc.value) and "generate --write" in str(exc.value)
+    finally:
+        registry.load.cache_clear()
