@@ -224,3 +224,13 @@ def test_a_host_baseline_named_by_several_stored_bundles_is_unknown_not_the_last
     note = " ".join(export_matrix.notes({"rows": [{"host_os": None, "baseline": "x", "bundle_id": 1}],
                                          "counts": {}, "rule": "R"}))
     assert "several stored bundles" in note
+
+
+def test_an_arm_or_test_no_matching_bundle_has_is_named_not_an_empty_matrix(store):
+    """--arm vm-unlockd (a typo) printed an empty matrix with exit 0, as if the fleet had no results."""
+    for args, says in ((["--arm", "vm-unlockd"], "did you mean 'vm-unlocked'?"),
+                       (["--test", "pp5122"], "did you mean 'pp512'?"),
+                       (["--arm", "vm-unlocked", "--arm", "zzz"], "'zzz'")):
+        res = _cli("--db", store, *args)
+        assert res.exit_code == 2 and says in res.output and "Traceback" not in res.output, res.output
+    assert _cli("--db", store, "--arm", "vm-unlocked").exit_code == 0

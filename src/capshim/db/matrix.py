@@ -23,6 +23,7 @@ from __future__ import annotations
 
 from pathlib import PurePath
 
+from capshim.contracts.suggest import did_you_mean
 from capshim.db.query import _check_threshold  # the one threshold rule of compare, trend and matrix
 from capshim.db.store import DbError, Store
 from capshim.db.terms import DEFAULT_THRESHOLD, MATRIX_RULE, VERDICTS, verdict
@@ -74,13 +75,26 @@ def _host_os(b: dict, by_name: dict[str, str | None]) -> str | None:
     return by_name.get(PurePath(src.rstrip("/")).name)
 
 
+def _shimmed(summary: dict) -> dict[str, dict]:
+    """The arms of a summary that are rows: every arm but the baseline, the host arm and the A/A arm."""
+    skip = {summary.get("baseline"), (summary.get("host") or {}).get("name"), _aa_of(summary)[0]}
+    return {name: arm for name, arm in (summary.get("arms") or {}).items() if name not in skip}
+
+
+def _check_asked(asked: list[str] | None, seen: set[str], what: str, bundles: int, hint: str = "") -> None:
+    """Refuse an ``--arm``/``--test`` that no matching bundle has (a typo is not an empty matrix)."""
+    for name in asked or ():
+        if name not in seen:
+            raise DbError(f"db matrix: no {what} '{name}' in the {bundles} matching bundle(s)"
+                          + did_you_mean(name, seen) + f"; they have: {', '.join(sorted(seen)) or 'none'}{hint}")
+
+
 def _rows_of(b: dict, summary: dict, host_os: str | None, arms: list[str] | None, tests: list[str] | None,
              threshold: float) -> list[dict]:
     aa_arm, aa_clean = _aa_of(summary)
-    skip = {summary.get("baseline"), (summary.get("host") or {}).get("name"), aa_arm}
     rows = []
-    for name, arm in (summary.get("arms") or {}).items():
-        if name in skip or (arms and name not in arms):
+    for name, arm in _shimmed(summary).items():
+        if arms and name not in arms:
             continue
         for test, st in (arm.get("tests") or {}).items():
             if tests and test not in tests:
@@ -118,7 +132,8 @@ def matrix(store: Store, filters: dict | None = None, *, match: str = "exact", a
         :data:`KEYS`, then arm, test and bundle id (unknown values last).
 
     Raises:
-        DbError: a bad threshold or filter; nothing matches (names the filters).
+        DbError: a bad threshold or filter; nothing matches (names the filters); an arm or test
+            in ``arms``/``tests`` that no matching bundle has (names it, and the closest).
     """
     _check_threshold(threshold)
     bundles = store.select(filters, match)
@@ -126,9 +141,15 @@ def matrix(store: Store, filters: dict | None = None, *, match: str = "exact", a
         where = ",".join(f"{k}={v}" for k, v in (filters or {}).items() if v)
         raise DbError(f"db matrix: no bundle in the store matches{' ' + where if where else ''} (see capshim db list)")
     by_name = host_os_index(store.select())  # a host baseline's own bundle
-    rows = []
+    rows, seen_arms, seen_tests = [], set(), set()
     for b in bundles:
-        rows += _rows_of(b, store.summary(b["id"]), _host_os(b, by_name), arms, tests, threshold)
+        summary = store.summary(b["id"])
+        for name, arm in _shimmed(summary).items():
+            seen_arms.add(name)
+            seen_tests.update(arm.get("tests") or {})
+        rows += _rows_of(b, summary, _host_os(b, by_name), arms, tests, threshold)
+    _check_asked(arms, seen_arms, "shimmed arm", len(bundles), " (the baseline, host and A/A arms are no rows)")
+    _check_asked(tests, seen_tests, "test", len(bundles))
     rows.sort(key=lambda r: (*[(r[k] is None, r[k] or "") for k in KEYS], r["arm"], r["test"], r["bundle_id"]))
     counts = {v: n for v in VERDICTS if (n := sum(r["verdict"] == v for r in rows))}
     return {"threshold": threshold, "rule": MATRIX_RULE.format(t=threshold), "verdicts": dict(VERDICTS),
