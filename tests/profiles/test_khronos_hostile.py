@@ -293,3 +293,13 @@ def test_floats_for_ints_odd_flag_items_and_odd_profile_names_held(tmp_path):
     with pytest.raises(profiles.ProfileError) as exc:
         khronos.read(path)
     assert "A\\x1b[31m, B\\x00" in str(exc.value) and "\x1b" not in str(exc.value)
+
+
+def test_a_features2_or_properties2_wrapper_of_another_shape_is_listed_not_dropped(tmp_path):
+    blocks = {"b": {"properties": {"VkPhysicalDeviceProperties2": {"limits": {"maxComputeSharedMemorySize": 16384}}},
+                    "features": {"VkPhysicalDeviceFeatures2": {"features": {"shaderFloat64": True},
+                                                               "shaderFloat16": True}}}}
+    r = khronos.read(write(tmp_path, {"A": {"capabilities": ["b"]}}, blocks))
+    text = "\n".join(r.unsupported)
+    assert "VkPhysicalDeviceProperties2.limits" in text and "VkPhysicalDeviceFeatures2.shaderFloat16" in text
+    assert r.capabilities == {"shaderFloat64": True}  # the wrapped struct still read

@@ -187,8 +187,11 @@ def _read_structs(section: str, structs: dict, block: str, out: Reading) -> None
     known = {s for s, _ in index}
     for struct, body in structs.items():
         if struct in ("VkPhysicalDeviceFeatures2", "VkPhysicalDeviceProperties2") and isinstance(body, dict):
-            inner = body.get("features" if "Features" in struct else "properties", {})
-            body, struct = inner, struct[:-1]
+            member = "features" if "Features" in struct else "properties"
+            for other in sorted(set(body) - {member}):  # its one member is the wrapped struct
+                out.unsupported.append(f"{struct}.{other}: not a member of {struct} (its {member} member "
+                                       f"holds the {struct[:-1]} values)")
+            body, struct = body.get(member, {}), struct[:-1]
         if not isinstance(body, dict):
             out.unsupported.append(f"{block}.{section}.{struct}: not an object")
             continue
