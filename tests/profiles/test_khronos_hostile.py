@@ -303,3 +303,11 @@ def test_a_features2_or_properties2_wrapper_of_another_shape_is_listed_not_dropp
     text = "\n".join(r.unsupported)
     assert "VkPhysicalDeviceProperties2.limits" in text and "VkPhysicalDeviceFeatures2.shaderFloat16" in text
     assert r.capabilities == {"shaderFloat64": True}  # the wrapped struct still read
+
+
+def test_a_known_section_of_the_wrong_type_is_said_so_not_unknown(tmp_path):
+    blocks = {"b": {"extensions": ["VK_KHR_x"], "features": [], "properties": 5}}
+    r = khronos.read(write(tmp_path, {"A": {"capabilities": ["b"]}}, blocks))
+    for section in ("extensions", "features", "properties"):
+        assert f"b.{section}: not an object" in r.unsupported
+    assert not any("unknown section" in u for u in r.unsupported)

@@ -242,6 +242,8 @@ def _read_block(name: str, block, out: Reading) -> None:
                     out.unsupported.append(f"{name}.extensions.{ext} = {spec!r}: not an extension and spec version")
         elif section in ("features", "properties") and isinstance(body, dict):
             _read_structs(section, body, name, out)
+        elif section in ("extensions", "features", "properties"):
+            out.unsupported.append(f"{name}.{section}: not an object")
         elif section in NOT_ANSWERED:
             count = len(body) if isinstance(body, (dict, list)) else 1
             out.unsupported.append(f"{name}.{section}: {count} entr{'y' if count == 1 else 'ies'} "
