@@ -311,3 +311,11 @@ def test_a_known_section_of_the_wrong_type_is_said_so_not_unknown(tmp_path):
     for section in ("extensions", "features", "properties"):
         assert f"b.{section}: not an object" in r.unsupported
     assert not any("unknown section" in u for u in r.unsupported)
+
+
+def test_a_file_of_many_profiles_is_named_in_one_short_line(tmp_path):
+    path = write(tmp_path, {f"VP_{i:05d}": {} for i in range(20000)})
+    for ref in (path, path + "#VP_NOPE"):
+        with pytest.raises(profiles.ProfileError) as exc:
+            khronos.read(ref)
+        assert len(str(exc.value)) < 1000 and "VP_00000" in str(exc.value) and "more)" in str(exc.value)

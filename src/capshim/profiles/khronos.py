@@ -262,16 +262,22 @@ object whose ``capabilities``/``optionals`` are names or lists of alternative na
 ``profiles``/``requires`` are names. Values inside blocks are checked one by one (listed, not refused)."""
 
 
+def _some(names: list[str], shown: int = 10) -> str:
+    """The first ``shown`` names and how many more: a file may hold thousands."""
+    more = f" (+{len(names) - shown} more)" if len(names) > shown else ""
+    return ", ".join(names[:shown]) + more or "none"
+
+
 def _pick(profiles: dict, wanted: str | None, source: str) -> str:
     names = sorted(profiles)
     if wanted is not None:
         if wanted not in profiles:
-            raise ProfileError(source, f"profiles.{wanted}", None, "no such profile in the file"
-                               + did_you_mean(wanted, names) + f"; it has: {', '.join(names)}")
+            raise ProfileError(source, f"profiles.{wanted[:80]}", None, "no such profile in the file"
+                               + did_you_mean(wanted, names) + f"; it has: {_some(names)}")
         return wanted
     if len(names) != 1:
         raise ProfileError(source, "profiles", None, f"the file has {len(names)} profiles; pick one with "
-                           f"FILE.json#NAME: {', '.join(names) or 'none'}")
+                           f"FILE.json#NAME: {_some(names)}")
     return names[0]
 
 
