@@ -147,6 +147,12 @@ def test_named_files_refuse_a_newline_in_the_name():
         names.parse_named_files("a=")
 
 
+
+def test_escape_shows_control_characters_and_keeps_the_rest():
+    assert names.escape("GPU\x1b[31m\x00\x9b\u202e\u2028 é™") == "GPU\\x1b[31m\\x00\\x9b\\u202e\\u2028 é™"
+    assert names.escape("NVIDIA H200") == "NVIDIA H200"
+
+
 TOML = tomlread.Limits(max_bytes=200_000, max_depth=3, max_items=8, max_keys=8)
 
 

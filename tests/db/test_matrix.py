@@ -7,6 +7,9 @@ The golden of the terminal table over every committed bundle is tests/test_termi
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 
 import pytest
 from click.testing import CliRunner
@@ -16,6 +19,7 @@ from capshim.db.matrix import matrix, short_os
 from capshim.db.store import DbError, Store
 from capshim.db.terms import VERDICTS, verdict
 from capshim.export import matrix as export_matrix
+from tests.conftest import REPO
 from tests.db.conftest import EVIDENCE
 
 
@@ -157,3 +161,76 @@ def test_bad_input_is_one_line_and_exit_2(store, tmp_path):
 def test_a_threshold_below_zero_is_refused_by_the_query(store):
     with Store.open(store) as st, pytest.raises(DbError, match="threshold"):
         matrix(st, threshold=-1)
+
+
+def test_control_bytes_in_store_text_never_reach_the_terminal_or_a_file():
+    """A bundle from another host of the fleet names its device, OS and build: an ESC or OSC there
+    (a crafted bundle in the shared store) is shown escaped in every format, never sent raw."""
+    row = {"device": "GPU\x1b]0;pwned\x07\x1b[31m", "host_os": "L\u202eX", "guest_os": "Linux\x9b6", "build": "b\x00",
+           "model": None, "arm": "a", "state": "active", "test": "t", "baseline": "x\x1b[1m", "pct_of_host": None,
+           "speedup": None, "aa": None, "verdict": "no host", "bundle_id": 1, "bundle": "b"}
+    m = {"rows": [row], "bundles": 1, "counts": {"no host": 1}, "rule": "R", "threshold": 2.0}
+    texts = [export_matrix.markdown(m), export_matrix.html(m),
+             "\n".join(str(p) for p in export_matrix.terminal_parts(m, 80) if hasattr(p, "plain"))]
+    texts += ["\n".join(c for r in export_matrix.cells(m) for c in r), "\n".join(export_matrix.notes(m))]
+    for text in texts:
+        for bad in ("\x1b", "\x07", "\x00", "\x9b", "\u202e"):
+            assert bad not in text
+    assert "GPU\\x1b]0;pwned" in export_matrix.markdown(m) and "x\\x1b[1m" in "\n".join(export_matrix.notes(m))
+
+
+def test_an_empty_store_or_not_a_database_is_one_line_and_exit_2(tmp_path):
+    empty = f"sqlite:///{tmp_path / 'empty.sqlite'}"
+    for fmt in (["--format", "md"], ["--format", "html"], ["--json"], []):
+        res = _cli("--db", empty, *fmt, "-o", str(tmp_path / "m.out"))
+        assert res.exit_code == 2 and "no bundle in the store matches" in res.output
+        assert not (tmp_path / "m.out").exists()
+    (tmp_path / "notdb.sqlite").write_text("garbage\n" * 100)
+    res = _cli("--db", f"sqlite:///{tmp_path / 'notdb.sqlite'}")
+    assert res.exit_code == 2 and "not a database" in res.output and "Traceback" not in res.output
+
+
+def test_output_to_a_fifo_nobody_reads_is_an_error_at_once(store, tmp_path):
+    """-o follows report -o's rule (paths.write_output): a FIFO with no reader is refused at once
+    (it used to block forever in open), a regular file is replaced in one step."""
+    fifo = tmp_path / "m.md"
+    os.mkfifo(fifo)
+    r = subprocess.run([sys.executable, "-m", "capshim.cli", "db", "matrix", "--db", store, "--format", "md",
+                        "-o", str(fifo)], capture_output=True, text=True, timeout=60,
+                       env={**os.environ, "PYTHONPATH": str(REPO / "src")})
+    assert r.returncode == 2 and "FIFO" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_output_over_a_folder_is_refused_and_over_a_file_replaces_it(store, tmp_path):
+    (tmp_path / "dir").mkdir()
+    res = _cli("--db", store, "--format", "md", "-o", str(tmp_path / "dir"))
+    assert res.exit_code == 2 and "directory" in res.output
+    old = tmp_path / "m.md"
+    old.write_text("old page\n")
+    res = _cli("--db", store, "--format", "md", "-o", str(old))
+    assert res.exit_code == 0 and old.read_text().startswith("# compatibility matrix")
+
+
+def test_a_host_baseline_named_by_several_stored_bundles_is_unknown_not_the_last_one():
+    """The host baseline's bundle is found by its folder name: two hosts of a fleet may both have
+    stored a bundle called 'host' (each on its own OS); picking the last one stored was a silent
+    wrong host OS. Ambiguous: None (shown '?'); one bundle, or several on one OS: that OS."""
+    from capshim.db.matrix import host_os_index
+    stored = [{"name": "/a/host", "os": "Linux-6.1-x"}, {"name": "/b/host/", "os": "macOS-14.5-arm64"},
+              {"name": "/c/mac-host", "os": "macOS-14.5-arm64"}, {"name": "/d/guest", "os": "Linux-6.1-x"},
+              {"name": "/e/guest", "os": "Linux-6.1-x"}]
+    index = host_os_index(stored)
+    assert index["host"] is None and index["mac-host"] == "macOS-14.5-arm64" and index["guest"] == "Linux-6.1-x"
+    note = " ".join(export_matrix.notes({"rows": [{"host_os": None, "baseline": "x", "bundle_id": 1}],
+                                         "counts": {}, "rule": "R"}))
+    assert "several stored bundles" in note
+
+
+def test_an_arm_or_test_no_matching_bundle_has_is_named_not_an_empty_matrix(store):
+    """--arm vm-unlockd (a typo) printed an empty matrix with exit 0, as if the fleet had no results."""
+    for args, says in ((["--arm", "vm-unlockd"], "did you mean 'vm-unlocked'?"),
+                       (["--test", "pp5122"], "did you mean 'pp512'?"),
+                       (["--arm", "vm-unlocked", "--arm", "zzz"], "'zzz'")):
+        res = _cli("--db", store, *args)
+        assert res.exit_code == 2 and says in res.output and "Traceback" not in res.output, res.output
+    assert _cli("--db", store, "--arm", "vm-unlocked").exit_code == 0

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import click
 
+from capshim import paths
 from capshim.cli.db import GROUP_URL
 from capshim.cli.suggest import Choice
 from capshim.cli.options import wide_option
@@ -421,8 +422,8 @@ def db_matrix(arms, tests, threshold, fmt, output, match, db_url, as_json, wide,
     if not output:
         click.echo(text, nl=False)
         return
-    try:
-        Path(output).write_text(text, encoding="utf-8")
+    try:  # report -o's rule: replaced in one step; a FIFO nobody reads is an error at once, never a wait
+        paths.write_output(output, text.encode("utf-8"))
     except OSError as exc:
         raise UsageError(f"-o {output}: cannot write: {exc.strerror or exc}") from None
     click.echo(f"wrote {output} ({len(res['rows'])} rows)", err=True)

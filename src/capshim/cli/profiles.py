@@ -160,6 +160,9 @@ def profile_import(file, name, direction, out, device):
       capshim profile import roadmap.json --profile VP_KHR_roadmap_2022 \\
           --direction raise -o roadmap.toml
     """
+    given = khronos.split_ref(file)[1]
+    if name and given and given != name:
+        raise UsageError(f"{file} names profile #{given} and --profile {name} another: give one")
     ref = f"{khronos.split_ref(file)[0]}#{name}" if name else file
     if not khronos.is_khronos_ref(ref):
         raise CapshimError(f"{file}: not a .json file (a Khronos Vulkan Profiles file)")
@@ -172,9 +175,16 @@ def profile_import(file, name, direction, out, device):
     else:
         reading, lower, higher = khronos_parts(ref, device, flag="profile import")
         parts = [p for p in (lower, higher) if p is not None]
-    if not parts:
-        raise CapshimError(f"{ref}: no answer capshim can give on this device; nothing written")
+    parts = [p for p in parts if p.capabilities or p.extensions]
+    if not parts:  # say what the file states that capshim cannot answer, then refuse
+        for line in unsupported_summary(reading, shown=len(reading.unsupported)):
+            click.echo(f"warning: {line}", err=True)
+        raise CapshimError(f"{ref}: no answer capshim can give" + ("" if direction else " on this device")
+                           + "; nothing written")
     stem = out[:-5] if out.endswith(".toml") else out
+    if len(parts) == 2 and (out == "-" or not Path(stem).name or stem.endswith("/")):
+        raise UsageError(f"-o {out}: {file} splits into a lower and a raise profile, written as X-lower.toml "
+                         "and X-raise.toml: give -o X.toml")
     names = [out] if len(parts) == 1 else [f"{stem}-{p.direction}.toml" for p in parts]
     for path in names:  # all or nothing: a split import never leaves one half written
         if Path(path).exists():
@@ -210,7 +220,13 @@ def profile_capture(out, fmt, from_file, device, direction):
       capshim run --simulate lavapipe.json -- vulkaninfo --summary
       capshim profile capture --from VP_VULKANINFO_x.json --format toml -o x.toml
     """
-    fmt = fmt or ("toml" if out and out.endswith(".toml") else "json")
+    fmt = fmt or ("toml" if out and out.lower().endswith(".toml") else "json")
+    named = ("json" if khronos.is_khronos_ref(out) else "toml" if out.lower().endswith(".toml") else None) \
+        if out else None
+    if named and named != fmt:  # capshim reads a file by its name: this one could never be used
+        reads = "a Khronos profiles file" if named == "json" else "TOML"
+        raise UsageError(f"-o {out}: capshim reads a .{named} file as {reads}, and --format {fmt} writes "
+                         f"{fmt.upper()}: name it .{fmt}")
     try:
         if from_file is not None:
             reading = khronos.read(from_file)

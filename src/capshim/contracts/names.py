@@ -20,6 +20,14 @@ MAX_LEN = 64
 NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 CONTROL_SEP = "+"
 _BAD = re.compile(r"[^A-Za-z0-9._-]+")
+CONTROL_RE = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+"""Characters a terminal acts on or a reader cannot see: C0, DEL, C1, line separators, bidi overrides."""
+
+
+def escape(text: str) -> str:
+    """Text from outside that is not a name (a device name, an OS string, a profile label) made
+    safe to print: each :data:`CONTROL_RE` character written as ``\\xNN``/``\\uNNNN``."""
+    return CONTROL_RE.sub(lambda m: f"\\x{ord(m[0]):02x}" if ord(m[0]) < 0x100 else f"\\u{ord(m[0]):04x}", text)
 
 
 def is_name(value: object) -> bool:

@@ -12,7 +12,8 @@ Host OS and guest OS: the guest is where the bench ran (the bundle's OS). The
 host is where the host baseline was measured: the same machine when it is an arm
 of the bench (the default ``native``); when it came from elsewhere
 (``--host-baseline``), the OS of the stored bundle whose name is that source's
-folder name, else ``None`` (shown as ``?``: the store does not know it).
+folder name, else ``None`` (shown as ``?``: the store does not know it, or bundles on
+different OSes share that name: :func:`host_os_index`).
 
 This module only reads the store; the tables (terminal, Markdown, HTML) are
 :mod:`capshim.export.matrix`'s.
@@ -22,12 +23,13 @@ from __future__ import annotations
 
 from pathlib import PurePath
 
+from capshim.contracts.suggest import did_you_mean
 from capshim.db.query import _check_threshold  # the one threshold rule of compare, trend and matrix
 from capshim.db.store import DbError, Store
 from capshim.db.terms import DEFAULT_THRESHOLD, MATRIX_RULE, VERDICTS, verdict
 from capshim.summary import NOT_SHIM_STATES, bounds
 
-__all__ = ["matrix", "short_os", "KEYS"]
+__all__ = ["matrix", "short_os", "host_os_index", "KEYS"]
 
 #: The matrix's key columns, in sort order: row field -> header.
 KEYS = {"device": "device", "host_os": "host OS", "guest_os": "guest OS", "build": "build"}
@@ -54,22 +56,45 @@ def _aa_of(summary: dict) -> tuple[str | None, dict]:
     return aa["arm"], clean
 
 
-def _host_os(b: dict, by_name: dict[str, dict]) -> str | None:
+def host_os_index(stored: list[dict]) -> dict[str, str | None]:
+    """Folder name -> OS of the stored bundles (``name``, ``os`` of :meth:`Store.select`); a name
+    that bundles on different OSes share (each host of a fleet may store a ``host``) maps to None:
+    the store cannot say which one a host baseline came from."""
+    out: dict[str, str | None] = {}
+    for b in stored:
+        name = PurePath(str(b["name"]).rstrip("/")).name
+        out[name] = b.get("os") if name not in out or out[name] == b.get("os") else None
+    return out
+
+
+def _host_os(b: dict, by_name: dict[str, str | None]) -> str | None:
     """The OS the host baseline was measured on (see the module docstring)."""
     src = b.get("host_source")
     if not src or src.startswith("arm "):
         return b.get("os")
-    other = by_name.get(PurePath(src.rstrip("/")).name)
-    return other.get("os") if other else None
+    return by_name.get(PurePath(src.rstrip("/")).name)
+
+
+def _shimmed(summary: dict) -> dict[str, dict]:
+    """The arms of a summary that are rows: every arm but the baseline, the host arm and the A/A arm."""
+    skip = {summary.get("baseline"), (summary.get("host") or {}).get("name"), _aa_of(summary)[0]}
+    return {name: arm for name, arm in (summary.get("arms") or {}).items() if name not in skip}
+
+
+def _check_asked(asked: list[str] | None, seen: set[str], what: str, bundles: int, hint: str = "") -> None:
+    """Refuse an ``--arm``/``--test`` that no matching bundle has (a typo is not an empty matrix)."""
+    for name in asked or ():
+        if name not in seen:
+            raise DbError(f"db matrix: no {what} '{name}' in the {bundles} matching bundle(s)"
+                          + did_you_mean(name, seen) + f"; they have: {', '.join(sorted(seen)) or 'none'}{hint}")
 
 
 def _rows_of(b: dict, summary: dict, host_os: str | None, arms: list[str] | None, tests: list[str] | None,
              threshold: float) -> list[dict]:
     aa_arm, aa_clean = _aa_of(summary)
-    skip = {summary.get("baseline"), (summary.get("host") or {}).get("name"), aa_arm}
     rows = []
-    for name, arm in (summary.get("arms") or {}).items():
-        if name in skip or (arms and name not in arms):
+    for name, arm in _shimmed(summary).items():
+        if arms and name not in arms:
             continue
         for test, st in (arm.get("tests") or {}).items():
             if tests and test not in tests:
@@ -107,17 +132,24 @@ def matrix(store: Store, filters: dict | None = None, *, match: str = "exact", a
         :data:`KEYS`, then arm, test and bundle id (unknown values last).
 
     Raises:
-        DbError: a bad threshold or filter; nothing matches (names the filters).
+        DbError: a bad threshold or filter; nothing matches (names the filters); an arm or test
+            in ``arms``/``tests`` that no matching bundle has (names it, and the closest).
     """
     _check_threshold(threshold)
     bundles = store.select(filters, match)
     if not bundles:
         where = ",".join(f"{k}={v}" for k, v in (filters or {}).items() if v)
         raise DbError(f"db matrix: no bundle in the store matches{' ' + where if where else ''} (see capshim db list)")
-    by_name = {PurePath(b["name"]).name: b for b in store.select()}  # a host baseline's own bundle
-    rows = []
+    by_name = host_os_index(store.select())  # a host baseline's own bundle
+    rows, seen_arms, seen_tests = [], set(), set()
     for b in bundles:
-        rows += _rows_of(b, store.summary(b["id"]), _host_os(b, by_name), arms, tests, threshold)
+        summary = store.summary(b["id"])
+        for name, arm in _shimmed(summary).items():
+            seen_arms.add(name)
+            seen_tests.update(arm.get("tests") or {})
+        rows += _rows_of(b, summary, _host_os(b, by_name), arms, tests, threshold)
+    _check_asked(arms, seen_arms, "shimmed arm", len(bundles), " (the baseline, host and A/A arms are no rows)")
+    _check_asked(tests, seen_tests, "test", len(bundles))
     rows.sort(key=lambda r: (*[(r[k] is None, r[k] or "") for k in KEYS], r["arm"], r["test"], r["bundle_id"]))
     counts = {v: n for v in VERDICTS if (n := sum(r["verdict"] == v for r in rows))}
     return {"threshold": threshold, "rule": MATRIX_RULE.format(t=threshold), "verdicts": dict(VERDICTS),

@@ -15,6 +15,7 @@ import html as _html
 
 from rich.text import Text
 
+from capshim.contracts.names import escape
 from capshim.export import terminal
 from capshim.export.markdown import pipe_table
 from capshim.export.table import fmt_ratio
@@ -40,10 +41,13 @@ def _aa(aa: dict | None) -> str:
 
 
 def cells(m: dict) -> list[list[str]]:
-    """One list of :data:`HEADERS` cells per row of the matrix ``m`` (unknown values ``?``)."""
-    return [[r["device"] or "?", r["host_os"] or "?", r["guest_os"] or "?", r["build"] or "?", r["arm"],
-             r["test"], fmt_ratio(r["pct_of_host"], "%"), fmt_ratio(r["speedup"], "x"), _aa(r["aa"]),
-             r["verdict"], f"#{r['bundle_id']}"] for r in m["rows"]]
+    """One list of :data:`HEADERS` cells per row of the matrix ``m`` (unknown values ``?``; text from
+    the bundles, which any host of the fleet wrote, with control characters escaped:
+    :func:`capshim.contracts.names.escape`)."""
+    return [[escape(str(c)) for c in (r["device"] or "?", r["host_os"] or "?", r["guest_os"] or "?",
+                                      r["build"] or "?", r["arm"], r["test"])]
+            + [fmt_ratio(r["pct_of_host"], "%"), fmt_ratio(r["speedup"], "x"), _aa(r["aa"]),
+               r["verdict"], f"#{r['bundle_id']}"] for r in m["rows"]]
 
 
 def _ids(ids: list[int]) -> str:
@@ -57,7 +61,7 @@ def notes(m: dict) -> list[str]:
         out.append("verdicts: " + ", ".join(f"{n} {v}" for v, n in m["counts"].items()))
     base: dict[str, list[int]] = {}
     for r in m["rows"]:
-        ids = base.setdefault(r["baseline"] or "?", [])
+        ids = base.setdefault(escape(str(r["baseline"] or "?")), [])
         if r["bundle_id"] not in ids:
             ids.append(r["bundle_id"])
     if base:
@@ -66,7 +70,8 @@ def notes(m: dict) -> list[str]:
     out.append("A/A: the bench's A/A arm (stock answers through the app layer) holds 1.00x (clean) or "
                "not (biased); empty: the bench had none")
     if any(r["host_os"] is None for r in m["rows"]):
-        out.append("host OS ?: the host baseline came from elsewhere and its bundle is not in the store")
+        out.append("host OS ?: the host baseline came from elsewhere and its bundle is not in the store "
+                   "(or several stored bundles on different OSes have its name)")
     return out + [m["rule"]]
 
 

@@ -38,6 +38,7 @@ from capshim import paths
 from capshim.contracts.suggest import did_you_mean
 from capshim.profiles.catalog import KEYS
 from capshim.profiles.checks import Finding, answers_after, check_against_device, check_alone, describe, no_effect
+from capshim.profiles import khronos
 from capshim.profiles.language import MAX_PROFILE_BYTES, parse
 from capshim.profiles.model import Profile, ProfileError, escape, format_version, parse_version
 
@@ -66,7 +67,7 @@ def load(ref: str | Path) -> Profile:
     """
     ref_s = str(ref)
     path = Path(ref_s)
-    if ref_s.partition("#")[0].endswith(".json"):
+    if khronos.is_khronos_ref(ref_s):
         raise ProfileError(ref_s, None, None, "a Khronos Vulkan Profiles file is split per answer against the "
                            "device: give it to run or probe (--profile/--simulate), or write a TOML profile "
                            "with 'capshim profile import'")

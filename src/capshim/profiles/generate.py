@@ -92,11 +92,15 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     stale = []
     for path, text in files.items():
-        if path.is_file() and path.read_text(encoding="utf-8") == text:
+        if path.is_file() and path.read_bytes() == text.encode("utf-8"):  # bytes: a Latin-1 edit is drift
             continue
         if args.write:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(text, encoding="utf-8")
+            try:
+                path.parent.mkdir(parents=True, exist_ok=True)
+                path.write_text(text, encoding="utf-8")
+            except OSError as e:
+                print(f"error: {path}: cannot write: {e.strerror or e}", file=sys.stderr)
+                return 2
             print(f"wrote {path}")
         else:
             stale.append(path)

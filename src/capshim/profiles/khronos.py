@@ -37,13 +37,16 @@ from capshim.contracts.suggest import did_you_mean
 from capshim.profiles.catalog import FLAG_NAMES, KEYS, KINDS, LIMITS, ORDERED, SPEC_MIN
 from capshim.profiles.checks import answer, check_against_device
 from capshim.profiles.language import parse
-from capshim.profiles.model import Profile, ProfileError, format_version, parse_version
+from capshim.profiles.model import Profile, ProfileError, escape, format_version, parse_version
 from capshim.profiles.table import load as load_table
 
 __all__ = ["Reading", "is_khronos_ref", "read", "derive", "one_direction", "capture_reading", "split_ref", "reading_of_probe"]
 
 MAX_FILE_BYTES = 16 << 20
 """Largest Khronos profile file read (a vulkaninfo export is about 100 KiB; gpuinfo.org's under 1 MiB)."""
+MAX_REQUIRES_DEPTH = 64
+"""Deepest chain of required profiles read (Khronos' own tiers nest a few deep; a deeper chain is
+refused before Python's recursion limit)."""
 NOT_ANSWERED = ("formats", "queueFamiliesProperties", "videoProfiles")
 """Capability sections the layer does not answer (it hooks features, properties and extensions)."""
 _VENDOR = re.compile(r"(KHR|EXT|NV|AMD|INTEL|ARM|QCOM|VALVE|MESA)$")
@@ -75,15 +78,28 @@ class Reading:
     notes: list = field(default_factory=list)
 
 
+def _json_name(path: str) -> bool:
+    return path.lower().endswith(".json")
+
+
 def split_ref(ref: str) -> tuple[str, str | None]:
-    """``FILE.json#PROFILE`` -> (FILE.json, PROFILE); without ``#``: (ref, None)."""
-    path, sep, name = str(ref).partition("#")
-    return (path, name or None) if sep and path.endswith(".json") else (str(ref), None)
+    """``FILE.json#PROFILE`` -> (FILE.json, PROFILE); without a profile: (ref, None).
+
+    A reference ending in ``.json`` (any case) is the file whole, ``#`` in its folders included
+    (``runs#1/x.json``); otherwise the file ends at the rightmost ``#`` whose left side ends in
+    ``.json`` (``runs#1/x.json#VP_A``), and the rest is the profile name (``x.json#`` names none)."""
+    ref = str(ref)
+    if _json_name(ref):
+        return ref, None
+    for at in [i for i, c in enumerate(ref) if c == "#"][::-1]:
+        if _json_name(ref[:at]):
+            return ref[:at], ref[at + 1:] or None
+    return ref, None
 
 
 def is_khronos_ref(ref: str) -> bool:
     """Whether a profile reference names a JSON file (``FILE.json`` or ``FILE.json#PROFILE``)."""
-    return split_ref(str(ref))[0].endswith(".json")
+    return _json_name(split_ref(str(ref))[0])
 
 
 def _index() -> dict[tuple[str, str], str]:
@@ -105,21 +121,31 @@ def _core_name(struct: str, known: set[str]) -> str:
 
 
 def _flag_mask(key: str, value, where: str, unsupported: list) -> int | None:
-    """A list of FlagBits names (``VK_SUBGROUP_FEATURE_BASIC_BIT``) or an integer -> the mask."""
+    """A list of FlagBits names (``VK_SUBGROUP_FEATURE_BASIC_BIT``, whole: ``..._XBASIC_BIT`` is no
+    bit; a vendor suffix after ``BIT`` is an alias) or an integer -> the mask."""
     if isinstance(value, int) and not isinstance(value, bool):
-        return value
+        if 0 <= value <= 0xFFFFFFFF:
+            return value
+        unsupported.append(f"{where}: {value} is not a 32-bit mask of flag bits")
+        return None
     if not isinstance(value, list):
         unsupported.append(f"{where}: {value!r} is not a list of flag names")
         return None
     bits, mask = FLAG_NAMES[key], 0
+    known = {_no_vendor(_flag_names(key, bit)[0]): bit for bit in bits.values()}
     for name in value:
-        text = str(name).removeprefix("VK_").replace("_BIT", "").lower()
-        hit = [b for b in bits if text.endswith(b) or _VENDOR.sub("", text.upper()).lower().rstrip("_").endswith(b)]
-        if not hit:
+        bit = known.get(_no_vendor(str(name)))
+        if bit is None:
             unsupported.append(f"{where}: flag {name} (capshim knows {', '.join(bits)})")
             continue
-        mask |= bits[max(hit, key=len)]
+        mask |= bit
     return mask
+
+
+def _no_vendor(name: str) -> str:
+    """A FlagBits name without its vendor suffix: ``VK_SHADER_STAGE_MESH_BIT_NV`` and ``..._EXT`` are one
+    bit (aliases in vulkan_core.h), as are ``VK_SUBGROUP_FEATURE_ROTATE_BIT_KHR`` and ``..._ROTATE_BIT``."""
+    return re.sub(r"_BIT_[A-Z]+$", "_BIT", name)
 
 
 def _value(key: str, value, where: str, unsupported: list):
@@ -132,9 +158,9 @@ def _value(key: str, value, where: str, unsupported: list):
         return _flag_mask(key, value, where, unsupported)
     elif vtype == "version":
         try:
-            return parse_version(value) if isinstance(value, (str, int)) and not isinstance(value, bool) else None
-        except ValueError as exc:
-            unsupported.append(f"{where}: {value!r}: {exc}")
+            return parse_version(value)
+        except ValueError as exc:  # a float, a bool, a negative, "1.3_0": listed, never dropped
+            unsupported.append(f"{where}: {escape(repr(value))}: {exc}")
             return None
     elif isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= 0xFFFFFFFF:
         floor = SPEC_MIN.get("vulkan", {}).get(key)
@@ -161,8 +187,11 @@ def _read_structs(section: str, structs: dict, block: str, out: Reading) -> None
     known = {s for s, _ in index}
     for struct, body in structs.items():
         if struct in ("VkPhysicalDeviceFeatures2", "VkPhysicalDeviceProperties2") and isinstance(body, dict):
-            inner = body.get("features" if "Features" in struct else "properties", {})
-            body, struct = inner, struct[:-1]
+            member = "features" if "Features" in struct else "properties"
+            for other in sorted(set(body) - {member}):  # its one member is the wrapped struct
+                out.unsupported.append(f"{struct}.{other}: not a member of {struct} (its {member} member "
+                                       f"holds the {struct[:-1]} values)")
+            body, struct = body.get(member, {}), struct[:-1]
         if not isinstance(body, dict):
             out.unsupported.append(f"{block}.{section}.{struct}: not an object")
             continue
@@ -179,10 +208,24 @@ def _read_structs(section: str, structs: dict, block: str, out: Reading) -> None
                 continue
             got = _value(key, value, f"{struct}.{member}", out.unsupported)
             if got is not None:
-                out.capabilities[key] = got
+                _state(out, key, got, f"{struct}.{member}")
         if missing:
             what = "struct not in capshim's table" if name not in known else "no capshim key"
             out.unsupported.append(f"{struct} ({what}; block {block}): {len(missing)} member(s): {', '.join(missing)}")
+
+
+def _state(out: Reading, key: str, value, where: str) -> None:
+    """Record ``key`` = ``value``; a key already stated (a required profile, another block, another
+    structure) keeps the stronger of the two, as the layer compares them (:func:`checks.answer`):
+    a device that meets the profile meets both statements."""
+    old = out.capabilities.get(key)
+    if old is None or old == value:
+        out.capabilities[key] = value
+        return
+    strong = answer(KINDS["vulkan"][key], KEYS["vulkan"][key], "raise", old, value)
+    out.capabilities[key] = strong
+    out.notes.append(f"{key} stated twice ({old!r}, then {value!r} at {where}): the stronger, {strong!r}, "
+                     "is answered (a device meeting the profile meets both)")
 
 
 def _read_block(name: str, block, out: Reading) -> None:
@@ -194,11 +237,13 @@ def _read_block(name: str, block, out: Reading) -> None:
             for ext, spec in body.items():
                 ok = re.fullmatch(r"VK_[A-Za-z0-9_]+", str(ext)) and len(ext) <= LIMITS["extension_name_max"]
                 if ok and isinstance(spec, int) and not isinstance(spec, bool) and 0 < spec <= 0xFFFFFFFF:
-                    out.extensions[ext] = spec
+                    out.extensions[ext] = max(spec, out.extensions.get(ext, 0))  # stated twice: the newer
                 else:
                     out.unsupported.append(f"{name}.extensions.{ext} = {spec!r}: not an extension and spec version")
         elif section in ("features", "properties") and isinstance(body, dict):
             _read_structs(section, body, name, out)
+        elif section in ("extensions", "features", "properties"):
+            out.unsupported.append(f"{name}.{section}: not an object")
         elif section in NOT_ANSWERED:
             count = len(body) if isinstance(body, (dict, list)) else 1
             out.unsupported.append(f"{name}.{section}: {count} entr{'y' if count == 1 else 'ies'} "
@@ -207,31 +252,55 @@ def _read_block(name: str, block, out: Reading) -> None:
             out.unsupported.append(f"{name}.{section}: unknown section (not in the Vulkan Profiles schema)")
 
 
+_NAMES = {"type": "array", "items": {"type": "string"}}
+_ENTRIES = {"type": "array", "items": {"anyOf": [{"type": "string"}, _NAMES]}}
+SHAPE = {"type": "object", "properties": {"profiles": {"type": "object", "additionalProperties": {
+    "type": "object", "properties": {"capabilities": _ENTRIES, "optionals": _ENTRIES,
+                                     "profiles": _NAMES, "requires": _NAMES}}}}}
+"""The parts of the Khronos profiles schema (profiles-0.8) that reading relies on: each profile an
+object whose ``capabilities``/``optionals`` are names or lists of alternative names and whose
+``profiles``/``requires`` are names. Values inside blocks are checked one by one (listed, not refused)."""
+
+
+def _some(names: list[str], shown: int = 10) -> str:
+    """The first ``shown`` names and how many more: a file may hold thousands."""
+    more = f" (+{len(names) - shown} more)" if len(names) > shown else ""
+    return ", ".join(names[:shown]) + more or "none"
+
+
 def _pick(profiles: dict, wanted: str | None, source: str) -> str:
     names = sorted(profiles)
     if wanted is not None:
         if wanted not in profiles:
-            raise ProfileError(source, f"profiles.{wanted}", None, "no such profile in the file"
-                               + did_you_mean(wanted, names) + f"; it has: {', '.join(names)}")
+            raise ProfileError(source, f"profiles.{wanted[:80]}", None, "no such profile in the file"
+                               + did_you_mean(wanted, names) + f"; it has: {_some(names)}")
         return wanted
     if len(names) != 1:
         raise ProfileError(source, "profiles", None, f"the file has {len(names)} profiles; pick one with "
-                           f"FILE.json#NAME: {', '.join(names) or 'none'}")
+                           f"FILE.json#NAME: {_some(names)}")
     return names[0]
 
 
-def _resolve(doc: dict, name: str, out: Reading, seen: tuple[str, ...]) -> None:
-    """Fold profile ``name`` (its required profiles first, as the schema orders them) into ``out``."""
+def _resolve(doc: dict, name: str, out: Reading, seen: tuple[str, ...], done: set[str]) -> None:
+    """Fold profile ``name`` (its required profiles first, as the schema orders them) into ``out``;
+    a profile already folded (``done``: required twice, or by two others) is folded once."""
     profiles, blocks = doc.get("profiles", {}), doc.get("capabilities", {})
     if name in seen:
         raise ProfileError(out.source, f"profiles.{name}", None, f"requires itself ({' -> '.join(seen + (name,))})")
+    if name in done:
+        return
+    if len(seen) > MAX_REQUIRES_DEPTH:
+        chain = " -> ".join(seen[:3] + ("...",) + seen[-2:])
+        raise ProfileError(out.source, f"profiles.{seen[0]}", None, f"requires profiles nested deeper than "
+                           f"{MAX_REQUIRES_DEPTH} ({chain})")
+    done.add(name)
     prof = profiles.get(name)
-    if not isinstance(prof, dict):
+    if prof is None:
         out.unsupported.append(f"required profile {name}: not in this file (not answered)")
         return
-    for req in list(prof.get("profiles", [])) + list(prof.get("requires", [])):
+    for req in prof.get("profiles", []) + prof.get("requires", []):
         out.notes.append(f"{name} requires {req}: its capabilities are included")
-        _resolve(doc, str(req), out, seen + (name,))
+        _resolve(doc, req, out, seen + (name,), done)
     api = prof.get("api-version")
     if api is not None:
         got = _value("apiVersion", api, f"{name}.api-version", out.unsupported)
@@ -259,18 +328,24 @@ def read(ref: str) -> Reading:
     """
     path, wanted = split_ref(ref)
     try:
-        doc = jsonread.load(Path(path), limit=MAX_FILE_BYTES)
+        doc = jsonread.load(Path(path), limit=MAX_FILE_BYTES, unique_keys=True)
     except jsonread.JsonShapeError as exc:
         raise ProfileError(ref, None, None, str(exc)) from None
     if not isinstance(doc, dict) or not isinstance(doc.get("profiles"), dict) \
             or not isinstance(doc.get("capabilities", {}), dict):
         raise ProfileError(ref, None, None, "not a Vulkan Profiles file (a JSON object with \"profiles\" and "
                            "\"capabilities\" objects: the Khronos profiles schema)")
+    try:
+        jsonread.check(doc, SHAPE, path)
+    except jsonread.JsonShapeError as exc:
+        raise ProfileError(ref, None, None, str(exc)) from None
     name = _pick(doc["profiles"], wanted, ref)
     prof = doc["profiles"][name]
-    label = prof.get("label") or prof.get("description") or name if isinstance(prof, dict) else name
-    out = Reading(name=name, source=ref, label=" ".join(str(label).split()))
-    _resolve(doc, name, out, ())
+    label = prof.get("label") or prof.get("description") or name
+    out = Reading(name=name, source=ref, label=escape(" ".join(str(label).split())))
+    _resolve(doc, name, out, (), set())
+    out.unsupported = [escape(u) for u in out.unsupported]  # names from the file, safe to print
+    out.notes = [escape(n) for n in out.notes]
     return out
 
 
@@ -283,7 +358,7 @@ def _build(reading: Reading, direction: str, caps: dict, exts: dict) -> Profile:
     """A validated capshim profile of ``caps`` and ``exts`` (TOML written with tomli-w, parsed back)."""
     types = KEYS["vulkan"]
     doc = {"name": _profile_name(reading, direction), "api": "vulkan", "direction": direction, "version": 1,
-           "description": f"{direction} to Khronos profile {reading.name} ({reading.label})"[:200],
+           "description": f"{direction} to Khronos profile {escape(reading.name)} ({escape(reading.label)})"[:200],
            "capabilities": {k: (format_version(v) if types[k] == "version" else bool(v) if types[k] == "bool" else v)
                             for k, v in caps.items()}}
     if exts:
@@ -406,7 +481,7 @@ def reading_of_probe(probe: dict, source: str) -> Reading:
     """A probe result (``capshim probe --json`` form) as a :class:`Reading` of its answers."""
     dev = probe.get("device", {})
     out = Reading(name="VP_CAPSHIM_" + (re.sub(r"[^A-Za-z0-9]+", "_", str(dev.get("name", ""))).strip("_") or "device"),
-                  source=source, label=" ".join(str(dev.get("name", "device")).split()))
+                  source=source, label=escape(" ".join(str(dev.get("name", "device")).split())))
     for key, value in probe.get("capabilities", {}).items():
         if value is None or key not in KEYS["vulkan"] or KINDS["vulkan"][key] == "exact":
             continue
@@ -421,7 +496,9 @@ def capture_reading(reading: Reading) -> dict:
 
     Each key is written under the first struct the capability table names for it (``limits.x``
     nested), flags as FlagBits names, apiVersion packed (as vulkaninfo writes it); the one
-    profile, ``reading.name``, has ``api-version`` = the apiVersion answer.
+    profile, ``reading.name``, has ``api-version`` = the apiVersion answer. A reading with no
+    apiVersion (a file that states none) gets no ``api-version`` (any would be an answer the
+    source never gave; read back, none is answered), said in ``reading.unsupported``.
     """
     table = load_table()
     features, properties = {}, {}
@@ -435,8 +512,12 @@ def capture_reading(reading: Reading) -> dict:
         node[last] = _flag_names(key, value) if KEYS["vulkan"][key] == "flags" else value
     api = reading.capabilities.get("apiVersion")
     block = {"extensions": dict(reading.extensions), "features": features, "properties": properties}
+    prof = {"version": 1, "api-version": format_version(api) if api else None, "label": reading.label,
+            "description": "Captured by capshim profile capture", "contributors": {}, "history": [],
+            "capabilities": ["device"]}
+    if not api:
+        del prof["api-version"]
+        reading.unsupported.append("apiVersion: the source states none, so the capture states none (the "
+                                   "Khronos schema asks for an api-version: add the device's by hand)")
     return {"$schema": "https://schema.khronos.org/vulkan/profiles-0.8-latest.json#",
-            "capabilities": {"device": block},
-            "profiles": {reading.name: {"version": 1, "api-version": format_version(api) if api else "1.0.0",
-                                        "label": reading.label, "description": "Captured by capshim profile capture",
-                                        "contributors": {}, "history": [], "capabilities": ["device"]}}}
+            "capabilities": {"device": block}, "profiles": {reading.name: prof}}

@@ -108,11 +108,12 @@ class HostCapture:
 
     def label(self) -> str:
         """"Apple M1 Ultra (macOS 26.6.1)": how messages name the host (the system as
-        platform.system names it where it is not macOS: "... (Linux)")."""
+        platform.system names it where it is not macOS: "... (Linux)"); control characters and
+        bidi overrides of the capture's text escaped (:func:`escape`), safe to print."""
         system = self.os.get("system") or ""
         version = self.os.get("version") or ""
         where = f"macOS {version}" if system == "Darwin" and version else " ".join(v for v in (system, version) if v)
-        return f"{self.device or 'the host'}" + (f" ({where})" if where else "")
+        return escape(f"{self.device or 'the host'}" + (f" ({where})" if where else ""))
 
 
 @dataclass(frozen=True)
@@ -176,11 +177,11 @@ def read_capture(path: str | Path) -> HostCapture:
         JsonShapeError: (exit 2) not readable, not strict JSON, larger than
             :data:`CAPTURE_MAX_BYTES`, or not of :data:`CAPTURE_SCHEMA` (a capture of another
             API, a family number outside its range, a size that is not a u64); the message
-            names the file and the JSON path.
+            names the file and the JSON path; a key twice in one object is refused.
             The device name must follow the profiles' device-name rule (no control
             characters, at most 255 bytes): ``$.stock.device`` otherwise.
     """
-    data = jsonread.load(path, limit=CAPTURE_MAX_BYTES)
+    data = jsonread.load(path, limit=CAPTURE_MAX_BYTES, unique_keys=True)
     if isinstance(data, dict) and isinstance(data.get("api"), str) and data["api"] != "metal":
         raise jsonread.JsonShapeError(f"{path}: $.api: a capture of {escape(data['api'][:40])!r}, not of a "
                                       "Metal host")

@@ -12,6 +12,7 @@ import urllib.parse
 from dataclasses import dataclass, field
 from typing import Any
 
+from capshim.contracts.names import escape
 from capshim.errors import CapshimError
 from capshim.profiles.catalog import KEYS
 
@@ -29,7 +30,7 @@ DEVICE_NAME_APIS = ("vulkan", "metal")
 DEVICE_NAME_MAX_BYTES = 255
 #: A device name's text: no C0, DEL or C1 controls (devname.h refuses them too).
 DEVICE_NAME_TEXT_RE = r"\A[^\x00-\x1f\x7f-\x9f]*\Z"
-_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+_VERSION_TEXT = re.compile(r"[0-9]{1,9}\.[0-9]{1,9}(\.[0-9]{1,9})?")
 
 
 def encode_device_name(name: str) -> str:
@@ -54,12 +55,6 @@ def device_name_problem(name: object) -> str | None:
         return (f"{size} bytes in UTF-8: longer than {DEVICE_NAME_MAX_BYTES} (capshim's limit in every API: "
                 "VkPhysicalDeviceProperties::deviceName holds VK_MAX_PHYSICAL_DEVICE_NAME_SIZE = 256 with the NUL)")
     return None
-
-
-def escape(text: str) -> str:
-    """``text`` with control characters (C0, DEL, C1, line separators, bidi
-    overrides) written as ``\\xNN``/``\\uNNNN``, safe to print on a terminal."""
-    return _CONTROL.sub(lambda m: f"\\x{ord(m[0]):02x}" if ord(m[0]) < 0x100 else f"\\u{ord(m[0]):04x}", text)
 
 
 def _show(value: Any, limit: int = 80) -> str:
@@ -101,13 +96,19 @@ def parse_version(text: str | int) -> int:
 
     Raises:
         ValueError: a component does not fit its field (major 0..127, minor
-            0..1023, patch 0..4095), or the text is not MAJOR.MINOR[.PATCH].
+            0..1023, patch 0..4095), the text is not MAJOR.MINOR[.PATCH] of ASCII
+            digits (``1.-3``, ``1.3_0``, `` 1.3`` are not), or an integer (packed, as
+            vulkaninfo writes ``apiVersion``) is not a 32-bit unsigned value.
     """
+    if isinstance(text, bool) or not isinstance(text, (int, str)):
+        raise ValueError(f"{text!r} is not a version (\"MAJOR.MINOR[.PATCH]\" or a packed integer)")
     if isinstance(text, int):
+        if not 0 <= text <= 0xFFFFFFFF:
+            raise ValueError(f"{text} does not fit a packed 32-bit Vulkan version (0..{0xFFFFFFFF})")
         return text
+    if not _VERSION_TEXT.fullmatch(text):
+        raise ValueError(f"{escape(repr(text))} is not MAJOR.MINOR[.PATCH] (ASCII digits)")
     parts = [int(p) for p in text.split(".")] + [0]
-    if not 2 <= len(parts) - 1 <= 3:
-        raise ValueError(f"'{text}' is not MAJOR.MINOR[.PATCH]")
     for (name, top), part in zip(VERSION_FIELDS, parts):
         if part > top:
             raise ValueError(f"{name} {part} does not fit VK_MAKE_API_VERSION (0..{top})")

@@ -487,8 +487,23 @@ def parse(text: str, name: str = FACTS_FILE) -> Facts:
 
 @cache
 def load() -> Facts:
-    """The facts that ship in the package (``capshim/profiles/registry_facts.toml``)."""
-    return parse((resources.files("capshim.profiles") / FACTS_FILE).read_text(encoding="utf-8"))
+    """The facts that ship in the package (``capshim/profiles/registry_facts.toml``).
+
+    Raises:
+        FileNotFoundError: the file is missing.
+        RegistryError: it cannot be read (a folder, no permission), is not UTF-8, or is not
+            what the generator writes; the message names the file (:func:`table.parse` adds the
+            generator's command).
+    """
+    try:
+        text = (resources.files("capshim.profiles") / FACTS_FILE).read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise
+    except UnicodeDecodeError as e:
+        raise RegistryError(f"{FACTS_FILE}: not UTF-8 ({e.reason} at byte {e.start})") from None
+    except OSError as e:
+        raise RegistryError(f"{FACTS_FILE}: cannot read: {e.strerror or e}") from None
+    return parse(text)
 
 
 def same(a: Facts, b: Facts) -> bool:
