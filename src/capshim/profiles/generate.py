@@ -12,13 +12,16 @@ import argparse
 import sys
 from pathlib import Path
 
+from capshim.profiles.cudatable import render_cuda_docs, render_cuda_table_h
 from capshim.profiles.table import load, render_caps_table_h, render_docs
+
 
 def generated_files(root: Path) -> dict[Path, str]:
     """Generated path (under the repository ``root``) -> its text from the shipped table."""
     table = load()
     return {root / "src/capshim/native/vulkan/caps_table.h": render_caps_table_h(table),
-            root / "docs/capabilities.md": render_docs(table)}
+            root / "src/capshim/native/cuda/cuda_table.h": render_cuda_table_h(table),
+            root / "docs/capabilities.md": render_docs(table) + render_cuda_docs(table)}
 
 
 def main(argv: list[str] | None = None) -> int:
