@@ -204,9 +204,10 @@ def test_a_child_of_the_target_is_skipped(h):
     assert "--inherit" in s["reason"]
 
 
-def _run_spawn(driver, tmp_path, *extra):
-    status = tmp_path / "run.jsonl"
-    p = run_capshim("run", *extra, "--profile", "t4-class", "--status-file", str(status), "--", str(driver), "spawn",
+def _run_spawn(driver, tmp_path, *extra, argv=("spawn",)):
+    status = tmp_path / f"run{len(list(tmp_path.glob('run*.jsonl')))}.jsonl"
+    p = run_capshim("run", *extra, "--profile", "t4-class", "--status-file", str(status), "--",
+                    *(argv if argv[0] == "sh" else (str(driver), *argv)),
                     env={"LD_LIBRARY_PATH": str(cuda.build().standin)})
     events = [json.loads(line) for line in status.read_text().splitlines()]
     return p, [json.loads(line) for line in p.stdout.splitlines()], events
@@ -228,6 +229,25 @@ def test_children_keep_the_shim_with_inherit(driver, tmp_path):
     target, _rt, child, _crt = lines
     assert attrs(target)[75] == 7 and attrs(child)[75] == 7
     assert [e for e in events if e["event"] == "env_inherited"]
+
+
+def test_a_forked_child_of_the_target_stays_stock(driver, tmp_path):
+    p, lines, _events = _run_spawn(driver, tmp_path, argv=("fork",))
+    assert p.returncode == 0, p.stderr
+    assert attrs(next(x for x in lines if x["path"] == "fork"))[75] == 7
+    assert attrs(next(x for x in lines if x["path"] == "fork-child"))[75] == 9
+    p, lines, _events = _run_spawn(driver, tmp_path, "--inherit", argv=("fork",))
+    assert attrs(next(x for x in lines if x["path"] == "fork-child"))[75] == 7
+
+
+def test_a_wrapper_that_execs_in_the_same_pid_hands_the_shim_on(driver, tmp_path):
+    """sh (the target: it got the pid) reaches no CUDA entry point and keeps LD_PRELOAD; the program
+    it execs in the same pid lowers and scrubs."""
+    p, lines, events = _run_spawn(driver, tmp_path, argv=("sh", "-c", f"exec '{driver}' direct"))
+    assert p.returncode == 0, p.stderr
+    assert attrs(lines[0])[75] == 7
+    scrubbed = [e for e in events if e["event"] == "env_scrubbed"]
+    assert len(scrubbed) == 1 and [e for e in events if e["event"] == "hooks"][0]["pid"] == scrubbed[0]["pid"]
 
 
 def test_run_with_no_cuda_call_is_inert_and_strict_says_so(tmp_path):

@@ -11,6 +11,7 @@
  *       entry, entry_ptsz, entry_version, entry_version_ptsz
  *                     ... from cudaGetDriverEntryPoint(ByVersion)(_ptsz)
  *       spawn         direct, then runs "cuda_paths direct" as a child (its line follows)
+ *       fork          direct, then fork(): the child prints a "fork-child" line (no exec)
  * VERSION and FLAGS (default 12000 and 0) go to the getters unchanged.
  *
  * The line: {"path", "getter": [rc, found] (getter paths), "attr<N>": [rc, value] for each
@@ -25,6 +26,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "cuda_table.h"
 
@@ -170,12 +173,21 @@ int main(int argc, char **argv) {
     struct args g = {argv[1], argc > 2 ? atoi(argv[2]) : 12000, argc > 3 ? strtoull(argv[3], NULL, 0) : 0, NULL};
     struct api a = {0};
     char getter[96] = "";
-    if (strcmp(g.path, "direct") == 0 || strcmp(g.path, "spawn") == 0) {
+    if (strcmp(g.path, "direct") == 0 || strcmp(g.path, "spawn") == 0 || strcmp(g.path, "fork") == 0) {
         a = (struct api){cuDeviceGetAttribute, cuDeviceGetName, cuDeviceComputeCapability, cuDeviceGetProperties,
                          cudaGetDeviceProperties, cudaGetDeviceProperties_v2};
         report(g.path, &a, "");
         struct api rt = {cudaDeviceGetAttribute, NULL, NULL, NULL, NULL, NULL};
         report("direct-runtime", &rt, "");
+        if (strcmp(g.path, "fork") == 0) {
+            pid_t pid = fork();
+            if (pid == 0) {
+                report("fork-child", &a, "");
+                _exit(0);
+            }
+            int st = 0;
+            return pid > 0 && waitpid(pid, &st, 0) == pid && WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : 1;
+        }
         if (strcmp(g.path, "spawn") == 0) {
             char cmd[4200];
             snprintf(cmd, sizeof cmd, "'%s' direct", argv[0]);
