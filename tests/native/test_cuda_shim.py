@@ -273,6 +273,7 @@ def test_probe_compare_prints_the_lowered_table():
     env = cuda.standin_env(cuda.build())
     p = run_capshim("probe", "--api", "cuda", "--compare", "--profile", "t4-class", env=env)
     assert p.returncode == 0, p.stderr
+    assert "NVIDIA H200 (CUDA driver 13.0)" in p.stdout
     assert "computeCapability" in p.stdout and "90" in p.stdout and "75" in p.stdout
     j = json.loads(run_capshim("probe", "--api", "cuda", "--profile", "t4-class", "--json", env=env).stdout)
     assert j["capabilities"]["computeCapability"] == 75 and j["shim"]["cuda"]["state"] == "active"

@@ -140,3 +140,17 @@ def test_builtin_cuda_profiles_with_their_sources(name, cc, sms, source):
     assert p.capabilities["sharedMemPerBlockOptin"] <= p.capabilities["sharedMemPerMultiprocessor"]
     assert p.capabilities["sharedMemPerBlock"] <= p.capabilities["sharedMemPerBlockOptin"]
     assert not p.device_name  # the real name stays: off by default
+
+
+def test_no_effect_warnings_for_cuda_name_the_clamped_and_the_same():
+    """A lower profile above the device (9.5 on 9.0) and a value the device already gives warn;
+    nothing is refused (CUDA has no consistency rules)."""
+    p = profiles.parse(HEAD.format(direction="lower") + '[capabilities]\ncomputeCapability = "9.5"\n'
+                       "multiProcessorCount = 132\nl2CacheSize = 1024\n", "c.toml")
+    device = {"device": {"name": "NVIDIA H200"}, "capabilities": {"computeCapability": 90, "multiProcessorCount": 132,
+                                                                 "l2CacheSize": 62914560}}
+    found = profiles.check_against_device(p, device)
+    assert [f.severity for f in found] == ["warn", "warn"]
+    assert found[0].message == ("computeCapability = 9.5: no effect: the device already answers 9.0; a lower "
+                                "profile never raises")
+    assert "multiProcessorCount = 132" in found[1].message and found[1].noop == "same"

@@ -257,7 +257,15 @@ def probe(profile: Profile | None = None, device: int = 0, extra_env: dict[str, 
             raise CapshimError(f"CUDA probe: {data['error']} (is an NVIDIA driver installed? try: nvidia-smi)",
                                exit_code=1)
         data["shim"] = {SHIM: classify(st.read(status_file), requested=profile is not None).to_dict()}
+        # what the shared probe printer shows on its first line (capshim.probe.print_probe)
+        data["device"]["driver"] = f"CUDA driver {_version_text(data.get('driver_version'))}"
+        data["device"]["apiVersion"] = f"CUDA runtime {_version_text(data.get('runtime_version'))}"
         return data
+
+
+def _version_text(v: object) -> str:
+    """A CUDA version number as "MAJOR.MINOR" (13000 -> "13.0"; CUDA's encoding is 1000 * major + 10 * minor)."""
+    return f"{v // 1000}.{v % 1000 // 10}" if isinstance(v, int) and v > 0 else "?"
 
 
 # ELF e_machine values (System V ABI, elf.h): EM_X86_64 = 62, EM_AARCH64 = 183.
