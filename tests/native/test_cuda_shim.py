@@ -71,6 +71,15 @@ def test_every_path_lowers_every_driver_entry_point(h, path):
         assert "cuDeviceGetAttribute" in called["substituted"]
 
 
+@pytest.mark.parametrize("path", ["dlsym", "procaddr", "entry"])
+def test_substitution_can_be_turned_off_for_a_diagnosis(h, path):
+    """CAPSHIM_CUDA_SUBSTITUTE=0: pointers from dlsym and the getters stay the real ones (stock);
+    the exported names still lower."""
+    r = h.run([path], T4_CFG, env={"CAPSHIM_CUDA_SUBSTITUTE": "0"})
+    assert attrs(r.path(path)) == H200
+    assert attrs(h.run(["direct"], T4_CFG, env={"CAPSHIM_CUDA_SUBSTITUTE": "0"}).path("direct")) == T4
+
+
 def test_devprop_members_lower(h):
     r = h.run(["direct"], "direction=lower\nsharedMemPerBlock=16384\nregsPerBlock=32768\nmaxThreadsPerBlock=512\n")
     assert r.path("direct")["devprop"] == [0, 512, 16384, 32768]

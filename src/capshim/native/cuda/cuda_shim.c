@@ -15,6 +15,9 @@
  *   CAPSHIM_STATUS_FILE   JSON-lines status events (native/vulkan/status.h), shim "cuda"
  *   CAPSHIM_QUIET=1       no stderr banner
  *   CAPSHIM_TARGET_PID    set by `capshim run`: a process with another pid stays stock
+ *   CAPSHIM_CUDA_SUBSTITUTE=0  a diagnostic: the exported names alone; dlsym and the
+ *                         entry-point getters hand out the real functions (to tell
+ *                         which path a library's trouble comes from)
  *   CAPSHIM_INHERIT=1     ... unless this is set. Without it the target removes the
  *                         shim from LD_PRELOAD and the configuration variable
  *                         (env_scrubbed) when it reaches its first CUDA entry point,
@@ -67,6 +70,7 @@ static pthread_once_t init_once = PTHREAD_ONCE_INIT;
 static int g_state;                 /* written once, inside init_once */
 static int g_scope;                 /* 1: the target or inherit: env_scrubbed / env_inherited due */
 static int g_inherit;
+static int g_no_substitute;         /* CAPSHIM_CUDA_SUBSTITUTE=0 */
 static int g_pinned;                /* the target of CAPSHIM_TARGET_PID: a fork()ed child stays stock */
 static pid_t g_pid;
 static struct capshim_config g_cfg; /* idem */
@@ -251,6 +255,8 @@ static void init_once_fn(void) {
         return;
     }
     if (read_config() == 0) g_state = STATE_ACTIVE;
+    const char *sub = getenv("CAPSHIM_CUDA_SUBSTITUTE");
+    g_no_substitute = sub != NULL && strcmp(sub, "0") == 0;
     /* The environment is scrubbed (or said inherited) at the first entry point reached, not
      * here: a program that execs another in the same pid (a wrapper script such as a pyenv
      * shim, `env`, `nice`) must hand the shim on. Without a target pid and without inherit
@@ -327,7 +333,7 @@ void *capshim_cuda_real(int entry) {
 void *capshim_cuda_substitute(const char *name, void *fn, int cuda_version, const char *via) {
     (void)via;
     int e = capshim_cuda_entry_index(name);
-    if (e < 0 || fn == NULL || capshim_cuda_is_wrapper(fn) || !capshim_cuda_active()) return fn;
+    if (e < 0 || fn == NULL || capshim_cuda_is_wrapper(fn) || !capshim_cuda_active() || g_no_substitute) return fn;
     if (e == E_cuGetProcAddress) {
         /* One name, two ABIs: the pointer handed out is the 5-argument _v2 from CUDA 12.0
          * (cudaTypedefs.h: PFN_cuGetProcAddress_v12000) unless it is the legacy export itself. */
