@@ -107,3 +107,11 @@ def test_the_build_needs_no_cuda_headers():
     for f in src.glob("*.[ch]"):
         includes = [line for line in f.read_text().splitlines() if line.startswith("#include")]
         assert not [i for i in includes if "cuda.h" in i or "cuda_runtime" in i or "driver_types" in i], f
+
+
+def test_find_runtime_looks_where_pip_puts_nvidias_wheels(tmp_path):
+    assert cuda.find_runtime([str(tmp_path)]) in (None, *[Path(p) for p in cuda._TOOLKIT])
+    lib = tmp_path / "site" / "nvidia" / "cu13" / "lib" / "libcudart.so.13"
+    lib.parent.mkdir(parents=True)
+    lib.write_bytes(b"")
+    assert cuda.find_runtime([str(tmp_path / "nothing"), str(tmp_path / "site")]) == lib

@@ -154,3 +154,10 @@ def test_no_effect_warnings_for_cuda_name_the_clamped_and_the_same():
     assert found[0].message == ("computeCapability = 9.5: no effect: the device already answers 9.0; a lower "
                                 "profile never raises")
     assert "multiProcessorCount = 132" in found[1].message and found[1].noop == "same"
+
+
+def test_profile_check_describes_the_pair_as_major_minor():
+    lines = profiles.describe(profiles.load("t4-class"))
+    assert lines[0] == "computeCapability: at most 7.5, else the device's answer (version: more is stronger)"
+    named = profiles.parse(HEAD.format(direction="lower") + '[capabilities]\nname = "Tesla T4"\n', "n.toml")
+    assert profiles.describe(named)[0].startswith('name: "Tesla T4" instead of the device\'s own name')

@@ -222,6 +222,26 @@ def standin_env(b: CudaBuild) -> dict[str, str]:
             "CAPSHIM_CUDA_RUNTIME": str(b.standin / STANDIN_RUNTIME)}
 
 
+#: Where pip's NVIDIA wheels put the runtime, under a site-packages folder (PyTorch's cu13 wheels:
+#: nvidia/cu13/lib, measured on the H200; CUDA 12 wheels: nvidia/cuda_runtime/lib), then a toolkit.
+_RUNTIME_PLACES = ("nvidia/cu13/lib/libcudart.so.13", "nvidia/cuda_runtime/lib/libcudart.so.12")
+_TOOLKIT = ("/usr/local/cuda/lib64/libcudart.so.13", "/usr/local/cuda/lib64/libcudart.so.12")
+
+
+def find_runtime(search: list[str] | None = None) -> Path | None:
+    """The CUDA runtime library the probe should load when ``CAPSHIM_CUDA_RUNTIME`` is not set:
+    the first of pip's NVIDIA wheels in ``search`` (default ``sys.path``: the site-packages of the
+    Python running capshim, PyTorch's when capshim runs in its environment), else a CUDA toolkit
+    in /usr/local/cuda; None when there is none (the probe then asks the dynamic linker for
+    libcudart.so.13, then .12)."""
+    for folder in (search if search is not None else sys.path):
+        for rel in _RUNTIME_PLACES:
+            candidate = Path(folder or ".") / rel
+            if candidate.is_file():
+                return candidate
+    return next((Path(p) for p in _TOOLKIT if Path(p).is_file()), None)
+
+
 def probe(profile: Profile | None = None, device: int = 0, extra_env: dict[str, str] | None = None,
           b: CudaBuild | None = None) -> dict:
     """What one process sees of CUDA device ``device``, stock or through the shim (``profile``).
@@ -243,6 +263,9 @@ def probe(profile: Profile | None = None, device: int = 0, extra_env: dict[str, 
         env = {k: v for k, v in os.environ.items()
                if k not in ("CAPSHIM_TARGET_PID", "CAPSHIM_INHERIT", CONFIG_VAR)}
         env.update(launch_env(profile, status_file, tdp, quiet=True, library=b.library))
+        runtime = None if "CAPSHIM_CUDA_RUNTIME" in env else find_runtime()
+        if runtime is not None:
+            env["CAPSHIM_CUDA_RUNTIME"] = str(runtime)
         env.update(extra_env or {})
         proc = subprocess.run([str(b.probe), "--device", str(device)], env=env, capture_output=True, text=True,
                               timeout=300)
@@ -254,8 +277,8 @@ def probe(profile: Profile | None = None, device: int = 0, extra_env: dict[str, 
         if "error" in data:
             if "no CUDA device with that index" in data["error"]:
                 raise UsageError(f"--device {device}: {data['error']}")
-            raise CapshimError(f"CUDA probe: {data['error']} (is an NVIDIA driver installed? try: nvidia-smi)",
-                               exit_code=1)
+            raise CapshimError(f"CUDA probe: {data['error']} (is an NVIDIA driver installed? try: nvidia-smi; "
+                               "CAPSHIM_CUDA_RUNTIME names the libcudart the application loads)", exit_code=1)
         data["shim"] = {SHIM: classify(st.read(status_file), requested=profile is not None).to_dict()}
         # what the shared probe printer shows on its first line (capshim.probe.print_probe)
         data["device"]["driver"] = f"CUDA driver {_version_text(data.get('driver_version'))}"
@@ -401,4 +424,4 @@ class CudaBackend(Backend):
 BACKEND = CudaBackend()
 
 __all__ = ["build", "build_paths", "render_config", "launch_env", "preload_value", "probe", "classify", "verify",
-           "standin_env", "CudaBuild", "CudaBackend", "BACKEND", "LIBRARY", "PROBE", "EXPORTS", "SHIM"]
+           "standin_env", "find_runtime", "CudaBuild", "CudaBackend", "BACKEND", "LIBRARY", "PROBE", "EXPORTS", "SHIM"]

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from capshim.profiles.catalog import KINDS, ORDERED
-from capshim.profiles.model import Profile, escape, format_cc, format_version, parse_version
+from capshim.profiles.model import Profile, escape, format_cc, format_version, name_key, parse_version
 from capshim.profiles.table import load as load_table
 
 
@@ -132,7 +132,7 @@ def describe(profile: Profile) -> list[str]:
     out = []
     for key, value in profile.capabilities.items():
         kind, vtype = KINDS[profile.api][key], vtypes[key]
-        shown = format_version(value) if vtype == "version" else value
+        shown = _show(vtype, value) if vtype in ("version", "cc") else value
         if vtype == "bool":
             text = "true (a feature the device lacks stays unusable)" if raise_ else "false"
         elif vtype == "flags":
@@ -145,7 +145,7 @@ def describe(profile: Profile) -> list[str]:
                    f"({kind}: {'less' if kind == 'lower' else 'more'} is stronger)"
         out.append(f"{key}: {text}")
     if profile.device_name:
-        out.append(f"deviceName: \"{profile.device_name}\" instead of the device's own name: for applications "
+        out.append(f"{name_key(profile.api)}: \"{profile.device_name}\" instead of the device's own name: for applications "
                    "that key tuning tables or workarounds by device name (llama.cpp has begun to); every other "
                    "answer still comes from the device below")
     for name, spec in profile.extensions.items():
