@@ -93,7 +93,7 @@ def test_runtime_entry_points_lower(h, path):
     """cudaDeviceGetAttribute and cudaGetDeviceProperties (CUDA 13 layout, every key, the name)."""
     r = h.run([path], T4_CFG + "deviceName=Tesla%20T4\n")
     assert attrs(r.path(f"{path}-runtime")) == T4
-    p = _props(r.path(path), "props13")
+    p = _props(r.path(path), "props")
     assert p == {"computeCapability": 7, "computeCapability.minor": 5, "multiProcessorCount": 40,
                  "sharedMemPerBlock": 49152, "sharedMemPerMultiprocessor": 65536, "sharedMemPerBlockOptin": 65536,
                  "regsPerBlock": 65536, "regsPerMultiprocessor": 65536, "maxThreadsPerBlock": 1024,
@@ -107,29 +107,39 @@ def test_runtime_entry_points_lower(h, path):
 def test_v2_on_a_13_runtime_is_checked_and_left_alone(h):
     """libcudart.so.13 has no _v2 (the stand-in's fills the 12 layout): the self-check sees
     multiProcessorCount where the 13 layout has deviceOverlap, writes nothing, says so."""
-    stock = h.run(["direct"], shim=False).path("direct")["props12"]
+    stock = h.run(["direct"], shim=False).path("direct")["props_v2"]
     r = h.run(["direct"], T4_CFG)
-    assert r.path("direct")["props12"] == stock
+    assert r.path("direct")["props_v2"] == stock
     (bad,) = [e for e in r.of("layout_mismatch") if e["query"] == "cudaGetDeviceProperties_v2"]
     assert bad["layout"] == 13 and "attribute 16 is 132" in bad["reason"]
 
 
-def test_a_cuda12_runtime_lowers_v2_and_leaves_the_plain_legacy_call(h):
+def test_a_cuda12_runtime_lowers_v2_and_the_plain_pre12_layout(h):
+    """libcudart.so.12: _v2 fills CUDA 12's layout, the plain name the pre-12 one (CUDA 11.8's,
+    728 bytes): both lowered, each at its own offsets."""
     env = {"CAPSHIM_STANDIN_RUNTIME_VERSION": "12080"}
-    stock = h.run(["direct"], env=env, shim=False).path("direct")
     r = h.run(["direct"], T4_CFG, env=env)
     line = r.path("direct")
-    assert _props(line, "props12")["computeCapability"] == 7 and _props(line, "props12")["multiProcessorCount"] == 40
-    assert line["props13"] == stock["props13"]  # plain name on 12: the pre-12 layout, not in the table
-    (bad,) = r.of("layout_mismatch")
-    assert bad["query"] == "cudaGetDeviceProperties" and bad["runtime_version"] == 12080 and bad["layout"] == 0
+    for layout in ("props", "props_v2"):
+        assert _props(line, layout)["computeCapability"] == 7 and _props(line, layout)["multiProcessorCount"] == 40
+        assert _props(line, layout)["sharedMemPerBlockOptin"] == 65536
+    assert r.of("layout_mismatch") == []
+
+
+def test_a_runtime_before_11_is_left_untouched_and_reported(h):
+    env = {"CAPSHIM_STANDIN_RUNTIME_VERSION": "10020"}
+    stock = h.run(["direct"], env=env, shim=False).path("direct")
+    r = h.run(["direct"], T4_CFG, env=env)
+    assert r.path("direct")["props"] == stock["props"]
+    (bad,) = [e for e in r.of("layout_mismatch") if e["query"] == "cudaGetDeviceProperties"]
+    assert bad["runtime_version"] == 10020 and bad["layout"] == 0 and "before CUDA 11.0" in bad["reason"]
 
 
 def test_a_skewed_layout_is_left_untouched_and_reported(h):
     env = {"CAPSHIM_STANDIN_SKEW": "1"}
     stock = h.run(["direct"], env=env, shim=False).path("direct")
     r = h.run(["direct"], T4_CFG, env=env)
-    assert r.path("direct")["props13"] == stock["props13"]
+    assert r.path("direct")["props"] == stock["props"]
     assert any(e["query"] == "cudaGetDeviceProperties" and e["layout"] == 13 for e in r.of("layout_mismatch"))
     assert not [e for e in r.of("changed") if e["query"] == "cudaGetDeviceProperties"]
 
@@ -194,7 +204,7 @@ def test_a_bad_configuration_leaves_everything_stock(h, cfg, words):
 
 def test_a_u64_size_above_32_bits_is_taken(h):
     r = h.run(["direct"], "direction=lower\ntotalGlobalMem=68719476736\n")
-    assert _props(r.path("direct"), "props13")["totalGlobalMem"] == 68719476736
+    assert _props(r.path("direct"), "props")["totalGlobalMem"] == 68719476736
 
 
 def test_a_fifo_or_missing_configuration_is_refused_without_blocking(h, tmp_path):

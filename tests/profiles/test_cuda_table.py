@@ -72,10 +72,22 @@ def test_the_12_layout_differs_where_13_dropped_members():
     assert keys["sharedMemPerBlockOptin"].offsets12 == (696,) and keys["sharedMemPerBlockOptin"].offsets13 == (672,)
 
 
+def test_the_pre12_layout_places_every_member_as_12_does():
+    """CUDA 11.8's cudaDeviceProp (what libcudart.so.12's plain cudaGetDeviceProperties fills) is
+    CUDA 12's up to reservedSharedMemPerBlock: the same offsets, a shorter struct; every member
+    the shim writes ends inside it."""
+    table = load()
+    for k in table.keys["cuda"]:
+        assert k.cuda.offsets11 == k.cuda.offsets12, k.key
+        width = 256 if k.type == "string" else 8 if k.cuda.ctype == "size_t" else 4
+        assert all(off + width <= table.cuda_layouts["cuda11_size"] for off in k.cuda.offsets11), k.key
+
+
 def test_the_c_table_names_every_member_and_the_generated_files_agree():
     text = cudatable.render_cuda_table_h(load())
-    assert "X(computeCapability, 1, 76, CAPSHIM_CUDA_INT, 364, 364) /* minor */" in text
-    assert "X(totalGlobalMem, 0, -1, CAPSHIM_CUDA_SIZE, 288, 288)" in text
+    assert "X(computeCapability, 1, 76, CAPSHIM_CUDA_INT, 364, 364, 364) /* minor */" in text
+    assert "X(totalGlobalMem, 0, -1, CAPSHIM_CUDA_SIZE, 288, 288, 288)" in text
+    assert "#define CAPSHIM_CUDA_PROP11_SIZE 728" in text
     assert "X(totalGlobalMem, CAPSHIM_U64)" in text and "name" not in text.split("CAPSHIM_CUDA_KEYS")[1].split("#define")[0]
     src = Path(__file__).resolve().parents[2] / "src/capshim/native/cuda/cuda_table.h"
     assert src.read_text() == text

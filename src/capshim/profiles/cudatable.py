@@ -43,12 +43,13 @@ def _macro(name: str, comment: str, rows: list[str]) -> list[str]:
 def render_cuda_table_h(table: Table) -> str:
     """The text of ``native/cuda/cuda_table.h`` for ``table``.
 
-    Defines ``CAPSHIM_CUDA_PROP13_SIZE`` / ``PROP12_SIZE`` / ``DEVPROP_SIZE``
+    Defines ``CAPSHIM_CUDA_PROP13_SIZE`` / ``PROP12_SIZE`` / ``PROP11_SIZE`` / ``DEVPROP_SIZE``
     (bytes), ``CAPSHIM_CUDA_NAME_OFFSET``, ``CAPSHIM_CUDA_KEYS(X)`` with
     ``X(key, type)`` (the configuration keyspec), ``CAPSHIM_CUDA_FIELDS(X)`` with
-    ``X(key, index, attribute, width, offset13, offset12)`` (one row per cudaDeviceProp
+    ``X(key, index, attribute, width, offset13, offset12, offset11)`` (one row per cudaDeviceProp
     member; attribute -1 when no attribute answers it; index 0 = major, 1 = minor for
-    computeCapability) and ``CAPSHIM_CUDA_DEVPROP(X)`` with ``X(key, offset)``.
+    computeCapability), ``CAPSHIM_CUDA_OFF(layout, offset13, offset12, offset11)`` (the offset
+    of a layout: 13, 12 or 11) and ``CAPSHIM_CUDA_DEVPROP(X)`` with ``X(key, offset)``.
     """
     lay = table.cuda_layouts
     keys = numeric_keys(table)
@@ -68,10 +69,15 @@ def render_cuda_table_h(table: Table) -> str:
         "/* sizeof(cudaDeviceProp) of each layout and sizeof(CUdevprop), in bytes. */",
         f"#define CAPSHIM_CUDA_PROP13_SIZE {lay['cuda13_size']}",
         f"#define CAPSHIM_CUDA_PROP12_SIZE {lay['cuda12_size']}",
+        f"#define CAPSHIM_CUDA_PROP11_SIZE {lay['cuda11_size']}",
         f"#define CAPSHIM_CUDA_DEVPROP_SIZE {lay['devprop_size']}",
         f"/* cudaDeviceProp.{name.cuda.members[0]}: {name.cuda.ctype} at the same offset in both layouts. */",
         f"#define CAPSHIM_CUDA_NAME_OFFSET {name.cuda.offsets13[0]}",
         f"#define CAPSHIM_CUDA_NAME_SIZE {name.cuda.ctype.partition('[')[2].rstrip(']')}",
+        "",
+        "/* The offset of a member in layout 13, 12 or 11 (the pre-12 one). */",
+        "#define CAPSHIM_CUDA_OFF(layout, off13, off12, off11) \\",
+        "    ((layout) == 13 ? (off13) : (layout) == 12 ? (off12) : (off11))",
         "",
         "/* Widths of a cudaDeviceProp member. */",
         "enum capshim_cuda_width { CAPSHIM_CUDA_INT = 4, CAPSHIM_CUDA_SIZE = 8 };",
@@ -85,9 +91,10 @@ def render_cuda_table_h(table: Table) -> str:
         for i, member in enumerate(place.members):
             attr = place.attributes[i] if place.attributes else -1
             rows.append(f"X({k.key}, {i}, {attr}, {_C_WIDTH[place.ctype]}, {place.offsets13[i]}, "
-                        f"{place.offsets12[i]}) /* {member} */")
+                        f"{place.offsets12[i]}, {place.offsets11[i]}) /* {member} */")
     o += _macro("CAPSHIM_CUDA_FIELDS",
-                "X(key, index, attribute, width, offset13, offset12): each cudaDeviceProp member of a key.", rows)
+                "X(key, index, attribute, width, offset13, offset12, offset11): each cudaDeviceProp member of a key.",
+                rows)
     o += _macro("CAPSHIM_CUDA_DEVPROP", "X(key, offset): the int members of the driver's CUdevprop.",
                 [f"X({k.key}, {k.cuda.devprop})" for k in keys if k.cuda.devprop is not None])
     o += ["#endif", ""]
@@ -106,17 +113,19 @@ def render_cuda_docs(table: Table) -> str:
          "Attribute numbers are the same for `cudaDeviceGetAttribute` (cudaDeviceAttr) and",
          "`cuDeviceGetAttribute` (CUdevice_attribute). Offsets are bytes into `cudaDeviceProp`:",
          f"CUDA 13 ({lay['cuda13_size']} bytes, `cudaGetDeviceProperties` of `libcudart.so.13`) and",
-         f"CUDA 12 ({lay['cuda12_size']} bytes, `cudaGetDeviceProperties_v2` of `libcudart.so.12`). The",
-         "pre-12 layout that `libcudart.so.12`'s plain `cudaGetDeviceProperties` fills is not",
-         "in the table (no header of it was established), so the shim writes nothing through",
-         "it and reports `layout_mismatch`. `CUdevprop` is the driver's `cuDeviceGetProperties`.",
+         f"CUDA 12 ({lay['cuda12_size']} bytes, `cudaGetDeviceProperties_v2` of `libcudart.so.12`) and",
+         f"the pre-12 layout ({lay['cuda11_size']} bytes, CUDA 11.8: the plain `cudaGetDeviceProperties` of",
+         "`libcudart.so.12` and of 11.x runtimes; every member here sits where CUDA 12 has it).",
+         "A runtime before 11.0 fills a layout the table does not hold: the shim writes nothing",
+         "through it and reports `layout_mismatch`. `CUdevprop` is the driver's `cuDeviceGetProperties`.",
          "",
-         "| key | kind | type | unit | attribute | cudaDeviceProp member (13 / 12 offset) | CUdevprop | description | source |",
+         "| key | kind | type | unit | attribute | cudaDeviceProp member (13 / 12 / 11 offset) | CUdevprop | description | source |",
          "|---|---|---|---|---|---|---|---|---|"]
     for k in table.keys["cuda"]:
         p = k.cuda
         attrs = ", ".join(str(a) for a in p.attributes) or "none"
-        members = ", ".join(f"`{m}` ({a} / {b})" for m, a, b in zip(p.members, p.offsets13, p.offsets12))
+        members = ", ".join(f"`{m}` ({a} / {b} / {c})"
+                            for m, a, b, c in zip(p.members, p.offsets13, p.offsets12, p.offsets11))
         devprop = "—" if p.devprop is None else str(p.devprop)
         o.append(f"| `{k.key}` | {k.kind} | {k.type} | {k.unit} | {attrs} | {members} | {devprop} | "
                  f"{k.description} | {k.source} |")

@@ -77,6 +77,8 @@ class CudaPlace:
         ctype: the members' C type ("int", "size_t", "char[256]").
         offsets13: byte offsets of ``members`` in CUDA 13's cudaDeviceProp.
         offsets12: byte offsets in CUDA 12's cudaDeviceProp (``_v2``).
+        offsets11: byte offsets in the pre-12 cudaDeviceProp (CUDA 11.8; a CUDA 12 runtime's
+            plain ``cudaGetDeviceProperties``).
         devprop: byte offset in the driver's CUdevprop, or None when it lacks the key.
     """
 
@@ -85,6 +87,7 @@ class CudaPlace:
     ctype: str
     offsets13: tuple[int, ...]
     offsets12: tuple[int, ...]
+    offsets11: tuple[int, ...]
     devprop: int | None
 
 
@@ -251,10 +254,10 @@ def _cuda_keys(entries: list[dict], limits: dict[str, int]) -> list[Key]:
             raise TableError(f"{where}: kind must be one of {KINDS}, type one of {CUDA_TYPES}")
         members = tuple(e["members"])
         place = CudaPlace(tuple(e.get("attributes", ())), members, e["ctype"], tuple(e["offsets13"]),
-                          tuple(e["offsets12"]), e.get("devprop"))
-        if not (len(place.offsets13) == len(place.offsets12) == len(members)) or \
+                          tuple(e["offsets12"]), tuple(e["offsets11"]), e.get("devprop"))
+        if not (len(place.offsets13) == len(place.offsets12) == len(place.offsets11) == len(members)) or \
                 (place.attributes and len(place.attributes) != len(members)):
-            raise TableError(f"{where}: members, offsets13, offsets12 and attributes must pair up")
+            raise TableError(f"{where}: members, offsets13, offsets12, offsets11 and attributes must pair up")
         out.append(Key("cuda", e["key"], e["kind"], e["type"], e.get("unit", ""), e["description"],
                        e["source"], cuda=place))
     return out

@@ -17,7 +17,8 @@
  * The line: {"path", "getter": [rc, found] (getter paths), "attr<N>": [rc, value] for each
  * attribute asked (200 is one no table names), "name": [rc, text], "cc": [rc, major, minor],
  * "devprop": [rc, maxThreadsPerBlock, sharedMemPerBlock, regsPerBlock], and for direct/dlsym/spawn
- * "props13" / "props12": [rc, {key: value}] from cudaGetDeviceProperties / _v2}. Outputs start as
+ * "props": [rc, {key: value}] from cudaGetDeviceProperties (read in the CUDA 13 layout, or the pre-12
+ * one when cudaRuntimeGetVersion answers below 13000) and "props_v2" from _v2 (CUDA 12 layout)}. Outputs start as
  * -7 (and "untouched"), so a value the call did not write shows.
  */
 #define _GNU_SOURCE
@@ -41,6 +42,7 @@ typedef int (*entry_fn)(const char *, void **, unsigned long long, int *);
 typedef int (*entry_ver_fn)(const char *, void **, unsigned int, unsigned long long, int *);
 
 int cudaGetDeviceProperties(void *, int);
+int cudaRuntimeGetVersion(int *);
 int cudaGetDeviceProperties_v2(void *, int);
 int cudaDeviceGetAttribute(int *, int, int);
 int cudaGetDriverEntryPoint(const char *, void **, unsigned long long, int *);
@@ -71,9 +73,9 @@ static void print_props(const char *label, props_fn f, int layout) {
     int rc = f(buf, 0);
     int first = 1;
     printf(", \"%s\": [%d, {", label, rc);
-#define ROW(key, index, attribute, width, off13, off12)                                                     \
+#define ROW(key, index, attribute, width, off13, off12, off11)                                                     \
     {                                                                                                       \
-        size_t off = (size_t)(layout == 13 ? (off13) : (off12));                                            \
+        size_t off = (size_t)(CAPSHIM_CUDA_OFF(layout, off13, off12, off11));                                            \
         long long v;                                                                                        \
         if ((width) == CAPSHIM_CUDA_SIZE) {                                                                 \
             unsigned long long u;                                                                           \
@@ -116,8 +118,10 @@ static void report(const char *path, struct api *a, const char *getter) {
         int rc = a->devprop(p, 0);
         printf(", \"devprop\": [%d, %d, %d, %d]", rc, p[0], p[7], p[11]);
     }
-    print_props("props13", a->props13, 13);
-    print_props("props12", a->props12, 12);
+    int rt = 0;
+    if (a->props13 != NULL && cudaRuntimeGetVersion(&rt) != 0) rt = 0;
+    print_props("props", a->props13, rt >= 13000 ? 13 : 11);
+    print_props("props_v2", a->props12, 12);
     printf("}\n");
     fflush(stdout);
 }

@@ -77,7 +77,7 @@ static capshim_cuerr props(int entry, void *prop, int device) {
             capshim_cuda_layout_mismatch(query, 0, version,
                                          version < 0 ? "the runtime's version is unknown; nothing written"
                                                      : "this runtime fills a cudaDeviceProp layout capshim's table "
-                                                       "does not hold (before CUDA 12's _v2); nothing written");
+                                                       "does not hold (before CUDA 11.0); nothing written");
         else
             capshim_cuda_lower_prop(query, prop, layout, device, attr);
     }

@@ -6,7 +6,7 @@
  * and libcuda.so.1, finds every function with dlsym (so an LD_PRELOADed shim's dlsym
  * path is what answers), and prints
  *   {"device": {"index", "name"}, "runtime": PATH, "runtime_version", "driver_version",
- *    "capabilities": {key: value via cudaGetDeviceProperties (13) or _v2 (12)},
+ *    "capabilities": {key: value via cudaGetDeviceProperties (13; 11.x: the pre-12 layout) or _v2 (12)},
  *    "attributes": {key: value via cudaDeviceGetAttribute},
  *    "driver": {key: value via cuDeviceGetAttribute, "cuDeviceComputeCapability",
  *               "cuDeviceGetName", "cuDeviceGetProperties": {key: value}}}
@@ -53,9 +53,9 @@ static void print_props(const unsigned char *prop, int layout) {
     int first = 1;
     int major = 0;
     printf("\"capabilities\": {");
-#define PROP(key, index, attribute, width, off13, off12)                                                    \
+#define PROP(key, index, attribute, width, off13, off12, off11)                                                    \
     {                                                                                                       \
-        unsigned long long v = member(prop + (layout == 13 ? (off13) : (off12)), width);                    \
+        unsigned long long v = member(prop + (CAPSHIM_CUDA_OFF(layout, off13, off12, off11)), width);                    \
         if (strcmp(#key, "computeCapability") == 0 && (index) == 0) {                                       \
             major = (int)v;                                                                                 \
         } else {                                                                                            \
@@ -72,7 +72,7 @@ static void print_props(const unsigned char *prop, int layout) {
 /* Prints "key": value, ... (no braces); returns how many. */
 static int attrs_body(attr_fn f, int device) {
     int first = 1, major = -1, n = 0;
-#define ATTR(key, index, attribute, width, off13, off12)                                                     \
+#define ATTR(key, index, attribute, width, off13, off12, off11)                                                     \
     if ((attribute) >= 0) {                                                                                  \
         int v = -1;                                                                                          \
         if (f != NULL && f(&v, (attribute), device) == 0) {                                                  \
@@ -151,9 +151,9 @@ int main(int argc, char **argv) {
     if (dv != NULL && dv(&drv_version) != 0) drv_version = -1;
     if (dc == NULL || dc(&count) != 0 || count < 1) return fail("no CUDA device", NULL);
     if (device < 0 || device >= count) return fail("no CUDA device with that index", NULL);
-    int layout = rt_version >= 13000 ? 13 : rt_version >= 12000 ? 12 : 0;
-    if (layout == 0) return fail("runtime older than CUDA 12: its cudaDeviceProp layout is not in the table", NULL);
-    props_fn gp = (props_fn)(uintptr_t)sym(rt, layout == 13 ? "cudaGetDeviceProperties" : "cudaGetDeviceProperties_v2");
+    int layout = rt_version >= 13000 ? 13 : rt_version >= 12000 ? 12 : rt_version >= 11000 ? 11 : 0;
+    if (layout == 0) return fail("runtime older than CUDA 11.0: its cudaDeviceProp layout is not in the table", NULL);
+    props_fn gp = (props_fn)(uintptr_t)sym(rt, layout == 12 ? "cudaGetDeviceProperties_v2" : "cudaGetDeviceProperties");
     static unsigned char prop[4096];
     int rc = gp != NULL ? gp(prop, device) : -1;
     if (rc != 0) {

@@ -472,7 +472,7 @@ void capshim_cuda_lower_attribute(const char *query, int *value, int attr, int d
         *value = attr == CAPSHIM_ATTR_CC_MAJOR ? major : minor;
         return;
     }
-#define ATTR_ROW(key, index, attribute, width, off13, off12)                                                 \
+#define ATTR_ROW(key, index, attribute, width, off13, off12, off11)                                                 \
     if ((attribute) >= 0 && attr == (attribute) && strcmp(#key, "computeCapability") != 0) {               \
         *value = (int)lowered(query, #key, (uint64_t)*value);                                              \
         return;                                                                                            \
@@ -503,7 +503,7 @@ static void set_member(unsigned char *p, int width, uint64_t v) {
 
 void capshim_cuda_layout_mismatch(const char *query, int layout, int version, const char *reason) {
     unsigned q = (unsigned)capshim_cuda_entry_index(query) & 7u;
-    unsigned bit = 1u << (q * 3u + (layout == 13 ? 2u : layout == 12 ? 1u : 0u));
+    unsigned bit = 1u << (q * 4u + (layout == 13 ? 3u : layout == 12 ? 2u : layout == 11 ? 1u : 0u));
     pthread_mutex_lock(&g_lock);
     int seen = (g_mismatch_seen & bit) != 0;
     g_mismatch_seen |= bit;
@@ -522,7 +522,8 @@ void capshim_cuda_layout_mismatch(const char *query, int layout, int version, co
 }
 
 /* The members that tell the layouts apart, checked against the real attributes before any write:
- * major and minor (the same offsets in 12 and 13), multiProcessorCount (384 in 13, 388 in 12). */
+ * major and minor (the same offsets in every layout), multiProcessorCount (384 in 13, 388 in 12
+ * and 11; 11 and 12 place every member the shim touches alike). */
 static int layout_checks(const char *query, const unsigned char *prop, int layout, int device,
                          capshim_attr_fn real_attr) {
     static const int attrs[] = {CAPSHIM_ATTR_CC_MAJOR, CAPSHIM_ATTR_CC_MINOR, CAPSHIM_ATTR_MULTIPROCESSOR_COUNT};
@@ -530,8 +531,8 @@ static int layout_checks(const char *query, const unsigned char *prop, int layou
     for (size_t i = 0; i < sizeof attrs / sizeof attrs[0]; i++) {
         int want = -1;
         size_t off = 0;
-#define OFF_ROW(key, index, attribute, width, off13, off12) \
-    if ((attribute) == attrs[i]) off = layout == 13 ? (off13) : (off12);
+#define OFF_ROW(key, index, attribute, width, off13, off12, off11) \
+    if ((attribute) == attrs[i]) off = CAPSHIM_CUDA_OFF(layout, off13, off12, off11);
         CAPSHIM_CUDA_FIELDS(OFF_ROW)
 #undef OFF_ROW
         if (real_attr == NULL || real_attr(&want, attrs[i], device) != CAPSHIM_CU_SUCCESS) {
@@ -553,12 +554,12 @@ static int layout_checks(const char *query, const unsigned char *prop, int layou
 
 void capshim_cuda_lower_prop(const char *query, unsigned char *prop, int layout, int device,
                              capshim_attr_fn real_attr) {
-    if (prop == NULL || (layout != 12 && layout != 13)) return;
+    if (prop == NULL || (layout != 11 && layout != 12 && layout != 13)) return;
     if (layout_checks(query, prop, layout, device, real_attr) != 0) return;
     int major = -1, minor = -1;
-#define PROP_ROW(key, index, attribute, width, off13, off12)                                   \
+#define PROP_ROW(key, index, attribute, width, off13, off12, off11)                                   \
     {                                                                                          \
-        unsigned char *p = prop + (layout == 13 ? (off13) : (off12));                          \
+        unsigned char *p = prop + (CAPSHIM_CUDA_OFF(layout, off13, off12, off11));                          \
         if (strcmp(#key, "computeCapability") == 0) {                                          \
             if ((index) == 0) memcpy(&major, p, sizeof major);                                 \
             else memcpy(&minor, p, sizeof minor);                                              \
@@ -570,9 +571,9 @@ void capshim_cuda_lower_prop(const char *query, unsigned char *prop, int layout,
     CAPSHIM_CUDA_FIELDS(PROP_ROW)
 #undef PROP_ROW
     capshim_cuda_lower_pair(query, &major, &minor);
-#define CC_ROW(key, index, attribute, width, off13, off12)                                     \
+#define CC_ROW(key, index, attribute, width, off13, off12, off11)                                     \
     if (strcmp(#key, "computeCapability") == 0)                                                \
-        memcpy(prop + (layout == 13 ? (off13) : (off12)), (index) == 0 ? &major : &minor, sizeof(int));
+        memcpy(prop + (CAPSHIM_CUDA_OFF(layout, off13, off12, off11)), (index) == 0 ? &major : &minor, sizeof(int));
     CAPSHIM_CUDA_FIELDS(CC_ROW)
 #undef CC_ROW
     capshim_cuda_lower_name(query, (char *)prop + CAPSHIM_CUDA_NAME_OFFSET, CAPSHIM_CUDA_NAME_SIZE);
@@ -606,5 +607,6 @@ int capshim_cuda_layout(int entry, void *fn, int *version) {
     *version = v;
     if (v >= 13000) return LAYOUT_13;
     if (v >= 12000 && entry == E_cudaGetDeviceProperties_v2) return LAYOUT_12;
+    if (v >= 11000 && entry == E_cudaGetDeviceProperties) return LAYOUT_11;
     return LAYOUT_UNKNOWN;
 }

@@ -46,7 +46,7 @@ enum capshim_cuda_entry {
 extern const char *const capshim_cuda_entry_names[E_COUNT];
 
 /* Which struct a cudaGetDeviceProperties* call fills. */
-enum capshim_cuda_layout { LAYOUT_UNKNOWN = 0, LAYOUT_12 = 12, LAYOUT_13 = 13 };
+enum capshim_cuda_layout { LAYOUT_UNKNOWN = 0, LAYOUT_11 = 11, LAYOUT_12 = 12, LAYOUT_13 = 13 };
 
 typedef capshim_cuerr (*capshim_attr_fn)(int *value, int attr, int device);
 
@@ -81,7 +81,9 @@ void capshim_cuda_lower_prop(const char *query, unsigned char *prop, int layout,
                              capshim_attr_fn real_attr);
 void capshim_cuda_lower_devprop(const char *query, unsigned char *prop, int device, capshim_attr_fn real_attr);
 /* The layout a runtime call fills: entry E_cudaGetDeviceProperties or _v2, from the real
- * runtime's cudaRuntimeGetVersion (next to fn); writes the version (or -1) to *version. */
+ * runtime's cudaRuntimeGetVersion (next to fn): 13 from CUDA 13; on 12, _v2 the 12 layout and
+ * the plain name the pre-12 one (11, as on 11.x runtimes); unknown before 11.0. Writes the
+ * version (or -1) to *version. */
 int capshim_cuda_layout(int entry, void *fn, int *version);
 void capshim_cuda_layout_mismatch(const char *query, int layout, int version, const char *reason);
 

@@ -103,7 +103,7 @@ EXPORT cudaError_t cudaDeviceGetAttribute(int *value, int attr, int device) {
     return drv.attr(value, attr, device);
 }
 
-/* Fills prop in the CUDA 13 (13) or CUDA 12 (12) layout. */
+/* Fills prop in the CUDA 13 (13), CUDA 12 (12) or pre-12 (11, CUDA 11.8) layout, that many bytes. */
 static cudaError_t fill(unsigned char *prop, int device, int layout) {
     if (prop == NULL) return cudaErrorInvalidValue;
     if (!ready()) return cudaErrorInsufficientDriver;
@@ -115,9 +115,9 @@ static cudaError_t fill(unsigned char *prop, int device, int layout) {
     rc = drv.name((char *)tmp + CAPSHIM_CUDA_NAME_OFFSET, CAPSHIM_CUDA_NAME_SIZE, device);
     if (rc != 0) return rc;
     int skew = env_is("CAPSHIM_STANDIN_SKEW", "1") ? 8 : 0;
-#define FILL(key, index, attribute, width, off13, off12)                                           \
+#define FILL(key, index, attribute, width, off13, off12, off11)                                           \
     {                                                                                              \
-        size_t off = (size_t)(layout == 13 ? (off13) : (off12));                                   \
+        size_t off = (size_t)(CAPSHIM_CUDA_OFF(layout, off13, off12, off11));                                   \
         if ((attribute) == 75 || (attribute) == 76 || (attribute) == 16) off += (size_t)skew;      \
         if ((attribute) < 0) {                                                                     \
             size_t bytes = 0;                                                                      \
@@ -136,14 +136,16 @@ static cudaError_t fill(unsigned char *prop, int device, int layout) {
     }
     CAPSHIM_CUDA_FIELDS(FILL)
 #undef FILL
-    memcpy(prop, tmp, layout == 13 ? CAPSHIM_CUDA_PROP13_SIZE : CAPSHIM_CUDA_PROP12_SIZE);
+    memcpy(prop, tmp, layout == 13 ? CAPSHIM_CUDA_PROP13_SIZE
+                      : layout == 12 ? CAPSHIM_CUDA_PROP12_SIZE : CAPSHIM_CUDA_PROP11_SIZE);
     return cudaSuccess;
 }
 
 /* CUDA 13's only cudaGetDeviceProperties fills the 13 layout; before 13 the plain name is
- * the pre-12 layout, which the stand-in approximates with the 12 one. */
+ * the pre-12 layout (728 bytes: a buffer of that size is all an application built with CUDA 11
+ * headers passes). */
 EXPORT cudaError_t cudaGetDeviceProperties(void *prop, int device) {
-    return fill(prop, device, runtime_version() >= 13000 ? 13 : 12);
+    return fill(prop, device, runtime_version() >= 13000 ? 13 : 11);
 }
 
 EXPORT cudaError_t cudaGetDeviceProperties_v2(void *prop, int device) { return fill(prop, device, 12); }
