@@ -54,7 +54,7 @@ CONFIG_VAR = "CAPSHIM_CUDA_CONFIG"
 #: The shim's own files, then the Vulkan layer's parser and status writer it shares (native/vulkan/).
 SOURCES = ["cuda_shim.c", "cuda_hooks.c", "cuda_shim.h", "cuda_table.h", "cuda_probe.c", "fuzz_config_cuda.c",
            "standin_cuda.c", "standin_cuda.map", "standin_cudart.c"]
-SHARED = ["config.c", "config.h", "caps_table.h", "status.c", "status.h"]
+SHARED = ["config.c", "config.h", "devname.h", "caps_table.h", "status.c", "status.h"]
 #: What the shim library exports, exactly (``verify`` checks it).
 EXPORTS = frozenset({
     "cudaGetDeviceProperties", "cudaGetDeviceProperties_v2", "cudaDeviceGetAttribute",
