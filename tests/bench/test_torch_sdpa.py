@@ -175,3 +175,25 @@ def test_without_torch_the_workload_says_how_to_install_it(monkeypatch):
 def test_parse_shape_and_flops():
     assert torch_sdpa_worker.parse_shape(" 8x32x4096x128 ") == (8, 32, 4096, 128)
     assert torch_sdpa_worker.flops_per_call((8, 32, 4096, 128), False) == 4 * 8 * 32 * 4096 ** 2 * 128
+
+
+def test_arm_short_forms(tmp_path, monkeypatch):
+    from capshim.bench import arms
+
+    cuda_fake.install(monkeypatch)
+    t4 = cuda_fake.profile_file(tmp_path, "t4-class", 75)
+    assert not arms.parse("native").shimmed and arms.parse("native").name == "native"
+    a = arms.parse(str(t4))
+    assert a.name == "t4-class" and a.profile.api == "cuda"
+    assert arms.parse("vulkan-paravirt").profile.name == "vulkan-paravirt"
+    with pytest.raises(UsageError, match="expected NAME=SPEC .* native, or a profile's name"):
+        arms.parse("no-such-thing")
+
+
+def test_path_lines_with_odd_text_stay_one_field_each():
+    line = "torch-sdpa: device 1 = Weird | GPU | capability: 8.0 | sdpa: flash | kernel: k | torch: 2.11"
+    got = attest.parse_cuda(line)["cuda:1"]
+    assert got["device_name"] == "Weird" and got["capability"] == "8.0"  # a '|' in a name cuts it, never the fields
+    assert torch_sdpa_worker._one_field("a|b\nc") == "a/b c"
+    assert attest.parse_cuda("torch-sdpa: device x = A | capability: 9.0") == {}
+    assert attest.parse_cuda(b"\xef\xbb\xbftorch-sdpa: device 0 = A | capability: 9.0\r\n")["cuda"]["capability"] == "9.0"
