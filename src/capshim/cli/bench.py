@@ -124,7 +124,7 @@ def bench_cmd(arm_opts, baseline, host_baseline, host_arm, repetitions, process_
       capshim bench --metric json:fps --better higher --unit fps \\
           -- ./my-app --json
       capshim bench --workload ncnn --control cpu='python3 -c "sum(range(10**7))"'
-      capshim bench --workload torch-sdpa --arm native= --arm t4=profile:t4-class --aa
+      capshim bench --workload torch-sdpa --arm native --arm t4-class --aa
       capshim bench --arm stock= --arm apple9=profile:metal-apple9 \\
           -- llama-bench -m m.gguf -p 512 -n 128 -r 10
       capshim bench -r 5 --host-baseline host-llama-bench.json \\

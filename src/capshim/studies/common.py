@@ -59,6 +59,8 @@ def defaults(study: str, device: dict | None) -> dict[str, int]:
 # KHR + NV coopmat2 extensions and features; integer dot: shaderIntegerDotProduct and the *Accelerated
 # properties; fp16/bf16: shaderFloat16 and VK_KHR_shader_bfloat16; shared memory:
 # maxComputeSharedMemorySize; subgroup control: the subgroup size control features and properties).
+#: The API whose keys :data:`GROUPS` names (the groups of another API's profile are its keys, ``other``).
+GROUPS_API = "vulkan"
 GROUPS: dict[str, dict[str, tuple[str, ...]]] = {
     "coopmat": {
         "caps": ("cooperativeMatrix", "cooperativeMatrixRobustBufferAccess",
@@ -70,7 +72,7 @@ GROUPS: dict[str, dict[str, tuple[str, ...]]] = {
     },
     "intdot": {
         "caps": ("shaderIntegerDotProduct",
-                 *(k for k in KEYS["vulkan"] if k.startswith("integerDotProduct"))),
+                 *(k for k in KEYS[GROUPS_API] if k.startswith("integerDotProduct"))),
         "exts": ("VK_KHR_shader_integer_dot_product",),
     },
     "fp16": {
@@ -88,8 +90,6 @@ GROUPS: dict[str, dict[str, tuple[str, ...]]] = {
 }
 #: Display and cumulative order (the order of the hand ablation in evidence/h200-ablation).
 GROUP_ORDER = ("coopmat", "intdot", "fp16", "shmem", "subgroup")
-#: The API whose keys :data:`GROUPS` names (the groups of another API's profile are its keys, ``other``).
-GROUPS_API = "vulkan"
 
 
 def groups_for(api: str) -> tuple[str, ...]:
