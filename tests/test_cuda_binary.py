@@ -10,6 +10,7 @@ import random
 import shutil
 import subprocess
 import time
+from pathlib import Path
 
 import pytest
 
@@ -133,3 +134,44 @@ def test_needed_libcudart_is_a_dynamic_runtime(tmp_path):
     subprocess.run(["gcc", "-o", str(tmp_path / "static"), str(tmp_path / "static.c")], check=True)
     assert cb.static_runtime(tmp_path / "dyn") is False
     assert cb.static_runtime(tmp_path / "static") is True
+
+
+def _nvcc() -> str | None:
+    import glob
+
+    found = shutil.which("nvcc") or next(iter(sorted(glob.glob("/usr/local/cuda*/bin/nvcc"), reverse=True)), None)
+    return found
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(_nvcc() is None, reason="needs NVIDIA's nvcc (the CUDA toolkit; no GPU needed) to build real fatbins")
+def test_real_nvcc_fatbins_and_runtimes(tmp_path):
+    """What NVIDIA's own toolchain writes: the architectures asked for, static and shared runtime, stripped,
+    an -rdc object, a standalone .fatbin (checked here with nvcc 13.0)."""
+    nvcc = _nvcc()
+    src = tmp_path / "k.cu"
+    src.write_text("__global__ void add(float *x) { x[threadIdx.x] += 1.0f; }\n"
+                   "int main() { float *d; cudaMalloc(&d, 128); add<<<1, 32>>>(d); return cudaDeviceSynchronize(); }\n")
+
+    def build(*args):
+        subprocess.run([nvcc, *args, str(src)], check=True, cwd=tmp_path, capture_output=True, timeout=300)
+
+    build("-gencode", "arch=compute_75,code=sm_75", "-gencode", "arch=compute_80,code=sm_80",
+          "-gencode", "arch=compute_90,code=[sm_90,compute_90]", "-o", "static")
+    build("-cudart", "shared", "-gencode", "arch=compute_86,code=sm_86", "-gencode", "arch=compute_90,code=compute_90",
+          "-o", "shared")
+    build("-c", "-rdc=true", "-gencode", "arch=compute_80,code=sm_80", "-o", "k.o")
+    build("-fatbin", "-gencode", "arch=compute_75,code=sm_75", "-gencode", "arch=compute_90,code=compute_90",
+          "-o", "k.fatbin")
+    stripped = tmp_path / "stripped"
+    shutil.copy(tmp_path / "static", stripped)
+    subprocess.run(["strip", str(stripped)], check=True)
+    assert cb.embedded_architectures(tmp_path / "static") == cb.CodeTargets((75, 80, 90), (90,))
+    assert cb.embedded_architectures(tmp_path / "shared") == cb.CodeTargets((86,), (90,))
+    assert cb.embedded_architectures(stripped) == cb.CodeTargets((75, 80, 90), (90,))
+    assert cb.embedded_architectures(tmp_path / "k.o") == cb.CodeTargets((80,), ())
+    assert [(e.kind, e.arch) for e in cb.read_fatbin(tmp_path / "k.fatbin")] == [("elf", 75), ("ptx", 90)]
+    assert [cb.static_runtime(tmp_path / n) for n in ("static", "shared", "stripped", "k.o")] == [True, False, True, False]
+    toolkit = Path(nvcc).resolve().parents[1]
+    for rt in sorted(toolkit.glob("lib*/libcudart.so.*")):  # the runtime itself is the dynamic one
+        assert cb.static_runtime(rt) is False, rt

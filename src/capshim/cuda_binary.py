@@ -40,7 +40,7 @@ import struct
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["FatbinError", "FatbinEntry", "CodeTargets", "parse_fatbin", "read_fatbin",
+__all__ = ["FatbinError", "FatbinEntry", "CodeTargets", "parse_fatbin", "read_fatbin", "read_entries",
            "embedded_architectures", "static_runtime", "status_line", "FATBIN_MAGIC", "FATBIN_SECTIONS"]
 
 FATBIN_MAGIC = 0xBA55ED50
@@ -169,6 +169,20 @@ def read_fatbin(path: str | Path) -> list[FatbinEntry]:
         return _walk(_reader(fh), 0, size)
 
 
+def read_entries(path: str | Path, offset: int, size: int) -> list[FatbinEntry]:
+    """The entries of the fatbin containers in ``size`` bytes at ``offset`` of the file ``path`` (a section
+    found by other means than LIEF, e.g. ``readelf -S``; offsets in the entries are file offsets).
+
+    Raises:
+        FatbinError: as :func:`parse_fatbin`, or the range runs past the file.
+        OSError: the file cannot be read.
+    """
+    with open(path, "rb") as fh:
+        if offset < 0 or size < 0 or offset + size > os.fstat(fh.fileno()).st_size:
+            raise FatbinError(f"{offset}+{size} runs past the end of {path}")
+        return _walk(_reader(fh), offset, size)
+
+
 def _reader(fh):
     def read_at(off: int, n: int) -> bytes:
         fh.seek(off)
@@ -249,25 +263,35 @@ def static_runtime(path: str | Path) -> bool | None:
 
     The rule: no ``NEEDED`` entry names ``libcudart.so*``, and either the file defines one of
     :data:`RUNTIME_SYMBOLS` (its symbol table; a stripped file has none) or it has a fatbin
-    section yet imports no ``__cudaRegisterFatBinary`` (the runtime's registration entry
-    that every nvcc-built module calls: defined here means linked in).
+    section yet refers to no ``__cudaRegister*`` symbol it does not define (the runtime's
+    registration entries, which every nvcc-built module calls: defined here, or gone with the
+    symbol table of a stripped executable, means linked in). The runtime itself (``SONAME``
+    ``libcudart.so*``) is the dynamic runtime the shim interposes, and an object file
+    (``ET_REL``) links nothing yet: both False. Checked against nvcc 13.0's executables
+    (``-cudart static``, the default, and ``-cudart shared``; stripped too) and ``libcudart.so.13``.
 
     Returns:
-        True (static runtime), False (dynamic runtime, or no CUDA at all), None (not an ELF
-        file LIEF can read).
+        True (static runtime), False (dynamic runtime, an object file, or no CUDA at all),
+        None (not an ELF file LIEF can read).
     """
     binary = _elf(Path(path))
     if binary is None:
         return None
+    lief = _lief()
+    if binary.header.file_type == lief.ELF.Header.FILE_TYPE.REL:
+        return False
+    soname = binary.get(lief.ELF.DynamicEntry.TAG.SONAME)
+    if soname is not None and str(getattr(soname, "name", "")).startswith("libcudart.so"):
+        return False
     if any(lib.startswith("libcudart.so") for lib in binary.libraries):
         return False
     defined = imported = False
     for sym in binary.symbols:
-        if sym.name in RUNTIME_SYMBOLS:
-            if sym.shndx != 0 and sym.value:  # SHN_UNDEF is 0
-                defined = True
-            elif sym.name == "__cudaRegisterFatBinary":
-                imported = True
+        undefined = sym.shndx == 0  # SHN_UNDEF
+        if sym.name in RUNTIME_SYMBOLS and not undefined and sym.value:
+            defined = True
+        elif sym.name.startswith("__cudaRegister") and undefined:
+            imported = True
     fatbin = any(binary.get_section(n) is not None for n in FATBIN_SECTIONS)
     return defined or (fatbin and not imported)
 
