@@ -27,7 +27,8 @@ SMALL = "1x2x64x16"
 def _worker(capability: str, *args: str, env: dict | None = None) -> subprocess.CompletedProcess:
     full = {**os.environ, "PYTHONPATH": os.pathsep.join([str(cuda_fake.SRC), str(cuda_fake.STANDIN)]),
             "CAPSHIM_STANDIN_CAPABILITY": capability, **(env or {})}
-    full.pop("CAPSHIM_CUDA_RUNTIME", None)
+    if "CAPSHIM_CUDA_RUNTIME" not in (env or {}):
+        full.pop("CAPSHIM_CUDA_RUNTIME", None)
     return subprocess.run([sys.executable, "-m", torch_sdpa.WORKER_MODULE, "--shape", SMALL, "--repetitions", "2",
                            *args], env=full, capture_output=True, text=True, timeout=120)
 
@@ -197,3 +198,71 @@ def test_path_lines_with_odd_text_stay_one_field_each():
     assert torch_sdpa_worker._one_field("a|b\nc") == "a/b c"
     assert attest.parse_cuda("torch-sdpa: device x = A | capability: 9.0") == {}
     assert attest.parse_cuda(b"\xef\xbb\xbftorch-sdpa: device 0 = A | capability: 9.0\r\n")["cuda"]["capability"] == "9.0"
+
+
+#: A folder holding the stand-in CUDA runtime and driver the cudacore branch builds (libcudart.so.13,
+#: libcuda.so.1): set it to run the real shim end to end under the stand-in torch (issue 22).
+STANDIN_CUDA = os.environ.get("CAPSHIM_TEST_CUDA_STANDIN_DIR")
+
+
+def _real_cuda_backend() -> bool:
+    import importlib.util
+
+    return importlib.util.find_spec("capshim.backends.cuda") is not None
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not _real_cuda_backend(), reason="the CUDA backend (capshim.backends.cuda) is not in this tree")
+@pytest.mark.skipif(not STANDIN_CUDA, reason="CAPSHIM_TEST_CUDA_STANDIN_DIR names no stand-in CUDA runtime folder")
+def test_the_real_shim_lowers_what_pytorch_reports(tmp_path, monkeypatch):
+    """The real backend and shim, the stand-in runtime and driver, the stand-in torch reading the capability
+    through cudaGetDeviceProperties as PyTorch does: the lowered arm reports 7.5 and takes mem-efficient."""
+    monkeypatch.syspath_prepend(str(cuda_fake.STANDIN))
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(cuda_fake.SRC), str(cuda_fake.STANDIN)]))
+    monkeypatch.setenv("CAPSHIM_CUDA_RUNTIME", os.path.join(STANDIN_CUDA, "libcudart.so.13"))
+    monkeypatch.setenv("LD_LIBRARY_PATH", os.pathsep.join([STANDIN_CUDA, os.environ.get("LD_LIBRARY_PATH", "")]))
+    t4 = cuda_fake.profile_file(tmp_path, "t4-class", 75)
+    _, res = _bench(tmp_path, "native", f"t4=profile:{t4}")
+    arms = res.summary["arms"]
+    assert {n: a["state"] for n, a in arms.items()} == {"native": "native", "t4": "active", "aa": "active"}
+    assert arms["t4"]["path"]["cuda"]["capability"] == "7.5"
+    assert arms["t4"]["path"]["cuda"]["sdpa_backend"] == "mem-efficient"
+    assert arms["native"]["path"]["cuda"]["capability"] == arms["aa"]["path"]["cuda"]["capability"] != "7.5"
+
+
+#: A minimal CUDA 13 runtime for the stand-in torch's ctypes path: cudaDeviceProp's name at 0, major and
+#: minor at 360 and 364 (driver_types.h 13.0, sizeof 1008), the attributes 75/76, one device.
+_TINY_CUDART = r"""
+#include <string.h>
+int cudaRuntimeGetVersion(int *v) { *v = 13000; return 0; }
+int cudaGetDeviceCount(int *n) { *n = 1; return 0; }
+int cudaGetDeviceProperties(void *p, int d) {
+    if (d != 0) return 101;
+    memset(p, 0, 1008); strcpy((char *)p, "Tiny GPU");
+    *(int *)((char *)p + 360) = 8; *(int *)((char *)p + 364) = 6; return 0;
+}
+int cudaDeviceGetAttribute(int *v, int attr, int d) {
+    if (d != 0) return 101;
+    if (attr == 75) { *v = 8; return 0; }
+    if (attr == 76) { *v = 6; return 0; }
+    return 1;
+}
+"""
+
+
+@pytest.mark.slow
+def test_the_standin_torch_reads_the_runtime_as_pytorch_does(tmp_path):
+    import shutil
+
+    if shutil.which("gcc") is None:
+        pytest.skip("needs gcc to build the tiny runtime")
+    (tmp_path / "rt.c").write_text(_TINY_CUDART)
+    lib = tmp_path / "libcudart.so.13"
+    subprocess.run(["gcc", "-shared", "-fPIC", "-o", str(lib), str(tmp_path / "rt.c")], check=True)
+    res = _worker("", env={"CAPSHIM_CUDA_RUNTIME": str(lib), "CAPSHIM_STANDIN_CAPABILITY": "3.0"})
+    assert res.returncode == 0, res.stderr
+    out = json.loads(res.stdout)  # the runtime's answer wins over the variable
+    assert out["capability"] == [8, 6] and out["device_name"] == "Tiny GPU" and out["sdpa_backend"] == "flash"
+    bad = _worker("9.0", env={"CAPSHIM_CUDA_RUNTIME": str(tmp_path / "missing.so")})
+    assert bad.returncode == 1 and "PyTorch failed: CAPSHIM_CUDA_RUNTIME=" in bad.stderr and "cannot load it" in bad.stderr
+    assert "Traceback" not in bad.stderr

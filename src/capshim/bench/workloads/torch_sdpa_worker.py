@@ -40,7 +40,8 @@ STDOUT gets exactly one JSON object::
      "output": [float, ...],            # OUTPUT_SAMPLES values of the output, evenly strided (float32)
      "checksum": float, "abs_sum": float}
 
-Exit codes: 0 success; 1 the workload failed (no CUDA device, a non-finite output); 2 bad
+Exit codes: 0 success; 1 the workload failed (no CUDA device, a non-finite output, a CUDA error
+such as out of memory: its first line); 2 bad
 usage or torch not installed. Errors are one line on stderr, ``capshim-torch-sdpa: error: ...``.
 """
 
@@ -226,6 +227,10 @@ def main(argv: list[str] | None = None) -> int:
     except WorkerError as exc:
         print(f"{PROG}: error: {exc}", file=sys.stderr)
         return exc.exit_code
+    except (RuntimeError, MemoryError) as exc:  # CUDA errors (out of memory, a bad device) reach us as these
+        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        print(f"{PROG}: error: PyTorch failed: {first[:300]}", file=sys.stderr)
+        return 1
     print(json.dumps(result))
     return 0
 
