@@ -266,3 +266,20 @@ def test_the_standin_torch_reads_the_runtime_as_pytorch_does(tmp_path):
     bad = _worker("9.0", env={"CAPSHIM_CUDA_RUNTIME": str(tmp_path / "missing.so")})
     assert bad.returncode == 1 and "PyTorch failed: CAPSHIM_CUDA_RUNTIME=" in bad.stderr and "cannot load it" in bad.stderr
     assert "Traceback" not in bad.stderr
+
+
+def test_the_command_line_runs_it_and_strict_catches_an_unreached_shim(tmp_path, monkeypatch):
+    from click.testing import CliRunner
+
+    from capshim.cli.app import main
+
+    cuda_fake.install(monkeypatch, reach=False)
+    t4 = cuda_fake.profile_file(tmp_path, "t4-class", 75)
+    args = ["bench", "--workload", "torch-sdpa", "--shape", SMALL, "--block", "--arm", "native", "--arm", str(t4),
+            "-r", "2", "--warmup", "0", "--process-reps", "2", "--json", "--out", str(tmp_path / "b")]
+    r = CliRunner().invoke(main, args)
+    assert r.exit_code == 0, r.output
+    summary = json.loads(r.stdout)
+    assert summary["tests"] == ["sdpa-1x2x64x16-block"] and summary["arms"]["t4-class"]["state"] == "inert"
+    r = CliRunner().invoke(main, args[:-1] + [str(tmp_path / "c"), "--strict"])
+    assert r.exit_code == 3, r.output
