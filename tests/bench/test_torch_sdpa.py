@@ -283,3 +283,12 @@ def test_the_command_line_runs_it_and_strict_catches_an_unreached_shim(tmp_path,
     assert summary["tests"] == ["sdpa-1x2x64x16-block"] and summary["arms"]["t4-class"]["state"] == "inert"
     r = CliRunner().invoke(main, args[:-1] + [str(tmp_path / "c"), "--strict"])
     assert r.exit_code == 3, r.output
+
+
+def test_an_arm_without_the_preloaded_shim_keeps_the_users_ld_preload(monkeypatch):
+    from capshim.bench.runs import Launcher
+
+    monkeypatch.setenv("LD_PRELOAD", "/opt/mine/libtrace.so")
+    assert Launcher.neutral("LD_PRELOAD") == "/opt/mine/libtrace.so"  # never emptied for the native arm
+    monkeypatch.delenv("LD_PRELOAD")
+    assert Launcher.neutral("LD_PRELOAD") == ""
