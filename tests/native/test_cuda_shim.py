@@ -301,7 +301,7 @@ def test_probe_compare_prints_the_lowered_table():
 
 @pytest.mark.slow
 def test_asan_build_through_every_path(tmp_path):
-    """An AddressSanitizer build of the shim and the stand-ins, and the driver, through the same paths."""
+    """An AddressSanitizer + UBSan build of the shim, the stand-ins and the driver, through the same paths."""
     b = cuda.build(sanitize=True)
     asan = Harness(b, compile_driver(b, tmp_path, sanitize=True), tmp_path, preload_first=[libasan()])
     for path in PATHS:

@@ -84,8 +84,9 @@ class CudaBuild:
 
 def _commands(cc: str, sanitize: bool = False) -> dict[str, list[str]]:
     """Compiler command per artifact (run in the staging folder). ``sanitize``: an
-    AddressSanitizer build of the shim and the stand-ins (the tests' second build)."""
-    opt = ["-O1", "-fsanitize=address", "-fno-omit-frame-pointer"] if sanitize else ["-O2"]
+    AddressSanitizer + UBSan build of the shim and the stand-ins (the tests' second build)."""
+    opt = ["-O1", "-fsanitize=address,undefined", "-fno-sanitize-recover=all", "-fno-omit-frame-pointer"] \
+        if sanitize else ["-O2"]
     common = [cc, "-std=gnu11", *opt, "-g", *nb.WARNINGS, nb.VERSION_DEFINE]
     lib = [*common, "-fPIC", "-fvisibility=hidden", "-shared"]
     defs = [] if sanitize else ["-Wl,-z,defs"]  # ASan's runtime is found at load time
