@@ -34,7 +34,9 @@ def test_render_config_refuses_other_apis():
 @pytest.mark.parametrize("existing, expect", [
     (None, "/s/lib.so"),
     ("", "/s/lib.so"),
-    ("libasan.so:/x/y.so", "/s/lib.so:libasan.so:/x/y.so"),
+    ("/x/y.so:/usr/lib/gcc/libasan.so.8", "/usr/lib/gcc/libasan.so.8:/s/lib.so:/x/y.so"),  # a sanitizer stays first
+    ("libclang_rt.asan-x86_64.so /x/y.so", "libclang_rt.asan-x86_64.so:/s/lib.so:/x/y.so"),
+    ("/x/libasanity.so", "/s/lib.so:/x/libasanity.so"),
     ("a.so b.so", "/s/lib.so:a.so:b.so"),
     ("/s/lib.so:/x/y.so", "/s/lib.so:/x/y.so"),
 ])

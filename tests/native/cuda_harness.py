@@ -33,7 +33,7 @@ def libasan() -> str:
 def compile_driver(b: cuda.CudaBuild, dest: Path, sanitize: bool = False) -> Path:
     """``cuda_paths`` linked against the stand-ins of ``b`` (rpath), into ``dest``."""
     out = dest / "cuda_paths"
-    san = ["-fsanitize=address", "-fno-omit-frame-pointer"] if sanitize else []
+    san = ["-fsanitize=address,undefined", "-fno-sanitize-recover=all", "-fno-omit-frame-pointer"] if sanitize else []
     run_compiler(["gcc", "-std=gnu11", "-O1", "-g", *nb.WARNINGS, *san, "-I", str(nb.source_dir("cuda")),
                   str(HERE / "cuda_paths.c"), "-o", str(out), f"-L{b.standin}", "-l:libcudart.so.13",
                   "-l:libcuda.so.1", f"-Wl,-rpath,{b.standin}", "-ldl"])
@@ -90,7 +90,7 @@ class Harness:
         proc = subprocess.run([str(self.driver), *args], env=full, capture_output=True, text=True, timeout=120)
         lines = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
         events = [json.loads(line) for line in status.read_text().splitlines()] if status.exists() else []
-        assert "ERROR: AddressSanitizer" not in proc.stderr, proc.stderr
+        assert "ERROR: AddressSanitizer" not in proc.stderr and "runtime error" not in proc.stderr, proc.stderr
         return Result(proc.returncode, lines, events, proc.stderr)
 
 

@@ -80,6 +80,16 @@ def test_substitution_can_be_turned_off_for_a_diagnosis(h, path):
     assert attrs(h.run(["direct"], T4_CFG, env={"CAPSHIM_CUDA_SUBSTITUTE": "0"}).path("direct")) == T4
 
 
+def test_eight_threads_at_once_see_one_lowered_answer(h):
+    """Runtime, driver and properties asked from 8 threads at once (the first calls race the
+    shim's first hooks event, its scrub and its change log): every answer is 7.5."""
+    r = h.run(["threads"], T4_CFG)
+    assert r.rc == 0, r.stderr
+    assert r.path("threads") == {"path": "threads", "cc": [75], "answers": 8 * 200 * 3}
+    assert len(r.of("hooks")) == 1
+    assert len([e for e in r.of("changed") if e["key"] == "computeCapability"]) == 3  # once per query
+
+
 def test_devprop_members_lower(h):
     r = h.run(["direct"], "direction=lower\nsharedMemPerBlock=16384\nregsPerBlock=32768\nmaxThreadsPerBlock=512\n")
     assert r.path("direct")["devprop"] == [0, 512, 16384, 32768]
@@ -301,7 +311,7 @@ def test_probe_compare_prints_the_lowered_table():
 
 @pytest.mark.slow
 def test_asan_build_through_every_path(tmp_path):
-    """An AddressSanitizer build of the shim and the stand-ins, and the driver, through the same paths."""
+    """An AddressSanitizer + UBSan build of the shim, the stand-ins and the driver, through the same paths."""
     b = cuda.build(sanitize=True)
     asan = Harness(b, compile_driver(b, tmp_path, sanitize=True), tmp_path, preload_first=[libasan()])
     for path in PATHS:
@@ -311,3 +321,4 @@ def test_asan_build_through_every_path(tmp_path):
     for env in ({"CAPSHIM_STANDIN_SKEW": "1"}, {"CAPSHIM_STANDIN_FAIL": "1"},
                 {"CAPSHIM_STANDIN_RUNTIME_VERSION": "12080"}):
         assert asan.run(["direct"], T4_CFG, env=env).rc == 0
+    assert asan.run(["threads"], T4_CFG).path("threads")["cc"] == [75]

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import os
 import platform
+import re
 import shutil
 import subprocess
 import sys
@@ -84,8 +85,9 @@ class CudaBuild:
 
 def _commands(cc: str, sanitize: bool = False) -> dict[str, list[str]]:
     """Compiler command per artifact (run in the staging folder). ``sanitize``: an
-    AddressSanitizer build of the shim and the stand-ins (the tests' second build)."""
-    opt = ["-O1", "-fsanitize=address", "-fno-omit-frame-pointer"] if sanitize else ["-O2"]
+    AddressSanitizer + UBSan build of the shim and the stand-ins (the tests' second build)."""
+    opt = ["-O1", "-fsanitize=address,undefined", "-fno-sanitize-recover=all", "-fno-omit-frame-pointer"] \
+        if sanitize else ["-O2"]
     common = [cc, "-std=gnu11", *opt, "-g", *nb.WARNINGS, nb.VERSION_DEFINE]
     lib = [*common, "-fPIC", "-fvisibility=hidden", "-shared"]
     defs = [] if sanitize else ["-Wl,-z,defs"]  # ASan's runtime is found at load time
@@ -165,11 +167,18 @@ def render_config(profile: Profile) -> str:
     return "\n".join(lines) + "\n"
 
 
+#: A sanitizer runtime must come first in the initial library list (ASan refuses to start
+#: otherwise: "ASan runtime does not come first"); these stay before the shim.
+_SANITIZER_RUNTIME = re.compile(r"lib(a|t|m|l|ub|hwa)san[.-]|libclang_rt\.")
+
+
 def preload_value(library: Path, existing: str | None) -> str:
     """``LD_PRELOAD`` with the shim first and the user's entries after it (ld.so(8): entries
-    separated by ':' or spaces; an entry that is already the shim is not repeated)."""
-    rest = [e for e in (existing or "").replace(" ", ":").split(":") if e and e != str(library)]
-    return ":".join([str(library), *rest])
+    separated by ':' or spaces; an entry that is already the shim is not repeated), except a
+    sanitizer runtime (libasan, libtsan, ...), which must stay first and is kept before the shim."""
+    entries = [e for e in (existing or "").replace(" ", ":").split(":") if e and e != str(library)]
+    first = [e for e in entries if _SANITIZER_RUNTIME.match(Path(e).name)]
+    return ":".join([*first, str(library), *[e for e in entries if e not in first]])
 
 
 def launch_env(profile: Profile | None, status_file: Path, run_dir: Path, inherit: bool = False,

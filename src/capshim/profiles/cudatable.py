@@ -112,7 +112,7 @@ def render_cuda_docs(table: Table) -> str:
          "under 7.5 stays 7.0. `name` (a string, off by default) replaces the device name.",
          "Attribute numbers are the same for `cudaDeviceGetAttribute` (cudaDeviceAttr) and",
          "`cuDeviceGetAttribute` (CUdevice_attribute). Offsets are bytes into `cudaDeviceProp`:",
-         f"CUDA 13 ({lay['cuda13_size']} bytes, `cudaGetDeviceProperties` of `libcudart.so.13`) and",
+         f"CUDA 13 ({lay['cuda13_size']} bytes, `cudaGetDeviceProperties` of `libcudart.so.13`),",
          f"CUDA 12 ({lay['cuda12_size']} bytes, `cudaGetDeviceProperties_v2` of `libcudart.so.12`) and",
          f"the pre-12 layout ({lay['cuda11_size']} bytes, CUDA 11.8: the plain `cudaGetDeviceProperties` of",
          "`libcudart.so.12` and of 11.x runtimes; every member here sits where CUDA 12 has it).",

@@ -12,6 +12,9 @@
  *                     ... from cudaGetDriverEntryPoint(ByVersion)(_ptsz)
  *       spawn         direct, then runs "cuda_paths direct" as a child (its line follows)
  *       fork          direct, then fork(): the child prints a "fork-child" line (no exec)
+ *       threads       8 threads ask 200 times each through the runtime and the driver (both
+ *                     compute-capability halves, the properties); prints {"path", "answers", "cc"}:
+ *                     how many answers came back and the distinct major*10+minor values seen
  * VERSION and FLAGS (default 12000 and 0) go to the getters unchanged.
  *
  * The line: {"path", "getter": [rc, found] (getter paths), "attr<N>": [rc, value] for each
@@ -27,6 +30,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <pthread.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -169,12 +173,57 @@ static int get_any(const char *name, void **fn, void *ctx) {
     return -1;
 }
 
+static int seen_cc[1000];
+static pthread_mutex_t seen_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static void *ask_many(void *arg) {
+    (void)arg;
+    static unsigned char prop[4096];
+    unsigned char mine[4096];
+    (void)prop;
+    for (int i = 0; i < 200; i++) {
+        int rmaj = -1, rmin = -1, dmaj = -1, dmin = -1;
+        if (cudaDeviceGetAttribute(&rmaj, 75, 0) != 0 || cudaDeviceGetAttribute(&rmin, 76, 0) != 0) continue;
+        if (cuDeviceComputeCapability(&dmaj, &dmin, 0) != 0) continue;
+        if (cudaGetDeviceProperties(mine, 0) != 0) continue;
+        int pmaj, pmin;
+        memcpy(&pmaj, mine + 360, sizeof pmaj); /* major, minor: the same offsets in every layout */
+        memcpy(&pmin, mine + 364, sizeof pmin);
+        pthread_mutex_lock(&seen_lock);
+        for (int k = 0; k < 3; k++) {
+            int cc = k == 0 ? rmaj * 10 + rmin : k == 1 ? dmaj * 10 + dmin : pmaj * 10 + pmin;
+            if (cc >= 0 && cc < 1000) seen_cc[cc]++;
+        }
+        pthread_mutex_unlock(&seen_lock);
+    }
+    return NULL;
+}
+
+static int threads(void) {
+    pthread_t t[8];
+    for (int i = 0; i < 8; i++)
+        if (pthread_create(&t[i], NULL, ask_many, NULL) != 0) return 1;
+    for (int i = 0; i < 8; i++) pthread_join(t[i], NULL);
+    int total = 0, first = 1;
+    printf("{\"path\": \"threads\", \"cc\": [");
+    for (int cc = 0; cc < 1000; cc++) {
+        total += seen_cc[cc];
+        if (seen_cc[cc] > 0) {
+            printf("%s%d", first ? "" : ", ", cc);
+            first = 0;
+        }
+    }
+    printf("], \"answers\": %d}\n", total);
+    return 0;
+}
+
 int main(int argc, char **argv) {
     if (argc < 2) {
         fprintf(stderr, "usage: cuda_paths PATH [VERSION [FLAGS]]\n");
         return 2;
     }
     struct args g = {argv[1], argc > 2 ? atoi(argv[2]) : 12000, argc > 3 ? strtoull(argv[3], NULL, 0) : 0, NULL};
+    if (strcmp(g.path, "threads") == 0) return threads();
     struct api a = {0};
     char getter[96] = "";
     if (strcmp(g.path, "direct") == 0 || strcmp(g.path, "spawn") == 0 || strcmp(g.path, "fork") == 0) {

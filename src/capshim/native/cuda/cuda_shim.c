@@ -601,7 +601,7 @@ void capshim_cuda_lower_devprop(const char *query, unsigned char *prop, int devi
 
 int capshim_cuda_layout(int entry, void *fn, int *version) {
     typedef capshim_cuerr (*version_fn)(int *);
-    version_fn rv = (version_fn)capshim_cuda_sibling(fn, "cudaRuntimeGetVersion");
+    version_fn rv = (version_fn)(uintptr_t)capshim_cuda_sibling(fn, "cudaRuntimeGetVersion");
     int v = -1;
     if (rv == NULL || rv(&v) != CAPSHIM_CU_SUCCESS) v = -1;
     *version = v;
