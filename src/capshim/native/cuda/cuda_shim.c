@@ -521,30 +521,49 @@ void capshim_cuda_layout_mismatch(const char *query, int layout, int version, co
     capshim_json_end_and_write(&j);
 }
 
+/* min(stock, profile) for one numeric key, without reporting a change. */
+static uint64_t quietly_lowered(const char *key, uint64_t stock) {
+    int set = 0;
+    uint64_t cfg = cfg_value(key, &set);
+    return set && cfg < stock ? cfg : stock;
+}
+
 /* The members that tell the layouts apart, checked against the real attributes before any write:
  * major and minor (the same offsets in every layout), multiProcessorCount (384 in 13, 388 in 12
- * and 11; 11 and 12 place every member the shim touches alike). */
+ * and 11; 11 and 12 place every member the shim touches alike). A member may hold the real answer
+ * or already the lowered one: the runtime fills the struct through the driver's
+ * cuDeviceGetAttribute, which it obtained through dlsym / cuGetProcAddress, that is, through this
+ * shim's wrapper (seen on the H200: libcudart.so.13 wrote 7 at byte 360 under a 7.5 profile). */
 static int layout_checks(const char *query, const unsigned char *prop, int layout, int device,
                          capshim_attr_fn real_attr) {
     static const int attrs[] = {CAPSHIM_ATTR_CC_MAJOR, CAPSHIM_ATTR_CC_MINOR, CAPSHIM_ATTR_MULTIPROCESSOR_COUNT};
+    int want[3] = {-1, -1, -1};
     char reason[256];
-    for (size_t i = 0; i < sizeof attrs / sizeof attrs[0]; i++) {
-        int want = -1;
+    for (size_t i = 0; i < 3; i++) {
+        if (real_attr == NULL || real_attr(&want[i], attrs[i], device) != CAPSHIM_CU_SUCCESS) {
+            capshim_cuda_layout_mismatch(query, layout, -1, "the real cudaDeviceGetAttribute did not answer; nothing written");
+            return -1;
+        }
+    }
+    int alt[3] = {want[0], want[1], want[2]};
+    if (want[0] >= 0 && want[1] >= 0 && want[1] <= 9) {
+        uint64_t cc = quietly_lowered("computeCapability", (uint64_t)want[0] * 10u + (uint64_t)want[1]);
+        alt[0] = (int)(cc / 10u);
+        alt[1] = (int)(cc % 10u);
+    }
+    if (want[2] >= 0) alt[2] = (int)quietly_lowered("multiProcessorCount", (uint64_t)want[2]);
+    for (size_t i = 0; i < 3; i++) {
         size_t off = 0;
 #define OFF_ROW(key, index, attribute, width, off13, off12, off11) \
     if ((attribute) == attrs[i]) off = CAPSHIM_CUDA_OFF(layout, off13, off12, off11);
         CAPSHIM_CUDA_FIELDS(OFF_ROW)
 #undef OFF_ROW
-        if (real_attr == NULL || real_attr(&want, attrs[i], device) != CAPSHIM_CU_SUCCESS) {
-            capshim_cuda_layout_mismatch(query, layout, -1, "the real cudaDeviceGetAttribute did not answer; nothing written");
-            return -1;
-        }
         int seen;
         memcpy(&seen, prop + off, sizeof seen);
-        if (seen != want) {
+        if (seen != want[i] && seen != alt[i]) {
             snprintf(reason, sizeof reason,
                      "attribute %d is %d but the CUDA %d layout holds %d at byte %zu; nothing written", attrs[i],
-                     want, layout, seen, off);
+                     want[i], layout, seen, off);
             capshim_cuda_layout_mismatch(query, layout, -1, reason);
             return -1;
         }
