@@ -27,6 +27,7 @@ ALL_SLOW: dict[str, str] = {
                                            "fast on captured output (tests/bench/test_llamabench.py)",
     "tests/native/test_layer_chain_loop.py": "a chain of compiled layers under the real Vulkan loader",
     "tests/native/test_vulkan_config_fuzz.py": "the compiled configuration parser's fuzz driver",
+    "tests/native/test_cuda_config_fuzz.py": "the same parser's fuzz driver with the CUDA keyspec",
     "tests/backends/test_fuzz_campaigns.py": "time-bounded fuzz campaigns of the compiled parsers",
     "tests/profiles/test_added_key.py": "the probe of the real device answering a key the table gained",
 }

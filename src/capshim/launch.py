@@ -33,8 +33,8 @@ from capshim.errors import UsageError
 from capshim.profiles import Profile
 
 #: Variables whose values are paths (colon-separated lists), made absolute by :func:`prepare`.
-_PATH_VARS = ("CAPSHIM_STATUS_FILE", "CAPSHIM_VK_APP_CONFIG", "CAPSHIM_VK_DEVICE_CONFIG", "VK_ADD_LAYER_PATH",
-              "VK_LAYER_PATH", "DYLD_INSERT_LIBRARIES")
+_PATH_VARS = ("CAPSHIM_STATUS_FILE", "CAPSHIM_VK_APP_CONFIG", "CAPSHIM_VK_DEVICE_CONFIG", "CAPSHIM_CUDA_CONFIG",
+              "VK_ADD_LAYER_PATH", "VK_LAYER_PATH", "DYLD_INSERT_LIBRARIES")
 
 PID_WRAPPER = 'CAPSHIM_TARGET_PID=$$; export CAPSHIM_TARGET_PID; exec "$@"'
 
@@ -65,7 +65,8 @@ class Launch:
     def env(self) -> dict[str, str]:
         """The full environment for the process: ours plus the delta."""
         env = dict(os.environ)
-        for var in ("CAPSHIM_TARGET_PID", "CAPSHIM_INHERIT", "CAPSHIM_VK_APP_CONFIG", "CAPSHIM_VK_DEVICE_CONFIG"):
+        for var in ("CAPSHIM_TARGET_PID", "CAPSHIM_INHERIT", "CAPSHIM_VK_APP_CONFIG", "CAPSHIM_VK_DEVICE_CONFIG",
+                    "CAPSHIM_CUDA_CONFIG"):
             env.pop(var, None)
         env.update(self.env_delta)
         return env

@@ -53,7 +53,8 @@ def print_probe(out: dict, compare: bool = False, show_all: bool = False, consol
                       f"API {dev.get('apiVersion', '?')}")
         rows = [[k, _fmt(v)] for k, v in out.get("capabilities", {}).items()]
         terminal.emit(terminal.grid(("capability", "value"), rows, limit), limit)
-        console.print(f"{len(out.get('extensions', {}))} extensions; shims: " + ", ".join(
+        exts = f"{len(out['extensions'])} extensions; " if "extensions" in out else ""
+        console.print(exts + "shims: " + ", ".join(
             f"{k} {v['state']}" for k, v in out.get("shim", {}).items()))
         return
     stock, shimmed, diff = out["stock"], out["shimmed"], out["differences"]

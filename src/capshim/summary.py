@@ -207,7 +207,7 @@ def run_failed(run) -> str | None:
     return None
 
 
-# --- the path field: what llama.cpp or ncnn said it chose, per backend (capshim.bench.attest) ---
+# --- the path field: what llama.cpp, ncnn or PyTorch said it chose, per backend (capshim.bench.attest) ---
 
 #: Table columns: (header, backend, key). Only columns with a value in some row are shown.
 DISPLAY_COLUMNS = [
@@ -231,6 +231,9 @@ DISPLAY_COLUMNS = [
     ("ncnn fp16 cm", "ncnn", "fp16_cm"),
     ("ncnn int8 cm", "ncnn", "int8_cm"),
     ("ncnn bf16 cm", "ncnn", "bf16_cm"),
+    ("CUDA device", "cuda", "device_name"),
+    ("capability", "cuda", "capability"),
+    ("SDPA", "cuda", "sdpa_backend"),
 ]
 
 

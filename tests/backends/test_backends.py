@@ -33,12 +33,15 @@ VK_KHR_cooperative_matrix = 2
 
 
 def test_registry_chooses_one_backend_per_api():
-    assert backends.names() == ["vulkan", "metal"]
+    assert backends.names() == ["vulkan", "metal", "cuda"]
     assert backends.get("vulkan") is vulkan.BACKEND and backends.get("vulkan").name == "vulkan"
     assert backends.get("metal").name == "metal"
     assert backends.default_api("linux") == "vulkan" and backends.default_api("darwin") == "metal"
-    with pytest.raises(UsageError, match="api 'cuda': no such backend"):
-        backends.get("cuda")
+    assert backends.get("cuda").name == "cuda" and not backends.get("cuda").can_simulate
+    with pytest.raises(UsageError, match="api 'opencl': no such backend"):
+        backends.get("opencl")
+    with pytest.raises(UsageError, match="only the Vulkan layer can simulate"):
+        backends.for_profiles(None, profiles.load("t4-class"))
     assert backends.for_profiles(None, None) is None
     assert backends.for_profiles(None, PARAVIRT) is vulkan.BACKEND
     with pytest.raises(UsageError, match="only the Vulkan layer can simulate"):

@@ -297,14 +297,14 @@ def test_precision_test_naming_no_test_stops_after_the_first_round(tmp_path):
 def test_gpu_default_has_a_precision_target_that_user_options_override(monkeypatch, tmp_path):
     from capshim.bench import plan as plan_mod
 
-    real_pick = plan_mod._pick_vulkan_device
+    real_pick = plan_mod.pick_device
 
-    def as_gpu(stock):
-        index, chosen = real_pick(stock)
+    def as_gpu(backend, stock):
+        index, chosen = real_pick(backend, stock)
         chosen = {**chosen, "device": {**chosen["device"], "type": "discrete-gpu"}}
         return index, chosen
 
-    monkeypatch.setattr(plan_mod, "_pick_vulkan_device", as_gpu)
+    monkeypatch.setattr(plan_mod, "pick_device", as_gpu)
     monkeypatch.setattr(plan_mod.builtin, "builtin_workload", lambda *a, **k: LlamaBenchWorkload("builtin", ["true"]))
     make = lambda **kw: plan_mod.make_plan(BenchRequest(repetitions=kw.get("r")), platform="linux")
     p = make()
@@ -349,7 +349,7 @@ def test_the_default_sizes_come_from_the_device_row_of_the_table(monkeypatch, de
     pp512/tg128; -p/-n win over either; the precision test follows -p. No device is probed (a fake)."""
     from capshim.bench import plan as plan_mod
 
-    monkeypatch.setattr(plan_mod, "_resolve_on_device", lambda arms: ({"name": "fake", "type": device_type}, {}, []))
+    monkeypatch.setattr(plan_mod, "_resolve_on_device", lambda arms, api: ({"name": "fake", "type": device_type}, {}, []))
     seen = []
     monkeypatch.setattr(plan_mod.builtin, "builtin_workload",
                         lambda model, p, n, *a, **k: seen.append((p, n)) or LlamaBenchWorkload("builtin", ["true"]))

@@ -151,6 +151,6 @@ def test_profile_check_device_refuses_what_run_refuses(vk_build, tmp_path):
 def test_the_bench_identity_arm_answers_the_device_on_purpose(vk_build, stock_probe, capsys):
     arms = [Arm("native"), Arm("aa", identity=True), Arm("vm-unlocked", simulate=profiles.load("vulkan-paravirt"),
                                                       restore=True)]
-    plan._resolve_on_device(arms)
+    plan._resolve_on_device(arms, "vulkan")
     err = capsys.readouterr().err
     assert "arm aa" not in err and "arm vm-unlocked: profile:" not in err, err

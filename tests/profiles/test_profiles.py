@@ -18,7 +18,7 @@ def prof(api="vulkan", direction="raise", body=""):
 
 
 def test_builtins_load_and_match_the_brief():
-    assert profiles.builtin_names() == ["metal-apple9", "vulkan-paravirt"]
+    assert profiles.builtin_names() == ["a100-class", "metal-apple9", "pascal-class", "t4-class", "vulkan-paravirt"]
     m = profiles.load("metal-apple9")
     assert (m.api, m.direction) == ("metal", "raise")
     assert m.capabilities == {"appleFamilyMax": 1009, "maxThreadgroupMemoryLength": 65536}
@@ -52,7 +52,8 @@ def test_builtins_load_and_match_the_brief():
     (prof("metal", "lower", "[capabilities]\nmaxThreadgroupMemoryLength = 1\n"), "direction", "raise-only"),
     (prof(body="[capabilities]\nsubgroupSupportedOperations = [\"basic\", \"teleport\"]\n"),
      "capabilities.subgroupSupportedOperations", "flag names"),
-    (HEAD.format(api="cuda", direction="raise"), "api", "must be one of"),
+    (HEAD.format(api="opencl", direction="raise"), "api", "must be one of"),
+    (HEAD.format(api="cuda", direction="raise"), "direction", "CUDA profiles are lower-only"),
     ('name = "t"\napi = "vulkan"\n', "description", "missing"),
 ])
 def test_invalid_profiles_name_key_value_and_reason(text, key, reason):

@@ -45,7 +45,7 @@ def _sealing_bench(run_arms):
 
 
 def _fake_tune(monkeypatch):
-    monkeypatch.setattr(common, "stock_probe", lambda: (CPU_STOCK, CPU_STOCK["device"]))
+    monkeypatch.setattr(common, "stock_probe", lambda api=None: (CPU_STOCK, CPU_STOCK["device"]))
     monkeypatch.setattr(common, "run_arms", _sealing_bench(fake_bench(_lavapipe_like)))
 
 
@@ -163,7 +163,7 @@ def _signals_during_the_study_seal(monkeypatch, *sigs):
 def test_repeated_stop_signals_in_tune_never_lose_the_seal(tmp_path, monkeypatch, sig, code):
     # double Ctrl-C (or a burst of SIGTERMs): one stops the runs, the next ones arrive while the
     # stage's bundle is sealed and while the study is sealed; both seals are written, exit 128+N
-    monkeypatch.setattr(common, "stock_probe", lambda: (CPU_STOCK, CPU_STOCK["device"]))
+    monkeypatch.setattr(common, "stock_probe", lambda api=None: (CPU_STOCK, CPU_STOCK["device"]))
     calls = []
     _fake_bench_behind_the_seam(monkeypatch, sig, during_bundle_seal=(sig, sig), calls=calls)
     _signals_during_the_study_seal(monkeypatch, sig, sig, sig)
@@ -177,11 +177,11 @@ def test_repeated_stop_signals_in_tune_never_lose_the_seal(tmp_path, monkeypatch
 
 
 def test_sighup_stops_every_study_with_129_as_bench_does(tmp_path, monkeypatch):
-    monkeypatch.setattr(common, "stock_probe", lambda: (GPU_STOCK, GPU_STOCK["device"]))
+    monkeypatch.setattr(common, "stock_probe", lambda api=None: (GPU_STOCK, GPU_STOCK["device"]))
     _fake_bench_behind_the_seam(monkeypatch, signal.SIGHUP)
     for cmd, extra in (("ablate", []), ("tune", []), ("kernels", ["--model", "tiny"])):
         if cmd == "tune":
-            monkeypatch.setattr(common, "stock_probe", lambda: (CPU_STOCK, CPU_STOCK["device"]))
+            monkeypatch.setattr(common, "stock_probe", lambda api=None: (CPU_STOCK, CPU_STOCK["device"]))
         out = tmp_path / cmd
         r = CliRunner().invoke(main, [cmd, *extra, "--out", str(out)])
         assert r.exit_code == 129, (cmd, r.output)
@@ -191,7 +191,7 @@ def test_sighup_stops_every_study_with_129_as_bench_does(tmp_path, monkeypatch):
 def test_once_a_study_is_stopping_a_later_signal_cannot_end_it_before_its_exit_code(tmp_path, monkeypatch):
     """Hostile pass: kernels, Ctrl-C then SIGHUP 0.1-0.5 s later, died by the default HUP action after
     the seal instead of exiting 130: the guard's handlers were gone before capshim exited."""
-    monkeypatch.setattr(common, "stock_probe", lambda: (GPU_STOCK, GPU_STOCK["device"]))
+    monkeypatch.setattr(common, "stock_probe", lambda api=None: (GPU_STOCK, GPU_STOCK["device"]))
     _fake_bench_behind_the_seam(monkeypatch, signal.SIGINT)
     before = signal.getsignal(signal.SIGHUP)
     try:
@@ -203,7 +203,7 @@ def test_once_a_study_is_stopping_a_later_signal_cannot_end_it_before_its_exit_c
 
 
 def test_a_signal_before_the_first_bench_starts_none_and_seals(tmp_path, monkeypatch):
-    def probe_then_hangup():
+    def probe_then_hangup(api=None):
         signal.raise_signal(signal.SIGHUP)  # the terminal closes while the device is probed
         return GPU_STOCK, GPU_STOCK["device"]
 
@@ -218,7 +218,7 @@ def test_a_signal_before_the_first_bench_starts_none_and_seals(tmp_path, monkeyp
 
 
 def test_a_signal_after_the_last_bench_lets_the_study_finish_then_exits_128_plus_n(tmp_path, monkeypatch):
-    monkeypatch.setattr(common, "stock_probe", lambda: (GPU_STOCK, GPU_STOCK["device"]))
+    monkeypatch.setattr(common, "stock_probe", lambda api=None: (GPU_STOCK, GPU_STOCK["device"]))
     monkeypatch.setattr(common, "run_arms", _sealing_bench(fake_bench(lambda n, w, t, r: [1000.0 + i for i in range(r)])))
     real_chart = ablate.chart
 
@@ -235,7 +235,7 @@ def test_a_signal_after_the_last_bench_lets_the_study_finish_then_exits_128_plus
 
 
 def test_a_second_signal_during_the_chart_skips_it_and_still_seals(tmp_path, monkeypatch):
-    monkeypatch.setattr(common, "stock_probe", lambda: (GPU_STOCK, GPU_STOCK["device"]))
+    monkeypatch.setattr(common, "stock_probe", lambda api=None: (GPU_STOCK, GPU_STOCK["device"]))
     monkeypatch.setattr(common, "run_arms", _sealing_bench(fake_bench(lambda n, w, t, r: [1000.0 + i for i in range(r)])))
 
     def slow_chart(arms, summary, test, path, title):
@@ -335,7 +335,7 @@ def test_every_arm_and_profile_name_the_studies_make_is_a_valid_name(tmp_path, m
     dims = tune.dimensions(GPU_STOCK)
     assert all(names.is_name(f"c{i + 1:02d}") for i in range(len(tune.candidates(dims, 30, 1))))
     # a lowering profile with a 64-character name: the smallest raise profile's name is cut to fit
-    monkeypatch.setattr(common, "stock_probe", lambda: (GPU_STOCK, GPU_STOCK["device"]))
+    monkeypatch.setattr(common, "stock_probe", lambda api=None: (GPU_STOCK, GPU_STOCK["device"]))
     monkeypatch.setattr(common, "run_arms", _sealing_bench(fake_bench(lambda n, w, t, r: [1000.0 + i for i in range(r)])))
     res = ablate.ablate(_long_profile(tmp_path, long_a, "lower"), out=tmp_path / "ab", repetitions=6, n_prompt=64,
                         n_gen=16)

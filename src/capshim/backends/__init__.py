@@ -34,6 +34,7 @@ if TYPE_CHECKING:
 REGISTRY: dict[str, str] = {
     "vulkan": "capshim.backends.vulkan",
     "metal": "capshim.backends.metal",
+    "cuda": "capshim.backends.cuda",
 }
 
 

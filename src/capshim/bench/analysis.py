@@ -124,9 +124,9 @@ def analyze(records: list[dict], arms: dict, baseline: str, host: dict | None = 
     Returns:
         ``{"schema", "baseline", "tests": [series], "method", "host": {...} | None,
         "arms": {name: {"spec", "state", "path", "runs", "shim_result", "path_unchanged",
-        "output_check", "device_check" (only when the arm is cpu-backend or off-device: why),
-        "flags": [str], "tests": {series: {"n" (samples), "processes",
-        "repetitions" (median per process), "repetitions_range", "median" (median of the
+        "output_check", "device_check" / "reach_check" (only for a cpu-backend or off-device arm / an arm
+        whose output shows the shim did not reach the application: why), "flags": [str],
+        "tests": {series: {"n" (samples), "processes", "repetitions" (median per process), "repetitions_range", "median" (median of the
         per-process medians), "mean", "stdev", "min", "max", "q25", "q75", "iqr",
         "spread_pct", "iqr_pct" (over per-process medians), "samples", "by_process",
         "config", "mismatch": [{"field", "value", "reference", "against"}], "warnings": [str],
@@ -175,7 +175,7 @@ def analyze(records: list[dict], arms: dict, baseline: str, host: dict | None = 
         out_arms[name] = {"spec": arm.get("spec") or {}, "state": state, "path": arm.get("path") or {},
                           "runs": list(arm.get("runs") or []), "shim_result": state == "active",
                           "path_unchanged": unchanged, "output_check": arm.get("output_check"), "flags": flags,
-                          "tests": per_test, **({"device_check": arm["device_check"]} if arm.get("device_check") else {})}
+                          "tests": per_test, **{k: arm[k] for k in ("device_check", "reach_check") if arm.get(k)}}
     return {
         "schema": SCHEMA,
         "baseline": baseline,
@@ -227,6 +227,8 @@ def _arm_flags(name: str, arm: dict, baseline: str, base_path: dict, has_samples
         spec = arm.get("spec") or {}
         shimmed = state in ("inert", "invalid") or spec.get("profile") or spec.get("simulate")
         flags.append(f"{state}: not a shim result" if shimmed else f"{state}: not a result")
+        if arm.get("reach_check"):
+            flags.append(f"the shim did not reach the application: {arm['reach_check']}")
     failed = [(r.get("run"), why) for r in runs if (why := run_failed(r))]
     if failed:
         flags.append(f"{len(failed)} of {len(runs)} runs failed ("

@@ -2,7 +2,8 @@
 
 Spelling (``--arm NAME=SPEC``)::
 
-    native=                      nothing: the stock process (also: native=stock)
+    native=                      nothing: the stock process (also: native=stock, or just native)
+    t4-class                     short for t4-class=profile:t4-class (a built-in profile or a .toml file)
     vm-stock=simulate:vulkan-paravirt
     vm-unlocked=simulate:vulkan-paravirt,profile:restore
     shimmed=profile:metal-apple9
@@ -15,17 +16,25 @@ answers the stock values the simulated profile lowered
 the same way, without a simulated device: the app layer answers, for every
 key ``vulkan-paravirt`` touches, the value the device already reports, so
 the arm measures what loading the layer alone costs (``capshim bench --aa``).
+For an API whose shim has no device role (CUDA: lower-only), the A/A arm's
+profile answers the stock value of every key the bench's other profiles of
+that API set (:func:`identity_profile`). Every API question goes through its
+backend (:func:`capshim.backends.get`): nothing here tests an API's name.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
-from capshim import profiles
+import tomli_w
+
+from capshim import backends, profiles
 from capshim.contracts import names
 from capshim.contracts.suggest import closest
 from capshim.errors import UsageError
-from capshim.profiles import Profile
+from capshim.profiles import Profile, ondevice
+from capshim.profiles.catalog import KEYS
 
 RESTORE = "restore"
 IDENTITY = "identity"
@@ -77,8 +86,14 @@ def parse(option: str) -> Arm:
         UsageError: naming the option and what is wrong (bad name, unknown
             item, a profile that fails to load, the same role twice).
     """
-    if "=" not in option:
-        raise UsageError(f"--arm {option!r}: expected NAME=SPEC (e.g. vm-stock=simulate:vulkan-paravirt)")
+    if "=" not in option:  # short forms: --arm native, --arm t4-class (a built-in profile or a file, as its name)
+        if option in ("native", "stock"):
+            option += "="
+        elif option in profiles.builtin_names() or (option.endswith(".toml") and Path(option).is_file()):
+            option = f"{Path(option).stem}=profile:{option}"
+        else:
+            raise UsageError(f"--arm {option!r}: expected NAME=SPEC (e.g. vm-stock=simulate:vulkan-paravirt), "
+                             "native, or a profile's name")
     name, spec = option.split("=", 1)
     names.check(name, f"--arm {option!r}: arm name")
     arm = Arm(name)
@@ -105,9 +120,10 @@ def parse(option: str) -> Arm:
         setattr(arm, role, prof)
     if arm.restore and arm.simulate is None:
         raise UsageError(f"--arm {option!r}: profile:restore needs simulate:P (it restores what P lowers)")
-    if arm.simulate is not None and arm.simulate.api != "vulkan":
+    if arm.simulate is not None and not backends.get(arm.simulate.api).can_simulate:
+        able = [backends.get(a).shim_label for a in backends.names() if backends.get(a).can_simulate]
         raise UsageError(f"--arm {option!r}: simulate:{arm.simulate.source} is a {arm.simulate.api} profile; "
-                         "only Vulkan can simulate")
+                         f"only {' or '.join(able) or 'no shim'} can simulate")
     if arm.profile is not None and arm.simulate is not None and arm.profile.api != arm.simulate.api:
         raise UsageError(f"--arm {option!r}: profile and simulate are for different APIs")
     return arm
@@ -126,3 +142,39 @@ def default_arms(platform: str) -> tuple[list[Arm], str, str | None]:
     sim = profiles.load("vulkan-paravirt")
     return ([Arm("native"), Arm("vm-stock", simulate=sim), Arm("vm-unlocked", simulate=sim, restore=True)],
             "vm-stock", "native")
+
+
+def identity_profile(stock: dict, api: str, arms: list[Arm], can_simulate: bool) -> Profile:
+    """The A/A arm's profile: the shim of ``api`` loaded, answering the device's own values.
+
+    With a device role (``can_simulate``: the Vulkan layer) it is the restore profile over
+    ``vulkan-paravirt``: the keys that profile lowers, at this device's values (a ``raise``
+    profile, as always). Otherwise it answers, for every key the other arms' profiles of ``api``
+    set (every key of the API the probe reports when they set none), the stock value, in their
+    direction (``lower`` unless all of them raise: a lower-only shim such as CUDA's takes it, and
+    lowering to the device's own value changes nothing).
+
+    Args:
+        stock: the device's stock answers (:meth:`capshim.backends.Backend.stock_answers`).
+        api: the API (a backend name).
+        arms: the bench's arms.
+        can_simulate: whether that API's shim has a device role.
+
+    Raises:
+        UsageError: the generated profile is refused (a probe answer the profile language does not take).
+    """
+    if can_simulate:
+        return ondevice.restore_profile(stock, profiles.load("vulkan-paravirt"), name="identity")
+    others = [p for a in arms for p in (a.profile, a.simulate) if p is not None and p.api == api]
+    known = KEYS.get(api, {})
+    keys = [k for p in others for k in p.capabilities] or list(known)
+    answers = stock.get("capabilities") or {}
+    caps = {k: answers[k] for k in dict.fromkeys(keys) if k in known and answers.get(k) is not None}
+    device = " ".join(str((stock.get("device") or {}).get("name", "this device")).split())
+    doc = {"name": IDENTITY, "api": api,
+           "direction": "raise" if others and all(p.direction == "raise" for p in others) else "lower",
+           "version": 1, "description": f"A/A: the stock answers of {device}"[:200], "capabilities": caps}
+    try:
+        return profiles.parse(tomli_w.dumps(doc), f"generated:{IDENTITY}")
+    except profiles.ProfileError as exc:
+        raise UsageError(f"--aa: the A/A profile for {api} cannot be made from the device's answers: {exc}") from None

@@ -45,6 +45,12 @@ Sources of the formats:
   and are not device lines. Since whisper.cpp #2547 the line is printed at debug level
   (``GGML_LOG_DEBUG``); before it, with ``std::cerr`` whatever the log level.
 
+* CUDA, PyTorch (capshim's own torch-sdpa worker,
+  :mod:`capshim.bench.workloads.torch_sdpa_worker`): one line with what ``torch.cuda``
+  reported and the attention kernel the profiler saw (:data:`SDPA_KERNELS` names the backend)::
+
+      torch-sdpa: device 0 = NVIDIA H200 | capability: 9.0 | sdpa: cudnn | kernel: cudnn_generated_... | torch: 2.11.0
+
 Whether a run ran on the probed device at all (:func:`device_state`): its device lines, the
 llama-bench row's ``gpu_info``/``backends``, llama.cpp's ``using device VulkanN (NAME)`` and
 buffer lines, and the lines that say ggml-vulkan did not start (``ggml_vulkan: Invalid
@@ -56,7 +62,8 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["parse_path", "parse_ncnn", "path_key", "same_path", "VULKAN_FORMATS", "names_device", "cpu_backend",
+__all__ = ["parse_path", "parse_ncnn", "parse_cuda", "SDPA_KERNELS", "sdpa_backend", "sdpa_kernel", "REACHES",
+           "unreached", "path_key", "same_path", "VULKAN_FORMATS", "names_device", "cpu_backend",
            "device_state", "vulkan_failure", "OFF_DEVICE", "CPU_BACKEND"]
 
 _METAL = re.compile(r"^ggml_metal_\w*:\s+(?P<body>.*)$")
@@ -218,6 +225,7 @@ def parse_path(stderr: str) -> dict:
     if metal:
         out["metal"] = metal
     out.update(parse_ncnn(stderr))
+    out.update(parse_cuda(stderr))
     return {k: out[k] for k in sorted(out, key=lambda k: (not k.startswith("metal"), k))}
 
 
@@ -292,6 +300,115 @@ def parse_ncnn(stderr: str, device: int | None = None) -> dict:
     if device is not None:
         return {"ncnn": devs[device]} if device in devs else {}
     return {("ncnn" if i == 0 else f"ncnn:{i}"): d for i, d in sorted(devs.items())}
+
+
+# --- CUDA: PyTorch's attention path (the torch-sdpa worker's line) ------------------------------
+
+#: Which SDPA backend a CUDA kernel name belongs to, first match wins (cuDNN's names contain
+#: ``flash_fprop``, so it comes first): (backend, pattern, source). No fused attention kernel at
+#: all means ``math`` (matrix products and a softmax: PyTorch's reference path).
+SDPA_KERNELS: tuple[tuple[str, str, str], ...] = (
+    ("cudnn", r"cudnn.*sdpa|cudnn_generated_fort_native_sdpa",
+     "cuDNN frontend SDPA graphs; name seen on the H200 with PyTorch 2.11 (issue 22, probe_stock.json): "
+     "cudnn_generated_fort_native_sdpa_sm90_flash_fprop_wgmma_f16_knob_7_64x128x128_4x1x1_cga1x1x1_kernel0_0"),
+    ("flash", r"pytorch_flash::|flash_fwd",
+     "PyTorch aten/src/ATen/native/transformers/cuda/flash_attn/ (namespace pytorch_flash, flash_fwd_kernel)"),
+    ("mem-efficient", r"fmha_cutlass|efficient_attention|PyTorchMemEffAttention",
+     "PyTorch aten/src/ATen/native/transformers/cuda/mem_eff_attention/ (fmha_cutlassF_* kernels, "
+     "PyTorchMemEffAttention::AttentionKernel; the aten op _efficient_attention_forward)"),
+)
+_SDPA_RX = tuple((b, re.compile(p)) for b, p, _ in SDPA_KERNELS)
+
+
+def sdpa_kernel(kernels: list[str]) -> str | None:
+    """The first kernel name that :data:`SDPA_KERNELS` knows, or None."""
+    for name in kernels:
+        if any(rx.search(name) for _, rx in _SDPA_RX):
+            return name
+    return None
+
+
+def sdpa_backend(kernels: list[str]) -> str:
+    """The SDPA backend that ran, from the CUDA kernel names of one profiled call.
+
+    Returns:
+        ``cudnn``, ``flash``, ``mem-efficient`` (:data:`SDPA_KERNELS`), ``math`` when kernels ran
+        but none of them is a fused attention kernel, ``unknown`` when the profiler saw no kernel.
+    """
+    for name in kernels:
+        for backend, rx in _SDPA_RX:
+            if rx.search(name):
+                return backend
+    return "math" if kernels else "unknown"
+
+
+_CUDA_LINE = re.compile(r"^torch-sdpa: device (?P<idx>\d+) = (?P<name>[^|]*?)\s*\|(?P<rest>.*)$")
+
+
+def parse_cuda(stderr: str) -> dict:
+    """Extract the torch-sdpa worker's path line(s) (module docstring).
+
+    Returns:
+        ``{"cuda": {...}, "cuda:1": {...}}`` (device 0 is ``"cuda"``), or ``{}``: ``device`` (int),
+        ``device_name``, ``capability`` ("9.0": what ``torch.cuda.get_device_capability()``
+        returned), ``sdpa_backend`` (:func:`sdpa_backend`), ``sdpa_kernel``, ``torch`` (str).
+        The last line of a device wins.
+
+    Raises:
+        nothing: other lines are ignored.
+    """
+    if isinstance(stderr, bytes):
+        stderr = stderr.decode("utf-8", errors="replace")
+    keys = {"capability": "capability", "sdpa": "sdpa_backend", "kernel": "sdpa_kernel", "torch": "torch"}
+    out: dict = {}
+    for raw in stderr.replace("\ufeff", "").splitlines():
+        m = _CUDA_LINE.match(raw.strip())
+        if not m:
+            continue
+        idx = int(m.group("idx"))
+        dev: dict = {"device": idx, "device_name": m.group("name")}
+        for part in m.group("rest").split("|"):
+            k, sep, v = (x.strip() for x in part.partition(":"))
+            if sep and k in keys:
+                dev[keys[k]] = v
+        out["cuda" if idx == 0 else f"cuda:{idx}"] = dev
+    return out
+
+
+#: What an attested path says about a profile's answer: (path backend, path key, profile key, how
+#: the path's text reads as the profile's number, how that number reads as text). The compute
+#: capability ``"7.5"`` is 75 (the capability table's unit: major * 10 + minor).
+REACHES: tuple[tuple[str, str, str, object, object], ...] = (
+    ("cuda", "capability", "computeCapability",
+     lambda text: int(text.split(".")[0]) * 10 + int(text.split(".")[1]), lambda v: f"{v // 10}.{v % 10}"),
+)
+
+
+def unreached(path: dict, answers: dict[str, int]) -> str | None:
+    """Why a run's own output shows the shim did not reach the application, or None.
+
+    A profile that answers ``computeCapability`` 75 while PyTorch reports 9.0 changed nothing
+    the application used: the arm is inert (never a result), whatever the shim's status says.
+
+    Args:
+        path: the run's attested path (:func:`parse_path`).
+        answers: the profile's capability values (``Profile.capabilities``: key -> number).
+
+    Returns:
+        ``the application reported capability 9.0; the profile answers 7.5 (computeCapability)``,
+        or None (the path agrees, or says nothing about the profile's keys).
+    """
+    for backend, key, pkey, read, show in REACHES:
+        text = (path or {}).get(backend, {}).get(key)
+        if text is None or pkey not in answers:
+            continue
+        try:
+            seen = read(text)
+        except (ValueError, IndexError):
+            return f"the application reported {key} {text!r}, which is no {pkey}"
+        if seen > answers[pkey]:
+            return f"the application reported {key} {text}; the profile answers {show(answers[pkey])} ({pkey})"
+    return None
 
 
 #: Keys that say which kernels llama.cpp picked; names and drivers are left out.
@@ -395,7 +512,7 @@ def device_state(stderr: str, rows: list[dict] | None, device_name: str | None, 
     Args:
         stderr: the run's stderr text.
         rows: llama-bench rows' :func:`capshim.bench.llamabench.device_info` (``gpu_info``,
-            ``backends``), or ncnn's nothing (its device lines are on stderr).
+            ``backends``), or ncnn's and torch-sdpa's nothing (their device lines are on stderr).
         device_name: the probed device's name (``NVIDIA H200``, ``llvmpipe (LLVM 15.0.6, 256 bits)``).
         required: True for workloads that always name their device (llama-bench, the built-in
             llama.cpp and ncnn workloads): no evidence at all is ``off-device``. False for any
@@ -425,6 +542,12 @@ def device_state(stderr: str, rows: list[dict] | None, device_name: str | None, 
             if any(d.get("device_name") == device_name for d in ncnn):
                 return "attested", None
             named, where = [d.get("device_name", "?") for d in ncnn], "ncnn's device lines name"
+    if not named:
+        cuda = list(parse_cuda(stderr).values())
+        if cuda:
+            if any(d.get("device_name") == device_name for d in cuda):
+                return "attested", None
+            named, where = [d.get("device_name", "?") for d in cuda], "the torch-sdpa worker's device line names"
     if not named:
         using = [m.group("rest") for m in _USING.finditer(stderr)]
         if using:

@@ -25,8 +25,10 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 
+from capshim import backends
 from capshim.backends import vulkan
 from capshim.contracts import environ as environ_contract
+from capshim.errors import CapshimError
 
 #: Name prefixes recorded, each with where its variables are documented or read.
 PREFIXES: tuple[tuple[str, str], ...] = (
@@ -131,8 +133,12 @@ def loader_warnings(arms) -> list[str]:
     [] when none does. Never raises."""
     by_problem: dict[str, list[str]] = {}
     for arm in arms:
-        layers = [layer for layer, prof in ((vulkan.LAYER_APP, arm.profile), (vulkan.LAYER_DEVICE, arm.simulate))
-                  if prof is not None and prof.api == "vulkan"]
+        try:  # the shims the arm asks for, from its profiles' backend; the Vulkan layers among them
+            backend = backends.for_profiles(arm.profile, arm.simulate)
+            shims = backend.requested_shims(arm.profile, arm.simulate) if backend is not None else []
+        except CapshimError:
+            shims = []
+        layers = [s for s in shims if s in (vulkan.LAYER_APP, vulkan.LAYER_DEVICE)]
         for problem in vulkan.loader_problems(layers) if layers else []:
             by_problem.setdefault(problem, []).append(arm.name)
     return [f"arm{'s' if len(names) > 1 else ''} {', '.join(names)} will stay inert: {problem}"

@@ -21,14 +21,13 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from capshim import evidence, profiles
-from capshim.backends import vulkan
+from capshim import backends, evidence, profiles
 from capshim.bench import arms as arms_mod
 from capshim.bench import inherited_env, metrics
 from capshim.bench.analysis import host_from_file
 from capshim.bench.arms import Arm
 from capshim.bench.request import MODEL, BenchRequest, Defaults, defaults_for
-from capshim.bench.workloads import builtin, command, ncnn
+from capshim.bench.workloads import builtin, command, ncnn, torch_sdpa
 from capshim.bench.workloads.base import Workload
 from capshim.bench.workloads.llama_bench import llama_bench_workload
 from capshim.contracts.suggest import did_you_mean
@@ -40,6 +39,8 @@ CPU_NOTE = ("{device} is a CPU device: the capabilities change which kernels lla
             "columns) but no speed effect is expected; the default is short here (fewer processes and "
             "repetitions) and shows the mechanism and the evidence chain, not a speed-up")
 #: The same for a workload other than llama.cpp (``--metric``, ``--workload ncnn``).
+#: The GPU API each built-in workload's path goes through (a backend name): the device the bench probes.
+WORKLOAD_API = {"ncnn": "vulkan", "torch-sdpa": torch_sdpa.API}
 CPU_NOTE_OTHER = ("{device} is a CPU device: the capabilities change which code paths the program takes "
                   "but no speed effect is expected; the bench shows the mechanism and the evidence chain")
 
@@ -65,14 +66,36 @@ class Plan:
     defaults: dict | None = None
 
 
-def _pick_vulkan_device(stock: dict) -> tuple[int, dict]:
-    """Index of the first non-CPU device in probe order, else 0 (lavapipe)."""
+def pick_device(backend: backends.Backend, stock: dict) -> tuple[int, dict]:
+    """Index of the first non-CPU device in probe order, else 0 (lavapipe), and its stock answers.
+
+    ``stock``: the backend's :meth:`~capshim.backends.Backend.stock_answers` of its default device; a
+    probe that lists no ``devices`` (one device) or gives no ``type`` is taken as it is."""
     names = stock.get("devices") or [stock["device"]["name"]]
+    first = stock["device"].get("index", 0)
     for i in range(len(names)):
-        data = stock if i == stock["device"]["index"] else vulkan.probe(device=i)
-        if data["device"]["type"] != "cpu":
+        data = stock if i == first else backend.stock_answers(device=i)
+        if data["device"].get("type") != "cpu":
             return i, data
-    return 0, stock if stock["device"]["index"] == 0 else vulkan.probe(device=0)
+    return 0, stock if first == 0 else backend.stock_answers(device=0)
+
+
+def device_api(arms: list[Arm], workload: str | None, command: bool, platform: str) -> str | None:
+    """The API whose device the bench probes (None: no device is probed).
+
+    The built-in workload's API (:data:`WORKLOAD_API`), else the API of the arms' profiles, else for
+    the built-in llama.cpp workload or an A/A or restore arm the first API that runs here
+    (:func:`capshim.backends.default_api`). The device is probed only when that API's backend can
+    say what the hardware has (:meth:`~capshim.backends.Backend.stock_answers` is not None).
+    """
+    if workload in WORKLOAD_API:
+        return WORKLOAD_API[workload]
+    apis = [p.api for a in arms for p in (a.profile, a.simulate) if p is not None]
+    if apis:
+        return apis[0]
+    if not command or any(a.restore or a.identity for a in arms):
+        return backends.default_api(platform)
+    return None
 
 
 def make_plan(req: BenchRequest, platform: str) -> Plan:
@@ -93,9 +116,10 @@ def make_plan(req: BenchRequest, platform: str) -> Plan:
         raise UsageError("--model is for the built-in workload; a command after -- brings its own model")
     _check_workload_flags(argv, req.metric, req.unit, req.better, req.output_file, req.workload, req.network,
                           req.model)
-    uses_vulkan = any(p is not None and p.api == "vulkan" for a in arms for p in (a.profile, a.simulate)) or any(
-        a.restore or a.identity for a in arms) or (not argv and platform != "darwin") or req.workload == "ncnn"
-    device, extra_env, devices = _resolve_on_device(arms) if uses_vulkan else (None, {}, [])
+    if (req.shape or req.block) and req.workload != "torch-sdpa":
+        raise UsageError(f"{'--shape' if req.shape else '--block'} is for --workload torch-sdpa")
+    api = device_api(arms, req.workload, bool(argv), platform)
+    device, extra_env, devices = _resolve_on_device(arms, api) if api is not None else (None, {}, [])
     cpu = device is not None and device.get("type") == "cpu"
     workload, d = _workload(req, cpu, device)
     notes = [(CPU_NOTE if workload.kind in ("builtin", "llama-bench") else CPU_NOTE_OTHER)
@@ -165,19 +189,27 @@ def _arms(req: BenchRequest, platform: str) -> tuple[list[Arm], str, str | None,
     return arms, baseline, host_arm, host, identities[0] if identities else None
 
 
-def _resolve_on_device(arms: list[Arm]) -> tuple[dict, dict[str, str], list[str]]:
-    """Probe the Vulkan device the bench uses; answer ``restore``/``identity`` arms from it and check
-    every profile against it. Returns (the device entry, variables every run gets, every device's
-    name in the probe's order).
+def _resolve_on_device(arms: list[Arm], api: str) -> tuple[dict | None, dict[str, str], list[str]]:
+    """Probe the device of ``api`` the bench uses; answer ``restore``/``identity`` arms from it and check
+    every profile of that API against it. Returns (the device entry, variables every run gets, every
+    device's name in the probe's order); (None, {}, []) when the backend cannot say what the hardware
+    has (:meth:`~capshim.backends.Backend.stock_answers` None).
 
     Raises:
-        UsageError: a profile the capability table's consistency rules refuse on this device.
+        UsageError: a profile the capability table's consistency rules refuse on this device; an
+            A/A arm for an API whose device cannot be probed.
         CapshimError: the stock probe failed.
     """
-    stock = vulkan.probe()
-    index, chosen = _pick_vulkan_device(stock)
+    backend = backends.get(api)
+    stock = backend.stock_answers()
+    if stock is None:
+        if any(a.identity or a.restore for a in arms):
+            raise UsageError(f"--aa / NAME=identity / profile:restore: {backend.shim_label} cannot probe the "
+                             "device's own answers here, so no A/A or restore profile can be made")
+        return None, {}, []
+    index, chosen = pick_device(backend, stock)
     extra_env = {}
-    if chosen["device"]["type"] == "cpu" and "GGML_VK_VISIBLE_DEVICES" not in os.environ:
+    if chosen["device"].get("type") == "cpu" and "GGML_VK_VISIBLE_DEVICES" not in os.environ:
         extra_env["GGML_VK_VISIBLE_DEVICES"] = str(index)
     said: dict[str, list[str]] = {}  # warning -> the arms it applies to
     for a in arms:
@@ -185,12 +217,11 @@ def _resolve_on_device(arms: list[Arm]) -> tuple[dict, dict[str, str], list[str]
             a.profile = ondevice.restore_profile(chosen, a.simulate)
             a.restore = False
         elif a.identity and a.profile is None:
-            # the keys vulkan-paravirt lowers, answered with this device's own values
-            a.profile = ondevice.restore_profile(chosen, profiles.load("vulkan-paravirt"), name="identity")
+            a.profile = arms_mod.identity_profile(chosen, api, arms, backend.can_simulate)
         for flag, prof in (("simulate", a.simulate), ("profile", a.profile)):
             # the consistency rules of the capability table, against this device
             # (the same check as run and probe: refusals are exit 2, warnings on stderr)
-            if prof is None or prof.api != "vulkan":
+            if prof is None or prof.api != api:
                 continue
             over_sim = flag == "profile" and a.simulate is not None
             base = profiles.answers_after(a.simulate, chosen) if over_sim else None
@@ -201,7 +232,7 @@ def _resolve_on_device(arms: list[Arm]) -> tuple[dict, dict[str, str], list[str]
                 if f.noop and prof.source.startswith("generated:"):
                     continue  # the identity arm answers the device's own values on purpose
                 said.setdefault(f"{flag}:{prof.source}: {f.message}", []).append(a.name)
-        if a.profile is not None and a.profile.api == "vulkan" and a.profile.direction == "raise" \
+        if a.profile is not None and a.profile.api == api and a.profile.direction == "raise" \
                 and not a.profile.source.startswith("generated:"):
             over = [str(b) for b in ondevice.beyond_device(a.profile, chosen)]
             if over:
@@ -218,8 +249,13 @@ def _workload(req: BenchRequest, cpu: bool, device: dict | None) -> tuple[Worklo
 
     Raises:
         UsageError: ``--process-reps`` with a command, a bad ``--metric`` or command.
-        CapshimError: the workload's library (cyllama, ncnn) is missing.
+        CapshimError: the workload's library (cyllama, ncnn, torch) is missing.
     """
+    if req.workload == "torch-sdpa":
+        d = defaults_for("torch-sdpa", cpu)
+        return torch_sdpa.bench_workload(req.shape, req.block,
+                                         d.check_output if req.check_output is None else req.check_output,
+                                         repetitions=req.process_reps or d.process_reps), d
     if req.workload == "ncnn":
         d = defaults_for("ncnn", cpu)
         return ncnn.bench_workload(req.network or ("tiny" if cpu else "standard"),
@@ -249,16 +285,19 @@ def _workload(req: BenchRequest, cpu: bool, device: dict | None) -> tuple[Worklo
 
 def _check_workload_flags(argv, metric, unit, better, output_file, workload_name, network, model) -> None:
     """Refuse flag combinations that mean nothing (exit 2, naming the flags)."""
-    if workload_name is not None and workload_name != "ncnn":
-        raise UsageError(f"--workload {workload_name!r}: expected ncnn (llama.cpp is the default)")
-    if workload_name == "ncnn":
+    if workload_name is not None and workload_name not in WORKLOAD_API:
+        raise UsageError(f"--workload {workload_name!r}: expected one of {', '.join(WORKLOAD_API)} "
+                         "(llama.cpp is the default)")
+    if workload_name is not None:
+        what = {"ncnn": ("its own network", "--network", "ms per inference"),
+                "torch-sdpa": ("its own attention problem", "--shape", "TFLOP/s per call")}[workload_name]
         if argv:
-            raise UsageError("--workload ncnn runs its own network; give no command after --")
+            raise UsageError(f"--workload {workload_name} runs {what[0]}; give no command after --")
         if model:
-            raise UsageError("--model is for the llama.cpp workload; --workload ncnn takes --network")
+            raise UsageError(f"--model is for the llama.cpp workload; --workload {workload_name} takes {what[1]}")
         if metric:
-            raise UsageError("--metric is for a command after --; --workload ncnn reports ms per inference")
-    elif network:
+            raise UsageError(f"--metric is for a command after --; --workload {workload_name} reports {what[2]}")
+    if network and workload_name != "ncnn":
         raise UsageError("--network is for --workload ncnn")
     if metric and not argv:
         raise UsageError(f"--metric {metric}: give the command to measure after --")
@@ -281,6 +320,8 @@ def arm_reason(arm: dict) -> str | None:
         errors = [r.get("error") or why for r in runs if (why := run_failed(r))]
         why = errors[0] if errors else "no run finished"
         return why + (f" (and {len(errors) - 1} more failed run(s))" if len(errors) > 1 else "")
+    if state == "inert" and arm.get("reach_check"):  # the run's own output: the shim did not reach the app
+        return f"the shim did not reach the application ({arm['reach_check']})"
     if state in ("inert", "invalid"):
         reasons = [f"{shim}: {s.get('reason')}" for r in runs for shim, s in (r.get("shims") or {}).items()
                    if s.get("state") == state]

@@ -60,7 +60,8 @@ class Defaults:
     n_gen: int | None = None
 
 
-#: ``{(workload kind, device class): Defaults}``; kinds ``builtin`` (llama.cpp), ``ncnn``, ``command``
+#: ``{(workload kind, device class): Defaults}``; kinds ``builtin`` (llama.cpp), ``ncnn``, ``torch-sdpa``
+#: (PyTorch attention on CUDA), ``command``
 #: (a command after ``--``, llama-bench or ``--metric``); device classes ``gpu`` and ``cpu`` (a CPU
 #: Vulkan device such as lavapipe, where no speed effect is expected and time is short).
 DEFAULTS: dict[tuple[str, str], Defaults] = {
@@ -80,13 +81,18 @@ DEFAULTS: dict[tuple[str, str], Defaults] = {
                                  n_prompt=128, n_gen=32),
     ("ncnn", "gpu"): Defaults(10, 10, 0, None, True),
     ("ncnn", "cpu"): Defaults(5, 10, 0, None, True),
+    # torch-sdpa: each process warms up 3 calls in-process (cuDNN and flash pick their kernel on the
+    # first call); 10 timed calls of the 8x32x4096x128 default take 35-870 ms on the H200 by backend.
+    ("torch-sdpa", "gpu"): Defaults(10, 10, 0, None, True),
+    ("torch-sdpa", "cpu"): Defaults(5, 5, 0, None, True),
     ("command", "gpu"): Defaults(10, None, 1, None, False),
     ("command", "cpu"): Defaults(10, None, 1, None, False),
 }
 
 
 def defaults_for(kind: str, cpu: bool) -> Defaults:
-    """The :data:`DEFAULTS` row of a workload kind (``builtin``, ``ncnn``, ``command``) on a GPU or CPU device."""
+    """The :data:`DEFAULTS` row of a workload kind (``builtin``, ``ncnn``, ``torch-sdpa``, ``command``) on a
+    GPU or CPU device."""
     return DEFAULTS[(kind, "cpu" if cpu else "gpu")]
 
 
@@ -97,12 +103,12 @@ def help_default(what: str) -> str:
         what: ``processes`` (``-r``), ``process_reps``, ``warmup``, or the built-in workload's
             ``n_prompt`` / ``n_gen``.
     """
-    names = {"builtin": "the llama.cpp workload", "ncnn": "ncnn", "command": "a command"}
+    names = {"builtin": "the llama.cpp workload", "ncnn": "ncnn", "torch-sdpa": "torch-sdpa", "command": "a command"}
     if what in ("n_prompt", "n_gen"):
         gpu, cpu = (getattr(defaults_for("builtin", c), what) for c in (False, True))
         return f"[default: {gpu}" + (f"; {cpu} on a CPU device" if cpu != gpu else "") + "]"
     parts = []
-    for kind in ("command", "builtin", "ncnn"):
+    for kind in ("command", "builtin", "ncnn", "torch-sdpa"):
         gpu, cpu = (getattr(defaults_for(kind, c), what) for c in (False, True))
         if gpu is None:
             continue
@@ -121,7 +127,8 @@ class BenchRequest:
         baseline, host_arm: arm names; host_baseline: a bundle or llama-bench file (path).
         aa: add the A/A arm ``aa``.
         command: the workload command after ``--`` (empty: a built-in workload).
-        workload: ``"ncnn"`` or None (llama.cpp); network: the ncnn preset.
+        workload: ``"ncnn"``, ``"torch-sdpa"`` or None (llama.cpp); network: the ncnn preset;
+            shape, block: the torch-sdpa problem (``BxHxSxD``; a transformer block around it).
         model, n_prompt, n_gen: the built-in llama.cpp workload (GGUF path or preset; tokens;
             None: the :data:`DEFAULTS` row's).
         metric, unit, better, output_file: a ``--metric`` command (:mod:`capshim.bench.metrics`).
@@ -146,6 +153,8 @@ class BenchRequest:
     command: tuple[str, ...] = ()
     workload: str | None = None
     network: str | None = None
+    shape: str | None = None
+    block: bool = False
     model: str | None = None
     n_prompt: int | None = None
     n_gen: int | None = None

@@ -505,6 +505,7 @@ def _finish(bundle: Bundle, arms: list[Arm], results: dict[str, list[RunResult]]
         info = {"spec": arm.spec(), "state": _arm_state(arm, rs), "path": ok[0].path if ok else {},
                 "runs": [r.info() for r in rs]}
         _attest_device(info, rs, arm, workload, bundle)
+        _attest_reach(info, rs, arm)
         arm_info[arm.name] = info
     # Correctness gate: every arm's output (generated tokens, output hash) must equal the reference arm's.
     ref = host_arm or baseline
@@ -580,7 +581,7 @@ def _attest_device(info: dict, results: list[RunResult], arm: Arm, workload: Wor
     device = (bundle.metadata.get("device") or {}).get("name")
     if not device or info["state"] == "failed":
         return
-    required = workload.kind in ("builtin", "llama-bench", "ncnn")
+    required = workload.kind in ("builtin", "llama-bench", "ncnn", "torch-sdpa")
     bad: dict[str, list[tuple[int, str]]] = {}
     for r, entry in zip(results, info["runs"]):
         if run_failed(entry) is not None:
@@ -604,3 +605,22 @@ def _attest_device(info: dict, results: list[RunResult], arm: Arm, workload: Wor
             info["device_check"] = (f"{len(runs)} of {len(info['runs'])} runs: {runs[0][1]}"
                                     if len(runs) < len(info["runs"]) else runs[0][1])
             return
+
+
+def _attest_reach(info: dict, results: list[RunResult], arm: Arm) -> None:
+    """Mark an arm inert when its runs' own output shows the shim did not reach the application:
+    the profile lowered an answer the application reports unlowered (PyTorch's capability 9.0 under a
+    7.5 profile: :func:`capshim.bench.attest.unreached`). Never a shim result, whatever the shim's
+    status events say; the runs keep ``reach`` (why) and the arm ``reach_check``."""
+    if arm.profile is None or info["state"] not in ("active", "wrong-output"):
+        return
+    bad = []
+    for r, entry in zip(results, info["runs"]):
+        why = attest.unreached(r.path, arm.profile.capabilities) if run_failed(entry) is None else None
+        if why:
+            entry["reach"] = why
+            bad.append(why)
+    if bad:
+        info["state"] = "inert"
+        info["reach_check"] = f"{len(bad)} of {len(info['runs'])} runs: {bad[0]}" if len(bad) < len(info["runs"]) \
+            else bad[0]

@@ -70,6 +70,9 @@ class RunResult:
                 **({"stderr_truncated_bytes": self.stderr_truncated} if self.stderr_truncated else {})}
 
 
+#: The dynamic linker's own list of libraries to load first (ld.so(8)): a shim that preloads itself (the
+#: CUDA shim) adds to it, so an arm without that shim keeps the user's own value, never an empty one.
+PRELOAD_VARS = ("LD_PRELOAD",)
 #: The variable whose length pads every run's environment (hyperfine: HYPERFINE_RANDOMIZED_ENVIRONMENT_OFFSET).
 PAD_VAR = "CAPSHIM_BENCH_PAD"
 #: Largest random offset added to the common environment size (bytes), as hyperfine uses.
@@ -94,9 +97,10 @@ class Launcher:
     @staticmethod
     def neutral(key: str) -> str:
         """The value of a variable that enables nothing: the user's own value for the loader's
-        layer lists (:data:`capshim.backends.vkloader.LIST_VARS`: so this process sees what a
+        layer lists (:data:`capshim.backends.vkloader.LIST_VARS`) and ``LD_PRELOAD``
+        (:data:`PRELOAD_VARS`) (so this process sees what a
         plain launch sees), else empty."""
-        if key in LIST_VARS:
+        if key in LIST_VARS or key in PRELOAD_VARS:
             return os.environ.get(key, "")
         return ""
 

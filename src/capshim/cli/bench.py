@@ -69,7 +69,8 @@ STRICT_STATES = ("inert", "invalid", *OFF_DEVICE_STATES)
               help="Built-in: generated tokens (tg test) " + bench_request.help_default("n_gen") + ".")
 @click.option("--check-output/--no-check-output", default=None,
               help="Compare every arm's output with the host/baseline arm's: generated token ids (llama.cpp), "
-                   "the SHA-256 of stdout or --output-file (--metric), the network's output within 2% (ncnn) "
+                   "the SHA-256 of stdout or --output-file (--metric), the network's output within 2% (ncnn), "
+                   "every sampled attention output value within 0.01 (torch-sdpa) "
                    "[default: on for the built-in workloads].")
 @click.option("--strict", is_flag=True, help="Exit 3 when an arm's shim stayed inert or invalid, or an arm did not "
               "run on the probed device (cpu-backend, off-device).")
@@ -92,16 +93,20 @@ STRICT_STATES = ("inert", "invalid", *OFF_DEVICE_STATES)
               help="A control workload run in every round under each arm's shims (in the round's seeded order), expected "
                    "not to change (flagged when its interval excludes 1.00x). llama-bench commands report tok/s, "
                    "others wall seconds. Repeatable.")
-@click.option("--workload", "workload_name", type=Choice(["ncnn"]),
+@click.option("--workload", "workload_name", type=Choice(["ncnn", "torch-sdpa"]),
               help="A built-in workload other than llama.cpp: ncnn (a synthetic network through ncnn's Vulkan "
-                   "backend; needs pip install 'capshim[ncnn]').")
+                   "backend; needs pip install 'capshim[ncnn]'), torch-sdpa (PyTorch's scaled-dot-product "
+                   "attention on CUDA, TFLOP/s per call; needs a CUDA build of torch).")
 @click.option("--network", type=Choice(["tiny", "standard"]),
               help="--workload ncnn: the network [default: tiny on a CPU device, standard on a GPU].")
+@click.option("--shape", metavar="BxHxSxD",
+              help="--workload torch-sdpa: batch x heads x sequence x head dimension, fp16 [default: 8x32x4096x128].")
+@click.option("--block", is_flag=True, help="--workload torch-sdpa: time a small transformer block around the attention.")
 @click.argument("command", nargs=-1, type=click.UNPROCESSED)
 def bench_cmd(arm_opts, baseline, host_baseline, host_arm, repetitions, process_reps, warmup, aa, seed, precision,
               precision_tests, max_runs, exclude_contaminated, allow_mismatch, timeout, out, model, n_prompt, n_gen,
               check_output, strict, as_json, db_url, metric, unit, better, output_file, control_opts, workload_name,
-              network, command, wide=False):
+              network, shape, block, command, wide=False):
     """Benchmark arms (stock, simulated, shimmed) A/B, interleaved, and write an evidence bundle.
 
     \b
@@ -119,6 +124,7 @@ def bench_cmd(arm_opts, baseline, host_baseline, host_arm, repetitions, process_
       capshim bench --metric json:fps --better higher --unit fps \\
           -- ./my-app --json
       capshim bench --workload ncnn --control cpu='python3 -c "sum(range(10**7))"'
+      capshim bench --workload torch-sdpa --arm native --arm t4-class --aa
       capshim bench --arm stock= --arm apple9=profile:metal-apple9 \\
           -- llama-bench -m m.gguf -p 512 -n 128 -r 10
       capshim bench -r 5 --host-baseline host-llama-bench.json \\
@@ -141,7 +147,8 @@ def bench_cmd(arm_opts, baseline, host_baseline, host_arm, repetitions, process_
         raise UsageError("--precision-test names the tests of --precision; give --precision PCT too")
     req = bench_request.BenchRequest(
         arms=tuple(arm_opts), baseline=baseline, host_arm=host_arm, host_baseline=host_baseline, aa=aa,
-        command=tuple(argv), workload=workload_name, network=network, model=model, n_prompt=n_prompt,
+        command=tuple(argv), workload=workload_name, network=network, shape=shape, block=block, model=model,
+        n_prompt=n_prompt,
         n_gen=n_gen, metric=metric, unit=unit, better=better, output_file=output_file,
         controls=tuple(control_opts), check_output=check_output, repetitions=repetitions,
         process_reps=process_reps, warmup=warmup, seed=seed, timeout=timeout, precision=precision,

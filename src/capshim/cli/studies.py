@@ -33,13 +33,17 @@ def _ablate_tune_table(rows: list[dict], notes: list[str], title: str, wide: boo
 
 @click.command("ablate")
 @click.option("--profile", "profile_ref", default="vulkan-paravirt", show_default=True, metavar="P",
-              help="The Vulkan lowering profile whose capability groups are measured (built-in name or file).")
+              help="The lowering profile whose capability groups are measured (built-in name or file): a Vulkan "
+                   "profile runs llama.cpp, a CUDA profile the torch-sdpa workload.")
 @click.option("--by", type=Choice(["group", "key"]), default="group", show_default=True,
-              help="Ablate capability groups (coopmat, intdot, fp16, shmem, subgroup) or key by key.")
+              help="Ablate capability groups (coopmat, intdot, fp16, shmem, subgroup) or key by key "
+                   "(CUDA keys belong to no group: use --by key).")
 @click.option("--repetitions", "-r", type=click.IntRange(1, 1000), default=None,
               help=f"Runs per arm, one process each {study_default('ablate', 'repetitions')}.")
 @builtin_workload_options
 @click.option("--test", metavar="TEST", help="The test the smallest profile is chosen on [default: the pp test].")
+@click.option("--shape", metavar="BxHxSxD",
+              help="A CUDA profile's torch-sdpa problem, fp16 [default: 8x32x4096x128].")
 @click.option("--recover", type=FiniteFloat(0, 2), default=0.99, show_default=True,
               help="Smallest profile rule: median ratio to native at least this.")
 @click.option("--lower-bound", type=FiniteFloat(0, 2), default=0.97, show_default=True,
@@ -48,8 +52,8 @@ def _ablate_tune_table(rows: list[dict], notes: list[str], title: str, wide: boo
 @out_option("ablate")
 @json_option("ablation.json on stdout instead of the table")
 @wide_option
-def ablate_cmd(profile_ref, by, model, repetitions, warmup, n_prompt, n_gen, test, recover, lower_bound, timeout,
-               out, as_json, wide):
+def ablate_cmd(profile_ref, by, model, repetitions, warmup, n_prompt, n_gen, test, shape, recover, lower_bound,
+               timeout, out, as_json, wide):
     """Measure what each capability group of a lowering profile is worth.
 
     \b
@@ -59,6 +63,9 @@ def ablate_cmd(profile_ref, by, model, repetitions, warmup, n_prompt, n_gen, tes
       loo-G (native with only group G lowered),
       loi-G (sim with only G raised back),
       cum-K-G (sim with the first K groups raised).
+    A CUDA profile (a lower-only shim, no simulated device) is measured with
+    lower profiles alone on the torch-sdpa workload: sim is profile:P, loi-G
+    lowers all but G, cum-K-G all but the first K (OUT/smallest-restore.toml).
     Writes OUT/ablation.md (table), OUT/ablation.png (chart), OUT/ablation.json,
     OUT/profiles/ (each shimmed arm's profile) and, when an arm passes the rule,
     OUT/smallest-raise.toml: the raise over P with the fewest groups that recovers
@@ -76,11 +83,12 @@ def ablate_cmd(profile_ref, by, model, repetitions, warmup, n_prompt, n_gen, tes
     Examples:
       capshim ablate
       capshim ablate --model tinyllama-1.1b -r 6 --out evidence/h200-ablate
+      capshim ablate --profile t4-class --by key -r 6
     """
 
 
     res = ablate.ablate(profile_ref, by=by, out=out, model=model, repetitions=repetitions,
-                        warmup=warmup, n_prompt=n_prompt, n_gen=n_gen, test=test, recover=recover,
+                        warmup=warmup, n_prompt=n_prompt, n_gen=n_gen, test=test, shape=shape, recover=recover,
                         lower_bound=lower_bound, timeout=timeout)
     if as_json:
         click.echo(json.dumps(res, indent=2))

@@ -3,7 +3,7 @@
 A profile is a TOML file::
 
     name = "vulkan-paravirt"      # [a-z0-9][a-z0-9._-]*
-    api = "vulkan"                # "vulkan" or "metal"
+    api = "vulkan"                # "vulkan", "metal" or "cuda"
     direction = "lower"           # "raise" answers, or "lower" them
     version = 1                   # the profile's own version, 1..4294967295
     description = "one line: what this profile is for"

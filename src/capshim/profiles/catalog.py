@@ -13,6 +13,8 @@ Value types (``KEYS``):
     u64      unsigned 64-bit size in bytes.
     family   a Metal GPU family number (MTLGPUFamily enum value, e.g. 1009).
     families a list of Metal GPU family numbers.
+    cc       a CUDA compute capability, major * 10 + minor (7.5 is 75); "7.5" or 75 in a profile.
+    string   a device name (CUDA ``name``), text rather than a number.
 
 Kinds (``KINDS``, the direction rules): feature (true is stronger), upper
 (more is stronger), lower (less is stronger: ``minSubgroupSize``), exact (what
@@ -40,6 +42,9 @@ LIMITS: dict[str, int] = dict(_TABLE.limits)
 #: Consistency rules (``[rules]``): key sequences that must be non-decreasing, keys that are powers of two.
 ORDERED: tuple[tuple[str, ...], ...] = _TABLE.ordered
 POWER_OF_TWO: tuple[str, ...] = _TABLE.power_of_two
+#: api -> its device-name key of type "string" in the table (CUDA: ``name``); Vulkan's ``deviceName``
+#: is outside the table (:data:`capshim.profiles.model.DEVICE_NAME_KEY`).
+STRING_KEYS: dict[str, str] = {api: k.key for api, keys in _TABLE.keys.items() for k in keys if k.type == "string"}
 #: api -> key -> the smallest value the Vulkan spec lets a device report ("Required Limits" table).
 SPEC_MIN: dict[str, dict[str, int]] = {api: {k.key: k.spec_min for k in keys if k.spec_min is not None}
                                        for api, keys in _TABLE.keys.items()}

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from capshim.profiles.catalog import KINDS, ORDERED
-from capshim.profiles.model import Profile, escape, format_version, parse_version
+from capshim.profiles.model import Profile, escape, format_cc, format_version, name_key, parse_version
 from capshim.profiles.table import load as load_table
 
 
@@ -132,7 +132,7 @@ def describe(profile: Profile) -> list[str]:
     out = []
     for key, value in profile.capabilities.items():
         kind, vtype = KINDS[profile.api][key], vtypes[key]
-        shown = format_version(value) if vtype == "version" else value
+        shown = _show(vtype, value) if vtype in ("version", "cc") else value
         if vtype == "bool":
             text = "true (a feature the device lacks stays unusable)" if raise_ else "false"
         elif vtype == "flags":
@@ -145,7 +145,7 @@ def describe(profile: Profile) -> list[str]:
                    f"({kind}: {'less' if kind == 'lower' else 'more'} is stronger)"
         out.append(f"{key}: {text}")
     if profile.device_name:
-        out.append(f"deviceName: \"{profile.device_name}\" instead of the device's own name: for applications "
+        out.append(f"{name_key(profile.api)}: \"{profile.device_name}\" instead of the device's own name: for applications "
                    "that key tuning tables or workarounds by device name (llama.cpp has begun to: its Metal "
                    "flash-attention tunings follow the chip the name says, ggml-org/llama.cpp pull request "
                    "26570); every other answer still comes from the device below")
@@ -179,6 +179,8 @@ def _hidden_finding(ext: str, keys: list[str], device: Any) -> Finding:
 
 
 def _show(vtype: str, v: Any) -> Any:
+    if vtype == "cc":
+        return format_cc(v)
     if vtype == "version":
         return format_version(v)
     if vtype == "bool":
@@ -340,8 +342,13 @@ def check_against_device(profile: Profile, device_answers: dict, base: dict | No
         exact property changes (``override_exact``), for every answer that
         changes nothing (:func:`no_effect`, both directions, extensions
         included; the layer keeps a listed extension's spec version,
-        ``layer.c``) and for what :func:`check_alone` finds. Metal profiles: none.
+        ``layer.c``) and for what :func:`check_alone` finds. Metal profiles: none;
+        CUDA profiles: the no-effect warnings alone (lower-only, no consistency rules).
     """
+    if profile.api == "cuda":  # lower-only and no consistency rules: only what changes nothing
+        noops = no_effect(profile, device_answers if base is None else base, base_name)
+        return [Finding(f.key, f.device, f.reported, f.severity, escape(f.message), f.noop)
+                for f in [f for f in noops if f.noop == "clamped"] + group_same(noops, base_name)]
     if profile.api != "vulkan":
         return []
     dev_caps = device_answers.get("capabilities", {})

@@ -8,8 +8,9 @@ each key's kind (``docs/capabilities.md``): a ``raise`` profile may not turn a
 feature off or hide an extension, a ``lower`` profile may not turn one on or
 add one, an ``exact`` key changes only when ``override_exact`` names it,
 ``minSubgroupSize <= subgroupSize <= maxSubgroupSize`` among the keys the
-profile sets, and Metal profiles are raise-only (the Metal shim never lowers
-an answer).
+profile sets, Metal profiles are raise-only (the Metal shim never lowers
+an answer) and CUDA profiles lower-only (the device's real kernels must still
+run); a CUDA ``computeCapability`` is "7.5" or 75 (major * 10 + minor).
 """
 
 from __future__ import annotations
@@ -22,8 +23,8 @@ from capshim.contracts import numbers, tomlread
 from capshim.contracts.suggest import did_you_mean
 from capshim.profiles.catalog import FLAG_NAMES, KEYS, KINDS, LIMITS, ORDERED, POWER_OF_TWO, SPEC_MIN
 from capshim.profiles.model import (DEVICE_NAME_APIS, DEVICE_NAME_KEY, DEVICE_NAME_MAX_BYTES, DEVICE_NAME_TEXT_RE,
-                                    U32_MAX, U64_MAX, Profile, ProfileError, device_name_problem,
-                                    parse_version)
+                                    U32_MAX, U64_MAX, Profile, ProfileError, device_name_problem, name_key,
+                                    parse_cc, parse_version)
 
 __all__ = ["parse", "schema"]
 
@@ -31,6 +32,7 @@ __all__ = ["parse", "schema"]
 # "$" also matches before a final newline, so they end in \Z.
 NAME_RE = r"\A[a-z0-9][a-z0-9._-]{0,63}\Z"
 EXTENSION_RE = r"\AVK_[A-Za-z0-9_]+\Z"
+CC_RE = r"\A[1-9][0-9]?\.[0-9]\Z"
 VERSION_RE = r"\A(0|[1-9][0-9]{0,2})\.(0|[1-9][0-9]{0,3})(\.(0|[1-9][0-9]{0,3}))?\Z"
 LINE_RE = r"\A[^\x00-\x1f\x7f]*\Z"
 # deviceName: no C0, DEL or C1 controls (the shims' configuration parsers refuse them too).
@@ -53,6 +55,10 @@ def _kind_schema(api: str, kind: str, key: str) -> dict:
                           {"type": "array", "items": {"enum": names}, "uniqueItems": True}]}
     if kind == "family":
         return {"type": "integer", "minimum": 1001, "maximum": 1999}
+    if kind == "cc":
+        return {"anyOf": [{"type": "integer", "minimum": 10, "maximum": 999}, {"type": "string", "pattern": CC_RE}]}
+    if kind == "string":
+        return {"type": "string", "minLength": 1, "pattern": NAME_TEXT_RE}
     if kind == "families":
         fam = {"type": "integer", "anyOf": [{"minimum": 2001, "maximum": 2999},
                                             {"minimum": 3001, "maximum": 3999},
@@ -65,11 +71,11 @@ def schema(api: str) -> dict:
     """The JSON Schema (draft 2020-12) of a profile for ``api``.
 
     Raises:
-        KeyError: when ``api`` is not "vulkan" or "metal".
+        KeyError: when ``api`` is not "vulkan", "metal" or "cuda".
     """
     caps = {k: _kind_schema(api, kind, k) for k, kind in KEYS[api].items()}
-    if api in DEVICE_NAME_APIS:  # a string answer (issue 21): the length in bytes is checked in _resolve
-        caps[DEVICE_NAME_KEY] = {"type": "string", "minLength": 1, "pattern": NAME_TEXT_RE}
+    if api in DEVICE_NAME_APIS or name_key(api) != DEVICE_NAME_KEY:  # a string answer (issue 21): the
+        caps[name_key(api)] = {"type": "string", "minLength": 1, "pattern": NAME_TEXT_RE}  # bytes: _resolve
     exact = [k for k, kind in KINDS[api].items() if kind == "exact"]
     props: dict[str, Any] = {
         "name": {"type": "string", "pattern": NAME_RE},
@@ -132,7 +138,7 @@ def _unknown_key(api: str, path: list[str], err: jsonschema.ValidationError) -> 
 def _check_schema(data: dict, source: str) -> None:
     api = data.get("api")
     if api is None:
-        raise ProfileError(source, "api", None, "required key is missing (\"vulkan\" or \"metal\")")
+        raise ProfileError(source, "api", None, "required key is missing (" + ", ".join(f'"{a}"' for a in KEYS) + ")")
     if not isinstance(api, str) or api not in KEYS:
         raise ProfileError(source, "api", api, f"must be one of {', '.join(sorted(KEYS))}")
     errors = list(_Validator(schema(api)).iter_errors(data))
@@ -157,7 +163,7 @@ def _check_schema(data: dict, source: str) -> None:
     key = tomlread.dotted(path) or None
     value = err.instance
     kind = None
-    if path == ["capabilities", DEVICE_NAME_KEY]:
+    if path == ["capabilities", name_key(api)]:
         kind = "device-name"
     elif len(path) == 2 and path[0] == "capabilities":
         kind = KEYS[api].get(path[1])
@@ -183,6 +189,7 @@ def _reason(err: jsonschema.ValidationError, kind: str | None) -> str:
         "version": "expected a version like \"1.3.230\" or a whole number",
         "flags": "expected a whole number or a list of flag names",
         "family": "expected an Apple family number 1001..1999",
+        "cc": "expected a compute capability like \"7.5\" or major * 10 + minor (75)",
         "families": "expected a list of Mac (2xxx), Common (3xxx) or Metal (5xxx) family numbers",
         "profile-version": f"expected a whole number 1..{LIMITS['profile_version_max']}",
         "extension": "expected false, true or a spec version 1..4294967295",
@@ -204,7 +211,7 @@ def _resolve(data: dict, source: str, text: str) -> Profile:
     caps: dict[str, int] = {}
     device_name = _device_name(data, source)
     for key, value in data.get("capabilities", {}).items():
-        if key == DEVICE_NAME_KEY:
+        if key == name_key(api):
             continue
         kind = KEYS[api][key]
         where = f"capabilities.{key}"
@@ -236,6 +243,11 @@ def _resolve(data: dict, source: str, text: str) -> Profile:
                 caps[key] = value
         elif kind == "families":
             caps[key] = sorted(value)
+        elif kind == "cc":
+            try:
+                caps[key] = parse_cc(value)
+            except ValueError as exc:
+                raise ProfileError(source, where, value, str(exc)) from None
         else:
             floor = SPEC_MIN.get(api, {}).get(key)
             if floor is not None and value < floor:
@@ -254,6 +266,9 @@ def _resolve(data: dict, source: str, text: str) -> Profile:
         exts[name] = spec
     if api == "metal" and direction != "raise":
         raise ProfileError(source, "direction", direction, "Metal profiles are raise-only")
+    if api == "cuda" and direction != "lower":
+        raise ProfileError(source, "direction", direction, "CUDA profiles are lower-only: the device's real "
+                           "kernels must still run, so the CUDA shim never answers more than the device has")
     override = tuple(data.get("override_exact", ()))
     for key in override:
         if key not in caps:
@@ -277,10 +292,11 @@ def _device_name(data: dict, source: str) -> str:
             VK_MAX_PHYSICAL_DEVICE_NAME_SIZE - 1 = 255 bytes (vulkan_core.h), the one limit of
             every API that takes a name (:data:`~capshim.profiles.model.DEVICE_NAME_APIS`).
     """
-    value = data.get("capabilities", {}).get(DEVICE_NAME_KEY, "")
+    key = name_key(data["api"])
+    value = data.get("capabilities", {}).get(key, "")
     why = device_name_problem(value) if value else None
     if why:
-        raise ProfileError(source, f"capabilities.{DEVICE_NAME_KEY}", value, why)
+        raise ProfileError(source, f"capabilities.{key}", value, why)
     return value
 
 

@@ -14,7 +14,7 @@ from typing import Any
 
 from capshim.contracts.names import escape
 from capshim.errors import CapshimError
-from capshim.profiles.catalog import KEYS
+from capshim.profiles.catalog import KEYS, STRING_KEYS
 
 U32_MAX = 0xFFFFFFFF
 U64_MAX = 0xFFFFFFFFFFFFFFFF
@@ -30,6 +30,15 @@ DEVICE_NAME_APIS = ("vulkan", "metal")
 DEVICE_NAME_MAX_BYTES = 255
 #: A device name's text: no C0, DEL or C1 controls (devname.h refuses them too).
 DEVICE_NAME_TEXT_RE = r"\A[^\x00-\x1f\x7f-\x9f]*\Z"
+#: CUDA's cudaDeviceProp.name is char[256] too (CUDA 13.0 driver_types.h): the same limit.
+
+
+def name_key(api: str) -> str:
+    """The profile key of the device-name answer for ``api``: CUDA's ``name`` (the table's string
+    key), else ``deviceName``."""
+    return STRING_KEYS.get(api, DEVICE_NAME_KEY)
+
+
 _VERSION_TEXT = re.compile(r"[0-9]{1,9}\.[0-9]{1,9}(\.[0-9]{1,9})?")
 
 
@@ -115,6 +124,28 @@ def parse_version(text: str | int) -> int:
     return (parts[0] << 22) | (parts[1] << 12) | parts[2]
 
 
+def parse_cc(value: str | int) -> int:
+    """A CUDA compute capability "MAJOR.MINOR" (one digit of minor) or ``major * 10 + minor`` as
+    the one integer the CUDA shim takes (7.5 -> 75; 10.0 -> 100).
+
+    Raises:
+        ValueError: not MAJOR.MINOR with a one-digit minor, or outside 1.0..99.9 (10..999).
+    """
+    if isinstance(value, str):
+        major, dot, minor = value.partition(".")
+        if not (dot and major.isdigit() and minor.isdigit() and len(minor) == 1 and len(major) <= 2):
+            raise ValueError(f"'{value}' is not a compute capability MAJOR.MINOR (7.5)")
+        value = int(major) * 10 + int(minor)
+    if not 10 <= value <= 999:
+        raise ValueError(f"{value} is not a compute capability 1.0..99.9 (10..999: major * 10 + minor)")
+    return value
+
+
+def format_cc(value: int) -> str:
+    """``major * 10 + minor`` as "MAJOR.MINOR" (75 -> "7.5")."""
+    return f"{value // 10}.{value % 10}"
+
+
 def format_version(v: int) -> str:
     """VK_API_VERSION_MAJOR.MINOR.PATCH of a packed Vulkan version."""
     return f"{(v >> 22) & 0x7F}.{(v >> 12) & 0x3FF}.{v & 0xFFF}"
@@ -161,9 +192,10 @@ class Profile:
         caps = {}
         for key, value in self.capabilities.items():
             kind = kinds[key]
-            caps[key] = bool(value) if kind == "bool" else format_version(value) if kind == "version" else value
+            caps[key] = bool(value) if kind == "bool" else format_version(value) if kind == "version" \
+                else format_cc(value) if kind == "cc" else value
         if self.device_name:
-            caps[DEVICE_NAME_KEY] = self.device_name
+            caps[name_key(self.api)] = self.device_name
         out = {
             "name": self.name, "api": self.api, "direction": self.direction,
             "version": self.version, "description": self.description,

@@ -22,7 +22,7 @@ test runs that check).
 from __future__ import annotations
 
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cache
 from importlib import resources
 
@@ -32,6 +32,7 @@ from capshim.profiles import registry
 KINDS = ("feature", "upper", "lower", "exact", "version")
 VULKAN_TYPES = ("bool", "u32", "flags", "version")
 METAL_TYPES = ("u64", "family", "families")
+CUDA_TYPES = ("cc", "u32", "u64", "string")
 CHAINS = ("base-properties", "base-features", "properties", "features")
 _C_KIND = {"bool": "CAPSHIM_BOOL", "u32": "CAPSHIM_U32", "flags": "CAPSHIM_FLAGS", "version": "CAPSHIM_VERSION"}
 _C_SEM = {k: f"CAPSHIM_SEM_{k.upper()}" for k in KINDS}
@@ -74,6 +75,31 @@ class Struct:
 
 
 @dataclass(frozen=True)
+class CudaPlace:
+    """Where the CUDA shim finds one key (a ``[[cuda]]`` entry of the table).
+
+    Attributes:
+        attributes: cudaDeviceAttr numbers, equal to the CUdevice_attribute numbers
+            (computeCapability: major, minor); empty when no attribute answers it.
+        members: cudaDeviceProp members, in the order of ``attributes``.
+        ctype: the members' C type ("int", "size_t", "char[256]").
+        offsets13: byte offsets of ``members`` in CUDA 13's cudaDeviceProp.
+        offsets12: byte offsets in CUDA 12's cudaDeviceProp (``_v2``).
+        offsets11: byte offsets in the pre-12 cudaDeviceProp (CUDA 11.8; a CUDA 12 runtime's
+            plain ``cudaGetDeviceProperties``).
+        devprop: byte offset in the driver's CUdevprop, or None when it lacks the key.
+    """
+
+    attributes: tuple[int, ...]
+    members: tuple[str, ...]
+    ctype: str
+    offsets13: tuple[int, ...]
+    offsets12: tuple[int, ...]
+    offsets11: tuple[int, ...]
+    devprop: int | None
+
+
+@dataclass(frozen=True)
 class Key:
     """One capability key.
 
@@ -90,6 +116,7 @@ class Key:
         selector: the Metal selector, or None.
         spec_min: the smallest value the Vulkan spec allows a device to report
             (Limits, "Required Limits" table), or None; profiles may not go below.
+        cuda: CUDA only, where the shim finds the key (:class:`CudaPlace`), else None.
     """
 
     api: str
@@ -103,6 +130,7 @@ class Key:
     flag_names: str | None = None
     selector: str | None = None
     spec_min: int | None = None
+    cuda: CudaPlace | None = None
 
 
 @dataclass(frozen=True)
@@ -126,6 +154,7 @@ class Table:
     flags: dict[str, dict[str, int]]
     keys: dict[str, list[Key]]
     registry: str = ""
+    cuda_layouts: dict[str, int] = field(default_factory=dict)
 
     def entry(self, api: str, key: str) -> Key:
         """The :class:`Key` named ``key`` of ``api``. Raises KeyError when there is none."""
@@ -260,7 +289,9 @@ def parse(text: str, facts: registry.Facts | None = None) -> Table:
     for name in {k for seq in ordered for k in seq} | set(power_of_two):
         if name not in {k.key for k in keys["vulkan"]}:
             raise TableError(f"rules: unknown key {name}")
-    return Table(limits, ordered, power_of_two, _probe_order(structs), flags, keys, facts.registry)
+    keys["cuda"] = _cuda_keys(data.get("cuda", []), limits)
+    return Table(limits, ordered, power_of_two, _probe_order(structs), flags, keys, facts.registry,
+                 dict(data.get("cuda_layouts", {})))
 
 
 def _probe_order(structs: dict[str, Struct]) -> dict[str, Struct]:
@@ -289,6 +320,31 @@ def registry_facts(text: str, committed: str | None = None) -> registry.Facts:
         return registry.derive(registry.registry_object(), data["vulkan"], data.get("flags", {}), committed)
     except registry.RegistryError as e:
         raise TableError(str(e)) from e
+
+
+def _cuda_keys(entries: list[dict], limits: dict[str, int]) -> list[Key]:
+    """The ``[[cuda]]`` entries as :class:`Key` values with their :class:`CudaPlace`.
+
+    Raises:
+        TableError: a duplicate key, an unknown kind or type, or places that disagree
+            (as many members as offsets, as many attributes as members when there are any).
+    """
+    out: list[Key] = []
+    for e in entries:
+        where = f"cuda key {e.get('key')!r}"
+        if e["key"] in {k.key for k in out} or len(e["key"]) > limits["key_max"]:
+            raise TableError(f"{where}: duplicate, or longer than key_max")
+        if e["kind"] not in KINDS or e["type"] not in CUDA_TYPES:
+            raise TableError(f"{where}: kind must be one of {KINDS}, type one of {CUDA_TYPES}")
+        members = tuple(e["members"])
+        place = CudaPlace(tuple(e.get("attributes", ())), members, e["ctype"], tuple(e["offsets13"]),
+                          tuple(e["offsets12"]), tuple(e["offsets11"]), e.get("devprop"))
+        if not (len(place.offsets13) == len(place.offsets12) == len(place.offsets11) == len(members)) or \
+                (place.attributes and len(place.attributes) != len(members)):
+            raise TableError(f"{where}: members, offsets13, offsets12, offsets11 and attributes must pair up")
+        out.append(Key("cuda", e["key"], e["kind"], e["type"], e.get("unit", ""), e["description"],
+                       e["source"], cuda=place))
+    return out
 
 
 @cache
@@ -361,7 +417,7 @@ def render_caps_table_h(table: Table) -> str:
         "#define CAPSHIM_CAPS_KEYS_H",
         "",
         "/* Value types (how a configuration value is stored and clamped). */",
-        "enum capshim_kind { CAPSHIM_BOOL = 1, CAPSHIM_U32 = 2, CAPSHIM_FLAGS = 3, CAPSHIM_VERSION = 4 };",
+        "enum capshim_kind { CAPSHIM_BOOL = 1, CAPSHIM_U32 = 2, CAPSHIM_FLAGS = 3, CAPSHIM_VERSION = 4, CAPSHIM_U64 = 5 };",
         "",
         "/* Kinds (direction rules): FEATURE true is stronger; UPPER more is stronger; LOWER less is",
         " * stronger (minSubgroupSize); EXACT what the hardware does (subgroupSize); VERSION higher is",

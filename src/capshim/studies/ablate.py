@@ -20,6 +20,16 @@ fewest keys) whose ratio to native passes :func:`passes` (see
 Groups whose keys P does not lower, or whose stock value is already at or below
 P's answer on this device, are skipped (nothing to measure) and listed as such.
 
+A profile of an API whose shim has no device role (CUDA: lower-only; ``Backend.can_simulate``
+False) is ablated with lower profiles alone, on the built-in workload of that API
+(:func:`capshim.studies.common.study_workload`: ``torch-sdpa``): ``sim`` is ``profile:P``,
+``loo-U`` lowers only U, ``loi-U`` lowers everything P lowers but U (U left at the device's
+value: what U alone buys back), ``cum-K-U`` leaves the first K units at the device's values;
+the "smallest raise" is then the arm with the fewest units left unlowered, written as that
+lower profile (``smallest-restore.toml``). Such a profile's keys belong to no group of
+:data:`~capshim.studies.common.GROUPS`: ``--by group`` gives one unit (``other``), ``--by key``
+one per key (``computeCapability`` is one key).
+
 All bench runs go through :func:`capshim.studies.common.run_arms` (the one
 seam to the bench API) and all numbers are read from the bundle's summary
 through :func:`capshim.studies.common.ratios` (one place): no statistics are
@@ -39,7 +49,9 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from capshim import profiles
+import tomli_w
+
+from capshim import backends, profiles
 from capshim.contracts import names, signals
 from capshim.contracts.suggest import did_you_mean
 from capshim.errors import UsageError
@@ -82,19 +94,34 @@ def restore_for(stock: dict, lowering: Profile) -> Profile:
     return restore_profile(stock, lowering, name=names.label_for(f"unlock-{lowering.name}"))
 
 
-def _lowers(stock: dict, key: str, low) -> bool:
-    """Whether answering ``low`` for ``key`` changes what this device (stock probe) answers."""
+def _lowers(stock: dict, key: str, low, api: str) -> bool:
+    """Whether answering ``low`` for ``key`` (a key of ``api``) changes what this device (stock probe) answers."""
     real = stock.get("capabilities", {}).get(key)
     if real is None:
         return False
-    kind = KEYS["vulkan"][key]
+    kind = KEYS[api][key]
     if kind == "bool":
         return real is True and low is False
     if kind == "version":
         return profiles.parse_version(low) < profiles.parse_version(real)
     if kind == "flags":
         return bool(int(real) & ~int(low))
-    return int(low) < int(real)
+    try:
+        return int(low) < int(real)
+    except (TypeError, ValueError):  # another written form ("7.5"): compare as the profile language reads it
+        return _resolved(api, key, low) < _resolved(api, key, real)
+
+
+def _resolved(api: str, key: str, value) -> int:
+    """``value`` of ``key`` as a profile of ``api`` resolves it (the number the shim answers)."""
+    doc = {"name": "probe-value", "api": api, "direction": "lower", "version": 1, "description": "a value",
+           "capabilities": {key: value}}
+    return profiles.parse(tomli_w.dumps(doc), "generated:probe-value").capabilities[key]
+
+
+def device_role(api: str) -> bool:
+    """Whether ``api``'s shim has a device role (``--simulate``): then the simulated-GPU arms; else lower profiles."""
+    return backends.get(api).can_simulate
 
 
 @dataclass
@@ -125,25 +152,29 @@ def units(lowering: Profile, stock: dict, by: str = "group") -> list[Unit]:
     """Split a lowering profile into units, in :data:`GROUP_ORDER` (keys: profile order).
 
     Args:
-        lowering: a Vulkan ``lower`` profile.
+        lowering: a ``lower`` profile.
         stock: a stock probe of the device the bench runs on.
         by: "group" or "key".
 
     Raises:
-        UsageError: the profile is not a Vulkan lowering profile.
+        UsageError: the profile is not a lowering profile.
     """
-    if lowering.api != "vulkan" or lowering.direction != "lower":
-        raise UsageError(f"--profile {lowering.source}: ablate needs a Vulkan 'lower' profile "
+    if lowering.direction != "lower":
+        raise UsageError(f"--profile {lowering.source}: ablate needs a 'lower' profile "
                          f"(this one is {lowering.api}, {lowering.direction})")
     low_caps, low_exts = _written(lowering)
-    up_caps, up_exts = _written(restore_for(stock, lowering))
+    if device_role(lowering.api):
+        up_caps, up_exts = _written(restore_for(stock, lowering))
+    else:  # no raise profile: the device's own values say what there is to restore
+        answers = stock.get("capabilities", {})
+        up_caps, up_exts = {k: answers[k] for k in low_caps if answers.get(k) is not None}, {}
     out: dict[str, Unit] = {}
     for key in [*low_caps, *low_exts]:
         name = key if by == "key" else group_of(key)
         u = out.setdefault(name, Unit(name))
         if key in low_caps:
             u.lower_caps[key] = low_caps[key]
-            if key in up_caps and _lowers(stock, key, low_caps[key]):
+            if key in up_caps and _lowers(stock, key, low_caps[key], lowering.api):
                 u.raise_caps[key] = up_caps[key]
         else:
             u.lower_exts[key] = low_exts[key]
@@ -153,7 +184,7 @@ def units(lowering: Profile, stock: dict, by: str = "group") -> list[Unit]:
         if not u.raise_caps and not u.raise_exts:
             u.skipped = "this device does not have more than the profile answers: nothing to measure"
     if by == "group":
-        for g in GROUP_ORDER:
+        for g in common.groups_for(lowering.api):
             out.setdefault(g, Unit(g, skipped=f"{lowering.name} does not lower it: nothing to measure"))
     order = {g: i for i, g in enumerate((*GROUP_ORDER, OTHER))}
     result = list(out.values())
@@ -181,33 +212,53 @@ def build_arms(lowering: Profile, stock: dict, folder: Path, by: str = "group") 
     ``cum-K-G`` with G a group, or ``k00``, ``k01`` ... with ``by="key"``.
 
     Raises:
-        UsageError: not a Vulkan lowering profile, or nothing to measure on this device.
+        UsageError: not a lowering profile, or nothing to measure on this device.
     """
     us = units(lowering, stock, by)
     live = [u for u in us if not u.skipped]
     if not live:
         raise UsageError(f"--profile {lowering.source}: this device already answers at or below every value "
                          "the profile lowers; nothing to ablate")
+    api = lowering.api
     sim_path = folder / "sim.toml"
     common.write_profile(sim_path, common.profile_data(lowering.name, "lower", lowering.description,
-                                                       *_written(lowering)))
+                                                       *_written(lowering), api=api))
+    role = "simulate" if device_role(api) else "profile"  # a lower-only shim lowers through its profile
     arms = [ArmInfo("native", "native", [], "native="), ArmInfo("aa", "aa", [], "aa=identity"),
-            ArmInfo("sim", "sim", [], f"sim=simulate:{sim_path}")]
+            ArmInfo("sim", "sim", [], f"sim={role}:{sim_path}")]
     labels = [u.name if by == "group" else f"k{i:02d}" for i, u in enumerate(live)]
     for label, u in zip(labels, live):
         name = names.check(f"loo-{label}", "arm")
         p = folder / f"{name}.toml"
         common.write_profile(p, common.profile_data(name.lower(), "lower", f"Only {u.name} lowered as "
-                                                    f"{lowering.name} lowers it", u.lower_caps, u.lower_exts))
-        arms.append(ArmInfo(name, "loo", [u.name], f"{name}=simulate:{p}"))
+                                                    f"{lowering.name} lowers it", u.lower_caps, u.lower_exts, api=api))
+        arms.append(ArmInfo(name, "loo", [u.name], f"{name}={role}:{p}"))
+    back = _raise_arm if device_role(api) else _restore_arm
     for label, u in zip(labels, live):
-        arms.append(_raise_arm(folder, sim_path, lowering, "loi", f"loi-{label}", [u]))
+        arms.append(back(folder, sim_path, lowering, "loi", f"loi-{label}", [u], us))
     for k in range(2, len(live) + 1):
-        arms.append(_raise_arm(folder, sim_path, lowering, "cum", f"cum-{k}-{labels[k - 1]}", live[:k]))
+        arms.append(back(folder, sim_path, lowering, "cum", f"cum-{k}-{labels[k - 1]}", live[:k], us))
     return arms, us
 
 
-def _raise_arm(folder: Path, sim_path: Path, lowering: Profile, kind: str, name: str, chosen: list[Unit]) -> ArmInfo:
+def _restore_arm(folder: Path, sim_path: Path, lowering: Profile, kind: str, name: str, chosen: list[Unit],
+                 us: list[Unit]) -> ArmInfo:
+    """A loi/cum arm of a lower-only shim: everything P lowers but the ``chosen`` units (left at the
+    device's values), as one lower profile (written)."""
+    names.check(name, "arm")
+    keep = {u.name for u in chosen}
+    caps = {k: v for u in us if u.name not in keep for k, v in u.lower_caps.items()}
+    exts = {k: v for u in us if u.name not in keep for k, v in u.lower_exts.items()}
+    p = folder / f"{name}.toml"
+    common.write_profile(p, common.profile_data(name.lower(), "lower", f"{lowering.name} without "
+                                                f"{', '.join(u.name for u in chosen)} (left at this device's values)",
+                                                caps, exts, api=lowering.api))
+    restored = sum(len(u.raise_caps) + len(u.raise_exts) for u in chosen)
+    return ArmInfo(name, kind, [u.name for u in chosen], f"{name}=profile:{p}", raise_keys=restored, raise_profile=p)
+
+
+def _raise_arm(folder: Path, sim_path: Path, lowering: Profile, kind: str, name: str, chosen: list[Unit],
+               us: list[Unit] | None = None) -> ArmInfo:
     """A loi/cum arm: the simulated device with the ``chosen`` units raised back (its profile written)."""
     names.check(name, "arm")
     caps = {k: v for u in chosen for k, v in u.raise_caps.items()}
@@ -294,30 +345,32 @@ def chart(arms: list[ArmInfo], summary: dict, test: str, path: Path, title: str)
 
 
 def lowering_builtins() -> list[str]:
-    """The built-in profiles ablate takes: Vulkan ``lower`` profiles."""
-    return [n for n in profiles.builtin_names()
-            if (p := profiles.load(n)).api == "vulkan" and p.direction == "lower"]
+    """The built-in profiles ablate takes: ``lower`` profiles (of any API)."""
+    return [n for n in profiles.builtin_names() if profiles.load(n).direction == "lower"]
 
 
 def load_lowering(ref: str) -> Profile:
-    """``--profile``: a built-in name or a file, which must be a Vulkan lowering profile.
+    """``--profile``: a built-in name or a file, which must be a lowering profile.
 
     Raises:
         UsageError: unknown name (the message lists the built-ins ablate takes), a folder,
-            an invalid profile, or one for another API.
+            an invalid profile, or a raise profile (Metal's are all raise: not ablated yet).
     """
     looks_like_file = Path(ref).exists() or "/" in ref or ref.endswith(".toml")
     if not looks_like_file and ref not in profiles.builtin_names():
-        raise UsageError(f"--profile {ref}: no such profile file or built-in Vulkan lowering profile"
+        raise UsageError(f"--profile {ref}: no such profile file or built-in lowering profile"
                          f"{did_you_mean(ref, lowering_builtins())} (built-in: {', '.join(lowering_builtins())})")
-    return common.load_vulkan_profile(ref, "ablate measures Vulkan lowering profiles "
-                                    "(Metal ablation is not implemented yet)")
+    prof = common.load_profile(ref, "ablate measures lowering profiles")
+    if prof.direction != "lower":
+        raise UsageError(f"--profile {ref}: ablate measures lowering profiles; this one is a {prof.api} "
+                         f"{prof.direction} profile")
+    return prof
 
 
 def ablate(profile_ref: str = "vulkan-paravirt", by: str = "group", out: Path | None = None,
            model: str | None = None, repetitions: int | None = None, warmup: int | None = None,
            n_prompt: int | None = None, n_gen: int | None = None, test: str | None = None,
-           recover: float = RECOVER, lower_bound: float = LOWER_BOUND, timeout: float = 900.0) -> dict:
+           shape: str | None = None, recover: float = RECOVER, lower_bound: float = LOWER_BOUND, timeout: float = 900.0) -> dict:
     """Run the whole ablation into ``out`` and return its result (also written as ``ablation.json``).
 
     Files in ``out`` (a new folder: :func:`capshim.studies.common.study_folder`; default
@@ -327,31 +380,36 @@ def ablate(profile_ref: str = "vulkan-paravirt", by: str = "group", out: Path | 
     (``study.json``, ``SHA256SUMS``: :mod:`capshim.evidence.study`), also after an error or a stop
     signal once files were written.
 
+    ``shape``: the torch-sdpa problem of a CUDA profile (BxHxSxD; the workload's default when None).
+
     Raises:
-        UsageError: bad profile, ``--by`` or ``--test``, or an ``out`` that is not new or empty or
-            lies inside a sealed folder (exit 2, nothing written).
-        CapshimError: no Vulkan driver; the bench was stopped by a signal (exit 128+N, sealed).
+        UsageError: bad profile, ``--by``, ``--test`` or ``--shape`` (a shape for a Vulkan profile), or an
+            ``out`` that is not new or empty or lies inside a sealed folder (exit 2, nothing written).
+        CapshimError: no driver for the profile's API; the bench was stopped by a signal (exit 128+N, sealed).
     """
     t0 = time.monotonic()
     if by not in ("group", "key"):
         raise UsageError(f"--by {by}: expected group or key")
     lowering = load_lowering(profile_ref)
     with common.study_folder(out, "ablate") as (out, guard):
-        stock, device = common.stock_probe()
+        workload = common.study_workload(lowering.api)
+        stock, device = common.stock_probe(lowering.api)
         d = common.defaults("ablate", device)
         n_prompt, n_gen = n_prompt or d["n_prompt"], n_gen or d["n_gen"]
-        common.check_test(test, common.builtin_tests(n_prompt, n_gen))
+        if workload is None:  # the llama.cpp workload's tests are known before it runs
+            common.check_test(test, common.builtin_tests(n_prompt, n_gen))
         arms, us = build_arms(lowering, stock, out / "profiles", by)
         m = common.run_arms([a.spec for a in arms], out / "bench", repetitions=repetitions or d["repetitions"],
                             warmup=d["warmup"] if warmup is None else warmup, model=model, n_prompt=n_prompt,
-                            n_gen=n_gen, timeout=timeout, guard=guard)
+                            n_gen=n_gen, timeout=timeout, guard=guard, workload=workload, shape=shape)
         t = common.main_test(m.summary, test)
         rs = common.ratios(m.summary, t)
         best = smallest(arms, rs, recover, lower_bound)
         notes = _notes(lowering, us, m, t, recover, lower_bound, device)
         smallest_path = None
         if best is not None:
-            smallest_path = _write_smallest(out / "smallest-raise.toml", best, lowering, recover, t, device)
+            name = "smallest-raise.toml" if device_role(lowering.api) else "smallest-restore.toml"
+            smallest_path = _write_smallest(out / name, best, lowering, recover, t, device)
             notes.append(f"smallest raise profile: {best.name} ({' + '.join(best.units)}), "
                          f"{fmt_ratio(rs[best.name])} -> {smallest_path}")
         else:
@@ -405,12 +463,14 @@ def _notes(lowering: Profile, us: list[Unit], m: common.Measured, t: str, recove
 
 def _write_smallest(path: Path, best: ArmInfo, lowering: Profile, recover: float, t: str,
                     device: dict | None) -> Path:
-    """Write the smallest raise profile (the ``best`` arm's raise, named after P, cut to a valid name)."""
+    """Write the smallest raise profile (the ``best`` arm's raise, named after P, cut to a valid name); for a
+    lower-only shim the ``best`` arm's lower profile (P without the units it leaves at the device's values)."""
     caps, exts = _written(profiles.load(str(best.raise_profile)))
+    raise_ = device_role(lowering.api)
     common.write_profile(path, common.profile_data(
-        names.label_for(f"smallest-raise-{lowering.name}"), "raise",
-        f"Smallest raise over {lowering.name} recovering {recover:.0%} of native {t} on "
-        f"{(device or {}).get('name', 'this device')} (capshim ablate)", caps, exts))
+        names.label_for(f"smallest-{'raise' if raise_ else 'restore'}-{lowering.name}"), "raise" if raise_ else "lower",
+        f"Smallest {'raise over' if raise_ else 'restore of'} {lowering.name} recovering {recover:.0%} of native {t} "
+        f"on {(device or {}).get('name', 'this device')} (capshim ablate)", caps, exts, api=lowering.api))
     return path
 
 

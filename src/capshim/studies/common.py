@@ -29,8 +29,7 @@ from pathlib import Path
 
 import tomli_w
 
-from capshim import profiles, summary
-from capshim.backends import vulkan
+from capshim import backends, profiles, summary
 from capshim.bench import plan, runner
 from capshim.bench.llamabench import test_name
 from capshim.bench.request import BenchRequest
@@ -60,6 +59,8 @@ def defaults(study: str, device: dict | None) -> dict[str, int]:
 # KHR + NV coopmat2 extensions and features; integer dot: shaderIntegerDotProduct and the *Accelerated
 # properties; fp16/bf16: shaderFloat16 and VK_KHR_shader_bfloat16; shared memory:
 # maxComputeSharedMemorySize; subgroup control: the subgroup size control features and properties).
+#: The API whose keys :data:`GROUPS` names (the groups of another API's profile are its keys, ``other``).
+GROUPS_API = "vulkan"
 GROUPS: dict[str, dict[str, tuple[str, ...]]] = {
     "coopmat": {
         "caps": ("cooperativeMatrix", "cooperativeMatrixRobustBufferAccess",
@@ -71,7 +72,7 @@ GROUPS: dict[str, dict[str, tuple[str, ...]]] = {
     },
     "intdot": {
         "caps": ("shaderIntegerDotProduct",
-                 *(k for k in KEYS["vulkan"] if k.startswith("integerDotProduct"))),
+                 *(k for k in KEYS[GROUPS_API] if k.startswith("integerDotProduct"))),
         "exts": ("VK_KHR_shader_integer_dot_product",),
     },
     "fp16": {
@@ -91,10 +92,17 @@ GROUPS: dict[str, dict[str, tuple[str, ...]]] = {
 GROUP_ORDER = ("coopmat", "intdot", "fp16", "shmem", "subgroup")
 
 
+def groups_for(api: str) -> tuple[str, ...]:
+    """The groups of :data:`GROUP_ORDER` that hold keys of ``api``'s capability table (none for CUDA)."""
+    known = KEYS.get(api, {})
+    return tuple(g for g in GROUP_ORDER if any(k in known for k in GROUPS[g]["caps"]))
+
+
 # --- profiles as data, written with a TOML library -----------------------------------------------------
 
-def profile_data(name: str, direction: str, description: str, caps: dict, exts: dict) -> dict:
-    """A profile as the dict its TOML file holds (values as a profile writes them).
+def profile_data(name: str, direction: str, description: str, caps: dict, exts: dict, *,
+                 api: str = GROUPS_API) -> dict:
+    """A profile of ``api`` as the dict its TOML file holds (values as a profile writes them).
 
     ``name`` must be a valid name (:func:`capshim.contracts.names.check`); the description
     is cut to the 200 characters a profile allows (profiles schema).
@@ -104,7 +112,7 @@ def profile_data(name: str, direction: str, description: str, caps: dict, exts: 
     """
     if len(description) > 200:
         description = description[:197] + "..."
-    data: dict = {"name": names.check(name, "profile name"), "api": "vulkan", "direction": direction,
+    data: dict = {"name": names.check(name, "profile name"), "api": api, "direction": direction,
                   "version": 1, "description": description}
     if caps:
         data["capabilities"] = dict(caps)
@@ -130,8 +138,8 @@ def write_profile(path: Path, data: dict, comment: str | None = None) -> Profile
     return prof
 
 
-def load_vulkan_profile(ref: str, needs: str) -> Profile:
-    """The profile ``--profile REF`` names, which must be a Vulkan one (``needs`` says why).
+def load_profile(ref: str, needs: str, api: str | None = None) -> Profile:
+    """The profile ``--profile REF`` names; when ``api`` is given it must be for that API (``needs`` says why).
 
     Raises:
         UsageError: it does not load, or is for another API (names ``--profile`` and REF).
@@ -140,7 +148,7 @@ def load_vulkan_profile(ref: str, needs: str) -> Profile:
         prof = profiles.load(ref)
     except profiles.ProfileError as exc:
         raise UsageError(f"--profile: {exc}") from None
-    if prof.api != "vulkan":
+    if api is not None and prof.api != api:
         raise UsageError(f"--profile {ref}: {needs}; this one is for {prof.api}")
     return prof
 
@@ -242,7 +250,8 @@ class Measured:
 def run_arms(arm_specs: list[str], out: Path, *, repetitions: int, warmup: int, model: str | None,
              n_prompt: int, n_gen: int, timeout: float = 900.0, env: dict[str, str] | None = None,
              check_output: bool = True, warmup_run: bool | None = None,
-             process_reps: int | None = None, guard: signals.SealGuard | None = None) -> Measured:
+             process_reps: int | None = None, guard: signals.SealGuard | None = None,
+             workload: str | None = None, shape: str | None = None) -> Measured:
     """Run ``--arm`` specs through the same entry ``capshim bench`` uses (baseline and host: ``native``).
 
     The summary returned is the bundle's own ``summary.json``, read back.
@@ -251,7 +260,9 @@ def run_arms(arm_specs: list[str], out: Path, *, repetitions: int, warmup: int, 
     the bench's correctness gate; ``warmup_run`` / ``process_reps``: the
     built-in worker's in-process warm-up run and timed repetitions (default:
     the plan's); ``guard``: the study's seal guard (:func:`study_folder`): the
-    runs are :meth:`~capshim.contracts.signals.SealGuard.stoppable`.
+    runs are :meth:`~capshim.contracts.signals.SealGuard.stoppable`; ``workload``: a built-in workload
+    other than llama.cpp (``torch-sdpa``: :func:`study_workload`), which takes no model or token counts;
+    ``shape``: its problem (torch-sdpa's ``--shape``).
 
     This is the ONE place ablate, tune and kernels call the bench; re-point it
     when the bench API changes.
@@ -261,9 +272,11 @@ def run_arms(arm_specs: list[str], out: Path, *, repetitions: int, warmup: int, 
         CapshimError: the bench was stopped by a signal (exit 128+N, the partial bundle sealed),
             or a signal arrived before it started (nothing run).
     """
+    if workload is not None:
+        model = n_prompt = n_gen = warmup_run = None
     req = BenchRequest(arms=tuple(arm_specs), baseline="native", host_arm="native", repetitions=repetitions,
-                       model=model, n_prompt=n_prompt, n_gen=n_gen, check_output=check_output, warmup=warmup,
-                       warmup_run=warmup_run, process_reps=process_reps, timeout=timeout, env=dict(env or {}),
+                       workload=workload, shape=shape, model=model, n_prompt=n_prompt, n_gen=n_gen, check_output=check_output,
+                       warmup=warmup, warmup_run=warmup_run, process_reps=process_reps, timeout=timeout, env=dict(env or {}),
                        out=str(out))
     p = plan.make_plan(req, platform=sys.platform)
     with guard.stoppable() if guard is not None else contextlib.nullcontext():
@@ -284,10 +297,35 @@ resolve_model = builtin.resolve_model
 arm_reason = plan.arm_reason
 
 
-def stock_probe() -> tuple[dict, dict]:
-    """The stock probe of the device the bench will use, and its ``device`` entry."""
-    _, chosen = plan._pick_vulkan_device(vulkan.probe())
+def stock_probe(api: str | None = None) -> tuple[dict, dict]:
+    """The stock answers of the device the bench will use for ``api`` (default: the first API that runs
+    here, :func:`capshim.backends.default_api`), and its ``device`` entry.
+
+    Raises:
+        CapshimError: the probe failed, or that API's backend cannot say what the hardware has.
+    """
+    backend = backends.get(api or backends.default_api())
+    stock = backend.stock_answers()
+    if stock is None:
+        raise CapshimError(f"{backend.shim_label} cannot probe the device's own answers here")
+    _, chosen = plan.pick_device(backend, stock)
     return chosen, chosen["device"]
+
+
+def study_workload(api: str) -> str | None:
+    """The built-in workload a study measures for a profile of ``api``: the llama.cpp one (None) for the
+    first API that runs here (Vulkan on Linux), else the built-in workload whose path goes through
+    ``api`` (:data:`capshim.bench.plan.WORKLOAD_API`: ``torch-sdpa`` for CUDA).
+
+    Raises:
+        UsageError: no built-in workload goes through ``api``.
+    """
+    if api == backends.default_api():
+        return None
+    for workload, through in plan.WORKLOAD_API.items():
+        if through == api:
+            return workload
+    raise UsageError(f"no built-in workload measures {api} answers")
 
 
 def is_cpu(device: dict | None) -> bool:

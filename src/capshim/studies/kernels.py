@@ -33,6 +33,8 @@ from capshim.studies.defaults import DEFAULTS
 from capshim.studies.fingerprint import Fingerprint, family_shares, parse_stderr
 from capshim.studies.kernels_report import Answers, analyse, markdown
 
+#: The API whose profiles this study takes: the one whose kernels ggml-vulkan's perf logger names.
+API = common.GROUPS_API
 #: The variable that turns ggml-vulkan's perf logger on (ggml-vulkan.cpp, ``vk_perf_logger_enabled``).
 PERF_ENV = {"GGML_VK_PERF_LOGGER": "1"}
 #: The synthetic reference model when none is given, and the answers compared with native.
@@ -107,7 +109,7 @@ def answers_for(profile_refs: list[str] | tuple[str, ...]) -> list[Answers]:
     out = [Answers("native", "native=", "native")]
     seen: dict[str, str] = {}
     for ref in profile_refs:
-        prof = common.load_vulkan_profile(ref, "kernels reads ggml-vulkan's perf logger (Vulkan only)")
+        prof = common.load_profile(ref, "kernels reads ggml-vulkan's perf logger (Vulkan only)", api=API)
         common.spec_path(ref, "--profile")
         role = "simulate" if prof.direction == "lower" else "profile"
         key = f"{role}:{prof.name}"

@@ -101,7 +101,7 @@ def dimensions(stock: dict) -> dict[str, list[Option]]:
         ("fp16", ["shaderFloat16"], ()),
         ("bf16", ["shaderBFloat16Type", "shaderBFloat16DotProduct", "shaderBFloat16CooperativeMatrix"],
          ["VK_KHR_shader_bfloat16"]),
-        ("intdot", [k for k in KEYS["vulkan"] if k.startswith("integerDotProduct")], ()),
+        ("intdot", [k for k in KEYS[common.GROUPS_API] if k.startswith("integerDotProduct")], ()),
         ("subgroup-size-control", ["subgroupSizeControl"], ()),
     ):
         o = off(keys, ext_names)

@@ -6,7 +6,8 @@ kind; each adapter module fills them in:
 - :mod:`.llama_bench`: a command printing llama-bench JSON (``-- llama-bench ...``),
   and the built-in llama.cpp worker (:mod:`.builtin`), which prints the same JSON;
 - :mod:`.command`: any other command, with ``--metric SPEC``, and ``--control``;
-- :mod:`.ncnn`: the built-in ncnn workload (a ``--metric`` workload).
+- :mod:`.ncnn`: the built-in ncnn workload (a ``--metric`` workload);
+- :mod:`.torch_sdpa`: the built-in PyTorch attention workload on CUDA (a ``--metric`` workload).
 """
 
 from __future__ import annotations
@@ -63,7 +64,7 @@ class Workload:
 
     Attributes:
         kind: "llama-bench" (a command printing llama-bench JSON), "builtin", "command"
-            (``--metric``) or "ncnn".
+            (``--metric``), "ncnn" or "torch-sdpa".
         argv: the command.
         env: variables every arm's process gets (device selection, shader cache).
         binary: the workload binary hashed into metadata (None when unknown).
@@ -75,6 +76,8 @@ class Workload:
         controls: control workloads run in every round under every arm, expected not to change.
         log_level: the built-in llama.cpp worker's ``--log-level``, recorded in metadata.json;
             None for other workloads.
+        api: the GPU API whose answers the workload's path goes through (a backend name,
+            :func:`capshim.backends.get`), when the workload knows it; None for a command.
     """
 
     kind: str
@@ -87,6 +90,7 @@ class Workload:
     control: str | None = None
     controls: list["Workload"] = field(default_factory=list)
     log_level: str | None = None
+    api: str | None = None
 
     #: What ``--check-output`` compares, and the verb for "not equal" (the arm's ``output_check``).
     output_noun: tuple[str, str] = ("output", "differs")
@@ -140,6 +144,10 @@ class Workload:
             va, vb = a["values"], b["values"]
             if len(va) != len(vb):
                 return f"{arm} gave {len(va)} values, {ref} {len(vb)}"
+            if a.get("atol") is not None:
+                i, worst = max(enumerate(abs(x - y) for x, y in zip(va, vb)), key=lambda p: p[1], default=(0, 0.0))
+                return (f"largest absolute difference {worst:.3g} at value {i + 1}: {arm} {va[i]!r}, {ref} {vb[i]!r} "
+                        f"(tolerance {a['atol']:g})") if va else ""
             den = math.sqrt(sum(y * y for y in vb))
             dist = math.sqrt(sum((x - y) ** 2 for x, y in zip(va, vb))) / den if den else math.inf
             return f"relative L2 distance {dist:.3g} (tolerance {a.get('rtol', 'the default')})"

@@ -121,12 +121,15 @@ def same_output(a, b, rtol: float = 0.02) -> bool:
     ``{"values": [float], "rtol": r}`` (numeric output, e.g. ncnn's; ``r``
     defaults to ``rtol``) agrees with another when the relative L2 distance
     ``|a - b| / |b|`` is at most ``r``: fp16 storage or arithmetic, which the
-    shims switch, change the last digits of a network's output.
+    shims switch, change the last digits of a network's output. With ``"atol": t``
+    (the torch-sdpa workload) every value must be within ``t`` of the other's instead.
     """
     if isinstance(a, dict) and isinstance(b, dict) and "values" in a and "values" in b:
         va, vb = a["values"], b["values"]
         if len(va) != len(vb):
             return False
+        if a.get("atol") is not None:
+            return all(abs(x - y) <= float(a["atol"]) for x, y in zip(va, vb))
         tol = float(a.get("rtol", rtol))
         num = math.sqrt(sum((x - y) ** 2 for x, y in zip(va, vb)))
         den = math.sqrt(sum(y * y for y in vb))
@@ -145,13 +148,16 @@ class Adapter:
             (a numeric array in the JSON output, compared with ``rtol``), or None.
         output_file: the declared output file (removed before each run so a
             stale one is never hashed).
-        rtol: relative tolerance of a numeric output check.
+        rtol: relative tolerance of a numeric output check (relative L2 distance).
+        atol: when set, a numeric output check compares every value instead: the largest absolute
+            difference must be at most ``atol``.
     """
 
     metric: metrics.Metric
     check: str | None = None
     output_file: Path | None = None
     rtol: float = 0.02
+    atol: float | None = None
     versions: dict = field(default_factory=dict)
 
     def before_run(self) -> None:
@@ -214,7 +220,10 @@ class Adapter:
         if not isinstance(vals, list) or not all(isinstance(v, (int, float)) and not isinstance(v, bool)
                                                  for v in vals):
             raise metrics.MetricError(f"{where}: expected a list of numbers")
-        return {"values": [float(v) for v in vals], "rtol": self.rtol}
+        out = {"values": [float(v) for v in vals], "rtol": self.rtol}
+        if self.atol is not None:
+            out["atol"] = self.atol
+        return out
 
 
 @dataclass

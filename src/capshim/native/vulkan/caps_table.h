@@ -10,7 +10,7 @@
 #define CAPSHIM_CAPS_KEYS_H
 
 /* Value types (how a configuration value is stored and clamped). */
-enum capshim_kind { CAPSHIM_BOOL = 1, CAPSHIM_U32 = 2, CAPSHIM_FLAGS = 3, CAPSHIM_VERSION = 4 };
+enum capshim_kind { CAPSHIM_BOOL = 1, CAPSHIM_U32 = 2, CAPSHIM_FLAGS = 3, CAPSHIM_VERSION = 4, CAPSHIM_U64 = 5 };
 
 /* Kinds (direction rules): FEATURE true is stronger; UPPER more is stronger; LOWER less is
  * stronger (minSubgroupSize); EXACT what the hardware does (subgroupSize); VERSION higher is

@@ -193,7 +193,7 @@ static int parse_line(char *line, size_t lineno, const struct capshim_keyspec *k
         set_err(err, errlen, lineno, "key '%.80s': '%.64s' is not 0 or 1", key, val);
         return -1;
     }
-    if (num > UINT32_MAX) {
+    if (num > UINT32_MAX && spec->kind != CAPSHIM_U64) {
         set_err(err, errlen, lineno, "key '%.80s': '%.64s' does not fit in 32 bits", key, val);
         return -1;
     }

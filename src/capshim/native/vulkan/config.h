@@ -16,9 +16,11 @@
  *                         decoded 1..255 bytes of UTF-8 without control characters
  *                         (VkPhysicalDeviceProperties::deviceName holds 256 with the NUL)
  * Numbers parse whole with base 0 (decimal, 0x hex, 0 octal): no sign, no
- * spaces, no trailing bytes, no overflow. Booleans are 0 or 1; 32-bit kinds
- * must fit in 32 bits. A key may appear once. Anything else is an invalid
- * configuration: the parser fills err with the line number and the reason.
+ * spaces, no trailing bytes, no overflow. Booleans are 0 or 1; kinds other
+ * than CAPSHIM_U64 (the CUDA shim's byte sizes) must fit in 32 bits. A key
+ * may appear once. Anything else is an invalid configuration: the parser
+ * fills err with the line number and the reason. The CUDA shim uses this
+ * parser with its own keyspec (native/cuda/cuda_table.h).
  */
 #ifndef CAPSHIM_CONFIG_H
 #define CAPSHIM_CONFIG_H

@@ -1,0 +1,90 @@
+/* capshim CUDA shim: what cuda_shim.c (state, configuration, events, lowering)
+ * and cuda_hooks.c (the exported entry points and dlsym) share.
+ *
+ * No CUDA header is needed: the few types the shim touches are declared here
+ * from CUDA 13.0 cuda_runtime_api.h / cuda.h (cudaError_t and CUresult are int
+ * enums; 0 is success in both; cudaErrorSymbolNotFound and CUDA_ERROR_NOT_FOUND
+ * are both 500).
+ */
+#ifndef CAPSHIM_CUDA_SHIM_H
+#define CAPSHIM_CUDA_SHIM_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef int capshim_cuerr; /* cudaError_t, CUresult */
+
+/* Code on dlsym's path, which a sanitizer runtime takes before it is initialised. */
+#define CAPSHIM_NO_SANITIZE __attribute__((no_sanitize_address, no_sanitize("undefined")))
+#define CAPSHIM_CU_SUCCESS 0
+#define CAPSHIM_CU_NOT_FOUND 500 /* cudaErrorSymbolNotFound = CUDA_ERROR_NOT_FOUND = 500 */
+
+/* Attribute numbers the shim itself asks (CUDA 13.0 driver_types.h, cudaDeviceAttr). */
+#define CAPSHIM_ATTR_MAX_THREADS_PER_BLOCK 1
+#define CAPSHIM_ATTR_MULTIPROCESSOR_COUNT 16
+#define CAPSHIM_ATTR_CC_MAJOR 75
+#define CAPSHIM_ATTR_CC_MINOR 76
+
+/* The wrapped entry points, in the order of capshim_cuda_entry_names. */
+enum capshim_cuda_entry {
+    E_cudaGetDeviceProperties,
+    E_cudaGetDeviceProperties_v2,
+    E_cudaDeviceGetAttribute,
+    E_cudaGetDriverEntryPoint,
+    E_cudaGetDriverEntryPoint_ptsz,
+    E_cudaGetDriverEntryPointByVersion,
+    E_cudaGetDriverEntryPointByVersion_ptsz,
+    E_cuDeviceGetAttribute,
+    E_cuDeviceGetName,
+    E_cuDeviceComputeCapability,
+    E_cuDeviceGetProperties,
+    E_cuGetProcAddress,
+    E_cuGetProcAddress_v2,
+    E_COUNT
+};
+
+extern const char *const capshim_cuda_entry_names[E_COUNT];
+
+/* Which struct a cudaGetDeviceProperties* call fills. */
+enum capshim_cuda_layout { LAYOUT_UNKNOWN = 0, LAYOUT_11 = 11, LAYOUT_12 = 12, LAYOUT_13 = 13 };
+
+typedef capshim_cuerr (*capshim_attr_fn)(int *value, int attr, int device);
+
+/* cuda_hooks.c */
+void *capshim_cuda_wrapper(int entry);
+void *capshim_cuda_real_dlsym(void *handle, const char *name);
+
+/* cuda_shim.c */
+void capshim_cuda_init(void);
+/* Whether this process lowers answers (target process, configuration accepted). */
+int capshim_cuda_active(void);
+/* The entry's real function: remembered from a substitution, else dlsym(RTLD_NEXT). */
+void *capshim_cuda_real(int entry);
+/* Index of a wrapped entry point by name (base names, as dlsym and cuGetProcAddress take them), or -1. */
+int capshim_cuda_entry_index(const char *name);
+int capshim_cuda_is_wrapper(const void *fn);
+/* When fn (found for name, non-NULL) is a function the shim wraps and the shim is active:
+ * remember it as the real one and return the wrapper; else fn. via names the path. */
+void *capshim_cuda_substitute(const char *name, void *fn, int cuda_version, const char *via);
+/* Marks a wrapper reached; returns 1 when this call may lower (active and not nested inside
+ * another wrapper on this thread). Pair every call with capshim_cuda_leave. */
+int capshim_cuda_enter(int entry);
+void capshim_cuda_leave(void);
+/* The symbol `name` of the library that defines fn (NULL when not found). */
+void *capshim_cuda_sibling(void *fn, const char *name);
+
+/* Lowering, after a successful real call. query names the entry point. */
+void capshim_cuda_lower_attribute(const char *query, int *value, int attr, int device, capshim_attr_fn real_attr);
+void capshim_cuda_lower_pair(const char *query, int *major, int *minor);
+void capshim_cuda_lower_name(const char *query, char *name, size_t size);
+void capshim_cuda_lower_prop(const char *query, unsigned char *prop, int layout, int device,
+                             capshim_attr_fn real_attr);
+void capshim_cuda_lower_devprop(const char *query, unsigned char *prop, int device, capshim_attr_fn real_attr);
+/* The layout a runtime call fills: entry E_cudaGetDeviceProperties or _v2, from the real
+ * runtime's cudaRuntimeGetVersion (next to fn): 13 from CUDA 13; on 12, _v2 the 12 layout and
+ * the plain name the pre-12 one (11, as on 11.x runtimes); unknown before 11.0. Writes the
+ * version (or -1) to *version. */
+int capshim_cuda_layout(int entry, void *fn, int *version);
+void capshim_cuda_layout_mismatch(const char *query, int layout, int version, const char *reason);
+
+#endif

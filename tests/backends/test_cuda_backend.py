@@ -1,0 +1,119 @@
+"""The CUDA backend's Python side: configuration, environment, classification (no compile here;
+the shim itself: tests/native/test_cuda_shim.py)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from capshim import backends, profiles
+from capshim import status as st
+from capshim.backends import cuda
+from capshim.errors import UsageError
+
+T4 = profiles.load("t4-class")
+
+
+def test_render_config_is_what_the_shim_reads():
+    text = cuda.render_config(T4)
+    lines = text.splitlines()
+    assert lines[0].startswith("# capshim profile t4-class version 1 sha256 ")
+    assert lines[1:4] == ["direction=lower", "profile=t4-class", "computeCapability=75"]
+    assert "totalGlobalMem=17179869184" in lines and "sharedMemPerBlockOptin=65536" in lines
+    named = profiles.parse(T4.text.replace("[capabilities]", '[capabilities]\nname = "Tesla T4/é"'), "n.toml")
+    assert cuda.render_config(named).splitlines()[-1] == "deviceName=Tesla%20T4%2F%C3%A9"
+
+
+def test_render_config_refuses_other_apis():
+    with pytest.raises(UsageError, match="needs 'cuda'"):
+        cuda.render_config(profiles.load("vulkan-paravirt"))
+
+
+@pytest.mark.parametrize("existing, expect", [
+    (None, "/s/lib.so"),
+    ("", "/s/lib.so"),
+    ("/x/y.so:/usr/lib/gcc/libasan.so.8", "/usr/lib/gcc/libasan.so.8:/s/lib.so:/x/y.so"),  # a sanitizer stays first
+    ("libclang_rt.asan-x86_64.so /x/y.so", "libclang_rt.asan-x86_64.so:/s/lib.so:/x/y.so"),
+    ("/x/libasanity.so", "/s/lib.so:/x/libasanity.so"),
+    ("a.so b.so", "/s/lib.so:a.so:b.so"),
+    ("/s/lib.so:/x/y.so", "/s/lib.so:/x/y.so"),
+])
+def test_preload_puts_the_shim_first_and_keeps_the_users_entries(existing, expect):
+    assert cuda.preload_value(Path("/s/lib.so"), existing) == expect
+
+
+def test_launch_env(tmp_path, monkeypatch):
+    monkeypatch.setenv("LD_PRELOAD", "/u/mine.so")
+    env = cuda.launch_env(T4, tmp_path / "s.jsonl", tmp_path, inherit=True, quiet=True, library=Path("/s/lib.so"))
+    assert env["LD_PRELOAD"] == "/s/lib.so:/u/mine.so"
+    assert Path(env[cuda.CONFIG_VAR]).read_text() == cuda.render_config(T4)
+    assert (env["CAPSHIM_INHERIT"], env["CAPSHIM_QUIET"], env["CAPSHIM_STATUS_FILE"]) == ("1", "1", str(tmp_path / "s.jsonl"))
+    assert cuda.launch_env(None, tmp_path / "s.jsonl", tmp_path, library=Path("/s/lib.so")) == {}
+
+
+def _report(tmp_path, events):
+    path = tmp_path / "status.jsonl"
+    path.write_text("".join(json.dumps({"schema": 1, "shim": "cuda", "pid": 7, **e}) + "\n" for e in events))
+    return st.read(path)
+
+
+def test_classify_loaded_but_no_entry_point_is_inert_never_a_result(tmp_path):
+    r = _report(tmp_path, [{"event": "loaded"}, {"event": "config", "accepted": True}])
+    s = cuda.classify(r)
+    assert s.state == st.INERT and "statically linked" in s.reason
+
+
+def test_classify_active_names_entry_points_and_layout_mismatches(tmp_path):
+    r = _report(tmp_path, [
+        {"event": "loaded"}, {"event": "config", "accepted": True},
+        {"event": "hooks", "installed": ["cudaGetDeviceProperties"], "first": "cudaDeviceGetAttribute"},
+        {"event": "changed", "query": "cudaDeviceGetAttribute", "key": "computeCapability", "stock": 90, "reported": 75},
+        {"event": "layout_mismatch", "query": "cudaGetDeviceProperties", "layout": 0, "reason": "pre-12 layout"},
+        {"event": "called", "entry_points": ["cudaDeviceGetAttribute", "cudaGetDeviceProperties"], "substituted": []}])
+    s = cuda.classify(r)
+    assert s.state == st.ACTIVE and s.changes == 1
+    assert "entry points called: cudaDeviceGetAttribute, cudaGetDeviceProperties" in s.reason
+    assert "layout_mismatch (left stock): cudaGetDeviceProperties: pre-12 layout" in s.reason
+    assert cuda.BACKEND.summarize_status(r, ["cuda"]) == {"cuda": s}
+
+
+def test_classify_rejected_configuration_is_invalid(tmp_path):
+    r = _report(tmp_path, [{"event": "loaded"}, {"event": "config", "accepted": False, "reason": "direction 'raise'"}])
+    assert cuda.classify(r).state == st.INVALID
+
+
+def test_backend_interface():
+    be = backends.get("cuda")
+    assert be is cuda.BACKEND and be.tabular_probe and not be.can_simulate
+    assert be.requested_shims(T4, None) == ["cuda"] and be.requested_shims(None, None) == []
+    assert be.runs_here("linux") and not be.runs_here("darwin")
+    with pytest.raises(UsageError, match="--compare needs --profile"):
+        be.probe(compare=True)
+    with pytest.raises(UsageError, match="checks its own build"):
+        be.verify(shim=Path("x.so"))
+
+
+def test_unavailable_names_what_is_missing(monkeypatch):
+    monkeypatch.setattr(cuda.sys, "platform", "darwin")
+    assert "Linux only" in cuda.BACKEND.unavailable()
+    monkeypatch.setattr(cuda.sys, "platform", "linux")
+    monkeypatch.setenv("CC", "no-such-compiler-xyz")
+    assert "no-such-compiler-xyz" in cuda.BACKEND.unavailable()
+
+
+def test_the_build_needs_no_cuda_headers():
+    """Every source declares what it uses: no CUDA header is included anywhere."""
+    src = Path(cuda.__file__).resolve().parents[1] / "native" / "cuda"
+    for f in src.glob("*.[ch]"):
+        includes = [line for line in f.read_text().splitlines() if line.startswith("#include")]
+        assert not [i for i in includes if "cuda.h" in i or "cuda_runtime" in i or "driver_types" in i], f
+
+
+def test_find_runtime_looks_where_pip_puts_nvidias_wheels(tmp_path):
+    assert cuda.find_runtime([str(tmp_path)]) in (None, *[Path(p) for p in cuda._TOOLKIT])
+    lib = tmp_path / "site" / "nvidia" / "cu13" / "lib" / "libcudart.so.13"
+    lib.parent.mkdir(parents=True)
+    lib.write_bytes(b"")
+    assert cuda.find_runtime([str(tmp_path / "nothing"), str(tmp_path / "site")]) == lib
