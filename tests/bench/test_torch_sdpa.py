@@ -200,23 +200,14 @@ def test_path_lines_with_odd_text_stay_one_field_each():
     assert attest.parse_cuda(b"\xef\xbb\xbftorch-sdpa: device 0 = A | capability: 9.0\r\n")["cuda"]["capability"] == "9.0"
 
 
-#: A folder holding the stand-in CUDA runtime and driver the cudacore branch builds (libcudart.so.13,
-#: libcuda.so.1): set it to run the real shim end to end under the stand-in torch (issue 22).
-STANDIN_CUDA = os.environ.get("CAPSHIM_TEST_CUDA_STANDIN_DIR")
-
-
-def _real_cuda_backend() -> bool:
-    import importlib.util
-
-    return importlib.util.find_spec("capshim.backends.cuda") is not None
-
-
 @pytest.mark.slow
-@pytest.mark.skipif(not _real_cuda_backend(), reason="the CUDA backend (capshim.backends.cuda) is not in this tree")
-@pytest.mark.skipif(not STANDIN_CUDA, reason="CAPSHIM_TEST_CUDA_STANDIN_DIR names no stand-in CUDA runtime folder")
 def test_the_real_shim_lowers_what_pytorch_reports(tmp_path, monkeypatch):
-    """The real backend and shim, the stand-in runtime and driver, the stand-in torch reading the capability
-    through cudaGetDeviceProperties as PyTorch does: the lowered arm reports 7.5 and takes mem-efficient."""
+    """The real backend and shim, the stand-in runtime and driver (built by capshim.backends.cuda), the
+    stand-in torch reading the capability through cudaGetDeviceProperties as PyTorch does: the lowered
+    arm reports 7.5 and takes mem-efficient."""
+    from capshim.backends import cuda
+
+    STANDIN_CUDA = str(cuda.build().standin)
     monkeypatch.syspath_prepend(str(cuda_fake.STANDIN))
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(cuda_fake.SRC), str(cuda_fake.STANDIN)]))
     monkeypatch.setenv("CAPSHIM_CUDA_RUNTIME", os.path.join(STANDIN_CUDA, "libcudart.so.13"))
