@@ -22,7 +22,7 @@ def test_render_config_is_what_the_shim_reads():
     assert lines[0].startswith("# capshim profile t4-class version 1 sha256 ")
     assert lines[1:4] == ["direction=lower", "profile=t4-class", "computeCapability=75"]
     assert "totalGlobalMem=17179869184" in lines and "sharedMemPerBlockOptin=65536" in lines
-    named = profiles.parse(T4.text.replace("[capabilities]", '[capabilities]\nname = "Tesla T4/é"'), "n.toml")
+    named = profiles.parse(T4.text.replace("[capabilities]", '[capabilities]\ndeviceName = "Tesla T4/é"'), "n.toml")
     assert cuda.render_config(named).splitlines()[-1] == "deviceName=Tesla%20T4%2F%C3%A9"
 
 

@@ -111,7 +111,7 @@ def test_runtime_entry_points_lower(h, path):
                  "name": "Tesla T4"}
     changed = {(e["key"], e["stock"], e["reported"]) for e in r.of("changed") if e["query"] == "cudaGetDeviceProperties"}
     assert ("computeCapability", 90, 75) in changed and ("totalGlobalMem", 150108651520, 17179869184) in changed
-    assert ("name", "NVIDIA H200", "Tesla T4") in changed
+    assert ("deviceName", "NVIDIA H200", "Tesla T4") in changed
 
 
 def test_v2_on_a_13_runtime_is_checked_and_left_alone(h):

@@ -34,10 +34,10 @@ def test_the_cuda_keys_are_the_specs():
     keys = {k.key: k for k in load().keys["cuda"]}
     assert list(keys) == ["computeCapability", "multiProcessorCount", "sharedMemPerBlock", "sharedMemPerMultiprocessor",
                           "sharedMemPerBlockOptin", "regsPerBlock", "regsPerMultiprocessor", "maxThreadsPerBlock",
-                          "maxThreadsPerMultiProcessor", "l2CacheSize", "totalGlobalMem", "name"]
+                          "maxThreadsPerMultiProcessor", "l2CacheSize", "totalGlobalMem", "deviceName"]
     cc = keys["computeCapability"]
     assert (cc.type, cc.kind, cc.cuda.attributes, cc.cuda.members) == ("cc", "version", (75, 76), ("major", "minor"))
-    assert keys["name"].type == "string" and keys["totalGlobalMem"].cuda.attributes == ()
+    assert keys["deviceName"].type == "string" and keys["totalGlobalMem"].cuda.attributes == ()
     assert all(k.source.startswith("CUDA 13.0 driver_types.h") for k in keys.values())
     assert {a for k in keys.values() for a in k.cuda.attributes} == set(ATTR_NAMES)
 
@@ -120,7 +120,7 @@ HEAD = 'name = "c"\napi = "cuda"\ndirection = "{direction}"\nversion = 1\ndescri
     ("[capabilities]\nmaxComputeSharedMemorySize = 1\n", "capabilities.maxComputeSharedMemorySize", "api 'vulkan'"),
     ("[capabilities]\nsharedMemPerBlok = 1\n", "capabilities.sharedMemPerBlok", "sharedMemPerBlock"),
     ("[extensions]\nVK_KHR_x = false\n", "extensions", "unknown key"),
-    ('[capabilities]\nname = ""\n', "capabilities.name", "device name"),
+    ('[capabilities]\ndeviceName = ""\n', "capabilities.deviceName", "device name"),
     ("[capabilities]\ntotalGlobalMem = -1\n", "capabilities.totalGlobalMem", "0..18446744073709551615"),
 ])
 def test_bad_cuda_profiles_name_the_key(body, key, words):
@@ -134,11 +134,11 @@ def test_raise_is_refused_for_cuda_by_name():
         profiles.parse(HEAD.format(direction="raise") + "[capabilities]\ncomputeCapability = 75\n", "c.toml")
 
 
-def test_the_device_name_key_of_cuda_is_name():
-    p = profiles.parse(HEAD.format(direction="lower") + '[capabilities]\ncomputeCapability = "8.6"\nname = "RTX 3090"\n',
+def test_the_device_name_key_of_cuda_is_device_name_as_in_vulkan_and_metal():
+    p = profiles.parse(HEAD.format(direction="lower") + '[capabilities]\ncomputeCapability = "8.6"\ndeviceName = "RTX 3090"\n',
                        "c.toml")
     assert p.device_name == "RTX 3090" and p.capabilities == {"computeCapability": 86}
-    assert p.to_dict()["capabilities"] == {"computeCapability": "8.6", "name": "RTX 3090"}
+    assert p.to_dict()["capabilities"] == {"computeCapability": "8.6", "deviceName": "RTX 3090"}
     assert profiles.parse(profiles.to_toml(p), "again.toml").capabilities == p.capabilities
 
 
@@ -171,5 +171,5 @@ def test_no_effect_warnings_for_cuda_name_the_clamped_and_the_same():
 def test_profile_check_describes_the_pair_as_major_minor():
     lines = profiles.describe(profiles.load("t4-class"))
     assert lines[0] == "computeCapability: at most 7.5, else the device's answer (version: more is stronger)"
-    named = profiles.parse(HEAD.format(direction="lower") + '[capabilities]\nname = "Tesla T4"\n', "n.toml")
-    assert profiles.describe(named)[0].startswith('name: "Tesla T4" instead of the device\'s own name')
+    named = profiles.parse(HEAD.format(direction="lower") + '[capabilities]\ndeviceName = "Tesla T4"\n', "n.toml")
+    assert profiles.describe(named)[0].startswith('deviceName: "Tesla T4" instead of the device\'s own name')

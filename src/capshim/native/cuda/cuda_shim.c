@@ -451,7 +451,7 @@ void capshim_cuda_lower_name(const char *query, char *name, size_t size) {
     struct capshim_json j;
     event_begin(&j, "changed");
     capshim_json_str(&j, "query", query);
-    capshim_json_str(&j, "key", "name");
+    capshim_json_str(&j, "key", "deviceName");
     char stock[CAPSHIM_CUDA_NAME_SIZE];
     snprintf(stock, sizeof stock, "%.*s", (int)(size < sizeof stock ? size : sizeof stock) - 1, name);
     capshim_json_str(&j, "stock", stock);
