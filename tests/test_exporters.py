@@ -47,7 +47,7 @@ def test_terminal_table_golden(summary):
 def test_the_table_says_what_the_method_needs(summary):
     md = markdown.serialize(summary)
     assert "| 6×3 |" in md  # processes x repetitions per arm
-    assert "A/A (aa: app layer active, stock answers) vs native: pp512 ngl=0 " in md
+    assert "A/A (aa: shim active, stock answers) vs native: pp512 ngl=0 " in md
     assert "precision NOT reached: widest half-width 2.71 points > 2 after 6 rounds (--max-runs 6 reached)" in md
     assert "no speed effect is expected" in md
     assert "slow first process" in md  # a pyperf-style warning in the row's notes

@@ -70,6 +70,14 @@ def _command(meta: dict) -> str:
     return shlex.join(["capshim", *argv[1:]])
 
 
+def _api_version(version) -> str:
+    """A device's API version as the README names it: a Vulkan version is bare ("1.4.312"), other
+    APIs record it with their name ("CUDA runtime 13.0")."""
+    if not version:
+        return ""
+    return str(version) if not str(version)[:1].isdigit() else f"Vulkan {version}"
+
+
 def _machine(meta: dict) -> str:
     """The device and host of a bundle's metadata.json, in one line."""
     dev = meta.get("device") if isinstance(meta.get("device"), dict) else {}
@@ -77,7 +85,7 @@ def _machine(meta: dict) -> str:
     parts = []
     if dev.get("name"):
         extra = [f"{dev['type']}" if dev.get("type") else "", f"driver {dev['driverInfo']}" if dev.get("driverInfo")
-                 else "", f"Vulkan {dev['apiVersion']}" if dev.get("apiVersion") else ""]
+                 else "", _api_version(dev.get("apiVersion"))]
         parts.append(f"{dev['name']} ({', '.join(x for x in extra if x)})")
     if host:
         parts.append(f"{host.get('cpu_count')} CPU cores, {host.get('os')}, Python {host.get('python')}")

@@ -145,7 +145,7 @@ def test_aa_arm_answers_the_stock_values_and_its_ratio_is_in_the_table(tmp_path,
     assert aa["runs"][0]["shims"]["VK_LAYER_CAPSHIM_app"]["changes"] == 0  # it answered the stock values
     assert s["aa"]["arm"] == "aa" and s["aa"]["reference"] == "native"
     assert set(s["aa"]["tests"]) == set(s["tests"])
-    assert "A/A (aa: app layer active, stock answers) vs native: pp64 " in r.stdout
+    assert "A/A (aa: shim active, stock answers) vs native: pp64 " in r.stdout
     assert "A/A (aa" in (out / "report.md").read_text()
     r = run_capshim("bench", "--arm", "x=identity", "--arm", "y=identity", "--", str(script))
     assert r.returncode == 2 and "one A/A (identity) arm" in r.stderr

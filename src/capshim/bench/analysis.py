@@ -112,7 +112,7 @@ def analyze(records: list[dict], arms: dict, baseline: str, host: dict | None = 
             :func:`host_from_file`), or None.
         allow_mismatch: compare series whose configurations differ, marking them,
             instead of raising :class:`ComparabilityError`.
-        aa_arm: the A/A arm (app layer active, stock answers): its ratio to the
+        aa_arm: the A/A arm (shim active, stock answers): its ratio to the
             unshimmed reference arm is reported under ``"aa"``.
         notes: sentences for the table notes (e.g. "no speed effect is expected on a CPU device").
         lower_is_better: tests whose metric is better when lower (seconds): the

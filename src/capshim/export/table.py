@@ -75,7 +75,7 @@ def _aa_note(s: dict) -> str | None:
     if not aa.get("reference"):
         return f"A/A arm {aa['arm']}: no unshimmed arm to compare with"
     parts = [f"{t} {fmt_ratio(c, 'x')}" for t, c in (aa.get("tests") or {}).items()]
-    return (f"A/A ({aa['arm']}: app layer active, stock answers) vs {aa['reference']}: "
+    return (f"A/A ({aa['arm']}: shim active, stock answers) vs {aa['reference']}: "
             + (", ".join(parts) if parts else "no common test")
             + " — the harness's and the shim's own bias")
 

@@ -350,7 +350,7 @@ def confirm(out: Path, s: Search, cands: dict[str, dict[str, int]], specs: dict[
     moved = common.aa_warning(common.per_test(m.summary), AA_ARM)
     notes += moved
     if aa is not None and not moved:
-        notes.append(f"A/A arm (app layer active, stock answers): {fmt_ratio(aa)} of native: "
+        notes.append(f"A/A arm (shim active, stock answers): {fmt_ratio(aa)} of native: "
                      "the harness's and the shim's own bias")
     if flags.get("tuned") or flags.get("native"):
         notes.append("confirmation flags: " + "; ".join(f"{a}: {', '.join(f)}" for a, f in flags.items() if f))
