@@ -14,6 +14,10 @@
  *                                    the shim's dlsym)
  *   CAPSHIM_STANDIN_SKEW=1           major/minor/multiProcessorCount written 8 bytes
  *                                    late: a layout the shim must refuse to touch
+ *   CAPSHIM_STANDIN_CACHE=1          the attributes read once, when the library loads, and
+ *                                    cudaGetDeviceProperties filled from that cache: what the
+ *                                    real libcudart.so.13 does on the H200, so the struct
+ *                                    arrives already lowered through the shim's driver wrapper
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -76,6 +80,39 @@ static int ready(void) {
     return drv.attr != NULL && drv.name != NULL && drv.total_mem != NULL && drv.count != NULL && drv.proc != NULL;
 }
 
+/* CAPSHIM_STANDIN_CACHE: the attributes as the driver answered them at load (index: attribute). */
+#define CACHE_SLOTS 128
+static int cache[CACHE_SLOTS];
+static int cache_ok[CACHE_SLOTS];
+static int cached;
+
+/* Runs on a thread of its own, as the real runtime's initialisation does not run inside the
+ * application's cudaGetDeviceProperties call: the shim's wrapper is not nested there. */
+static void *fill_cache(void *unused) {
+    (void)unused;
+#define CACHE(key, index, attribute, width, off13, off12, off11) \
+    if ((attribute) >= 0 && (attribute) < CACHE_SLOTS)           \
+        cache_ok[(attribute)] = drv.attr(&cache[(attribute)], (attribute), 0) == 0;
+    CAPSHIM_CUDA_FIELDS(CACHE)
+#undef CACHE
+    cached = 1;
+    return NULL;
+}
+
+static void cache_once(void) {
+    pthread_t t;
+    if (pthread_create(&t, NULL, fill_cache, NULL) == 0) (void)pthread_join(t, NULL);
+}
+
+/* cuDeviceGetAttribute, or the load-time cache for device 0 when CAPSHIM_STANDIN_CACHE=1. */
+static CUresult attr_of(int *v, int attribute, int device) {
+    if (cached && device == 0 && attribute >= 0 && attribute < CACHE_SLOTS && cache_ok[attribute]) {
+        *v = cache[attribute];
+        return 0;
+    }
+    return drv.attr(v, attribute, device);
+}
+
 static int runtime_version(void) {
     const char *v = getenv("CAPSHIM_STANDIN_RUNTIME_VERSION");
     return v != NULL ? atoi(v) : 13000;
@@ -104,9 +141,12 @@ EXPORT cudaError_t cudaDeviceGetAttribute(int *value, int attr, int device) {
 }
 
 /* Fills prop in the CUDA 13 (13), CUDA 12 (12) or pre-12 (11, CUDA 11.8) layout, that many bytes. */
+static pthread_once_t cache_ran = PTHREAD_ONCE_INIT;
+
 static cudaError_t fill(unsigned char *prop, int device, int layout) {
     if (prop == NULL) return cudaErrorInvalidValue;
     if (!ready()) return cudaErrorInsufficientDriver;
+    if (env_is("CAPSHIM_STANDIN_CACHE", "1")) (void)pthread_once(&cache_ran, cache_once);
     int probe = 0;
     CUresult rc = drv.attr(&probe, 1, device);
     if (rc != 0) return rc;
@@ -125,7 +165,7 @@ static cudaError_t fill(unsigned char *prop, int device, int layout) {
             memcpy(tmp + off, &bytes, sizeof bytes);                                               \
         } else {                                                                                   \
             int v = 0;                                                                             \
-            if (drv.attr(&v, (attribute), device) != 0) return 999;                                \
+            if (attr_of(&v, (attribute), device) != 0) return 999;                                 \
             if ((width) == CAPSHIM_CUDA_SIZE) {                                                    \
                 size_t s = (size_t)v;                                                              \
                 memcpy(tmp + off, &s, sizeof s);                                                   \
