@@ -4,6 +4,7 @@ the shim itself: tests/native/test_cuda_shim.py)."""
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 import pytest
@@ -11,7 +12,7 @@ import pytest
 from capshim import backends, profiles
 from capshim import status as st
 from capshim.backends import cuda
-from capshim.errors import UsageError
+from capshim.errors import CapshimError, UsageError
 
 T4 = profiles.load("t4-class")
 
@@ -117,3 +118,28 @@ def test_find_runtime_looks_where_pip_puts_nvidias_wheels(tmp_path):
     lib.parent.mkdir(parents=True)
     lib.write_bytes(b"")
     assert cuda.find_runtime([str(tmp_path / "nothing"), str(tmp_path / "site")]) == lib
+
+
+def test_run_says_what_a_program_was_built_for_and_refuses_to_call_a_static_runtime_a_result(tmp_path):
+    """Issue 22 item 2: the program's own fatbin (what the code was built for) and a statically linked
+    runtime (inert) are named before the run; a program without CUDA code of its own gets nothing."""
+    from tests.fixtures import fatbin as fb
+
+    static = tmp_path / "static-app"
+    static.write_bytes(fb.elf({".nv_fatbin": fb.sample()}, {"cudaGetDeviceProperties": True}))
+    dynamic = tmp_path / "dynamic-app"
+    dynamic.write_bytes(fb.elf({".nv_fatbin": fb.sample()}, {"__cudaRegisterFatBinary": False}))
+    stock = lambda: {"capabilities": {"computeCapability": 90}}  # noqa: E731
+    notes = cuda.program_notes(T4, [str(static)], stock)
+    assert "links the CUDA runtime statically" in notes[0] and "inert" in notes[0]
+    assert notes[1].endswith("lowered 9.0 -> 7.5; code built for sm_75, sm_80, sm_86, sm_90 (+PTX compute_90)")
+    only = cuda.program_notes(T4, [str(dynamic)], stock)
+    assert len(only) == 1 and "lowered 9.0 -> 7.5" in only[0]
+
+    def no_device():
+        raise CapshimError("no CUDA device")
+
+    assert cuda.program_notes(T4, [str(dynamic)], no_device)[0].endswith(
+        "answers compute capability 7.5; code built for sm_75, sm_80, sm_86, sm_90 (+PTX compute_90)")
+    assert cuda.program_notes(T4, [sys.executable], stock) == []
+    assert cuda.program_notes(T4, ["no-such-program-here"], stock) == []

@@ -37,7 +37,7 @@ import urllib.parse
 from dataclasses import dataclass
 from pathlib import Path
 
-from capshim import jsonread, paths, profiles
+from capshim import cuda_binary, jsonread, paths, profiles
 from capshim import status as st
 from capshim.backends import Backend, answer_differences
 from capshim.errors import CapshimError, UsageError
@@ -423,6 +423,10 @@ class CudaBackend(Backend):
             raise UsageError("--shim: the CUDA shim checks its own build")
         return verify()
 
+    def run_warnings(self, profile, simulate, argv):
+        """See :func:`program_notes`."""
+        return program_notes(profile, argv, self.stock_answers)
+
     def stock_answers(self, device: int = 0) -> dict:
         """A stock :func:`probe` of ``device`` (the driver's own answers)."""
         data = probe(device=device)
@@ -430,7 +434,53 @@ class CudaBackend(Backend):
         return data
 
 
+def program_notes(profile: Profile | None, argv: list[str], stock=None) -> list[str]:
+    """What ``capshim run`` says about the program before it starts (issue 22, "honest limits").
+
+    - A statically linked CUDA runtime (:func:`capshim.cuda_binary.static_runtime`, nvcc's
+      default): ``LD_PRELOAD`` cannot reach its calls, so a run of it stays inert (never a result).
+    - The CUDA code the program itself embeds (:func:`capshim.cuda_binary.embedded_architectures`):
+      what was lowered and what the code was built for (:func:`capshim.cuda_binary.status_line`);
+      a lower answer changes what the program chooses, the kernels still run as built.
+
+    Args:
+        profile: the ``--profile``; argv: the command; stock: a callable returning the device's
+            stock answers (:meth:`CudaBackend.stock_answers`), asked only when the program embeds
+            CUDA code; its failure (no device) leaves the stock capability out of the sentence.
+
+    Returns:
+        Sentences, each naming the program; none for a program without CUDA code of its own (a
+        Python interpreter: the libraries it loads later are not read here).
+    """
+    if not argv:
+        return []
+    exe = argv[0] if "/" in argv[0] else shutil.which(argv[0])
+    if exe is None or not os.path.isfile(exe):
+        return []
+    out = []
+    if cuda_binary.static_runtime(exe):
+        out.append(f"{argv[0]} links the CUDA runtime statically (nvcc's default, -cudart static): LD_PRELOAD "
+                   "cannot reach its calls, so the shim stays inert for it and a run of it is no shim result; "
+                   "build it with -cudart shared")
+    targets = cuda_binary.embedded_architectures(exe)
+    if not targets or not (targets.sass or targets.ptx):
+        return out
+    lowered = profile.capabilities.get("computeCapability") if profile is not None else None
+    have = None
+    if stock is not None:
+        try:
+            have = (stock().get("capabilities") or {}).get("computeCapability")
+        except CapshimError:
+            have = None
+    if isinstance(have, int):
+        out.append(f"{argv[0]}: {cuda_binary.status_line(have, lowered, targets)}")
+    else:
+        answer = f"answers compute capability {lowered // 10}.{lowered % 10}; " if isinstance(lowered, int) else ""
+        out.append(f"{argv[0]}: {answer}code built for {targets.text()}")
+    return out
+
+
 BACKEND = CudaBackend()
 
 __all__ = ["build", "build_paths", "render_config", "launch_env", "preload_value", "probe", "classify", "verify",
-           "standin_env", "find_runtime", "CudaBuild", "CudaBackend", "BACKEND", "LIBRARY", "PROBE", "EXPORTS", "SHIM"]
+           "standin_env", "find_runtime", "program_notes", "CudaBuild", "CudaBackend", "BACKEND", "LIBRARY", "PROBE", "EXPORTS", "SHIM"]

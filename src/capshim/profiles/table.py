@@ -197,9 +197,9 @@ def _struct(s: registry.StructFacts) -> Struct:
 def _vulkan_facts(e: dict, facts: registry.Facts, structs: dict[str, Struct], flags: dict, where: str):
     """(entry with type, unit and flag_names from the registry, its (struct, member) pairs) of one
     [[vulkan]] entry; the structs it uses are added to ``structs`` (first use first)."""
-    for field in REGISTRY_FIELDS:
-        if field in e:
-            raise TableError(f"{where}: {field} comes from the Vulkan registry (registry_facts.toml): remove it")
+    for name in REGISTRY_FIELDS:
+        if name in e:
+            raise TableError(f"{where}: {name} comes from the Vulkan registry (registry_facts.toml): remove it")
     kf = facts.keys.get(e["key"])
     stale = (f"{where}: registry_facts.toml (vk.xml {facts.registry}) {{}}: "
              "run python -m capshim.profiles.generate --write")
