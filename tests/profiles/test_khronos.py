@@ -280,3 +280,19 @@ def test_show_check_and_import_split_against_the_device(tmp_path, stock_probe):
     assert not (tmp_path / "k-lower.toml").exists() and (tmp_path / "k-raise.toml").read_text() == "mine"
     both = run_capshim("run", "--simulate", str(H200), "--profile", "vulkan-paravirt", "--", "true")
     assert both.returncode == 2 and "needs both roles" in both.stderr
+
+
+H200_CAPTURE = FIX / "h200-capture.json"
+
+
+@pytest.mark.slow
+def test_a_real_h200_capture_simulated_on_lavapipe_reports_each_beyond_answer(stock_probe):
+    """Issue 21 item 2 with a capture made on the H200 itself (`capshim profile capture --format json`,
+    2026-12-01; SOURCE.md): every answer above lavapipe is reported as beyond the device, and answered."""
+    _lavapipe(stock_probe)
+    r = run_capshim("probe", "--simulate", str(H200_CAPTURE), "--json")
+    assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout)
+    want = khronos.derive(khronos.read(str(H200_CAPTURE)), stock_probe)[1]
+    assert {e["key"] for e in out["beyond_device"]} == set(want.capabilities) | set(want.extensions)
+    assert len(out["beyond_device"]) > 50 and out["capabilities"]["maxComputeSharedMemorySize"] == 49152
