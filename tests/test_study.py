@@ -35,7 +35,7 @@ def _with_bundle(run_arms):
 
 
 def _ablate_study(tmp_path, monkeypatch):
-    monkeypatch.setattr(common, "stock_probe", lambda: (GPU_STOCK, GPU_STOCK["device"]))
+    monkeypatch.setattr(common, "stock_probe", lambda api=None: (GPU_STOCK, GPU_STOCK["device"]))
     monkeypatch.setattr(common, "run_arms", _with_bundle(
         fake_bench(lambda name, what, test, r: [1000.0 + i for i in range(r)])))
     out = tmp_path / "ab"
@@ -57,7 +57,7 @@ def test_a_fresh_ablate_study_verifies(tmp_path, monkeypatch):
 
 
 def test_a_fresh_tune_study_verifies(tmp_path, monkeypatch):
-    monkeypatch.setattr(common, "stock_probe", lambda: (CPU_STOCK, CPU_STOCK["device"]))
+    monkeypatch.setattr(common, "stock_probe", lambda api=None: (CPU_STOCK, CPU_STOCK["device"]))
     monkeypatch.setattr(common, "run_arms", _with_bundle(fake_bench(_lavapipe_like)))
     out = tmp_path / "t"
     tune.tune(out=out)
@@ -82,7 +82,7 @@ def test_a_study_stopped_by_an_error_is_sealed_and_says_so(tmp_path, monkeypatch
         _with_bundle(fake_bench(_lavapipe_like, calls))(specs, out, **kw)
         raise CapshimError("bench interrupted (SIGINT); partial bundle: x", exit_code=130)
 
-    monkeypatch.setattr(common, "stock_probe", lambda: (CPU_STOCK, CPU_STOCK["device"]))
+    monkeypatch.setattr(common, "stock_probe", lambda api=None: (CPU_STOCK, CPU_STOCK["device"]))
     monkeypatch.setattr(common, "run_arms", interrupted)
     with pytest.raises(CapshimError, match="interrupted"):
         tune.tune(out=tmp_path / "t")
@@ -94,7 +94,7 @@ def test_a_study_stopped_by_an_error_is_sealed_and_says_so(tmp_path, monkeypatch
 def test_a_refused_out_is_never_sealed(tmp_path, monkeypatch):
     (tmp_path / "full").mkdir()
     (tmp_path / "full" / "mine.txt").write_text("the user's")
-    monkeypatch.setattr(common, "stock_probe", lambda: (CPU_STOCK, CPU_STOCK["device"]))
+    monkeypatch.setattr(common, "stock_probe", lambda api=None: (CPU_STOCK, CPU_STOCK["device"]))
     with pytest.raises(CapshimError, match="not empty"):
         tune.tune(out=tmp_path / "full")
     assert sorted(os.listdir(tmp_path / "full")) == ["mine.txt"]

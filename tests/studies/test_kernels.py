@@ -414,7 +414,7 @@ def _spec(name, *a):
 def test_a_cpu_device_without_a_real_model_is_refused_before_anything_runs(monkeypatch, tmp_path):
     _fake_real_model(monkeypatch, tmp_path, present=False)
     ran = []
-    monkeypatch.setattr(common, "stock_probe", lambda: ({}, LAVAPIPE))
+    monkeypatch.setattr(common, "stock_probe", lambda api=None: ({}, LAVAPIPE))
     monkeypatch.setattr(common, "run_arms", lambda *a, **k: ran.append(a))
     with pytest.raises(UsageError) as e:
         kernels.kernels((), out=tmp_path / "k")

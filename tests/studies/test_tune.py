@@ -147,7 +147,7 @@ def _lavapipe_like(name, what, test, r):
 
 def test_tune_output_says_what_failed_what_is_flagged_and_the_verdict(tmp_path, monkeypatch):
     calls = []
-    monkeypatch.setattr(common, "stock_probe", lambda: (CPU_STOCK, CPU_STOCK["device"]))
+    monkeypatch.setattr(common, "stock_probe", lambda api=None: (CPU_STOCK, CPU_STOCK["device"]))
     monkeypatch.setattr(common, "run_arms", fake_bench(_lavapipe_like, calls))
     out = tmp_path / "t"
     res = tune.tune(out=out)
@@ -184,7 +184,7 @@ def test_tune_output_says_what_failed_what_is_flagged_and_the_verdict(tmp_path, 
 
 def test_tune_checks_test_before_writing_anything(tmp_path, monkeypatch):
     calls = []
-    monkeypatch.setattr(common, "stock_probe", lambda: (CPU_STOCK, CPU_STOCK["device"]))
+    monkeypatch.setattr(common, "stock_probe", lambda api=None: (CPU_STOCK, CPU_STOCK["device"]))
     monkeypatch.setattr(common, "run_arms", fake_bench(_lavapipe_like, calls))
     with pytest.raises(UsageError, match=r"--test tg999: not a test of this bench .*pp64, tg16"):
         tune.tune(out=tmp_path / "t", test="tg999")
@@ -214,7 +214,7 @@ def test_terminal_table_wraps_cells_instead_of_cutting_them(monkeypatch, capsys)
 # --- exit status, budget, --dims, path unchanged, ties ------------------------
 
 def _fake_tune(monkeypatch, value, calls=None, **kw):
-    monkeypatch.setattr(common, "stock_probe", lambda: (CPU_STOCK, CPU_STOCK["device"]))
+    monkeypatch.setattr(common, "stock_probe", lambda api=None: (CPU_STOCK, CPU_STOCK["device"]))
     monkeypatch.setattr(common, "run_arms", fake_bench(value, calls, **kw))
 
 
