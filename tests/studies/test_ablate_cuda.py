@@ -51,7 +51,8 @@ def test_the_workload_follows_the_profile_api(monkeypatch):
 def test_ablate_a_cuda_profile_end_to_end(tmp_path, monkeypatch):
     cuda_fake.install(monkeypatch)
     t4 = cuda_fake.profile_file(tmp_path, "t4-class", 75)
-    res = ablate.ablate(str(t4), by="key", out=tmp_path / "ab", repetitions=2, warmup=0, shape="1x2x64x16")
+    # no --by: a CUDA profile is ablated key by key (its keys belong to no group)
+    res = ablate.ablate(str(t4), out=tmp_path / "ab", repetitions=2, warmup=0, shape="1x2x64x16")
     summary = json.loads((tmp_path / "ab" / "bench" / "summary.json").read_text())
     sdpa = {name: arm["path"]["cuda"]["sdpa_backend"] for name, arm in summary["arms"].items()}
     assert sdpa == {"native": "cudnn", "aa": "cudnn", "sim": "mem-efficient", "loo-k00": "mem-efficient",

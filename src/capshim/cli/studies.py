@@ -35,9 +35,9 @@ def _ablate_tune_table(rows: list[dict], notes: list[str], title: str, wide: boo
 @click.option("--profile", "profile_ref", default="vulkan-paravirt", show_default=True, metavar="P",
               help="The lowering profile whose capability groups are measured (built-in name or file): a Vulkan "
                    "profile runs llama.cpp, a CUDA profile the torch-sdpa workload.")
-@click.option("--by", type=Choice(["group", "key"]), default="group", show_default=True,
+@click.option("--by", type=Choice(["group", "key"]), default=None,
               help="Ablate capability groups (coopmat, intdot, fp16, shmem, subgroup) or key by key "
-                   "(CUDA keys belong to no group: use --by key).")
+                   "[default: group for a Vulkan profile; key for CUDA, whose keys belong to no group].")
 @click.option("--repetitions", "-r", type=click.IntRange(1, 1000), default=None,
               help=f"Runs per arm, one process each {study_default('ablate', 'repetitions')}.")
 @builtin_workload_options

@@ -109,7 +109,7 @@ def render_cuda_docs(table: Table) -> str:
          "device's real kernels must still run. The shim answers min(device, profile) for each",
          "key; `computeCapability` is one key, `major * 10 + minor` (a profile may write",
          "`\"7.5\"` or `75`), lowered as a pair: 9.0 under 7.5 answers major 7 and minor 5, 7.0",
-         "under 7.5 stays 7.0. `name` (a string, off by default) replaces the device name.",
+         "under 7.5 stays 7.0. `deviceName` (a string, off by default) replaces the device name.",
          "Attribute numbers are the same for `cudaDeviceGetAttribute` (cudaDeviceAttr) and",
          "`cuDeviceGetAttribute` (CUdevice_attribute). Offsets are bytes into `cudaDeviceProp`:",
          f"CUDA 13 ({lay['cuda13_size']} bytes, `cudaGetDeviceProperties` of `libcudart.so.13`),",

@@ -367,7 +367,7 @@ def load_lowering(ref: str) -> Profile:
     return prof
 
 
-def ablate(profile_ref: str = "vulkan-paravirt", by: str = "group", out: Path | None = None,
+def ablate(profile_ref: str = "vulkan-paravirt", by: str | None = None, out: Path | None = None,
            model: str | None = None, repetitions: int | None = None, warmup: int | None = None,
            n_prompt: int | None = None, n_gen: int | None = None, test: str | None = None,
            shape: str | None = None, recover: float = RECOVER, lower_bound: float = LOWER_BOUND, timeout: float = 900.0) -> dict:
@@ -381,6 +381,8 @@ def ablate(profile_ref: str = "vulkan-paravirt", by: str = "group", out: Path | 
     signal once files were written.
 
     ``shape``: the torch-sdpa problem of a CUDA profile (BxHxSxD; the workload's default when None).
+    ``by``: "group" or "key"; None: groups for the API that has them
+    (:data:`capshim.studies.common.GROUPS_API`), key by key for the others.
 
     Raises:
         UsageError: bad profile, ``--by``, ``--test`` or ``--shape`` (a shape for a Vulkan profile), or an
@@ -388,9 +390,11 @@ def ablate(profile_ref: str = "vulkan-paravirt", by: str = "group", out: Path | 
         CapshimError: no driver for the profile's API; the bench was stopped by a signal (exit 128+N, sealed).
     """
     t0 = time.monotonic()
-    if by not in ("group", "key"):
+    if by not in (None, "group", "key"):
         raise UsageError(f"--by {by}: expected group or key")
     lowering = load_lowering(profile_ref)
+    if by is None:
+        by = "group" if lowering.api == common.GROUPS_API else "key"
     with common.study_folder(out, "ablate") as (out, guard):
         workload = common.study_workload(lowering.api)
         stock, device = common.stock_probe(lowering.api)
