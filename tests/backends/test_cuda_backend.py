@@ -143,3 +143,15 @@ def test_run_says_what_a_program_was_built_for_and_refuses_to_call_a_static_runt
         "answers compute capability 7.5; code built for sm_75, sm_80, sm_86, sm_90 (+PTX compute_90)")
     assert cuda.program_notes(T4, [sys.executable], stock) == []
     assert cuda.program_notes(T4, ["no-such-program-here"], stock) == []
+
+
+def test_profile_check_against_a_device_without_a_driver_is_exit_1_as_probe_says_it(monkeypatch):
+    """No CUDA driver (this machine): `profile check --device 0` cannot read the device, which is exit 1
+    (as probe and bench exit), not 2 (bad usage or profile)."""
+    from click.testing import CliRunner
+
+    from capshim.cli import main
+
+    monkeypatch.setenv("CAPSHIM_CUDA_RUNTIME", "/nonexistent/libcudart.so.13")
+    r = CliRunner().invoke(main, ["profile", "check", "t4-class", "--device", "0"])
+    assert r.exit_code == 1 and "cannot check the profile against the device" in r.output, r.output

@@ -12,7 +12,7 @@ from capshim.cli import profiles_host
 from capshim.cli.options import json_option, khronos_parts, unsupported_summary
 from capshim.cli.options import write_new as _write
 from capshim.profiles import khronos
-from capshim.errors import CapshimError, UsageError
+from capshim.errors import EXIT_WORKLOAD, CapshimError, UsageError
 from capshim.cli.suggest import SuggestingGroup
 from capshim.export import terminal
 
@@ -127,8 +127,8 @@ def profile_check(file, device, host, as_json, strict):
     if why:
         raise CapshimError(f"--device {device}: {why}")
     found = beyond.check(be, p, None, device)  # check_against_device (check_alone's included) and beyond_device
-    if found.problem:
-        raise CapshimError(f"--device {device}: {found.problem}")
+    if found.problem:  # no driver, the probe failed: exit 1, as probe and bench say it
+        raise CapshimError(f"--device {device}: {found.problem}", exit_code=EXIT_WORKLOAD)
     for line in found.warnings + beyond.warning_lines(found.findings):
         click.echo(f"warning: {line}", err=True)
     if found.refusals:
