@@ -10,13 +10,15 @@ from __future__ import annotations
 
 import json
 import os
+import re
 
 import pytest
 
 from capshim import profiles
 from capshim.backends import cuda
 from tests.conftest import run_capshim
-from tests.native.cuda_harness import H200, PATHS, T4, Harness, attrs, compile_driver, libasan
+from capshim.native import build as nb
+from tests.native.cuda_harness import HERE, H200, PATHS, T4, Harness, attrs, compile_driver, libasan
 
 T4_CFG = cuda.render_config(profiles.load("t4-class"))
 
@@ -224,6 +226,22 @@ def test_a_fifo_or_missing_configuration_is_refused_without_blocking(h, tmp_path
         r = h.run(["direct"], path)
         assert attrs(r.path("direct")) == H200
         assert words in r.of("config")[0]["reason"]
+
+
+def test_a_users_rtld_next_interposer_after_the_shim_gets_the_next_definition(h, tmp_path):
+    """A user's own interposer after the shim in LD_PRELOAD (capshim run's order) that finds the
+    next definition with dlsym(RTLD_NEXT): it reached the shim's dlsym, which asked glibc from the
+    shim's place, so the interposer got its own definition back and called itself until the
+    stack ran out (SIGSEGV). Now it gets the next one: libc's sysconf, the runtime's
+    cudaDeviceGetAttribute (lowered by the shim in front of it)."""
+    tracer = tmp_path / "libtracer.so"
+    nb.run_compiler(["gcc", "-std=gnu11", "-O1", "-g", *nb.WARNINGS, "-shared", "-fPIC",
+                     str(HERE / "rtld_next_tracer.c"), "-o", str(tracer), "-ldl"])
+    r = h.run(["direct"], T4_CFG, env={"LD_PRELOAD": f"{h.build.library}:{tracer}"})
+    assert r.rc == 0, r.stderr
+    assert attrs(r.path("direct-runtime")) == T4
+    m = re.search(r"tracer: (\d+) calls, sysconf (-?\d+)", r.stderr)
+    assert m and int(m[1]) >= 12 and int(m[2]) == os.sysconf("SC_PAGESIZE"), r.stderr
 
 
 def test_a_child_of_the_target_is_skipped(h):
