@@ -205,6 +205,8 @@ def test_lower_only_and_the_pair(h, cfg, expect):
     ("direction=lower\ncomputeCapability=75x\n", "not a whole number"),
     ("computeCapability=75\n", "key 'direction' is missing"),
     ("direction=lower\nregsPerBlock=4294967296\n", "does not fit in 32 bits"),
+    ("direction=lower\nmultiProcessorCount=0\n", "key 'multiProcessorCount': 0: no CUDA device answers 0"),
+    ("direction=lower\ncomputeCapability=75\nsharedMemPerBlock=0\n", "key 'sharedMemPerBlock': 0"),
 ])
 def test_a_bad_configuration_leaves_everything_stock(h, cfg, words):
     r = h.run(["direct"], cfg)

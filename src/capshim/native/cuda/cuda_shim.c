@@ -150,6 +150,12 @@ static int read_config(void) {
         why = "extension.* keys: CUDA has no extensions to hide or add";
     else if (cc != NULL && (cc->value < 10 || cc->value > 999))
         why = "key 'computeCapability': not major * 10 + minor in 10..999";
+    static char zero[128];
+    for (size_t i = 0; why == NULL && i < g_cfg.nvalues; i++) {
+        if (g_cfg.values[i].value != 0) continue;
+        snprintf(zero, sizeof zero, "key '%s': 0: no CUDA device answers 0 (at least 1)", g_cfg.values[i].key);
+        why = zero;
+    }
     if (why != NULL) {
         memset(&g_cfg, 0, sizeof g_cfg);
         config_rejected(path, why);
