@@ -4,6 +4,7 @@ the shim itself: tests/native/test_cuda_shim.py)."""
 from __future__ import annotations
 
 import json
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -11,7 +12,7 @@ import pytest
 from capshim import backends, profiles
 from capshim import status as st
 from capshim.backends import cuda
-from capshim.errors import UsageError
+from capshim.errors import CapshimError, UsageError
 
 T4 = profiles.load("t4-class")
 
@@ -117,3 +118,21 @@ def test_find_runtime_looks_where_pip_puts_nvidias_wheels(tmp_path):
     lib.parent.mkdir(parents=True)
     lib.write_bytes(b"")
     assert cuda.find_runtime([str(tmp_path / "nothing"), str(tmp_path / "site")]) == lib
+
+
+def test_a_bogus_runtime_is_named_as_such_not_blamed_on_the_driver(tmp_path):
+    """Issue 22 hostile pass: CAPSHIM_CUDA_RUNTIME naming a text file, a folder or a library
+    without the runtime's symbols ended in "(is an NVIDIA driver installed? try: nvidia-smi ...)",
+    and the last said "cudaRuntimeGetVersion failed" of a library that has no such function."""
+    b = cuda.build()
+    text = tmp_path / "libcudart.so.13"
+    text.write_text("not a library\n")
+    nosyms = tmp_path / "libnosyms.so"
+    subprocess.run(["gcc", "-shared", "-fPIC", "-x", "c", "-", "-o", str(nosyms)], input="int x;\n", text=True,
+                   check=True)
+    for path, words in ((text, "no CUDA runtime"), (tmp_path, "no CUDA runtime"),
+                        (nosyms, "not a CUDA runtime (no cudaRuntimeGetVersion)")):
+        with pytest.raises(CapshimError) as exc:
+            cuda.probe(b=b, extra_env={**cuda.standin_env(b), "CAPSHIM_CUDA_RUNTIME": str(path)})
+        assert words in str(exc.value) and "CAPSHIM_CUDA_RUNTIME=" in str(exc.value), str(exc.value)
+        assert "is an NVIDIA driver installed" not in str(exc.value)
