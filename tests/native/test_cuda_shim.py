@@ -246,6 +246,15 @@ def test_a_users_rtld_next_interposer_after_the_shim_gets_the_next_definition(h,
     assert m and int(m[1]) >= 12 and int(m[2]) == os.sysconf("SC_PAGESIZE"), r.stderr
 
 
+def test_a_name_asked_into_a_short_buffer_does_not_record_a_truncated_stock_name(h):
+    """cuDeviceGetName into 1 and 4 bytes first: the device's name did not fit, yet the one changed
+    event per query recorded it as the stock name ("" and "NVI"), and the full name never showed."""
+    r = h.run(["shortname"], T4_CFG + "deviceName=Tesla%20T4\n")
+    assert r.path("shortname")["names"] == [[0, ""], [0, "Tes"], [0, "Tesla T4"]]
+    assert [(e["stock"], e["reported"]) for e in r.of("changed") if e["key"] == "deviceName"] == [
+        ("NVIDIA H200", "Tesla T4")]
+
+
 def test_a_child_of_the_target_is_skipped(h):
     r = h.run(["direct"], T4_CFG, env={"CAPSHIM_TARGET_PID": "1"})
     assert attrs(r.path("direct")) == H200

@@ -12,6 +12,7 @@
  *                     ... from cudaGetDriverEntryPoint(ByVersion)(_ptsz)
  *       spawn         direct, then runs "cuda_paths direct" as a child (its line follows)
  *       fork          direct, then fork(): the child prints a "fork-child" line (no exec)
+ *       shortname     cuDeviceGetName into buffers of 1, 4 and 256 bytes: {"path", "names": [[rc, text] x3]}
  *       threads       8 threads ask 200 times each through the runtime and the driver (both
  *                     compute-capability halves, the properties); prints {"path", "answers", "cc"}:
  *                     how many answers came back and the distinct major*10+minor values seen
@@ -224,6 +225,13 @@ int main(int argc, char **argv) {
     }
     struct args g = {argv[1], argc > 2 ? atoi(argv[2]) : 12000, argc > 3 ? strtoull(argv[3], NULL, 0) : 0, NULL};
     if (strcmp(g.path, "threads") == 0) return threads();
+    if (strcmp(g.path, "shortname") == 0) { /* cuDeviceGetName into 1, 4 and 256 bytes, in that order */
+        char n1[1] = {'x'}, n4[4] = "xxx", n256[256] = "untouched";
+        int r1 = cuDeviceGetName(n1, 1, 0), r4 = cuDeviceGetName(n4, 4, 0), r256 = cuDeviceGetName(n256, 256, 0);
+        printf("{\"path\": \"shortname\", \"names\": [[%d, \"%.1s\"], [%d, \"%.4s\"], [%d, \"%.60s\"]]}\n", r1, n1,
+               r4, n4, r256, n256);
+        return 0;
+    }
     struct api a = {0};
     char getter[96] = "";
     if (strcmp(g.path, "direct") == 0 || strcmp(g.path, "spawn") == 0 || strcmp(g.path, "fork") == 0) {

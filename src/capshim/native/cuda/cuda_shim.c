@@ -448,9 +448,9 @@ void capshim_cuda_lower_pair(const char *query, int *major, int *minor) {
 void capshim_cuda_lower_name(const char *query, char *name, size_t size) {
     if (name == NULL || size == 0 || g_cfg.device_name[0] == '\0') return;
     if (strncmp(name, g_cfg.device_name, size) == 0) return;
-    static atomic_uint seen; /* one event per query */
+    static atomic_uint seen; /* one event per query, from a buffer the stock name fit in */
     unsigned bit = 1u << ((unsigned)capshim_cuda_entry_index(query) & 31u);
-    if (atomic_fetch_or(&seen, bit) & bit) {
+    if (strnlen(name, size) + 1 >= size || (atomic_fetch_or(&seen, bit) & bit)) {
         snprintf(name, size, "%s", g_cfg.device_name);
         return;
     }
