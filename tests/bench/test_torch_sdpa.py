@@ -179,6 +179,9 @@ def test_without_torch_the_workload_says_how_to_install_it(monkeypatch):
     ("\uff18x32x4096x128", "expected BxHxSxD"),  # a full-width 8 (a Unicode digit) was taken as 8
     ("1x1x1x1000000000", "more than 9999999"),  # four positive integers: the format was not what was wrong
     ("9999999999999999999999x1x1x1", "more than 9999999"),
+    ("0", "expected BxHxSxD"), ("-1", "expected BxHxSxD"), ("1000000000", "expected BxHxSxD"),
+    ("8x32", "expected BxHxSxD"), ("axbxcxd", "expected BxHxSxD"), ("8x32x4096x128x1", "expected BxHxSxD"),
+    ("-8x32x4096x128", "expected BxHxSxD"), ("8x32x4096x1e3", "expected BxHxSxD"), ("0x32x4096x128", "at least 1"),
 ])
 def test_shape_refusals_say_what_is_wrong_before_the_device_is_probed(shape, words, monkeypatch):
     """Issue 22 hostile pass: a bad --shape is exit 2 naming the problem, before the stock probe

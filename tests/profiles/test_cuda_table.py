@@ -122,6 +122,21 @@ HEAD = 'name = "c"\napi = "cuda"\ndirection = "{direction}"\nversion = 1\ndescri
     ("[extensions]\nVK_KHR_x = false\n", "extensions", "unknown key"),
     ('[capabilities]\ndeviceName = ""\n', "capabilities.deviceName", "device name"),
     ("[capabilities]\ntotalGlobalMem = -1\n", "capabilities.totalGlobalMem", "0..18446744073709551615"),
+    ('[capabilities]\ncomputeCapability = "7.10"\n', "capabilities.computeCapability", "compute capability"),
+    ('[capabilities]\ncomputeCapability = "07.5"\n', "capabilities.computeCapability", "compute capability"),
+    ('[capabilities]\ncomputeCapability = "7.5.1"\n', "capabilities.computeCapability", "compute capability"),
+    ('[capabilities]\ncomputeCapability = " 7.5"\n', "capabilities.computeCapability", "compute capability"),
+    ('[capabilities]\ncomputeCapability = "\u0667.\u0665"\n', "capabilities.computeCapability", "compute capability"),
+    ("[capabilities]\ncomputeCapability = 0\n", "capabilities.computeCapability", "compute capability"),
+    ("[capabilities]\ncomputeCapability = 1000\n", "capabilities.computeCapability", "compute capability"),
+    ("[capabilities]\ncomputeCapability = -75\n", "capabilities.computeCapability", "compute capability"),
+    ("[capabilities]\ncomputeCapability = 99999999999999999999999\n", "capabilities.computeCapability",
+     "compute capability"),
+    ("[capabilities]\nmultiprocessorCount = 4\n", "capabilities.multiprocessorCount", "multiProcessorCount"),
+    ("[capabilities]\ncomputeCapabilty = 75\n", "capabilities.computeCapabilty", "computeCapability"),
+    ('[capabilities]\ndeviceName = "a\\u0001b"\n', "capabilities.deviceName", "control characters"),
+    ('[capabilities]\ndeviceName = "T4\\u0085"\n', "capabilities.deviceName", "control characters"),
+    ('[capabilities]\ndeviceName = "' + "a" * 300 + '"\n', "capabilities.deviceName", "longer than 255"),
 ])
 def test_bad_cuda_profiles_name_the_key(body, key, words):
     with pytest.raises(profiles.ProfileError) as exc:

@@ -73,3 +73,13 @@ def test_a_bad_shape_is_exit_2_with_nothing_written(tmp_path, monkeypatch, shape
     with pytest.raises(UsageError, match=words):
         ablate.ablate(str(prof), out=tmp_path / "out", shape=shape)
     assert not (tmp_path / "out").exists()
+
+
+def test_a_profile_that_only_renames_the_device_has_nothing_to_ablate(tmp_path, monkeypatch):
+    cuda_fake.install(monkeypatch)
+    prof = tmp_path / "onlyname.toml"
+    prof.write_text('name = "onlyname"\napi = "cuda"\ndirection = "lower"\nversion = 1\ndescription = "d"\n'
+                    '[capabilities]\ndeviceName = "Tesla T4"\n')
+    with pytest.raises(UsageError, match="nothing to ablate"):
+        ablate.ablate(str(prof), out=tmp_path / "out")
+    assert not (tmp_path / "out").exists()
