@@ -4,6 +4,7 @@ the shim itself: tests/native/test_cuda_shim.py)."""
 from __future__ import annotations
 
 import json
+import subprocess
 import sys
 from pathlib import Path
 
@@ -155,3 +156,21 @@ def test_profile_check_against_a_device_without_a_driver_is_exit_1_as_probe_says
     monkeypatch.setenv("CAPSHIM_CUDA_RUNTIME", "/nonexistent/libcudart.so.13")
     r = CliRunner().invoke(main, ["profile", "check", "t4-class", "--device", "0"])
     assert r.exit_code == 1 and "cannot check the profile against the device" in r.output, r.output
+
+
+def test_a_bogus_runtime_is_named_as_such_not_blamed_on_the_driver(tmp_path):
+    """Issue 22 hostile pass: CAPSHIM_CUDA_RUNTIME naming a text file, a folder or a library
+    without the runtime's symbols ended in "(is an NVIDIA driver installed? try: nvidia-smi ...)",
+    and the last said "cudaRuntimeGetVersion failed" of a library that has no such function."""
+    b = cuda.build()
+    text = tmp_path / "libcudart.so.13"
+    text.write_text("not a library\n")
+    nosyms = tmp_path / "libnosyms.so"
+    subprocess.run(["gcc", "-shared", "-fPIC", "-x", "c", "-", "-o", str(nosyms)], input="int x;\n", text=True,
+                   check=True)
+    for path, words in ((text, "no CUDA runtime"), (tmp_path, "no CUDA runtime"),
+                        (nosyms, "not a CUDA runtime (no cudaRuntimeGetVersion)")):
+        with pytest.raises(CapshimError) as exc:
+            cuda.probe(b=b, extra_env={**cuda.standin_env(b), "CAPSHIM_CUDA_RUNTIME": str(path)})
+        assert words in str(exc.value) and "CAPSHIM_CUDA_RUNTIME=" in str(exc.value), str(exc.value)
+        assert "is an NVIDIA driver installed" not in str(exc.value)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -171,6 +172,23 @@ def test_without_torch_the_workload_says_how_to_install_it(monkeypatch):
     monkeypatch.setattr(torch_sdpa.importlib.util, "find_spec", lambda name: None)
     with pytest.raises(CapshimError, match="needs PyTorch with CUDA"):
         torch_sdpa.bench_workload(SMALL)
+
+
+@pytest.mark.parametrize("shape, words", [
+    ("", "expected BxHxSxD"),  # an empty --shape (an unset shell variable) ran the 8x32x4096x128 default
+    ("\uff18x32x4096x128", "expected BxHxSxD"),  # a full-width 8 (a Unicode digit) was taken as 8
+    ("1x1x1x1000000000", "more than 9999999"),  # four positive integers: the format was not what was wrong
+    ("9999999999999999999999x1x1x1", "more than 9999999"),
+    ("0", "expected BxHxSxD"), ("-1", "expected BxHxSxD"), ("1000000000", "expected BxHxSxD"),
+    ("8x32", "expected BxHxSxD"), ("axbxcxd", "expected BxHxSxD"), ("8x32x4096x128x1", "expected BxHxSxD"),
+    ("-8x32x4096x128", "expected BxHxSxD"), ("8x32x4096x1e3", "expected BxHxSxD"), ("0x32x4096x128", "at least 1"),
+])
+def test_shape_refusals_say_what_is_wrong_before_the_device_is_probed(shape, words, monkeypatch):
+    """Issue 22 hostile pass: a bad --shape is exit 2 naming the problem, before the stock probe
+    (on a machine without a driver the probe's error hid it)."""
+    monkeypatch.setenv("CAPSHIM_CUDA_RUNTIME", "/nonexistent/libcudart.so.13")
+    with pytest.raises(UsageError, match=re.escape(f"--shape {shape!r}: ") + ".*" + re.escape(words)):
+        plan_mod.make_plan(BenchRequest(workload="torch-sdpa", shape=shape), platform="linux")
 
 
 def test_parse_shape_and_flops():

@@ -10,13 +10,15 @@ from __future__ import annotations
 
 import json
 import os
+import re
 
 import pytest
 
 from capshim import profiles
 from capshim.backends import cuda
 from tests.conftest import run_capshim
-from tests.native.cuda_harness import H200, PATHS, T4, Harness, attrs, compile_driver, libasan
+from capshim.native import build as nb
+from tests.native.cuda_harness import HERE, H200, PATHS, T4, Harness, attrs, compile_driver, libasan
 
 T4_CFG = cuda.render_config(profiles.load("t4-class"))
 
@@ -204,6 +206,8 @@ def test_lower_only_and_the_pair(h, cfg, expect):
     ("direction=lower\ncomputeCapability=75x\n", "not a whole number"),
     ("computeCapability=75\n", "key 'direction' is missing"),
     ("direction=lower\nregsPerBlock=4294967296\n", "does not fit in 32 bits"),
+    ("direction=lower\nmultiProcessorCount=0\n", "key 'multiProcessorCount': 0: no CUDA device answers 0"),
+    ("direction=lower\ncomputeCapability=75\nsharedMemPerBlock=0\n", "key 'sharedMemPerBlock': 0"),
 ])
 def test_a_bad_configuration_leaves_everything_stock(h, cfg, words):
     r = h.run(["direct"], cfg)
@@ -225,6 +229,85 @@ def test_a_fifo_or_missing_configuration_is_refused_without_blocking(h, tmp_path
         r = h.run(["direct"], path)
         assert attrs(r.path("direct")) == H200
         assert words in r.of("config")[0]["reason"]
+
+
+def test_a_users_rtld_next_interposer_after_the_shim_gets_the_next_definition(h, tmp_path):
+    """A user's own interposer after the shim in LD_PRELOAD (capshim run's order) that finds the
+    next definition with dlsym(RTLD_NEXT): it reached the shim's dlsym, which asked glibc from the
+    shim's place, so the interposer got its own definition back and called itself until the
+    stack ran out (SIGSEGV). Now it gets the next one: libc's sysconf, the runtime's
+    cudaDeviceGetAttribute (lowered by the shim in front of it)."""
+    tracer = tmp_path / "libtracer.so"
+    nb.run_compiler(["gcc", "-std=gnu11", "-O1", "-g", *nb.WARNINGS, "-shared", "-fPIC",
+                     str(HERE / "rtld_next_tracer.c"), "-o", str(tracer), "-ldl"])
+    r = h.run(["direct"], T4_CFG, env={"LD_PRELOAD": f"{h.build.library}:{tracer}"})
+    assert r.rc == 0, r.stderr
+    assert attrs(r.path("direct-runtime")) == T4
+    m = re.search(r"tracer: (\d+) calls, sysconf (-?\d+)", r.stderr)
+    assert m and int(m[1]) >= 12 and int(m[2]) == os.sysconf("SC_PAGESIZE"), r.stderr
+
+
+def test_a_name_asked_into_a_short_buffer_does_not_record_a_truncated_stock_name(h):
+    """cuDeviceGetName into 1 and 4 bytes first: the device's name did not fit, yet the one changed
+    event per query recorded it as the stock name ("" and "NVI"), and the full name never showed."""
+    r = h.run(["shortname"], T4_CFG + "deviceName=Tesla%20T4\n")
+    assert r.path("shortname")["names"] == [[0, ""], [0, "Tes"], [0, "Tesla T4"]]
+    assert [(e["stock"], e["reported"]) for e in r.of("changed") if e["key"] == "deviceName"] == [
+        ("NVIDIA H200", "Tesla T4")]
+
+
+def test_null_pointers_bad_devices_and_unknown_names_pass_through(h):
+    """Every entry point with NULL outputs, devices -1, 5 and 99, attribute -1, lengths 0 and -5,
+    getters asked NULL, an unknown name, "dlsym", version -1 and 0xffffffff, every flag bit: the
+    real function's error comes back unchanged, nothing is written, the host does not crash."""
+    stock = h.run(["nulls"], shim=False)
+    shimmed = h.run(["nulls"], T4_CFG)
+    assert stock.rc == shimmed.rc == 0, shimmed.stderr
+    assert shimmed.lines == stock.lines and all(rc != 0 for rc in stock.path("nulls")["rc"])
+    assert shimmed.of("changed") == []
+
+
+@pytest.mark.parametrize("name, make, words", [
+    ("dup.cfg", lambda p: p.write_text(T4_CFG + "computeCapability=80\n"), "given twice"),
+    ("crlf.cfg", lambda p: p.write_bytes(T4_CFG.replace("\n", "\r\n").encode()), "byte 0x0d"),
+    ("nul.cfg", lambda p: p.write_bytes(b"direction=lower\ncomputeCapability=75\0\n"), "byte 0x00"),
+    ("big.cfg", lambda p: p.write_text(T4_CFG + ("#" * 799 + "\n") * 82), "larger than 65536 bytes"),
+    ("ext.cfg", lambda p: p.write_text("direction=lower\nextension.VK_KHR_x=0\n"), "no extensions"),
+    ("dir", lambda p: p.mkdir(), "not a regular file (a directory)"),
+    ("name.cfg", lambda p: p.write_text("direction=lower\ndeviceName=" + "a" * 300 + "\n"), "longer than 255"),
+    ("pct.cfg", lambda p: p.write_text("direction=lower\ndeviceName=100%\n"), "not followed by two hex digits"),
+    ("ctl.cfg", lambda p: p.write_text("direction=lower\ndeviceName=a%01b\n"), "control characters"),
+])
+def test_hand_written_configurations_are_refused_by_name(h, tmp_path, name, make, words):
+    path = tmp_path / name
+    make(path)
+    r = h.run(["direct"], path)
+    assert r.rc == 0 and attrs(r.path("direct")) == H200
+    (c,) = r.of("config")
+    assert c["accepted"] is False and words in c["reason"], c
+
+
+def test_percent_signs_in_a_device_name_are_text(h):
+    r = h.run(["direct"], "direction=lower\ndeviceName=100%25%20%25s%25n\n")
+    assert r.path("direct")["name"] == [0, "100% %s%n"]
+
+
+@pytest.mark.parametrize("kind", ["fifo", "dir"])
+def test_a_status_file_that_is_a_fifo_or_a_folder_does_not_block(h, tmp_path, kind):
+    status = tmp_path / "status"
+    os.mkfifo(status) if kind == "fifo" else status.mkdir()
+    r = h.run(["direct"], T4_CFG, env={"CAPSHIM_STATUS_FILE": str(status)})
+    assert r.rc == 0 and attrs(r.path("direct")) == T4
+
+
+def test_the_shim_twice_in_ld_preload_lowers_once(h, tmp_path):
+    """The same shim twice, and a second copy of it under another path: answers lowered, no crash."""
+    copy = tmp_path / "libcapshim_cuda_copy.so"
+    copy.write_bytes(h.build.library.read_bytes())
+    for preload in (f"{h.build.library}:{h.build.library}", f"{h.build.library}:{copy}"):
+        r = h.run(["dlsym"], T4_CFG, env={"LD_PRELOAD": preload})
+        assert r.rc == 0, r.stderr
+        assert attrs(r.path("dlsym")) == T4 and attrs(r.path("dlsym-runtime")) == T4
 
 
 def test_a_child_of_the_target_is_skipped(h):
@@ -280,11 +363,42 @@ def test_a_wrapper_that_execs_in_the_same_pid_hands_the_shim_on(driver, tmp_path
     assert len(scrubbed) == 1 and [e for e in events if e["event"] == "hooks"][0]["pid"] == scrubbed[0]["pid"]
 
 
+@pytest.mark.parametrize("inherit, expect", [(True, [7, 7]), (False, [9, 9])])
+def test_a_grandchild_follows_inherit(driver, tmp_path, inherit, expect):
+    """sh (the target) runs a child that runs a grandchild: with --inherit both lower; without it
+    both are stock (the child is not the target; it scrubs the shim for the grandchild too)."""
+    extra = ("--inherit",) if inherit else ()
+    p, lines, events = _run_spawn(driver, tmp_path, *extra, argv=("sh", "-c", f"'{driver}' spawn"))
+    assert p.returncode == 0, p.stderr
+    child, _crt, grandchild, _gcrt = lines
+    assert [attrs(child)[75], attrs(grandchild)[75]] == expect
+
+
 def test_run_with_no_cuda_call_is_inert_and_strict_says_so(tmp_path):
     env = {"LD_LIBRARY_PATH": str(cuda.build().standin)}
     p = run_capshim("run", "--profile", "t4-class", "--", "true", env=env)
     assert p.returncode == 0 and "cuda stayed inert: loaded, but no CUDA entry point was reached" in p.stderr
     assert run_capshim("run", "--strict", "--profile", "t4-class", "--", "true", env=env).returncode == 3
+
+
+@pytest.mark.parametrize("static", [True, False])
+def test_a_program_that_defines_the_runtime_itself_is_inert_never_a_result(tmp_path, static):
+    """A statically linked program (LD_PRELOAD never loads into it) and a dynamic one that defines
+    cudaGetDeviceProperties and cudaDeviceGetAttribute itself (as a static cudart does): they answer
+    9.0, and the run says inert (--strict: exit 3), never a lowered result."""
+    src = tmp_path / "selfdef.c"
+    src.write_text("#include <stdio.h>\n#include <string.h>\n"
+                   "int cudaGetDeviceProperties(void *p, int d) { (void)d; memset(p, 0, 1008); ((int *)p)[90] = 9; return 0; }\n"
+                   "int cudaDeviceGetAttribute(int *v, int a, int d) { (void)d; *v = a == 75 ? 9 : 0; return 0; }\n"
+                   "int main(void) { static unsigned char b[1008]; int v; cudaGetDeviceProperties(b, 0);\n"
+                   "  cudaDeviceGetAttribute(&v, 75, 0); printf(\"%d %d\\n\", ((int *)b)[90], v); return 0; }\n")
+    prog = tmp_path / "selfdef"
+    nb.run_compiler(["gcc", "-O1", *(["-static"] if static else ["-rdynamic"]), str(src), "-o", str(prog)])
+    env = {"LD_LIBRARY_PATH": str(cuda.build().standin)}
+    p = run_capshim("run", "--profile", "t4-class", "--", str(prog), env=env)
+    assert p.returncode == 0 and p.stdout.strip() == "9 9"
+    assert "cuda stayed inert" in p.stderr and "statically linked" in p.stderr
+    assert run_capshim("run", "--strict", "--profile", "t4-class", "--", str(prog), env=env).returncode == 3
 
 
 def test_run_python_ctypes_sees_7_5(tmp_path):

@@ -122,6 +122,21 @@ HEAD = 'name = "c"\napi = "cuda"\ndirection = "{direction}"\nversion = 1\ndescri
     ("[extensions]\nVK_KHR_x = false\n", "extensions", "unknown key"),
     ('[capabilities]\ndeviceName = ""\n', "capabilities.deviceName", "device name"),
     ("[capabilities]\ntotalGlobalMem = -1\n", "capabilities.totalGlobalMem", "0..18446744073709551615"),
+    ('[capabilities]\ncomputeCapability = "7.10"\n', "capabilities.computeCapability", "compute capability"),
+    ('[capabilities]\ncomputeCapability = "07.5"\n', "capabilities.computeCapability", "compute capability"),
+    ('[capabilities]\ncomputeCapability = "7.5.1"\n', "capabilities.computeCapability", "compute capability"),
+    ('[capabilities]\ncomputeCapability = " 7.5"\n', "capabilities.computeCapability", "compute capability"),
+    ('[capabilities]\ncomputeCapability = "\u0667.\u0665"\n', "capabilities.computeCapability", "compute capability"),
+    ("[capabilities]\ncomputeCapability = 0\n", "capabilities.computeCapability", "compute capability"),
+    ("[capabilities]\ncomputeCapability = 1000\n", "capabilities.computeCapability", "compute capability"),
+    ("[capabilities]\ncomputeCapability = -75\n", "capabilities.computeCapability", "compute capability"),
+    ("[capabilities]\ncomputeCapability = 99999999999999999999999\n", "capabilities.computeCapability",
+     "compute capability"),
+    ("[capabilities]\nmultiprocessorCount = 4\n", "capabilities.multiprocessorCount", "multiProcessorCount"),
+    ("[capabilities]\ncomputeCapabilty = 75\n", "capabilities.computeCapabilty", "computeCapability"),
+    ('[capabilities]\ndeviceName = "a\\u0001b"\n', "capabilities.deviceName", "control characters"),
+    ('[capabilities]\ndeviceName = "T4\\u0085"\n', "capabilities.deviceName", "control characters"),
+    ('[capabilities]\ndeviceName = "' + "a" * 300 + '"\n', "capabilities.deviceName", "longer than 255"),
 ])
 def test_bad_cuda_profiles_name_the_key(body, key, words):
     with pytest.raises(profiles.ProfileError) as exc:
@@ -173,3 +188,30 @@ def test_profile_check_describes_the_pair_as_major_minor():
     assert lines[0] == "computeCapability: at most 7.5, else the device's answer (version: more is stronger)"
     named = profiles.parse(HEAD.format(direction="lower") + '[capabilities]\ndeviceName = "Tesla T4"\n', "n.toml")
     assert profiles.describe(named)[0].startswith('deviceName: "Tesla T4" instead of the device\'s own name')
+
+
+@pytest.mark.parametrize("body, words", [
+    ("[capabilities]\nmultiProcessorCount = 0\n", "no CUDA device answers 0"),
+    ("[capabilities]\nmaxThreadsPerBlock = 0\n", "no CUDA device answers 0"),
+    ("[capabilities]\nsharedMemPerBlock = 0\n", "no CUDA device answers 0"),
+])
+def test_a_zero_count_or_size_is_refused(body, words):
+    """Issue 22 hostile pass: `multiProcessorCount = 0` was taken and the shim answered 0 SMs, a
+    device that does not exist (applications divide by it to size their grids)."""
+    with pytest.raises(profiles.ProfileError) as exc:
+        profiles.parse(HEAD.format(direction="lower") + body, "c.toml")
+    assert words in str(exc.value) and exc.value.key.startswith("capabilities.")
+
+
+def test_the_old_name_key_points_to_device_name():
+    """`name` was the CUDA profile's device-name key until it became deviceName; the error said
+    only "unknown capability", with no suggestion."""
+    with pytest.raises(profiles.ProfileError, match="did you mean 'deviceName'"):
+        profiles.parse(HEAD.format(direction="lower") + '[capabilities]\nname = "Tesla T4"\n', "c.toml")
+
+
+def test_a_float_compute_capability_says_to_quote_it():
+    """`computeCapability = 7.5` (a TOML float) was refused with 'expected ... like "7.5"', which
+    reads like what the user wrote; now the message says to quote it."""
+    with pytest.raises(profiles.ProfileError, match=r'write "7.5" in quotes'):
+        profiles.parse(HEAD.format(direction="lower") + "[capabilities]\ncomputeCapability = 7.5\n", "c.toml")

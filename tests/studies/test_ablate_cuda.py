@@ -61,3 +61,26 @@ def test_ablate_a_cuda_profile_end_to_end(tmp_path, monkeypatch):
     assert res["test"] == "sdpa-1x2x64x16" and [u["name"] for u in res["units"]] == \
         ["computeCapability", "multiProcessorCount"]
     assert (tmp_path / "ab" / "ablation.md").is_file() and (tmp_path / "ab" / "SHA256SUMS").is_file()
+
+
+@pytest.mark.parametrize("shape, words", [("", "expected BxHxSxD"), ("axbxcxd", "expected BxHxSxD"),
+                                          ("1x1x1x100000000", "more than 9999999")])
+def test_a_bad_shape_is_exit_2_with_nothing_written(tmp_path, monkeypatch, shape, words):
+    """Issue 22 hostile pass: ablate --shape '' created the study folder, probed, wrote the arms'
+    profiles and sealed them before the bench refused the shape (help: "2 usage error ...,
+    nothing written")."""
+    cuda_fake.install(monkeypatch)
+    prof = cuda_fake.profile_file(tmp_path, "t4-class", 75)
+    with pytest.raises(UsageError, match=words):
+        ablate.ablate(str(prof), out=tmp_path / "out", shape=shape)
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_profile_that_only_renames_the_device_has_nothing_to_ablate(tmp_path, monkeypatch):
+    cuda_fake.install(monkeypatch)
+    prof = tmp_path / "onlyname.toml"
+    prof.write_text('name = "onlyname"\napi = "cuda"\ndirection = "lower"\nversion = 1\ndescription = "d"\n'
+                    '[capabilities]\ndeviceName = "Tesla T4"\n')
+    with pytest.raises(UsageError, match="nothing to ablate"):
+        ablate.ablate(str(prof), out=tmp_path / "out")
+    assert not (tmp_path / "out").exists()

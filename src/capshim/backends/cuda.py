@@ -286,8 +286,13 @@ def probe(profile: Profile | None = None, device: int = 0, extra_env: dict[str, 
         if "error" in data:
             if "no CUDA device with that index" in data["error"]:
                 raise UsageError(f"--device {device}: {data['error']}")
-            raise CapshimError(f"CUDA probe: {data['error']} (is an NVIDIA driver installed? try: nvidia-smi; "
-                               "CAPSHIM_CUDA_RUNTIME names the libcudart the application loads)", exit_code=1)
+            named = env.get("CAPSHIM_CUDA_RUNTIME")
+            if named is not None and str(data["error"]).startswith(("no CUDA runtime", "not a CUDA runtime")):
+                hint = f"CAPSHIM_CUDA_RUNTIME={named!r} should name the libcudart.so the application loads"
+            else:
+                hint = ("is an NVIDIA driver installed? try: nvidia-smi; CAPSHIM_CUDA_RUNTIME names the libcudart "
+                        "the application loads")
+            raise CapshimError(f"CUDA probe: {data['error']} ({hint})", exit_code=1)
         data["shim"] = {SHIM: classify(st.read(status_file), requested=profile is not None).to_dict()}
         # what the shared probe printer shows on its first line (capshim.probe.print_probe)
         data["device"]["driver"] = f"CUDA driver {_version_text(data.get('driver_version'))}"

@@ -116,8 +116,10 @@ def make_plan(req: BenchRequest, platform: str) -> Plan:
         raise UsageError("--model is for the built-in workload; a command after -- brings its own model")
     _check_workload_flags(argv, req.metric, req.unit, req.better, req.output_file, req.workload, req.network,
                           req.model)
-    if (req.shape or req.block) and req.workload != "torch-sdpa":
-        raise UsageError(f"{'--shape' if req.shape else '--block'} is for --workload torch-sdpa")
+    if (req.shape is not None or req.block) and req.workload != "torch-sdpa":
+        raise UsageError(f"{'--shape' if req.shape is not None else '--block'} is for --workload torch-sdpa")
+    if req.workload == "torch-sdpa":
+        torch_sdpa.shape_dims(req.shape)  # a bad shape is exit 2 before the device is probed
     api = device_api(arms, req.workload, bool(argv), platform)
     device, extra_env, devices = _resolve_on_device(arms, api) if api is not None else (None, {}, [])
     cpu = device is not None and device.get("type") == "cpu"

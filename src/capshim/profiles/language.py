@@ -129,6 +129,9 @@ def _unknown_key(api: str, path: list[str], err: jsonschema.ValidationError) -> 
             return key, f"unknown key: quoted, it is one key, dot included (write {table}.{rest} unquoted, " \
                         f"or {rest} under [{table}])"
         return key, "unknown key" + did_you_mean(name, known)
+    if name == "name" and name_key(api) in known:  # CUDA's spelling until issue 22 settled on deviceName
+        return key, f"unknown capability for api '{api}' (did you mean '{name_key(api)}'? the device name " \
+                    "is deviceName in every API's profile)"
     others = [other for other in KEYS if other != api and name in KEYS[other]]
     if others:
         return key, f"a capability of api '{others[0]}'; this profile's api is '{api}'"
@@ -178,6 +181,8 @@ def _check_schema(data: dict, source: str) -> None:
     reason = _reason(err, kind)
     if isinstance(value, float) and value.is_integer() and kind not in (None, "bool"):
         reason += f" (write {int(value)}: a whole number has no decimal point)"
+    elif kind == "cc" and isinstance(value, float):
+        reason += f" (write \"{value}\" in quotes: a TOML float is no compute capability)"
     raise ProfileError(source, key, value, reason)
 
 
@@ -249,6 +254,9 @@ def _resolve(data: dict, source: str, text: str) -> Profile:
             except ValueError as exc:
                 raise ProfileError(source, where, value, str(exc)) from None
         else:
+            if api == "cuda" and value < 1:
+                raise ProfileError(source, where, value, "no CUDA device answers 0 (applications divide by "
+                                   "counts and sizes such as multiProcessorCount): at least 1")
             floor = SPEC_MIN.get(api, {}).get(key)
             if floor is not None and value < floor:
                 raise ProfileError(source, where, value,

@@ -52,6 +52,7 @@ from pathlib import Path
 import tomli_w
 
 from capshim import backends, profiles
+from capshim.bench.workloads import torch_sdpa
 from capshim.contracts import names, signals
 from capshim.contracts.suggest import did_you_mean
 from capshim.errors import UsageError
@@ -395,6 +396,11 @@ def ablate(profile_ref: str = "vulkan-paravirt", by: str | None = None, out: Pat
     lowering = load_lowering(profile_ref)
     if by is None:
         by = "group" if lowering.api == common.GROUPS_API else "key"
+    if shape is not None:  # before the folder: a bad --shape is exit 2 with nothing written
+        if common.study_workload(lowering.api) != "torch-sdpa":
+            raise UsageError(f"--shape is for a CUDA profile (the torch-sdpa workload); {profile_ref} is "
+                             f"{lowering.api}")
+        torch_sdpa.shape_dims(shape)
     with common.study_folder(out, "ablate") as (out, guard):
         workload = common.study_workload(lowering.api)
         stock, device = common.stock_probe(lowering.api)

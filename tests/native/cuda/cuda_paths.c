@@ -12,6 +12,9 @@
  *                     ... from cudaGetDriverEntryPoint(ByVersion)(_ptsz)
  *       spawn         direct, then runs "cuda_paths direct" as a child (its line follows)
  *       fork          direct, then fork(): the child prints a "fork-child" line (no exec)
+ *       nulls         every entry point with NULL outputs, bad devices, bad versions and flags,
+ *                     unknown names: {"path", "rc": [return codes], "v", "m", "fp"}
+ *       shortname     cuDeviceGetName into buffers of 1, 4 and 256 bytes: {"path", "names": [[rc, text] x3]}
  *       threads       8 threads ask 200 times each through the runtime and the driver (both
  *                     compute-capability halves, the properties); prints {"path", "answers", "cc"}:
  *                     how many answers came back and the distinct major*10+minor values seen
@@ -224,6 +227,34 @@ int main(int argc, char **argv) {
     }
     struct args g = {argv[1], argc > 2 ? atoi(argv[2]) : 12000, argc > 3 ? strtoull(argv[3], NULL, 0) : 0, NULL};
     if (strcmp(g.path, "threads") == 0) return threads();
+    if (strcmp(g.path, "nulls") == 0) { /* NULL outputs, bad devices and attributes, unknown getter names */
+        static unsigned char buf[4096];
+        int v = -7, m = -7;
+        char n[8];
+        void *fp = NULL;
+        int st = -7;
+        int rc[] = {cudaGetDeviceProperties(NULL, 0), cudaGetDeviceProperties(buf, -1), cudaGetDeviceProperties(buf, 99),
+                    cudaDeviceGetAttribute(NULL, 75, 0), cudaDeviceGetAttribute(&v, 75, 5), cudaDeviceGetAttribute(&v, -1, 0),
+                    cuDeviceGetAttribute(NULL, 76, 0), cuDeviceGetName(NULL, 8, 0), cuDeviceGetName(n, 0, 0),
+                    cuDeviceGetName(n, -5, 0), cuDeviceComputeCapability(NULL, &m, 0), cuDeviceComputeCapability(&m, NULL, 0),
+                    cuDeviceGetProperties(NULL, 0), cuGetProcAddress(NULL, &fp, 12000, 0),
+                    cuGetProcAddress("cuDeviceGetAttribute", NULL, 12000, 0), cuGetProcAddress("cuNoSuchThing", &fp, 12000, 0),
+                    cuGetProcAddress_v2("cuDeviceGetAttribute", &fp, -1, 0, &st),
+                    cuGetProcAddress_v2("cuDeviceGetAttribute", &fp, 12000, ~0ull, &st),
+                    cuGetProcAddress_v2("dlsym", &fp, 12000, 0, &st), cudaGetDriverEntryPoint(NULL, &fp, 0, &st),
+                    cudaGetDriverEntryPointByVersion("cuDeviceGetAttribute", &fp, 0xffffffffu, 0, &st)};
+        printf("{\"path\": \"nulls\", \"rc\": [");
+        for (size_t i = 0; i < sizeof rc / sizeof rc[0]; i++) printf("%s%d", i ? ", " : "", rc[i]);
+        printf("], \"v\": %d, \"m\": %d, \"fp\": %d}\n", v, m, fp != NULL);
+        return 0;
+    }
+    if (strcmp(g.path, "shortname") == 0) { /* cuDeviceGetName into 1, 4 and 256 bytes, in that order */
+        char n1[1] = {'x'}, n4[4] = "xxx", n256[256] = "untouched";
+        int r1 = cuDeviceGetName(n1, 1, 0), r4 = cuDeviceGetName(n4, 4, 0), r256 = cuDeviceGetName(n256, 256, 0);
+        printf("{\"path\": \"shortname\", \"names\": [[%d, \"%.1s\"], [%d, \"%.4s\"], [%d, \"%.60s\"]]}\n", r1, n1,
+               r4, n4, r256, n256);
+        return 0;
+    }
     struct api a = {0};
     char getter[96] = "";
     if (strcmp(g.path, "direct") == 0 || strcmp(g.path, "spawn") == 0 || strcmp(g.path, "fork") == 0) {

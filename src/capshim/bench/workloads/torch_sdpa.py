@@ -33,6 +33,19 @@ API = "cuda"
 ATOL = 1e-2
 
 
+def shape_dims(shape: str | None) -> tuple[int, int, int, int]:
+    """``--shape`` as (B, H, S, D); None is the default 8x32x4096x128 (an empty text is an error,
+    not the default: an unset shell variable should not run the largest problem).
+
+    Raises:
+        UsageError: a bad shape, naming it and what is wrong.
+    """
+    try:
+        return parse_shape(shape if shape is not None else "x".join(map(str, DEFAULT_SHAPE)))
+    except ValueError as exc:
+        raise UsageError(f"--shape {exc}") from None
+
+
 def bench_workload(shape: str | None = None, block: bool = False, check_output: bool = True,
                    repetitions: int = 10, warmup: int = 3) -> MetricWorkload:
     """The ``capshim bench --workload torch-sdpa`` workload (a :class:`MetricWorkload`).
@@ -48,11 +61,7 @@ def bench_workload(shape: str | None = None, block: bool = False, check_output: 
         UsageError: a bad shape.
         CapshimError: PyTorch is not installed (the message says how to install it).
     """
-    text = shape or "x".join(map(str, DEFAULT_SHAPE))
-    try:
-        dims = parse_shape(text)
-    except ValueError as exc:
-        raise UsageError(f"--shape {exc}") from None
+    dims = shape_dims(shape)
     spec = importlib.util.find_spec("torch")
     if spec is None:
         raise CapshimError(MISSING)

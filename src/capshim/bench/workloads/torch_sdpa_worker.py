@@ -83,9 +83,12 @@ def parse_shape(text: str) -> tuple[int, int, int, int]:
         ValueError: not four positive integers joined by ``x``, or more than :data:`MAX_ELEMENTS`
             elements in one tensor.
     """
-    m = re.fullmatch(r"\s*(\d{1,7})x(\d{1,7})x(\d{1,7})x(\d{1,7})\s*", str(text))
+    # ASCII digits only: \d would take a full-width or Arabic-Indic digit as the number it looks like
+    m = re.fullmatch(r"\s*([0-9]+)x([0-9]+)x([0-9]+)x([0-9]+)\s*", str(text), flags=re.ASCII)
     if not m:
         raise ValueError(f"{text!r}: expected BxHxSxD, four positive integers (e.g. 8x32x4096x128)")
+    if any(len(g.lstrip("0")) > 7 for g in m.groups()):
+        raise ValueError(f"{text!r}: a dimension more than 9999999")
     shape = tuple(int(g) for g in m.groups())
     if min(shape) < 1:
         raise ValueError(f"{text!r}: every dimension must be at least 1")

@@ -15,6 +15,7 @@
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
+#include <link.h>
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -47,9 +48,51 @@ CAPSHIM_NO_SANITIZE void *capshim_cuda_real_dlsym(void *handle, const char *name
     return f != NULL ? f(handle, name) : NULL;
 }
 
+/* The link map of the object holding address p, or NULL. */
+CAPSHIM_NO_SANITIZE static struct link_map *map_of(const void *p) {
+    Dl_info info;
+    void *map = NULL;
+    if (p == NULL || dladdr1(p, &info, &map, RTLD_DL_LINKMAP) == 0) return NULL;
+    return (struct link_map *)map;
+}
+
+/* dlsym(RTLD_NEXT, name) for the object that called it. glibc resolves RTLD_NEXT after the
+ * object that called dlsym, which is this shim once it interposes dlsym: an interposer after the
+ * shim in LD_PRELOAD (a tracer wrapping cudaDeviceGetAttribute, a library wrapping sysconf) would
+ * get its own definition back and call itself until the stack ran out. found is the answer after
+ * the shim; when it lies between the shim and the caller (the caller's own object included), the
+ * objects after the caller are searched in link-map order (each through its own handle, kept only
+ * when that object defines it). A caller before the shim (a sanitizer runtime, which looks up its
+ * functions before it has started: no dlopen then) keeps found. Sets *corrected when the answer
+ * is not the shim's own lookup. */
+CAPSHIM_NO_SANITIZE static void *next_after(const void *caller, const char *name, void *found, int *corrected) {
+    struct link_map *cm = map_of(caller), *fm = map_of(found), *self = map_of((const void *)(uintptr_t)&map_of);
+    *corrected = 0;
+    if (cm == NULL || fm == NULL || self == NULL || cm == self) return found;
+    int between = 0; /* fm in (self, cm]: after the shim, yet not after the caller */
+    struct link_map *m = cm;
+    for (; m != NULL && m != self; m = m->l_prev) between |= m == fm;
+    if (m == NULL || !between) return found; /* the caller is before the shim (a sanitizer), or fm after it */
+    *corrected = 1;
+    for (m = cm->l_next; m != NULL; m = m->l_next) {
+        if (m->l_name == NULL || m->l_name[0] == '\0') continue;
+        void *h = dlopen(m->l_name, RTLD_LAZY | RTLD_NOLOAD);
+        if (h == NULL) continue;
+        void *sym = capshim_cuda_real_dlsym(h, name);
+        dlclose(h);
+        if (sym != NULL && map_of(sym) == m) return sym;
+    }
+    return NULL;
+}
+
 EXPORT void *dlsym(void *handle, const char *name);
 CAPSHIM_NO_SANITIZE void *dlsym(void *handle, const char *name) {
     void *r = capshim_cuda_real_dlsym(handle, name);
+    if (r != NULL && handle == RTLD_NEXT) {
+        int corrected = 0;
+        r = next_after(__builtin_return_address(0), name, r, &corrected);
+        if (corrected) return r; /* the caller sits after the shim: its calls came through the shim already */
+    }
     if (r == NULL || capshim_cuda_entry_index(name) < 0) return r;
     return capshim_cuda_substitute(name, r, 0, "dlsym");
 }

@@ -147,7 +147,8 @@ int main(int argc, char **argv) {
     int_fn rv = (int_fn)(uintptr_t)sym(rt, "cudaRuntimeGetVersion");
     int_fn dv = (int_fn)(uintptr_t)sym(rt, "cudaDriverGetVersion");
     int_fn dc = (int_fn)(uintptr_t)sym(rt, "cudaGetDeviceCount");
-    if (rv == NULL || rv(&rt_version) != 0) return fail("cudaRuntimeGetVersion failed", rt_name);
+    if (rv == NULL) return fail("not a CUDA runtime (no cudaRuntimeGetVersion)", rt_name);
+    if (rv(&rt_version) != 0) return fail("cudaRuntimeGetVersion failed", rt_name);
     if (dv != NULL && dv(&drv_version) != 0) drv_version = -1;
     if (dc == NULL || dc(&count) != 0 || count < 1) return fail("no CUDA device", NULL);
     if (device < 0 || device >= count) return fail("no CUDA device with that index", NULL);

@@ -150,6 +150,12 @@ static int read_config(void) {
         why = "extension.* keys: CUDA has no extensions to hide or add";
     else if (cc != NULL && (cc->value < 10 || cc->value > 999))
         why = "key 'computeCapability': not major * 10 + minor in 10..999";
+    static char zero[128];
+    for (size_t i = 0; why == NULL && i < g_cfg.nvalues; i++) {
+        if (g_cfg.values[i].value != 0) continue;
+        snprintf(zero, sizeof zero, "key '%s': 0: no CUDA device answers 0 (at least 1)", g_cfg.values[i].key);
+        why = zero;
+    }
     if (why != NULL) {
         memset(&g_cfg, 0, sizeof g_cfg);
         config_rejected(path, why);
@@ -442,9 +448,9 @@ void capshim_cuda_lower_pair(const char *query, int *major, int *minor) {
 void capshim_cuda_lower_name(const char *query, char *name, size_t size) {
     if (name == NULL || size == 0 || g_cfg.device_name[0] == '\0') return;
     if (strncmp(name, g_cfg.device_name, size) == 0) return;
-    static atomic_uint seen; /* one event per query */
+    static atomic_uint seen; /* one event per query, from a buffer the stock name fit in */
     unsigned bit = 1u << ((unsigned)capshim_cuda_entry_index(query) & 31u);
-    if (atomic_fetch_or(&seen, bit) & bit) {
+    if (strnlen(name, size) + 1 >= size || (atomic_fetch_or(&seen, bit) & bit)) {
         snprintf(name, size, "%s", g_cfg.device_name);
         return;
     }
