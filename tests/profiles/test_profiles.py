@@ -107,7 +107,7 @@ def test_cli_profiles_and_show():
     r = run_capshim("profiles", "--json")
     assert r.returncode == 0
     names = [p["name"] for p in json.loads(r.stdout)]
-    assert names == ["metal-apple9", "vulkan-paravirt"]
+    assert names == ["a100-class", "metal-apple9", "pascal-class", "t4-class", "vulkan-paravirt"]
     r = run_capshim("profile", "show", "metal-apple9")
     assert json.loads(r.stdout)["capabilities"]["appleFamilyMax"] == 1009
     r = run_capshim("profile", "show", "no-such-profile")
