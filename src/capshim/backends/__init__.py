@@ -16,14 +16,15 @@ subclass and an instance of it named ``BACKEND``, plus one line in
 from __future__ import annotations
 
 import importlib
+import subprocess
 import sys
 from abc import ABC, abstractmethod
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from capshim import status
+from capshim import jsonread, status
 from capshim.contracts.suggest import did_you_mean
-from capshim.errors import UsageError
+from capshim.errors import CapshimError, UsageError
 
 if TYPE_CHECKING:
     from capshim.profiles import Profile
@@ -218,6 +219,26 @@ def for_profiles(profile: Profile | None, simulate: Profile | None) -> Backend |
     return get(chosen.api) if chosen is not None else None
 
 
+def run_probe(cmd: list[str], env: dict[str, str], what: str, timeout: float = 300) -> tuple[dict, str]:
+    """Run a probe program (``cmd``, with environment ``env``) and read the one JSON object it prints.
+
+    Args:
+        what: the probe's name in messages ("the Vulkan probe").
+
+    Returns:
+        (the object, the probe's stderr); an ``"error"`` key is left for the caller to word.
+
+    Raises:
+        CapshimError: it printed no JSON (exit 1, with the end of its stderr).
+    """
+    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout)
+    try:
+        return jsonread.loads(proc.stdout, f"{what}'s output"), proc.stderr
+    except jsonread.JsonShapeError:
+        raise CapshimError(f"{what} printed no JSON (exit {proc.returncode}): {proc.stderr.strip()[-500:]}",
+                           exit_code=1) from None
+
+
 def answer_rows(data: dict) -> dict[str, object]:
     """A capability-shaped probe result as ``key -> answer`` rows: capabilities,
     then ``extension NAME`` -> spec version."""
@@ -239,4 +260,4 @@ def answer_differences(stock: dict, shimmed: dict) -> dict[str, list]:
 
 
 __all__ = ["Backend", "REGISTRY", "names", "get", "default_api", "for_profiles", "answer_rows",
-           "answer_differences"]
+           "answer_differences", "run_probe"]

@@ -37,9 +37,9 @@ import urllib.parse
 from dataclasses import dataclass
 from pathlib import Path
 
-from capshim import cuda_binary, jsonread, paths, profiles
+from capshim import cuda_binary, paths, profiles
 from capshim import status as st
-from capshim.backends import Backend, answer_differences
+from capshim.backends import Backend, answer_differences, run_probe
 from capshim.errors import CapshimError, UsageError
 from capshim.native import build as nb
 from capshim.profiles import Profile
@@ -276,13 +276,7 @@ def probe(profile: Profile | None = None, device: int = 0, extra_env: dict[str, 
         if runtime is not None:
             env["CAPSHIM_CUDA_RUNTIME"] = str(runtime)
         env.update(extra_env or {})
-        proc = subprocess.run([str(b.probe), "--device", str(device)], env=env, capture_output=True, text=True,
-                              timeout=300)
-        try:
-            data = jsonread.loads(proc.stdout, "the CUDA probe's output")
-        except jsonread.JsonShapeError:
-            raise CapshimError(f"the CUDA probe printed no JSON (exit {proc.returncode}): "
-                               f"{proc.stderr.strip()[-500:]}", exit_code=1) from None
+        data, _ = run_probe([str(b.probe), "--device", str(device)], env, "the CUDA probe")
         if "error" in data:
             if "no CUDA device with that index" in data["error"]:
                 raise UsageError(f"--device {device}: {data['error']}")

@@ -37,7 +37,7 @@ from pathlib import Path
 
 from capshim import __version__, jsonread, paths, profiles
 from capshim import status as st
-from capshim.backends import Backend, answer_differences, vkloader
+from capshim.backends import Backend, answer_differences, run_probe, vkloader
 from capshim.errors import CapshimError, UsageError
 from capshim.native import build as nb
 from capshim.profiles import Profile, format_version
@@ -382,12 +382,7 @@ def probe(profile: Profile | None = None, simulate: Profile | None = None, devic
         cmd = [str(b.probe), "--device", str(device)]
         if create_device:
             cmd += ["--create-device", ",".join(create_device)]
-        proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
-        try:
-            data = jsonread.loads(proc.stdout, "the Vulkan probe's output")
-        except jsonread.JsonShapeError:
-            raise CapshimError(f"the Vulkan probe printed no JSON (exit {proc.returncode}): "
-                               f"{proc.stderr.strip()[-500:]}", exit_code=1) from None
+        data, stderr = run_probe(cmd, env, "the Vulkan probe")
         if "error" in data:
             if "no Vulkan device with index" in data["error"]:
                 raise UsageError(f"--device {device}: {data['error']}")
@@ -397,7 +392,7 @@ def probe(profile: Profile | None = None, simulate: Profile | None = None, devic
         asked = requested_layers(profile, simulate)
         data["shim"] = {layer: classify(report, layer, requested=layer in asked).to_dict()
                         for layer in (LAYER_APP, LAYER_DEVICE)}
-        data["stderr"] = proc.stderr
+        data["stderr"] = stderr
         return data
 
 
