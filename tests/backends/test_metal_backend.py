@@ -198,8 +198,10 @@ def test_cli_verify_json(cache):
     import json
     r = CliRunner().invoke(main, ["verify", "--json"])
     assert r.exit_code == 0, r.output
-    statuses = {c["status"] for c in json.loads(r.output)}
-    assert statuses == {"passed", metal.SKIPPED}
+    checks = json.loads(r.output)
+    assert {c["status"] for c in checks if c["check"].startswith("metal")} == {"passed", metal.SKIPPED}
+    # the other APIs' checks pass, or are skipped with a reason (the CUDA probe of a real GPU, here)
+    assert all(c["status"] == "passed" or c["status"].startswith("skipped (") for c in checks), checks
 
 
 def test_sources_have_no_deny_listed_strings():
