@@ -52,7 +52,9 @@ class PgServer:
         self.root = root
         self.data = root / "data"
         self.sock = root
-        self._as = ["runuser", "-u", "postgres", "--"] if os.geteuid() == 0 else []
+        # runuser lives in /usr/sbin, which a PATH without the sbin folders lacks
+        runuser = shutil.which("runuser") or "/usr/sbin/runuser"
+        self._as = [runuser, "-u", "postgres", "--"] if os.geteuid() == 0 else []
         self._n = itertools.count(1)
 
     def _run(self, *argv):

@@ -211,15 +211,15 @@ def test_db_add_of_every_evidence_folder_stores_bundles_and_studies(db_url):
     r = run_capshim("db", "add", "--db", db_url, *folders, timeout=600)
     assert r.returncode == 2 and "Traceback" not in r.stderr
     lines = r.stderr.splitlines()
-    unsealed = ("h200-process-effect", "profiles")  # documented experiments and profiles, not bundles
+    unsealed = ("h200-cuda-shim-checks", "h200-process-effect", "profiles")  # experiments and profiles, not bundles
     assert lines == [f"capshim: not stored: {EVIDENCE / name}: not an evidence bundle or study folder "
-                     "(no SHA256SUMS)" for name in unsealed] + [lines[2]] and "2 not stored" in lines[2]
+                     "(no SHA256SUMS)" for name in unsealed] + [lines[3]] and "3 not stored" in lines[3]
     assert "planted" not in r.stderr
     with Store.open(db_url) as st:
         names = {b["name"] for b in st.select()}
     assert {"h200-ablate-tinyllama/bench", "h200-tune-tinyllama/confirm", "h200-tune-tinyllama/stage-0",
-            "kernels-lavapipe-gemma3/bench-tinyllama-1.1b", "lavapipe-default"} <= names
-    assert len(names) == len(r.stdout.splitlines()) == 24
+            "kernels-lavapipe-gemma3/bench-tinyllama-1.1b", "lavapipe-default", "h200-torch-sdpa"} <= names
+    assert len(names) == len(r.stdout.splitlines()) == 25
 
 
 def _resealed(tmp_path, edit, name="lavapipe-default", file="summary.json"):

@@ -106,6 +106,23 @@ def _download_sdist(version: str, dest: Path, say=_say) -> Path:
     return found[0]
 
 
+def _refuse_unsafe(member: tarfile.TarInfo, into: Path, sdist: Path) -> None:
+    """What tarfile's "data" filter refuses (PEP 706), for a Python without it: a member or a link
+    target outside ``into``, an absolute path, a device or FIFO.
+
+    Raises:
+        BuildError: naming the archive and the member.
+    """
+    root = into.resolve()
+    target = (root / member.name).resolve()
+    bad = member.name.startswith("/") or not target.is_relative_to(root)
+    if member.issym() or member.islnk():
+        base = target.parent if member.issym() else root
+        bad = bad or member.linkname.startswith("/") or not (base / member.linkname).resolve().is_relative_to(root)
+    if bad or member.isdev() or member.isfifo():
+        raise BuildError(f"{sdist}: refusing to unpack {member.name!r} (outside the folder, a device or a FIFO)")
+
+
 def _unpack(sdist: Path, dest: Path, say=_say) -> Path:
     root = dest / sdist.name[: -len(".tar.gz")]
     llama = root / "vendor" / "llama.cpp"
@@ -116,7 +133,12 @@ def _unpack(sdist: Path, dest: Path, say=_say) -> Path:
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir(parents=True)
     with tarfile.open(sdist) as tf:
-        tf.extractall(tmp, filter="data")
+        if hasattr(tarfile, "data_filter"):
+            tf.extractall(tmp, filter="data")
+        else:  # Python before 3.11.4 (Debian 12's 3.11.2) has no extraction filters: the same refusals by hand
+            for member in tf.getmembers():
+                _refuse_unsafe(member, tmp, sdist)
+            tf.extractall(tmp)
     shutil.rmtree(dest, ignore_errors=True)
     tmp.rename(dest)
     if not (llama / "CMakeLists.txt").exists():
