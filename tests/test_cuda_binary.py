@@ -159,7 +159,7 @@ def test_real_nvcc_fatbins_and_runtimes(tmp_path):
     build("-gencode", "arch=compute_75,code=sm_75", "-gencode", "arch=compute_80,code=sm_80",
           "-gencode", "arch=compute_90,code=[sm_90,compute_90]", "-o", "static")
     build("-cudart", "shared", "-gencode", "arch=compute_86,code=sm_86", "-gencode", "arch=compute_90,code=compute_90",
-          "-o", "shared")
+          "-o", "dynamic")
     build("-c", "-rdc=true", "-gencode", "arch=compute_80,code=sm_80", "-o", "k.o")
     build("-fatbin", "-gencode", "arch=compute_75,code=sm_75", "-gencode", "arch=compute_90,code=compute_90",
           "-o", "k.fatbin")
@@ -167,11 +167,11 @@ def test_real_nvcc_fatbins_and_runtimes(tmp_path):
     shutil.copy(tmp_path / "static", stripped)
     subprocess.run(["strip", str(stripped)], check=True)
     assert cb.embedded_architectures(tmp_path / "static") == cb.CodeTargets((75, 80, 90), (90,))
-    assert cb.embedded_architectures(tmp_path / "shared") == cb.CodeTargets((86,), (90,))
+    assert cb.embedded_architectures(tmp_path / "dynamic") == cb.CodeTargets((86,), (90,))
     assert cb.embedded_architectures(stripped) == cb.CodeTargets((75, 80, 90), (90,))
     assert cb.embedded_architectures(tmp_path / "k.o") == cb.CodeTargets((80,), ())
     assert [(e.kind, e.arch) for e in cb.read_fatbin(tmp_path / "k.fatbin")] == [("elf", 75), ("ptx", 90)]
-    assert [cb.static_runtime(tmp_path / n) for n in ("static", "shared", "stripped", "k.o")] == [True, False, True, False]
+    assert [cb.static_runtime(tmp_path / n) for n in ("static", "dynamic", "stripped", "k.o")] == [True, False, True, False]
     toolkit = Path(nvcc).resolve().parents[1]
     for rt in sorted(toolkit.glob("lib*/libcudart.so.*")):  # the runtime itself is the dynamic one
         assert cb.static_runtime(rt) is False, rt
