@@ -53,9 +53,9 @@ STANDIN_RUNTIME = "libcudart.so.13"
 STANDIN_DRIVER = "libcuda.so.1"
 CONFIG_VAR = "CAPSHIM_CUDA_CONFIG"
 #: The shim's own files, then the Vulkan layer's parser and status writer it shares (native/vulkan/).
-SOURCES = ["cuda_shim.c", "cuda_hooks.c", "cuda_shim.h", "cuda_table.h", "cuda_probe.c", "fuzz_config_cuda.c",
+SOURCES = ["cuda_shim.c", "cuda_hooks.c", "cuda_shim.h", "cuda_table.h", "cuda_probe.c",
            "standin_cuda.c", "standin_cuda.map", "standin_cudart.c"]
-SHARED = ["config.c", "config.h", "devname.h", "caps_table.h", "status.c", "status.h"]
+SHARED = ["config.c", "config.h", "devname.h", "caps_table.h", "status.c", "status.h", "fuzz_config.c"]
 #: What the shim library exports, exactly (``verify`` checks it).
 EXPORTS = frozenset({
     "cudaGetDeviceProperties", "cudaGetDeviceProperties_v2", "cudaDeviceGetAttribute",
@@ -96,7 +96,7 @@ def _commands(cc: str, sanitize: bool = False) -> dict[str, list[str]]:
                   "status.c", "-ldl", "-lpthread"],
         PROBE: [*common, "-o", PROBE, "cuda_probe.c", "status.c", "-ldl", "-lpthread"],
         FUZZ: [cc, "-std=gnu11", "-O1", "-g", *nb.WARNINGS, "-fsanitize=address,undefined",
-               "-fno-sanitize-recover=all", "-o", FUZZ, "fuzz_config_cuda.c", "config.c"],
+               "-fno-sanitize-recover=all", "-DCAPSHIM_FUZZ_CUDA", "-o", FUZZ, "fuzz_config.c", "config.c"],
         f"{STANDIN_DIR}/{STANDIN_DRIVER}": [*lib, *defs, "-Wl,--version-script=standin_cuda.map",
                                            f"-Wl,-soname,{STANDIN_DRIVER}", "-o", f"{STANDIN_DIR}/{STANDIN_DRIVER}",
                                            "standin_cuda.c"],

@@ -1,12 +1,14 @@
-/* Fuzz target and standalone driver for the configuration parser.
+/* Fuzz target and standalone driver for the configuration parser (config.c), with the
+ * Vulkan layer's keys or, built with -DCAPSHIM_FUZZ_CUDA, the CUDA shim's.
  *
  * libFuzzer:  clang -fsanitize=fuzzer,address,undefined -DCAPSHIM_LIBFUZZER fuzz_config.c config.c
  * standalone: cc -fsanitize=address,undefined fuzz_config.c config.c; ./a.out [--values] FILE...
- *             parses each file and prints "FILE: ok (N values, M extensions)" or
- *             "FILE: invalid: REASON"; with --values an accepted file's values follow
- *             on the same line, " KEY=VALUE ... extension.NAME=SPEC ... [profile=NAME]
- *             [deviceName=DECODED]".
- * The keys and their types are the layer's (CAPSHIM_KEYS of caps_table.h).
+ *             parses each file and prints "FILE: ok (N values, M extensions)" (CUDA: "FILE: ok
+ *             (N values)") or "FILE: invalid: REASON"; with --values an accepted file's values
+ *             follow on the same line, " KEY=VALUE ... extension.NAME=SPEC ... [profile=NAME]
+ *             [deviceName=DECODED]" (CUDA: " KEY=VALUE ... [deviceName=DECODED]").
+ * The keys and their types: CAPSHIM_KEYS of caps_table.h (the layer), or CAPSHIM_CUDA_KEYS of
+ * cuda_table.h (the CUDA shim, which has no extensions).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,8 +16,16 @@
 
 #include "config.h"
 
+#ifdef CAPSHIM_FUZZ_CUDA
+#include "cuda_table.h"
+#define KEYSPEC(key, type) {#key, type},
+static const struct capshim_keyspec keys[] = {CAPSHIM_CUDA_KEYS(KEYSPEC)};
+#define WITH_EXTENSIONS 0
+#else
 #define KEYSPEC(key, type, kind) {#key, type},
 static const struct capshim_keyspec keys[] = {CAPSHIM_KEYS(KEYSPEC)};
+#define WITH_EXTENSIONS 1
+#endif
 #define NKEYS (sizeof keys / sizeof keys[0])
 
 int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size);
@@ -26,6 +36,8 @@ int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size) {
     int rc = capshim_config_parse((const char *)data, size, keys, NKEYS, &cfg, err, sizeof err);
     if (rc == 0 && cfg.direction == 0) abort(); /* a parsed configuration always has a direction */
     if (rc != 0 && (err[0] == '\0' || cfg.nvalues != 0)) abort(); /* a rejection always says why */
+    for (size_t i = 0; rc == 0 && i < cfg.nvalues; i++)
+        if (cfg.values[i].kind != CAPSHIM_U64 && cfg.values[i].value > 0xFFFFFFFFu) abort(); /* 32-bit kinds fit */
     return 0;
 }
 
@@ -48,12 +60,15 @@ int main(int argc, char **argv) {
             printf("%s: invalid: %s\n", argv[i], err);
             continue;
         }
-        printf("%s: ok (%zu values, %zu extensions)", argv[i], cfg.nvalues, cfg.nexts);
+        if (WITH_EXTENSIONS)
+            printf("%s: ok (%zu values, %zu extensions)", argv[i], cfg.nvalues, cfg.nexts);
+        else
+            printf("%s: ok (%zu values)", argv[i], cfg.nvalues);
         for (size_t k = 0; values && k < cfg.nvalues; k++)
             printf(" %s=%llu", cfg.values[k].key, (unsigned long long)cfg.values[k].value);
-        for (size_t k = 0; values && k < cfg.nexts; k++)
+        for (size_t k = 0; WITH_EXTENSIONS && values && k < cfg.nexts; k++)
             printf(" extension.%s=%u", cfg.exts[k].name, cfg.exts[k].spec_version);
-        if (values && cfg.profile[0] != '\0') printf(" profile=%s", cfg.profile);
+        if (WITH_EXTENSIONS && values && cfg.profile[0] != '\0') printf(" profile=%s", cfg.profile);
         if (values && cfg.device_name[0] != '\0') printf(" deviceName=%s", cfg.device_name);
         printf("\n");
     }
