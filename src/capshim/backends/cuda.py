@@ -8,7 +8,9 @@ the entry-point getters (``cuGetProcAddress`` and ``_v2``,
 ``cudaGetDriverEntryPoint`` and ``ByVersion``, each with ``_ptsz``) and
 ``dlsym``: NVIDIA's libraries reach libcuda through dlopen + dlsym (measured on
 the H200, issue 22), so a pointer from dlsym or a getter is swapped for the
-wrapper after the real call succeeded. Answers are min(device, profile): the
+wrapper after the real call succeeded. The same configuration lowers NVML's
+answers (``nvml_hooks.c``: capability, name, multiprocessor count, memory size,
+architecture), linked, dlopen'ed or through ctypes (pynvml). Answers are min(device, profile): the
 device's real kernels must still run. Docs: ``docs/backends.md`` (CUDA).
 
 Enabled for one process with ``LD_PRELOAD`` (the shim first, the user's entries
@@ -18,9 +20,9 @@ keyspec). The launcher's ``CAPSHIM_TARGET_PID`` / ``CAPSHIM_INHERIT`` scope it
 (children stay stock and the target removes the shim from its ``LD_PRELOAD``
 unless ``--inherit``).
 
-Stand-ins: the build also makes a stand-in ``libcudart.so.13`` and
-``libcuda.so.1`` (``standin_cudart.c``, ``standin_cuda.c``) answering fixed
-H200-like values, so ``verify`` and the tests check the shim on a machine
+Stand-ins: the build also makes a stand-in ``libcudart.so.13``,
+``libcuda.so.1`` and ``libnvidia-ml.so.1`` (``standin_cudart.c``,
+``standin_cuda.c``, ``standin_nvml.c``) answering fixed H200-like values, so ``verify`` and the tests check the shim on a machine
 without a GPU.
 """
 
@@ -51,17 +53,22 @@ FUZZ = "fuzz_config_cuda"
 STANDIN_DIR = "standin"
 STANDIN_RUNTIME = "libcudart.so.13"
 STANDIN_DRIVER = "libcuda.so.1"
+STANDIN_NVML = "libnvidia-ml.so.1"
 CONFIG_VAR = "CAPSHIM_CUDA_CONFIG"
 #: The shim's own files, then the Vulkan layer's parser and status writer it shares (native/vulkan/).
 SOURCES = ["cuda_shim.c", "cuda_hooks.c", "cuda_shim.h", "cuda_table.h", "cuda_probe.c",
-           "standin_cuda.c", "standin_cuda.map", "standin_cudart.c"]
+           "standin_cuda.c", "standin_cuda.map", "standin_cudart.c", "nvml_hooks.c", "standin_nvml.c"]
+#: The NVML entry points the shim wraps (native/cuda/nvml_hooks.c; docs/cuda.md, NVML).
+NVML_EXPORTS = frozenset({"nvmlDeviceGetCudaComputeCapability", "nvmlDeviceGetName", "nvmlDeviceGetAttributes",
+                          "nvmlDeviceGetAttributes_v2", "nvmlDeviceGetArchitecture"})
 SHARED = ["config.c", "config.h", "devname.h", "caps_table.h", "status.c", "status.h", "fuzz_config.c"]
 #: What the shim library exports, exactly (``verify`` checks it).
 EXPORTS = frozenset({
     "cudaGetDeviceProperties", "cudaGetDeviceProperties_v2", "cudaDeviceGetAttribute",
     "cudaGetDriverEntryPoint", "cudaGetDriverEntryPoint_ptsz", "cudaGetDriverEntryPointByVersion",
     "cudaGetDriverEntryPointByVersion_ptsz", "cuDeviceGetAttribute", "cuDeviceGetName",
-    "cuDeviceComputeCapability", "cuDeviceGetProperties", "cuGetProcAddress", "cuGetProcAddress_v2", "dlsym"})
+    "cuDeviceComputeCapability", "cuDeviceGetProperties", "cuGetProcAddress", "cuGetProcAddress_v2", "dlsym",
+    *NVML_EXPORTS})
 
 
 @dataclass(frozen=True)
@@ -73,7 +80,8 @@ class CudaBuild:
         library: the shim (``libcapshim_cuda.so``).
         probe: the probe program (``capshim-cuda-probe``).
         fuzz_driver: the configuration parser with the CUDA keyspec, standalone (ASan+UBSan).
-        standin: the folder of the stand-in ``libcudart.so.13`` and ``libcuda.so.1``.
+        standin: the folder of the stand-in ``libcudart.so.13``, ``libcuda.so.1`` and
+            ``libnvidia-ml.so.1``.
     """
 
     dir: Path
@@ -92,7 +100,7 @@ def _commands(cc: str, sanitize: bool = False) -> dict[str, list[str]]:
     lib = [*common, "-fPIC", "-fvisibility=hidden", "-shared"]
     defs = [] if sanitize else ["-Wl,-z,defs"]  # ASan's runtime is found at load time
     return {
-        LIBRARY: [*lib, *defs, "-Wl,-Bsymbolic", "-o", LIBRARY, "cuda_shim.c", "cuda_hooks.c", "config.c",
+        LIBRARY: [*lib, *defs, "-Wl,-Bsymbolic", "-o", LIBRARY, "cuda_shim.c", "cuda_hooks.c", "nvml_hooks.c", "config.c",
                   "status.c", "-ldl", "-lpthread"],
         PROBE: [*common, "-o", PROBE, "cuda_probe.c", "status.c", "-ldl", "-lpthread"],
         FUZZ: [cc, "-std=gnu11", "-O1", "-g", *nb.WARNINGS, "-fsanitize=address,undefined",
@@ -103,6 +111,8 @@ def _commands(cc: str, sanitize: bool = False) -> dict[str, list[str]]:
         f"{STANDIN_DIR}/{STANDIN_RUNTIME}": [*lib, *defs, f"-Wl,-soname,{STANDIN_RUNTIME}", "-o",
                                             f"{STANDIN_DIR}/{STANDIN_RUNTIME}", "standin_cudart.c", "-ldl",
                                             "-lpthread"],
+        f"{STANDIN_DIR}/{STANDIN_NVML}": [*lib, *defs, f"-Wl,-soname,{STANDIN_NVML}", "-o",
+                                         f"{STANDIN_DIR}/{STANDIN_NVML}", "standin_nvml.c"],
     }
 
 
@@ -333,7 +343,7 @@ def verify() -> list[dict]:
     check("architecture", head[:4] == b"\x7fELF" and arch == platform.machine(),
           f"{b.library.name}: ELF64 {arch} (host {platform.machine()})")
     names = _exports(b.library)
-    check("exports", names == EXPORTS, "exactly the 13 entry points and dlsym" if names == EXPORTS
+    check("exports", names == EXPORTS, "exactly the 13 CUDA and 5 NVML entry points and dlsym" if names == EXPORTS
           else f"unexpected: {sorted(names ^ EXPORTS)}")
     wrong = paths.check_sums(b.dir, [LIBRARY, PROBE])
     check("SHA256SUMS", not wrong, "library and probe match" if not wrong else f"mismatch: {'; '.join(wrong)}")
