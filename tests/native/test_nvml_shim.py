@@ -238,3 +238,49 @@ def test_capshim_run_t4_class_python_sees_7_5_through_nvml(tmp_path, door):
     line = json.loads(p.stdout.strip().splitlines()[-1])
     assert answers(line) == lowered("t4-class")
     assert "stayed" not in p.stderr
+
+
+def test_run_names_a_program_the_shim_cannot_reach_once_before_it_starts(tmp_path):
+    """A statically linked program: `run` says once, before it starts, that its NVML and CUDA answers
+    stay the device's; a dynamic one gets no such sentence."""
+    src = tmp_path / "p.c"
+    src.write_text("#include <stdio.h>\nint main(void) { puts(\"ran\"); return 0; }\n")
+    static, dynamic = tmp_path / "static", tmp_path / "dynamic"
+    nb.run_compiler(["gcc", "-static", str(src), "-o", str(static)])
+    nb.run_compiler(["gcc", str(src), "-o", str(dynamic)])
+    t4 = profiles.load("t4-class")
+    (note,) = cuda.nvml_notes(t4, [str(static)])
+    assert "statically linked" in note and "NVML" in note and str(static) in note
+    assert cuda.nvml_notes(t4, [str(dynamic)]) == [] and cuda.nvml_notes(None, [str(static)]) == []
+    p = run_capshim("run", "--profile", "t4-class", "--", str(static), env={"LD_LIBRARY_PATH": str(cuda.build().standin)})
+    assert p.stdout.strip() == "ran"
+    assert p.stderr.count("NVML answers stay the device's") == 1
+    assert p.stderr.index("NVML answers stay") < p.stderr.index("cuda stayed inert")
+
+
+def test_a_set_user_id_program_of_another_user_is_named(tmp_path, monkeypatch):
+    """Secure execution (ld.so(8)): set-user-ID to another user ignores LD_PRELOAD. The file is
+    this user's; the test makes capshim believe it runs as someone else."""
+    src = tmp_path / "p.c"
+    src.write_text("int main(void) { return 0; }\n")
+    prog, script = tmp_path / "suid", tmp_path / "suid.sh"
+    nb.run_compiler(["gcc", str(src), "-o", str(prog)])
+    script.write_text("#!/bin/sh\n")  # the kernel ignores set-user-ID on a script: nothing to say
+    for f in (prog, script):
+        f.chmod(0o4755)
+    t4 = profiles.load("t4-class")
+    assert cuda.nvml_notes(t4, [str(prog)]) == []  # our own uid: no secure execution
+    monkeypatch.setattr(cuda.os, "getuid", lambda: prog.stat().st_uid + 1)
+    (note,) = cuda.nvml_notes(t4, [str(prog)])
+    assert "set-user-ID" in note and "LD_PRELOAD" in note
+    assert cuda.nvml_notes(t4, [str(script)]) == []
+
+
+def test_run_nvidia_smi_says_which_nvml_answers_are_lowered(tmp_path):
+    """A program named nvidia-smi (here a script standing in for it): the run names, once, what
+    NVML lowers and what stays the device's."""
+    fake = tmp_path / "nvidia-smi"
+    fake.write_text("#!/bin/sh\necho compute_cap\n")
+    fake.chmod(0o755)
+    (note,) = cuda.nvml_notes(profiles.load("t4-class"), [str(fake)])
+    assert "compute_cap" in note and "memory" in note

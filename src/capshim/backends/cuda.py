@@ -32,6 +32,7 @@ import os
 import platform
 import re
 import shutil
+import stat
 import subprocess
 import sys
 import tempfile
@@ -433,8 +434,8 @@ class CudaBackend(Backend):
         return verify()
 
     def run_warnings(self, profile, simulate, argv):
-        """See :func:`program_notes`."""
-        return program_notes(profile, argv, self.stock_answers)
+        """See :func:`program_notes` and :func:`nvml_notes`."""
+        return program_notes(profile, argv, self.stock_answers) + nvml_notes(profile, argv)
 
     def stock_answers(self, device: int = 0) -> dict:
         """A stock :func:`probe` of ``device`` (the driver's own answers)."""
@@ -489,7 +490,51 @@ def program_notes(profile: Profile | None, argv: list[str], stock=None) -> list[
     return out
 
 
+def _unreachable(exe: str) -> str | None:
+    """Why ``LD_PRELOAD`` cannot load the shim into the program file ``exe``, or None (it can, or
+    the file is not an ELF file capshim reads). ld.so(8): in secure-execution mode (a set-user-ID
+    or set-group-ID program that changes the user or group) LD_PRELOAD is ignored, and a program
+    without a dynamic linker (PT_INTERP, statically linked) loads no shared library at all."""
+    binary = cuda_binary._elf(Path(exe))
+    if binary is None:  # a script (the kernel ignores set-user-ID there), or no ELF file capshim reads
+        return None
+    try:
+        st_ = os.stat(exe)
+    except OSError:
+        return None
+    if (st_.st_mode & stat.S_ISUID and st_.st_uid != os.getuid()) or \
+            (st_.st_mode & stat.S_ISGID and st_.st_gid != os.getgid()):
+        return "is set-user-ID or set-group-ID: the dynamic linker ignores LD_PRELOAD for it (secure execution)"
+    if not binary.has_interpreter and not binary.libraries:  # -static and -static-pie
+        return "is statically linked (no dynamic linker): LD_PRELOAD cannot load the shim into it"
+    return None
+
+
+def nvml_notes(profile: Profile | None, argv: list[str]) -> list[str]:
+    """What ``capshim run`` says once, before the program starts, about the NVML door (issue 27).
+
+    - A program ``LD_PRELOAD`` cannot reach (:func:`_unreachable`: set-user-ID, static): none of
+      its CUDA or NVML answers (nvidia-smi's ``compute_cap`` included) can be lowered.
+    - ``nvidia-smi``: which of its answers the shim lowers through NVML and which stay the device's.
+
+    Returns:
+        Sentences naming the program; none without a profile or for a program not found.
+    """
+    if profile is None or not argv:
+        return []
+    exe = argv[0] if "/" in argv[0] else shutil.which(argv[0])
+    if exe is None or not os.path.isfile(exe):
+        return []
+    why = _unreachable(exe)
+    if why is not None:
+        return [f"{argv[0]} {why}; its CUDA and NVML answers stay the device's (nothing is lowered)"]
+    if Path(exe).name == "nvidia-smi":
+        return [f"{argv[0]}: through NVML the shim lowers compute_cap, the multiprocessor count, the architecture "
+                "and, with deviceName, the name; memory, clocks, PCI ids and every other answer are the device's"]
+    return []
+
+
 BACKEND = CudaBackend()
 
 __all__ = ["build", "build_paths", "render_config", "launch_env", "preload_value", "probe", "classify", "verify",
-           "standin_env", "find_runtime", "program_notes", "CudaBuild", "CudaBackend", "BACKEND", "LIBRARY", "PROBE", "EXPORTS", "SHIM"]
+           "standin_env", "find_runtime", "program_notes", "nvml_notes", "CudaBuild", "CudaBackend", "BACKEND", "LIBRARY", "PROBE", "EXPORTS", "SHIM"]
