@@ -284,3 +284,20 @@ def test_run_nvidia_smi_says_which_nvml_answers_are_lowered(tmp_path):
     fake.chmod(0o755)
     (note,) = cuda.nvml_notes(profiles.load("t4-class"), [str(fake)])
     assert "compute_cap" in note and "memory" in note
+
+
+def test_probe_reports_nvml_next_to_the_runtime():
+    """`capshim probe --api cuda`: NVML's answers beside the runtime's, stock and lowered, and
+    --compare shows the NVML rows that changed."""
+    env = cuda.standin_env(cuda.build())
+    stock = json.loads(run_capshim("probe", "--api", "cuda", "--json", env=env).stdout)
+    assert stock["nvml"]["answers"] == {"computeCapability": 90, "deviceName": "NVIDIA H200",
+                                        "multiProcessorCount": 132, "memorySizeMB": 143771, "architecture": 9}
+    low = json.loads(run_capshim("probe", "--api", "cuda", "--profile", "t4-class", "--json", env=env).stdout)
+    assert low["nvml"]["answers"]["computeCapability"] == low["capabilities"]["computeCapability"] == 75
+    assert low["nvml"]["answers"]["multiProcessorCount"] == low["capabilities"]["multiProcessorCount"] == 40
+    assert low["nvml"]["refused"] == {}
+    p = run_capshim("probe", "--api", "cuda", "--compare", "--profile", "t4-class", env=env)
+    assert p.returncode == 0, p.stderr
+    row = next(line for line in p.stdout.splitlines() if "NVML computeCapability" in line)
+    assert "90" in row and "75" in row

@@ -271,7 +271,9 @@ def probe(profile: Profile | None = None, device: int = 0, extra_env: dict[str, 
         ``runtime``, ``runtime_version``, ``driver_version``, ``layout``, ``capabilities``
         (key -> value from cudaGetDeviceProperties; computeCapability as major * 10 + minor),
         ``attributes`` (cudaDeviceGetAttribute), ``driver`` (cuDeviceGetAttribute and the
-        other driver queries), and ``shim`` ({"cuda": {"state", "reason"}}).
+        other driver queries), ``nvml`` ({"library", "match", "answers": {computeCapability,
+        deviceName, multiProcessorCount, memorySizeMB, architecture}, "refused": {query: NVML
+        error}}, or {"error"} without NVML), and ``shim`` ({"cuda": {"state", "reason"}}).
 
     Raises:
         CapshimError: no CUDA runtime, driver or device (exit 1); UsageError: no device ``device``.
@@ -356,6 +358,10 @@ def verify() -> list[dict]:
         state = low["shim"][SHIM]["state"]
         check("answers change with a profile (stand-ins)", state == "active" and "computeCapability" in diff,
               f"t4-class on the stand-in H200: {state}, {len(diff)} answers lowered")
+        nvml = [(stock.get("nvml") or {}).get("answers", {}).get("computeCapability"),
+                (low.get("nvml") or {}).get("answers", {}).get("computeCapability")]
+        check("NVML answers change with a profile (stand-ins)", nvml == [90, 75],
+              f"nvmlDeviceGetCudaComputeCapability on the stand-in H200: {nvml[0]} stock, {nvml[1]} under t4-class")
         with tempfile.TemporaryDirectory(prefix="capshim-verify-") as td:
             cfg = Path(td) / "broken.cfg"
             cfg.write_text("direction=lower\ncomputeCapability=75x\n")
