@@ -301,3 +301,32 @@ def test_probe_reports_nvml_next_to_the_runtime():
     assert p.returncode == 0, p.stderr
     row = next(line for line in p.stdout.splitlines() if "NVML computeCapability" in line)
     assert "90" in row and "75" in row
+
+
+def test_a_second_nvml_library_is_left_stock_and_said(tmp_path):
+    """Two different libnvidia-ml files in one process (ctypes, RTLD_LOCAL each): the first one's
+    functions are wrapped and lowered, the second's are handed out as they are (stock), and
+    nvml_second_library names both; neither crashes nor borrows the other's functions."""
+    b = cuda.build()
+    second = tmp_path / "other" / "libnvidia-ml.so.1"
+    second.parent.mkdir()
+    second.write_bytes((b.standin / "libnvidia-ml.so.1").read_bytes())
+    code = ("import ctypes, json, sys\n"
+            "def cc(path):\n"
+            "    lib = ctypes.CDLL(path); lib.nvmlInit_v2(); d = ctypes.c_void_p()\n"
+            "    assert lib.nvmlDeviceGetHandleByIndex_v2(0, ctypes.byref(d)) == 0\n"
+            "    a, b = ctypes.c_int(), ctypes.c_int()\n"
+            "    rc = lib.nvmlDeviceGetCudaComputeCapability(d, ctypes.byref(a), ctypes.byref(b))\n"
+            "    return [rc, a.value, b.value]\n"
+            "print(json.dumps([cc(sys.argv[1]), cc(sys.argv[2])]))\n")
+    status, cfg = tmp_path / "s.jsonl", tmp_path / "t4.cfg"
+    cfg.write_text(cuda.render_config(profiles.load("t4-class")))
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("CAPSHIM_", "LD_"))}
+    env.update({"LD_PRELOAD": str(b.library), cuda.CONFIG_VAR: str(cfg), "CAPSHIM_QUIET": "1",
+                "CAPSHIM_STATUS_FILE": str(status)})
+    p = subprocess.run([sys.executable, "-c", code, str(b.standin / "libnvidia-ml.so.1"), str(second)], env=env,
+                       capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0, p.stderr
+    assert json.loads(p.stdout) == [[0, 7, 5], [0, 9, 0]]
+    (event,) = [e for e in map(json.loads, status.read_text().splitlines()) if e["event"] == "nvml_second_library"]
+    assert event["library"] == str(second) and event["first"] == str(b.standin / "libnvidia-ml.so.1")
