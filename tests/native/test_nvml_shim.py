@@ -330,3 +330,19 @@ def test_a_second_nvml_library_is_left_stock_and_said(tmp_path):
     assert json.loads(p.stdout) == [[0, 7, 5], [0, 9, 0]]
     (event,) = [e for e in map(json.loads, status.read_text().splitlines()) if e["event"] == "nvml_second_library"]
     assert event["library"] == str(second) and event["first"] == str(b.standin / "libnvidia-ml.so.1")
+
+
+def test_a_refused_attributes_query_passes_through_and_the_probe_says_so(doors):
+    """An NVML that answers nvmlDeviceGetAttributes for MIG handles only (NVIDIA's documented
+    behaviour; the stand-in with CAPSHIM_STANDIN_NVML_MIG_ONLY=1): the refusal (3,
+    NVML_ERROR_NOT_SUPPORTED) reaches the caller untouched, the other queries still lower, and
+    the probe lists the refusal."""
+    mig = {"CAPSHIM_STANDIN_NVML_MIG_ONLY": "1"}
+    line, events, _ = doors.run("dlopen", cuda.render_config(profiles.load("t4-class")), mig)
+    assert line["attrs"] == [3, 0, 0, 0] and line["attrs_v2"] == [3, 0, 0, 0]
+    assert line["cc"] == [0, 7, 5] and line["arch"] == [0, 6]
+    assert not [e for e in events if e["event"] == "changed" and e["query"].startswith("nvmlDeviceGetAttributes")]
+    env = {**cuda.standin_env(cuda.build()), **mig}
+    low = json.loads(run_capshim("probe", "--api", "cuda", "--profile", "t4-class", "--json", env=env).stdout)
+    assert low["nvml"]["refused"] == {"nvmlDeviceGetAttributes_v2": 3}
+    assert low["nvml"]["answers"] == {"computeCapability": 75, "deviceName": "NVIDIA H200", "architecture": 6}

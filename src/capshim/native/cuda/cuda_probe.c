@@ -144,6 +144,13 @@ typedef int (*nvml_attrs_fn)(void *, struct nvml_attributes *);
 typedef int (*nvml_arch_fn)(void *, unsigned int *);
 typedef int (*pci_fn)(char *, int, int);
 
+/* Appends "query": rc to the JSON members in buf (n: its length so far; cut short, never overrun). */
+static void refused_add(char *buf, size_t size, size_t *n, const char *query, int rc) {
+    if (*n + 1 >= size) return;
+    int w = snprintf(buf + *n, size - *n, "%s\"%s\": %d", *n ? ", " : "", query, rc);
+    *n = w < 0 ? *n : *n + (size_t)w >= size ? size - 1 : *n + (size_t)w;
+}
+
 /* What NVML answers for the CUDA device (an NVML without a device or the library: "error"). */
 static void print_nvml(void *rt, int device) {
     printf("\"nvml\": {");
@@ -170,17 +177,13 @@ static void print_nvml(void *rt, int device) {
     char refused[512] = "";
     size_t nref = 0;
     const char *sep = "";
-#define REFUSED(query, rc) \
-    nref += (size_t)snprintf(refused + nref, nref < sizeof refused ? sizeof refused - nref : 0, \
-                             "%s\"%s\": %d", nref ? ", " : "", query, rc); \
-    if (nref >= sizeof refused) nref = sizeof refused - 1;
     nvml_cc_fn cc = (nvml_cc_fn)(uintptr_t)sym(h, "nvmlDeviceGetCudaComputeCapability");
     int major = -1, minor = -1, rc = cc != NULL ? cc(dev, &major, &minor) : -1;
     if (rc == 0) {
         printf("\"computeCapability\": %d", major * 10 + minor);
         sep = ", ";
     } else {
-        REFUSED("nvmlDeviceGetCudaComputeCapability", rc)
+        refused_add(refused, sizeof refused, &nref, "nvmlDeviceGetCudaComputeCapability", rc);
     }
     nvml_name_fn nm = (nvml_name_fn)(uintptr_t)sym(h, "nvmlDeviceGetName");
     char name[96] = "", esc[2 * sizeof name];
@@ -191,7 +194,7 @@ static void print_nvml(void *rt, int device) {
         printf("%s\"deviceName\": \"%s\"", sep, esc);
         sep = ", ";
     } else {
-        REFUSED("nvmlDeviceGetName", rc)
+        refused_add(refused, sizeof refused, &nref, "nvmlDeviceGetName", rc);
     }
     nvml_attrs_fn at = (nvml_attrs_fn)(uintptr_t)sym(h, "nvmlDeviceGetAttributes_v2");
     struct nvml_attributes a;
@@ -201,7 +204,7 @@ static void print_nvml(void *rt, int device) {
         printf("%s\"multiProcessorCount\": %u, \"memorySizeMB\": %llu", sep, a.multiprocessorCount, a.memorySizeMB);
         sep = ", ";
     } else {
-        REFUSED("nvmlDeviceGetAttributes_v2", rc)
+        refused_add(refused, sizeof refused, &nref, "nvmlDeviceGetAttributes_v2", rc);
     }
     nvml_arch_fn ar = (nvml_arch_fn)(uintptr_t)sym(h, "nvmlDeviceGetArchitecture");
     unsigned int arch = 0;
@@ -209,9 +212,8 @@ static void print_nvml(void *rt, int device) {
     if (rc == 0) {
         printf("%s\"architecture\": %u", sep, arch);
     } else {
-        REFUSED("nvmlDeviceGetArchitecture", rc)
+        refused_add(refused, sizeof refused, &nref, "nvmlDeviceGetArchitecture", rc);
     }
-#undef REFUSED
     printf("}, \"refused\": {%s}}", refused);
 }
 

@@ -4,11 +4,15 @@
  * 143771 MiB, architecture Hopper. Just the entry points capshim's tests and pynvml's
  * initialisation use; each checks its arguments as NVML documents: an unknown device handle is
  * NVML_ERROR_INVALID_ARGUMENT, a call before nvmlInit NVML_ERROR_UNINITIALIZED, a name buffer
- * too small NVML_ERROR_INSUFFICIENT_SIZE. Types and numbers: nvml.h (CUDA 13.0 toolkit) and
+ * too small NVML_ERROR_INSUFFICIENT_SIZE. With CAPSHIM_STANDIN_NVML_MIG_ONLY=1 it refuses
+ * nvmlDeviceGetAttributes(_v2) with NVML_ERROR_NOT_SUPPORTED, as NVML documents for a handle
+ * that is not a MIG device (cuda-python's nvml.device_get_attributes_v2: "This API currently
+ * only supports MIG device handles"). Types and numbers: nvml.h (CUDA 13.0 toolkit) and
  * nvidia-ml-py 13.615's pynvml.py (the same definitions in ctypes).
  */
 #include <stdatomic.h>
 #include <stddef.h>
+#include <stdlib.h>
 #include <string.h>
 
 #define EXPORT __attribute__((visibility("default")))
@@ -17,6 +21,7 @@ typedef int nvmlReturn_t;
 #define NVML_SUCCESS 0
 #define NVML_ERROR_UNINITIALIZED 1
 #define NVML_ERROR_INVALID_ARGUMENT 2
+#define NVML_ERROR_NOT_SUPPORTED 3
 #define NVML_ERROR_INSUFFICIENT_SIZE 7
 #define NVML_DEVICE_ARCH_HOPPER 9u
 
@@ -105,6 +110,8 @@ nvmlReturn_t nvmlDeviceGetName(nvmlDevice_t device, char *name, unsigned int len
 static nvmlReturn_t attributes(nvmlDevice_t device, nvmlDeviceAttributes_t *a) {
     if (atomic_load(&initialised) <= 0) return NVML_ERROR_UNINITIALIZED;
     if (bad(device) || a == NULL) return NVML_ERROR_INVALID_ARGUMENT;
+    const char *mig_only = getenv("CAPSHIM_STANDIN_NVML_MIG_ONLY");
+    if (mig_only != NULL && strcmp(mig_only, "1") == 0) return NVML_ERROR_NOT_SUPPORTED;
     memset(a, 0, sizeof *a);
     a->multiprocessorCount = 132;
     a->sharedCopyEngineCount = 7;
