@@ -238,6 +238,7 @@ def test_capshim_run_t4_class_python_sees_7_5_through_nvml(tmp_path, door):
     line = json.loads(p.stdout.strip().splitlines()[-1])
     assert answers(line) == lowered("t4-class")
     assert "stayed" not in p.stderr
+    assert p.stderr.count("capshim-cuda: active in ") == 1 and "through NVML" in p.stderr
 
 
 def test_run_names_a_program_the_shim_cannot_reach_once_before_it_starts(tmp_path):

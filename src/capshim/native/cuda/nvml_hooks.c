@@ -28,6 +28,7 @@
  * nvmlDeviceAttributes_t is eight unsigned ints then unsigned long long memorySizeMB
  * (40 bytes; _v2 fills the same struct); nvmlDeviceArchitecture_t an unsigned int.
  *
+ * On stderr (unless CAPSHIM_QUIET=1), once: "capshim-cuda: active in NAME[PID] through NVML".
  * Status events (shim "cuda"): "hooks" {installed: the NVML names, first, door: "nvml"} at the
  * first NVML wrapper reached, "changed" per query as the runtime's, "called" {entry_points,
  * substituted} at exit, nvml_lookup_failed {query, reason}, nvml_second_library {library, first}.
@@ -197,6 +198,15 @@ static void hooks_event(int first) {
     capshim_json_str(&j, "first", capshim_nvml_entry_names[first]);
     capshim_json_str(&j, "door", "nvml");
     capshim_json_end_and_write(&j);
+    const char *quiet = getenv("CAPSHIM_QUIET");
+    if (quiet != NULL && strcmp(quiet, "1") == 0) return;
+    char line[256];
+    int n = snprintf(line, sizeof line, "capshim-cuda: active in %s[%ld] through NVML (first: %s)\n",
+                     capshim_process_name(), (long)getpid(), capshim_nvml_entry_names[first]);
+    if (n > 0) {
+        ssize_t w = write(STDERR_FILENO, line, (size_t)n < sizeof line ? (size_t)n : sizeof line - 1);
+        (void)w;
+    }
 }
 
 /* Marks entry e reached; 1 when this call may lower (active, outermost NVML wrapper on this thread). */
