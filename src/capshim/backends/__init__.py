@@ -241,8 +241,11 @@ def run_probe(cmd: list[str], env: dict[str, str], what: str, timeout: float = 3
 
 def answer_rows(data: dict) -> dict[str, object]:
     """A capability-shaped probe result as ``key -> answer`` rows: capabilities,
-    then ``extension NAME`` -> spec version."""
+    then ``extension NAME`` -> spec version, then ``NVML KEY`` -> what NVML answers (the CUDA
+    probe's ``nvml.answers``)."""
     rows = dict(data.get("capabilities", {}))
+    for key, value in (data.get("nvml") or {}).get("answers", {}).items():
+        rows[f"NVML {key}"] = value
     for name, spec in data.get("extensions", {}).items():
         rows[f"extension {name}"] = spec
     return rows

@@ -93,6 +93,7 @@ CAPSHIM_NO_SANITIZE void *dlsym(void *handle, const char *name) {
         r = next_after(__builtin_return_address(0), name, r, &corrected);
         if (corrected) return r; /* the caller sits after the shim: its calls came through the shim already */
     }
+    if (r != NULL && capshim_nvml_entry_index(name) >= 0) return capshim_nvml_substitute(name, r);
     if (r == NULL || capshim_cuda_entry_index(name) < 0) return r;
     return capshim_cuda_substitute(name, r, 0, "dlsym");
 }

@@ -82,7 +82,7 @@ static __thread int t_depth;        /* wrappers on this thread's stack */
 
 static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct change {
-    int query;
+    const char *query;
     const char *key;
     uint64_t stock, reported;
 } g_changes[MAX_CHANGES];
@@ -401,16 +401,15 @@ void *capshim_cuda_sibling(void *fn, const char *name) {
 /* ---- lowering ------------------------------------------------------------------ */
 
 static void changed(const char *query, const char *key, uint64_t stock, uint64_t reported) {
-    int q = capshim_cuda_entry_index(query);
     pthread_mutex_lock(&g_lock);
     for (size_t i = 0; i < g_nchanges; i++) {
         struct change *c = &g_changes[i];
-        if (c->query == q && strcmp(c->key, key) == 0 && c->stock == stock && c->reported == reported) {
+        if (strcmp(c->query, query) == 0 && strcmp(c->key, key) == 0 && c->stock == stock && c->reported == reported) {
             pthread_mutex_unlock(&g_lock);
             return;
         }
     }
-    if (g_nchanges < MAX_CHANGES) g_changes[g_nchanges++] = (struct change){q, key, stock, reported};
+    if (g_nchanges < MAX_CHANGES) g_changes[g_nchanges++] = (struct change){query, key, stock, reported};
     pthread_mutex_unlock(&g_lock);
     struct capshim_json j;
     event_begin(&j, "changed");
@@ -435,6 +434,10 @@ static uint64_t lowered(const char *query, const char *key, uint64_t stock) {
     if (!set || cfg >= stock) return stock;
     changed(query, key, stock, cfg);
     return cfg;
+}
+
+uint64_t capshim_cuda_lower_value(const char *query, const char *key, uint64_t stock) {
+    return lowered(query, key, stock);
 }
 
 void capshim_cuda_lower_pair(const char *query, int *major, int *minor) {

@@ -86,5 +86,24 @@ void capshim_cuda_lower_devprop(const char *query, unsigned char *prop, int devi
  * version (or -1) to *version. */
 int capshim_cuda_layout(int entry, void *fn, int *version);
 void capshim_cuda_layout_mismatch(const char *query, int layout, int version, const char *reason);
+/* min(stock, profile) for one numeric key, a change reported under query (a static string). */
+uint64_t capshim_cuda_lower_value(const char *query, const char *key, uint64_t stock);
+
+/* nvml_hooks.c: the NVML door (nvmlDeviceGetCudaComputeCapability, ...), in this order. */
+enum capshim_nvml_entry {
+    N_GetCudaComputeCapability,
+    N_GetName,
+    N_GetAttributes,
+    N_GetAttributes_v2,
+    N_GetArchitecture,
+    N_COUNT
+};
+extern const char *const capshim_nvml_entry_names[N_COUNT];
+/* Index of a wrapped NVML entry point by name, or -1 (safe on dlsym's path: no libc call). */
+int capshim_nvml_entry_index(const char *name);
+void *capshim_nvml_wrapper(int entry);
+/* dlsym's answer fn (non-NULL) for an NVML name: the wrapper in place of a real function the
+ * shim wraps (while active), else fn. */
+void *capshim_nvml_substitute(const char *name, void *fn);
 
 #endif
