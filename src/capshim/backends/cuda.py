@@ -50,11 +50,13 @@ PROBE = "capshim-cuda-probe"
 FUZZ = "fuzz_config_cuda"
 STANDIN_DIR = "standin"
 STANDIN_RUNTIME = "libcudart.so.13"
+#: The second stand-in runtime: CUDA 11.8's (cudaDeviceProp of 728 bytes), for two runtimes in one process.
+STANDIN_RUNTIME_11 = "libcudart.so.11.0"
 STANDIN_DRIVER = "libcuda.so.1"
 CONFIG_VAR = "CAPSHIM_CUDA_CONFIG"
 #: The shim's own files, then the Vulkan layer's parser and status writer it shares (native/vulkan/).
-SOURCES = ["cuda_shim.c", "cuda_hooks.c", "cuda_shim.h", "cuda_table.h", "cuda_probe.c",
-           "standin_cuda.c", "standin_cuda.map", "standin_cudart.c"]
+SOURCES = ["cuda_shim.c", "cuda_hooks.c", "cuda_resolve.c", "cuda_shim.h", "cuda_table.h", "cuda_probe.c",
+           "standin_cuda.c", "standin_cuda.map", "standin_cudart.c", "standin_cudart13.map", "standin_cudart11.map"]
 SHARED = ["config.c", "config.h", "devname.h", "caps_table.h", "status.c", "status.h", "fuzz_config.c"]
 #: What the shim library exports, exactly (``verify`` checks it).
 EXPORTS = frozenset({
@@ -73,7 +75,8 @@ class CudaBuild:
         library: the shim (``libcapshim_cuda.so``).
         probe: the probe program (``capshim-cuda-probe``).
         fuzz_driver: the configuration parser with the CUDA keyspec, standalone (ASan+UBSan).
-        standin: the folder of the stand-in ``libcudart.so.13`` and ``libcuda.so.1``.
+        standin: the folder of the stand-in ``libcudart.so.13``, ``libcudart.so.11.0`` (CUDA 11.8's
+            728-byte cudaDeviceProp) and ``libcuda.so.1``.
     """
 
     dir: Path
@@ -92,17 +95,18 @@ def _commands(cc: str, sanitize: bool = False) -> dict[str, list[str]]:
     lib = [*common, "-fPIC", "-fvisibility=hidden", "-shared"]
     defs = [] if sanitize else ["-Wl,-z,defs"]  # ASan's runtime is found at load time
     return {
-        LIBRARY: [*lib, *defs, "-Wl,-Bsymbolic", "-o", LIBRARY, "cuda_shim.c", "cuda_hooks.c", "config.c",
-                  "status.c", "-ldl", "-lpthread"],
+        LIBRARY: [*lib, *defs, "-Wl,-Bsymbolic", "-o", LIBRARY, "cuda_shim.c", "cuda_hooks.c", "cuda_resolve.c",
+                  "config.c", "status.c", "-ldl", "-lpthread"],
         PROBE: [*common, "-o", PROBE, "cuda_probe.c", "status.c", "-ldl", "-lpthread"],
         FUZZ: [cc, "-std=gnu11", "-O1", "-g", *nb.WARNINGS, "-fsanitize=address,undefined",
                "-fno-sanitize-recover=all", "-DCAPSHIM_FUZZ_CUDA", "-o", FUZZ, "fuzz_config.c", "config.c"],
         f"{STANDIN_DIR}/{STANDIN_DRIVER}": [*lib, *defs, "-Wl,--version-script=standin_cuda.map",
                                            f"-Wl,-soname,{STANDIN_DRIVER}", "-o", f"{STANDIN_DIR}/{STANDIN_DRIVER}",
                                            "standin_cuda.c"],
-        f"{STANDIN_DIR}/{STANDIN_RUNTIME}": [*lib, *defs, f"-Wl,-soname,{STANDIN_RUNTIME}", "-o",
-                                            f"{STANDIN_DIR}/{STANDIN_RUNTIME}", "standin_cudart.c", "-ldl",
-                                            "-lpthread"],
+        **{f"{STANDIN_DIR}/{soname}": [*lib, *defs, f"-DSTANDIN_CUDART_MAJOR={major}", f"-Wl,-soname,{soname}",
+                                        f"-Wl,--version-script=standin_cudart{major}.map", "-o",
+                                        f"{STANDIN_DIR}/{soname}", "standin_cudart.c", "-ldl", "-lpthread"]
+           for major, soname in ((13, STANDIN_RUNTIME), (11, STANDIN_RUNTIME_11))},
     }
 
 
