@@ -212,9 +212,14 @@ def classify(report: st.StatusReport, requested: bool = True) -> st.ShimState:
     """:func:`capshim.status.classify` for the CUDA shim, in CUDA's words: loaded but no entry
     point reached is inert (no CUDA call went through it: none at all, or a statically linked
     runtime LD_PRELOAD cannot reach); an active shim's reason names the entry points the
-    process called and any layout_mismatch (answers left stock there)."""
+    process called, any layout_mismatch (answers left stock there), any ``unresolved`` entry
+    point (a wrapper reached with no real function behind it: it returned 500) and any
+    ``unbound`` one (no bound wrapper left: the real function was handed out, stock)."""
     state = st.classify(report, SHIM, requested=requested)
     events = report.for_shim(SHIM)
+    missing = sorted({f"{e.get('entry_point')} (called from {e.get('caller')}): {e.get('reason')}"
+                      for e in events if e.get("event") == "unresolved"})
+    unbound = sorted({f"{e.get('entry_point')}: {e.get('reason')}" for e in events if e.get("event") == "unbound"})
     if state.state == st.INERT and state.reason.startswith("loaded but installed no hooks"):
         return st.ShimState(st.INERT, "loaded, but no CUDA entry point was reached through it (the program made "
                             "no CUDA call, or its runtime is statically linked, which LD_PRELOAD cannot reach)",
@@ -225,6 +230,8 @@ def classify(report: st.StatusReport, requested: bool = True) -> st.ShimState:
     bad = sorted({f"{e.get('query')}: {e.get('reason')}" for e in events if e.get("event") == "layout_mismatch"})
     reason = state.reason + (f"; entry points called: {', '.join(called)}" if called else "")
     reason += f"; layout_mismatch (left stock): {'; '.join(bad)}" if bad else ""
+    reason += f"; unresolved (no real function found): {'; '.join(missing)}" if missing else ""
+    reason += f"; unbound (handed out stock): {'; '.join(unbound)}" if unbound else ""
     return st.ShimState(st.ACTIVE, reason, state.changes)
 
 
