@@ -91,7 +91,7 @@ def test_an_rtld_local_plugin_linked_to_the_runtime_is_answered_and_lowered(flav
     stock = c.run(["local", c.progs["plugin13"]], shim=False)
     assert answers(stock, "plugin") == STOCK
     r = c.run(["local", c.progs["plugin13"]])
-    for name in ("plugin", "plugin-again"):
+    for name in ("plugin", "plugin-again", "plugin-reloaded"):
         assert answers(r, name) == LOWERED and who(r, name)["rt"] == 13000
     assert r.of("unresolved") == []
     assert cuda.classify(st.StatusReport(r.events)).state == st.ACTIVE
@@ -184,6 +184,27 @@ def test_fork_after_the_first_call(flavour, tmp_path):
     c = Case(flavour, tmp_path)
     r = c.run(["fork", c.progs["plugin13"]])
     assert [answers(r, n) for n in ("parent", "child", "parent-again")] == [LOWERED] * 3
+
+
+def test_a_full_pool_of_bound_wrappers_hands_out_the_real_function(flavour, tmp_path):
+    """Nine copies of the runtime, each asked through its own dlsym'd pointer: the first eight
+    get a wrapper bound to their own function (lowered), the ninth the real function itself
+    (stock, working), and the status says which entry point ran out and what that means. The
+    runtimes find their driver with dlvsym here, past the shim's dlsym, so that what each
+    runtime pointer answers is its own doing."""
+    c = Case(flavour, tmp_path)
+    copies = []
+    for i in range(9):
+        copy = tmp_path / f"copy{i}" / cuda.STANDIN_RUNTIME
+        copy.parent.mkdir()
+        copy.write_bytes(c.progs["rt13"].read_bytes())
+        copies.append(copy)
+    r = c.run(["many", *copies], env={"CAPSHIM_STANDIN_RESOLVE": "dlvsym"})
+    got = [who(r, f"many-{i}") for i in range(9)]
+    assert got == [{"rc": [0, 0], "attr": [7, 5]}] * 8 + [{"rc": [0, 0], "attr": [9, 0]}], got
+    (u,) = r.of("unbound")
+    assert u["entry_point"] == "cudaDeviceGetAttribute" and "all 8 bound wrappers" in u["reason"]
+    assert "unbound" in cuda.classify(st.StatusReport(r.events)).reason
 
 
 def test_a_wrapper_reached_without_any_runtime_says_unresolved(flavour, tmp_path):

@@ -5,7 +5,8 @@
  * Built twice: scope_host (no runtime linked) and, with -DRT_MAJOR=11 -DLINKED, scope_host11
  * (linked against libcudart.so.11.0: its own queries go through the global scope).
  *
- *   scope_host local PLUGIN             dlopen(PLUGIN, RTLD_LOCAL), query through it twice
+ *   scope_host local PLUGIN             dlopen(PLUGIN, RTLD_LOCAL), query through it twice; dlclose
+ *                                       it (its runtime goes too) and load and query it again
  *   scope_host11 two PLUGIN13           main (11.8 runtime), the 13 plugin (RTLD_LOCAL), main again
  *   scope_host handles RT11 RT13        dlopen both RTLD_LOCAL; dlsym on each handle (what ctypes
  *                                       does), 11's first; then ask 11, 13, 11 through those
@@ -17,6 +18,9 @@
  *                                       not found), dlopen(RT13, RTLD_GLOBAL), dlsym again and ask,
  *                                       then a RTLD_LOCAL plugin loaded after that
  *   scope_host fork PLUGIN13            query, fork(), query in the child and in the parent
+ *   scope_host many RT...               dlopen each runtime file RTLD_LOCAL, dlsym its
+ *                                       cudaDeviceGetAttribute, ask compute capability through each:
+ *                                       {"who": "many-N", "answer": {"rc", "attr": [major, minor]}}
  *   scope_host weak                     calls cudaDeviceGetAttribute through a weak reference
  *                                       with no runtime loaded: {"who": "weak", "rc", "value"}
  */
@@ -103,9 +107,12 @@ extern int cudaDeviceGetAttribute(int *, int, int) __attribute__((weak));
 int main(int argc, char **argv) {
     const char *mode = argc > 1 ? argv[1] : "";
     if (strcmp(mode, "local") == 0 && argc == 3) {
-        query_fn q = plugin(dlopen(argv[2], RTLD_NOW | RTLD_LOCAL));
+        void *h = dlopen(argv[2], RTLD_NOW | RTLD_LOCAL);
+        query_fn q = plugin(h);
         ask_plugin("plugin", q);
         ask_plugin("plugin-again", q);
+        if (dlclose(h) != 0) fail("dlclose", dlerror());
+        ask_plugin("plugin-reloaded", plugin(dlopen(argv[2], RTLD_NOW | RTLD_LOCAL)));
 #ifdef LINKED
     } else if (strcmp(mode, "two") == 0 && argc == 3) {
         char out[512];
@@ -153,6 +160,23 @@ int main(int argc, char **argv) {
         int status = 0;
         if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status) || WEXITSTATUS(status) != 0) fail("child", "");
         ask_plugin("parent-again", q);
+    } else if (strcmp(mode, "many") == 0 && argc > 2) {
+        attr_fn fns[64];
+        int n = argc - 2 < 64 ? argc - 2 : 64;
+        for (int i = 0; i < n; i++) {
+            void *h = dlopen(argv[2 + i], RTLD_NOW | RTLD_LOCAL);
+            if (h == NULL) fail("dlopen", dlerror());
+            fns[i] = (attr_fn)(uintptr_t)dlsym(h, "cudaDeviceGetAttribute");
+            if (fns[i] == NULL) fail("dlsym", dlerror());
+        }
+        for (int i = 0; i < n; i++) {
+            int major = -7, minor = -7;
+            int rc0 = fns[i](&major, 75, 0), rc1 = fns[i](&minor, 76, 0);
+            char who[32], out[128];
+            snprintf(who, sizeof who, "many-%d", i);
+            snprintf(out, sizeof out, "{\"rc\": [%d, %d], \"attr\": [%d, %d]}", rc0, rc1, major, minor);
+            line(who, out);
+        }
     } else if (strcmp(mode, "weak") == 0) {
         int value = -7, rc = -1;
         if (cudaDeviceGetAttribute != NULL) rc = cudaDeviceGetAttribute(&value, 75, 0);
@@ -160,7 +184,7 @@ int main(int argc, char **argv) {
         snprintf(out, sizeof out, "{\"rc\": %d, \"value\": %d}", rc, value);
         line("weak", out);
     } else {
-        fprintf(stderr, "usage: scope_host local|two|handles|dlmopen|late|fork|weak ARGS (see the source)\n");
+        fprintf(stderr, "usage: scope_host local|two|handles|dlmopen|late|fork|many|weak ARGS (see the source)\n");
         return 2;
     }
     return 0;
