@@ -13,8 +13,8 @@
  *    against sits), then the global scope after the shim (dlsym RTLD_NEXT), then, last, the
  *    one loaded object that defines the name (none or several: unresolved). An object ahead
  *    of the shim that defines the name itself (a second copy of the shim, an interposer)
- *    continues after the shim, as RTLD_NEXT would. Answers are cached per (entry, caller
- *    object) in a fixed table of seqlocked slots, valid while no object has been unloaded
+ *    continues after the shim, as RTLD_NEXT would. Answers are cached per (entry, call site)
+ *    in a fixed table of seqlocked slots, valid while no object has been unloaded
  *    (dl_iterate_phdr's dlpi_subs); a miss resolves again, a full table caches nothing.
  *  - A pointer the shim hands out in place of a real one (dlsym, cuGetProcAddress,
  *    cudaGetDriverEntryPoint) is a slot wrapper bound to exactly that real function
@@ -154,13 +154,16 @@ static void *only_definition(int entry, int *several) {
 
 /* ---- the cache --------------------------------------------------------------------- */
 
-#define CACHE_SLOTS 256
+#define CACHE_SLOTS 1024
 #define PROBES 8
 
-/* seq: even when stable, odd while one writer fills the slot (claimed by CAS). */
+/* Keyed by (entry, call site): a hit takes no loader lock but dl_iterate_phdr's short one (held
+ * by dlopen only while it links an object into the list, never while constructors run), where
+ * dladdr waits for a dlopen in another thread to finish. seq: even when stable, odd while one
+ * writer fills the slot (claimed by CAS). */
 static struct cache_slot {
     atomic_uint seq;
-    _Atomic(uintptr_t) map;
+    _Atomic(uintptr_t) site;
     atomic_int entry;
     atomic_ullong subs;
     _Atomic(void *) fn;
@@ -179,41 +182,41 @@ static unsigned long long unloads(void) {
     return subs;
 }
 
-static size_t slot_of(uintptr_t map, int entry) {
-    uint64_t h = ((uint64_t)map >> 4) * 0x9e3779b97f4a7c15ull + (uint64_t)entry * 0xbf58476d1ce4e5b9ull;
+static size_t slot_of(uintptr_t site, int entry) {
+    uint64_t h = ((uint64_t)site >> 2) * 0x9e3779b97f4a7c15ull + (uint64_t)entry * 0xbf58476d1ce4e5b9ull;
     return (size_t)(h >> 32) % CACHE_SLOTS;
 }
 
-static void *cache_get(int entry, uintptr_t map, unsigned long long subs) {
-    size_t s = slot_of(map, entry);
+static void *cache_get(int entry, uintptr_t site, unsigned long long subs) {
+    size_t s = slot_of(site, entry);
     for (int i = 0; i < PROBES; i++) {
         struct cache_slot *c = &g_cache[(s + (size_t)i) % CACHE_SLOTS];
         unsigned before = atomic_load_explicit(&c->seq, memory_order_acquire);
         if (before & 1u) continue;
-        uintptr_t m = atomic_load_explicit(&c->map, memory_order_relaxed);
+        uintptr_t m = atomic_load_explicit(&c->site, memory_order_relaxed);
         int e = atomic_load_explicit(&c->entry, memory_order_relaxed);
         unsigned long long u = atomic_load_explicit(&c->subs, memory_order_relaxed);
         void *fn = atomic_load_explicit(&c->fn, memory_order_relaxed);
         atomic_thread_fence(memory_order_acquire);
         if (atomic_load_explicit(&c->seq, memory_order_relaxed) != before) continue;
-        if (fn != NULL && m == map && e == entry && u == subs) return fn;
+        if (fn != NULL && m == site && e == entry && u == subs) return fn;
     }
     return NULL;
 }
 
-static void cache_put(int entry, uintptr_t map, unsigned long long subs, void *fn) {
-    size_t s = slot_of(map, entry);
+static void cache_put(int entry, uintptr_t site, unsigned long long subs, void *fn) {
+    size_t s = slot_of(site, entry);
     for (int i = 0; i < PROBES; i++) {
         struct cache_slot *c = &g_cache[(s + (size_t)i) % CACHE_SLOTS];
         unsigned seq = atomic_load(&c->seq);
         if (seq & 1u) continue;
         void *old = atomic_load_explicit(&c->fn, memory_order_relaxed);
         int stale = atomic_load_explicit(&c->subs, memory_order_relaxed) != subs;
-        int mine = atomic_load_explicit(&c->map, memory_order_relaxed) == map &&
+        int mine = atomic_load_explicit(&c->site, memory_order_relaxed) == site &&
                    atomic_load_explicit(&c->entry, memory_order_relaxed) == entry;
         if (old != NULL && !stale && !mine) continue; /* someone else's, still valid */
         if (!atomic_compare_exchange_strong(&c->seq, &seq, seq + 1u)) continue;
-        atomic_store_explicit(&c->map, map, memory_order_relaxed);
+        atomic_store_explicit(&c->site, site, memory_order_relaxed);
         atomic_store_explicit(&c->entry, entry, memory_order_relaxed);
         atomic_store_explicit(&c->subs, subs, memory_order_relaxed);
         atomic_store_explicit(&c->fn, fn, memory_order_relaxed);
@@ -242,9 +245,8 @@ void *capshim_cuda_resolve(int entry, const void *ret) {
     if (entry < 0 || entry >= E_COUNT) return NULL;
     /* ret - 1: inside the call instruction, so a call that ends its object still maps there */
     const void *caller = ret != NULL ? (const void *)((const char *)ret - 1) : NULL;
-    struct link_map *cm = capshim_cuda_map_of(caller);
     unsigned long long subs = unloads();
-    void *fn = cache_get(entry, (uintptr_t)cm, subs);
+    void *fn = cache_get(entry, (uintptr_t)ret, subs);
     if (fn != NULL) return fn;
     fn = capshim_cuda_scope_lookup(entry, caller);
     int several = 0;
@@ -257,7 +259,7 @@ void *capshim_cuda_resolve(int entry, const void *ret) {
                              "any loaded object); the call returned 500 (not found)");
         return NULL;
     }
-    cache_put(entry, (uintptr_t)cm, subs, fn);
+    cache_put(entry, (uintptr_t)ret, subs, fn);
     return fn;
 }
 

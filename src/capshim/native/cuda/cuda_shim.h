@@ -64,7 +64,7 @@ struct link_map;
 /* The object holding address p (dladdr1 RTLD_DL_LINKMAP), or NULL. */
 struct link_map *capshim_cuda_map_of(const void *p);
 /* The real function entry's exported wrapper calls for the code at return address ret:
- * cached per (entry, calling object); NULL (and an "unresolved" event) when none is found. */
+ * cached per (entry, call site); NULL (and an "unresolved" event) when none is found. */
 void *capshim_cuda_resolve(int entry, const void *ret);
 /* What a lookup of entry's name from the code at caller finds, skipping the shim: the caller's
  * own dependency scope, then the global scope after the shim; NULL when neither defines it. */
