@@ -221,6 +221,9 @@ def test_a_wrapper_reached_without_any_runtime_says_unresolved(flavour, tmp_path
     state = cuda.classify(st.StatusReport(r.events))
     assert "made no CUDA call" not in state.reason and "unresolved" in state.reason
     assert "cudaDeviceGetAttribute" in state.reason
+    # the miss is not remembered past a load: the same call site reaches the runtime loaded after it
+    r = c.run(["weak", c.progs["rt13"]])
+    assert [who(r, "weak"), who(r, "weak-after-load")] == [{"rc": 500, "value": -7}, {"rc": 0, "value": 7}]
 
 
 def test_stand_in_runtimes_fill_their_own_sizes(plain):

@@ -21,8 +21,10 @@
  *   scope_host many RT...               dlopen each runtime file RTLD_LOCAL, dlsym its
  *                                       cudaDeviceGetAttribute, ask compute capability through each:
  *                                       {"who": "many-N", "answer": {"rc", "attr": [major, minor]}}
- *   scope_host weak                     calls cudaDeviceGetAttribute through a weak reference
- *                                       with no runtime loaded: {"who": "weak", "rc", "value"}
+ *   scope_host weak [RT13]              calls cudaDeviceGetAttribute through a weak reference
+ *                                       with no runtime loaded: {"who": "weak", "rc", "value"};
+ *                                       with RT13, dlopen it RTLD_GLOBAL and call from the same
+ *                                       call site again ("weak-after-load")
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -177,12 +179,16 @@ int main(int argc, char **argv) {
             snprintf(out, sizeof out, "{\"rc\": [%d, %d], \"attr\": [%d, %d]}", rc0, rc1, major, minor);
             line(who, out);
         }
-    } else if (strcmp(mode, "weak") == 0) {
-        int value = -7, rc = -1;
-        if (cudaDeviceGetAttribute != NULL) rc = cudaDeviceGetAttribute(&value, 75, 0);
-        char out[64];
-        snprintf(out, sizeof out, "{\"rc\": %d, \"value\": %d}", rc, value);
-        line("weak", out);
+    } else if (strcmp(mode, "weak") == 0 && argc <= 3) {
+        for (int round = 0; round < 2; round++) { /* one call site, asked before and after the load */
+            int value = -7, rc = -1;
+            if (cudaDeviceGetAttribute != NULL) rc = cudaDeviceGetAttribute(&value, 75, 0);
+            char out[64];
+            snprintf(out, sizeof out, "{\"rc\": %d, \"value\": %d}", rc, value);
+            line(round == 0 ? "weak" : "weak-after-load", out);
+            if (argc < 3) break;
+            if (round == 0 && dlopen(argv[2], RTLD_NOW | RTLD_GLOBAL) == NULL) fail("dlopen", dlerror());
+        }
     } else {
         fprintf(stderr, "usage: scope_host local|two|handles|dlmopen|late|fork|many|weak ARGS (see the source)\n");
         return 2;

@@ -15,7 +15,8 @@
  *    of the shim that defines the name itself (a second copy of the shim, an interposer)
  *    continues after the shim, as RTLD_NEXT would. Answers are cached per (entry, call site)
  *    in a fixed table of seqlocked slots, valid while no object has been unloaded
- *    (dl_iterate_phdr's dlpi_subs); a miss resolves again, a full table caches nothing.
+ *    (dl_iterate_phdr's dlpi_subs), a miss while none has been loaded either (dlpi_adds);
+ *    a full table caches nothing.
  *  - A pointer the shim hands out in place of a real one (dlsym, cuGetProcAddress,
  *    cudaGetDriverEntryPoint) is a slot wrapper bound to exactly that real function
  *    (capshim_cuda_bind): SLOTS per entry point, claimed by compare-and-swap, never freed;
@@ -165,21 +166,32 @@ static struct cache_slot {
     atomic_uint seq;
     _Atomic(uintptr_t) site;
     atomic_int entry;
-    atomic_ullong subs;
+    atomic_ullong subs, adds;
     _Atomic(void *) fn;
 } g_cache[CACHE_SLOTS];
 
-static int subs_cb(struct dl_phdr_info *info, size_t size, void *data) {
+/* A cached miss: nothing defined the name when nothing had been loaded since. */
+static const char g_none;
+#define NONE ((void *)(uintptr_t)&g_none)
+
+/* How many objects were loaded and unloaded so far (dl_iterate_phdr's counters): an unload
+ * ends every cached answer (an address may be reused), a load every cached miss. */
+struct generation {
+    unsigned long long adds, subs;
+};
+
+static int generation_cb(struct dl_phdr_info *info, size_t size, void *data) {
+    struct generation *g = data;
     (void)size;
-    *(unsigned long long *)data = info->dlpi_subs;
+    g->adds = info->dlpi_adds;
+    g->subs = info->dlpi_subs;
     return 1;
 }
 
-/* How many objects have been unloaded so far (a map address may be reused after that). */
-static unsigned long long unloads(void) {
-    unsigned long long subs = 0;
-    (void)dl_iterate_phdr(subs_cb, &subs);
-    return subs;
+static struct generation generation(void) {
+    struct generation g = {0, 0};
+    (void)dl_iterate_phdr(generation_cb, &g);
+    return g;
 }
 
 static size_t slot_of(uintptr_t site, int entry) {
@@ -187,7 +199,7 @@ static size_t slot_of(uintptr_t site, int entry) {
     return (size_t)(h >> 32) % CACHE_SLOTS;
 }
 
-static void *cache_get(int entry, uintptr_t site, unsigned long long subs) {
+static void *cache_get(int entry, uintptr_t site, struct generation g) {
     size_t s = slot_of(site, entry);
     for (int i = 0; i < PROBES; i++) {
         struct cache_slot *c = &g_cache[(s + (size_t)i) % CACHE_SLOTS];
@@ -196,29 +208,32 @@ static void *cache_get(int entry, uintptr_t site, unsigned long long subs) {
         uintptr_t m = atomic_load_explicit(&c->site, memory_order_relaxed);
         int e = atomic_load_explicit(&c->entry, memory_order_relaxed);
         unsigned long long u = atomic_load_explicit(&c->subs, memory_order_relaxed);
+        unsigned long long a = atomic_load_explicit(&c->adds, memory_order_relaxed);
         void *fn = atomic_load_explicit(&c->fn, memory_order_relaxed);
         atomic_thread_fence(memory_order_acquire);
         if (atomic_load_explicit(&c->seq, memory_order_relaxed) != before) continue;
-        if (fn != NULL && m == site && e == entry && u == subs) return fn;
+        if (fn != NULL && m == site && e == entry && u == g.subs && (fn != NONE || a == g.adds)) return fn;
     }
     return NULL;
 }
 
-static void cache_put(int entry, uintptr_t site, unsigned long long subs, void *fn) {
+static void cache_put(int entry, uintptr_t site, struct generation g, void *fn) {
     size_t s = slot_of(site, entry);
     for (int i = 0; i < PROBES; i++) {
         struct cache_slot *c = &g_cache[(s + (size_t)i) % CACHE_SLOTS];
         unsigned seq = atomic_load(&c->seq);
         if (seq & 1u) continue;
         void *old = atomic_load_explicit(&c->fn, memory_order_relaxed);
-        int stale = atomic_load_explicit(&c->subs, memory_order_relaxed) != subs;
+        int stale = atomic_load_explicit(&c->subs, memory_order_relaxed) != g.subs ||
+                    (old == NONE && atomic_load_explicit(&c->adds, memory_order_relaxed) != g.adds);
         int mine = atomic_load_explicit(&c->site, memory_order_relaxed) == site &&
                    atomic_load_explicit(&c->entry, memory_order_relaxed) == entry;
         if (old != NULL && !stale && !mine) continue; /* someone else's, still valid */
         if (!atomic_compare_exchange_strong(&c->seq, &seq, seq + 1u)) continue;
         atomic_store_explicit(&c->site, site, memory_order_relaxed);
         atomic_store_explicit(&c->entry, entry, memory_order_relaxed);
-        atomic_store_explicit(&c->subs, subs, memory_order_relaxed);
+        atomic_store_explicit(&c->subs, g.subs, memory_order_relaxed);
+        atomic_store_explicit(&c->adds, g.adds, memory_order_relaxed);
         atomic_store_explicit(&c->fn, fn, memory_order_relaxed);
         atomic_store_explicit(&c->seq, seq + 2u, memory_order_release);
         return;
@@ -245,9 +260,9 @@ void *capshim_cuda_resolve(int entry, const void *ret) {
     if (entry < 0 || entry >= E_COUNT) return NULL;
     /* ret - 1: inside the call instruction, so a call that ends its object still maps there */
     const void *caller = ret != NULL ? (const void *)((const char *)ret - 1) : NULL;
-    unsigned long long subs = unloads();
-    void *fn = cache_get(entry, (uintptr_t)ret, subs);
-    if (fn != NULL) return fn;
+    struct generation g = generation();
+    void *fn = cache_get(entry, (uintptr_t)ret, g);
+    if (fn != NULL) return fn != NONE ? fn : NULL;
     fn = capshim_cuda_scope_lookup(entry, caller);
     int several = 0;
     if (fn == NULL) fn = only_definition(entry, &several);
@@ -257,9 +272,10 @@ void *capshim_cuda_resolve(int entry, const void *ret) {
                              "one; the call returned 500 (not found) instead of guessing"
                            : "no loaded library defines it (not in the caller's scope, the global scope or "
                              "any loaded object); the call returned 500 (not found)");
+        cache_put(entry, (uintptr_t)ret, g, NONE);
         return NULL;
     }
-    cache_put(entry, (uintptr_t)ret, subs, fn);
+    cache_put(entry, (uintptr_t)ret, g, fn);
     return fn;
 }
 
