@@ -18,7 +18,15 @@ keyspec). The launcher's ``CAPSHIM_TARGET_PID`` / ``CAPSHIM_INHERIT`` scope it
 (children stay stock and the target removes the shim from its ``LD_PRELOAD``
 unless ``--inherit``).
 
-Stand-ins: the build also makes a stand-in ``libcudart.so.13`` and
+Which real function a wrapper calls (``cuda_resolve.c``): an exported wrapper
+resolves for the library that called it (that library's own dependencies, then
+the global scope after the shim), so a plugin loaded ``RTLD_LOCAL`` with its
+own runtime, or two runtimes in one process, each reach their own; a pointer
+handed out is a wrapper bound to the one function it replaced. Docs:
+``docs/cuda.md`` (Which runtime answers a call).
+
+Stand-ins: the build also makes a stand-in ``libcudart.so.13``,
+``libcudart.so.11.0`` (CUDA 11.8's 728-byte cudaDeviceProp) and
 ``libcuda.so.1`` (``standin_cudart.c``, ``standin_cuda.c``) answering fixed
 H200-like values, so ``verify`` and the tests check the shim on a machine
 without a GPU.

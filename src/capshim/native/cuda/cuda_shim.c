@@ -24,6 +24,7 @@
  *                         so its children start stock; a wrapper that execs the real
  *                         program in the same pid (a pyenv shim) reaches none and
  *                         hands the shim on.
+ * Which real function each wrapper calls: cuda_resolve.c (per caller, or bound).
  * Anything unexpected (no configuration, a bad one, a struct whose layout does
  * not check out, a real function that is missing) leaves the answers stock and
  * is reported; the shim never aborts or blocks the host process.
