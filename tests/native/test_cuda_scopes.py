@@ -36,9 +36,9 @@ def _programs(b: cuda.CudaBuild, dest, sanitize: bool) -> dict:
           "-I", str(HERE)]
     rpath = [f"-L{b.standin}", f"-Wl,-rpath,{b.standin}"]
     out = {"host": dest / "scope_host", "host11": dest / "scope_host11", "plugin13": dest / "libscope_plugin13.so"}
-    nb.run_compiler([*cc, str(HERE / "scope_host.c"), "-o", str(out["host"]), "-ldl"])
+    nb.run_compiler([*cc, str(HERE / "scope_host.c"), "-o", str(out["host"]), "-ldl", "-lpthread"])
     nb.run_compiler([*cc, "-DRT_MAJOR=11", "-DLINKED", str(HERE / "scope_host.c"), "-o", str(out["host11"]), *rpath,
-                     f"-l:{cuda.STANDIN_RUNTIME_11}", "-ldl"])
+                     f"-l:{cuda.STANDIN_RUNTIME_11}", "-ldl", "-lpthread"])
     nb.run_compiler([*cc, "-shared", "-fPIC", "-DRT_MAJOR=13", str(HERE / "scope_plugin.c"), "-o",
                      str(out["plugin13"]), *rpath, f"-l:{cuda.STANDIN_RUNTIME}"])
     return {**out, "rt13": b.standin / cuda.STANDIN_RUNTIME, "rt11": b.standin / cuda.STANDIN_RUNTIME_11}
@@ -184,6 +184,18 @@ def test_fork_after_the_first_call(flavour, tmp_path):
     c = Case(flavour, tmp_path)
     r = c.run(["fork", c.progs["plugin13"]])
     assert [answers(r, n) for n in ("parent", "child", "parent-again")] == [LOWERED] * 3
+
+
+def test_calls_from_threads_while_libraries_load_and_unload(flavour, tmp_path):
+    """Every unload drops the cached answers while four threads are asking: each of their 400
+    queries still reaches the plugin's runtime and is lowered."""
+    c = Case(flavour, tmp_path)
+    copy = tmp_path / "copy" / "libscope_plugin_copy.so"
+    copy.parent.mkdir()
+    copy.write_bytes(c.progs["plugin13"].read_bytes())
+    r = c.run(["churn", c.progs["plugin13"], copy])
+    assert who(r, "churn") == {"calls": 400, "lowered": 400}
+    assert r.of("unresolved") == []
 
 
 def test_a_full_pool_of_bound_wrappers_hands_out_the_real_function(flavour, tmp_path):

@@ -21,6 +21,10 @@
  *   scope_host many RT...               dlopen each runtime file RTLD_LOCAL, dlsym its
  *                                       cudaDeviceGetAttribute, ask compute capability through each:
  *                                       {"who": "many-N", "answer": {"rc", "attr": [major, minor]}}
+ *   scope_host churn PLUGIN COPY        4 threads query through PLUGIN 100 times each while the
+ *                                       main thread loads and unloads COPY (another file of the
+ *                                       plugin) 40 times: {"who": "churn", "answer": {"calls",
+ *                                       "lowered"}}: how many queries, how many saw 7.5 and 40 SMs
  *   scope_host weak [RT13]              calls cudaDeviceGetAttribute through a weak reference
  *                                       with no runtime loaded: {"who": "weak", "rc", "value"};
  *                                       with RT13, dlopen it RTLD_GLOBAL and call from the same
@@ -28,6 +32,7 @@
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -106,6 +111,19 @@ static void ask_runtime(const char *who, struct runtime rt, size_t size, size_t 
 
 extern int cudaDeviceGetAttribute(int *, int, int) __attribute__((weak));
 
+static query_fn g_churn_query;
+
+static void *churn_thread(void *arg) {
+    long lowered = 0;
+    (void)arg;
+    for (int i = 0; i < 100; i++) {
+        char out[512];
+        g_churn_query(out, sizeof out);
+        lowered += strstr(out, "\"attr\": [7, 5], \"props\": [7, 5, 40]") != NULL;
+    }
+    return (void *)(intptr_t)lowered;
+}
+
 int main(int argc, char **argv) {
     const char *mode = argc > 1 ? argv[1] : "";
     if (strcmp(mode, "local") == 0 && argc == 3) {
@@ -179,6 +197,27 @@ int main(int argc, char **argv) {
             snprintf(out, sizeof out, "{\"rc\": [%d, %d], \"attr\": [%d, %d]}", rc0, rc1, major, minor);
             line(who, out);
         }
+    } else if (strcmp(mode, "churn") == 0 && argc == 4) {
+        g_churn_query = plugin(dlopen(argv[2], RTLD_NOW | RTLD_LOCAL));
+        pthread_t t[4];
+        for (int i = 0; i < 4; i++)
+            if (pthread_create(&t[i], NULL, churn_thread, NULL) != 0) fail("pthread_create", "");
+        for (int i = 0; i < 40; i++) {
+            void *h = dlopen(argv[3], RTLD_NOW | RTLD_LOCAL);
+            if (h == NULL) fail("dlopen copy", dlerror());
+            char out[512];
+            plugin(h)(out, sizeof out);
+            if (dlclose(h) != 0) fail("dlclose", dlerror());
+        }
+        long lowered = 0;
+        for (int i = 0; i < 4; i++) {
+            void *r = NULL;
+            if (pthread_join(t[i], &r) != 0) fail("pthread_join", "");
+            lowered += (long)(intptr_t)r;
+        }
+        char out[128];
+        snprintf(out, sizeof out, "{\"calls\": %d, \"lowered\": %ld}", 4 * 100, lowered);
+        line("churn", out);
     } else if (strcmp(mode, "weak") == 0 && argc <= 3) {
         for (int round = 0; round < 2; round++) { /* one call site, asked before and after the load */
             int value = -7, rc = -1;
@@ -190,7 +229,7 @@ int main(int argc, char **argv) {
             if (round == 0 && dlopen(argv[2], RTLD_NOW | RTLD_GLOBAL) == NULL) fail("dlopen", dlerror());
         }
     } else {
-        fprintf(stderr, "usage: scope_host local|two|handles|dlmopen|late|fork|many|weak ARGS (see the source)\n");
+        fprintf(stderr, "usage: scope_host local|two|handles|dlmopen|late|fork|many|churn|weak ARGS (see the source)\n");
         return 2;
     }
     return 0;
