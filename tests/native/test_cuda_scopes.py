@@ -12,8 +12,11 @@ report, and the harness fails on any report).
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
+import sysconfig
+from pathlib import Path
 
 import pytest
 
@@ -21,6 +24,7 @@ from capshim import profiles
 from capshim import status as st
 from capshim.backends import cuda
 from capshim.native import build as nb
+from tests.conftest import REPO, run_capshim
 from tests.native.cuda_harness import HERE, Harness, libasan
 
 T4_CFG = cuda.render_config(profiles.load("t4-class"))
@@ -250,3 +254,26 @@ def test_stand_in_runtimes_fill_their_own_sizes(plain):
                        text=True, env={"LD_LIBRARY_PATH": str(b.standin)})
     assert p.returncode == 0, p.stderr
     assert [int(n) for n in p.stdout.split()] == [1008, 728]
+
+
+def test_capshim_run_python_importing_an_extension_module_that_links_the_runtime(plain, tmp_path):
+    """The issue's case, end to end: `capshim run --profile t4-class -- python -c 'import scope_ext'`
+    where scope_ext is an extension module linked against the (stand-in) runtime. Python loads it
+    RTLD_LOCAL; every call used to return 500 and the run said the program made no CUDA call."""
+    include = Path(sysconfig.get_paths()["include"])
+    if not (include / "Python.h").is_file():
+        pytest.skip(f"Python.h is not in {include} (install the Python development headers)")
+    b, _progs = plain
+    ext = tmp_path / f"scope_ext{sysconfig.get_config_var('EXT_SUFFIX')}"
+    nb.run_compiler(["gcc", "-std=gnu11", "-O1", "-g", *nb.WARNINGS, "-shared", "-fPIC", "-isystem", str(include),
+                     "-I", str(nb.source_dir("cuda")), "-I", str(HERE), str(HERE / "scope_ext.c"), "-o", str(ext),
+                     f"-L{b.standin}", f"-Wl,-rpath,{b.standin}", f"-l:{cuda.STANDIN_RUNTIME}"])
+    code = "import scope_ext; print(scope_ext.query())"
+    env = {"LD_LIBRARY_PATH": str(b.standin), "PYTHONPATH": f"{REPO / 'src'}:{tmp_path}"}  # this checkout's capshim
+    stock = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
+    assert stock.returncode == 0, stock.stderr
+    assert {k: json.loads(stock.stdout)[k] for k in STOCK} == STOCK
+    p = run_capshim("run", "--profile", "t4-class", "--", sys.executable, "-c", code, env=env)
+    assert p.returncode == 0, p.stderr
+    assert {k: json.loads(p.stdout)[k] for k in LOWERED} == LOWERED, p.stdout
+    assert "made no CUDA call" not in p.stderr and "stayed inert" not in p.stderr, p.stderr
