@@ -20,9 +20,17 @@ keyspec). The launcher's ``CAPSHIM_TARGET_PID`` / ``CAPSHIM_INHERIT`` scope it
 (children stay stock and the target removes the shim from its ``LD_PRELOAD``
 unless ``--inherit``).
 
+Which real function a wrapper calls (``cuda_resolve.c``): an exported wrapper
+resolves for the library that called it (that library's own dependencies, then
+the global scope after the shim), so a plugin loaded ``RTLD_LOCAL`` with its
+own runtime, or two runtimes in one process, each reach their own; a pointer
+handed out is a wrapper bound to the one function it replaced. Docs:
+``docs/cuda.md`` (Which runtime answers a call).
+
 Stand-ins: the build also makes a stand-in ``libcudart.so.13``,
-``libcuda.so.1`` and ``libnvidia-ml.so.1`` (``standin_cudart.c``,
-``standin_cuda.c``, ``standin_nvml.c``) answering fixed H200-like values, so ``verify`` and the tests check the shim on a machine
+``libcudart.so.11.0`` (CUDA 11.8's 728-byte cudaDeviceProp), ``libcuda.so.1`` and
+``libnvidia-ml.so.1`` (``standin_cudart.c``, ``standin_cuda.c``, ``standin_nvml.c``) answering fixed
+H200-like values, so ``verify`` and the tests check the shim on a machine
 without a GPU.
 """
 
@@ -53,12 +61,15 @@ PROBE = "capshim-cuda-probe"
 FUZZ = "fuzz_config_cuda"
 STANDIN_DIR = "standin"
 STANDIN_RUNTIME = "libcudart.so.13"
+#: The second stand-in runtime: CUDA 11.8's (cudaDeviceProp of 728 bytes), for two runtimes in one process.
+STANDIN_RUNTIME_11 = "libcudart.so.11.0"
 STANDIN_DRIVER = "libcuda.so.1"
 STANDIN_NVML = "libnvidia-ml.so.1"
 CONFIG_VAR = "CAPSHIM_CUDA_CONFIG"
 #: The shim's own files, then the Vulkan layer's parser and status writer it shares (native/vulkan/).
-SOURCES = ["cuda_shim.c", "cuda_hooks.c", "cuda_shim.h", "cuda_table.h", "cuda_probe.c",
-           "standin_cuda.c", "standin_cuda.map", "standin_cudart.c", "nvml_hooks.c", "standin_nvml.c"]
+SOURCES = ["cuda_shim.c", "cuda_hooks.c", "cuda_resolve.c", "cuda_shim.h", "cuda_table.h", "cuda_probe.c",
+           "standin_cuda.c", "standin_cuda.map", "standin_cudart.c", "standin_cudart13.map", "standin_cudart11.map",
+           "nvml_hooks.c", "standin_nvml.c"]
 #: The NVML entry points the shim wraps (native/cuda/nvml_hooks.c; docs/cuda.md, NVML).
 NVML_EXPORTS = frozenset({"nvmlDeviceGetCudaComputeCapability", "nvmlDeviceGetName", "nvmlDeviceGetAttributes",
                           "nvmlDeviceGetAttributes_v2", "nvmlDeviceGetArchitecture"})
@@ -81,7 +92,8 @@ class CudaBuild:
         library: the shim (``libcapshim_cuda.so``).
         probe: the probe program (``capshim-cuda-probe``).
         fuzz_driver: the configuration parser with the CUDA keyspec, standalone (ASan+UBSan).
-        standin: the folder of the stand-in ``libcudart.so.13``, ``libcuda.so.1`` and
+        standin: the folder of the stand-in ``libcudart.so.13``, ``libcudart.so.11.0`` (CUDA 11.8's
+            728-byte cudaDeviceProp), ``libcuda.so.1`` and
             ``libnvidia-ml.so.1``.
     """
 
@@ -101,17 +113,18 @@ def _commands(cc: str, sanitize: bool = False) -> dict[str, list[str]]:
     lib = [*common, "-fPIC", "-fvisibility=hidden", "-shared"]
     defs = [] if sanitize else ["-Wl,-z,defs"]  # ASan's runtime is found at load time
     return {
-        LIBRARY: [*lib, *defs, "-Wl,-Bsymbolic", "-o", LIBRARY, "cuda_shim.c", "cuda_hooks.c", "nvml_hooks.c", "config.c",
-                  "status.c", "-ldl", "-lpthread"],
+        LIBRARY: [*lib, *defs, "-Wl,-Bsymbolic", "-o", LIBRARY, "cuda_shim.c", "cuda_hooks.c", "cuda_resolve.c",
+                  "nvml_hooks.c", "config.c", "status.c", "-ldl", "-lpthread"],
         PROBE: [*common, "-o", PROBE, "cuda_probe.c", "status.c", "-ldl", "-lpthread"],
         FUZZ: [cc, "-std=gnu11", "-O1", "-g", *nb.WARNINGS, "-fsanitize=address,undefined",
                "-fno-sanitize-recover=all", "-DCAPSHIM_FUZZ_CUDA", "-o", FUZZ, "fuzz_config.c", "config.c"],
         f"{STANDIN_DIR}/{STANDIN_DRIVER}": [*lib, *defs, "-Wl,--version-script=standin_cuda.map",
                                            f"-Wl,-soname,{STANDIN_DRIVER}", "-o", f"{STANDIN_DIR}/{STANDIN_DRIVER}",
                                            "standin_cuda.c"],
-        f"{STANDIN_DIR}/{STANDIN_RUNTIME}": [*lib, *defs, f"-Wl,-soname,{STANDIN_RUNTIME}", "-o",
-                                            f"{STANDIN_DIR}/{STANDIN_RUNTIME}", "standin_cudart.c", "-ldl",
-                                            "-lpthread"],
+        **{f"{STANDIN_DIR}/{soname}": [*lib, *defs, f"-DSTANDIN_CUDART_MAJOR={major}", f"-Wl,-soname,{soname}",
+                                        f"-Wl,--version-script=standin_cudart{major}.map", "-o",
+                                        f"{STANDIN_DIR}/{soname}", "standin_cudart.c", "-ldl", "-lpthread"]
+           for major, soname in ((13, STANDIN_RUNTIME), (11, STANDIN_RUNTIME_11))},
         f"{STANDIN_DIR}/{STANDIN_NVML}": [*lib, *defs, f"-Wl,-soname,{STANDIN_NVML}", "-o",
                                          f"{STANDIN_DIR}/{STANDIN_NVML}", "standin_nvml.c"],
     }
@@ -219,9 +232,14 @@ def classify(report: st.StatusReport, requested: bool = True) -> st.ShimState:
     """:func:`capshim.status.classify` for the CUDA shim, in CUDA's words: loaded but no entry
     point reached is inert (no CUDA call went through it: none at all, or a statically linked
     runtime LD_PRELOAD cannot reach); an active shim's reason names the entry points the
-    process called and any layout_mismatch (answers left stock there)."""
+    process called, any layout_mismatch (answers left stock there), any ``unresolved`` entry
+    point (a wrapper reached with no real function behind it: it returned 500) and any
+    ``unbound`` one (no bound wrapper left: the real function was handed out, stock)."""
     state = st.classify(report, SHIM, requested=requested)
     events = report.for_shim(SHIM)
+    missing = sorted({f"{e.get('entry_point')} (called from {e.get('caller')}): {e.get('reason')}"
+                      for e in events if e.get("event") == "unresolved"})
+    unbound = sorted({f"{e.get('entry_point')}: {e.get('reason')}" for e in events if e.get("event") == "unbound"})
     if state.state == st.INERT and state.reason.startswith("loaded but installed no hooks"):
         return st.ShimState(st.INERT, "loaded, but no CUDA entry point was reached through it (the program made "
                             "no CUDA call, or its runtime is statically linked, which LD_PRELOAD cannot reach)",
@@ -232,6 +250,8 @@ def classify(report: st.StatusReport, requested: bool = True) -> st.ShimState:
     bad = sorted({f"{e.get('query')}: {e.get('reason')}" for e in events if e.get("event") == "layout_mismatch"})
     reason = state.reason + (f"; entry points called: {', '.join(called)}" if called else "")
     reason += f"; layout_mismatch (left stock): {'; '.join(bad)}" if bad else ""
+    reason += f"; unresolved (no real function found): {'; '.join(missing)}" if missing else ""
+    reason += f"; unbound (handed out stock): {'; '.join(unbound)}" if unbound else ""
     return st.ShimState(st.ACTIVE, reason, state.changes)
 
 

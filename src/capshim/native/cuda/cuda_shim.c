@@ -24,6 +24,7 @@
  *                         so its children start stock; a wrapper that execs the real
  *                         program in the same pid (a pyenv shim) reaches none and
  *                         hands the shim on.
+ * Which real function each wrapper calls: cuda_resolve.c (per caller, or bound).
  * Anything unexpected (no configuration, a bad one, a struct whose layout does
  * not check out, a real function that is missing) leaves the answers stock and
  * is reported; the shim never aborts or blocks the host process.
@@ -74,7 +75,6 @@ static int g_no_substitute;         /* CAPSHIM_CUDA_SUBSTITUTE=0 */
 static int g_pinned;                /* the target of CAPSHIM_TARGET_PID: a fork()ed child stays stock */
 static pid_t g_pid;
 static struct capshim_config g_cfg; /* idem */
-static _Atomic(void *) g_real[E_COUNT];
 static atomic_uint g_reached;      /* bit per entry point called */
 static atomic_uint g_substituted;  /* bit per entry point handed out in place of the real one */
 static atomic_int g_hooks_done;
@@ -321,23 +321,17 @@ CAPSHIM_NO_SANITIZE int capshim_cuda_entry_index(const char *name) {
     return -1;
 }
 
-int capshim_cuda_is_wrapper(const void *fn) {
-    for (int e = 0; e < E_COUNT; e++)
-        if (fn != NULL && fn == capshim_cuda_wrapper(e)) return 1;
+CAPSHIM_NO_SANITIZE int capshim_cuda_is_wrapper(const void *fn) {
+    if (fn == NULL) return 0;
+    for (int e = 0; e < E_COUNT; e++) {
+        if (fn == capshim_cuda_wrapper(e)) return 1;
+        for (int k = 0; k < CAPSHIM_CUDA_SLOTS; k++)
+            if (fn == capshim_cuda_slot(e, k)) return 1;
+    }
     return 0;
 }
 
-void *capshim_cuda_real(int entry) {
-    if (entry < 0 || entry >= E_COUNT) return NULL;
-    void *fn = atomic_load(&g_real[entry]);
-    if (fn != NULL) return fn;
-    fn = capshim_cuda_real_dlsym(RTLD_NEXT, capshim_cuda_entry_names[entry]);
-    if (fn != NULL && !capshim_cuda_is_wrapper(fn)) atomic_store(&g_real[entry], fn);
-    return capshim_cuda_is_wrapper(fn) ? NULL : fn;
-}
-
 void *capshim_cuda_substitute(const char *name, void *fn, int cuda_version, const char *via) {
-    (void)via;
     int e = capshim_cuda_entry_index(name);
     if (e < 0 || fn == NULL || capshim_cuda_is_wrapper(fn) || !capshim_cuda_active() || g_no_substitute) return fn;
     if (e == E_cuGetProcAddress) {
@@ -347,9 +341,9 @@ void *capshim_cuda_substitute(const char *name, void *fn, int cuda_version, cons
         void *v2 = capshim_cuda_sibling(fn, "cuGetProcAddress_v2");
         if (fn == v2 || (fn != legacy && cuda_version >= 12000)) e = E_cuGetProcAddress_v2;
     }
-    atomic_store(&g_real[e], fn);
-    atomic_fetch_or(&g_substituted, 1u << e);
-    return capshim_cuda_wrapper(e);
+    void *bound = capshim_cuda_bind(e, fn, via);
+    if (bound != fn) atomic_fetch_or(&g_substituted, 1u << e);
+    return bound;
 }
 
 static void hooks_event(int first) {
@@ -386,16 +380,6 @@ int capshim_cuda_enter(int entry) {
 
 void capshim_cuda_leave(void) {
     if (t_depth > 0) t_depth--;
-}
-
-void *capshim_cuda_sibling(void *fn, const char *name) {
-    Dl_info info;
-    if (fn == NULL || dladdr(fn, &info) == 0 || info.dli_fname == NULL) return NULL;
-    void *h = dlopen(info.dli_fname, RTLD_LAZY | RTLD_NOLOAD);
-    if (h == NULL) return NULL;
-    void *sym = capshim_cuda_real_dlsym(h, name);
-    dlclose(h);
-    return capshim_cuda_is_wrapper(sym) ? NULL : sym;
 }
 
 /* ---- lowering ------------------------------------------------------------------ */
