@@ -188,9 +188,18 @@ def ext_client(f: Facts) -> str:
     folder = os.environ.get("CAPSHIM_CLIENTS_EXT_DIR")
     if not folder:
         raise NoDoor("CAPSHIM_CLIENTS_EXT_DIR is not set (table.py builds the module)")
-    sys.path.insert(0, folder)
-    import cuda_clients_ext as ext
-    got = ext.query(0)
+    if os.environ.get("CAPSHIM_CLIENTS_EXT_MODE") == "library":  # no Python.h where it was built
+        import ctypes
+        lib = ctypes.CDLL(os.path.join(folder, "libcuda_clients_ext.so"))  # RTLD_LOCAL, as an import
+        buf = ctypes.create_string_buffer(4096)
+        if lib.cuda_clients_query(0, buf, len(buf)) != 0:
+            raise RuntimeError("cuda_clients_query: the answer did not fit")
+        got = json.loads(buf.value.decode())
+        got["layout"] += ", loaded with ctypes.CDLL"
+    else:
+        sys.path.insert(0, folder)
+        import cuda_clients_ext as ext
+        got = ext.query(0)
     props, attrs = got["props"], got["attrs"]
 
     def from_props(fact, key):

@@ -35,6 +35,7 @@ import datetime as _dt
 import json
 import os
 import platform
+import re
 import shutil
 import subprocess
 import sys
@@ -108,35 +109,63 @@ def _find_headers(runtime: Path) -> Path | None:
             text = header.read_text(errors="replace")
         except OSError:
             continue
-        if f"#define CUDART_VERSION {major}" in text:
+        m = re.search(r"#define\s+CUDART_VERSION\s+(\d+)", text)
+        if m and str(int(m[1]) // 1000) == major:
             return inc
     return None
 
 
-def build_ext(runtime: Path | None, into: Path, own_layout: bool) -> dict:
+def build_ext(runtime: Path | None, into: Path, own_layout: bool, mode: str = "auto",
+              cuda_include: Path | None = None) -> dict:
     """Compile cuda_clients_ext.c into ``into`` against ``runtime``; returns what was done.
 
+    ``own_layout``: no CUDA header, the struct offsets of the C file (the stand-ins); ``cuda_include``:
+    the folder of the cuda_runtime_api.h to use (default: found next to the runtime or in CUDA_HOME).
+    ``mode``: ``module`` (a Python extension module, imported), ``library`` (a plain shared library
+    loaded with ctypes.CDLL, RTLD_LOCAL too: for a Python without Python.h), ``auto`` (module when
+    Python.h is there).
+
     Returns:
-        ``{"built": bool, "command": [...], "runtime": str, "why": str}`` (``why``: the reason it
-        was not built, ``skip`` True when the cause is something not installed).
+        ``{"built": bool, "mode", "command": [...], "runtime", "headers", "why"}`` (``why``: the reason
+        it was not built, or why it is a library; ``skip`` True when the cause is something not installed).
     """
     include = Path(sysconfig.get_paths()["include"])
     if runtime is None:
         return {"built": False, "skip": True, "why": "not installed: no libcudart.so.13 or .12 found"}
-    if not (include / "Python.h").is_file():
-        return {"built": False, "skip": True, "why": f"not installed: no Python.h in {include} (python3-dev)"}
     cc = os.environ.get("CC", "gcc")
     if shutil.which(cc) is None:
         return {"built": False, "skip": True, "why": f"not installed: no C compiler ({cc})"}
-    headers = None if own_layout else _find_headers(runtime)
+    why = None
+    if mode == "auto":
+        mode = "module" if (include / "Python.h").is_file() else "library"
+        if mode == "library":
+            why = f"no Python.h in {include} (python3-dev): a plain library loaded with ctypes.CDLL (RTLD_LOCAL)"
+    headers = cuda_include or (None if own_layout else _find_headers(runtime))
+    done = _compile_ext(cc, runtime, headers, include, into, mode, why)
+    if not done["built"] and headers is not None:  # the toolkit's headers did not compile: its own offsets
+        failed = done["why"]
+        done = _compile_ext(cc, runtime, None, include, into, mode, why)
+        done["headers_failed"] = failed
+    return done
+
+
+def _compile_ext(cc: str, runtime: Path, headers: Path | None, include: Path, into: Path, mode: str,
+                 why: str | None) -> dict:
+    """One gcc run of :func:`build_ext`; its result dict."""
     layout = "13" if runtime.name.endswith(".so.13") else "12"
-    flags = [f"-I{headers}", "-DCLIENTS_CUDA_HEADERS"] if headers else [f"-DCLIENTS_LAYOUT={layout}"]
-    target = into / f"{EXT_MODULE}{sysconfig.get_config_var('EXT_SUFFIX') or '.so'}"
-    cmd = [cc, "-shared", "-fPIC", "-O1", "-Wall", "-Wextra", "-Werror", f"-I{include}", *flags, "-o", str(target),
+    flags = [f"-isystem{headers}", "-DCLIENTS_CUDA_HEADERS"] if headers else [f"-DCLIENTS_LAYOUT={layout}"]
+    if mode == "module":
+        flags.insert(0, f"-I{include}")
+        target = into / f"{EXT_MODULE}{sysconfig.get_config_var('EXT_SUFFIX') or '.so'}"
+    else:
+        flags.append("-DCLIENTS_NO_PYTHON")
+        target = into / f"lib{EXT_MODULE}.so"
+    cmd = [cc, "-shared", "-fPIC", "-O1", "-Wall", "-Wextra", "-Werror", *flags, "-o", str(target),
            str(HERE / "cuda_clients_ext.c"), f"-L{runtime.parent}", f"-l:{runtime.name}",
            f"-Wl,-rpath,{runtime.parent}"]
     proc = subprocess.run(cmd, capture_output=True, text=True)
-    done = {"command": cmd, "runtime": str(runtime), "headers": str(headers) if headers else None}
+    done = {"mode": mode, "command": cmd, "runtime": str(runtime), "headers": str(headers) if headers else None,
+            "why": why}
     if proc.returncode != 0:
         return {**done, "built": False, "skip": False,
                 "why": f"gcc exited {proc.returncode}: {(proc.stderr or proc.stdout).strip()[-300:]}"}
@@ -188,12 +217,19 @@ def _parse_smi(stdout: str, rc: int) -> dict:
     return out
 
 
-def run_one(arm: str, client: str, env: dict, work: Path, timeout: float) -> dict:
+def run_one(arm: str, client: str, env: dict, work: Path, timeout: float, deadline: float | None = None) -> dict:
     """Run one client under one arm; returns {"arm", "client", "command", "rc", "seconds", "output",
-    "stderr", "status" (text), "shim" {"state", "reason"}}."""
+    "stderr", "status" (text), "shim" {"state", "reason"}}. ``deadline`` (time.monotonic()): a run
+    not started by then is not started (its output says so), and none runs past it."""
     status_file = work / "status" / arm / f"{client}.jsonl"
     cmd = _command(arm, client, status_file)
     t0 = time.monotonic()
+    if deadline is not None:
+        if deadline - t0 < 5:
+            return {"arm": arm, "client": client, "command": cmd, "rc": None, "seconds": 0.0,
+                    "output": {"client": client, "why": "not run: the table's --budget was spent", "facts": {}},
+                    "stdout": "", "stderr": "", "status": "", "shim": {"state": "unknown", "reason": "not run"}}
+        timeout = min(timeout, deadline - t0)
     try:
         proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=timeout, cwd=REPO,
                               errors="replace")
@@ -329,8 +365,16 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--clients", help=f"comma-separated clients (default: all: {', '.join(CLIENT_NAMES)})")
     ap.add_argument("--standins", action="store_true",
                     help="use capshim's stand-in libcudart/libcuda (no GPU: CI) instead of the real ones")
+    ap.add_argument("--ext", choices=("auto", "module", "library"), default="auto",
+                    help="the ext client as an extension module (imported) or a plain library (ctypes.CDLL); "
+                         "auto: the module when Python.h is there")
+    ap.add_argument("--cuda-include", type=Path, metavar="DIR",
+                    help="the folder of the cuda_runtime_api.h the ext client is compiled with (default: the "
+                         "toolkit's beside the runtime or in CUDA_HOME; with --standins: none, its own offsets)")
     ap.add_argument("--jobs", type=int, default=min(4, os.cpu_count() or 1), help="processes at a time")
     ap.add_argument("--timeout", type=float, default=240.0, help="seconds one client process may take")
+    ap.add_argument("--budget", type=float, help="seconds all the runs may take; a run not started by then "
+                    "is recorded as not run (the table is still written and sealed)")
     args = ap.parse_args(argv)
     started = _now()
     try:
@@ -346,6 +390,8 @@ def main(argv: list[str] | None = None) -> int:
             ap.error(f"--clients {c}: unknown client (one of {', '.join(CLIENT_NAMES)})")
     if args.jobs < 1:
         ap.error("--jobs: at least 1")
+    if args.cuda_include is not None and not (args.cuda_include / "cuda_runtime_api.h").is_file():
+        ap.error(f"--cuda-include {args.cuda_include}: no cuda_runtime_api.h in it")
     try:
         out = new_output_folder(args.out, "cuda-clients")
     except CapshimError as exc:
@@ -372,13 +418,16 @@ def main(argv: list[str] | None = None) -> int:
 
     with tempfile.TemporaryDirectory(prefix="capshim-clients-") as td:
         work = Path(td)
-        ext = build_ext(runtime, work, own_layout=args.standins) if "ext" in wanted else {}
+        ext = build_ext(runtime, work, own_layout=args.standins, mode=args.ext,
+                        cuda_include=args.cuda_include) if "ext" in wanted else {}
         env["CAPSHIM_CLIENTS_EXT_DIR"] = str(work)
+        env["CAPSHIM_CLIENTS_EXT_MODE"] = ext.get("mode") or ""
         skipped = {c: why for c in wanted if (why := installed(c, args.standins, ext))}
         to_run = [c for c in wanted if c not in skipped]
         jobs = [(a, c) for a in arms for c in to_run]
+        deadline = time.monotonic() + args.budget if args.budget else None
         with concurrent.futures.ThreadPoolExecutor(args.jobs) as pool:
-            runs = list(pool.map(lambda ac: run_one(ac[0], ac[1], env, work, args.timeout), jobs))
+            runs = list(pool.map(lambda ac: run_one(ac[0], ac[1], env, work, args.timeout, deadline), jobs))
     if "ext" in to_run and not ext.get("built"):
         for r in runs:
             if r["client"] == "ext":

@@ -170,3 +170,45 @@ def test_a_non_empty_out_is_refused(tmp_path):
     (tmp_path / "o" / "x").write_text("")
     p = _table("--out", str(tmp_path / "o"), "--standins", timeout=120)
     assert p.returncode == 2 and "exists and is not empty" in p.stderr and "Traceback" not in p.stderr, p.stderr
+
+
+#: A cuda_runtime_api.h as the toolkit's (CUDA 13's member offsets, evidence/h200-cuda-shim-checks/
+#: cudaDeviceProp-offsets-cuda13.txt): the ext client compiled "with the CUDA headers", as on the H200.
+FAKE_HEADER = """#define CUDART_VERSION  13000
+typedef int cudaError_t;
+struct cudaDeviceProp { char name[256]; char p0[104]; int major; int minor; char p1[16]; int multiProcessorCount;
+  char p2[236]; unsigned long sharedMemPerMultiprocessor; char p3[40]; unsigned long sharedMemPerBlockOptin;
+  char p4[328]; };
+_Static_assert(sizeof(struct cudaDeviceProp) == 1008, "CUDA 13 size");
+_Static_assert(__builtin_offsetof(struct cudaDeviceProp, sharedMemPerBlockOptin) == 672, "CUDA 13 offset");
+cudaError_t cudaRuntimeGetVersion(int *);
+cudaError_t cudaDeviceGetAttribute(int *, int, int);
+cudaError_t cudaGetDeviceProperties(struct cudaDeviceProp *, int);
+"""
+
+
+@pytest.mark.parametrize("how, words", [
+    ("library", "struct read with the CUDA 13 offsets, loaded with ctypes.CDLL"),
+    ("headers", "struct read with the CUDA headers"),
+])
+def test_the_ext_client_other_builds_agree_stock(tmp_path, how, words):
+    """Without Python.h the ext client is a plain library loaded with ctypes.CDLL (RTLD_LOCAL as well);
+    with a toolkit's header it reads struct cudaDeviceProp by member names."""
+    extra = ["--ext", "library"] if how == "library" else ["--cuda-include", str(tmp_path / "inc")]
+    (tmp_path / "inc").mkdir()
+    (tmp_path / "inc" / "cuda_runtime_api.h").write_text(FAKE_HEADER)
+    p = _table("--out", str(tmp_path / "o"), "--standins", "--clients", "ext", "--profiles", "t4-class", *extra)
+    assert p.returncode == 0, p.stderr
+    doc = json.loads((tmp_path / "o" / "clients.json").read_text())
+    assert doc["ext_build"]["mode"] == ("library" if how == "library" else "module")
+    assert doc["versions"]["ext"] == f"runtime 13000 ({words})"
+    cells = _cells(doc, "ext", "stock")
+    assert len(cells) == 7 and all(c["agrees"] is True for c in cells), cells
+
+
+def test_a_spent_budget_is_recorded_not_run_and_the_table_still_seals(tmp_path):
+    p = _table("--out", str(tmp_path / "o"), "--standins", "--clients", "ctypes", "--budget", "0.01")
+    assert p.returncode == 0, p.stderr
+    doc = json.loads((tmp_path / "o" / "clients.json").read_text())
+    assert {c["why"] for c in doc["cells"]} == {"not run: the table's --budget was spent"}
+    assert study.verify(tmp_path / "o") == []
