@@ -413,7 +413,7 @@ def main(argv: list[str] | None = None) -> int:
         device = (f"{stock['device']['name']}, {stock['device']['driver']}, {stock['device']['apiVersion']} "
                   f"({stock.get('runtime')})")
     except CapshimError as exc:
-        stock, expected_why, device = None, f"no expected value: the stock probe failed: {exc}", "(probe failed)"
+        stock, expected_why, device = None, f"no expected value: the stock probe failed: {exc}", f"none ({exc})"
     expected = expected_values(arms, stock)
 
     with tempfile.TemporaryDirectory(prefix="capshim-clients-") as td:
