@@ -91,12 +91,13 @@ def _expected(answers: dict) -> dict:
     return out
 
 
-def expected_values(arms: list[str], stock: dict | None) -> dict:
+def expected_values(arms: list[str], stock: dict | None, refs: dict[str, str] | None = None) -> dict:
     """{arm: {fact: value}}: the device's answers for stock, min(device, profile) for a profile
     (:func:`capshim.profiles.checks.answers_after`); {} per arm when the stock probe failed."""
     if stock is None:
         return {a: {} for a in arms}
-    return {a: _expected(stock if a == STOCK else answers_after(profiles.load(a), stock)) for a in arms}
+    refs = refs or {}
+    return {a: _expected(stock if a == STOCK else answers_after(profiles.load(refs.get(a, a)), stock)) for a in arms}
 
 
 def _find_headers(runtime: Path) -> Path | None:
@@ -189,10 +190,10 @@ def installed(client: str, standins: bool, ext: dict) -> str | None:
     return None if found else f"not installed (no module {module})"
 
 
-def _command(arm: str, client: str, status_file: Path) -> list[str]:
+def _command(arm: str, client: str, status_file: Path, ref: str | None = None) -> list[str]:
     run = [sys.executable, "-m", "capshim.cli", "run", "--status-file", str(status_file)]
     if arm != STOCK:
-        run += ["--profile", arm]
+        run += ["--profile", ref or arm]
     if client == NVIDIA_SMI:
         return [*run, "--", NVIDIA_SMI, "--query-gpu=compute_cap,name", "--format=csv,noheader", "-i", "0"]
     return [*run, "--", sys.executable, str(HERE / "clients.py"), client]
@@ -217,12 +218,13 @@ def _parse_smi(stdout: str, rc: int) -> dict:
     return out
 
 
-def run_one(arm: str, client: str, env: dict, work: Path, timeout: float, deadline: float | None = None) -> dict:
+def run_one(arm: str, client: str, env: dict, work: Path, timeout: float, deadline: float | None = None,
+            ref: str | None = None) -> dict:
     """Run one client under one arm; returns {"arm", "client", "command", "rc", "seconds", "output",
     "stderr", "status" (text), "shim" {"state", "reason"}}. ``deadline`` (time.monotonic()): a run
     not started by then is not started (its output says so), and none runs past it."""
     status_file = work / "status" / arm / f"{client}.jsonl"
-    cmd = _command(arm, client, status_file)
+    cmd = _command(arm, client, status_file, ref)
     t0 = time.monotonic()
     if deadline is not None:
         if deadline - t0 < 5:
@@ -357,6 +359,18 @@ def markdown(doc: dict) -> str:
     return "\n".join(lines)
 
 
+#: The most of one process's stderr kept in raw/ (a kernel that refuses the GPU can print tens of MB).
+STDERR_KEEP = 256 * 1024
+
+
+def _bounded(text: str) -> str:
+    """``text``, or its first 64 KiB and last 192 KiB with a line saying how much was left out."""
+    if len(text) <= STDERR_KEEP:
+        return text
+    head, tail = text[:64 * 1024], text[-(STDERR_KEEP - 64 * 1024):]
+    return f"{head}\n[table.py: {len(text) - len(head) - len(tail)} characters left out here]\n{tail}"
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     ap = argparse.ArgumentParser(prog="table.py", description=__doc__.split("\n\n")[0])
@@ -377,11 +391,15 @@ def main(argv: list[str] | None = None) -> int:
                     "is recorded as not run (the table is still written and sealed)")
     args = ap.parse_args(argv)
     started = _now()
+    refs: dict[str, str] = {}  # arm (the profile's name) -> how --profile names it (a built-in name or a file)
     try:
-        arm_profiles = args.profiles.split(",") if args.profiles else cuda_profiles()
-        for p in arm_profiles:
-            if profiles.load(p).api != "cuda":
-                ap.error(f"--profiles {p}: not a CUDA profile (built-in CUDA profiles: {', '.join(cuda_profiles())})")
+        for ref in args.profiles.split(",") if args.profiles else cuda_profiles():
+            prof = profiles.load(ref)
+            if prof.api != "cuda":
+                ap.error(f"--profiles {ref}: not a CUDA profile (built-in CUDA profiles: {', '.join(cuda_profiles())})")
+            if prof.name in refs or prof.name == STOCK:
+                ap.error(f"--profiles {ref}: a second profile named {prof.name!r}")
+            refs[prof.name] = ref
     except profiles.ProfileError as exc:
         ap.error(f"--profiles: {exc}")
     wanted = args.clients.split(",") if args.clients else list(CLIENT_NAMES)
@@ -393,16 +411,20 @@ def main(argv: list[str] | None = None) -> int:
     if args.cuda_include is not None and not (args.cuda_include / "cuda_runtime_api.h").is_file():
         ap.error(f"--cuda-include {args.cuda_include}: no cuda_runtime_api.h in it")
     try:
+        build = cuda.build()
+    except CapshimError as exc:
+        print(f"table.py: cannot build capshim's CUDA shim: {exc}", file=sys.stderr)
+        return 1
+    try:
         out = new_output_folder(args.out, "cuda-clients")
     except CapshimError as exc:
         print(f"table.py: {exc}", file=sys.stderr)
         return 2
-    arms = [STOCK, *arm_profiles]
+    arms = [STOCK, *refs]
 
     env = {k: v for k, v in os.environ.items() if k not in ("CAPSHIM_TARGET_PID", "CAPSHIM_INHERIT", cuda.CONFIG_VAR)}
     env["PYTHONPATH"] = os.pathsep.join(x for x in (str(REPO / "src"), env.get("PYTHONPATH")) if x)
     env["XLA_PYTHON_CLIENT_PREALLOCATE"] = "false"  # JAX shares the GPU with the other clients running
-    build = cuda.build()
     if args.standins:
         env.update(cuda.standin_env(build))
     runtime = Path(env["CAPSHIM_CUDA_RUNTIME"]) if env.get("CAPSHIM_CUDA_RUNTIME") else cuda.find_runtime()
@@ -414,7 +436,7 @@ def main(argv: list[str] | None = None) -> int:
                   f"({stock.get('runtime')})")
     except CapshimError as exc:
         stock, expected_why, device = None, f"no expected value: the stock probe failed: {exc}", f"none ({exc})"
-    expected = expected_values(arms, stock)
+    expected = expected_values(arms, stock, refs)
 
     with tempfile.TemporaryDirectory(prefix="capshim-clients-") as td:
         work = Path(td)
@@ -427,7 +449,8 @@ def main(argv: list[str] | None = None) -> int:
         jobs = [(a, c) for a in arms for c in to_run]
         deadline = time.monotonic() + args.budget if args.budget else None
         with concurrent.futures.ThreadPoolExecutor(args.jobs) as pool:
-            runs = list(pool.map(lambda ac: run_one(ac[0], ac[1], env, work, args.timeout, deadline), jobs))
+            runs = list(pool.map(lambda ac: run_one(ac[0], ac[1], env, work, args.timeout, deadline,
+                                                    refs.get(ac[0])), jobs))
     if "ext" in to_run and not ext.get("built"):
         for r in runs:
             if r["client"] == "ext":
@@ -452,7 +475,7 @@ def main(argv: list[str] | None = None) -> int:
             folder = out / "raw" / r["arm"]
             folder.mkdir(parents=True, exist_ok=True)
             (folder / f"{r['client']}.json").write_bytes(strict_json(r["output"]))
-            (folder / f"{r['client']}.stderr").write_text(r["stderr"], encoding="utf-8")
+            (folder / f"{r['client']}.stderr").write_text(_bounded(r["stderr"]), encoding="utf-8")
             if r["status"]:
                 (folder / f"{r['client']}.status.jsonl").write_text(r["status"], encoding="utf-8")
         (out / "clients.json").write_bytes(strict_json(doc))

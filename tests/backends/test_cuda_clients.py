@@ -212,3 +212,28 @@ def test_a_spent_budget_is_recorded_not_run_and_the_table_still_seals(tmp_path):
     doc = json.loads((tmp_path / "o" / "clients.json").read_text())
     assert {c["why"] for c in doc["cells"]} == {"not run: the table's --budget was spent"}
     assert study.verify(tmp_path / "o") == []
+
+
+def test_a_profile_file_is_an_arm_named_by_its_profile(tmp_path):
+    """--profiles takes a TOML file as `capshim run --profile` does; its arm (and raw/ folder) is the
+    profile's name, and the expected answers are that profile's."""
+    text = (REPO / "src/capshim/profiles/builtin/t4-class.toml").read_text()
+    f = tmp_path / "volta.toml"
+    f.write_text(text.replace('name = "t4-class"', 'name = "my-volta"').replace('"7.5"', '"7.0"'))
+    p = _table("--out", str(tmp_path / "o"), "--standins", "--clients", "ctypes", "--profiles", str(f))
+    assert p.returncode == 0, p.stderr
+    doc = json.loads((tmp_path / "o" / "clients.json").read_text())
+    assert doc["arms"] == ["stock", "my-volta"] and doc["expected"]["my-volta"]["computeCapability"] == 70
+    assert [c["value"] for c in _cells(doc, "ctypes", "my-volta") if c["fact"] == "computeCapability"] == [70]
+    assert study.verify(tmp_path / "o") == []
+
+
+def test_a_huge_stderr_is_kept_bounded():
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("cuda_clients_table", TABLE)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    text = "".join(f"FATAL line {i}\n" for i in range(100_000))
+    kept = mod._bounded(text)
+    assert len(kept) < mod.STDERR_KEEP + 200 and kept.startswith("FATAL line 0\n") and kept.endswith("99999\n")
+    assert "characters left out here" in kept and mod._bounded("short") == "short"
