@@ -89,9 +89,9 @@ def numba_client(f: Facts) -> str:
     f.read("sharedMemPerBlockOptin", lambda: int(d.MAX_SHARED_MEMORY_PER_BLOCK_OPTIN))
     f.read("sharedMemPerMultiprocessor", lambda: int(d.MAX_SHARED_MEMORY_PER_MULTIPROCESSOR))
     try:
-        import numba_cuda
-        return f"numba-cuda {numba_cuda.__version__}"
-    except ImportError:
+        from importlib.metadata import version
+        return f"numba-cuda {version('numba-cuda')}"
+    except Exception:  # noqa: BLE001 - numba's own CUDA target (before numba-cuda was split out)
         import numba
         return f"numba {numba.__version__}"
 
@@ -132,13 +132,11 @@ def pynvml_client(f: Facts) -> str:
     f.read("computeCapability", lambda: _cc(*pynvml.nvmlDeviceGetCudaComputeCapability(h)))
     f.read("deviceName", lambda: _text(pynvml.nvmlDeviceGetName(h)))
     f.read("multiProcessorCount", lambda: int(pynvml.nvmlDeviceGetAttributes_v2(h).multiprocessorCount))
-    version = "?"
     try:
-        from importlib.metadata import version as _v
-        version = f"nvidia-ml-py {_v('nvidia-ml-py')}"
-    except Exception:  # noqa: BLE001
-        pass
-    return version
+        from importlib.metadata import version
+        return f"nvidia-ml-py {version('nvidia-ml-py')}"
+    except Exception:  # noqa: BLE001 - pynvml from another distribution
+        return "?"
 
 
 #: cudaDeviceGetAttribute numbers (CUDA's cudaDeviceAttr, stable since CUDA 9).

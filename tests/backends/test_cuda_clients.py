@@ -228,11 +228,26 @@ def test_a_profile_file_is_an_arm_named_by_its_profile(tmp_path):
     assert study.verify(tmp_path / "o") == []
 
 
-def test_a_huge_stderr_is_kept_bounded():
+def _table_module():
     import importlib.util
     spec = importlib.util.spec_from_file_location("cuda_clients_table", TABLE)
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
+    return mod
+
+
+def test_nvidia_smis_line_is_read_or_its_failure_said():
+    """nvidia-smi is launched by `capshim run` itself (a child of a Python client would be stock)."""
+    parse = _table_module()._parse_smi
+    assert parse("7.5, NVIDIA H200\n", 0)["facts"] == {"computeCapability": {"value": 75},
+                                                       "deviceName": {"value": "NVIDIA H200"}}
+    failed = parse("NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver.\n", 9)
+    assert failed["facts"] == {} and failed["why"].startswith("nvidia-smi exited 9: NVIDIA-SMI has failed")
+    assert "is not MAJOR.MINOR" in parse("[N/A], NVIDIA H200\n", 0)["facts"]["computeCapability"]["error"]
+
+
+def test_a_huge_stderr_is_kept_bounded():
+    mod = _table_module()
     text = "".join(f"FATAL line {i}\n" for i in range(100_000))
     kept = mod._bounded(text)
     assert len(kept) < mod.STDERR_KEEP + 200 and kept.startswith("FATAL line 0\n") and kept.endswith("99999\n")
