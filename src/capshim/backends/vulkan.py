@@ -48,8 +48,12 @@ LAYER_DEVICE = "VK_LAYER_CAPSHIM_device"
 ROLES = {"app": (LAYER_APP, "CAPSHIM_VK_APP_CONFIG"), "device": (LAYER_DEVICE, "CAPSHIM_VK_DEVICE_CONFIG")}
 LIBRARY = "libcapshim_vulkan.so"
 PROBE = "capshim-vk-probe"
-SOURCES = ["layer.c", "config.c", "status.c", "probe.c", "fuzz_config.c", "caps_table.h", "config.h", "devname.h",
-           "status.h"]
+#: The layer's own files (native/vulkan); the build adds every file of native/common (nb.COMMON_FILES).
+SOURCES = ["layer.c", "probe.c", "caps_table.h", "fuzz_keys.h"]
+
+
+def _source_paths() -> list[Path]:
+    return [nb.source_dir("vulkan") / s for s in SOURCES] + nb.common_sources()
 
 
 @dataclass(frozen=True)
@@ -121,9 +125,8 @@ def build_paths() -> VulkanBuild:
     Raises:
         OSError: a source cannot be read.
     """
-    src = nb.source_dir("vulkan")
     # The manifest layout is part of the build: bump it when _manifest or the folders change.
-    final = nb.build_dir("vulkan", [src / s for s in SOURCES],
+    final = nb.build_dir("vulkan", _source_paths(),
                          [*_commands(nb.compiler()).values(), ["manifest-layout", "6"]])
     return VulkanBuild(final, final / LIBRARY, final / PROBE, final / "fuzz_config")
 
@@ -140,7 +143,6 @@ def build(force: bool = False, repair: bool = True) -> VulkanBuild:
         BuildError: no compiler, missing Vulkan headers (libvulkan-dev), or a
             compile error; the message names the command.
     """
-    src = nb.source_dir("vulkan")
     cmds = _commands(nb.compiler())
     result = build_paths()
     final = result.dir
@@ -152,8 +154,8 @@ def build(force: bool = False, repair: bool = True) -> VulkanBuild:
         raise CapshimError("Vulkan headers not found (/usr/include/vulkan/vulkan.h): "
                            "install libvulkan-dev (./setup.sh does)")
     with nb.staging(final) as tmp:  # never left behind; a full cache disk is exit 4 naming the file
-        for s in SOURCES:
-            (tmp / s).write_bytes((src / s).read_bytes())
+        for src in _source_paths():
+            (tmp / src.name).write_bytes(src.read_bytes())
         for cmd in cmds.values():
             nb.run_compiler(cmd, tmp)
         for role, (layer, _env) in ROLES.items():
@@ -248,7 +250,7 @@ in its VK_EXT_tooling_info description."""
 
 
 def render_config(profile: Profile) -> str:
-    """The layer's key=value configuration for a Vulkan profile (format: native/vulkan/config.h)."""
+    """The layer's key=value configuration for a Vulkan profile (format: native/common/config.h)."""
     if profile.api != "vulkan":
         raise UsageError(f"profile {profile.source}: api is '{profile.api}', the Vulkan layer needs 'vulkan'")
     lines = [f"# capshim profile {profile.name} version {profile.version} sha256 {profile.sha256}",
