@@ -1,6 +1,6 @@
 """The Vulkan backend: the capshim layer (two roles), its configuration, and the probe.
 
-The layer library (``native/vulkan/layer.c``) is enabled for one process
+The layer library (``native/vulkan/layer*.c``) is enabled for one process
 through the Vulkan loader's own variables: ``VK_ADD_LAYER_PATH`` (the folder
 of our two manifests) and ``VK_INSTANCE_LAYERS`` (Vulkan loader,
 LoaderInterfaceArchitecture.md, "Table of Debug Environment Variables"); the
@@ -49,7 +49,8 @@ ROLES = {"app": (LAYER_APP, "CAPSHIM_VK_APP_CONFIG"), "device": (LAYER_DEVICE, "
 LIBRARY = "libcapshim_vulkan.so"
 PROBE = "capshim-vk-probe"
 #: The layer's own files (native/vulkan); the build adds every file of native/common (nb.COMMON_FILES).
-SOURCES = ["layer.c", "probe.c", "caps_table.h", "fuzz_keys.h"]
+LAYER_SOURCES = ["layer.c", "layer_settings.c", "layer_answers.c", "layer_enforce.c", "layer_tool.c"]
+SOURCES = [*LAYER_SOURCES, "layer.h", "probe.c", "caps_table.h", "fuzz_keys.h"]
 
 
 def _source_paths() -> list[Path]:
@@ -94,7 +95,7 @@ def _manifest(layer: str, role: str) -> dict:
             "implementation_version": str(nb.version_number()),  # capshim.__version__, the one version
             "description": f"capshim {__version__} capability layer, {role} role",
             # The loader answers vkEnumerateDeviceExtensionProperties(pLayerName) from this list;
-            # the layer implements the entry point (layer.c, "Tooling info"). The Khronos Profiles
+            # the layer implements the entry point (layer_tool.c). The Khronos Profiles
             # layer's manifest (Vulkan-Profiles, layer/VkLayer_khronos_profiles.json.in) and the
             # validation layer's list it the same way.
             "device_extensions": [{"name": "VK_EXT_tooling_info", "spec_version": "1",
@@ -112,7 +113,7 @@ def _commands(cc: str) -> dict[str, list[str]]:
     common = [cc, "-std=gnu11", "-O2", "-g", *nb.WARNINGS, nb.VERSION_DEFINE]
     return {
         LIBRARY: [*common, "-fPIC", "-fvisibility=hidden", "-shared", "-Wl,-z,defs", "-o", LIBRARY,
-                  "layer.c", "config.c", "status.c", "-lpthread"],
+                  *LAYER_SOURCES, "config.c", "status.c", "-lpthread"],
         PROBE: [*common, "-o", PROBE, "probe.c", "config.c", "status.c", "-lvulkan", "-lpthread"],
         "fuzz_config": [*common, "-O1", "-fsanitize=address,undefined", "-fno-sanitize-recover=all",
                         "-o", "fuzz_config", "fuzz_config.c", "config.c"],
