@@ -257,3 +257,50 @@ def test_every_shim_that_builds_the_fuzz_driver_supplies_its_keyspec():
     assert sorted(p.name for p in (NATIVE / "common").iterdir() if p.is_file()) == sorted(nb.COMMON_FILES)
     for api, sources in (("vulkan", vulkan.SOURCES), ("cuda", cuda.SOURCES)):
         assert "fuzz_keys.h" in sources and (NATIVE / api / "fuzz_keys.h").is_file(), api
+
+
+# ---- exit codes by name (issue 29) ----------------------------------------------------------
+# The command line never writes an exit code as a number: sys.exit, SystemExit, ctx.exit and
+# exit_code= take the names of capshim.errors (EXIT_*) or a computed value (signals.exit_code).
+
+def _numeric_exits(text: str, name: str) -> list[str]:
+    found = []
+    for node in ast.walk(ast.parse(text)):
+        if not isinstance(node, ast.Call):
+            continue
+        f = node.func
+        called = f.attr if isinstance(f, ast.Attribute) else f.id if isinstance(f, ast.Name) else ""
+        args = list(node.args[:1]) if called in ("exit", "SystemExit", "Exit") else []
+        args += [k.value for k in node.keywords if k.arg == "exit_code"]
+        found += [f"{name}:{node.lineno}: {ast.unparse(node)[:60]}" for a in args
+                  if isinstance(a, ast.Constant) and isinstance(a.value, int)]
+    return found
+
+
+def test_the_cli_names_its_exit_codes():
+    cli = sorted((PKG / "cli").rglob("*.py"))
+    assert cli
+    assert [line for p in cli for line in _numeric_exits(p.read_text(), p.name)] == []
+
+
+def test_the_exit_code_check_finds_a_number():
+    text = "import sys\nsys.exit(5)\nraise SystemExit(1)\nE('x', exit_code=3)\nsys.exit(EXIT_OK)\n"
+    assert [line.split(":")[1] for line in _numeric_exits(text, "x.py")] == ["2", "3", "4"]
+
+
+# ---- arm states and their words in one place (issue 29) -------------------------------------
+# capshim.summary names each state and writes what it means (arm_reason, explain_arm,
+# STATE_WORDS); the bench's plan, the CLI and the studies spell no state as a literal.
+
+def _state_literals(path: Path) -> list[str]:
+    from capshim.summary import NATIVE, STATES
+    words = set(STATES) - {NATIVE}  # "native" is also the stock arm's name, a different fact
+    return [f"{path.relative_to(SRC)}:{n.lineno}: {n.value!r}" for n in ast.walk(ast.parse(path.read_text()))
+            if isinstance(n, ast.Constant) and n.value in words]
+
+
+def test_arm_states_are_spelled_in_the_summary_contract_only():
+    files = [PKG / "bench" / "plan.py", PKG / "cli" / "bench.py", PKG / "studies" / "kernels.py",
+             PKG / "studies" / "common.py"]
+    assert [line for p in files for line in _state_literals(p)] == []
+    assert _state_literals(PKG / "summary.py")  # the checker sees them where they are defined

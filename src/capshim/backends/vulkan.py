@@ -38,7 +38,7 @@ from pathlib import Path
 from capshim import __version__, jsonread, paths, profiles
 from capshim import status as st
 from capshim.backends import Backend, answer_differences, run_probe, vkloader
-from capshim.errors import CapshimError, UsageError
+from capshim.errors import EXIT_WORKLOAD, CapshimError, UsageError
 from capshim.native import build as nb
 from capshim.profiles import Profile, format_version
 from capshim.profiles.model import encode_device_name
@@ -390,7 +390,7 @@ def probe(profile: Profile | None = None, simulate: Profile | None = None, devic
             if "no Vulkan device with index" in data["error"]:
                 raise UsageError(f"--device {device}: {data['error']}")
             raise CapshimError(f"Vulkan probe: {data['error']} (is a Vulkan driver installed? "
-                               "try: vulkaninfo --summary)", exit_code=1)
+                               "try: vulkaninfo --summary)", exit_code=EXIT_WORKLOAD)
         report = st.read(status_file)
         asked = requested_layers(profile, simulate)
         data["shim"] = {layer: classify(report, layer, requested=layer in asked).to_dict()

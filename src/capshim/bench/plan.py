@@ -33,7 +33,6 @@ from capshim.bench.workloads.llama_bench import llama_bench_workload
 from capshim.contracts.suggest import did_you_mean
 from capshim.errors import UsageError
 from capshim.profiles import ondevice
-from capshim.summary import OFF_DEVICE_STATES, run_failed
 
 CPU_NOTE = ("{device} is a CPU device: the capabilities change which kernels llama.cpp picks (the path "
             "columns) but no speed effect is expected; the default is short here (fewer processes and "
@@ -308,47 +307,4 @@ def _check_workload_flags(argv, metric, unit, better, output_file, workload_name
             raise UsageError(f"{flag} goes with --metric SPEC (a command after --)")
 
 
-def arm_reason(arm: dict) -> str | None:
-    """Why an arm of summary.json is not a result (failed, inert, invalid, wrong-output, cpu-backend,
-    off-device), short; else None.
-
-    A failed arm: its first failed run's ``error`` (the runner's ``exit N: <the stderr line that
-    says why>``, :func:`capshim.bench.runs.error_line`); which runs failed is
-    :func:`capshim.summary.run_failed`.
-    """
-    state = arm.get("state")
-    runs = arm.get("runs") or []
-    if state == "failed":
-        errors = [r.get("error") or why for r in runs if (why := run_failed(r))]
-        why = errors[0] if errors else "no run finished"
-        return why + (f" (and {len(errors) - 1} more failed run(s))" if len(errors) > 1 else "")
-    if state == "inert" and arm.get("reach_check"):  # the run's own output: the shim did not reach the app
-        return f"the shim did not reach the application ({arm['reach_check']})"
-    if state in ("inert", "invalid"):
-        reasons = [f"{shim}: {s.get('reason')}" for r in runs for shim, s in (r.get("shims") or {}).items()
-                   if s.get("state") == state]
-        return f"the shim stayed {state} ({reasons[0] if reasons else state})"
-    if state == "wrong-output":
-        return arm.get("output_check") or "generated tokens differ"
-    if state in OFF_DEVICE_STATES:
-        return arm.get("device_check") or "its output does not show it ran on the probed device"
-    return None
-
-
-def explain_arm(name: str, arm: dict) -> str:
-    """One line saying why an arm is not a result (failed, inert, invalid, wrong-output, cpu-backend,
-    off-device), from summary.json."""
-    state = arm.get("state")
-    why = arm_reason(arm)
-    if state == "failed":
-        return f"arm {name} failed: {why}"
-    if state in ("inert", "invalid"):
-        return f"arm {name}: {why}: not a shim result"
-    if state == "wrong-output":
-        return f"arm {name}: {why}: not a result"
-    if state in OFF_DEVICE_STATES:
-        return f"arm {name} is {state}: {why}: not a result on the probed device"
-    return f"arm {name}: {state}"
-
-
-__all__ = ["make_plan", "explain_arm", "arm_reason", "Plan"]
+__all__ = ["make_plan", "Plan"]
