@@ -32,7 +32,7 @@ from capshim.bench.workloads.base import Workload
 from capshim.bench.workloads.llama_bench import llama_bench_workload
 from capshim.contracts.suggest import did_you_mean
 from capshim.errors import UsageError
-from capshim.profiles import ondevice
+from capshim.profiles import khronos, ondevice
 
 CPU_NOTE = ("{device} is a CPU device: the capabilities change which kernels llama.cpp picks (the path "
             "columns) but no speed effect is expected; the default is short here (fewer processes and "
@@ -90,6 +90,7 @@ def device_api(arms: list[Arm], workload: str | None, command: bool, platform: s
     if workload in WORKLOAD_API:
         return WORKLOAD_API[workload]
     apis = [p.api for a in arms for p in (a.profile, a.simulate) if p is not None]
+    apis += [khronos.API for a in arms if a.pending]  # a Khronos Vulkan Profiles file, placed on the device
     if apis:
         return apis[0]
     if not command or any(a.restore or a.identity for a in arms):
@@ -121,6 +122,9 @@ def make_plan(req: BenchRequest, platform: str) -> Plan:
         torch_sdpa.shape_dims(req.shape)  # a bad shape is exit 2 before the device is probed
     api = device_api(arms, req.workload, bool(argv), platform)
     device, extra_env, devices = _resolve_on_device(arms, api) if api is not None else (None, {}, [])
+    if any(a.pending for a in arms):  # placed only on the Vulkan device
+        raise UsageError(f"--arm {next(a.name for a in arms if a.pending)}: a Khronos Vulkan Profiles file is "
+                         f"split against the {khronos.API} device, and this bench probes the {api} device")
     cpu = device is not None and device.get("type") == "cpu"
     workload, d = _workload(req, cpu, device)
     notes = [(CPU_NOTE if workload.kind in ("builtin", "llama-bench") else CPU_NOTE_OTHER)
@@ -204,6 +208,9 @@ def _resolve_on_device(arms: list[Arm], api: str) -> tuple[dict | None, dict[str
     backend = backends.get(api)
     stock = backend.stock_answers()
     if stock is None:
+        if api == khronos.API and any(a.pending for a in arms):
+            raise UsageError(f"--arm: a Khronos profile is split per answer against the device, and "
+                             f"{backend.shim_label} cannot probe it here")
         if any(a.identity or a.restore for a in arms):
             raise UsageError(f"--aa / NAME=identity / profile:restore: {backend.shim_label} cannot probe the "
                              "device's own answers here, so no A/A or restore profile can be made")
@@ -214,6 +221,8 @@ def _resolve_on_device(arms: list[Arm], api: str) -> tuple[dict | None, dict[str
         extra_env["GGML_VK_VISIBLE_DEVICES"] = str(index)
     said: dict[str, list[str]] = {}  # warning -> the arms it applies to
     for a in arms:
+        for line in arms_mod.resolve_pending(a, chosen) if api == khronos.API else []:  # Khronos: on this device
+            print(f"capshim: {line}", file=sys.stderr)
         if a.restore:
             a.profile = ondevice.restore_profile(chosen, a.simulate)
             a.restore = False
