@@ -66,14 +66,15 @@ STANDIN_RUNTIME_11 = "libcudart.so.11.0"
 STANDIN_DRIVER = "libcuda.so.1"
 STANDIN_NVML = "libnvidia-ml.so.1"
 CONFIG_VAR = "CAPSHIM_CUDA_CONFIG"
-#: The shim's own files, then the Vulkan layer's parser and status writer it shares (native/vulkan/).
+#: The shim's own files, then what it shares with the other shims (native/common/: the parser,
+#: the status writer, the name rule, the fuzz driver that takes this folder's fuzz_keys.h).
 SOURCES = ["cuda_shim.c", "cuda_hooks.c", "cuda_resolve.c", "cuda_shim.h", "cuda_table.h", "cuda_probe.c",
            "standin_cuda.c", "standin_cuda.map", "standin_cudart.c", "standin_cudart13.map", "standin_cudart11.map",
-           "nvml_hooks.c", "standin_nvml.c"]
+           "nvml_hooks.c", "standin_nvml.c", "fuzz_keys.h"]
 #: The NVML entry points the shim wraps (native/cuda/nvml_hooks.c; docs/cuda.md, NVML).
 NVML_EXPORTS = frozenset({"nvmlDeviceGetCudaComputeCapability", "nvmlDeviceGetName", "nvmlDeviceGetAttributes",
                           "nvmlDeviceGetAttributes_v2", "nvmlDeviceGetArchitecture"})
-SHARED = ["config.c", "config.h", "devname.h", "caps_table.h", "status.c", "status.h", "fuzz_config.c"]
+SHARED = ["config.c", "config.h", "config_limits.h", "devname.h", "status.c", "status.h", "fuzz_config.c"]
 #: What the shim library exports, exactly (``verify`` checks it).
 EXPORTS = frozenset({
     "cudaGetDeviceProperties", "cudaGetDeviceProperties_v2", "cudaDeviceGetAttribute",
@@ -117,7 +118,7 @@ def _commands(cc: str, sanitize: bool = False) -> dict[str, list[str]]:
                   "nvml_hooks.c", "config.c", "status.c", "-ldl", "-lpthread"],
         PROBE: [*common, "-o", PROBE, "cuda_probe.c", "status.c", "-ldl", "-lpthread"],
         FUZZ: [cc, "-std=gnu11", "-O1", "-g", *nb.WARNINGS, "-fsanitize=address,undefined",
-               "-fno-sanitize-recover=all", "-DCAPSHIM_FUZZ_CUDA", "-o", FUZZ, "fuzz_config.c", "config.c"],
+               "-fno-sanitize-recover=all", "-o", FUZZ, "fuzz_config.c", "config.c"],
         f"{STANDIN_DIR}/{STANDIN_DRIVER}": [*lib, *defs, "-Wl,--version-script=standin_cuda.map",
                                            f"-Wl,-soname,{STANDIN_DRIVER}", "-o", f"{STANDIN_DIR}/{STANDIN_DRIVER}",
                                            "standin_cuda.c"],
@@ -131,7 +132,7 @@ def _commands(cc: str, sanitize: bool = False) -> dict[str, list[str]]:
 
 
 def _source_paths() -> list[Path]:
-    return [nb.source_dir("cuda") / s for s in SOURCES] + [nb.source_dir("vulkan") / s for s in SHARED]
+    return [nb.source_dir("cuda") / s for s in SOURCES] + nb.common_sources(SHARED)
 
 
 def build_paths(sanitize: bool = False) -> CudaBuild:
@@ -173,7 +174,7 @@ def build(force: bool = False, repair: bool = True, sanitize: bool = False) -> C
 
 
 def render_config(profile: Profile) -> str:
-    """The shim's key=value configuration for a CUDA profile (format: native/vulkan/config.h;
+    """The shim's key=value configuration for a CUDA profile (format: native/common/config.h;
     computeCapability as major * 10 + minor, sizes in bytes, deviceName percent-encoded).
 
     Raises:
