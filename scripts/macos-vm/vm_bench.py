@@ -128,11 +128,11 @@ def cmd_check_capture(args) -> int:
 # ---- model ------------------------------------------------------------------------------------
 
 def cmd_model(args) -> int:
-    from capshim.bench import model
+    from capshim.bench.workloads.builtin import resolve_model
     from capshim.errors import CapshimError
 
     try:
-        path = model.ensure_model(args.preset)
+        path = resolve_model(args.preset)
     except CapshimError as exc:
         return _fail(str(exc))
     print(f"MODEL={path}")
