@@ -5,7 +5,9 @@ the M1-class ceiling ``metal-apple7`` the macOS VM workflow's shimmed arm runs.
 
 The probe runs against the GNU Objective-C stand-in, as in test_metal_host_capture.py: on Linux
 ``capshim probe --api metal`` itself exits 2 (Metal is macOS only), so the same backend function
-(:func:`capshim.backends.metal.run_probe`) is called with the stand-in as the framework.
+(:func:`capshim.backends.metal.run_probe`) is called with the stand-in as the framework. Its result
+is what ``capshim probe --api metal --compare --profile P`` prints on a Mac (the Metal probe's output
+is this JSON), so the compare tests below are that command on the stand-in as the paravirtual device.
 """
 
 from __future__ import annotations
