@@ -19,8 +19,9 @@ Subcommands (each prints what it does; exit 2 on bad input, one line):
       Exit 0 whenever the bundle is sealed and verifies: an arm that fails, stays inert or
       gives wrong output is a result (the summary says which), not a failed job. Exit 1
       when no sealed bundle came out of it.
-  summary BUNDLE... [--capture CAPTURE] [--summary FILE]
-      Append each bundle's table (``capshim report --format md``) and one line per arm
+  summary BUNDLE... [--capture CAPTURE] [--compare FILE ...] [--summary FILE]
+      Append the capture check, what each profile changes (``probe --compare --json``), each
+      bundle's table (``capshim report --format md``) and one line per arm
       that is not a result (wrong output, failed, inert, ...) to the job summary
       ($GITHUB_STEP_SUMMARY, else stdout). Exit 1 when a bundle is missing or does not
       verify (the summary says which), so a broken run is never a green job.
@@ -205,15 +206,42 @@ def arm_lines(summary: dict) -> list[str]:
     return lines
 
 
+def compare_lines(compare_path: str) -> list[str]:
+    """Markdown of one ``capshim probe --api metal --compare --profile P --json`` result: what the
+    shim changed (answer, stock, shimmed) and its state.
+
+    Raises:
+        JsonShapeError: unreadable, not JSON, or without ``profile``/``differences`` (names the file).
+    """
+    from capshim import jsonread
+
+    data = jsonread.load(compare_path, limit=1 << 20)
+    if not isinstance(data, dict) or not isinstance(data.get("differences"), list) or "profile" not in data:
+        raise jsonread.JsonShapeError(f"{compare_path}: not a probe --compare result (no profile, differences)")
+    lines = [f"### What `{data['profile']}` changes (shim {data.get('status', '?')})", ""]
+    if not data["differences"]:
+        return lines + ["No answer differs.", ""]
+    lines += ["| answer | stock | shimmed |", "|---|---:|---:|"]
+    for d in data["differences"]:
+        lines.append(f"| {d.get('answer')} | {json.dumps(d.get('stock'))} | {json.dumps(d.get('shimmed'))} |")
+    return lines + [""]
+
+
 def cmd_summary(args) -> int:
+    from capshim.errors import CapshimError
+
     bad = 0
     parts = ["## capshim: the seed experiment on this runner", ""]
     if args.capture:
-        from capshim.errors import CapshimError
         try:
             parts += capture_lines(args.capture)[0] + [""]
         except CapshimError as exc:
             parts += [f"No usable capture: {exc}", ""]
+    for path in args.compare or []:
+        try:
+            parts += compare_lines(path)
+        except CapshimError as exc:
+            parts += [f"No usable comparison: {exc}", ""]
     for bundle in args.bundles:
         ok, msg = verify_bundle(bundle)
         parts.append(f"### {bundle}")
@@ -247,8 +275,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("-r", "--repetitions", type=int, default=DEFAULT_REPETITIONS)
     p.add_argument("command", nargs=argparse.REMAINDER, help="-- COMMAND ... (default: the built-in workload)")
     p = sub.add_parser("summary", help="tables and arm states into the job summary")
-    p.add_argument("bundles", nargs="+")
+    p.add_argument("bundles", nargs="*")
     p.add_argument("--capture")
+    p.add_argument("--compare", action="append", help="a probe --compare --json result (repeatable)")
     p.add_argument("--summary", default=summary_default)
     args = ap.parse_args(argv)
     if args.cmd == "bench":

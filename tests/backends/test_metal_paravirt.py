@@ -13,6 +13,7 @@ is this JSON), so the compare tests below are that command on the stand-in as th
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -25,6 +26,14 @@ from tests.conftest import run_capshim
 REPO = Path(__file__).resolve().parents[2]
 SCRIPT = REPO / "scripts" / "macos-vm" / "vm_bench.py"
 M1_ULTRA = REPO / "tests" / "fixtures" / "metal-host" / "m1-ultra.json"
+
+
+def _script(*args: str) -> subprocess.CompletedProcess:
+    """``python scripts/macos-vm/vm_bench.py ARGS`` with this checkout's capshim."""
+    env = {**os.environ, "PYTHONPATH": str(REPO / "src") + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    env.pop("GITHUB_STEP_SUMMARY", None)
+    return subprocess.run([sys.executable, str(SCRIPT), *args], capture_output=True, text=True, env=env,
+                          timeout=120)
 
 
 def _stock_capture(shim, tmp_path, device_class: str = "CSParavirtDevice") -> tuple[dict, Path]:
@@ -62,8 +71,7 @@ def test_the_standin_answers_as_the_paravirt_profile_says(shim, tmp_path):
     assert stock["families"]["1005"] is True and stock["families"]["1006"] is False, stock["families"]
     assert not any(stock["llama_cpp"].values()), stock["llama_cpp"]  # llama.cpp's slow kernels
     summary = tmp_path / "summary.md"
-    r = subprocess.run([sys.executable, str(SCRIPT), "check-capture", str(f), "--summary", str(summary)],
-                       capture_output=True, text=True, timeout=120)
+    r = _script("check-capture", str(f), "--summary", str(summary))
     assert r.returncode == 0, r.stderr
     assert "The runner answers as `metal-paravirt` says." in summary.read_text()
 
@@ -72,8 +80,7 @@ def test_a_device_that_answers_otherwise_is_reported_not_failed(shim, tmp_path):
     """The second stand-in class (Apple4, 16384 bytes): check-capture exits 0 and says it differs."""
     _, f = _stock_capture(shim, tmp_path, "CSParavirtDevice2")
     summary = tmp_path / "summary.md"
-    r = subprocess.run([sys.executable, str(SCRIPT), "check-capture", str(f), "--summary", str(summary)],
-                       capture_output=True, text=True, timeout=120)
+    r = _script("check-capture", str(f), "--summary", str(summary))
     assert r.returncode == 0, r.stderr
     text = summary.read_text()
     assert "**The runner answers other than `metal-paravirt`**" in text
@@ -122,3 +129,28 @@ def test_the_m1_ceiling_is_what_from_host_writes_for_an_m1_and_nothing_above_it(
     assert r.returncode == 0 and "nothing above the host" in r.stdout, r.stderr
     r = run_capshim("profile", "check", "--host", str(M1_ULTRA), "--strict", "metal-apple9", timeout=120)
     assert r.returncode == 3, r.stderr
+
+
+def test_the_job_summary_shows_what_each_profile_changes(shim, tmp_path):
+    """The workflow saves ``probe --api metal --compare --json --profile P`` per profile; the summary
+    step turns each into a table of the answers the shim changed, and says so for a profile that
+    changes nothing; a file that is not such a result is one line, not a traceback."""
+    a = shim.arts
+    files = []
+    for name in ("metal-apple7", "metal-paravirt"):
+        out = metal.run_probe(a["probe"], a["shim"], profiles.load(name), compare=True, inject_var="LD_PRELOAD",
+                              framework=a["standin"], base_env=shim.base_env())
+        files.append(tmp_path / f"compare-{name}.json")
+        files[-1].write_text(json.dumps(out, indent=2))
+    junk = tmp_path / "junk.json"
+    junk.write_text('{"stock": {}}')
+    summary = tmp_path / "summary.md"
+    args = [x for f in (*files, junk) for x in ("--compare", str(f))]
+    r = _script("summary", *args, "--summary", str(summary))
+    assert r.returncode == 0, r.stderr
+    text = summary.read_text()
+    assert "### What `metal-apple7` changes (shim active)" in text
+    assert "| highest.apple | 1005 | 1007 |" in text
+    assert "| llama_cpp.simdgroup_reduction | false | true |" in text
+    assert "### What `metal-paravirt` changes (shim active)\n\nNo answer differs." in text
+    assert f"No usable comparison: {junk}: not a probe --compare result" in text
