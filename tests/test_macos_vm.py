@@ -81,6 +81,7 @@ def test_the_workflow_is_dispatched_by_hand_and_weekly_on_apple_silicon_images()
     assert json.loads(default) == ["macos-14", "macos-15"]
     assert f"inputs.runners || '{default}'" in text  # the schedule (no inputs) runs the same images
     assert "continue-on-error: true" in text and "if: always()" in text
+    assert re.search(r"^defaults:\n  run:\n    shell: bash\b", text, re.M)  # -o pipefail: "probe | tee" fails
 
 
 def _lines(text: str, prefix: str) -> list[str]:
