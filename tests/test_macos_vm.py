@@ -225,6 +225,8 @@ def test_the_model_step_prints_an_env_line_and_bad_input_is_one_line():
     assert r.returncode == 2 and str(FIXTURE) in r.stderr and "Traceback" not in r.stderr, r.stderr
     r = script("bench", "--out", "x", "-r", "0")
     assert r.returncode == 2 and "-r 0" in r.stderr
+    r = script("summary", str(BUNDLE), "--summary", str(FIXTURE.parent / "no-such-dir" / "s.md"))
+    assert r.returncode == 2 and "cannot write the job summary" in r.stderr and "Traceback" not in r.stderr
 
 
 # ---- the page -------------------------------------------------------------------------------------

@@ -60,8 +60,12 @@ def _say(msg: str) -> None:
 def _append(summary: str | None, text: str) -> None:
     """Append Markdown to the job summary file, or print it when there is none."""
     if summary:
-        with open(summary, "a", encoding="utf-8") as fh:
-            fh.write(text if text.endswith("\n") else text + "\n")
+        try:
+            with open(summary, "a", encoding="utf-8") as fh:
+                fh.write(text if text.endswith("\n") else text + "\n")
+        except OSError as exc:  # one line, exit 2: the summary file is the step's output
+            print(f"vm_bench: error: cannot write the job summary {summary}: {exc.strerror}", file=sys.stderr)
+            raise SystemExit(2) from None
     else:
         print(text)
 
