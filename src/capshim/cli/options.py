@@ -11,6 +11,7 @@ from capshim.bench.workloads.builtin import MODEL_PRESETS
 from capshim.contracts.numbers import FiniteFloat
 from capshim.errors import CapshimError
 from capshim.studies.defaults import help_text as study_default
+from capshim.contracts import messages
 
 
 def load_profile(ref: str | None, flag: str):
@@ -56,10 +57,9 @@ def unsupported_summary(reading, shown: int = 3) -> list[str]:
     first ``shown`` named; ``capshim profile show`` lists them all)."""
     lines = [f"{reading.source}: {note}" for note in reading.notes]
     if reading.unsupported:
-        names = "; ".join(u.split(":", 1)[0] for u in reading.unsupported[:shown])
-        more = f" (+{len(reading.unsupported) - shown} more)" if len(reading.unsupported) > shown else ""
+        names = messages.summarise([u.split(":", 1)[0] for u in reading.unsupported], first=shown, sep="; ")
         lines.append(f"{reading.source}: {len(reading.unsupported)} capabilities not answered by capshim "
-                     f"(formats, queue families, video, structs without a capshim key): {names}{more}; "
+                     f"(formats, queue families, video, structs without a capshim key): {names}; "
                      f"'capshim profile show {reading.source}' lists each")
     return lines
 
