@@ -221,7 +221,7 @@ def classify(report: st.StatusReport, requested: bool = True) -> st.ShimState:
     bad = sorted({f"{e.get('query')}: {e.get('reason')}" for e in events if e.get("event") == "layout_mismatch"})
     reason = state.reason + (f"; entry points called: {', '.join(called)}" if called else "")
     reason += f"; layout_mismatch (left stock): {'; '.join(bad)}" if bad else ""
-    return st.ShimState(st.ACTIVE, reason, state.changes)
+    return st.ShimState(st.ACTIVE, reason, state.changes, state.answered)
 
 
 def standin_env(b: CudaBuild) -> dict[str, str]:

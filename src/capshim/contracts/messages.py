@@ -121,11 +121,11 @@ def format_message(text: str, kind: str | None = None, limit: int | None | str =
     return "\n".join(out)
 
 
-def emit(text: str, kind: str | None = None, file=None) -> None:
+def emit(text: str, kind: str | None = None, file=None, prefix: str = "capshim: ") -> None:
     """Print :func:`format_message` of ``text`` on ``file`` (default stderr), wrapped to that
-    stream's :func:`width`, and flush it."""
+    stream's :func:`width`, and flush it (``prefix``: see :func:`format_message`)."""
     stream = file if file is not None else sys.stderr
-    print(format_message(text, kind, width(stream)), file=stream, flush=True)
+    print(format_message(text, kind, width(stream), prefix), file=stream, flush=True)
 
 
 def summarise(items: Sequence[str], noun: str = "", *, kind_of: Callable[[str], str] | None = None,

@@ -23,7 +23,7 @@ from typing import Any
 
 from capshim.contracts import messages
 from capshim.profiles.catalog import KINDS, ORDERED
-from capshim.profiles.model import Profile, escape, format_cc, format_version, name_key, parse_version
+from capshim.profiles.model import Profile, escape, format_value, format_version, name_key, parse_version
 from capshim.profiles.table import load as load_table
 
 
@@ -180,13 +180,9 @@ def _hidden_finding(ext: str, keys: list[str], device: Any) -> Finding:
 
 
 def _show(vtype: str, v: Any) -> Any:
-    if vtype == "cc":
-        return format_cc(v)
-    if vtype == "version":
-        return format_version(v)
     if vtype == "bool":
         return "true" if v else "false"
-    return f"{v:#x}" if vtype == "flags" else v
+    return format_value(vtype, v)
 
 
 def no_effect(profile: Profile, base: dict, base_name: str = "the device") -> list[Finding]:
