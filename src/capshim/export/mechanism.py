@@ -156,6 +156,9 @@ def render_cpu(summary: dict, title: str | None = None, limit: int | None = None
     heads = [tab["columns"][i] for i in keep] + (["notes"] if any(markers) else [])
     heads = ["procs×reps" if h == "processes×reps" else h for h in heads]
     cells = [[r["cells"][i] for i in keep] + ([m] if any(markers) else []) for r, m in zip(tab["rows"], markers)]
+    aa = (summary.get("aa") or {}).get("arm")
+    for r, c in zip(tab["rows"], cells):  # no baseline or host role: no ratio is shown here
+        c[heads.index("arm")] = r["arm"] + (" (A/A)" if r["arm"] == aa else "")
     numeric = [j for j, h in enumerate(heads) if h.startswith(("median", "min", "procs")) or h == "notes"]
     warned = sum(len(r["warnings"]) for r in tab["rows"])
     if warned:
