@@ -98,3 +98,42 @@ def test_golden_h200_capture_as_simulate_is_summarised_at_80_columns():
     assert "14 capabilities: apiVersion 1.4.312 (device: 1.3.230)" in " ".join(x.strip() for x in lines)
     full = run_capshim("--verbose", "run", "--simulate", H200, "--", "true", cwd=REPO, timeout=300).stderr
     assert full.count("VK_") > 64 and "--verbose lists each" not in full
+
+
+def _device(reading) -> dict:
+    """A Khronos capture as a stock probe result: a fixed device, whatever this machine has."""
+    from capshim.profiles import format_version
+
+    caps = {k: (format_version(v) if k == "apiVersion" else v) for k, v in reading.capabilities.items()}
+    return {"device": {"name": "llvmpipe (LLVM 15.0.6, 256 bits)", "apiVersion": caps.get("apiVersion", "1.3.0")},
+            "capabilities": caps, "extensions": dict(reading.extensions)}
+
+
+def test_golden_common_warnings_at_80_columns(monkeypatch):
+    """The warnings a first hour meets, on a fixed device (the committed lavapipe capture): the
+    simulation's no-effect line, the H200 capture's beyond-device line, the CPU note and a busy
+    machine, each at 80 columns."""
+    from capshim import profiles
+    from capshim.beyond import Finding, warning_lines
+    from capshim.bench import plan
+    from capshim.profiles import khronos
+    from capshim.profiles.ondevice import beyond_device
+
+    monkeypatch.chdir(REPO)  # the files named as a user names them: relative to the repository
+    fix = Path("tests/fixtures/khronos")
+    device = _device(khronos.read(str(fix / "VP_VULKANINFO_lavapipe.json")))
+    paravirt = profiles.load("vulkan-paravirt")
+    said = [f"arms vm-stock, vm-unlocked: simulate:{paravirt.source}: {f.message}"
+            for f in profiles.check_against_device(paravirt, device) if f.severity == "warn"]
+    higher = khronos.derive(khronos.read(str(fix / "h200-capture.json")), device)[1]
+    name = device["device"]["name"]
+    beyond = warning_lines([Finding("--profile", higher, "VK_LAYER_CAPSHIM_app", b, name)
+                            for b in beyond_device(higher, device)])
+    text = "\n".join(
+        [messages.format_message(m, "warning", 80) for m in said + beyond]
+        + [messages.format_message(plan.CPU_NOTE.format(device=name), "note", 80),
+           messages.format_message("the machine is busy (load 8.56 > 2 cores): runs like this one are flagged "
+                                   "contaminated; the output counts them once", "note", 80)]) + "\n"
+    assert all(len(line) <= 80 for line in text.splitlines())
+    assert "and 61 more (capshim --verbose lists each)" in text or "64 extensions" in text
+    _check_golden("common-warnings-80.txt", text)
