@@ -137,3 +137,16 @@ def test_golden_common_warnings_at_80_columns(monkeypatch):
     assert all(len(line) <= 80 for line in text.splitlines())
     assert "and 61 more (capshim --verbose lists each)" in text or "64 extensions" in text
     _check_golden("common-warnings-80.txt", text)
+
+
+def test_answers_are_shown_in_the_profiles_notation():
+    """A CUDA compute capability reads "7.5" as in the profiles, not 75 (probe tables, no-effect lines)."""
+    from capshim import probe
+    from capshim.profiles.model import format_answer
+
+    assert format_answer("cuda", "computeCapability", 75) == "7.5"
+    assert format_answer("vulkan", "shaderFloat16", 0) == "false"
+    assert format_answer("vulkan", "apiVersion", (1 << 22) | (3 << 12) | 230) == "1.3.230"
+    assert format_answer("vulkan", "maxComputeSharedMemorySize", 24576) == 24576
+    assert format_answer("nosuch", "key", 7) == 7
+    assert probe._fmt(90, "computeCapability") == "9.0" and probe._fmt(132, "multiProcessorCount") == "132"

@@ -17,7 +17,6 @@ table says that no speed effect is expected there.
 from __future__ import annotations
 
 import os
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 
