@@ -4,9 +4,9 @@ both also apply :func:`capshim.profiles.check_against_device` (refuse: exit 2, w
 Before a run (or a probe) with a ``raise`` profile, the backend's stock
 answers of the device are compared with the profile
 (:func:`capshim.profiles.ondevice.beyond_device`). Each answer above the
-device gives one warning line on stderr and one ``beyond_device`` event in
-the run's status file, written by the launcher in the shims' JSON-lines
-shape (``schema``, ``event``, ``shim``, ``layer``, ``pid``, then ``key``,
+device is named in one warning per profile on stderr (:func:`warning_lines`)
+and gives one ``beyond_device`` event in the run's status file, written by
+the launcher in the shims' JSON-lines shape (``schema``, ``event``, ``shim``, ``layer``, ``pid``, then ``key``,
 ``what``, ``device``, ``reported``, ``note``; ``pid`` is capshim's own,
 ``process`` is "capshim"). With ``--strict`` the command exits 3 instead
 of starting the program (:data:`capshim.errors.EXIT_INERT`).

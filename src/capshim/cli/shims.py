@@ -112,8 +112,9 @@ def run_cmd(profile_ref, simulate_ref, inherit, strict, quiet, status_file, forc
 
     A raise profile that answers more than the device has (a size above the
     real one, a feature or an extension the driver lacks) gets one warning
-    line per answer on stderr and a beyond_device event in the status file;
-    with --strict the command is not started and capshim exits 3.
+    per profile on stderr (its answers counted per kind, the first few named;
+    capshim --verbose names each) and a beyond_device event per answer in the
+    status file; with --strict the command is not started and capshim exits 3.
     """
 
     profile, simulate, notes = load_roles(profile_ref, simulate_ref)
@@ -180,7 +181,7 @@ def probe_cmd(api, profile_ref, simulate_ref, device, compare, show_all, as_json
     """Print the capability answers a process sees, stock or through shims.
 
     A raise profile that answers more than the device has gets one warning
-    line per answer on stderr, and the JSON a "beyond_device" list of events
+    on stderr (the first few answers named, capshim --verbose: each), and the JSON a "beyond_device" list of events
     (key, device, reported, note); --strict then exits 3. An answer the layer
     will not give (clamped by the profile's direction, or the device's own
     already) is a warning line too, and in the JSON's "no_effect" list.
