@@ -253,7 +253,7 @@ def classify(report: st.StatusReport, requested: bool = True) -> st.ShimState:
     reason += f"; layout_mismatch (left stock): {'; '.join(bad)}" if bad else ""
     reason += f"; unresolved (no real function found): {'; '.join(missing)}" if missing else ""
     reason += f"; unbound (handed out stock): {'; '.join(unbound)}" if unbound else ""
-    return st.ShimState(st.ACTIVE, reason, state.changes)
+    return st.ShimState(st.ACTIVE, reason, state.changes, state.answered)
 
 
 def standin_env(b: CudaBuild) -> dict[str, str]:

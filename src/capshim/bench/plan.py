@@ -17,7 +17,6 @@ table says that no speed effect is expected there.
 from __future__ import annotations
 
 import os
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -30,18 +29,18 @@ from capshim.bench.request import MODEL, BenchRequest, Defaults, defaults_for
 from capshim.bench.workloads import builtin, command, ncnn, torch_sdpa
 from capshim.bench.workloads.base import Workload
 from capshim.bench.workloads.llama_bench import llama_bench_workload
+from capshim.contracts import messages
 from capshim.contracts.suggest import did_you_mean
 from capshim.errors import UsageError
 from capshim.profiles import khronos, ondevice
 
-CPU_NOTE = ("{device} is a CPU device: the capabilities change which kernels llama.cpp picks (the path "
-            "columns) but no speed effect is expected; the default is short here (fewer processes and "
-            "repetitions) and shows the mechanism and the evidence chain, not a speed-up")
+CPU_NOTE = ("{device} is a CPU device: the answers change which kernels llama.cpp picks, not its speed; "
+            "the default is short here and shows the mechanism and the evidence chain")
 #: The same for a workload other than llama.cpp (``--metric``, ``--workload ncnn``).
 #: The GPU API each built-in workload's path goes through (a backend name): the device the bench probes.
 WORKLOAD_API = {"ncnn": "vulkan", "torch-sdpa": torch_sdpa.API}
-CPU_NOTE_OTHER = ("{device} is a CPU device: the capabilities change which code paths the program takes "
-                  "but no speed effect is expected; the bench shows the mechanism and the evidence chain")
+CPU_NOTE_OTHER = ("{device} is a CPU device: the answers change which code paths the program takes, not "
+                  "its speed; the bench shows the mechanism and the evidence chain")
 
 
 @dataclass
@@ -246,11 +245,10 @@ def _resolve_on_device(arms: list[Arm], api: str) -> tuple[dict | None, dict[str
                 and not a.profile.source.startswith("generated:"):
             over = [str(b) for b in ondevice.beyond_device(a.profile, chosen)]
             if over:
-                print(f"capshim: warning: arm {a.name}: profile {a.profile.source} answers more than "
-                      f"{chosen['device']['name']} has: {'; '.join(over[:6])}"
-                      + (f" (+{len(over) - 6} more)" if len(over) > 6 else ""), file=sys.stderr)
+                messages.emit(f"arm {a.name}: profile {a.profile.source} answers more than "
+                              f"{chosen['device']['name']} has: " + messages.summarise(over, sep="; "), "warning")
     for message, names in said.items():  # once per profile, naming every arm it applies to
-        print(f"capshim: warning: arm{'s' if len(names) > 1 else ''} {', '.join(names)}: {message}", file=sys.stderr)
+        messages.emit(f"arm{'s' if len(names) > 1 else ''} {', '.join(names)}: {message}", "warning")
     return chosen["device"], extra_env, list(stock.get("devices") or [stock["device"]["name"]])
 
 
@@ -285,8 +283,8 @@ def _workload(req: BenchRequest, cpu: bool, device: dict | None) -> tuple[Worklo
     d = defaults_for("builtin", cpu)
     model = req.model or MODEL
     if cpu and model != MODEL and (model in builtin.MODEL_PRESETS or Path(model).is_file()):  # a typo: error only
-        print(f"capshim: warning: --model {model} on a CPU Vulkan device ({device['name']}): each run may take "
-              f"many minutes (the '{MODEL}' default takes seconds); --timeout is per run", file=sys.stderr)
+        messages.emit(f"--model {model} on a CPU Vulkan device ({device['name']}): each run may take "
+                      f"many minutes (the '{MODEL}' default takes seconds); --timeout is per run", "warning")
     return builtin.builtin_workload(model, req.n_prompt or d.n_prompt, req.n_gen or d.n_gen,
                                     d.check_output if req.check_output is None else req.check_output,
                                     req.process_reps or d.process_reps,

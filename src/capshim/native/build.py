@@ -18,12 +18,12 @@ import re
 import shlex
 import shutil
 import subprocess
-import sys
 from importlib import resources
 from pathlib import Path
 
 from capshim import __version__, paths
 from capshim.errors import BuildError
+from capshim.contracts import messages
 
 #: The C define that gives a native build capshim's version (:data:`capshim.__version__`): the shims
 #: report it in their ``loaded`` status event (docs/status.md). Part of every shim's compile
@@ -164,6 +164,5 @@ def cached_ok(folder: Path, names: list[str]) -> bool:
         return False
     problems = paths.verified_sums(folder, names)
     if problems:
-        print(f"capshim: cached build {folder} does not match its SHA256SUMS ({'; '.join(problems)}); "
-              "rebuilding", file=sys.stderr)
+        messages.emit(f"cached build {folder} does not match its SHA256SUMS ({'; '.join(problems)}); rebuilding")
     return not problems

@@ -42,6 +42,7 @@ from pathlib import Path
 import tomli_w
 
 from capshim import jsonread
+from capshim.contracts import messages
 from capshim.contracts.suggest import did_you_mean
 from capshim.profiles.catalog import FLAG_NAMES, KEYS, KINDS, LIMITS, ORDERED, SPEC_MIN
 from capshim.profiles.checks import answer, check_against_device
@@ -497,7 +498,7 @@ def _split(reading: Reading, device: dict) -> tuple[dict, dict]:
             (raise_ if stronger else lower)[key] = value
     if same:
         reading.notes.append(f"{len(same)} feature(s) on in the file and on the device, answered by the device "
-                             f"itself: {', '.join(same)}")
+                             "itself: " + messages.summarise(same))
     return lower, raise_
 
 
@@ -533,8 +534,7 @@ def derive(reading: Reading, device: dict) -> tuple[Profile | None, Profile | No
     unstated = sorted(set(listed) - set(reading.extensions))
     if unstated and reading.extensions:
         reading.notes.append(f"{len(unstated)} extension(s) the device lists and the file does not are left "
-                             f"listed (a profile states what must be there): {', '.join(unstated[:5])}"
-                             + (f" (+{len(unstated) - 5} more)" if len(unstated) > 5 else ""))
+                             "listed (a profile states what must be there): " + messages.summarise(unstated))
     add = _limit_extensions({e: s for e, s in reading.extensions.items() if e not in listed}, reading, "add")
 
     def rebuild(direction, extensions):

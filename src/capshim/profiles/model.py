@@ -146,6 +146,28 @@ def format_cc(value: int) -> str:
     return f"{value // 10}.{value % 10}"
 
 
+def format_value(vtype: str, value: Any) -> Any:
+    """A capability value of type ``vtype`` (``catalog.KEYS``) in the profiles' notation: a compute
+    capability "7.5" (not 75), a version "1.3.280", a boolean true/false, flags in hex; other values
+    as they are. A value of another shape (text a probe already formatted) is returned unchanged."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        return ("true" if value else "false") if isinstance(value, bool) else value
+    if vtype == "cc":
+        return format_cc(value)
+    if vtype == "version":
+        return format_version(value)
+    if vtype == "bool":
+        return "true" if value else "false"
+    return f"{value:#x}" if vtype == "flags" else value
+
+
+def format_answer(api: str, key: str, value: Any) -> Any:
+    """One answer of ``api``'s capability ``key`` in the profiles' notation (:func:`format_value`;
+    an unknown key or API: the value unchanged). Every message and table that shows an answer
+    (``computeCapability 7.5``, ``shaderFloat16 false``) formats it here."""
+    return format_value(KEYS.get(api, {}).get(key, ""), value)
+
+
 def format_version(v: int) -> str:
     """VK_API_VERSION_MAJOR.MINOR.PATCH of a packed Vulkan version."""
     return f"{(v >> 22) & 0x7F}.{(v >> 12) & 0x3FF}.{v & 0xFFF}"

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from capshim.contracts import messages
 from capshim.errors import UsageError
 from capshim.profiles import khronos
 from capshim.profiles.model import Profile, ProfileError
@@ -45,10 +46,9 @@ def unsupported_summary(reading: khronos.Reading, shown: int = 3) -> list[str]:
     ``capshim profile show`` lists them all)."""
     lines = [f"{reading.source}: {note}" for note in reading.notes]
     if reading.unsupported:
-        names = "; ".join(u.split(":", 1)[0] for u in reading.unsupported[:shown])
-        more = f" (+{len(reading.unsupported) - shown} more)" if len(reading.unsupported) > shown else ""
+        names = messages.summarise([u.split(":", 1)[0] for u in reading.unsupported], first=shown, sep="; ")
         lines.append(f"{reading.source}: {len(reading.unsupported)} capabilities not answered by capshim "
-                     f"(formats, queue families, video, structs without a capshim key): {names}{more}; "
+                     f"(formats, queue families, video, structs without a capshim key): {names}; "
                      f"'capshim profile show {reading.source}' lists each")
     return lines
 

@@ -22,13 +22,13 @@ test runs that check).
 
 from __future__ import annotations
 
-import sys
 from dataclasses import dataclass, field
 from functools import cache
 from importlib import resources
 
 from capshim.contracts import tomlread
 from capshim.profiles import registry
+from capshim.contracts import messages
 
 KINDS = ("feature", "upper", "lower", "exact", "version")
 VULKAN_TYPES = ("bool", "u32", "flags", "version")
@@ -363,8 +363,7 @@ def load() -> Table:
         return parse(text)
     except StaleFacts as stale:
         facts = registry_facts(text)
-        print(f"warning: {stale}; meanwhile the facts come from vk.xml {facts.registry} (vulkan-object)",
-              file=sys.stderr)
+        messages.emit(f"{stale}; meanwhile the facts come from vk.xml {facts.registry} (vulkan-object)", "warning")
         return parse(text, facts)
 
 
