@@ -235,10 +235,12 @@ def _sections(elf, reader) -> list[_Section]:
     index = h["e_shstrndx"]
     if index == 0xFFFF and heads:  # SHN_XINDEX: the index is section 0's sh_link
         index = heads[0]["sh_link"]
-    names_at = heads[index]["sh_offset"] if 0 < index < count else None
+    if count and not 0 < index < count:
+        raise FatbinError(f"section name table {index} is not one of the {count} sections")
+    names_at = heads[index]["sh_offset"] if count else 0
     out = []
     for hd in heads:
-        name = reader.cstring(names_at + hd["sh_name"], MAX_SECTION_NAME) if names_at is not None else None
+        name = reader.cstring(names_at + hd["sh_name"], MAX_SECTION_NAME)
         out.append(_Section(name or "", str(hd["sh_type"]), hd["sh_offset"], hd["sh_size"], hd["sh_link"],
                             hd["sh_entsize"]))
     return out

@@ -455,7 +455,11 @@ def _program_headers(elf, reader: BoundedReader) -> tuple[str | None, list]:
     end = h["e_phoff"] + h["e_phnum"] * h["e_phentsize"]
     if end > reader.size:
         raise _Refused(f"a truncated ELF file: its program headers end at byte {end}, the file has {reader.size}")
-    phdrs = [elf.get_segment(i).header for i in range(h["e_phnum"])]
+    # parsed from the table alone (pyelftools' segment objects consult the sections, which the kernel never reads)
+    entry = elf.structs.Elf_Phdr
+    size = entry.sizeof()
+    raw = reader.read_at(h["e_phoff"], h["e_phnum"] * size)
+    phdrs = [entry.parse(raw[i * size:(i + 1) * size]) for i in range(h["e_phnum"])]
     interp = None
     for ph in phdrs:
         if ph["p_type"] != "PT_INTERP":
