@@ -373,6 +373,15 @@ def probe(profile: Profile | None = None, device: int = 0, extra_env: dict[str, 
         return data
 
 
+def _named(data: dict) -> dict:
+    """``data`` with the device name (``cudaGetDeviceProperties``' ``name``, what ``deviceName`` lowers)
+    as the first answer row, ``deviceName``, so ``probe --compare`` shows it beside the numbers."""
+    name = (data.get("device") or {}).get("name")
+    if name is not None:
+        data["capabilities"] = {"deviceName": name, **data.get("capabilities", {})}
+    return data
+
+
 def _version_text(v: object) -> str:
     """A CUDA version number as "MAJOR.MINOR" (13000 -> "13.0"; CUDA's encoding is 1000 * major + 10 * minor)."""
     return f"{v // 1000}.{v % 1000 // 10}" if isinstance(v, int) and v > 0 else "?"
@@ -497,7 +506,7 @@ class CudaBackend(Backend):
             return probe(profile, device=device)
         if profile is None:
             raise UsageError("--compare needs --profile (the shimmed side)")
-        stock, shimmed = probe(None, device=device), probe(profile, device=device)
+        stock, shimmed = _named(probe(None, device=device)), _named(probe(profile, device=device))
         return {"stock": stock, "shimmed": shimmed, "differences": answer_differences(stock, shimmed)}
 
     def verify(self, shim: Path | None = None) -> list[dict]:
