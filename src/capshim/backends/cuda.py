@@ -37,9 +37,10 @@ import urllib.parse
 from dataclasses import dataclass
 from pathlib import Path
 
-from capshim import cuda_binary, paths, profiles, program
+from capshim import paths, profiles, program
 from capshim import status as st
 from capshim.backends import Backend, answer_differences, run_probe
+from capshim.backends.cuda_program import loaded_into_program, no_call, program_notes, unreachable, who
 from capshim.errors import CapshimError, UsageError
 from capshim.native import build as nb
 from capshim.profiles import Profile
@@ -204,75 +205,6 @@ def launch_env(profile: Profile | None, status_file: Path, run_dir: Path, inheri
             "CAPSHIM_INHERIT": "1" if inherit else "0"}
 
 
-#: What the shim's entry points answer (named when a program linking the runtime reached none).
-_QUERIES = "cudaGetDeviceProperties, cudaDeviceGetAttribute, cuDeviceGetAttribute and the driver's name queries"
-
-
-def _who(prog: program.Program) -> str:
-    """How a reason names the file the dynamic linker loads: the program, or a script's interpreter."""
-    image = prog.image()
-    if image is prog:
-        return prog.label()
-    return f"{prog.label()} (a script run by {program.show(image.path or image.given)})"
-
-
-def unreachable(prog: program.Program) -> str | None:
-    """Why the dynamic linker will not load the shim into ``prog`` (its image: a script's interpreter),
-    or None when nothing in the file stops it. One clause, naming the file and the cause:
-    secure-execution mode (ld.so(8): ``LD_PRELOAD`` entries with a slash are ignored), a statically
-    linked program (no ``PT_INTERP``: no dynamic linker runs), or an ELF class or machine other than
-    the shim's (the dynamic linker skips a preloaded library of another class)."""
-    image = prog.image()
-    who = _who(prog)
-    if image.secure:
-        return (f"{who} is {image.secure}: the kernel starts it in secure-execution mode, where the dynamic "
-                "linker ignores LD_PRELOAD entries that contain a slash (ld.so(8)); run a copy without that bit")
-    elf = image.elf
-    if elf is None or elf.refusal:
-        return None
-    if elf.interpreter is None:
-        return (f"{who} is statically linked (no program interpreter, PT_INTERP): no dynamic linker runs for it, "
-                "so LD_PRELOAD is never read")
-    host = platform.machine()
-    if elf.bits != 64 or (host in ("x86_64", "aarch64") and elf.machine != host):
-        return (f"{who} is a {elf.bits}-bit {elf.machine} program; the shim is a 64-bit {host} library, which "
-                "the dynamic linker skips for it (wrong ELF class or machine)")
-    return None
-
-
-def no_call(prog: program.Program) -> str:
-    """Why a program the shim loaded into reached none of its entry points, as far as the file tells:
-    a statically linked CUDA runtime, no CUDA library linked (one loaded later made no call either),
-    or a linked runtime that made none of the queries the shim answers."""
-    image = prog.image()
-    who = _who(prog)
-    if image.kind != "elf" or image.path is None:
-        return ("the program made no CUDA call, or its runtime is statically linked, which LD_PRELOAD cannot "
-                "reach")
-    if cuda_binary.static_runtime(image.path):
-        return (f"{who} links the CUDA runtime statically (nvcc's default, -cudart static), which LD_PRELOAD "
-                "cannot reach; build it with -cudart shared")
-    libs = [n for n in image.elf.needed if n.startswith(("libcudart.so", "libcuda.so"))]
-    if not libs and image is not prog:
-        return (f"{who}: the interpreter links no CUDA library (no libcudart or libcuda among its DT_NEEDED), and "
-                "nothing it loaded or ran made a CUDA call through the shim")
-    if not libs:
-        return (f"{who} links no CUDA library (no libcudart or libcuda among its DT_NEEDED), and no library it "
-                "loaded later made a CUDA call through the shim")
-    return f"{who} links {', '.join(program.show(n) for n in libs)} but made none of the queries the shim " \
-           f"answers ({_QUERIES})"
-
-
-def _loaded_into_program(events: list[dict], wrapped: bool) -> bool:
-    """Whether the program itself loaded the shim: under the launcher's pid wrapper the wrapper's
-    ``/bin/sh`` loads it first in the same pid, so the program's own ``loaded`` event is the second."""
-    skipped = {e.get("pid") for e in events if e.get("event") == "skipped"}
-    loaded = [e.get("pid") for e in events if e.get("event") == "loaded" and e.get("pid") not in skipped]
-    if not loaded:
-        return False
-    return not wrapped or loaded.count(loaded[0]) > 1
-
-
 def classify(report: st.StatusReport, requested: bool = True, prog: program.Program | None = None,
              wrapped: bool = False) -> st.ShimState:
     """:func:`capshim.status.classify` for the CUDA shim, in CUDA's words.
@@ -286,8 +218,8 @@ def classify(report: st.StatusReport, requested: bool = True, prog: program.Prog
     left stock there)."""
     state = st.classify(report, SHIM, requested=requested)
     events = report.for_shim(SHIM)
-    if state.state == st.INERT and prog is not None and not _loaded_into_program(events, wrapped):
-        why = unreachable(prog) or (f"{_who(prog)} did not start, or the dynamic linker did not load the shim "
+    if state.state == st.INERT and prog is not None and not loaded_into_program(events, wrapped):
+        why = unreachable(prog) or (f"{who(prog)} did not start, or the dynamic linker did not load the shim "
                                     "into it (see its messages above)")
         return st.ShimState(st.INERT, f"never loaded into the program: {why}", state.changes)
     if state.state == st.INERT and state.reason.startswith("loaded but installed no hooks"):
@@ -524,61 +456,6 @@ class CudaBackend(Backend):
         data = probe(device=device)
         data.pop("shim", None)
         return data
-
-
-def program_notes(profile: Profile | None, argv: list[str], stock=None) -> list[str]:
-    """What ``capshim run`` says about the program before it starts (issue 22, "honest limits";
-    issue 27, "any program, clear words").
-
-    - Why the shim cannot load into it (:func:`unreachable`: secure-execution mode, a statically
-      linked program, another ELF class or machine): the run will be inert.
-    - A statically linked CUDA runtime (:func:`capshim.cuda_binary.static_runtime`, nvcc's
-      default): ``LD_PRELOAD`` cannot reach its calls, so a run of it stays inert (never a result).
-    - The CUDA code the program itself embeds (:func:`capshim.cuda_binary.embedded_architectures`):
-      what was lowered and what the code was built for (:func:`capshim.cuda_binary.status_line`);
-      a lower answer changes what the program chooses, the kernels still run as built.
-
-    A script is read through to its interpreter (what the dynamic linker loads). Every read is
-    bounded (:mod:`capshim.program`); a file that cannot be read gets no sentence.
-
-    Args:
-        profile: the ``--profile``; argv: the command; stock: a callable returning the device's
-            stock answers (:meth:`CudaBackend.stock_answers`), asked only when the program embeds
-            CUDA code; its failure (no device) leaves the stock capability out of the sentence.
-
-    Returns:
-        Sentences, each naming the program; none for a program without CUDA code of its own (a
-        Python interpreter: the libraries it loads later are not read here).
-    """
-    if not argv:
-        return []
-    prog = program.inspect(argv[0])
-    image = prog.image()
-    if image.path is None or image.kind in ("missing", "folder", "special"):
-        return []
-    name = program.show(argv[0])
-    blocked = unreachable(prog)
-    out = [f"the shim cannot load: {blocked}"] if blocked else []
-    if cuda_binary.static_runtime(image.path):
-        out.append(f"{_who(prog)} links the CUDA runtime statically (nvcc's default, -cudart static): LD_PRELOAD "
-                   "cannot reach its calls, so the shim stays inert for it and a run of it is no shim result; "
-                   "build it with -cudart shared")
-    targets = cuda_binary.embedded_architectures(image.path)
-    if not targets or not (targets.sass or targets.ptx):
-        return out
-    lowered = profile.capabilities.get("computeCapability") if profile is not None else None
-    have = None
-    if stock is not None:
-        try:
-            have = (stock().get("capabilities") or {}).get("computeCapability")
-        except CapshimError:
-            have = None
-    if isinstance(have, int):
-        out.append(f"{name}: {cuda_binary.status_line(have, lowered, targets)}")
-    else:
-        answer = f"answers compute capability {lowered // 10}.{lowered % 10}; " if isinstance(lowered, int) else ""
-        out.append(f"{name}: {answer}code built for {targets.text()}")
-    return out
 
 
 BACKEND = CudaBackend()
