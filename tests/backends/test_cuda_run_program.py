@@ -61,7 +61,7 @@ def _programs(tmp_path: Path) -> dict[str, Path]:
 CASES = [
     ("static-exe", WRAPPER_ONLY, "never loaded into the program: '{p}' is statically linked (no program interpreter"),
     ("plain", WRAPPER_ONLY, "never loaded into the program: '{p}' did not start, or the dynamic linker did not load"),
-    ("static-rt", PROGRAM_TOO, "no CUDA entry point was reached through it: '{p}' links the CUDA runtime statically"),
+    ("static-rt", PROGRAM_TOO, "no CUDA entry point was reached through it: '{p}' has its CUDA runtime statically linked"),
     ("dynamic-rt", PROGRAM_TOO, "'{p}' links libcudart.so.12 but made none of the queries the shim answers"),
     ("plain", PROGRAM_TOO, "'{p}' links no CUDA library (no libcudart or libcuda among its DT_NEEDED)"),
     ("script", PROGRAM_TOO, "'{p}' (a script run by {plain}): the interpreter links no CUDA library"),
@@ -152,8 +152,8 @@ def test_run_a_program_with_its_own_cuda_runtime_and_one_found_through_path(tmp_
     r = _run("capshim-static-rt-app", env=env)
     assert r.returncode == 0, r.stderr
     line = _inert_line(r.stderr)
-    assert "loaded, but no CUDA entry point was reached through it: 'capshim-static-rt-app' links the CUDA " \
-           "runtime statically" in line
+    assert "loaded, but no CUDA entry point was reached through it: 'capshim-static-rt-app' has its CUDA " \
+           "runtime statically linked" in line
 
 
 @pytest.mark.slow

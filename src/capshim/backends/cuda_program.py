@@ -65,7 +65,7 @@ def no_call(prog: program.Program) -> str:
         return ("the program made no CUDA call, or its runtime is statically linked, which LD_PRELOAD cannot "
                 "reach")
     if cuda_binary.static_runtime(image.path):
-        return (f"{subject} links the CUDA runtime statically (nvcc's default, -cudart static), which LD_PRELOAD "
+        return (f"{subject} has its CUDA runtime statically linked (nvcc's default, -cudart static), which LD_PRELOAD "
                 "cannot reach; build it with -cudart shared")
     libs = [n for n in image.elf.needed if n.startswith(("libcudart.so", "libcuda.so"))]
     if not libs and image is not prog:
