@@ -249,3 +249,16 @@ def test_any_elf_bytes_give_facts_or_one_line_never_an_exception(tmp_path_factor
     got = cb.embedded_architectures(p)
     assert got is None or isinstance(got, cb.CodeTargets)
     assert time.monotonic() - t0 < 3 * program.TIME_BUDGET_S + 2
+
+
+def test_a_noexec_file_system_is_named_not_the_mode(tmp_path, monkeypatch):
+    """access(2) refuses X_OK on a noexec mount whatever the mode: the hint is the mount, not chmod."""
+    p = _exe(tmp_path, b"#!/bin/sh\n", "onnoexec")
+    real = os.statvfs(p)
+
+    class NoExec:
+        f_flag = real.f_flag | os.ST_NOEXEC
+
+    monkeypatch.setattr(program.os, "access", lambda path, mode: mode != os.X_OK)
+    monkeypatch.setattr(program.os, "statvfs", lambda path: NoExec())
+    assert "mounted noexec" in launch.exec_problem(str(p)) and "chmod" not in launch.exec_problem(str(p))

@@ -250,8 +250,12 @@ def inspect(given: str, env_path: str | None = None, _depth: int = 0) -> Program
     if not stat.S_ISREG(st.st_mode):
         return Program(given, path, "special", refusal=f"{label}: not a regular file (a device, FIFO or socket)")
     if not os.access(path, os.X_OK):
-        return Program(given, path, "not-executable",
-                       refusal=f"{label}: not executable (mode {stat.S_IMODE(st.st_mode):04o}; chmod +x it)")
+        noexec = False
+        with contextlib.suppress(OSError):
+            noexec = bool(os.statvfs(path).f_flag & getattr(os, "ST_NOEXEC", 8))
+        why = ("its file system is mounted noexec (no program there can be started)" if noexec
+               else f"not executable (mode {stat.S_IMODE(st.st_mode):04o}; chmod +x it)")
+        return Program(given, path, "not-executable", refusal=f"{label}: {why}")
     secure = _secure_execution(path, st)
     with _open_regular(path) as reader:
         head = b""
