@@ -262,3 +262,11 @@ def test_a_noexec_file_system_is_named_not_the_mode(tmp_path, monkeypatch):
     monkeypatch.setattr(program.os, "access", lambda path, mode: mode != os.X_OK)
     monkeypatch.setattr(program.os, "statvfs", lambda path: NoExec())
     assert "mounted noexec" in launch.exec_problem(str(p)) and "chmod" not in launch.exec_problem(str(p))
+
+
+def test_a_script_with_windows_line_endings_is_named(tmp_path):
+    """The kernel ends the interpreter's name at a space, a tab or the newline: '/bin/sh\\r' is not /bin/sh."""
+    p = _exe(tmp_path, b"#!/bin/sh\r\necho hi\r\n", "crlf")
+    problem = launch.exec_problem(str(p))
+    assert "was not found: /bin/sh\\x0d (the #! line ends in a carriage return" in problem and "\r" not in problem
+    assert launch.exec_problem(str(_exe(tmp_path, b"#!  /bin/sh  -e  \n", "spaces"))) is None

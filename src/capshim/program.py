@@ -280,8 +280,11 @@ def inspect(given: str, env_path: str | None = None, _depth: int = 0) -> Program
 def _script(given: str, path: str, head: bytes, env_path: str | None, depth: int) -> Program:
     """A ``#!`` script: the interpreter the kernel runs (fs/binfmt_script.c), followed."""
     label = f"'{show(given)}'"
-    line = head[2:].split(b"\n", 1)[0]
-    words = tuple(w.decode("utf-8", errors="surrogateescape") for w in line.replace(b"\t", b" ").split())
+    # the kernel's split: the interpreter ends at a space or tab, the rest (trimmed) is one argument;
+    # a carriage return is part of the name (a script saved with Windows line endings)
+    line = head[2:].split(b"\n", 1)[0].strip(b" \t")
+    name, rest = (line.replace(b"\t", b" ").split(b" ", 1) + [b""])[:2]
+    words = tuple(w.decode("utf-8", errors="surrogateescape") for w in (name, *rest.split()) if w)
     if not words:
         return Program(given, path, "script", refusal=f"{label}: its interpreter (#! line) was not found: (empty)")
     if depth >= MAX_SCRIPT_DEPTH:
@@ -292,8 +295,9 @@ def _script(given: str, path: str, head: bytes, env_path: str | None, depth: int
         if interp.kind in ("missing", "folder", "not-executable", "special"):
             why = {"missing": "was not found", "folder": "is a folder",
                    "not-executable": "is not executable", "special": "is not a regular file"}[interp.kind]
+            crlf = " (the #! line ends in a carriage return: Windows line endings)" if words[0].endswith("\r") else ""
             return Program(given, path, "script", shebang=words, interpreter=interp,
-                           refusal=f"{label}: its interpreter (#! line) {why}: {show(words[0])}")
+                           refusal=f"{label}: its interpreter (#! line) {why}: {show(words[0])}{crlf}")
         return Program(given, path, "script", shebang=words, interpreter=interp,
                        refusal=f"{label}: its interpreter (#! line) {show(words[0])} cannot run: {interp.refusal}")
     if Path(words[0]).name == "env" and interp.kind != "script":
