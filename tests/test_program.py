@@ -270,3 +270,12 @@ def test_a_script_with_windows_line_endings_is_named(tmp_path):
     problem = launch.exec_problem(str(p))
     assert "was not found: /bin/sh\\x0d (the #! line ends in a carriage return" in problem and "\r" not in problem
     assert launch.exec_problem(str(_exe(tmp_path, b"#!  /bin/sh  -e  \n", "spaces"))) is None
+
+
+def test_a_bare_interpreter_name_is_a_path_not_a_path_lookup(tmp_path, monkeypatch):
+    """`#!sh` makes the kernel open ./sh (execve(2)), whatever PATH says."""
+    monkeypatch.chdir(tmp_path)
+    p = _exe(tmp_path, b"#!sh\n", "bare")
+    assert "its interpreter (#! line) was not found: sh" in launch.exec_problem(str(p))
+    _exe(tmp_path, b"#!/bin/sh\n", "sh")
+    assert launch.exec_problem(str(p)) is None  # ./sh exists now: the kernel runs it

@@ -290,7 +290,8 @@ def _script(given: str, path: str, head: bytes, env_path: str | None, depth: int
     if depth >= MAX_SCRIPT_DEPTH:
         return Program(given, path, "script", shebang=words,
                        refusal=f"{label}: its #! interpreters nest deeper than {MAX_SCRIPT_DEPTH} levels")
-    interp = inspect(words[0], env_path, depth + 1)
+    # the kernel opens the interpreter as a path (relative to the working folder), never through PATH
+    interp = inspect(words[0] if "/" in words[0] else f"./{words[0]}", env_path, depth + 1)
     if interp.refusal:
         if interp.kind in ("missing", "folder", "not-executable", "special"):
             why = {"missing": "was not found", "folder": "is a folder",
