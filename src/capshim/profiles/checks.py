@@ -316,10 +316,12 @@ def answers_after(profile: Profile, device_answers: dict) -> dict:
 
 
 def _cuda_order(profile: Profile, device_answers: dict) -> list[Finding]:
-    """Refusals where the CUDA answers after the profile (min(device, profile) per key, the shim's
+    """Warnings where the CUDA answers after the profile (min(device, profile) per key, the shim's
     rule) break a ``[rules] ordered`` sequence: a key the profile lowers below a related key it
     leaves at the device's value (``maxThreadsPerMultiProcessor = 512`` alone, on a device whose
-    blocks take 1024 threads)."""
+    blocks take 1024 threads). A warning, not a refusal: the device still runs what the larger
+    answer allows, and an ablation lowers keys one at a time on purpose (a profile that sets both
+    keys out of order is refused by :func:`capshim.profiles.parse`)."""
     dev = device_answers.get("capabilities", {})
     after = {k: min(v, profile.capabilities[k]) if k in profile.capabilities and isinstance(v, int) else v
              for k, v in dev.items()}
@@ -330,10 +332,10 @@ def _cuda_order(profile: Profile, device_answers: dict) -> list[Finding]:
         for (lo_key, lo), (hi_key, hi) in zip(answers, answers[1:]):
             if lo > hi:
                 key = hi_key if hi_key in profile.capabilities else lo_key
-                out.append(Finding(key, dev.get(key), after[key], "refuse",
+                out.append(Finding(key, dev.get(key), after[key], "warn",
                                    f"{lo_key} {lo} > {hi_key} {hi} after the profile (device: {lo_key} "
                                    f"{dev.get(lo_key)}, {hi_key} {dev.get(hi_key)}); every CUDA device has "
-                                   f"{' <= '.join(seq)}: set {' and '.join(k for k in (lo_key, hi_key))} together"))
+                                   f"{' <= '.join(seq)}: an application may size work by one and fail by the other; lower {lo_key} too"))
     return out
 
 
@@ -372,7 +374,8 @@ def check_against_device(profile: Profile, device_answers: dict, base: dict | No
         changes nothing (:func:`no_effect`, both directions, extensions
         included; the layer keeps a listed extension's spec version,
         ``layer.c``) and for what :func:`check_alone` finds. Metal profiles: none;
-        CUDA profiles: the no-effect warnings alone (lower-only, no consistency rules).
+        CUDA profiles: the no-effect warnings and answers after the profile that break a consistency
+        rule (:func:`_cuda_order`, warnings: lower-only).
     """
     if profile.api == "cuda":  # lower-only: the consistency rules after min(device, profile), what changes nothing
         noops = no_effect(profile, device_answers if base is None else base, base_name)
