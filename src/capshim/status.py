@@ -1,7 +1,7 @@
 """Read the shims' status files and classify each shim as active, inert, invalid or absent.
 
 One classifier for both APIs: the Vulkan layer roles and the Metal shim write
-the same event schema through one C writer (``native/vulkan/status.c``);
+the same event schema through one C writer (``native/common/status.c``);
 ``docs/status.md`` describes the schema and the events once.
 
 States:
@@ -25,7 +25,7 @@ from capshim import jsonread, paths
 ACTIVE, INERT, INVALID, ABSENT = "active", "inert", "invalid", "absent"
 
 #: The event schema version this reader knows (``CAPSHIM_STATUS_SCHEMA`` in
-#: native/vulkan/status.h). Events without the field come from older builds
+#: native/common/status.h). Events without the field come from older builds
 #: and read the same.
 SCHEMA = 1
 

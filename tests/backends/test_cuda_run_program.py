@@ -102,17 +102,18 @@ def test_secure_execution_and_another_class_are_why_the_shim_cannot_load(tmp_pat
     assert why.startswith(f"'{suid}' is set-user-ID") and "secure-execution mode" in why and "ld.so(8)" in why
     s = cuda.classify(_report(tmp_path, WRAPPER_ONLY), prog=prog, wrapped=True)
     assert s.reason == f"never loaded into the program: {why}"
-    assert any("the shim cannot load" in n for n in cuda.program_notes(T4, [str(suid)]))
+    assert [n for n in cuda.BACKEND.run_warnings(T4, None, [str(suid)]) if "the shim cannot load" in n] == \
+        [f"the shim cannot load: {why}; its CUDA and NVML answers stay the device's (nothing is lowered)"]
 
 
 def test_run_notes_say_what_keeps_the_shim_out_once_before_the_run(tmp_path):
     progs = _programs(tmp_path)
-    notes = cuda.program_notes(T4, [str(progs["static-exe"])])
+    notes = cuda.BACKEND.run_warnings(T4, None, [str(progs["static-exe"])])
     assert notes == [f"the shim cannot load: '{progs['static-exe']}' is statically linked (no program interpreter, "
-                     "PT_INTERP): no dynamic linker runs for it, so LD_PRELOAD is never read"]
-    assert cuda.program_notes(T4, [str(progs["plain"])]) == []
-    assert cuda.program_notes(T4, [str(tmp_path / "missing")]) == []
-    assert cuda.program_notes(T4, [str(tmp_path)]) == []
+                     "PT_INTERP): no dynamic linker runs for it, so LD_PRELOAD is never read; its CUDA and NVML "
+                     "answers stay the device's (nothing is lowered)"]
+    for argv in ([str(progs["plain"])], [str(tmp_path / "missing")], [str(tmp_path)]):
+        assert cuda.BACKEND.run_warnings(T4, None, argv) == []
 
 
 # ---- the real shim, the real kernel ------------------------------------------------------------------

@@ -93,8 +93,9 @@ def program_notes(profile: Profile | None, argv: list[str], stock=None) -> list[
     """What ``capshim run`` says about the program before it starts (issue 22, "honest limits";
     issue 27, "any program, clear words").
 
-    - Why the shim cannot load into it (:func:`unreachable`: secure-execution mode, a statically
-      linked program, another ELF class or machine): the run will be inert.
+    (Why the shim cannot load into it at all, :func:`unreachable`, is said once by
+    :func:`capshim.backends.cuda.nvml_notes`, with what that means for NVML too.)
+
     - A statically linked CUDA runtime (:func:`capshim.cuda_binary.static_runtime`, nvcc's
       default): ``LD_PRELOAD`` cannot reach its calls, so a run of it stays inert (never a result).
     - The CUDA code the program itself embeds (:func:`capshim.cuda_binary.embedded_architectures`):
@@ -120,8 +121,7 @@ def program_notes(profile: Profile | None, argv: list[str], stock=None) -> list[
     if image.path is None or image.kind in ("missing", "folder", "special"):
         return []
     name = program.show(argv[0])
-    blocked = unreachable(prog)
-    out = [f"the shim cannot load: {blocked}"] if blocked else []
+    out = []
     if cuda_binary.static_runtime(image.path):
         out.append(f"{who(prog)} links the CUDA runtime statically (nvcc's default, -cudart static): LD_PRELOAD "
                    "cannot reach its calls, so the shim stays inert for it and a run of it is no shim result; "

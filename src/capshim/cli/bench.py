@@ -16,13 +16,10 @@ from capshim.cli.options import json_option, out_option, timeout_option, wide_op
 from capshim.contracts import signals
 from capshim.contracts.numbers import FiniteFloat
 from capshim.db.store import add_bundle
-from capshim.errors import EXIT_FINALIZE, UsageError
+from capshim.errors import EXIT_FINALIZE, EXIT_INERT, EXIT_WORKLOAD, UsageError
 from capshim.evidence import finite_or_null, strict_json
 from capshim.report import print_table
-from capshim.summary import OFF_DEVICE_STATES
-
-#: Arm states that make ``--strict`` exit 3: the shim changed nothing, or the arm did not run on the device.
-STRICT_STATES = ("inert", "invalid", *OFF_DEVICE_STATES)
+from capshim.summary import OFF_DEVICE_STATES, STRICT_STATES, explain_arm
 
 
 @click.command("bench", context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})
@@ -180,7 +177,7 @@ def bench_cmd(arm_opts, baseline, host_baseline, host_arm, repetitions, process_
                    "during the bench?):", err=True)
         for line in sealed_problems[:20]:
             click.echo(f"  {line}", err=True)
-        sys.exit(5)
+        sys.exit(EXIT_FINALIZE)  # sealed, but the seal does not verify
     if guard.first and not result.interrupted_by:  # a signal after the runs: stop now, sealed
         sys.exit(signals.exit_code(guard.first[0]))
     if db_url:
@@ -188,13 +185,13 @@ def bench_cmd(arm_opts, baseline, host_baseline, host_arm, repetitions, process_
         bid, added = add_bundle(None if db_url == "default" else db_url, result.bundle)
         click.echo(f"results store: {'added' if added else 'already stored'} as #{bid}", err=True)
     for name in result.non_shim_arms:
-        click.echo(f"capshim: {plan.explain_arm(name, result.summary['arms'][name])}", err=True)
+        click.echo(f"capshim: {explain_arm(name, result.summary['arms'][name])}", err=True)
     if result.interrupted:
         sys.exit(signals.exit_code(result.interrupted_by))
     if strict and any(result.summary["arms"][a]["state"] in STRICT_STATES for a in result.non_shim_arms):
-        sys.exit(3)
+        sys.exit(EXIT_INERT)
     if result.failed_runs:
-        sys.exit(1)
+        sys.exit(EXIT_WORKLOAD)
     if result.summary.get("finalize_failures"):
 
         for f in result.summary["finalize_failures"]:

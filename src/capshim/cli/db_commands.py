@@ -23,7 +23,7 @@ from capshim.db import query
 from capshim.db.ingest import read_external, read_folder
 from capshim.db.store import DbError, Store
 from capshim.db.terms import DB_HELP, DEFAULT_THRESHOLD, FILTERS, MATCHES
-from capshim.errors import EXIT_USAGE, CapshimError, UsageError
+from capshim.errors import EXIT_USAGE, EXIT_WORKLOAD, CapshimError, UsageError
 from capshim.export import matrix as export_matrix
 from capshim.export import terminal
 from capshim.export.table import fmt_ratio
@@ -276,7 +276,7 @@ def db_compare(sel_a, sel_b, arms, tests, pairs, threshold, allow_mismatch, fail
         terminal.emit(_compare_table(res, limit), limit)
     if fail_on_regression and res["regressions"]:
         click.echo(f"capshim: {res['regressions']} regression(s)", err=True)
-        raise SystemExit(1)
+        raise SystemExit(EXIT_WORKLOAD)
 
 
 def _trend_table(res: dict, limit: int | None) -> list:
@@ -358,7 +358,7 @@ def db_trend(arm, bundles, tests, min_pct, threshold, chart, fail_on_regression,
             click.echo(f"wrote {chart}", err=True)
     if fail_on_regression and res["regressions"]:
         click.echo(f"capshim: {res['regressions']} flagged point(s)", err=True)
-        raise SystemExit(1)
+        raise SystemExit(EXIT_WORKLOAD)
 
 
 @click.command("matrix")

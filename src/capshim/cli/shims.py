@@ -12,7 +12,7 @@ from capshim import backends, beyond, launch
 from capshim import probe as pr
 from capshim.cli.suggest import Choice, refuse_option_as_program
 from capshim.cli.options import json_option, load_roles, wide_option
-from capshim.errors import EXIT_INERT, CapshimError, UsageError
+from capshim.errors import EXIT_INERT, EXIT_WORKLOAD, CapshimError, UsageError
 from capshim.export import terminal
 
 _API_NAMES = backends.names()
@@ -61,7 +61,7 @@ def build_cmd(api, force, target):
         for line in lines:
             click.echo(line)
         if not ok:
-            sys.exit(1)
+            sys.exit(EXIT_WORKLOAD)
         return
     built, failed = 0, []
     for be, why in _selected_backends(api):
@@ -254,4 +254,4 @@ def verify_cmd(api, as_json, shim_file):
 
         terminal.print_grid(("check", "status", "detail"), [[c["check"], c["status"], c["detail"]] for c in checks])
     if any(c["status"] == "failed" for c in checks):
-        sys.exit(1)
+        sys.exit(EXIT_WORKLOAD)

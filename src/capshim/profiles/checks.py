@@ -373,7 +373,7 @@ def check_against_device(profile: Profile, device_answers: dict, base: dict | No
         exact property changes (``override_exact``), for every answer that
         changes nothing (:func:`no_effect`, both directions, extensions
         included; the layer keeps a listed extension's spec version,
-        ``layer.c``) and for what :func:`check_alone` finds. Metal profiles: none;
+        ``layer_answers.c``) and for what :func:`check_alone` finds. Metal profiles: none;
         CUDA profiles: the no-effect warnings and answers after the profile that break a consistency
         rule (:func:`_cuda_order`, warnings: lower-only).
     """

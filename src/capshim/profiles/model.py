@@ -26,7 +26,7 @@ DEVICE_NAME_KEY = "deviceName"
 #: The APIs whose shims answer :data:`DEVICE_NAME_KEY`.
 DEVICE_NAME_APIS = ("vulkan", "metal")
 #: VK_MAX_PHYSICAL_DEVICE_NAME_SIZE (vulkan_core.h) less the NUL: the longest name, in UTF-8 bytes,
-#: in both APIs (native/vulkan/devname.h, the C side of the same rule).
+#: in both APIs (native/common/devname.h, the C side of the same rule).
 DEVICE_NAME_MAX_BYTES = 255
 #: A device name's text: no C0, DEL or C1 controls (devname.h refuses them too).
 DEVICE_NAME_TEXT_RE = r"\A[^\x00-\x1f\x7f-\x9f]*\Z"
@@ -45,7 +45,7 @@ _VERSION_TEXT = re.compile(r"[0-9]{1,9}\.[0-9]{1,9}(\.[0-9]{1,9})?")
 def encode_device_name(name: str) -> str:
     """``name`` as a shim's configuration carries it (Vulkan ``deviceName=``, Metal
     ``CAPSHIM_METAL_DEVICE_NAME``): UTF-8, percent-encoded, only RFC 3986's unreserved bytes
-    (``A-Z a-z 0-9 - . _ ~``) kept, as ``native/vulkan/devname.h`` decodes it
+    (``A-Z a-z 0-9 - . _ ~``) kept, as ``native/common/devname.h`` decodes it
     ("Apple M1 Ultra" -> "Apple%20M1%20Ultra")."""
     return urllib.parse.quote(name, safe="")
 
