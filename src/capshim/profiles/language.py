@@ -85,6 +85,7 @@ def schema(api: str) -> dict:
         "description": {"type": "string", "minLength": 1, "maxLength": 200, "pattern": LINE_RE},
         "capabilities": {"type": "object", "properties": caps, "additionalProperties": False},
         "override_exact": {"type": "array", "items": {"enum": exact}, "uniqueItems": True},
+        "same_on_newer": {"type": "array", "items": {"enum": sorted(KEYS[api])}, "uniqueItems": True},
     }
     if api == "vulkan":
         props["extensions"] = {
@@ -174,7 +175,7 @@ def _check_schema(data: dict, source: str) -> None:
         kind = "profile-version"
     elif len(path) == 2 and path[0] == "extensions":
         kind = "extension"
-    elif path == ["override_exact"]:
+    elif path in (["override_exact"], ["same_on_newer"]):
         kind = "override-exact"
     elif path in (["capabilities"], ["extensions"]):
         kind = "table"
@@ -286,10 +287,15 @@ def _resolve(data: dict, source: str, text: str) -> Profile:
             raise ProfileError(source, f"capabilities.{key}", data["capabilities"][key],
                                f"an exact property (what the hardware does): add override_exact = [\"{key}\"] "
                                "to change it anyway")
+    same = tuple(data.get("same_on_newer", ()))
+    for key in same:
+        if key not in caps:
+            raise ProfileError(source, "same_on_newer", key, "names a key the profile does not set")
     _check_rules(caps, source)
     return Profile(name=data["name"], api=api, direction=direction, version=data["version"],
                    description=data["description"], capabilities=caps, extensions=exts,
-                   override_exact=override, device_name=device_name, source=source, text=text)
+                   override_exact=override, device_name=device_name, source=source, text=text,
+                   same_on_newer=same)
 
 
 def _device_name(data: dict, source: str) -> str:
@@ -320,8 +326,9 @@ def _check_rules(caps: dict[str, int], source: str) -> None:
         given = [(k, caps[k]) for k in seq if k in caps]
         for (lo_key, lo), (hi_key, hi) in zip(given, given[1:]):
             if lo > hi:
+                rule = "the spec requires" if seq[0] in KEYS["vulkan"] else "every CUDA device has"
                 raise ProfileError(source, f"capabilities.{hi_key}", hi,
-                                   f"below {lo_key} {lo} (the spec requires {' <= '.join(seq)})")
+                                   f"below {lo_key} {lo} ({rule} {' <= '.join(seq)})")
 
 
 MAX_PROFILE_BYTES = 1 << 20
