@@ -31,9 +31,9 @@ def _cli(*args):
 
 
 def _bench(out, *metric_and_command):
-    """A real ``capshim bench`` of one arm ``stock`` (three processes, no warm-up) into ``out``."""
+    """A real ``capshim bench`` of one arm ``stock`` (five processes, the fewest with a verdict; no warm-up) into ``out``."""
     metric, command = metric_and_command[:-1], metric_and_command[-1]
-    r = run_capshim("bench", *metric, "--arm", "stock=", "-r", "3", "--warmup", "0", "--out", str(out),
+    r = run_capshim("bench", *metric, "--arm", "stock=", "-r", "5", "--warmup", "0", "--out", str(out),
                     "--", "sh", "-c", command, timeout=300)
     assert r.returncode == 0, r.stderr
     return out

@@ -42,6 +42,8 @@ from pathlib import Path
 
 from capshim import summary
 from capshim.contracts import names
+from capshim.contracts import verdict as vd
+from capshim.contracts.numbers import DEFAULT_THRESHOLD
 from capshim.contracts.suggest import did_you_mean
 from capshim.errors import UsageError
 from capshim.profiles.catalog import KEYS
@@ -317,6 +319,24 @@ def search(out: Path, cands: dict[str, dict[str, int]], specs: dict[str, str], d
         alive, r, stage = kept, r * 2, stage + 1
 
 
+def confirm_verdict(summary: dict, test: str, ok: bool) -> str:
+    """The confirmation's verdict, tuned vs native, by the one rule (:func:`capshim.contracts.verdict.decide`:
+    5 processes a side, neither mostly contaminated, the 95% interval entirely beyond the threshold):
+    "faster than native (...)", "slower than native (...)", "the same as native (...)" or "not shown
+    faster than native (why)"."""
+    arms = summary["arms"]
+    if not ok:
+        return "not shown faster than native (not a result)"
+    sp = ((arms["tuned"].get("tests") or {}).get(test) or {}).get("speedup")
+    v = vd.decide_cmp(sp, (arms.get("native") or {}).get("runs"), arms["tuned"].get("runs"),
+                      labels=("native", "tuned"))
+    t = f"{DEFAULT_THRESHOLD:g}%"
+    return {vd.IMPROVEMENT: f"faster than native (the whole interval more than {t} above 1.00x)",
+            vd.REGRESSION: f"slower than native (the whole interval more than {t} below 1.00x)",
+            vd.SAME: f"the same as native (the interval within {t} of 1.00x)"}.get(
+                v.word, f"not shown faster than native ({v.why})")
+
+
 def confirm(out: Path, s: Search, cands: dict[str, dict[str, int]], specs: dict[str, str],
             dims: dict[str, list[Option]], device: dict, runs: int, test: str | None,
             bench: dict) -> tuple[dict, list[str]]:
@@ -335,8 +355,7 @@ def confirm(out: Path, s: Search, cands: dict[str, dict[str, int]], specs: dict[
     tuned_flags = common.arm_flags(m.summary, "tuned")
     if PATH_UNCHANGED in tuned_flags:
         s.unchanged.setdefault(best, "confirmation")
-    verdict = ("faster than native (the whole interval above 1.00x)" if rc.ok and rc.lo is not None
-               and rc.lo > 1.0 else "not shown faster than native")
+    verdict = confirm_verdict(m.summary, common.main_test(m.summary, test), rc.ok)
     flags = {a: common.arm_flags(m.summary, a) for a in m.summary["arms"]}
     tuned_path = out / "tuned.toml"
     said = f"{fmt_ratio(rc)} of native {s.test}: {verdict}"
