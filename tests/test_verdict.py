@@ -95,3 +95,23 @@ def test_the_numbers_are_defined_once():
     from capshim.db import terms
     assert stats.MIN_PROCESSES is MIN_PROCESSES and terms.DEFAULT_THRESHOLD is DEFAULT_THRESHOLD
     assert AA_BAND_PCT == 5.0
+
+
+def test_a_standin_is_named_as_one_and_never_as_the_device_it_imitates(tmp_path, monkeypatch):
+    from capshim.backends import cuda
+    from capshim.contracts.names import STANDIN_SUFFIX, device_label
+
+    fake = tmp_path / "libcudart.so.13"
+    fake.write_bytes(b"\x7fELF..." + cuda.STANDIN_MARK + b"RUNTIME_VERSION\x00")
+    real = tmp_path / "real" / "libcudart.so.13"
+    real.parent.mkdir()
+    real.write_bytes(b"\x7fELF... cudaRuntimeGetVersion\x00")
+    assert cuda.is_standin(str(fake)) and not cuda.is_standin(str(real))
+    monkeypatch.setenv("LD_LIBRARY_PATH", f"{tmp_path / 'none'}:{tmp_path}")
+    assert cuda.is_standin("libcudart.so.13")  # a soname: found where the dynamic linker looks
+    assert not cuda.is_standin(str(tmp_path / "missing.so")) and not cuda.is_standin(None)
+    assert device_label({"name": "NVIDIA H200", "standin": "capshim stand-in runtime X"}) == \
+        "NVIDIA H200" + STANDIN_SUFFIX
+    assert device_label({"name": "NVIDIA H200"}) == "NVIDIA H200"
+    lavapipe = "llvmpipe (LLVM 15.0.6, 256 bits)"  # a real CPU device, not a stand-in
+    assert device_label({"name": lavapipe, "type": "cpu"}) == lavapipe and device_label(None) is None
