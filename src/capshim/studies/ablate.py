@@ -57,6 +57,7 @@ from capshim.contracts import names, signals
 from capshim.contracts.suggest import did_you_mean
 from capshim.errors import UsageError
 from capshim.profiles import Profile
+from capshim.contracts.names import device_label
 from capshim.profiles.catalog import KEYS
 from capshim.profiles.ondevice import restore_profile
 from capshim.studies import common
@@ -425,7 +426,7 @@ def ablate(profile_ref: str = "vulkan-paravirt", by: str | None = None, out: Pat
         else:
             notes.append("no raise arm met the rule; no profile written (more runs, -r, give tighter intervals)")
         rows = table_rows(arms, m.summary)
-        title = f"capshim ablate {lowering.name} — {(device or {}).get('name', '?')}"
+        title = f"capshim ablate {lowering.name} — {device_label(device) or '?'}"  # a stand-in says so
         drawn = _chart_unless_stopped(guard, arms, m.summary, t, out / "ablation.png", title, notes)
         (out / "ablation.md").write_text(f"# {title}\n\n" + common.markdown(rows, notes)
                                          + ("\n![chart](ablation.png)\n" if drawn else ""), encoding="utf-8")

@@ -43,6 +43,7 @@ from pathlib import Path
 from capshim import summary
 from capshim.contracts import names
 from capshim.contracts import verdict as vd
+from capshim.contracts.names import device_label
 from capshim.contracts.numbers import DEFAULT_THRESHOLD
 from capshim.contracts.suggest import did_you_mean
 from capshim.errors import UsageError
@@ -360,9 +361,9 @@ def confirm(out: Path, s: Search, cands: dict[str, dict[str, int]], specs: dict[
     tuned_path = out / "tuned.toml"
     said = f"{fmt_ratio(rc)} of native {s.test}: {verdict}"
     equivalent = f"{best} is path unchanged ({s.unchanged[best]}): {EQUIVALENT}" if best in s.unchanged else None
-    write_candidate(dims, cands[best], tuned_path, "tuned", device["name"], verdict=said,
+    write_candidate(dims, cands[best], tuned_path, "tuned", device_label(device), verdict=said,
                     comment=f"The best candidate of capshim tune ({best}: {describe(dims, cands[best])}) on "
-                            f"{device['name']}.\nConfirmation ({out / 'confirm'}): {said}."
+                            f"{device_label(device)}.\nConfirmation ({out / 'confirm'}): {said}."
                             + (f"\nPath unchanged ({s.unchanged[best]}): {EQUIVALENT}." if equivalent else ""))
     notes = [f"best: {best} ({describe(dims, cands[best])}) {said} (confirmation, {out / 'confirm'}); "
              f"profile {tuned_path}" + (f"; {s.tie}" if s.tie else "") + (f"; {equivalent}" if equivalent else "")]
@@ -429,7 +430,7 @@ def tune(out: Path | None = None, budget: int | None = None, model: str | None =
         specs = {}
         for n, c in cands.items():
             p = out / "candidates" / f"{n}.toml"
-            write_candidate(dims, c, p, f"tune-{n}", device["name"])
+            write_candidate(dims, c, p, f"tune-{n}", device_label(device))
             specs[n] = f"{n}=profile:{p}"
         bench = dict(warmup=d["warmup"] if warmup is None else warmup, model=model, n_prompt=n_prompt,
                      n_gen=n_gen, timeout=timeout, guard=guard)
@@ -441,7 +442,7 @@ def tune(out: Path | None = None, budget: int | None = None, model: str | None =
         notes = _notes(notes, s, cands, dims, budget_info, only, seed, confirm_runs if conf else None)
         if common.is_cpu(device):
             notes.append(common.CPU_NOTE)
-        (out / "tune.md").write_text(f"# capshim tune — {device['name']}\n\n" + common.markdown(rows, notes),
+        (out / "tune.md").write_text(f"# capshim tune — {device_label(device)}\n\n" + common.markdown(rows, notes),
                                      encoding="utf-8")
         outcome = conf.pop("outcome") if conf else "no candidate passed"
         tuned_path = conf.pop("tuned_profile") if conf else None
