@@ -376,3 +376,14 @@ def test_an_a_a_of_1_42x_is_called_out():
     # a range within +-5% holding 1.00x passes
     ok = {"aa": common.Ratio(1.01, None, None, "active", True, (0.97, 1.04))}
     assert common.aa_warning({"pp512": ok}) == []
+
+
+def test_smallest_never_picks_an_arm_whose_runs_are_mostly_contaminated():
+    """The one rule's gate (issue 28): a side mostly contaminated gives no reading, here no pick."""
+    s = _summary({"native": 1000, "sim": 300, "loi-coopmat": 995, "loi-fp16": 400, "cum-2-intdot": 1000,
+                  "cum-3-fp16": 1000})
+    s["arms"]["loi-coopmat"]["runs"] = [{"run": i + 1, "contaminated": ["load"] if i < 4 else []} for i in range(6)]
+    rs = common.ratios(s, "pp512")
+    assert rs["loi-coopmat"].gate == "loi-coopmat mostly contaminated (4 of 6 runs)"
+    assert not ablate.passes(rs["loi-coopmat"]) and rs["cum-2-intdot"].gate is None
+    assert ablate.smallest(_arms(), rs).name == "cum-2-intdot"

@@ -391,12 +391,15 @@ def db_matrix(arms, tests, threshold, fmt, output, match, db_url, as_json, wide,
     bundle id (`capshim db show ID`). Figures are each bundle's own summary.
 
     \b
-    Verdicts (T: --threshold, points of % of host; the interval: % of host's):
-      host speed   within T points of the host (interval no lower than 100-T)
+    Verdicts (T: --threshold, points of % of host; the interval: % of host's
+    95% interval; above/below only with 5+ processes a side, neither side
+    mostly contaminated):
+      host speed   interval within [100-T, 100+T]
       above host   interval entirely above 100+T
       below host   interval entirely below 100-T
-      unclear      interval reaches both sides of 100-T: more runs
-      unreliable   the A/A arm excludes 1.00x: the harness's bias decides
+      unclear      not resolved, why in the row (2 processes a side; need 5)
+      unreliable   the A/A arm excludes 1.00x or leaves +-5%: the harness
+                   is unreliable here
       no host      no host baseline; no result: the arm's state is no result
 
     \b

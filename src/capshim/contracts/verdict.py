@@ -45,7 +45,7 @@ from dataclasses import dataclass
 from capshim.contracts.numbers import AA_BAND_PCT, DEFAULT_THRESHOLD, MIN_PROCESSES
 
 __all__ = ["IMPROVEMENT", "REGRESSION", "SAME", "UNCLEAR", "WORDS", "DIRECTIONS", "UNRELIABLE", "Side",
-           "Verdict", "decide", "decide_cmp", "side", "contamination", "HarnessCheck", "harness_check",
+           "Verdict", "gate", "decide", "decide_cmp", "side", "contamination", "HarnessCheck", "harness_check",
            "interval_of", "RULE"]
 
 IMPROVEMENT = "improvement"
@@ -129,6 +129,13 @@ def _contamination_reason(a: Side, b: Side) -> str | None:
     return f"{s.label or 'a side'} mostly contaminated ({s.contaminated} of {total} runs)"
 
 
+def gate(a: Side, b: Side) -> str | None:
+    """Rules 1 and 2 alone: why no direction can be claimed between ``a`` and ``b`` whatever the
+    interval ("2 processes a side; need 5", "A mostly contaminated (3 of 5 runs)"), or None. For a
+    selection rule of its own (ablate's smallest raise profile) that still must not read noise."""
+    return _processes_reason(a, b) or _contamination_reason(a, b)
+
+
 def decide(value: float | None, ci95, a: Side, b: Side, threshold: float = DEFAULT_THRESHOLD, *,
            percent: bool = False) -> Verdict:
     """The verdict of one comparison (the module's rule).
@@ -146,7 +153,7 @@ def decide(value: float | None, ci95, a: Side, b: Side, threshold: float = DEFAU
         A :class:`Verdict`.
     """
     k = 100.0 if percent else 1.0
-    why = _processes_reason(a, b) or _contamination_reason(a, b)
+    why = gate(a, b)
     if why:
         return Verdict(UNCLEAR, why)
     if value is None:

@@ -275,9 +275,10 @@ def _raise_arm(folder: Path, sim_path: Path, lowering: Profile, kind: str, name:
 def passes(r: Ratio, recover: float = RECOVER, lower_bound: float = LOWER_BOUND) -> bool:
     """The selection rule: a result, median >= ``recover`` and interval lower bound >= ``lower_bound``.
 
-    An arm without an interval (fewer than 2 samples) never passes.
+    An arm without an interval (fewer than 5 processes a side) never passes, nor one that the one
+    verdict rule's gate stops (a side mostly contaminated: :func:`capshim.contracts.verdict.gate`).
     """
-    return r.ok and r.lo is not None and r.value >= recover and r.lo >= lower_bound
+    return r.ok and r.lo is not None and r.gate is None and r.value >= recover and r.lo >= lower_bound
 
 
 def smallest(arms: list[ArmInfo], rs: dict[str, Ratio], recover: float = RECOVER,

@@ -36,7 +36,8 @@ from capshim.bench.request import BenchRequest
 from capshim.bench.workloads import builtin
 from capshim.contracts import folders, names, signals
 from capshim.contracts.suggest import did_you_mean
-from capshim.contracts.verdict import UNRELIABLE, harness_check
+from capshim.contracts.verdict import UNRELIABLE, harness_check, side
+from capshim.contracts.verdict import gate as verdict_gate
 from capshim.errors import CapshimError, UsageError
 from capshim.evidence import study as seal
 from capshim.export.markdown import pipe_table
@@ -352,6 +353,8 @@ class Ratio:
         ok: a result (not failed, inert, invalid or wrong-output).
         range: below 5 processes a side (no interval), the range of ratios any two processes show
             (:func:`capshim.bench.stats.compare`), else None. Rules that need an interval never use it.
+        gate: why no direction may be read from this ratio whatever its interval (fewer than 5
+            processes a side, a side mostly contaminated: :func:`capshim.contracts.verdict.gate`), or None.
     """
 
     value: float
@@ -360,6 +363,7 @@ class Ratio:
     state: str
     ok: bool
     range: tuple[float, float] | None = None
+    gate: str | None = None
 
     def to_json(self) -> dict:
         """``{"ratio": float|None, "ci95": [lo, hi]|None, "state": str}`` plus ``"range": [lo, hi]`` below
@@ -374,13 +378,17 @@ class Ratio:
 def ratios(summary: dict, test: str) -> dict[str, Ratio]:
     """Every arm's :class:`Ratio` to the summary's baseline for ``test`` (read from summary.json)."""
     out = {}
+    base_runs = (summary["arms"].get(summary.get("baseline")) or {}).get("runs")
     for name, arm in summary["arms"].items():
         entry = (arm.get("tests") or {}).get(test) or {}
         sp = entry.get("speedup") or {}
         ci, rng = sp.get("ci95"), sp.get("range")
+        procs = sp.get("processes") if isinstance(sp.get("processes"), list) else None
+        gate = None if procs is None or name == summary.get("baseline") else \
+            verdict_gate(side(procs[1], base_runs, str(summary.get("baseline"))), side(procs[0], arm.get("runs"), name))
         out[name] = Ratio(float(sp["value"]) if "value" in sp else math.nan, ci[0] if ci else None,
                           ci[1] if ci else None, arm["state"], arm["state"] not in NOT_SHIM_STATES and bool(sp),
-                          (rng[0], rng[1]) if rng and not ci else None)
+                          (rng[0], rng[1]) if rng and not ci else None, gate)
     return out
 
 
