@@ -24,11 +24,11 @@ from __future__ import annotations
 from pathlib import PurePath
 
 from capshim.contracts.suggest import did_you_mean
-from capshim.db.query import _check_threshold  # the one threshold rule of compare, trend and matrix
+from capshim.db.query import _check_threshold, arm_processes  # one threshold rule; old summaries' processes
 from capshim.db.store import DbError, Store
 from capshim.contracts.verdict import harness_check
 from capshim.db.terms import DEFAULT_THRESHOLD, MATRIX_RULE, VERDICTS, verdict_of
-from capshim.summary import NOT_SHIM_STATES, run_failed
+from capshim.summary import NOT_SHIM_STATES
 
 __all__ = ["matrix", "short_os", "host_os_index", "KEYS"]
 
@@ -56,15 +56,6 @@ def _aa_of(summary: dict) -> tuple[str | None, dict]:
         h = harness_check(r)
         clean[t] = None if h is None else h.reliable
     return aa["arm"], clean
-
-
-def _processes(arm: dict, test: str) -> int:
-    """An arm's processes in ``test`` for a summary written before comparisons recorded them: the
-    test's ``processes``, else its runs that did not fail (each run is one process)."""
-    st = (arm.get("tests") or {}).get(test) or {}
-    if isinstance(st.get("processes"), int):
-        return st["processes"]
-    return sum(1 for r in arm.get("runs") or [] if not run_failed(r) and not r.get("excluded"))
 
 
 def host_os_index(stored: list[dict]) -> dict[str, str | None]:
@@ -113,10 +104,10 @@ def _rows_of(b: dict, summary: dict, host_os: str | None, arms: list[str] | None
             if tests and test not in tests:
                 continue
             clean = aa_clean.get(test) if aa_arm else None
-            host_procs = _processes(host_arm, test) if host_arm else \
+            host_procs = arm_processes(host_arm, test) if host_arm else \
                 (((summary.get("host") or {}).get("tests") or {}).get(test) or {}).get("processes") or 0
             word, why = verdict_of(st.get("pct_of_host"), clean, arm.get("state") not in NOT_SHIM_STATES,
-                                   threshold, processes=(_processes(arm, test), host_procs),
+                                   threshold, processes=(arm_processes(arm, test), host_procs),
                                    runs=arm.get("runs"), host_runs=host_arm.get("runs"))
             rows.append({
                 "device": b.get("device"), "host_os": short_os(host_os), "guest_os": short_os(b.get("os")),

@@ -48,6 +48,7 @@ from capshim.contracts.suggest import did_you_mean
 from capshim.db.ingest import CONFIG_FIELDS
 from capshim.db.store import DbError, Store
 from capshim.db.terms import COMPARE_RULE, DEFAULT_THRESHOLD, FILTERS, TREND_RULE
+from capshim.summary import run_failed
 
 __all__ = ["parse_selection", "select", "compare", "trend", "draw_trend", "DEFAULT_THRESHOLD", "COMPARE_RULE", "TREND_RULE"]
 
@@ -258,15 +259,32 @@ def harness_notes(summaries: list[dict], tests: set[str] | None = None) -> list[
     return out
 
 
+def arm_processes(arm: dict, test: str) -> int:
+    """An arm's processes in ``test`` (summary.json) for a summary written before comparisons recorded
+    them: the test's ``processes``, else its runs that did not fail (each run is one process)."""
+    st = (arm.get("tests") or {}).get(test) or {}
+    if isinstance(st.get("processes"), int):
+        return st["processes"]
+    return sum(1 for r in arm.get("runs") or [] if not run_failed(r) and not r.get("excluded"))
+
+
 def _pct_entry(store: Store, bundle_id: int, arm: str, test: str) -> tuple[dict, list[dict]]:
     """``(% of host as the stored summary gives it, the arm's runs)`` of one bundle, arm and test
-    (``({}, [])`` when the stored summary cannot be read)."""
+    (``({}, [])`` when the stored summary cannot be read). A % of host without ``processes`` (an
+    older summary) gets them from :func:`arm_processes` of the arm and of the host arm."""
     try:
-        a = (store.summary(bundle_id).get("arms") or {}).get(arm) or {}
+        s = store.summary(bundle_id)
     except Exception:  # noqa: BLE001 - a summary the contract refuses has no range or runs to give
         return {}, []
+    arms = s.get("arms") or {}
+    a = arms.get(arm) or {}
     pct = ((a.get("tests") or {}).get(test) or {}).get("pct_of_host")
-    return (pct if isinstance(pct, dict) else {}), list(a.get("runs") or [])
+    pct = dict(pct) if isinstance(pct, dict) else {}
+    if pct and not isinstance(pct.get("processes"), list):
+        host = arms.get((s.get("host") or {}).get("name"))
+        n = arm_processes(a, test)
+        pct["processes"] = [n, arm_processes(host, test) if host else n]
+    return pct, list(a.get("runs") or [])
 
 
 def _range_of(pct: dict) -> list[float] | None:
