@@ -356,7 +356,8 @@ def test_short_flags_cover_every_warning_the_bench_writes():
                 {"a": {"state": "failed", "spec": {"profile": "x"}, "runs": runs},
                  "b": {"state": "active", "runs": runs}}, baseline="b")
     made += s["arms"]["a"]["flags"] + s["arms"]["b"]["flags"]
-    made.append("control ncnn moved: 0.90x [0.85–0.95] excludes 1.00x (expected no change)")  # metrics.py
+    made.append("control ncnn moved: 0.90x, interval 0.85-0.95x excludes 1.00x (expected no change): "
+                "the harness is unreliable here")  # metrics.py
     labels = {w: common.short_flag(w) for w in made}
     known = {label for _, label in common.FLAG_LABELS}
     assert all(label in known for label in labels.values()), labels  # none falls back to the sentence's head
