@@ -332,6 +332,9 @@ def probe(profile: Profile | None = None, device: int = 0, extra_env: dict[str, 
                         "the application loads")
             raise CapshimError(f"CUDA probe: {data['error']} ({hint})", exit_code=1)
         data["shim"] = {SHIM: classify(st.read(status_file), requested=profile is not None).to_dict()}
+        if is_standin(data.get("runtime")):
+            # the stand-in answers the H200's name; everything that names the device says it is not one
+            data["device"]["standin"] = f"capshim stand-in runtime {data['runtime']}"
         # what the shared probe printer shows on its first line (capshim.probe.print_probe)
         data["device"]["driver"] = f"CUDA driver {_version_text(data.get('driver_version'))}"
         data["device"]["apiVersion"] = f"CUDA runtime {_version_text(data.get('runtime_version'))}"
@@ -345,6 +348,27 @@ def _named(data: dict) -> dict:
     if name is not None:
         data["capabilities"] = {"deviceName": name, **data.get("capabilities", {})}
     return data
+
+
+#: Bytes only the stand-in runtime and driver hold (the names of their own variables,
+#: native/cuda/standin_cudart.c and standin_cuda.c): NVIDIA's libraries never contain them.
+STANDIN_MARK = b"CAPSHIM_STANDIN_"
+
+
+def is_standin(runtime: object) -> bool:
+    """Whether the CUDA runtime the probe loaded (its path, the probe's ``runtime``) is capshim's
+    stand-in: the library itself holds :data:`STANDIN_MARK`. A path that cannot be read (a bare
+    soname the linker resolved) is not judged a stand-in."""
+    if isinstance(runtime, str) and "/" not in runtime:  # a soname: where the dynamic linker looks first
+        dirs = [d for d in os.environ.get("LD_LIBRARY_PATH", "").split(os.pathsep) if d]
+        runtime = next((os.path.join(d, runtime) for d in dirs if os.path.isfile(os.path.join(d, runtime))), None)
+    if not isinstance(runtime, str) or not os.path.isfile(runtime):
+        return False
+    try:
+        with open(runtime, "rb") as fh:
+            return STANDIN_MARK in fh.read(64 * 1024 * 1024)
+    except OSError:
+        return False
 
 
 def _version_text(v: object) -> str:
@@ -525,5 +549,6 @@ def nvml_notes(profile: Profile | None, argv: list[str]) -> list[str]:
 BACKEND = CudaBackend()
 
 __all__ = ["build", "build_paths", "render_config", "launch_env", "preload_value", "probe", "classify", "verify",
-           "unreachable", "no_call", "standin_env", "find_runtime", "program_notes", "nvml_notes", "CudaBuild",
+           "unreachable", "no_call", "standin_env", "find_runtime", "is_standin", "STANDIN_MARK", "program_notes",
+           "nvml_notes", "CudaBuild",
            "CudaBackend", "BACKEND", "LIBRARY", "PROBE", "EXPORTS", "SHIM"]

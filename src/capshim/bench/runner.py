@@ -565,9 +565,10 @@ def _finish(bundle: Bundle, arms: list[Arm], results: dict[str, list[RunResult]]
         precision["stopped_by"] = ("target reached" if precision["reached"] else
                                    "interrupted" if interrupted else f"--max-runs {cap} reached")
         summary["precision"] = precision
-    summary = bundle.finalize(report.bundle_steps(all_records, arm_info, baseline, host_dict, title="capshim bench"),
+    heading = bundle.metadata.get("title") if isinstance(bundle.metadata.get("title"), str) else "capshim bench"
+    summary = bundle.finalize(report.bundle_steps(all_records, arm_info, baseline, host_dict, title=heading),
                               summary=summary, interrupted=interrupted, metadata_update={"failed_runs": failed},
-                              title="capshim bench")
+                              title=heading)  # the device, a stand-in named as one (plan.title)
     if refused is not None and not (guard is not None and guard.first):  # a signal's exit code wins
         raise analysis.ComparabilityError(f"{refused} (bundle of the runs kept: {bundle.root})")
     bad = [a for a, i in arm_info.items() if i["state"] in NOT_SHIM_STATES]

@@ -39,14 +39,12 @@ import warnings
 import numpy as np
 from scipy import stats as _st
 
+from capshim.contracts.numbers import MIN_PROCESSES  # defined once: no interval, and no verdict, below it
+
 __all__ = ["describe", "process_values", "ratio", "ratio_ci", "compare", "stability_warnings", "half_width",
            "SPREAD_DEFINITION", "CI_METHOD", "MIN_PROCESSES", "SPREAD_LIMIT_PCT",
            "OUTLIER_Z", "SLOW_FIRST_FACTOR", "TRIM", "TRIM_FROM_PCT", "trim_for"]
 
-#: Fewer processes than this on a side: no 95% interval, the range instead. The coverage simulation
-#: (capshim.bench.coverage, docs/statistics.md) holds 95% from 3 processes under its process models;
-#: 5 leaves room for what it does not model (drift within a bench) and is pyperf's minimum too.
-MIN_PROCESSES = 5
 #: Spread of the process values above this (% of the median) is flagged (pyperf warns at 10%).
 SPREAD_LIMIT_PCT = 10.0
 #: A process value whose modified z-score (Iglewicz and Hoaglin, 1993) exceeds this is an outlier.

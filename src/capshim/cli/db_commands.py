@@ -217,9 +217,12 @@ def _compare_table(res: dict, limit: int | None) -> list:
         test = r["test"] + (f" ({r['better']} is better)" if r["better"] == "lower" else "")
         cells.append([name, test, _num(r["a"]["median"]) + unit, _num(r["b"]["median"]) + unit,
                       f"{ch['value']:.3f}x{ci}", fmt_ratio(r["a"]["pct_of_host"], "%"),
-                      fmt_ratio(r["b"]["pct_of_host"], "%"), r["verdict"] + (" (unlike config)" if r["marked"] else "")])
+                      fmt_ratio(r["b"]["pct_of_host"], "%"),
+                      r["verdict"] + (f" ({r['why']})" if r.get("why") else "")
+                      + (" (unlike config)" if r["marked"] else "")])
         styles.append("red" if r["verdict"] == "regression" else None)
-    notes = [res["rule"]] + (["unlike configurations: " + "; ".join(res["mismatches"])] if res["mismatches"] else [])
+    notes = list(res.get("harness") or []) + [res["rule"]] \
+        + (["unlike configurations: " + "; ".join(res["mismatches"])] if res["mismatches"] else [])
     return terminal.grid(heads, cells, limit, keys=(0, 1), numeric=range(2, 7), styles=styles, notes=notes,
                          title=f"B {_side(res['b'])}\nvs A {_side(res['a'])}")
 
@@ -255,9 +258,13 @@ def db_compare(sel_a, sel_b, arms, tests, pairs, threshold, allow_mismatch, fail
     (capshim's own analysis, as `report`'s speedup; below 5 processes the range):
     median(B)/median(A) when higher is better (tok/s), median(A)/median(B) when
     lower is better (seconds of --metric wall), so above 1.00x B is better either
-    way. Medians are in each test's unit. A regression is a change whose
-    interval (or range) lies entirely below -THRESHOLD%; a test measured in
-    different units or directions in A and B is refused (exit 2).
+    way. Medians are in each test's unit. The verdict is the one rule of
+    every command: improvement or regression only with 5 processes a side,
+    neither side mostly contaminated, and the whole 95% interval beyond
+    THRESHOLD%; same when the interval lies within THRESHOLD% of 1.00x;
+    otherwise unclear, with why ("2 processes a side; need 5"). A bundle
+    whose A/A arm leaves +-5% is called out under the table. A test measured
+    in different units or directions in A and B is refused (exit 2).
     """
     pair_map = {}
     for p in pairs:
@@ -289,7 +296,7 @@ def _trend_table(res: dict, limit: int | None) -> list:
         unit = f" {p['unit']}" if per_cell and p["unit"] else ""
         cells.append([p["created_utc"] or "", p["bundle"], p["device"] or "", p["build"] or "", p["test"],
                       _num(p["median"]) + unit, fmt_ratio({"value": p["pct_of_host"], "ci95": p["ci95"], "range": p.get("range")}, "%"),
-                      "; ".join(p["flags"])])
+                      "; ".join(p["flags"] + p.get("notes", []))])
     cap = [res["rule"]] + [f"skipped: {s}" for s in res["skipped"]]
     if res["min_pct"] is not None:
         cap.insert(0, f"{res['arm']} {'stayed at or above' if res['all_above'] else 'did NOT stay above'} "
@@ -384,12 +391,15 @@ def db_matrix(arms, tests, threshold, fmt, output, match, db_url, as_json, wide,
     bundle id (`capshim db show ID`). Figures are each bundle's own summary.
 
     \b
-    Verdicts (T: --threshold, points of % of host; the interval: % of host's):
-      host speed   within T points of the host (interval no lower than 100-T)
+    Verdicts (T: --threshold, points of % of host; the interval: % of host's
+    95% interval; above/below only with 5+ processes a side, neither side
+    mostly contaminated):
+      host speed   interval within [100-T, 100+T]
       above host   interval entirely above 100+T
       below host   interval entirely below 100-T
-      unclear      interval reaches both sides of 100-T: more runs
-      unreliable   the A/A arm excludes 1.00x: the harness's bias decides
+      unclear      not resolved, why in the row (2 processes a side; need 5)
+      unreliable   the A/A arm excludes 1.00x or leaves +-5%: the harness
+                   is unreliable here
       no host      no host baseline; no result: the arm's state is no result
 
     \b
