@@ -1,6 +1,6 @@
 """Fixtures of the results-store tests: a real PostgreSQL server, and one store URL per backend.
 
-The server is the Debian package's (``postgresql``, installed by ./setup.sh):
+The server is the Debian package's (``postgresql``, installed by ./setup.sh --dev):
 ``initdb`` into a fresh folder, started with ``pg_ctl`` listening only on a
 Unix socket in that folder (no TCP port), trust authentication, and stopped
 and removed when the session ends. As root it runs as the ``postgres`` user
@@ -42,7 +42,7 @@ def _pg_bin(name: str) -> str:
     path = shutil.which(name)
     if path:
         return path
-    pytest.fail(f"PostgreSQL's {name} is not installed: install the Debian package postgresql (./setup.sh does)")
+    pytest.fail(f"PostgreSQL's {name} is not installed: install the Debian package postgresql (./setup.sh --dev does)")
 
 
 class PgServer:
