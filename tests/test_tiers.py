@@ -114,15 +114,15 @@ def test_measure_timings_adds_rows_and_keeps_the_earlier_ones(tmp_path):
     assert mt._pytest_line(log) == "1 failed, 250 passed, 3 deselected in 150.02s (0:02:30)"
     out = tmp_path / "timings.md"
     row = {"started": "2026-12-01 17:00", "what": "first", "command": mt.COMMANDS["first"], "seconds": 171.4, "rc": 0, "pytest": "", "cores": 2,
-           "load": (0.31, 1.52, 2.05), "label": "quiet"}
+           "load": (0.31, 1.52, 2.05), "label": "quiet", "cpu": 127.1}
     mt.write_rows(out, [row], "abc1234")
     mt.write_rows(out, [{**row, "what": "fast", "command": mt.COMMANDS["fast"], "load": (3.2, 4.0, 5.5),
                          "label": "busy", "pytest": "250 passed in 150.02s"}], "abc1235")
     text = out.read_text()
     assert text.startswith(mt.HEADER)
     rows = [x for x in text.splitlines() if x.startswith("| 20")]
-    assert len(rows) == 2 and rows[0].startswith("| 2026-12-01 17:00 | abc1234 |") and "| 2 min 51 s | 0 |" in rows[0] and "0.31 / 1.52 / 2.05 | quiet |" in rows[0]
-    assert "abc1235 | fast | `.venv/bin/python -m pytest -m \"not slow\" -q`" in rows[1] and rows[1].endswith("busy |")
+    assert len(rows) == 2 and rows[0].startswith("| 2026-12-01 17:00 | abc1234 |") and "| 2 min 51 s | 0 |" in rows[0] and "0.31 / 1.52 / 2.05 | quiet | 2 min 07 s |" in rows[0]
+    assert "abc1235 | fast | `.venv/bin/python -m pytest -m \"not slow\" -q`" in rows[1] and rows[1].endswith("busy | 2 min 07 s |")
     with pytest.raises(SystemExit):
         mt.main(["--what", "frist"])
 
