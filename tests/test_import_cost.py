@@ -26,8 +26,12 @@ HEAVY = ("scipy", "numpy", "matplotlib", "sqlalchemy", "alembic", "jsonschema", 
          "cyllama", "hypothesis")
 #: A small committed bundle for `evidence verify`.
 BUNDLE = REPO / "evidence" / "h200-aa-geomean"
-#: The most each timed command may take, over the interpreter's own start (``python -c pass``), in seconds.
+#: The most each timed command may take on the quiet 2-core machine, over the interpreter's own start, in seconds.
 BUDGET_S = 0.5
+#: ``python -c pass`` there: 12 ms of CPU (measured 2026-12-02 at load 2-7). A busy machine slows the
+#: interpreter's start and a command's imports alike (at load 9 both took 1.6-1.8 times their CPU time at load
+#: 2-7), so the budget is scaled by how much slower the start is now: a ratio to ``python -c pass``.
+PASS_REF_S = 0.012
 
 # Runs the CLI as `capshim ARGS` would, once per argument list given as JSON on stdin (all in this one
 # interpreter: the modules add up), then writes the heavy modules imported to the file named by argv[1].
@@ -99,22 +103,26 @@ def test_small_commands_import_only_what_they_use(args, allowed, env, tmp_path):
     assert set(r["heavy"]) <= allowed, f"capshim {' '.join(args)} imported {sorted(set(r['heavy']) - allowed)}"
 
 
-def _best_cpu(argv: list[str], env: dict, runs: int = 5) -> float:
-    """The least CPU time (user + system, seconds) of ``runs`` runs of ``argv``: what the command costs
-    itself, whatever else the machine runs (the wall time of a busy 2-core machine is not)."""
-    best = float("inf")
+def _cpu(argv: list[str], env: dict, runs: int) -> float:
+    """The median CPU time (user + system, seconds) of ``runs`` runs of ``argv``: what the command costs
+    itself (the wall time of a busy 2-core machine is mostly the other jobs); the median, because the
+    kernel may account a process of a few milliseconds in whole clock ticks."""
+    import statistics
+
+    took = []
     for _ in range(runs):
         before = resource.getrusage(resource.RUSAGE_CHILDREN)
         proc = subprocess.run(argv, capture_output=True, env=env, timeout=300)
         after = resource.getrusage(resource.RUSAGE_CHILDREN)
         assert proc.returncode == 0, f"{argv}: exit {proc.returncode}: {proc.stderr[-1000:]!r}"
-        best = min(best, after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime)
-    return best
+        took.append(after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime)
+    return statistics.median(took)
 
 
 @pytest.mark.slow
 def test_small_commands_take_at_most_half_a_second_over_python_itself(env):
-    """Each command's best of 5 (CPU seconds, bytecode caches warm) is within BUDGET_S of ``python -c pass``.
+    """Each command's CPU time (median of 5, bytecode caches warm) is at most BUDGET_S over ``python -c pass``
+    on the quiet machine, scaled by how much slower ``python -c pass`` is now (see PASS_REF_S).
 
     A user's Python writes bytecode caches on first use; where the environment says not to
     (``PYTHONDONTWRITEBYTECODE``), the children write theirs under pytest's temporary folder instead.
@@ -124,11 +132,13 @@ def test_small_commands_take_at_most_half_a_second_over_python_itself(env):
         env["PYTHONPYCACHEPREFIX"] = str(Path(env["CAPSHIM_DB"]).parent / "pycache")
     commands = [["--help"], ["bench", "--help"], ["db", "compare", "--help"], ["profiles"], ["db", "list"],
                 ["evidence", "verify", str(BUNDLE)]]
-    base = _best_cpu([sys.executable, "-c", "pass"], env)
+    base = _cpu([sys.executable, "-c", "pass"], env, runs=9)
+    allowed = base + BUDGET_S * max(1.0, base / PASS_REF_S)
     took = {}
     for args in commands:
         argv = [sys.executable, "-m", "capshim.cli", *args]
         subprocess.run(argv, capture_output=True, env=env, timeout=300)  # warm: writes the bytecode caches
-        took[" ".join(args)] = _best_cpu(argv, env)
-    over = {cmd: round(t, 3) for cmd, t in took.items() if t > base + BUDGET_S}
-    assert not over, f"over {BUDGET_S} s more than python -c pass ({base:.3f} s): {over} (all: {took})"
+        took[" ".join(args)] = round(_cpu(argv, env, runs=5), 3)
+    over = {cmd: t for cmd, t in took.items() if t > allowed}
+    assert not over, (f"over {allowed:.3f} s of CPU (python -c pass: {base:.3f} s, {PASS_REF_S} s quiet; "
+                      f"{BUDGET_S} s budget): {over} (all: {took})")

@@ -1,11 +1,13 @@
-"""Options and helpers that several commands share, declared once."""
+"""Options and helpers that several commands share, declared once.
+
+The profiles and the backends are imported in the functions that read them: commands such as
+``db list`` import this module for an option and must stay instant (tests/test_import_cost.py).
+"""
 
 from __future__ import annotations
 
 import click
 
-from capshim import backends, profiles
-from capshim.profiles import khronos
 from capshim.bench import request as bench_request
 from capshim.bench.workloads.builtin import MODEL_PRESETS
 from capshim.contracts.numbers import FiniteFloat
@@ -19,6 +21,8 @@ def load_profile(ref: str | None, flag: str):
     Raises:
         CapshimError: (exit 2) naming ``flag`` and what is wrong with the profile.
     """
+    from capshim import profiles
+
     if ref is None:
         return None
     try:
@@ -37,6 +41,9 @@ def khronos_parts(ref: str, device: int = 0, flag: str = "profile"):
     Raises:
         CapshimError: (exit 2) the file is not a valid profiles file, or the device cannot be probed.
     """
+    from capshim import backends, profiles
+    from capshim.profiles import khronos
+
     try:
         reading = khronos.read(ref)
         be = backends.get("vulkan")
@@ -77,6 +84,8 @@ def load_roles(profile_ref: str | None, simulate_ref: str | None, device: int = 
     Raises:
         CapshimError: (exit 2) a bad profile; a split file whose other role is already given.
     """
+    from capshim.profiles import khronos
+
     slots = {"--profile": None, "--simulate": None}
     lines = []
     for flag, ref in (("--profile", profile_ref), ("--simulate", simulate_ref)):
