@@ -50,6 +50,12 @@ def pytest_report_header(config):
     return []
 
 
+# Set after the scrub above (which removes a user's CAPSHIM_*): capshim wraps its messages to the
+# terminal (80 columns off one: capshim.contracts.messages); the suite's assertions read each message as one line, so the whole suite (its child processes and
+# CliRunner included) prints them unwrapped. tests/test_messages.py checks the wrapping itself.
+os.environ["CAPSHIM_MESSAGE_WIDTH"] = "0"
+
+
 @pytest.fixture(scope="session")
 def vk_build():
     from capshim.backends import vulkan

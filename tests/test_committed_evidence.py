@@ -18,6 +18,8 @@ STUDY_NAMES = {"h200-ablate-tinyllama", "h200-ablate-llama8b", "h200-tune-tinyll
                "h200-tune-llama8b-dims", "kernels-lavapipe-gemma3",
                "lavapipe-ablate-default", "lavapipe-tune-default"}
 SEALED_BY_THEIR_RUN = {"lavapipe-ablate-default", "lavapipe-tune-default"}
+#: Study kinds a script seals at the end of its run (scripts/cuda-clients/table.py), never afterwards.
+KINDS_SEALED_BY_THEIR_RUN = {"cuda-clients"}
 
 
 def _name(p):
@@ -33,7 +35,11 @@ def test_every_committed_study_folder_is_sealed_as_a_study():
     tops = {p.name for p in (REPO / "evidence").iterdir()
             if p.is_dir() and any((p / f).exists() for f in ("ablation.json", "tune.json", "kernels.json"))}
     assert tops == STUDY_NAMES
-    assert {_name(s) for s in STUDIES} == STUDY_NAMES
+    tables = {p.name for p in (REPO / "evidence").iterdir() if p.is_dir() and (p / "clients.json").exists()}
+    assert {_name(s) for s in STUDIES} == STUDY_NAMES | tables
+    for name in tables:  # a cuda-clients table is sealed as that kind of study, with its run's facts
+        doc = study.read_study(REPO / "evidence" / name)
+        assert doc["kind"] == "cuda-clients" and doc["bundles"] == [] and doc["facts"]["command"], name
 
 
 @pytest.mark.parametrize("bundle", BUNDLES, ids=_name)
@@ -45,7 +51,7 @@ def test_committed_bundle_verifies(bundle):
 def test_committed_study_verifies(folder):
     assert study.verify(folder) == []
     doc = json.loads((folder / "study.json").read_text())
-    if _name(folder) in SEALED_BY_THEIR_RUN:
+    if _name(folder) in SEALED_BY_THEIR_RUN or doc["kind"] in KINDS_SEALED_BY_THEIR_RUN:
         assert doc["sealed_after"] is False
     else:  # sealed after the run, and says so (the seal proves integrity from then on, not from the run)
         assert doc["sealed_after"] is True and "not since the run" in doc["note"]

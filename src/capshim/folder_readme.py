@@ -29,7 +29,10 @@ __all__ = ["BEGIN", "END", "PLACEHOLDER", "render", "write", "stale", "hand_part
 BEGIN = "<!-- by hand: begin (capshim evidence readme keeps this part) -->"
 END = "<!-- by hand: end -->"
 PLACEHOLDER = "Not written yet: say what this folder shows, and what it does not show."
-_KIND_WORDS = {"ablate": "an `ablate` study", "tune": "a `tune` study", "kernels": "a `kernels` study"}
+_KIND_WORDS = {"ablate": "an `ablate` study", "tune": "a `tune` study", "kernels": "a `kernels` study",
+               "cuda-clients": "a `cuda-clients` study"}
+#: A study's own summary file per kind, whose first table the README shows.
+_OWN_TABLES = ("ablation.md", "tune.md", "kernels.md", "clients.md")
 
 
 def _shown(folder: Path) -> str:
@@ -99,9 +102,21 @@ def _software(meta: dict) -> str:
     return ", ".join([f"capshim {meta.get('capshim_version')}"] + [f"{k} {v}" for k, v in sorted(versions.items())])
 
 
+def _own_facts(doc: dict) -> dict:
+    """A study without nested bundles (``cuda-clients``): its study.json's ``facts`` (``command_line``: the
+    argv as run, ``machine`` and ``software`` as recorded, ``started_utc``, ``finished_utc``)."""
+    facts = doc.get("facts") if isinstance(doc.get("facts"), dict) else {}
+    return {"command_line": facts.get("command"), "started_utc": facts.get("started_utc"),
+            "finished_utc": facts.get("finished_utc"), "machine": facts.get("machine"),
+            "software": facts.get("software")}
+
+
 def _facts(folder: Path, doc: dict | None) -> tuple[str, list[tuple[str, str]]]:
-    """(what the folder is, [(fact, value)]) from metadata.json (a study: its first bundle's) and study.json."""
+    """(what the folder is, [(fact, value)]) from metadata.json (a study: its first bundle's, or study.json's
+    own ``facts`` when it has no bundle) and study.json."""
     bundles = list(doc["bundles"]) if doc else []
+    if doc and not bundles:
+        return _own_study_facts(folder, doc)
     metas = [jsonread.load_metadata(folder / b) for b in bundles] if doc else [jsonread.load_metadata(folder)]
     meta = metas[0]
     starts = sorted(m["started_utc"] for m in metas if isinstance(m.get("started_utc"), str))
@@ -122,6 +137,22 @@ def _facts(folder: Path, doc: dict | None) -> tuple[str, list[tuple[str, str]]]:
         what = "a bench evidence bundle"
         rows.append(("seal", "SHA256SUMS, written by the run"))
     return what, rows
+
+
+def _own_study_facts(folder: Path, doc: dict) -> tuple[str, list[tuple[str, str]]]:
+    """:func:`_facts` of a study without nested bundles: every fact from its study.json."""
+    meta = _own_facts(doc)
+    software = meta["software"] if isinstance(meta["software"], dict) else {}
+    argv = meta["command_line"]
+    command = shlex.join(argv) if isinstance(argv, list) and all(isinstance(a, str) for a in argv) \
+        else "(not recorded)"
+    rows = [("command", f"`{command}`"), ("machine", str(meta["machine"] or "(not recorded)")),
+            ("software", ", ".join(f"{k} {v}" for k, v in sorted(software.items())) or "(not recorded)"),
+            ("date", f"{meta['started_utc'] or '?'} to {meta['finished_utc'] or '?'} (UTC)"),
+            ("seal", f"sealed by its command, {doc.get('sealed_utc')}")]
+    if (folder / "run.txt").is_file():
+        rows.append(("notes of the run", "[run.txt](run.txt) (sealed)"))
+    return f"{_KIND_WORDS.get(doc['kind'], 'a study')} folder without nested bundles", rows
 
 
 def generated_tables(folder: Path, doc: dict | None, shown: str) -> str:
@@ -146,6 +177,14 @@ def _first_table(path: Path) -> str:
         elif out:
             break
     return "\n".join(out) or "(no table)"
+
+
+def _after_title(path: Path) -> str:
+    """A study's own Markdown file without its first line when that is a ``# `` title (stripped)."""
+    text = paths.read_limited(path, 4 << 20).decode("utf-8", errors="replace")
+    if text.startswith("# "):
+        text = text.split("\n", 1)[1] if "\n" in text else ""
+    return text.strip("\n") or "(empty)"
 
 
 def hand_part(text: str) -> str | None:
@@ -184,7 +223,7 @@ def render(folder: Path, hand: str | None = None) -> str:
         hand = hand_part(_existing(folder) or "") or PLACEHOLDER
     shown = _shown(folder)
     what, facts = _facts(folder, doc)
-    own = [f for f in ("ablation.md", "tune.md", "kernels.md") if (folder / f).is_file()]
+    own = [f for f in _OWN_TABLES if (folder / f).is_file()]
     lines = [f"# {folder.absolute().name}", "",
              f"<!-- Written by `capshim evidence readme {shown}`:",
              "the facts and tables come from the sealed files; only the part between the",
@@ -195,10 +234,14 @@ def render(folder: Path, hand: str | None = None) -> str:
              "| | |", "|---|---|", *[f"| {k} | {v} |" for k, v in facts], "",
              "## What it shows", "", BEGIN, hand, END, "",
              "## The table" + ("s" if doc and len(doc["bundles"]) > 1 else ""), ""]
-    if own:
+    if own and doc and not doc["bundles"]:  # the study's own file is all its tables (and their notes)
+        lines += [f"From [{own[0]}]({own[0]}) (sealed, written by its command), below its title:", "",
+                  _after_title(folder / own[0]), ""]
+    elif own:
         lines += [f"The study's own table, from [{own[0]}]({own[0]}) (sealed, written by its command):", "",
-                  _first_table(folder / own[0]), "",
-                  "Each nested bundle, as `capshim report` prints it:", ""]
+                  _first_table(folder / own[0]), ""]
+        if not doc or doc["bundles"]:
+            lines += ["Each nested bundle, as `capshim report` prints it:", ""]
     return "\n".join(lines) + "\n" + generated_tables(folder, doc, shown)
 
 

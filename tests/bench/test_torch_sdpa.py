@@ -15,6 +15,7 @@ import sys
 
 import pytest
 
+from capshim import summary
 from capshim.bench import attest, plan as plan_mod, runner
 from capshim.bench.request import BenchRequest
 from capshim.bench.workloads import torch_sdpa, torch_sdpa_worker
@@ -132,7 +133,7 @@ def test_a_shim_that_does_not_reach_the_application_is_inert(tmp_path, monkeypat
     assert t4_arm["reach_check"] == "the application reported capability 9.0; the profile answers 7.5 " \
                                     "(computeCapability)"
     assert any("did not reach" in f for f in t4_arm["flags"])
-    assert plan_mod.explain_arm("t4", t4_arm).startswith("arm t4: the shim did not reach the application")
+    assert summary.explain_arm("t4", t4_arm).startswith("arm t4: the shim did not reach the application")
 
 
 def test_an_arm_whose_output_differs_beyond_the_tolerance_is_wrong_output(tmp_path, monkeypatch):

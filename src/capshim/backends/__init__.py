@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING
 
 from capshim import jsonread, status
 from capshim.contracts.suggest import did_you_mean
-from capshim.errors import CapshimError, UsageError
+from capshim.errors import EXIT_WORKLOAD, CapshimError, UsageError
 
 if TYPE_CHECKING:
     from capshim.profiles import Profile
@@ -236,13 +236,16 @@ def run_probe(cmd: list[str], env: dict[str, str], what: str, timeout: float = 3
         return jsonread.loads(proc.stdout, f"{what}'s output"), proc.stderr
     except jsonread.JsonShapeError:
         raise CapshimError(f"{what} printed no JSON (exit {proc.returncode}): {proc.stderr.strip()[-500:]}",
-                           exit_code=1) from None
+                           exit_code=EXIT_WORKLOAD) from None
 
 
 def answer_rows(data: dict) -> dict[str, object]:
     """A capability-shaped probe result as ``key -> answer`` rows: capabilities,
-    then ``extension NAME`` -> spec version."""
+    then ``extension NAME`` -> spec version, then ``NVML KEY`` -> what NVML answers (the CUDA
+    probe's ``nvml.answers``)."""
     rows = dict(data.get("capabilities", {}))
+    for key, value in (data.get("nvml") or {}).get("answers", {}).items():
+        rows[f"NVML {key}"] = value
     for name, spec in data.get("extensions", {}).items():
         rows[f"extension {name}"] = spec
     return rows

@@ -8,7 +8,9 @@ the entry-point getters (``cuGetProcAddress`` and ``_v2``,
 ``cudaGetDriverEntryPoint`` and ``ByVersion``, each with ``_ptsz``) and
 ``dlsym``: NVIDIA's libraries reach libcuda through dlopen + dlsym (measured on
 the H200, issue 22), so a pointer from dlsym or a getter is swapped for the
-wrapper after the real call succeeded. Answers are min(device, profile): the
+wrapper after the real call succeeded. The same configuration lowers NVML's
+answers (``nvml_hooks.c``: capability, name, multiprocessor count, memory size,
+architecture), linked, dlopen'ed or through ctypes (pynvml). Answers are min(device, profile): the
 device's real kernels must still run. Docs: ``docs/backends.md`` (CUDA).
 
 Enabled for one process with ``LD_PRELOAD`` (the shim first, the user's entries
@@ -18,8 +20,16 @@ keyspec). The launcher's ``CAPSHIM_TARGET_PID`` / ``CAPSHIM_INHERIT`` scope it
 (children stay stock and the target removes the shim from its ``LD_PRELOAD``
 unless ``--inherit``).
 
-Stand-ins: the build also makes a stand-in ``libcudart.so.13`` and
-``libcuda.so.1`` (``standin_cudart.c``, ``standin_cuda.c``) answering fixed
+Which real function a wrapper calls (``cuda_resolve.c``): an exported wrapper
+resolves for the library that called it (that library's own dependencies, then
+the global scope after the shim), so a plugin loaded ``RTLD_LOCAL`` with its
+own runtime, or two runtimes in one process, each reach their own; a pointer
+handed out is a wrapper bound to the one function it replaced. Docs:
+``docs/cuda.md`` (Which runtime answers a call).
+
+Stand-ins: the build also makes a stand-in ``libcudart.so.13``,
+``libcudart.so.11.0`` (CUDA 11.8's 728-byte cudaDeviceProp), ``libcuda.so.1`` and
+``libnvidia-ml.so.1`` (``standin_cudart.c``, ``standin_cuda.c``, ``standin_nvml.c``) answering fixed
 H200-like values, so ``verify`` and the tests check the shim on a machine
 without a GPU.
 """
@@ -30,6 +40,7 @@ import os
 import platform
 import re
 import shutil
+import stat
 import subprocess
 import sys
 import tempfile
@@ -50,18 +61,27 @@ PROBE = "capshim-cuda-probe"
 FUZZ = "fuzz_config_cuda"
 STANDIN_DIR = "standin"
 STANDIN_RUNTIME = "libcudart.so.13"
+#: The second stand-in runtime: CUDA 11.8's (cudaDeviceProp of 728 bytes), for two runtimes in one process.
+STANDIN_RUNTIME_11 = "libcudart.so.11.0"
 STANDIN_DRIVER = "libcuda.so.1"
+STANDIN_NVML = "libnvidia-ml.so.1"
 CONFIG_VAR = "CAPSHIM_CUDA_CONFIG"
-#: The shim's own files, then the Vulkan layer's parser and status writer it shares (native/vulkan/).
-SOURCES = ["cuda_shim.c", "cuda_hooks.c", "cuda_shim.h", "cuda_table.h", "cuda_probe.c",
-           "standin_cuda.c", "standin_cuda.map", "standin_cudart.c"]
-SHARED = ["config.c", "config.h", "devname.h", "caps_table.h", "status.c", "status.h", "fuzz_config.c"]
+#: The shim's own files, then what it shares with the other shims (native/common/: the parser,
+#: the status writer, the name rule, the fuzz driver that takes this folder's fuzz_keys.h).
+SOURCES = ["cuda_shim.c", "cuda_hooks.c", "cuda_resolve.c", "cuda_shim.h", "cuda_table.h", "cuda_probe.c",
+           "standin_cuda.c", "standin_cuda.map", "standin_cudart.c", "standin_cudart13.map", "standin_cudart11.map",
+           "nvml_hooks.c", "standin_nvml.c", "fuzz_keys.h"]
+#: The NVML entry points the shim wraps (native/cuda/nvml_hooks.c; docs/cuda.md, NVML).
+NVML_EXPORTS = frozenset({"nvmlDeviceGetCudaComputeCapability", "nvmlDeviceGetName", "nvmlDeviceGetAttributes",
+                          "nvmlDeviceGetAttributes_v2", "nvmlDeviceGetArchitecture"})
+SHARED = ["config.c", "config.h", "config_limits.h", "devname.h", "status.c", "status.h", "fuzz_config.c"]
 #: What the shim library exports, exactly (``verify`` checks it).
 EXPORTS = frozenset({
     "cudaGetDeviceProperties", "cudaGetDeviceProperties_v2", "cudaDeviceGetAttribute",
     "cudaGetDriverEntryPoint", "cudaGetDriverEntryPoint_ptsz", "cudaGetDriverEntryPointByVersion",
     "cudaGetDriverEntryPointByVersion_ptsz", "cuDeviceGetAttribute", "cuDeviceGetName",
-    "cuDeviceComputeCapability", "cuDeviceGetProperties", "cuGetProcAddress", "cuGetProcAddress_v2", "dlsym"})
+    "cuDeviceComputeCapability", "cuDeviceGetProperties", "cuGetProcAddress", "cuGetProcAddress_v2", "dlsym",
+    *NVML_EXPORTS})
 
 
 @dataclass(frozen=True)
@@ -73,7 +93,9 @@ class CudaBuild:
         library: the shim (``libcapshim_cuda.so``).
         probe: the probe program (``capshim-cuda-probe``).
         fuzz_driver: the configuration parser with the CUDA keyspec, standalone (ASan+UBSan).
-        standin: the folder of the stand-in ``libcudart.so.13`` and ``libcuda.so.1``.
+        standin: the folder of the stand-in ``libcudart.so.13``, ``libcudart.so.11.0`` (CUDA 11.8's
+            728-byte cudaDeviceProp), ``libcuda.so.1`` and
+            ``libnvidia-ml.so.1``.
     """
 
     dir: Path
@@ -92,22 +114,25 @@ def _commands(cc: str, sanitize: bool = False) -> dict[str, list[str]]:
     lib = [*common, "-fPIC", "-fvisibility=hidden", "-shared"]
     defs = [] if sanitize else ["-Wl,-z,defs"]  # ASan's runtime is found at load time
     return {
-        LIBRARY: [*lib, *defs, "-Wl,-Bsymbolic", "-o", LIBRARY, "cuda_shim.c", "cuda_hooks.c", "config.c",
-                  "status.c", "-ldl", "-lpthread"],
+        LIBRARY: [*lib, *defs, "-Wl,-Bsymbolic", "-o", LIBRARY, "cuda_shim.c", "cuda_hooks.c", "cuda_resolve.c",
+                  "nvml_hooks.c", "config.c", "status.c", "-ldl", "-lpthread"],
         PROBE: [*common, "-o", PROBE, "cuda_probe.c", "status.c", "-ldl", "-lpthread"],
         FUZZ: [cc, "-std=gnu11", "-O1", "-g", *nb.WARNINGS, "-fsanitize=address,undefined",
-               "-fno-sanitize-recover=all", "-DCAPSHIM_FUZZ_CUDA", "-o", FUZZ, "fuzz_config.c", "config.c"],
+               "-fno-sanitize-recover=all", "-o", FUZZ, "fuzz_config.c", "config.c"],
         f"{STANDIN_DIR}/{STANDIN_DRIVER}": [*lib, *defs, "-Wl,--version-script=standin_cuda.map",
                                            f"-Wl,-soname,{STANDIN_DRIVER}", "-o", f"{STANDIN_DIR}/{STANDIN_DRIVER}",
                                            "standin_cuda.c"],
-        f"{STANDIN_DIR}/{STANDIN_RUNTIME}": [*lib, *defs, f"-Wl,-soname,{STANDIN_RUNTIME}", "-o",
-                                            f"{STANDIN_DIR}/{STANDIN_RUNTIME}", "standin_cudart.c", "-ldl",
-                                            "-lpthread"],
+        **{f"{STANDIN_DIR}/{soname}": [*lib, *defs, f"-DSTANDIN_CUDART_MAJOR={major}", f"-Wl,-soname,{soname}",
+                                        f"-Wl,--version-script=standin_cudart{major}.map", "-o",
+                                        f"{STANDIN_DIR}/{soname}", "standin_cudart.c", "-ldl", "-lpthread"]
+           for major, soname in ((13, STANDIN_RUNTIME), (11, STANDIN_RUNTIME_11))},
+        f"{STANDIN_DIR}/{STANDIN_NVML}": [*lib, *defs, f"-Wl,-soname,{STANDIN_NVML}", "-o",
+                                         f"{STANDIN_DIR}/{STANDIN_NVML}", "standin_nvml.c"],
     }
 
 
 def _source_paths() -> list[Path]:
-    return [nb.source_dir("cuda") / s for s in SOURCES] + [nb.source_dir("vulkan") / s for s in SHARED]
+    return [nb.source_dir("cuda") / s for s in SOURCES] + nb.common_sources(SHARED)
 
 
 def build_paths(sanitize: bool = False) -> CudaBuild:
@@ -149,7 +174,7 @@ def build(force: bool = False, repair: bool = True, sanitize: bool = False) -> C
 
 
 def render_config(profile: Profile) -> str:
-    """The shim's key=value configuration for a CUDA profile (format: native/vulkan/config.h;
+    """The shim's key=value configuration for a CUDA profile (format: native/common/config.h;
     computeCapability as major * 10 + minor, sizes in bytes, deviceName percent-encoded).
 
     Raises:
@@ -208,9 +233,14 @@ def classify(report: st.StatusReport, requested: bool = True) -> st.ShimState:
     """:func:`capshim.status.classify` for the CUDA shim, in CUDA's words: loaded but no entry
     point reached is inert (no CUDA call went through it: none at all, or a statically linked
     runtime LD_PRELOAD cannot reach); an active shim's reason names the entry points the
-    process called and any layout_mismatch (answers left stock there)."""
+    process called, any layout_mismatch (answers left stock there), any ``unresolved`` entry
+    point (a wrapper reached with no real function behind it: it returned 500) and any
+    ``unbound`` one (no bound wrapper left: the real function was handed out, stock)."""
     state = st.classify(report, SHIM, requested=requested)
     events = report.for_shim(SHIM)
+    missing = sorted({f"{e.get('entry_point')} (called from {e.get('caller')}): {e.get('reason')}"
+                      for e in events if e.get("event") == "unresolved"})
+    unbound = sorted({f"{e.get('entry_point')}: {e.get('reason')}" for e in events if e.get("event") == "unbound"})
     if state.state == st.INERT and state.reason.startswith("loaded but installed no hooks"):
         return st.ShimState(st.INERT, "loaded, but no CUDA entry point was reached through it (the program made "
                             "no CUDA call, or its runtime is statically linked, which LD_PRELOAD cannot reach)",
@@ -221,7 +251,9 @@ def classify(report: st.StatusReport, requested: bool = True) -> st.ShimState:
     bad = sorted({f"{e.get('query')}: {e.get('reason')}" for e in events if e.get("event") == "layout_mismatch"})
     reason = state.reason + (f"; entry points called: {', '.join(called)}" if called else "")
     reason += f"; layout_mismatch (left stock): {'; '.join(bad)}" if bad else ""
-    return st.ShimState(st.ACTIVE, reason, state.changes)
+    reason += f"; unresolved (no real function found): {'; '.join(missing)}" if missing else ""
+    reason += f"; unbound (handed out stock): {'; '.join(unbound)}" if unbound else ""
+    return st.ShimState(st.ACTIVE, reason, state.changes, state.answered)
 
 
 def standin_env(b: CudaBuild) -> dict[str, str]:
@@ -260,7 +292,9 @@ def probe(profile: Profile | None = None, device: int = 0, extra_env: dict[str, 
         ``runtime``, ``runtime_version``, ``driver_version``, ``layout``, ``capabilities``
         (key -> value from cudaGetDeviceProperties; computeCapability as major * 10 + minor),
         ``attributes`` (cudaDeviceGetAttribute), ``driver`` (cuDeviceGetAttribute and the
-        other driver queries), and ``shim`` ({"cuda": {"state", "reason"}}).
+        other driver queries), ``nvml`` ({"library", "match", "answers": {computeCapability,
+        deviceName, multiProcessorCount, memorySizeMB, architecture}, "refused": {query: NVML
+        error}}, or {"error"} without NVML), and ``shim`` ({"cuda": {"state", "reason"}}).
 
     Raises:
         CapshimError: no CUDA runtime, driver or device (exit 1); UsageError: no device ``device``.
@@ -333,7 +367,7 @@ def verify() -> list[dict]:
     check("architecture", head[:4] == b"\x7fELF" and arch == platform.machine(),
           f"{b.library.name}: ELF64 {arch} (host {platform.machine()})")
     names = _exports(b.library)
-    check("exports", names == EXPORTS, "exactly the 13 entry points and dlsym" if names == EXPORTS
+    check("exports", names == EXPORTS, "exactly the 13 CUDA and 5 NVML entry points and dlsym" if names == EXPORTS
           else f"unexpected: {sorted(names ^ EXPORTS)}")
     wrong = paths.check_sums(b.dir, [LIBRARY, PROBE])
     check("SHA256SUMS", not wrong, "library and probe match" if not wrong else f"mismatch: {'; '.join(wrong)}")
@@ -345,6 +379,10 @@ def verify() -> list[dict]:
         state = low["shim"][SHIM]["state"]
         check("answers change with a profile (stand-ins)", state == "active" and "computeCapability" in diff,
               f"t4-class on the stand-in H200: {state}, {len(diff)} answers lowered")
+        nvml = [(stock.get("nvml") or {}).get("answers", {}).get("computeCapability"),
+                (low.get("nvml") or {}).get("answers", {}).get("computeCapability")]
+        check("NVML answers change with a profile (stand-ins)", nvml == [90, 75],
+              f"nvmlDeviceGetCudaComputeCapability on the stand-in H200: {nvml[0]} stock, {nvml[1]} under t4-class")
         with tempfile.TemporaryDirectory(prefix="capshim-verify-") as td:
             cfg = Path(td) / "broken.cfg"
             cfg.write_text("direction=lower\ncomputeCapability=75x\n")
@@ -423,8 +461,8 @@ class CudaBackend(Backend):
         return verify()
 
     def run_warnings(self, profile, simulate, argv):
-        """See :func:`program_notes`."""
-        return program_notes(profile, argv, self.stock_answers)
+        """See :func:`program_notes` and :func:`nvml_notes`."""
+        return program_notes(profile, argv, self.stock_answers) + nvml_notes(profile, argv)
 
     def stock_answers(self, device: int = 0) -> dict:
         """A stock :func:`probe` of ``device`` (the driver's own answers)."""
@@ -479,7 +517,51 @@ def program_notes(profile: Profile | None, argv: list[str], stock=None) -> list[
     return out
 
 
+def _unreachable(exe: str) -> str | None:
+    """Why ``LD_PRELOAD`` cannot load the shim into the program file ``exe``, or None (it can, or
+    the file is not an ELF file capshim reads). ld.so(8): in secure-execution mode (a set-user-ID
+    or set-group-ID program that changes the user or group) LD_PRELOAD is ignored, and a program
+    without a dynamic linker (PT_INTERP, statically linked) loads no shared library at all."""
+    binary = cuda_binary._elf(Path(exe))
+    if binary is None:  # a script (the kernel ignores set-user-ID there), or no ELF file capshim reads
+        return None
+    try:
+        st_ = os.stat(exe)
+    except OSError:
+        return None
+    if (st_.st_mode & stat.S_ISUID and st_.st_uid != os.getuid()) or \
+            (st_.st_mode & stat.S_ISGID and st_.st_gid != os.getgid()):
+        return "is set-user-ID or set-group-ID: the dynamic linker ignores LD_PRELOAD for it (secure execution)"
+    if not binary.has_interpreter and not binary.libraries:  # -static and -static-pie
+        return "is statically linked (no dynamic linker): LD_PRELOAD cannot load the shim into it"
+    return None
+
+
+def nvml_notes(profile: Profile | None, argv: list[str]) -> list[str]:
+    """What ``capshim run`` says once, before the program starts, about the NVML door (issue 27).
+
+    - A program ``LD_PRELOAD`` cannot reach (:func:`_unreachable`: set-user-ID, static): none of
+      its CUDA or NVML answers (nvidia-smi's ``compute_cap`` included) can be lowered.
+    - ``nvidia-smi``: which of its answers the shim lowers through NVML and which stay the device's.
+
+    Returns:
+        Sentences naming the program; none without a profile or for a program not found.
+    """
+    if profile is None or not argv:
+        return []
+    exe = argv[0] if "/" in argv[0] else shutil.which(argv[0])
+    if exe is None or not os.path.isfile(exe):
+        return []
+    why = _unreachable(exe)
+    if why is not None:
+        return [f"{argv[0]} {why}; its CUDA and NVML answers stay the device's (nothing is lowered)"]
+    if Path(exe).name == "nvidia-smi":
+        return [f"{argv[0]}: through NVML the shim lowers compute_cap, the multiprocessor count, the architecture "
+                "and, with deviceName, the name; memory, clocks, PCI ids and every other answer are the device's"]
+    return []
+
+
 BACKEND = CudaBackend()
 
 __all__ = ["build", "build_paths", "render_config", "launch_env", "preload_value", "probe", "classify", "verify",
-           "standin_env", "find_runtime", "program_notes", "CudaBuild", "CudaBackend", "BACKEND", "LIBRARY", "PROBE", "EXPORTS", "SHIM"]
+           "standin_env", "find_runtime", "program_notes", "nvml_notes", "CudaBuild", "CudaBackend", "BACKEND", "LIBRARY", "PROBE", "EXPORTS", "SHIM"]

@@ -20,10 +20,11 @@ from capshim.contracts.names import parse_named_files
 from capshim.contracts.numbers import FiniteFloat
 from capshim.db.ingest import read_external, read_folder
 from capshim.db.terms import DB_HELP, DEFAULT_THRESHOLD, FILTERS, MATCHES
-from capshim.errors import EXIT_USAGE, CapshimError, UsageError
+from capshim.errors import EXIT_USAGE, EXIT_WORKLOAD, CapshimError, UsageError
 from capshim.export import matrix as export_matrix
 from capshim.export import terminal
 from capshim.export.table import fmt_ratio
+from capshim.contracts import messages
 
 
 def _db_option(f):
@@ -125,14 +126,14 @@ def db_add(bundles, arm_opts, host_file, baseline, db_url, as_json):
         for source, records in _inputs(bundles, external, host_file, baseline):
             if isinstance(records, CapshimError):
                 failed.append({"source": source, "error": str(records)})
-                click.echo(f"capshim: not stored: {records}", err=True)
+                messages.emit(f"not stored: {records}")
                 continue
             for rec in records:
                 try:
                     bid, added = st.add(rec)
                 except DbError as exc:  # this record's values (the store itself failed on open)
                     failed.append({"source": rec.source, "error": str(exc)})
-                    click.echo(f"capshim: not stored: {rec.source}: {exc}", err=True)
+                    messages.emit(f"not stored: {rec.source}: {exc}")
                     continue
                 out.append({"source": rec.source, "name": rec.name, "id": bid, "added": added, "key": rec.key})
                 if not as_json:
@@ -140,8 +141,7 @@ def db_add(bundles, arm_opts, host_file, baseline, db_url, as_json):
     if as_json:
         _json_out(out + failed)
     if failed:
-        click.echo(f"capshim: db add: {len(failed)} not stored (reasons above); {len(out)} stored or already there",
-                   err=True)
+        messages.emit(f"db add: {len(failed)} not stored (reasons above); {len(out)} stored or already there")
         raise SystemExit(EXIT_USAGE)
 
 
@@ -293,7 +293,7 @@ def db_compare(sel_a, sel_b, arms, tests, pairs, threshold, allow_mismatch, fail
         terminal.emit(_compare_table(res, limit), limit)
     if fail_on_regression and res["regressions"]:
         click.echo(f"capshim: {res['regressions']} regression(s)", err=True)
-        raise SystemExit(1)
+        raise SystemExit(EXIT_WORKLOAD)
 
 
 def _trend_table(res: dict, limit: int | None) -> list:
@@ -355,7 +355,7 @@ def db_trend(arm, bundles, tests, min_pct, threshold, chart, fail_on_regression,
             records += read_folder(b)
         except CapshimError as exc:
             failed.append(str(exc))
-            click.echo(f"capshim: not stored: {exc}", err=True)
+            messages.emit(f"not stored: {exc}")
     if failed:
         raise UsageError(f"db trend: {len(failed)} of {len(bundles)} folder(s) cannot be read (reasons above); "
                          "nothing was stored")
@@ -377,7 +377,7 @@ def db_trend(arm, bundles, tests, min_pct, threshold, chart, fail_on_regression,
             click.echo(f"wrote {chart}", err=True)
     if fail_on_regression and res["regressions"]:
         click.echo(f"capshim: {res['regressions']} flagged point(s)", err=True)
-        raise SystemExit(1)
+        raise SystemExit(EXIT_WORKLOAD)
 
 
 @click.command("matrix")

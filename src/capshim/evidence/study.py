@@ -1,4 +1,4 @@
-"""Study seals: one SHA256SUMS over the top of an ``ablate`` / ``tune`` / ``kernels`` output folder.
+"""Study seals: one SHA256SUMS over the top of an ``ablate`` / ``tune`` / ``kernels`` / ``cuda-clients`` folder.
 
 A study folder holds the command's own files (tables, JSON results, profiles)
 and one or more nested evidence bundles, each sealed by its own SHA256SUMS.
@@ -6,6 +6,11 @@ The study seal (docs/evidence.md, "Study folders") is a SHA256SUMS at the top
 of the folder listing every regular file that is not inside a nested bundle,
 ``study.json`` (what kind of study, which folders are its bundles) and each
 nested bundle's own SHA256SUMS, so the top seal pins the nested seals.
+
+A ``cuda-clients`` folder (``scripts/cuda-clients/table.py``: what independent CUDA
+clients see under each profile, issue 27) is a study without nested bundles: its
+raw per-client outputs are its own files, and its study.json carries the run's
+``facts`` (command, machine, software, dates) that a bundle's metadata.json holds.
 
 Use::
 
@@ -25,7 +30,6 @@ import contextlib
 import datetime as _dt
 import os
 import re
-import sys
 from pathlib import Path
 
 from capshim import __version__, evidence, jsonread, paths
@@ -33,6 +37,7 @@ from capshim.contracts.names import NAME_RE
 from capshim.contracts.signals import SealGuard
 from capshim.evidence import EvidenceError
 from capshim.paths import SUMS_NAME
+from capshim.contracts import messages
 
 __all__ = ["STUDY_FILE", "SCHEMA", "KINDS", "seal", "seal_quietly", "verify", "is_study", "bundle_folders",
            "read_study"]
@@ -51,6 +56,10 @@ KINDS: dict[str, dict[str, re.Pattern]] = {
              "bundles": re.compile(r"stage-[0-9]+|confirm")},
     "kernels": {"files": re.compile(r"kernels\.(?:md|json)|run\.txt"),
                 "bundles": re.compile(rf"bench-{_NAME}")},
+    # raw/<arm>/<client>.json|.stderr|.status.jsonl: one process per client and arm (stock or a profile)
+    "cuda-clients": {"files": re.compile(rf"clients\.(?:md|json)|run\.txt|raw/{_NAME}/[a-z][a-z0-9-]{{0,31}}"
+                                         r"\.(?:json|stderr|status\.jsonl)"),
+                     "bundles": re.compile(r"(?!)")},  # no nested bundle
 }
 
 SEALED_AFTER_NOTE = ("sealed after the run (capshim evidence seal-study): the seal proves the files are unchanged "
@@ -79,15 +88,19 @@ def _study_files(root: Path, bundles: list[str]) -> list[str]:
     return sorted(set(names) | {STUDY_FILE})
 
 
-def seal(root: str | Path, kind: str, *, sealed_after: bool = False, error: str | None = None) -> Path:
+def seal(root: str | Path, kind: str, *, sealed_after: bool = False, error: str | None = None,
+         facts: dict | None = None) -> Path:
     """Write ``study.json`` and then, last and atomically, the study's SHA256SUMS at the top of ``root``.
 
     Args:
         root: the study folder (the command's ``--out``).
-        kind: ``ablate``, ``tune`` or ``kernels``.
+        kind: ``ablate``, ``tune``, ``kernels`` or ``cuda-clients``.
         sealed_after: the folder was written before capshim sealed studies and is sealed now
             (``capshim evidence seal-study``): study.json says so, with the date.
         error: the command stopped on this error after writing some results; recorded in study.json.
+        facts: what a study without nested bundles records of its run (its metadata.json facts):
+            ``{"command": [argv...], "machine": str, "software": {name: version}, "started_utc",
+            "finished_utc"}``; recorded in study.json as ``facts`` (the folder's README reads it).
 
     Returns:
         The SHA256SUMS path.
@@ -123,6 +136,8 @@ def seal(root: str | Path, kind: str, *, sealed_after: bool = False, error: str 
     if error is not None:
         doc["complete"] = False
         doc["error"] = error[:2000]
+    if facts is not None:
+        doc["facts"] = facts
     guard_cm = SealGuard("the study")
     with guard_cm:  # Ctrl-C, SIGTERM, SIGHUP wait until both files are written (or taken back)
         sums = _write_seal(p, doc, bundles, sealed_after)
@@ -166,9 +181,9 @@ def seal_quietly(root: str | Path, kind: str, error: BaseException) -> None:
         if not p.is_dir() or p.is_symlink() or not any(p.iterdir()) or os.path.lexists(p / SUMS_NAME):
             return
         seal(p, kind, error=f"{type(error).__name__}: {error}")
-        print(f"capshim: the results written before the error are sealed: {p / SUMS_NAME}", file=sys.stderr)
+        messages.emit(f"the results written before the error are sealed: {p / SUMS_NAME}")
     except (OSError, EvidenceError, paths.StorageError) as exc:
-        print(f"capshim: could not seal {p} after the error: {exc}", file=sys.stderr)
+        messages.emit(f"could not seal {p} after the error: {exc}")
 
 
 def is_study(root: str | Path) -> bool:

@@ -21,8 +21,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from capshim.contracts import messages
 from capshim.profiles.catalog import KINDS, ORDERED
-from capshim.profiles.model import Profile, escape, format_cc, format_version, name_key, parse_version
+from capshim.profiles.model import Profile, escape, format_value, format_version, name_key, parse_version
 from capshim.profiles.table import load as load_table
 
 
@@ -179,13 +180,9 @@ def _hidden_finding(ext: str, keys: list[str], device: Any) -> Finding:
 
 
 def _show(vtype: str, v: Any) -> Any:
-    if vtype == "cc":
-        return format_cc(v)
-    if vtype == "version":
-        return format_version(v)
     if vtype == "bool":
         return "true" if v else "false"
-    return f"{v:#x}" if vtype == "flags" else v
+    return format_value(vtype, v)
 
 
 def no_effect(profile: Profile, base: dict, base_name: str = "the device") -> list[Finding]:
@@ -280,7 +277,7 @@ def group_same(findings: list[Finding], base_name: str = "the device") -> list[F
     if not same:
         return []
     parts = [f.message.split(": no effect", 1)[0] for f in same]
-    shown = ", ".join(parts[:SAME_SHOWN]) + (f" (+{len(parts) - SAME_SHOWN} more)" if len(parts) > SAME_SHOWN else "")
+    shown = messages.summarise(parts, first=SAME_SHOWN)  # the first few; capshim --verbose: every one
     return [Finding("no effect", None, None, "warn",
                     f"{len(same)} answer{'s' if len(same) > 1 else ''} change{'' if len(same) > 1 else 's'} "
                     f"nothing: {base_name} already gives {'them' if len(same) > 1 else 'it'} (or does not report, "
@@ -342,7 +339,7 @@ def check_against_device(profile: Profile, device_answers: dict, base: dict | No
         exact property changes (``override_exact``), for every answer that
         changes nothing (:func:`no_effect`, both directions, extensions
         included; the layer keeps a listed extension's spec version,
-        ``layer.c``) and for what :func:`check_alone` finds. Metal profiles: none;
+        ``layer_answers.c``) and for what :func:`check_alone` finds. Metal profiles: none;
         CUDA profiles: the no-effect warnings alone (lower-only, no consistency rules).
     """
     if profile.api == "cuda":  # lower-only and no consistency rules: only what changes nothing

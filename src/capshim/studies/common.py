@@ -36,7 +36,7 @@ from capshim.bench.request import BenchRequest
 from capshim.bench.workloads import builtin
 from capshim.contracts import folders, names, signals
 from capshim.contracts.suggest import did_you_mean
-from capshim.errors import CapshimError, UsageError
+from capshim.errors import EXIT_WORKLOAD, CapshimError, UsageError
 from capshim.evidence import study as seal
 from capshim.export.markdown import pipe_table
 from capshim.profiles import Profile
@@ -290,11 +290,11 @@ def run_arms(arm_specs: list[str], out: Path, *, repetitions: int, warmup: int, 
 
 #: What else the studies take from the bench, named here so that re-pointing :func:`run_arms` to a new
 #: bench API is one file: the built-in workload's model presets and model resolution (kernels), and the
-#: bench's reason why an arm is not a result. (The llama.cpp device-line parser, capshim.bench.attest,
-#: is read by the kernels fingerprint directly: a parser, not the bench.)
+#: reason why an arm is not a result (the summary contract's, written with the states). (The llama.cpp
+#: device-line parser, capshim.bench.attest, is read by the kernels fingerprint directly: a parser.)
 MODEL_PRESETS = builtin.MODEL_PRESETS
 resolve_model = builtin.resolve_model
-arm_reason = plan.arm_reason
+arm_reason = summary.arm_reason
 
 
 def stock_probe(api: str | None = None) -> tuple[dict, dict]:
@@ -418,7 +418,7 @@ def main_test(summary: dict, wanted: str | None = None) -> str:
                              f"({', '.join(tests) or 'none'})")
         return wanted
     if not tests:
-        raise CapshimError("the bench produced no samples (every run failed?)", exit_code=1)
+        raise CapshimError("the bench produced no samples (every run failed?)", exit_code=EXIT_WORKLOAD)
     return next((t for t in tests if t.startswith("pp")), tests[0])
 
 

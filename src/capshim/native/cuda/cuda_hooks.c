@@ -1,16 +1,16 @@
 /* capshim CUDA shim: the exported entry points (the wrappers) and dlsym.
  *
- * Every wrapper finds its real function (remembered from a substitution, else
- * dlsym(RTLD_NEXT)), calls it with the caller's arguments unchanged, and
- * lowers the answer only when the call succeeded and the shim is active
- * (cuda_shim.c). A missing real function answers cudaErrorSymbolNotFound /
- * CUDA_ERROR_NOT_FOUND (500). Prototypes: CUDA 13.0 cuda_runtime_api.h and cuda.h,
+ * Every wrapper finds its real function (an exported one: for its caller,
+ * cuda_resolve.c; a bound one: the function it was bound to), calls it with the
+ * caller's arguments unchanged, and lowers the answer only when the call
+ * succeeded and the shim is active (cuda_shim.c). A missing real function
+ * answers cudaErrorSymbolNotFound / CUDA_ERROR_NOT_FOUND (500) and is reported
+ * ("unresolved"). Prototypes: CUDA 13.0 cuda_runtime_api.h and cuda.h,
  * declared here so the shim builds without CUDA installed.
  *
  * Substitution: dlsym, cuGetProcAddress(_v2) and cudaGetDriverEntryPoint(ByVersion)(_ptsz)
- * hand out a wrapper in place of a real function the shim wraps, after the real
- * call succeeded with the caller's version and flags; the real pointer is
- * remembered. dlsym is interposed because every NVIDIA library reaches libcuda
+ * hand out a wrapper bound to the real function the shim wraps, after the real
+ * call succeeded with the caller's version and flags. dlsym is interposed because every NVIDIA library reaches libcuda
  * through dlopen + dlsym (measured on the H200, /work/notes/cuda-spec.md).
  */
 #define _GNU_SOURCE
@@ -48,13 +48,7 @@ CAPSHIM_NO_SANITIZE void *capshim_cuda_real_dlsym(void *handle, const char *name
     return f != NULL ? f(handle, name) : NULL;
 }
 
-/* The link map of the object holding address p, or NULL. */
-CAPSHIM_NO_SANITIZE static struct link_map *map_of(const void *p) {
-    Dl_info info;
-    void *map = NULL;
-    if (p == NULL || dladdr1(p, &info, &map, RTLD_DL_LINKMAP) == 0) return NULL;
-    return (struct link_map *)map;
-}
+#define map_of capshim_cuda_map_of
 
 /* dlsym(RTLD_NEXT, name) for the object that called it. glibc resolves RTLD_NEXT after the
  * object that called dlsym, which is this shim once it interposes dlsym: an interposer after the
@@ -93,11 +87,22 @@ CAPSHIM_NO_SANITIZE void *dlsym(void *handle, const char *name) {
         r = next_after(__builtin_return_address(0), name, r, &corrected);
         if (corrected) return r; /* the caller sits after the shim: its calls came through the shim already */
     }
-    if (r == NULL || capshim_cuda_entry_index(name) < 0) return r;
+    if (r != NULL && capshim_nvml_entry_index(name) >= 0) return capshim_nvml_substitute(name, r);
+    int e = r != NULL ? capshim_cuda_entry_index(name) : -1;
+    if (e < 0) return r;
+    /* The lookup found the shim's own export (RTLD_DEFAULT, the main program's handle): it resolves
+     * per caller when called; when nothing behind the shim defines the name, the answer is the
+     * stock one, not found. */
+    if (r == capshim_cuda_wrapper(e)) return capshim_cuda_scope_lookup(e, __builtin_return_address(0)) ? r : NULL;
     return capshim_cuda_substitute(name, r, 0, "dlsym");
 }
 
-#define REAL(type, entry) ((type)(uintptr_t)capshim_cuda_real(entry))
+/* Every wrapper body takes its real function: an exported wrapper's from capshim_cuda_resolve
+ * (for its caller), a bound wrapper's from its slot. enter/leave pair around everything, so a
+ * wrapper reached without a real function still counts as reached (status: "unresolved"). */
+#define CALLER() __builtin_return_address(0)
+#define RESOLVE(type, entry) ((type)(uintptr_t)capshim_cuda_resolve(entry, CALLER()))
+#define SLOT(type, entry, k) ((type)(uintptr_t)capshim_cuda_slot_real(entry, k))
 
 /* ---- runtime ---------------------------------------------------------------- */
 
@@ -105,10 +110,12 @@ typedef capshim_cuerr (*props_fn)(void *, int);
 typedef capshim_cuerr (*rt_entry_fn)(const char *, void **, unsigned long long, int *);
 typedef capshim_cuerr (*rt_entry_ver_fn)(const char *, void **, unsigned int, unsigned long long, int *);
 
-static capshim_cuerr props(int entry, void *prop, int device) {
-    props_fn real = REAL(props_fn, entry);
-    if (real == NULL) return CAPSHIM_CU_NOT_FOUND;
+static capshim_cuerr do_props(int entry, props_fn real, void *prop, int device) {
     int lower = capshim_cuda_enter(entry);
+    if (real == NULL) {
+        capshim_cuda_leave();
+        return CAPSHIM_CU_NOT_FOUND;
+    }
     capshim_cuerr rc = real(prop, device);
     if (rc == CAPSHIM_CU_SUCCESS && lower && prop != NULL) {
         const char *query = capshim_cuda_entry_names[entry];
@@ -128,21 +135,16 @@ static capshim_cuerr props(int entry, void *prop, int device) {
     return rc;
 }
 
-EXPORT capshim_cuerr cudaGetDeviceProperties(void *prop, int device);
-capshim_cuerr cudaGetDeviceProperties(void *prop, int device) { return props(E_cudaGetDeviceProperties, prop, device); }
-
-EXPORT capshim_cuerr cudaGetDeviceProperties_v2(void *prop, int device);
-capshim_cuerr cudaGetDeviceProperties_v2(void *prop, int device) {
-    return props(E_cudaGetDeviceProperties_v2, prop, device);
-}
-
-EXPORT capshim_cuerr cudaDeviceGetAttribute(int *value, int attr, int device);
-capshim_cuerr cudaDeviceGetAttribute(int *value, int attr, int device) {
-    capshim_attr_fn real = REAL(capshim_attr_fn, E_cudaDeviceGetAttribute);
-    if (real == NULL) return CAPSHIM_CU_NOT_FOUND;
-    int lower = capshim_cuda_enter(E_cudaDeviceGetAttribute);
+/* cudaDeviceGetAttribute and cuDeviceGetAttribute. */
+static capshim_cuerr do_attr(int entry, capshim_attr_fn real, int *value, int attr, int device) {
+    int lower = capshim_cuda_enter(entry);
+    if (real == NULL) {
+        capshim_cuda_leave();
+        return CAPSHIM_CU_NOT_FOUND;
+    }
     capshim_cuerr rc = real(value, attr, device);
-    if (rc == CAPSHIM_CU_SUCCESS && lower) capshim_cuda_lower_attribute("cudaDeviceGetAttribute", value, attr, device, real);
+    if (rc == CAPSHIM_CU_SUCCESS && lower)
+        capshim_cuda_lower_attribute(capshim_cuda_entry_names[entry], value, attr, device, real);
     capshim_cuda_leave();
     return rc;
 }
@@ -155,10 +157,13 @@ static int runtime_version(void *fn) {
     return rv != NULL && rv(&v) == CAPSHIM_CU_SUCCESS ? v : 0;
 }
 
-static capshim_cuerr entry_point(int entry, const char *symbol, void **fp, unsigned long long flags, int *status) {
-    rt_entry_fn real = REAL(rt_entry_fn, entry);
-    if (real == NULL) return CAPSHIM_CU_NOT_FOUND;
+static capshim_cuerr do_entry(int entry, rt_entry_fn real, const char *symbol, void **fp, unsigned long long flags,
+                              int *status) {
     (void)capshim_cuda_enter(entry);
+    if (real == NULL) {
+        capshim_cuda_leave();
+        return CAPSHIM_CU_NOT_FOUND;
+    }
     capshim_cuerr rc = real(symbol, fp, flags, status);
     if (rc == CAPSHIM_CU_SUCCESS && fp != NULL && *fp != NULL)
         *fp = capshim_cuda_substitute(symbol, *fp, runtime_version((void *)(uintptr_t)real),
@@ -167,41 +172,18 @@ static capshim_cuerr entry_point(int entry, const char *symbol, void **fp, unsig
     return rc;
 }
 
-static capshim_cuerr entry_point_ver(int entry, const char *symbol, void **fp, unsigned int version,
-                                     unsigned long long flags, int *status) {
-    rt_entry_ver_fn real = REAL(rt_entry_ver_fn, entry);
-    if (real == NULL) return CAPSHIM_CU_NOT_FOUND;
+static capshim_cuerr do_entry_ver(int entry, rt_entry_ver_fn real, const char *symbol, void **fp,
+                                  unsigned int version, unsigned long long flags, int *status) {
     (void)capshim_cuda_enter(entry);
+    if (real == NULL) {
+        capshim_cuda_leave();
+        return CAPSHIM_CU_NOT_FOUND;
+    }
     capshim_cuerr rc = real(symbol, fp, version, flags, status);
     if (rc == CAPSHIM_CU_SUCCESS && fp != NULL && *fp != NULL)
         *fp = capshim_cuda_substitute(symbol, *fp, (int)version, capshim_cuda_entry_names[entry]);
     capshim_cuda_leave();
     return rc;
-}
-
-EXPORT capshim_cuerr cudaGetDriverEntryPoint(const char *symbol, void **fp, unsigned long long flags, int *status);
-capshim_cuerr cudaGetDriverEntryPoint(const char *symbol, void **fp, unsigned long long flags, int *status) {
-    return entry_point(E_cudaGetDriverEntryPoint, symbol, fp, flags, status);
-}
-
-EXPORT capshim_cuerr cudaGetDriverEntryPoint_ptsz(const char *symbol, void **fp, unsigned long long flags,
-                                                  int *status);
-capshim_cuerr cudaGetDriverEntryPoint_ptsz(const char *symbol, void **fp, unsigned long long flags, int *status) {
-    return entry_point(E_cudaGetDriverEntryPoint_ptsz, symbol, fp, flags, status);
-}
-
-EXPORT capshim_cuerr cudaGetDriverEntryPointByVersion(const char *symbol, void **fp, unsigned int version,
-                                                      unsigned long long flags, int *status);
-capshim_cuerr cudaGetDriverEntryPointByVersion(const char *symbol, void **fp, unsigned int version,
-                                               unsigned long long flags, int *status) {
-    return entry_point_ver(E_cudaGetDriverEntryPointByVersion, symbol, fp, version, flags, status);
-}
-
-EXPORT capshim_cuerr cudaGetDriverEntryPointByVersion_ptsz(const char *symbol, void **fp, unsigned int version,
-                                                           unsigned long long flags, int *status);
-capshim_cuerr cudaGetDriverEntryPointByVersion_ptsz(const char *symbol, void **fp, unsigned int version,
-                                                    unsigned long long flags, int *status) {
-    return entry_point_ver(E_cudaGetDriverEntryPointByVersion_ptsz, symbol, fp, version, flags, status);
 }
 
 /* ---- driver ----------------------------------------------------------------- */
@@ -212,44 +194,36 @@ typedef capshim_cuerr (*devprop_fn)(void *, int);
 typedef capshim_cuerr (*proc_fn)(const char *, void **, int, cuuint64_t);
 typedef capshim_cuerr (*proc_v2_fn)(const char *, void **, int, cuuint64_t, int *);
 
-EXPORT capshim_cuerr cuDeviceGetAttribute(int *value, int attr, int device);
-capshim_cuerr cuDeviceGetAttribute(int *value, int attr, int device) {
-    capshim_attr_fn real = REAL(capshim_attr_fn, E_cuDeviceGetAttribute);
-    if (real == NULL) return CAPSHIM_CU_NOT_FOUND;
-    int lower = capshim_cuda_enter(E_cuDeviceGetAttribute);
-    capshim_cuerr rc = real(value, attr, device);
-    if (rc == CAPSHIM_CU_SUCCESS && lower) capshim_cuda_lower_attribute("cuDeviceGetAttribute", value, attr, device, real);
-    capshim_cuda_leave();
-    return rc;
-}
-
-EXPORT capshim_cuerr cuDeviceGetName(char *name, int len, int device);
-capshim_cuerr cuDeviceGetName(char *name, int len, int device) {
-    name_fn real = REAL(name_fn, E_cuDeviceGetName);
-    if (real == NULL) return CAPSHIM_CU_NOT_FOUND;
-    int lower = capshim_cuda_enter(E_cuDeviceGetName);
+static capshim_cuerr do_name(int entry, name_fn real, char *name, int len, int device) {
+    int lower = capshim_cuda_enter(entry);
+    if (real == NULL) {
+        capshim_cuda_leave();
+        return CAPSHIM_CU_NOT_FOUND;
+    }
     capshim_cuerr rc = real(name, len, device);
     if (rc == CAPSHIM_CU_SUCCESS && lower && len > 0) capshim_cuda_lower_name("cuDeviceGetName", name, (size_t)len);
     capshim_cuda_leave();
     return rc;
 }
 
-EXPORT capshim_cuerr cuDeviceComputeCapability(int *major, int *minor, int device);
-capshim_cuerr cuDeviceComputeCapability(int *major, int *minor, int device) {
-    cc_fn real = REAL(cc_fn, E_cuDeviceComputeCapability);
-    if (real == NULL) return CAPSHIM_CU_NOT_FOUND;
-    int lower = capshim_cuda_enter(E_cuDeviceComputeCapability);
+static capshim_cuerr do_cc(int entry, cc_fn real, int *major, int *minor, int device) {
+    int lower = capshim_cuda_enter(entry);
+    if (real == NULL) {
+        capshim_cuda_leave();
+        return CAPSHIM_CU_NOT_FOUND;
+    }
     capshim_cuerr rc = real(major, minor, device);
     if (rc == CAPSHIM_CU_SUCCESS && lower) capshim_cuda_lower_pair("cuDeviceComputeCapability", major, minor);
     capshim_cuda_leave();
     return rc;
 }
 
-EXPORT capshim_cuerr cuDeviceGetProperties(void *prop, int device);
-capshim_cuerr cuDeviceGetProperties(void *prop, int device) {
-    devprop_fn real = REAL(devprop_fn, E_cuDeviceGetProperties);
-    if (real == NULL) return CAPSHIM_CU_NOT_FOUND;
-    int lower = capshim_cuda_enter(E_cuDeviceGetProperties);
+static capshim_cuerr do_devprop(int entry, devprop_fn real, void *prop, int device) {
+    int lower = capshim_cuda_enter(entry);
+    if (real == NULL) {
+        capshim_cuda_leave();
+        return CAPSHIM_CU_NOT_FOUND;
+    }
     capshim_cuerr rc = real(prop, device);
     if (rc == CAPSHIM_CU_SUCCESS && lower) {
         capshim_attr_fn attr =
@@ -260,11 +234,12 @@ capshim_cuerr cuDeviceGetProperties(void *prop, int device) {
     return rc;
 }
 
-EXPORT capshim_cuerr cuGetProcAddress(const char *symbol, void **pfn, int version, cuuint64_t flags);
-capshim_cuerr cuGetProcAddress(const char *symbol, void **pfn, int version, cuuint64_t flags) {
-    proc_fn real = REAL(proc_fn, E_cuGetProcAddress);
-    if (real == NULL) return CAPSHIM_CU_NOT_FOUND;
-    (void)capshim_cuda_enter(E_cuGetProcAddress);
+static capshim_cuerr do_proc(int entry, proc_fn real, const char *symbol, void **pfn, int version, cuuint64_t flags) {
+    (void)capshim_cuda_enter(entry);
+    if (real == NULL) {
+        capshim_cuda_leave();
+        return CAPSHIM_CU_NOT_FOUND;
+    }
     capshim_cuerr rc = real(symbol, pfn, version, flags);
     if (rc == CAPSHIM_CU_SUCCESS && pfn != NULL && *pfn != NULL)
         *pfn = capshim_cuda_substitute(symbol, *pfn, version, "cuGetProcAddress");
@@ -272,11 +247,13 @@ capshim_cuerr cuGetProcAddress(const char *symbol, void **pfn, int version, cuui
     return rc;
 }
 
-EXPORT capshim_cuerr cuGetProcAddress_v2(const char *symbol, void **pfn, int version, cuuint64_t flags, int *status);
-capshim_cuerr cuGetProcAddress_v2(const char *symbol, void **pfn, int version, cuuint64_t flags, int *status) {
-    proc_v2_fn real = REAL(proc_v2_fn, E_cuGetProcAddress_v2);
-    if (real == NULL) return CAPSHIM_CU_NOT_FOUND;
-    (void)capshim_cuda_enter(E_cuGetProcAddress_v2);
+static capshim_cuerr do_proc_v2(int entry, proc_v2_fn real, const char *symbol, void **pfn, int version,
+                                cuuint64_t flags, int *status) {
+    (void)capshim_cuda_enter(entry);
+    if (real == NULL) {
+        capshim_cuda_leave();
+        return CAPSHIM_CU_NOT_FOUND;
+    }
     capshim_cuerr rc = real(symbol, pfn, version, flags, status);
     if (rc == CAPSHIM_CU_SUCCESS && pfn != NULL && *pfn != NULL)
         *pfn = capshim_cuda_substitute(symbol, *pfn, version, "cuGetProcAddress_v2");
@@ -284,21 +261,79 @@ capshim_cuerr cuGetProcAddress_v2(const char *symbol, void **pfn, int version, c
     return rc;
 }
 
+/* ---- the wrappers: each entry point's exported one and its bound ones ----------------- */
+
+/* X(name, kind): kind names the body (do_KIND), its function type and its parameters. */
+#define CAPSHIM_CUDA_WRAPPED(X)                              \
+    X(cudaGetDeviceProperties, props)                        \
+    X(cudaGetDeviceProperties_v2, props)                     \
+    X(cudaDeviceGetAttribute, attr)                          \
+    X(cudaGetDriverEntryPoint, entry)                        \
+    X(cudaGetDriverEntryPoint_ptsz, entry)                   \
+    X(cudaGetDriverEntryPointByVersion, entry_ver)           \
+    X(cudaGetDriverEntryPointByVersion_ptsz, entry_ver)      \
+    X(cuDeviceGetAttribute, attr)                            \
+    X(cuDeviceGetName, name)                                 \
+    X(cuDeviceComputeCapability, cc)                         \
+    X(cuDeviceGetProperties, devprop)                        \
+    X(cuGetProcAddress, proc)                                \
+    X(cuGetProcAddress_v2, proc_v2)
+
+#define PARAMS_props void *prop, int device
+#define ARGS_props prop, device
+#define TYPE_props props_fn
+#define PARAMS_attr int *value, int attr, int device
+#define ARGS_attr value, attr, device
+#define TYPE_attr capshim_attr_fn
+#define PARAMS_entry const char *symbol, void **fp, unsigned long long flags, int *status
+#define ARGS_entry symbol, fp, flags, status
+#define TYPE_entry rt_entry_fn
+#define PARAMS_entry_ver const char *symbol, void **fp, unsigned int version, unsigned long long flags, int *status
+#define ARGS_entry_ver symbol, fp, version, flags, status
+#define TYPE_entry_ver rt_entry_ver_fn
+#define PARAMS_name char *name, int len, int device
+#define ARGS_name name, len, device
+#define TYPE_name name_fn
+#define PARAMS_cc int *major, int *minor, int device
+#define ARGS_cc major, minor, device
+#define TYPE_cc cc_fn
+#define PARAMS_devprop void *prop, int device
+#define ARGS_devprop prop, device
+#define TYPE_devprop devprop_fn
+#define PARAMS_proc const char *symbol, void **pfn, int version, cuuint64_t flags
+#define ARGS_proc symbol, pfn, version, flags
+#define TYPE_proc proc_fn
+#define PARAMS_proc_v2 const char *symbol, void **pfn, int version, cuuint64_t flags, int *status
+#define ARGS_proc_v2 symbol, pfn, version, flags, status
+#define TYPE_proc_v2 proc_v2_fn
+
+#define EXPORTED(N, K)                                                                  \
+    EXPORT capshim_cuerr N(PARAMS_##K);                                                 \
+    capshim_cuerr N(PARAMS_##K) { return do_##K(E_##N, RESOLVE(TYPE_##K, E_##N), ARGS_##K); }
+CAPSHIM_CUDA_WRAPPED(EXPORTED)
+#undef EXPORTED
+
+#define FOR_SLOTS(M, N, K) M(0, N, K) M(1, N, K) M(2, N, K) M(3, N, K) M(4, N, K) M(5, N, K) M(6, N, K) M(7, N, K)
+_Static_assert(CAPSHIM_CUDA_SLOTS == 8, "FOR_SLOTS lists CAPSHIM_CUDA_SLOTS wrappers");
+#define BOUND(k, N, K) \
+    static capshim_cuerr N##_slot##k(PARAMS_##K) { return do_##K(E_##N, SLOT(TYPE_##K, E_##N, k), ARGS_##K); }
+#define BOUND_ALL(N, K) FOR_SLOTS(BOUND, N, K)
+CAPSHIM_CUDA_WRAPPED(BOUND_ALL)
+#undef BOUND_ALL
+#undef BOUND
+
 void *capshim_cuda_wrapper(int entry) {
-    static void *const wrappers[E_COUNT] = {
-        (void *)(uintptr_t)cudaGetDeviceProperties,
-        (void *)(uintptr_t)cudaGetDeviceProperties_v2,
-        (void *)(uintptr_t)cudaDeviceGetAttribute,
-        (void *)(uintptr_t)cudaGetDriverEntryPoint,
-        (void *)(uintptr_t)cudaGetDriverEntryPoint_ptsz,
-        (void *)(uintptr_t)cudaGetDriverEntryPointByVersion,
-        (void *)(uintptr_t)cudaGetDriverEntryPointByVersion_ptsz,
-        (void *)(uintptr_t)cuDeviceGetAttribute,
-        (void *)(uintptr_t)cuDeviceGetName,
-        (void *)(uintptr_t)cuDeviceComputeCapability,
-        (void *)(uintptr_t)cuDeviceGetProperties,
-        (void *)(uintptr_t)cuGetProcAddress,
-        (void *)(uintptr_t)cuGetProcAddress_v2,
-    };
+#define ADDR(N, K) [E_##N] = (void *)(uintptr_t)N,
+    static void *const wrappers[E_COUNT] = {CAPSHIM_CUDA_WRAPPED(ADDR)};
+#undef ADDR
     return entry >= 0 && entry < E_COUNT ? wrappers[entry] : NULL;
+}
+
+void *capshim_cuda_slot(int entry, int slot) {
+#define SLOT_ADDR(k, N, K) (void *)(uintptr_t)N##_slot##k,
+#define ROW(N, K) [E_##N] = {FOR_SLOTS(SLOT_ADDR, N, K)},
+    static void *const slots[E_COUNT][CAPSHIM_CUDA_SLOTS] = {CAPSHIM_CUDA_WRAPPED(ROW)};
+#undef ROW
+#undef SLOT_ADDR
+    return entry >= 0 && entry < E_COUNT && slot >= 0 && slot < CAPSHIM_CUDA_SLOTS ? slots[entry][slot] : NULL;
 }

@@ -10,6 +10,12 @@
  *    "attributes": {key: value via cudaDeviceGetAttribute},
  *    "driver": {key: value via cuDeviceGetAttribute, "cuDeviceComputeCapability",
  *               "cuDeviceGetName", "cuDeviceGetProperties": {key: value}}}
+ *    "nvml": {"library", "match": "pci"|"index", "answers": {"computeCapability" (nvmlDeviceGetCudaComputeCapability),
+ *             "deviceName" (nvmlDeviceGetName), "multiProcessorCount" and "memorySizeMB"
+ *             (nvmlDeviceGetAttributes_v2), "architecture" (nvmlDeviceGetArchitecture)},
+ *             "refused": {query: NVML error}} or {"error": ...}}
+ * The NVML device is the CUDA device's by PCI bus id (cudaDeviceGetPCIBusId,
+ * nvmlDeviceGetHandleByPciBusId_v2), else by index (a stand-in without either).
  * computeCapability is major * 10 + minor. Exit 1 with {"error": ...} when no runtime,
  * no driver or no such device. Offsets: cuda_table.h (generated from the capability table).
  */
@@ -123,6 +129,94 @@ static void print_driver(void *drv, int device) {
     printf("}");
 }
 
+/* nvmlDeviceAttributes_t (nvml.h; nvidia-ml-py's c_nvmlDeviceAttributes): 8 unsigned ints, then MiB. */
+struct nvml_attributes {
+    unsigned int multiprocessorCount, other[7];
+    unsigned long long memorySizeMB;
+};
+
+typedef int (*nvml_init_fn)(void);
+typedef int (*nvml_index_fn)(unsigned int, void **);
+typedef int (*nvml_pci_fn)(const char *, void **);
+typedef int (*nvml_cc_fn)(void *, int *, int *);
+typedef int (*nvml_name_fn)(void *, char *, unsigned int);
+typedef int (*nvml_attrs_fn)(void *, struct nvml_attributes *);
+typedef int (*nvml_arch_fn)(void *, unsigned int *);
+typedef int (*pci_fn)(char *, int, int);
+
+/* Appends "query": rc to the JSON members in buf (n: its length so far; cut short, never overrun). */
+static void refused_add(char *buf, size_t size, size_t *n, const char *query, int rc) {
+    if (*n + 1 >= size) return;
+    int w = snprintf(buf + *n, size - *n, "%s\"%s\": %d", *n ? ", " : "", query, rc);
+    *n = w < 0 ? *n : *n + (size_t)w >= size ? size - 1 : *n + (size_t)w;
+}
+
+/* What NVML answers for the CUDA device (an NVML without a device or the library: "error"). */
+static void print_nvml(void *rt, int device) {
+    printf("\"nvml\": {");
+    void *h = dlopen("libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL);
+    nvml_init_fn init = (nvml_init_fn)(uintptr_t)sym(h, "nvmlInit_v2");
+    if (h == NULL || init == NULL || init() != 0) {
+        printf("\"error\": \"%s\"}", h == NULL ? "no libnvidia-ml.so.1" : "nvmlInit_v2 failed");
+        return;
+    }
+    void *dev = NULL;
+    const char *match = "pci";
+    char bus[64] = "";
+    pci_fn busid = (pci_fn)(uintptr_t)sym(rt, "cudaDeviceGetPCIBusId");
+    nvml_pci_fn by_pci = (nvml_pci_fn)(uintptr_t)sym(h, "nvmlDeviceGetHandleByPciBusId_v2");
+    if (busid == NULL || by_pci == NULL || busid(bus, (int)sizeof bus, device) != 0 || by_pci(bus, &dev) != 0) {
+        nvml_index_fn by_index = (nvml_index_fn)(uintptr_t)sym(h, "nvmlDeviceGetHandleByIndex_v2");
+        match = "index";
+        if (by_index == NULL || by_index((unsigned int)device, &dev) != 0) {
+            printf("\"error\": \"no NVML device for CUDA device %d\"}", device);
+            return;
+        }
+    }
+    printf("\"library\": \"libnvidia-ml.so.1\", \"match\": \"%s\", \"answers\": {", match);
+    char refused[512] = "";
+    size_t nref = 0;
+    const char *sep = "";
+    nvml_cc_fn cc = (nvml_cc_fn)(uintptr_t)sym(h, "nvmlDeviceGetCudaComputeCapability");
+    int major = -1, minor = -1, rc = cc != NULL ? cc(dev, &major, &minor) : -1;
+    if (rc == 0) {
+        printf("\"computeCapability\": %d", major * 10 + minor);
+        sep = ", ";
+    } else {
+        refused_add(refused, sizeof refused, &nref, "nvmlDeviceGetCudaComputeCapability", rc);
+    }
+    nvml_name_fn nm = (nvml_name_fn)(uintptr_t)sym(h, "nvmlDeviceGetName");
+    char name[96] = "", esc[2 * sizeof name];
+    rc = nm != NULL ? nm(dev, name, (unsigned int)sizeof name) : -1;
+    if (rc == 0) {
+        name[sizeof name - 1] = '\0';
+        capshim_status_escape(esc, sizeof esc, name);
+        printf("%s\"deviceName\": \"%s\"", sep, esc);
+        sep = ", ";
+    } else {
+        refused_add(refused, sizeof refused, &nref, "nvmlDeviceGetName", rc);
+    }
+    nvml_attrs_fn at = (nvml_attrs_fn)(uintptr_t)sym(h, "nvmlDeviceGetAttributes_v2");
+    struct nvml_attributes a;
+    memset(&a, 0, sizeof a);
+    rc = at != NULL ? at(dev, &a) : -1;
+    if (rc == 0) {
+        printf("%s\"multiProcessorCount\": %u, \"memorySizeMB\": %llu", sep, a.multiprocessorCount, a.memorySizeMB);
+        sep = ", ";
+    } else {
+        refused_add(refused, sizeof refused, &nref, "nvmlDeviceGetAttributes_v2", rc);
+    }
+    nvml_arch_fn ar = (nvml_arch_fn)(uintptr_t)sym(h, "nvmlDeviceGetArchitecture");
+    unsigned int arch = 0;
+    rc = ar != NULL ? ar(dev, &arch) : -1;
+    if (rc == 0) {
+        printf("%s\"architecture\": %u", sep, arch);
+    } else {
+        refused_add(refused, sizeof refused, &nref, "nvmlDeviceGetArchitecture", rc);
+    }
+    printf("}, \"refused\": {%s}}", refused);
+}
+
 int main(int argc, char **argv) {
     int device = 0;
     if (argc == 3 && strcmp(argv[1], "--device") == 0) {
@@ -176,6 +270,8 @@ int main(int argc, char **argv) {
     (void)attrs_body((attr_fn)(uintptr_t)sym(rt, "cudaDeviceGetAttribute"), device);
     printf("}, ");
     print_driver(drv, device);
+    printf(", ");
+    print_nvml(rt, device);
     printf("}\n");
     return 0;
 }

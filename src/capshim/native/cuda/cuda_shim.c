@@ -8,11 +8,11 @@
  *
  * Configuration (one spelling per source):
  *   CAPSHIM_CUDA_CONFIG   path of a key=value file, parsed by the Vulkan layer's
- *                         strict parser (native/vulkan/config.c) with the CUDA
+ *                         strict parser (native/common/config.c) with the CUDA
  *                         keyspec (cuda_table.h): direction=lower (required;
  *                         raise is refused), profile=NAME, deviceName=PCT-ENCODED,
  *                         KEY=NUMBER; extension.* is refused.
- *   CAPSHIM_STATUS_FILE   JSON-lines status events (native/vulkan/status.h), shim "cuda"
+ *   CAPSHIM_STATUS_FILE   JSON-lines status events (native/common/status.h), shim "cuda"
  *   CAPSHIM_QUIET=1       no stderr banner
  *   CAPSHIM_TARGET_PID    set by `capshim run`: a process with another pid stays stock
  *   CAPSHIM_CUDA_SUBSTITUTE=0  a diagnostic: the exported names alone; dlsym and the
@@ -24,6 +24,7 @@
  *                         so its children start stock; a wrapper that execs the real
  *                         program in the same pid (a pyenv shim) reaches none and
  *                         hands the shim on.
+ * Which real function each wrapper calls: cuda_resolve.c (per caller, or bound).
  * Anything unexpected (no configuration, a bad one, a struct whose layout does
  * not check out, a real function that is missing) leaves the answers stock and
  * is reported; the shim never aborts or blocks the host process.
@@ -74,7 +75,6 @@ static int g_no_substitute;         /* CAPSHIM_CUDA_SUBSTITUTE=0 */
 static int g_pinned;                /* the target of CAPSHIM_TARGET_PID: a fork()ed child stays stock */
 static pid_t g_pid;
 static struct capshim_config g_cfg; /* idem */
-static _Atomic(void *) g_real[E_COUNT];
 static atomic_uint g_reached;      /* bit per entry point called */
 static atomic_uint g_substituted;  /* bit per entry point handed out in place of the real one */
 static atomic_int g_hooks_done;
@@ -82,7 +82,7 @@ static __thread int t_depth;        /* wrappers on this thread's stack */
 
 static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct change {
-    int query;
+    const char *query;
     const char *key;
     uint64_t stock, reported;
 } g_changes[MAX_CHANGES];
@@ -321,23 +321,17 @@ CAPSHIM_NO_SANITIZE int capshim_cuda_entry_index(const char *name) {
     return -1;
 }
 
-int capshim_cuda_is_wrapper(const void *fn) {
-    for (int e = 0; e < E_COUNT; e++)
-        if (fn != NULL && fn == capshim_cuda_wrapper(e)) return 1;
+CAPSHIM_NO_SANITIZE int capshim_cuda_is_wrapper(const void *fn) {
+    if (fn == NULL) return 0;
+    for (int e = 0; e < E_COUNT; e++) {
+        if (fn == capshim_cuda_wrapper(e)) return 1;
+        for (int k = 0; k < CAPSHIM_CUDA_SLOTS; k++)
+            if (fn == capshim_cuda_slot(e, k)) return 1;
+    }
     return 0;
 }
 
-void *capshim_cuda_real(int entry) {
-    if (entry < 0 || entry >= E_COUNT) return NULL;
-    void *fn = atomic_load(&g_real[entry]);
-    if (fn != NULL) return fn;
-    fn = capshim_cuda_real_dlsym(RTLD_NEXT, capshim_cuda_entry_names[entry]);
-    if (fn != NULL && !capshim_cuda_is_wrapper(fn)) atomic_store(&g_real[entry], fn);
-    return capshim_cuda_is_wrapper(fn) ? NULL : fn;
-}
-
 void *capshim_cuda_substitute(const char *name, void *fn, int cuda_version, const char *via) {
-    (void)via;
     int e = capshim_cuda_entry_index(name);
     if (e < 0 || fn == NULL || capshim_cuda_is_wrapper(fn) || !capshim_cuda_active() || g_no_substitute) return fn;
     if (e == E_cuGetProcAddress) {
@@ -347,9 +341,9 @@ void *capshim_cuda_substitute(const char *name, void *fn, int cuda_version, cons
         void *v2 = capshim_cuda_sibling(fn, "cuGetProcAddress_v2");
         if (fn == v2 || (fn != legacy && cuda_version >= 12000)) e = E_cuGetProcAddress_v2;
     }
-    atomic_store(&g_real[e], fn);
-    atomic_fetch_or(&g_substituted, 1u << e);
-    return capshim_cuda_wrapper(e);
+    void *bound = capshim_cuda_bind(e, fn, via);
+    if (bound != fn) atomic_fetch_or(&g_substituted, 1u << e);
+    return bound;
 }
 
 static void hooks_event(int first) {
@@ -388,29 +382,18 @@ void capshim_cuda_leave(void) {
     if (t_depth > 0) t_depth--;
 }
 
-void *capshim_cuda_sibling(void *fn, const char *name) {
-    Dl_info info;
-    if (fn == NULL || dladdr(fn, &info) == 0 || info.dli_fname == NULL) return NULL;
-    void *h = dlopen(info.dli_fname, RTLD_LAZY | RTLD_NOLOAD);
-    if (h == NULL) return NULL;
-    void *sym = capshim_cuda_real_dlsym(h, name);
-    dlclose(h);
-    return capshim_cuda_is_wrapper(sym) ? NULL : sym;
-}
-
 /* ---- lowering ------------------------------------------------------------------ */
 
 static void changed(const char *query, const char *key, uint64_t stock, uint64_t reported) {
-    int q = capshim_cuda_entry_index(query);
     pthread_mutex_lock(&g_lock);
     for (size_t i = 0; i < g_nchanges; i++) {
         struct change *c = &g_changes[i];
-        if (c->query == q && strcmp(c->key, key) == 0 && c->stock == stock && c->reported == reported) {
+        if (strcmp(c->query, query) == 0 && strcmp(c->key, key) == 0 && c->stock == stock && c->reported == reported) {
             pthread_mutex_unlock(&g_lock);
             return;
         }
     }
-    if (g_nchanges < MAX_CHANGES) g_changes[g_nchanges++] = (struct change){q, key, stock, reported};
+    if (g_nchanges < MAX_CHANGES) g_changes[g_nchanges++] = (struct change){query, key, stock, reported};
     pthread_mutex_unlock(&g_lock);
     struct capshim_json j;
     event_begin(&j, "changed");
@@ -435,6 +418,10 @@ static uint64_t lowered(const char *query, const char *key, uint64_t stock) {
     if (!set || cfg >= stock) return stock;
     changed(query, key, stock, cfg);
     return cfg;
+}
+
+uint64_t capshim_cuda_lower_value(const char *query, const char *key, uint64_t stock) {
+    return lowered(query, key, stock);
 }
 
 void capshim_cuda_lower_pair(const char *query, int *major, int *minor) {

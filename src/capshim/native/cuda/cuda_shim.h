@@ -50,28 +50,49 @@ enum capshim_cuda_layout { LAYOUT_UNKNOWN = 0, LAYOUT_11 = 11, LAYOUT_12 = 12, L
 
 typedef capshim_cuerr (*capshim_attr_fn)(int *value, int attr, int device);
 
+/* Wrappers bound to one real function each, per entry point (cuda_resolve.c). */
+#define CAPSHIM_CUDA_SLOTS 8
+
 /* cuda_hooks.c */
+/* The exported wrapper of entry; the bound wrapper number slot of entry. */
 void *capshim_cuda_wrapper(int entry);
+void *capshim_cuda_slot(int entry, int slot);
 void *capshim_cuda_real_dlsym(void *handle, const char *name);
+
+/* cuda_resolve.c */
+struct link_map;
+/* The object holding address p (dladdr1 RTLD_DL_LINKMAP), or NULL. */
+struct link_map *capshim_cuda_map_of(const void *p);
+/* The real function entry's exported wrapper calls for the code at return address ret:
+ * cached per (entry, call site); NULL (and an "unresolved" event) when none is found. */
+void *capshim_cuda_resolve(int entry, const void *ret);
+/* What a lookup of entry's name from the code at caller finds, skipping the shim: the caller's
+ * own dependency scope, then the global scope after the shim; NULL when neither defines it. */
+void *capshim_cuda_scope_lookup(int entry, const void *caller);
+/* A bound wrapper of entry for real (the same one for the same real function), or real itself
+ * when every slot is taken (an "unbound" event names the entry point; via: the path). */
+void *capshim_cuda_bind(int entry, void *real, const char *via);
+/* The real function bound to slot of entry. */
+void *capshim_cuda_slot_real(int entry, int slot);
+/* The symbol `name` in the scope of the library that defines fn (its namespace, then its
+ * dependencies), NULL when not found or when it is one of the shim's wrappers. */
+void *capshim_cuda_sibling(void *fn, const char *name);
 
 /* cuda_shim.c */
 void capshim_cuda_init(void);
 /* Whether this process lowers answers (target process, configuration accepted). */
 int capshim_cuda_active(void);
-/* The entry's real function: remembered from a substitution, else dlsym(RTLD_NEXT). */
-void *capshim_cuda_real(int entry);
 /* Index of a wrapped entry point by name (base names, as dlsym and cuGetProcAddress take them), or -1. */
 int capshim_cuda_entry_index(const char *name);
+/* Whether fn is one of the shim's wrappers (exported or bound). */
 int capshim_cuda_is_wrapper(const void *fn);
 /* When fn (found for name, non-NULL) is a function the shim wraps and the shim is active:
- * remember it as the real one and return the wrapper; else fn. via names the path. */
+ * a wrapper bound to fn (capshim_cuda_bind); else fn. via names the path. */
 void *capshim_cuda_substitute(const char *name, void *fn, int cuda_version, const char *via);
 /* Marks a wrapper reached; returns 1 when this call may lower (active and not nested inside
  * another wrapper on this thread). Pair every call with capshim_cuda_leave. */
 int capshim_cuda_enter(int entry);
 void capshim_cuda_leave(void);
-/* The symbol `name` of the library that defines fn (NULL when not found). */
-void *capshim_cuda_sibling(void *fn, const char *name);
 
 /* Lowering, after a successful real call. query names the entry point. */
 void capshim_cuda_lower_attribute(const char *query, int *value, int attr, int device, capshim_attr_fn real_attr);
@@ -86,5 +107,24 @@ void capshim_cuda_lower_devprop(const char *query, unsigned char *prop, int devi
  * version (or -1) to *version. */
 int capshim_cuda_layout(int entry, void *fn, int *version);
 void capshim_cuda_layout_mismatch(const char *query, int layout, int version, const char *reason);
+/* min(stock, profile) for one numeric key, a change reported under query (a static string). */
+uint64_t capshim_cuda_lower_value(const char *query, const char *key, uint64_t stock);
+
+/* nvml_hooks.c: the NVML door (nvmlDeviceGetCudaComputeCapability, ...), in this order. */
+enum capshim_nvml_entry {
+    N_GetCudaComputeCapability,
+    N_GetName,
+    N_GetAttributes,
+    N_GetAttributes_v2,
+    N_GetArchitecture,
+    N_COUNT
+};
+extern const char *const capshim_nvml_entry_names[N_COUNT];
+/* Index of a wrapped NVML entry point by name, or -1 (safe on dlsym's path: no libc call). */
+int capshim_nvml_entry_index(const char *name);
+void *capshim_nvml_wrapper(int entry);
+/* dlsym's answer fn (non-NULL) for an NVML name: the wrapper in place of a real function the
+ * shim wraps (while active), else fn. */
+void *capshim_nvml_substitute(const char *name, void *fn);
 
 #endif

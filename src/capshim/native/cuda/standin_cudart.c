@@ -1,4 +1,9 @@
-/* A stand-in libcudart.so.13 for the tests (no GPU here, none in CI).
+/* A stand-in libcudart for the tests (no GPU here, none in CI), in two builds:
+ * -DSTANDIN_CUDART_MAJOR=13 is libcudart.so.13 (cudaRuntimeGetVersion 13000, cudaDeviceProp
+ * of 1008 bytes) and -DSTANDIN_CUDART_MAJOR=11 is libcudart.so.11.0 (11080, CUDA 11.8's
+ * 728-byte cudaDeviceProp, no _v2 and no ByVersion getters: 11.8 had neither). Each exports
+ * its names under its own version node (standin_cudart13.map, standin_cudart11.map), as the
+ * real runtimes do, so two of them in one process bind as they would on a real machine.
  *
  * Like the real runtime it dlopens libcuda.so.1 and dlsyms the driver's functions
  * (so the shim's dlsym path is exercised), answers cudaDeviceGetAttribute from the
@@ -9,7 +14,8 @@
  * path is tested apart from the dlsym one.
  *
  * Test knobs (environment):
- *   CAPSHIM_STANDIN_RUNTIME_VERSION  what cudaRuntimeGetVersion answers (default 13000)
+ *   CAPSHIM_STANDIN_RUNTIME_VERSION  what the 13 build's cudaRuntimeGetVersion answers
+ *                                    (default 13000; the 11 build always answers 11080)
  *   CAPSHIM_STANDIN_RESOLVE=dlvsym   every driver function found with dlvsym (bypasses
  *                                    the shim's dlsym)
  *   CAPSHIM_STANDIN_SKEW=1           major/minor/multiProcessorCount written 8 bytes
@@ -27,6 +33,10 @@
 #include <string.h>
 
 #include "cuda_table.h"
+
+#if !defined(STANDIN_CUDART_MAJOR) || (STANDIN_CUDART_MAJOR != 13 && STANDIN_CUDART_MAJOR != 11)
+#error "build with -DSTANDIN_CUDART_MAJOR=13 or 11 (capshim.backends.cuda does)"
+#endif
 
 #define EXPORT __attribute__((visibility("default")))
 typedef int cudaError_t;
@@ -114,8 +124,12 @@ static CUresult attr_of(int *v, int attribute, int device) {
 }
 
 static int runtime_version(void) {
+#if STANDIN_CUDART_MAJOR == 11
+    return 11080;
+#else
     const char *v = getenv("CAPSHIM_STANDIN_RUNTIME_VERSION");
     return v != NULL ? atoi(v) : 13000;
+#endif
 }
 
 EXPORT cudaError_t cudaRuntimeGetVersion(int *v) {
@@ -188,7 +202,9 @@ EXPORT cudaError_t cudaGetDeviceProperties(void *prop, int device) {
     return fill(prop, device, runtime_version() >= 13000 ? 13 : 11);
 }
 
+#if STANDIN_CUDART_MAJOR != 11
 EXPORT cudaError_t cudaGetDeviceProperties_v2(void *prop, int device) { return fill(prop, device, 12); }
+#endif
 
 static cudaError_t entry(const char *symbol, void **fp, int version, unsigned long long flags, int *status) {
     if (fp == NULL || symbol == NULL) return cudaErrorInvalidValue;
@@ -208,6 +224,7 @@ EXPORT cudaError_t cudaGetDriverEntryPoint_ptsz(const char *symbol, void **fp, u
     return entry(symbol, fp, runtime_version(), flags, status);
 }
 
+#if STANDIN_CUDART_MAJOR != 11
 EXPORT cudaError_t cudaGetDriverEntryPointByVersion(const char *symbol, void **fp, unsigned int version,
                                                     unsigned long long flags, int *status) {
     return entry(symbol, fp, (int)version, flags, status);
@@ -217,3 +234,4 @@ EXPORT cudaError_t cudaGetDriverEntryPointByVersion_ptsz(const char *symbol, voi
                                                          unsigned long long flags, int *status) {
     return entry(symbol, fp, (int)version, flags, status);
 }
+#endif
