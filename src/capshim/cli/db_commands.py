@@ -18,10 +18,7 @@ from capshim.cli.suggest import Choice
 from capshim.cli.options import wide_option
 from capshim.contracts.names import parse_named_files
 from capshim.contracts.numbers import FiniteFloat
-from capshim.db import matrix as db_matrix_mod
-from capshim.db import query
 from capshim.db.ingest import read_external, read_folder
-from capshim.db.store import DbError, Store
 from capshim.db.terms import DB_HELP, DEFAULT_THRESHOLD, FILTERS, MATCHES
 from capshim.errors import EXIT_USAGE, EXIT_WORKLOAD, CapshimError, UsageError
 from capshim.export import matrix as export_matrix
@@ -46,6 +43,20 @@ def _url(db_url: str | None) -> str | None:
         raise UsageError(f"--db given twice with different URLs ({group} before the command, {db_url} after "
                          "it): give it once")
     return db_url or group
+
+
+def _open(db_url: str | None):
+    """The results store that ``--db`` (or ``$CAPSHIM_DB``, or the default) names, opened and migrated.
+
+    The store's modules (SQLAlchemy, and Alembic for a migration) are imported here, when a command
+    runs: ``capshim db COMMAND --help`` does not need them (tests/test_import_cost.py).
+
+    Raises:
+        DbError: see :meth:`capshim.db.store.Store.open`.
+    """
+    from capshim.db.store import Store
+
+    return Store.open(_url(db_url))
 
 
 def _match_option(f):
@@ -103,13 +114,15 @@ def db_add(bundles, arm_opts, host_file, baseline, db_url, as_json):
     formatted). `capshim db add evidence/*/` stores every bundle and study
     there and names each folder that is neither.
     """
+    from capshim.db.store import DbError
+
     if not bundles and not arm_opts:
         raise UsageError("db add: give bundle or study folders, or --arm NAME=FILE.json")
     if (host_file or baseline) and not arm_opts:
         raise UsageError("--host and --baseline apply to --arm files (a bundle keeps its own)")
     external = [parse_named_files(a) for a in arm_opts]
     out, failed = [], []
-    with Store.open(_url(db_url)) as st:
+    with _open(db_url) as st:
         for source, records in _inputs(bundles, external, host_file, baseline):
             if isinstance(records, CapshimError):
                 failed.append({"source": source, "error": str(records)})
@@ -139,7 +152,7 @@ def db_add(bundles, arm_opts, host_file, baseline, db_url, as_json):
 @wide_option
 def db_list(db_url, as_json, match, wide, **filters):
     """List stored bundles, oldest first (filters combine with AND; text matches exactly unless --match)."""
-    with Store.open(_url(db_url)) as st:
+    with _open(db_url) as st:
         rows = st.select(filters, match)
         where = f"store: {st.given} (schema {st.revision()})"
     if as_json:
@@ -165,7 +178,9 @@ def db_show(selection, db_url, match, as_json, wide):
     SELECTION: an id, a name, or KEY=VALUE filters as for `db compare`; each
     bundle it selects gets its own rows.
     """
-    with Store.open(_url(db_url)) as st:
+    from capshim.db import query
+
+    with _open(db_url) as st:
         rows = query.select(st, query.parse_selection(selection, "selection"), "selection", match)
         summaries = [st.summary(r["id"]) for r in rows]
     if as_json:
@@ -266,13 +281,15 @@ def db_compare(sel_a, sel_b, arms, tests, pairs, threshold, allow_mismatch, fail
     whose A/A arm leaves +-5% is called out under the table. A test measured
     in different units or directions in A and B is refused (exit 2).
     """
+    from capshim.db import query
+
     pair_map = {}
     for p in pairs:
         a, sep, b = p.partition("=")
         if not sep or not a.strip() or not b.strip():
             raise UsageError(f"--pair {p!r}: expected A_ARM=B_ARM")
         pair_map[a.strip()] = b.strip()
-    with Store.open(_url(db_url)) as st:
+    with _open(db_url) as st:
         res = query.compare(st, query.parse_selection(sel_a, "A"), query.parse_selection(sel_b, "B"),
                             arms=list(arms) or None, tests=list(tests) or None, pairs=pair_map,
                             threshold=threshold, allow_mismatch=allow_mismatch, match=match)
@@ -335,6 +352,8 @@ def db_trend(arm, bundles, tests, min_pct, threshold, chart, fail_on_regression,
     Did vm-unlocked stay above 98% of host across these bundles?
       capshim db trend vm-unlocked --min-pct 98 --fail-on-regression BUNDLE...
     """
+    from capshim.db import query
+
     if chart and not Path(chart).resolve().parent.is_dir():
         raise UsageError(f"--chart {chart}: folder {Path(chart).parent} does not exist")
     records, failed = [], []
@@ -347,7 +366,7 @@ def db_trend(arm, bundles, tests, min_pct, threshold, chart, fail_on_regression,
     if failed:
         raise UsageError(f"db trend: {len(failed)} of {len(bundles)} folder(s) cannot be read (reasons above); "
                          "nothing was stored")
-    with Store.open(_url(db_url)) as st:
+    with _open(db_url) as st:
         ids = [st.add(rec)[0] for rec in records] or None
         res = query.trend(st, arm, filters, tests=list(tests) or None, min_pct=min_pct, threshold=threshold,
                           bundle_ids=ids, match=match)
@@ -409,11 +428,13 @@ def db_matrix(arms, tests, threshold, fmt, output, match, db_url, as_json, wide,
       capshim db matrix --db postgresql://... --format html -o m.html
     (docs/results-store.md: the fleet's matrix; docs/ci/fleet.yml).
     """
+    from capshim.db import matrix as db_matrix_mod
+
     if as_json and fmt != "table":
         raise UsageError("--json and --format both say what to write: give one")
     if output and not Path(output).resolve().parent.is_dir():
         raise UsageError(f"-o {output}: folder {Path(output).parent} does not exist")
-    with Store.open(_url(db_url)) as st:
+    with _open(db_url) as st:
         res = db_matrix_mod.matrix(st, filters, match=match, arms=list(arms) or None, tests=list(tests) or None,
                                    threshold=threshold)
     if as_json:

@@ -15,9 +15,8 @@ run); a CUDA ``computeCapability`` is "7.5" or 75 (major * 10 + minor).
 
 from __future__ import annotations
 
-from typing import Any
-
-import jsonschema
+import functools
+from typing import TYPE_CHECKING, Any
 
 from capshim.contracts import numbers, tomlread
 from capshim.contracts.suggest import did_you_mean
@@ -25,6 +24,9 @@ from capshim.profiles.catalog import FLAG_NAMES, KEYS, KINDS, LIMITS, ORDERED, P
 from capshim.profiles.model import (DEVICE_NAME_APIS, DEVICE_NAME_KEY, DEVICE_NAME_MAX_BYTES, DEVICE_NAME_TEXT_RE,
                                     U32_MAX, U64_MAX, Profile, ProfileError, device_name_problem, name_key,
                                     parse_cc, parse_version)
+
+if TYPE_CHECKING:
+    import jsonschema
 
 __all__ = ["parse", "schema"]
 
@@ -111,12 +113,17 @@ def _first_error(errors) -> jsonschema.ValidationError:
                                       e.message))
 
 
-_Validator = jsonschema.validators.extend(
-    jsonschema.Draft202012Validator,
-    type_checker=jsonschema.Draft202012Validator.TYPE_CHECKER.redefine(
-        "integer", lambda _checker, value: numbers.is_integer(value)))
-"""Draft 2020-12 with the layer's idea of an integer (:func:`capshim.contracts.numbers.is_integer`):
-JSON Schema counts ``24576.0`` as an integer, the layer's parser does not."""
+@functools.cache
+def _validator_class():
+    """Draft 2020-12 with the layer's idea of an integer (:func:`capshim.contracts.numbers.is_integer`):
+    JSON Schema counts ``24576.0`` as an integer, the layer's parser does not. Built on first use, so
+    that importing the profiles (every command does) does not import jsonschema (0.1-0.2 s)."""
+    import jsonschema
+
+    return jsonschema.validators.extend(
+        jsonschema.Draft202012Validator,
+        type_checker=jsonschema.Draft202012Validator.TYPE_CHECKER.redefine(
+            "integer", lambda _checker, value: numbers.is_integer(value)))
 
 
 def _unknown_key(api: str, path: list[str], err: jsonschema.ValidationError) -> tuple[str, str]:
@@ -145,7 +152,7 @@ def _check_schema(data: dict, source: str) -> None:
         raise ProfileError(source, "api", None, "required key is missing (" + ", ".join(f'"{a}"' for a in KEYS) + ")")
     if not isinstance(api, str) or api not in KEYS:
         raise ProfileError(source, "api", api, f"must be one of {', '.join(sorted(KEYS))}")
-    errors = list(_Validator(schema(api)).iter_errors(data))
+    errors = list(_validator_class()(schema(api)).iter_errors(data))
     if not errors:
         return
     err = _first_error(errors)
