@@ -264,14 +264,16 @@ static capshim_cuerr do_proc_v2(int entry, proc_v2_fn real, const char *symbol, 
 /* ---- the wrappers: each entry point's exported one and its bound ones ----------------- */
 
 /* X(name, kind): kind names the body (do_KIND), its function type and its parameters. */
-#define CAPSHIM_CUDA_WRAPPED(X)                              \
+#define CAPSHIM_CUDA_RUNTIME(X)                              \
     X(cudaGetDeviceProperties, props)                        \
     X(cudaGetDeviceProperties_v2, props)                     \
     X(cudaDeviceGetAttribute, attr)                          \
     X(cudaGetDriverEntryPoint, entry)                        \
     X(cudaGetDriverEntryPoint_ptsz, entry)                   \
     X(cudaGetDriverEntryPointByVersion, entry_ver)           \
-    X(cudaGetDriverEntryPointByVersion_ptsz, entry_ver)      \
+    X(cudaGetDriverEntryPointByVersion_ptsz, entry_ver)
+#define CAPSHIM_CUDA_WRAPPED(X)                              \
+    CAPSHIM_CUDA_RUNTIME(X)                                  \
     X(cuDeviceGetAttribute, attr)                            \
     X(cuDeviceGetName, name)                                 \
     X(cuDeviceComputeCapability, cc)                         \
@@ -312,6 +314,36 @@ static capshim_cuerr do_proc_v2(int entry, proc_v2_fn real, const char *symbol, 
     capshim_cuerr N(PARAMS_##K) { return do_##K(E_##N, RESOLVE(TYPE_##K, E_##N), ARGS_##K); }
 CAPSHIM_CUDA_WRAPPED(EXPORTED)
 #undef EXPORTED
+
+/* The runtime entry points once more per runtime version node (cuda_shim.map): a client linked
+ * against libcudart.so.13 references cudaGetDeviceProperties@libcudart.so.13, and glibc binds that
+ * reference to the alias of the same version name, so the alias knows the runtime the calling
+ * code was linked against even when the return address is not in that code (a tail call: the
+ * plugin's `return cudaGetDeviceProperties(p, 0);` compiles to a jump, and the return address is
+ * its caller's). The default version (CAPSHIM_CUDA, "@@") serves dlsym and unversioned
+ * references. capshim_cuda_linked_soname lists the versions in this order. */
+#define FOR_LINKED(M, N, K) M(1, N, K, libcudart.so.11.0) M(2, N, K, libcudart.so.12) M(3, N, K, libcudart.so.13)
+_Static_assert(CAPSHIM_CUDA_LINKED == 3, "FOR_LINKED lists CAPSHIM_CUDA_LINKED version nodes");
+#define LINKED(v, N, K, node)                                                                                \
+    EXPORT capshim_cuerr capshim_rt##v##_##N(PARAMS_##K);                                                    \
+    capshim_cuerr capshim_rt##v##_##N(PARAMS_##K) {                                                          \
+        return do_##K(E_##N, (TYPE_##K)(uintptr_t)capshim_cuda_resolve_linked(E_##N, CALLER(), v), ARGS_##K); \
+    }                                                                                                        \
+    __asm__(".symver capshim_rt" #v "_" #N ", " #N "@" #node);
+#define LINKED_ALL(N, K) FOR_LINKED(LINKED, N, K)
+CAPSHIM_CUDA_RUNTIME(LINKED_ALL)
+#undef LINKED_ALL
+#undef LINKED
+
+void *capshim_cuda_linked_wrapper(int entry, int variant) {
+#define LINKED_ADDR(v, N, K, node) [v - 1] = (void *)(uintptr_t)capshim_rt##v##_##N,
+#define LINKED_ROW(N, K) [E_##N] = {FOR_LINKED(LINKED_ADDR, N, K)},
+    static void *const linked[E_COUNT][CAPSHIM_CUDA_LINKED] = {CAPSHIM_CUDA_RUNTIME(LINKED_ROW)};
+#undef LINKED_ROW
+#undef LINKED_ADDR
+    return entry >= 0 && entry < E_COUNT && variant >= 1 && variant <= CAPSHIM_CUDA_LINKED ? linked[entry][variant - 1]
+                                                                                          : NULL;
+}
 
 #define FOR_SLOTS(M, N, K) M(0, N, K) M(1, N, K) M(2, N, K) M(3, N, K) M(4, N, K) M(5, N, K) M(6, N, K) M(7, N, K)
 _Static_assert(CAPSHIM_CUDA_SLOTS == 8, "FOR_SLOTS lists CAPSHIM_CUDA_SLOTS wrappers");

@@ -327,6 +327,8 @@ CAPSHIM_NO_SANITIZE int capshim_cuda_is_wrapper(const void *fn) {
         if (fn == capshim_cuda_wrapper(e)) return 1;
         for (int k = 0; k < CAPSHIM_CUDA_SLOTS; k++)
             if (fn == capshim_cuda_slot(e, k)) return 1;
+        for (int v = 1; v <= CAPSHIM_CUDA_LINKED; v++)
+            if (fn == capshim_cuda_linked_wrapper(e, v)) return 1;
     }
     return 0;
 }

@@ -59,7 +59,19 @@ void *capshim_cuda_wrapper(int entry);
 void *capshim_cuda_slot(int entry, int slot);
 void *capshim_cuda_real_dlsym(void *handle, const char *name);
 
+/* Runtime version nodes the shim's versioned aliases carry (cuda_shim.map): 1 libcudart.so.11.0,
+ * 2 libcudart.so.12, 3 libcudart.so.13. */
+#define CAPSHIM_CUDA_LINKED 3
+/* The alias of runtime entry for version node variant (1..CAPSHIM_CUDA_LINKED), or NULL. */
+void *capshim_cuda_linked_wrapper(int entry, int variant);
+
 /* cuda_resolve.c */
+/* The soname version node variant names (the node is named after the runtime's soname). */
+const char *capshim_cuda_linked_soname(int variant);
+/* capshim_cuda_resolve for an alias of version node variant: the one loaded object in the
+ * caller's namespace whose soname is that node's, when the caller-derived answer is missing or
+ * lies in another libcudart; else capshim_cuda_resolve's answer. */
+void *capshim_cuda_resolve_linked(int entry, const void *ret, int variant);
 struct link_map;
 /* The object holding address p (dladdr1 RTLD_DL_LINKMAP), or NULL. */
 struct link_map *capshim_cuda_map_of(const void *p);
