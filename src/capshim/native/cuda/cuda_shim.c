@@ -434,6 +434,10 @@ void capshim_cuda_lower_pair(const char *query, int *major, int *minor) {
     *minor = (int)(cc % 10u);
 }
 
+size_t capshim_cuda_device_name_size(void) {
+    return g_cfg.device_name[0] != '\0' ? strnlen(g_cfg.device_name, sizeof g_cfg.device_name) + 1 : 0;
+}
+
 void capshim_cuda_lower_name(const char *query, char *name, size_t size) {
     if (name == NULL || size == 0 || g_cfg.device_name[0] == '\0') return;
     if (strncmp(name, g_cfg.device_name, size) == 0) return;

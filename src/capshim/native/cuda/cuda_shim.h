@@ -110,6 +110,8 @@ void capshim_cuda_leave(void);
 void capshim_cuda_lower_attribute(const char *query, int *value, int attr, int device, capshim_attr_fn real_attr);
 void capshim_cuda_lower_pair(const char *query, int *major, int *minor);
 void capshim_cuda_lower_name(const char *query, char *name, size_t size);
+/* The bytes the profile's deviceName takes with its terminating NUL; 0 when it sets none. */
+size_t capshim_cuda_device_name_size(void);
 void capshim_cuda_lower_prop(const char *query, unsigned char *prop, int layout, int device,
                              capshim_attr_fn real_attr);
 void capshim_cuda_lower_devprop(const char *query, unsigned char *prop, int device, capshim_attr_fn real_attr);
