@@ -56,17 +56,34 @@ CAPSHIM_NO_SANITIZE void *capshim_cuda_real_dlsym(void *handle, const char *name
  * get its own definition back and call itself until the stack ran out. found is the answer after
  * the shim; when it lies between the shim and the caller (the caller's own object included), the
  * objects after the caller are searched in link-map order (each through its own handle, kept only
- * when that object defines it). A caller before the shim (a sanitizer runtime, which looks up its
- * functions before it has started: no dlopen then) keeps found. Sets *corrected when the answer
- * is not the shim's own lookup. */
+ * when that object defines it). When found is NULL or lies between, the caller's own dependencies
+ * come first (capshim_cuda_needed_lookup): glibc searches the caller's own search list, which for
+ * an object loaded RTLD_LOCAL is outside the global scope the shim's lookup sees (issue 27,
+ * review: dlsym(RTLD_NEXT) from a plugin found nothing under the shim). A caller before the shim
+ * (a sanitizer runtime, which looks up its functions before it has started: no dlopen then) keeps
+ * found. Sets *corrected when an answer found after the shim was replaced (the caller is an
+ * interposer: its next function is handed out as it is). */
 CAPSHIM_NO_SANITIZE static void *next_after(const void *caller, const char *name, void *found, int *corrected) {
     struct link_map *cm = map_of(caller), *fm = map_of(found), *self = map_of((const void *)(uintptr_t)&map_of);
     *corrected = 0;
-    if (cm == NULL || fm == NULL || self == NULL || cm == self) return found;
+    if (cm == NULL || self == NULL || cm == self || (found != NULL && fm == NULL)) return found;
     int between = 0; /* fm in (self, cm]: after the shim, yet not after the caller */
     struct link_map *m = cm;
-    for (; m != NULL && m != self; m = m->l_prev) between |= m == fm;
-    if (m == NULL || !between) return found; /* the caller is before the shim (a sanitizer), or fm after it */
+    for (; m != NULL && m != self; m = m->l_prev) between |= fm != NULL && m == fm;
+    if (m == NULL) return found; /* the caller is before the shim (a sanitizer) or in another namespace */
+    if (found != NULL && !between) return found;
+    /* Nothing after the shim, or nothing after the caller: glibc searches the caller's own search
+     * list after it (for an object loaded RTLD_LOCAL, its dependencies, outside the global scope). */
+    void *own = capshim_cuda_needed_lookup(cm, name);
+    if (own != NULL) {
+        (void)dlerror(); /* the miss (or the probes) left a message the answer makes untrue */
+        *corrected = found != NULL; /* an interposer's next function stays the real one */
+        return own;
+    }
+    if (found == NULL) {
+        (void)capshim_cuda_real_dlsym(RTLD_NEXT, name); /* the miss's own message, for dlerror */
+        return NULL;
+    }
     *corrected = 1;
     for (m = cm->l_next; m != NULL; m = m->l_next) {
         if (m->l_name == NULL || m->l_name[0] == '\0') continue;
@@ -82,7 +99,7 @@ CAPSHIM_NO_SANITIZE static void *next_after(const void *caller, const char *name
 EXPORT void *dlsym(void *handle, const char *name);
 CAPSHIM_NO_SANITIZE void *dlsym(void *handle, const char *name) {
     void *r = capshim_cuda_real_dlsym(handle, name);
-    if (r != NULL && handle == RTLD_NEXT) {
+    if (handle == RTLD_NEXT) {
         int corrected = 0;
         r = next_after(__builtin_return_address(0), name, r, &corrected);
         if (corrected) return r; /* the caller sits after the shim: its calls came through the shim already */

@@ -283,6 +283,36 @@ CAPSHIM_NO_SANITIZE static const char *soname_of(const struct link_map *map) {
     return (const char *)(strtab + soname);
 }
 
+/* The definition of name in map's DT_NEEDED libraries, opened by name (RTLD_NOLOAD) in map's
+ * namespace and asked through their own handles, in DT_NEEDED order: first a library that defines
+ * it itself, then one whose dependencies do (breadth first, as the loader's search list of map
+ * runs); NULL when none does. map itself is not searched. */
+CAPSHIM_NO_SANITIZE void *capshim_cuda_needed_lookup(struct link_map *map, const char *name) {
+    if (map == NULL || map->l_ld == NULL || name == NULL) return NULL;
+    Lmid_t ns = LM_ID_BASE;
+    if (dlinfo(map, RTLD_DI_LMID, &ns) != 0) return NULL;
+    uintptr_t strtab = 0;
+    for (const ElfW(Dyn) *d = map->l_ld; d->d_tag != DT_NULL; d++)
+        if (d->d_tag == DT_STRTAB) strtab = (uintptr_t)d->d_un.d_ptr;
+    if (strtab == 0) return NULL;
+    if (strtab < (uintptr_t)map->l_addr) strtab += (uintptr_t)map->l_addr;
+    void *deeper = NULL;
+    for (const ElfW(Dyn) *d = map->l_ld; d->d_tag != DT_NULL; d++) {
+        if (d->d_tag != DT_NEEDED) continue;
+        const char *needed = (const char *)(strtab + d->d_un.d_val);
+        void *h = ns == LM_ID_BASE ? dlopen(needed, RTLD_LAZY | RTLD_NOLOAD)
+                                   : dlmopen(ns, needed, RTLD_LAZY | RTLD_NOLOAD);
+        if (h == NULL) continue;
+        void *sym = capshim_cuda_real_dlsym(h, name);
+        int own = sym != NULL && capshim_cuda_map_of(sym) == (struct link_map *)h;
+        dlclose(h);
+        if (sym == NULL || capshim_cuda_map_of(sym) == map) continue;
+        if (own) return sym;
+        if (deeper == NULL) deeper = sym;
+    }
+    return deeper;
+}
+
 static int same_namespace(struct link_map *a, struct link_map *b) {
     Lmid_t na = LM_ID_BASE, nb = LM_ID_BASE;
     if (a != NULL && dlinfo(a, RTLD_DI_LMID, &na) != 0) return 0;

@@ -86,6 +86,9 @@ void *capshim_cuda_scope_lookup(int entry, const void *caller);
 void *capshim_cuda_bind(int entry, void *real, const char *via);
 /* The real function bound to slot of entry. */
 void *capshim_cuda_slot_real(int entry, int slot);
+/* The first definition of name in map's own dependencies (DT_NEEDED, breadth first), map
+ * excluded: what glibc's dlsym(RTLD_NEXT) searches for an object loaded RTLD_LOCAL; or NULL. */
+void *capshim_cuda_needed_lookup(struct link_map *map, const char *name);
 /* The symbol `name` in the scope of the library that defines fn (its namespace, then its
  * dependencies), NULL when not found or when it is one of the shim's wrappers. */
 void *capshim_cuda_sibling(void *fn, const char *name);
