@@ -79,6 +79,16 @@ def test_the_inert_reason_names_the_cause_in_the_program_file(tmp_path, name, ev
     assert "\n" not in state.reason
 
 
+@pytest.mark.parametrize("name", ["dynamic-rt", "plain", "script"])
+def test_the_no_call_reason_does_not_rule_out_calls_that_went_past_the_shim(tmp_path, name):
+    """A runtime loaded RTLD_DEEPBIND or in a dlmopen namespace is called without passing the shim,
+    so nothing in the status shows it: the reason names that possibility instead of stating that
+    the program made no CUDA call."""
+    progs = _programs(tmp_path)
+    state = cuda.classify(_report(tmp_path, PROGRAM_TOO), prog=program.inspect(str(progs[name])), wrapped=True)
+    assert "RTLD_DEEPBIND or dlmopen" in state.reason and "made no CUDA call" not in state.reason, state.reason
+
+
 def test_without_the_wrapper_the_first_loaded_event_is_the_programs(tmp_path):
     progs = _programs(tmp_path)
     prog = program.inspect(str(progs["plain"]))

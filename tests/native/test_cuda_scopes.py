@@ -45,6 +45,21 @@ def _programs(b: cuda.CudaBuild, dest, sanitize: bool) -> dict:
                      f"-l:{cuda.STANDIN_RUNTIME_11}", "-ldl", "-lpthread"])
     nb.run_compiler([*cc, "-shared", "-fPIC", "-DRT_MAJOR=13", str(HERE / "scope_plugin.c"), "-o",
                      str(out["plugin13"]), *rpath, f"-l:{cuda.STANDIN_RUNTIME}"])
+    out.update({"tail13": dest / "tail_host13", "tail0": dest / "tail_host0", "tail11": dest / "libtail_plugin11.so"})
+    nb.run_compiler([*cc, "-DLINKED13", str(HERE / "tail_host.c"), "-o", str(out["tail13"]), *rpath,
+                     f"-l:{cuda.STANDIN_RUNTIME}", "-ldl"])
+    nb.run_compiler([*cc, str(HERE / "tail_host.c"), "-o", str(out["tail0"]), "-ldl"])
+    nb.run_compiler([*cc, "-shared", "-fPIC", str(HERE / "tail_plugin.c"), "-o", str(out["tail11"]), *rpath,
+                     f"-l:{cuda.STANDIN_RUNTIME_11}"])
+    nx = {"nx13": dest / "nx_host13", "nx0": dest / "nx_host0", "nxdep": dest / "libnx_dep.so",
+          "nxplugin": dest / "libnx_plugin.so"}
+    src = str(HERE / "rtld_next_local.c")
+    nb.run_compiler([*cc, "-shared", "-fPIC", "-DNX_DEP", src, "-o", str(nx["nxdep"])])
+    nb.run_compiler([*cc, "-shared", "-fPIC", "-DNX_PLUGIN", src, "-o", str(nx["nxplugin"]), *rpath,
+                     f"-Wl,-rpath,{dest}", f"-L{dest}", "-l:libnx_dep.so", f"-l:{cuda.STANDIN_RUNTIME_11}", "-ldl"])
+    nb.run_compiler([*cc, "-DLINKED13", src, "-o", str(nx["nx13"]), *rpath, f"-l:{cuda.STANDIN_RUNTIME}", "-ldl"])
+    nb.run_compiler([*cc, src, "-o", str(nx["nx0"]), "-ldl"])
+    out.update(nx)
     return {**out, "rt13": b.standin / cuda.STANDIN_RUNTIME, "rt11": b.standin / cuda.STANDIN_RUNTIME_11}
 
 
@@ -182,6 +197,45 @@ def test_a_runtime_loaded_after_the_shim(flavour, tmp_path):
     assert who(stock, "after") == {"rc": [0, 0], "attr": [9, 0]} and who(r, "after") == {"rc": [0, 0], "attr": [7, 5]}
     assert answers(r, "plugin") == LOWERED
     assert r.of("unresolved") == []
+
+
+@pytest.mark.parametrize("host", ["tail13", "tail0"])
+def test_a_plugin_tail_call_reaches_the_runtime_it_was_linked_against(flavour, tmp_path, host):
+    """A plugin linked against the 11.8 runtime jumps to cudaGetDeviceProperties (a tail call), so
+    the return address is its caller's: a program linked against the 13 runtime (whose 1008-byte
+    struct would overrun the plugin's 728), or one with no runtime while the 13 plugin's runtime
+    is loaded too (two candidates, none the caller's). The plugin's reference carries the version
+    libcudart.so.11.0; glibc binds it to the shim's alias of that version, which calls the 11.8
+    runtime: its 728 bytes, lowered."""
+    c = Case(flavour, tmp_path, program=host)
+    args = [c.progs["tail11"], c.progs["plugin13"]]
+    stock = c.run(args, shim=False)
+    assert who(stock, "tail") == {"rc": 0, "past": 0, "props": [9, 0, 132]}
+    r = c.run(args)
+    assert who(r, "tail") == {"rc": 0, "past": 0, "props": [7, 5, 40]}, r.lines
+    assert r.of("unresolved") == [] and r.of("layout_mismatch") == []
+
+
+@pytest.mark.parametrize("host", ["nx13", "nx0"])
+def test_dlsym_rtld_next_from_an_rtld_local_library_searches_its_own_dependencies(flavour, tmp_path, host):
+    """A plugin loaded RTLD_LOCAL asks dlsym(RTLD_NEXT) for a function of its own dependency and for
+    its 11.8 runtime's cudaRuntimeGetVersion: glibc searches the plugin's own dependencies after it,
+    outside the global scope. Under the shim (whose dlsym makes RTLD_NEXT relative to itself) the
+    same answers, whether the program's CUDA 13 runtime is in the global scope or none is, and no
+    stale dlerror message."""
+    c = Case(flavour, tmp_path, program=host)
+    expected = {"dep": 42, "rt": 11080, "dlerror": 0}
+    assert who(c.run([c.progs["nxplugin"]], shim=False), "next") == expected
+    assert who(c.run([c.progs["nxplugin"]]), "next") == expected
+    inactive = c.run([c.progs["nxplugin"]], env={"CAPSHIM_TARGET_PID": "1"})  # not the target: stock
+    assert who(inactive, "next") == expected
+
+
+def test_the_runtime_entry_points_carry_each_runtime_version(plain):
+    """The shim's exports, as verify checks them: the runtime's names at the default version and
+    at each runtime's version node, the driver's and NVML's unversioned."""
+    assert cuda._exports(plain[0].library) == cuda.EXPORTS
+    assert "cudaGetDeviceProperties@libcudart.so.11.0" in cuda.EXPORTS and "cuDeviceGetAttribute" in cuda.EXPORTS
 
 
 def test_fork_after_the_first_call(flavour, tmp_path):

@@ -160,6 +160,20 @@ def test_unknown_handles_and_errors_pass_through(doors, door):
     assert line["small_name"] == 7
 
 
+@pytest.mark.parametrize("door", C_DOORS)
+def test_a_profile_name_longer_than_the_buffer_is_insufficient_size_and_writes_nothing(doors, door):
+    """A buffer the stock name fits, a profile name that does not: NVML's own answer for a short
+    buffer (nvml.h: NVML_ERROR_INSUFFICIENT_SIZE, 7), the buffer untouched; never a truncated
+    name with success."""
+    stock, _, _ = doors.run(door, None)
+    assert stock["fit_name"] == [0, 0, "NVIDIA H200"]
+    line, _, _ = doors.run(door, "direction=lower\ndeviceName=NVIDIA%20GeForce%20RTX%202080%20SUPER\n")
+    assert line["fit_name"] == [7, 1, ""]
+    assert line["name"] == [0, "NVIDIA GeForce RTX 2080 SUPER"]  # a buffer it fits still gets it
+    short, _, _ = doors.run(door, "direction=lower\ndeviceName=Tesla%20T4\n")
+    assert short["fit_name"] == [0, 0, "Tesla T4"]
+
+
 def test_substitution_off_leaves_the_dlopen_door_stock_and_the_linked_door_lowered(doors):
     cfg = cuda.render_config(profiles.load("t4-class"))
     off = {"CAPSHIM_CUDA_SUBSTITUTE": "0"}
@@ -225,6 +239,9 @@ def test_asan_build_through_the_c_doors(tmp_path):
             line, _, _ = asan.run(door, cuda.render_config(profiles.load(profile)) + "deviceName=Tesla%20T4\n",
                                   env={"ASAN_OPTIONS": "detect_leaks=1"})
             assert answers(line) == {**lowered(profile), "name": "Tesla T4"}
+        line, _, _ = asan.run(door, "direction=lower\ndeviceName=NVIDIA%20GeForce%20RTX%202080%20SUPER\n",
+                              env={"ASAN_OPTIONS": "detect_leaks=1"})
+        assert line["fit_name"] == [7, 1, ""]  # the longer profile name: not written
 
 
 @pytest.mark.parametrize("door", PY_DOORS)

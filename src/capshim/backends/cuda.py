@@ -68,18 +68,29 @@ STANDIN_NVML = "libnvidia-ml.so.1"
 CONFIG_VAR = "CAPSHIM_CUDA_CONFIG"
 #: The shim's own files, then what it shares with the other shims (native/common/: the parser,
 #: the status writer, the name rule, the fuzz driver that takes this folder's fuzz_keys.h).
-SOURCES = ["cuda_shim.c", "cuda_hooks.c", "cuda_resolve.c", "cuda_shim.h", "cuda_table.h", "cuda_probe.c",
+SOURCES = ["cuda_shim.c", "cuda_hooks.c", "cuda_resolve.c", "cuda_shim.h", "cuda_shim.map", "cuda_table.h", "cuda_probe.c",
            "standin_cuda.c", "standin_cuda.map", "standin_cudart.c", "standin_cudart13.map", "standin_cudart11.map",
            "nvml_hooks.c", "standin_nvml.c", "fuzz_keys.h"]
 #: The NVML entry points the shim wraps (native/cuda/nvml_hooks.c; docs/cuda.md, NVML).
 NVML_EXPORTS = frozenset({"nvmlDeviceGetCudaComputeCapability", "nvmlDeviceGetName", "nvmlDeviceGetAttributes",
                           "nvmlDeviceGetAttributes_v2", "nvmlDeviceGetArchitecture"})
 SHARED = ["config.c", "config.h", "config_limits.h", "devname.h", "status.c", "status.h", "fuzz_config.c"]
-#: What the shim library exports, exactly (``verify`` checks it).
+#: The runtime entry points the shim wraps: each exported at the default version
+#: :data:`RUNTIME_DEFAULT_VERSION` and once per :data:`RUNTIME_VERSION_NODES` (native/cuda/cuda_shim.map).
+RUNTIME_EXPORTS = ("cudaGetDeviceProperties", "cudaGetDeviceProperties_v2", "cudaDeviceGetAttribute",
+                   "cudaGetDriverEntryPoint", "cudaGetDriverEntryPoint_ptsz", "cudaGetDriverEntryPointByVersion",
+                   "cudaGetDriverEntryPointByVersion_ptsz")
+#: The version nodes of NVIDIA's runtimes, named after their sonames (``objdump -T libcudart.so.13``
+#: of CUDA 13.0: every symbol at version ``libcudart.so.13``); a reference linked against one binds
+#: to the shim's alias of that version, which then calls that runtime (docs/cuda.md).
+RUNTIME_VERSION_NODES = ("libcudart.so.11.0", "libcudart.so.12", "libcudart.so.13")
+RUNTIME_DEFAULT_VERSION = "CAPSHIM_CUDA"
+#: What the shim library exports, exactly, as ``nm -D`` names them (``verify`` checks it): the
+#: runtime's names with their versions, the driver's, NVML's and dlsym unversioned.
 EXPORTS = frozenset({
-    "cudaGetDeviceProperties", "cudaGetDeviceProperties_v2", "cudaDeviceGetAttribute",
-    "cudaGetDriverEntryPoint", "cudaGetDriverEntryPoint_ptsz", "cudaGetDriverEntryPointByVersion",
-    "cudaGetDriverEntryPointByVersion_ptsz", "cuDeviceGetAttribute", "cuDeviceGetName",
+    *(f"{n}@@{RUNTIME_DEFAULT_VERSION}" for n in RUNTIME_EXPORTS),
+    *(f"{n}@{node}" for n in RUNTIME_EXPORTS for node in RUNTIME_VERSION_NODES),
+    "cuDeviceGetAttribute", "cuDeviceGetName",
     "cuDeviceComputeCapability", "cuDeviceGetProperties", "cuGetProcAddress", "cuGetProcAddress_v2", "dlsym",
     *NVML_EXPORTS})
 
@@ -114,7 +125,7 @@ def _commands(cc: str, sanitize: bool = False) -> dict[str, list[str]]:
     lib = [*common, "-fPIC", "-fvisibility=hidden", "-shared"]
     defs = [] if sanitize else ["-Wl,-z,defs"]  # ASan's runtime is found at load time
     return {
-        LIBRARY: [*lib, *defs, "-Wl,-Bsymbolic", "-o", LIBRARY, "cuda_shim.c", "cuda_hooks.c", "cuda_resolve.c",
+        LIBRARY: [*lib, *defs, "-Wl,-Bsymbolic", "-Wl,--version-script=cuda_shim.map", "-o", LIBRARY, "cuda_shim.c", "cuda_hooks.c", "cuda_resolve.c",
                   "nvml_hooks.c", "config.c", "status.c", "-ldl", "-lpthread"],
         PROBE: [*common, "-o", PROBE, "cuda_probe.c", "status.c", "-ldl", "-lpthread"],
         FUZZ: [cc, "-std=gnu11", "-O1", "-g", *nb.WARNINGS, "-fsanitize=address,undefined",
@@ -381,7 +392,9 @@ _ELF_MACHINES = {62: "x86_64", 183: "aarch64"}
 
 
 def _exports(library: Path) -> set[str]:
-    nm = subprocess.run(["nm", "-D", "--defined-only", str(library)], capture_output=True, text=True)
+    """The dynamic symbols library defines, ``NAME@VERSION`` / ``NAME@@VERSION`` where versioned."""
+    nm = subprocess.run(["nm", "-D", "--defined-only", "--with-symbol-versions", str(library)],
+                        capture_output=True, text=True)
     return {line.split()[-1] for line in nm.stdout.splitlines()
             if len(line.split()) >= 3 and line.split()[1] in "TtWw"}
 
@@ -410,7 +423,8 @@ def verify() -> list[dict]:
     check("architecture", head[:4] == b"\x7fELF" and arch == platform.machine(),
           f"{b.library.name}: ELF64 {arch} (host {platform.machine()})")
     names = _exports(b.library)
-    check("exports", names == EXPORTS, "exactly the 13 CUDA and 5 NVML entry points and dlsym" if names == EXPORTS
+    check("exports", names == EXPORTS, "exactly the 13 CUDA and 5 NVML entry points (the runtime's also at "
+          f"{', '.join(RUNTIME_VERSION_NODES)}) and dlsym" if names == EXPORTS
           else f"unexpected: {sorted(names ^ EXPORTS)}")
     wrong = paths.check_sums(b.dir, [LIBRARY, PROBE])
     check("SHA256SUMS", not wrong, "library and probe match" if not wrong else f"mismatch: {'; '.join(wrong)}")

@@ -21,6 +21,8 @@ __all__ = ["program_notes", "unreachable", "no_call", "who", "loaded_into_progra
 
 #: What the shim's entry points answer (named when a program linking the runtime reached none).
 _QUERIES = "cudaGetDeviceProperties, cudaDeviceGetAttribute, cuDeviceGetAttribute and the driver's name queries"
+#: What the status cannot see: calls that never pass the shim (docs/cuda.md, "What the shim cannot reach").
+_BYPASS = "its runtime was loaded with RTLD_DEEPBIND or dlmopen, whose calls go past the shim"
 
 
 def who(prog: program.Program) -> str:
@@ -62,20 +64,20 @@ def no_call(prog: program.Program) -> str:
     image = prog.image()
     subject = who(prog)
     if image.kind != "elf" or image.path is None:
-        return ("the program made no CUDA call, or its runtime is statically linked, which LD_PRELOAD cannot "
-                "reach")
+        return ("no CUDA call reached the shim: the program made none, its runtime is statically linked (which "
+                f"LD_PRELOAD cannot reach), or {_BYPASS}")
     if cuda_binary.static_runtime(image.path):
         return (f"{subject} has its CUDA runtime statically linked (nvcc's default, -cudart static), which LD_PRELOAD "
                 "cannot reach; build it with -cudart shared")
     libs = [n for n in image.elf.needed if n.startswith(("libcudart.so", "libcuda.so"))]
     if not libs and image is not prog:
         return (f"{subject}: the interpreter links no CUDA library (no libcudart or libcuda among its DT_NEEDED), and "
-                "nothing it loaded or ran made a CUDA call through the shim")
+                f"nothing it loaded or ran made a CUDA call through the shim (or {_BYPASS})")
     if not libs:
         return (f"{subject} links no CUDA library (no libcudart or libcuda among its DT_NEEDED), and no library it "
-                "loaded later made a CUDA call through the shim")
+                f"loaded later made a CUDA call through the shim (or {_BYPASS})")
     return f"{subject} links {', '.join(program.show(n) for n in libs)} but made none of the queries the shim " \
-           f"answers ({_QUERIES})"
+           f"answers ({_QUERIES}) through it (or {_BYPASS})"
 
 
 def loaded_into_program(events: list[dict], wrapped: bool) -> bool:

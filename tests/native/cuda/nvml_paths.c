@@ -7,7 +7,8 @@
  *
  * Line: {"door", "init": rc, "cc": [rc, major, minor], "name": [rc, name], "attrs": [rc, SMs, MiB,
  * copy engines], "attrs_v2": [...], "arch": [rc, arch], "unknown_handle": [rc, major, minor],
- * "small_name": rc}. An unknown handle and a 4-byte name buffer must pass through unchanged.
+ * "small_name": rc, "fit_name": [rc, untouched 0|1, name]}. An unknown handle and a 4-byte name
+ * buffer must pass through unchanged; fit_name asks with a buffer the stock name just fits.
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -107,6 +108,13 @@ int main(void) {
     rc = f.cc((nvmlDevice_t)&unknown, &major, &minor);
     printf(", \"unknown_handle\": [%d, %d, %d]", rc, major, minor);
     char small[4] = "";
-    printf(", \"small_name\": %d}\n", f.name(d, small, sizeof small));
+    printf(", \"small_name\": %d", f.name(d, small, sizeof small));
+    char fit[sizeof "NVIDIA H200"]; /* the stock name fits exactly; a longer profile name does not */
+    memset(fit, 'Z', sizeof fit);
+    rc = f.name(d, fit, sizeof fit);
+    int untouched = 1;
+    for (size_t i = 0; i < sizeof fit; i++) untouched &= fit[i] == 'Z';
+    printf(", \"fit_name\": [%d, %d, \"%.*s\"]}\n", rc, untouched, untouched ? 0 : (int)strnlen(fit, sizeof fit),
+           untouched ? "" : fit);
     return 0;
 }

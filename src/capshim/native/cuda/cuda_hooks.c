@@ -56,17 +56,34 @@ CAPSHIM_NO_SANITIZE void *capshim_cuda_real_dlsym(void *handle, const char *name
  * get its own definition back and call itself until the stack ran out. found is the answer after
  * the shim; when it lies between the shim and the caller (the caller's own object included), the
  * objects after the caller are searched in link-map order (each through its own handle, kept only
- * when that object defines it). A caller before the shim (a sanitizer runtime, which looks up its
- * functions before it has started: no dlopen then) keeps found. Sets *corrected when the answer
- * is not the shim's own lookup. */
+ * when that object defines it). When found is NULL or lies between, the caller's own dependencies
+ * come first (capshim_cuda_needed_lookup): glibc searches the caller's own search list, which for
+ * an object loaded RTLD_LOCAL is outside the global scope the shim's lookup sees (issue 27,
+ * review: dlsym(RTLD_NEXT) from a plugin found nothing under the shim). A caller before the shim
+ * (a sanitizer runtime, which looks up its functions before it has started: no dlopen then) keeps
+ * found. Sets *corrected when an answer found after the shim was replaced (the caller is an
+ * interposer: its next function is handed out as it is). */
 CAPSHIM_NO_SANITIZE static void *next_after(const void *caller, const char *name, void *found, int *corrected) {
     struct link_map *cm = map_of(caller), *fm = map_of(found), *self = map_of((const void *)(uintptr_t)&map_of);
     *corrected = 0;
-    if (cm == NULL || fm == NULL || self == NULL || cm == self) return found;
+    if (cm == NULL || self == NULL || cm == self || (found != NULL && fm == NULL)) return found;
     int between = 0; /* fm in (self, cm]: after the shim, yet not after the caller */
     struct link_map *m = cm;
-    for (; m != NULL && m != self; m = m->l_prev) between |= m == fm;
-    if (m == NULL || !between) return found; /* the caller is before the shim (a sanitizer), or fm after it */
+    for (; m != NULL && m != self; m = m->l_prev) between |= fm != NULL && m == fm;
+    if (m == NULL) return found; /* the caller is before the shim (a sanitizer) or in another namespace */
+    if (found != NULL && !between) return found;
+    /* Nothing after the shim, or nothing after the caller: glibc searches the caller's own search
+     * list after it (for an object loaded RTLD_LOCAL, its dependencies, outside the global scope). */
+    void *own = capshim_cuda_needed_lookup(cm, name);
+    if (own != NULL) {
+        (void)dlerror(); /* the miss (or the probes) left a message the answer makes untrue */
+        *corrected = found != NULL; /* an interposer's next function stays the real one */
+        return own;
+    }
+    if (found == NULL) {
+        (void)capshim_cuda_real_dlsym(RTLD_NEXT, name); /* the miss's own message, for dlerror */
+        return NULL;
+    }
     *corrected = 1;
     for (m = cm->l_next; m != NULL; m = m->l_next) {
         if (m->l_name == NULL || m->l_name[0] == '\0') continue;
@@ -82,7 +99,7 @@ CAPSHIM_NO_SANITIZE static void *next_after(const void *caller, const char *name
 EXPORT void *dlsym(void *handle, const char *name);
 CAPSHIM_NO_SANITIZE void *dlsym(void *handle, const char *name) {
     void *r = capshim_cuda_real_dlsym(handle, name);
-    if (r != NULL && handle == RTLD_NEXT) {
+    if (handle == RTLD_NEXT) {
         int corrected = 0;
         r = next_after(__builtin_return_address(0), name, r, &corrected);
         if (corrected) return r; /* the caller sits after the shim: its calls came through the shim already */
@@ -264,14 +281,16 @@ static capshim_cuerr do_proc_v2(int entry, proc_v2_fn real, const char *symbol, 
 /* ---- the wrappers: each entry point's exported one and its bound ones ----------------- */
 
 /* X(name, kind): kind names the body (do_KIND), its function type and its parameters. */
-#define CAPSHIM_CUDA_WRAPPED(X)                              \
+#define CAPSHIM_CUDA_RUNTIME(X)                              \
     X(cudaGetDeviceProperties, props)                        \
     X(cudaGetDeviceProperties_v2, props)                     \
     X(cudaDeviceGetAttribute, attr)                          \
     X(cudaGetDriverEntryPoint, entry)                        \
     X(cudaGetDriverEntryPoint_ptsz, entry)                   \
     X(cudaGetDriverEntryPointByVersion, entry_ver)           \
-    X(cudaGetDriverEntryPointByVersion_ptsz, entry_ver)      \
+    X(cudaGetDriverEntryPointByVersion_ptsz, entry_ver)
+#define CAPSHIM_CUDA_WRAPPED(X)                              \
+    CAPSHIM_CUDA_RUNTIME(X)                                  \
     X(cuDeviceGetAttribute, attr)                            \
     X(cuDeviceGetName, name)                                 \
     X(cuDeviceComputeCapability, cc)                         \
@@ -312,6 +331,36 @@ static capshim_cuerr do_proc_v2(int entry, proc_v2_fn real, const char *symbol, 
     capshim_cuerr N(PARAMS_##K) { return do_##K(E_##N, RESOLVE(TYPE_##K, E_##N), ARGS_##K); }
 CAPSHIM_CUDA_WRAPPED(EXPORTED)
 #undef EXPORTED
+
+/* The runtime entry points once more per runtime version node (cuda_shim.map): a client linked
+ * against libcudart.so.13 references cudaGetDeviceProperties@libcudart.so.13, and glibc binds that
+ * reference to the alias of the same version name, so the alias knows the runtime the calling
+ * code was linked against even when the return address is not in that code (a tail call: the
+ * plugin's `return cudaGetDeviceProperties(p, 0);` compiles to a jump, and the return address is
+ * its caller's). The default version (CAPSHIM_CUDA, "@@") serves dlsym and unversioned
+ * references. capshim_cuda_linked_soname lists the versions in this order. */
+#define FOR_LINKED(M, N, K) M(1, N, K, libcudart.so.11.0) M(2, N, K, libcudart.so.12) M(3, N, K, libcudart.so.13)
+_Static_assert(CAPSHIM_CUDA_LINKED == 3, "FOR_LINKED lists CAPSHIM_CUDA_LINKED version nodes");
+#define LINKED(v, N, K, node)                                                                                \
+    EXPORT capshim_cuerr capshim_rt##v##_##N(PARAMS_##K);                                                    \
+    capshim_cuerr capshim_rt##v##_##N(PARAMS_##K) {                                                          \
+        return do_##K(E_##N, (TYPE_##K)(uintptr_t)capshim_cuda_resolve_linked(E_##N, CALLER(), v), ARGS_##K); \
+    }                                                                                                        \
+    __asm__(".symver capshim_rt" #v "_" #N ", " #N "@" #node);
+#define LINKED_ALL(N, K) FOR_LINKED(LINKED, N, K)
+CAPSHIM_CUDA_RUNTIME(LINKED_ALL)
+#undef LINKED_ALL
+#undef LINKED
+
+void *capshim_cuda_linked_wrapper(int entry, int variant) {
+#define LINKED_ADDR(v, N, K, node) [v - 1] = (void *)(uintptr_t)capshim_rt##v##_##N,
+#define LINKED_ROW(N, K) [E_##N] = {FOR_LINKED(LINKED_ADDR, N, K)},
+    static void *const linked[E_COUNT][CAPSHIM_CUDA_LINKED] = {CAPSHIM_CUDA_RUNTIME(LINKED_ROW)};
+#undef LINKED_ROW
+#undef LINKED_ADDR
+    return entry >= 0 && entry < E_COUNT && variant >= 1 && variant <= CAPSHIM_CUDA_LINKED ? linked[entry][variant - 1]
+                                                                                          : NULL;
+}
 
 #define FOR_SLOTS(M, N, K) M(0, N, K) M(1, N, K) M(2, N, K) M(3, N, K) M(4, N, K) M(5, N, K) M(6, N, K) M(7, N, K)
 _Static_assert(CAPSHIM_CUDA_SLOTS == 8, "FOR_SLOTS lists CAPSHIM_CUDA_SLOTS wrappers");

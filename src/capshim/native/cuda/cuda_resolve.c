@@ -256,14 +256,116 @@ static void unresolved(int entry, const void *caller, const char *reason) {
     capshim_json_end_and_write(&j);
 }
 
-void *capshim_cuda_resolve(int entry, const void *ret) {
+/* ---- the runtime a versioned reference was linked against -------------------------- */
+
+const char *capshim_cuda_linked_soname(int variant) {
+    static const char *const sonames[CAPSHIM_CUDA_LINKED] = {"libcudart.so.11.0", "libcudart.so.12",
+                                                            "libcudart.so.13"};
+    return variant >= 1 && variant <= CAPSHIM_CUDA_LINKED ? sonames[variant - 1] : NULL;
+}
+
+/* DT_SONAME of map, or NULL. glibc relocates the d_ptr entries of a writable dynamic section in
+ * place (elf/get-dynamic-info.h, dl_relocate_ld); a read-only one keeps link-time addresses,
+ * which lie below the load address. */
+CAPSHIM_NO_SANITIZE static const char *soname_of(const struct link_map *map) {
+    if (map == NULL || map->l_ld == NULL) return NULL;
+    uintptr_t strtab = 0, soname = 0;
+    int has_soname = 0;
+    for (const ElfW(Dyn) *d = map->l_ld; d->d_tag != DT_NULL; d++) {
+        if (d->d_tag == DT_STRTAB) strtab = (uintptr_t)d->d_un.d_ptr;
+        if (d->d_tag == DT_SONAME) {
+            soname = (uintptr_t)d->d_un.d_val;
+            has_soname = 1;
+        }
+    }
+    if (strtab == 0 || !has_soname) return NULL;
+    if (strtab < (uintptr_t)map->l_addr) strtab += (uintptr_t)map->l_addr;
+    return (const char *)(strtab + soname);
+}
+
+/* The definition of name in map's DT_NEEDED libraries, opened by name (RTLD_NOLOAD) in map's
+ * namespace and asked through their own handles, in DT_NEEDED order: first a library that defines
+ * it itself, then one whose dependencies do (breadth first, as the loader's search list of map
+ * runs); NULL when none does. map itself is not searched. */
+CAPSHIM_NO_SANITIZE void *capshim_cuda_needed_lookup(struct link_map *map, const char *name) {
+    if (map == NULL || map->l_ld == NULL || name == NULL) return NULL;
+    Lmid_t ns = LM_ID_BASE;
+    if (dlinfo(map, RTLD_DI_LMID, &ns) != 0) return NULL;
+    uintptr_t strtab = 0;
+    for (const ElfW(Dyn) *d = map->l_ld; d->d_tag != DT_NULL; d++)
+        if (d->d_tag == DT_STRTAB) strtab = (uintptr_t)d->d_un.d_ptr;
+    if (strtab == 0) return NULL;
+    if (strtab < (uintptr_t)map->l_addr) strtab += (uintptr_t)map->l_addr;
+    void *deeper = NULL;
+    for (const ElfW(Dyn) *d = map->l_ld; d->d_tag != DT_NULL; d++) {
+        if (d->d_tag != DT_NEEDED) continue;
+        const char *needed = (const char *)(strtab + d->d_un.d_val);
+        void *h = ns == LM_ID_BASE ? dlopen(needed, RTLD_LAZY | RTLD_NOLOAD)
+                                   : dlmopen(ns, needed, RTLD_LAZY | RTLD_NOLOAD);
+        if (h == NULL) continue;
+        void *sym = capshim_cuda_real_dlsym(h, name);
+        int own = sym != NULL && capshim_cuda_map_of(sym) == (struct link_map *)h;
+        dlclose(h);
+        if (sym == NULL || capshim_cuda_map_of(sym) == map) continue;
+        if (own) return sym;
+        if (deeper == NULL) deeper = sym;
+    }
+    return deeper;
+}
+
+static int same_namespace(struct link_map *a, struct link_map *b) {
+    Lmid_t na = LM_ID_BASE, nb = LM_ID_BASE;
+    if (a != NULL && dlinfo(a, RTLD_DI_LMID, &na) != 0) return 0;
+    if (b != NULL && dlinfo(b, RTLD_DI_LMID, &nb) != 0) return 0;
+    return na == nb;
+}
+
+/* The definition of entry's name in the one object of caller's namespace whose soname is
+ * soname; NULL when none or several are loaded, or it does not define the name itself. */
+static void *soname_definition(int entry, const void *caller, const char *soname) {
+    struct walk w;
+    w.n = 0;
+    (void)dl_iterate_phdr(walk_cb, &w);
+    struct link_map *cm = capshim_cuda_map_of(caller), *found = NULL;
+    for (size_t i = 0; i < w.n; i++) {
+        struct link_map *m = capshim_cuda_map_of(w.inside[i]);
+        const char *so = soname_of(m);
+        if (m == NULL || m == found || m == self_map() || so == NULL || strcmp(so, soname) != 0) continue;
+        if (!same_namespace(m, cm)) continue;
+        if (found != NULL) return NULL; /* two runtimes of one soname: the caller decides */
+        found = m;
+    }
+    if (found == NULL) return NULL;
+    void *sym = scope_sym(found, capshim_cuda_entry_names[entry]);
+    return sym != NULL && !capshim_cuda_is_wrapper(sym) && capshim_cuda_map_of(sym) == found ? sym : NULL;
+}
+
+/* Whether fn lies in a CUDA runtime (soname libcudart.so*), not an interposer. */
+static int in_runtime(const void *fn) {
+    const char *so = soname_of(capshim_cuda_map_of(fn));
+    return so != NULL && strncmp(so, "libcudart.so", 12) == 0;
+}
+
+static void *resolve(int entry, const void *ret, int variant) {
     if (entry < 0 || entry >= E_COUNT) return NULL;
     /* ret - 1: inside the call instruction, so a call that ends its object still maps there */
     const void *caller = ret != NULL ? (const void *)((const char *)ret - 1) : NULL;
+    const char *soname = capshim_cuda_linked_soname(variant);
+    int key = soname != NULL ? entry + E_COUNT * variant : entry; /* the cache's "entry" */
     struct generation g = generation();
-    void *fn = cache_get(entry, (uintptr_t)ret, g);
+    void *fn = cache_get(key, (uintptr_t)ret, g);
     if (fn != NULL) return fn != NONE ? fn : NULL;
     fn = capshim_cuda_scope_lookup(entry, caller);
+    /* A versioned reference names the runtime it was linked against: that one answers when the
+     * caller-derived answer is none or another runtime (a tail call from a plugin returns into
+     * its caller); an interposer found for the caller (a tracer after the shim) keeps it. */
+    if (soname != NULL && (fn == NULL || in_runtime(fn))) {
+        const char *have = fn != NULL ? soname_of(capshim_cuda_map_of(fn)) : NULL;
+        if (have == NULL || strcmp(have, soname) != 0) {
+            void *linked = soname_definition(entry, caller, soname);
+            if (linked != NULL) fn = linked;
+        }
+    }
     int several = 0;
     if (fn == NULL) fn = only_definition(entry, &several);
     if (fn == NULL) {
@@ -272,11 +374,17 @@ void *capshim_cuda_resolve(int entry, const void *ret) {
                              "one; the call returned 500 (not found) instead of guessing"
                            : "no loaded library defines it (not in the caller's scope, the global scope or "
                              "any loaded object); the call returned 500 (not found)");
-        cache_put(entry, (uintptr_t)ret, g, NONE);
+        cache_put(key, (uintptr_t)ret, g, NONE);
         return NULL;
     }
-    cache_put(entry, (uintptr_t)ret, g, fn);
+    cache_put(key, (uintptr_t)ret, g, fn);
     return fn;
+}
+
+void *capshim_cuda_resolve(int entry, const void *ret) { return resolve(entry, ret, 0); }
+
+void *capshim_cuda_resolve_linked(int entry, const void *ret, int variant) {
+    return resolve(entry, ret, variant >= 1 && variant <= CAPSHIM_CUDA_LINKED ? variant : 0);
 }
 
 /* ---- slots: wrappers bound to one real function ---------------------------------------- */

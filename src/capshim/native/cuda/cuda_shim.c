@@ -327,6 +327,8 @@ CAPSHIM_NO_SANITIZE int capshim_cuda_is_wrapper(const void *fn) {
         if (fn == capshim_cuda_wrapper(e)) return 1;
         for (int k = 0; k < CAPSHIM_CUDA_SLOTS; k++)
             if (fn == capshim_cuda_slot(e, k)) return 1;
+        for (int v = 1; v <= CAPSHIM_CUDA_LINKED; v++)
+            if (fn == capshim_cuda_linked_wrapper(e, v)) return 1;
     }
     return 0;
 }
@@ -430,6 +432,10 @@ void capshim_cuda_lower_pair(const char *query, int *major, int *minor) {
     uint64_t cc = lowered(query, "computeCapability", stock);
     *major = (int)(cc / 10u);
     *minor = (int)(cc % 10u);
+}
+
+size_t capshim_cuda_device_name_size(void) {
+    return g_cfg.device_name[0] != '\0' ? strnlen(g_cfg.device_name, sizeof g_cfg.device_name) + 1 : 0;
 }
 
 void capshim_cuda_lower_name(const char *query, char *name, size_t size) {

@@ -59,7 +59,19 @@ void *capshim_cuda_wrapper(int entry);
 void *capshim_cuda_slot(int entry, int slot);
 void *capshim_cuda_real_dlsym(void *handle, const char *name);
 
+/* Runtime version nodes the shim's versioned aliases carry (cuda_shim.map): 1 libcudart.so.11.0,
+ * 2 libcudart.so.12, 3 libcudart.so.13. */
+#define CAPSHIM_CUDA_LINKED 3
+/* The alias of runtime entry for version node variant (1..CAPSHIM_CUDA_LINKED), or NULL. */
+void *capshim_cuda_linked_wrapper(int entry, int variant);
+
 /* cuda_resolve.c */
+/* The soname version node variant names (the node is named after the runtime's soname). */
+const char *capshim_cuda_linked_soname(int variant);
+/* capshim_cuda_resolve for an alias of version node variant: the one loaded object in the
+ * caller's namespace whose soname is that node's, when the caller-derived answer is missing or
+ * lies in another libcudart; else capshim_cuda_resolve's answer. */
+void *capshim_cuda_resolve_linked(int entry, const void *ret, int variant);
 struct link_map;
 /* The object holding address p (dladdr1 RTLD_DL_LINKMAP), or NULL. */
 struct link_map *capshim_cuda_map_of(const void *p);
@@ -74,6 +86,9 @@ void *capshim_cuda_scope_lookup(int entry, const void *caller);
 void *capshim_cuda_bind(int entry, void *real, const char *via);
 /* The real function bound to slot of entry. */
 void *capshim_cuda_slot_real(int entry, int slot);
+/* The first definition of name in map's own dependencies (DT_NEEDED, breadth first), map
+ * excluded: what glibc's dlsym(RTLD_NEXT) searches for an object loaded RTLD_LOCAL; or NULL. */
+void *capshim_cuda_needed_lookup(struct link_map *map, const char *name);
 /* The symbol `name` in the scope of the library that defines fn (its namespace, then its
  * dependencies), NULL when not found or when it is one of the shim's wrappers. */
 void *capshim_cuda_sibling(void *fn, const char *name);
@@ -98,6 +113,8 @@ void capshim_cuda_leave(void);
 void capshim_cuda_lower_attribute(const char *query, int *value, int attr, int device, capshim_attr_fn real_attr);
 void capshim_cuda_lower_pair(const char *query, int *major, int *minor);
 void capshim_cuda_lower_name(const char *query, char *name, size_t size);
+/* The bytes the profile's deviceName takes with its terminating NUL; 0 when it sets none. */
+size_t capshim_cuda_device_name_size(void);
 void capshim_cuda_lower_prop(const char *query, unsigned char *prop, int layout, int device,
                              capshim_attr_fn real_attr);
 void capshim_cuda_lower_devprop(const char *query, unsigned char *prop, int device, capshim_attr_fn real_attr);

@@ -55,6 +55,10 @@ typedef int nvml_return;
 typedef void *nvml_device;
 #define NVML_SUCCESS 0
 #define NVML_ERROR_FUNCTION_NOT_FOUND 13
+/* nvml.h (CUDA 13.0), nvmlDeviceGetName: "NVML_ERROR_INSUFFICIENT_SIZE if length is too small";
+ * NVML_DEVICE_NAME_V2_BUFFER_SIZE 96 (the buffer nvml.h says any name fits in). */
+#define NVML_ERROR_INSUFFICIENT_SIZE 7
+#define NVML_DEVICE_NAME_V2_BUFFER_SIZE 96
 #define NVML_SONAME "libnvidia-ml.so.1"
 
 struct nvml_attributes { /* nvmlDeviceAttributes_t */
@@ -277,6 +281,16 @@ nvml_return nvmlDeviceGetName(nvml_device device, char *name, unsigned int lengt
         return NVML_ERROR_FUNCTION_NOT_FOUND;
     }
     int lower = enter(N_GetName);
+    size_t want = lower ? capshim_cuda_device_name_size() : 0;
+    if (want > length && name != NULL) {
+        /* The profile's name does not fit where the stock one might: NVML's answer for a short
+         * buffer, with nothing written; the real call (into a buffer of its own) still says
+         * whether the library is initialised and the device valid. */
+        char scratch[2 * NVML_DEVICE_NAME_V2_BUFFER_SIZE];
+        nvml_return rc = real(device, scratch, (unsigned int)sizeof scratch);
+        leave();
+        return rc == NVML_SUCCESS ? NVML_ERROR_INSUFFICIENT_SIZE : rc;
+    }
     nvml_return rc = real(device, name, length);
     if (rc == NVML_SUCCESS && lower && name != NULL && length > 0)
         capshim_cuda_lower_name(capshim_nvml_entry_names[N_GetName], name, length);
