@@ -6,7 +6,7 @@ Rules (issue 18, README "Layout"):
 
 - no cycle between capshim modules;
 - nothing imports the command line (``capshim.cli``) but the command line;
-- the bench (``capshim.bench``) imports neither the studies nor the CLI;
+- the bench (``capshim.bench``) imports neither the studies, the CLI nor the report;
 - the exporters (``capshim.export``) read only the summary contract
   (``capshim.summary``) and the shared rules (``capshim.contracts``);
 - storage never imports presentation: ``capshim.evidence`` imports neither
@@ -143,6 +143,12 @@ def test_nothing_imports_the_cli():
 
 def test_the_bench_imports_neither_studies_nor_cli():
     assert _offending("capshim.bench", lambda m, d: not (_under(d, "capshim.studies") or _under(d, "capshim.cli"))) == []
+
+
+def test_the_bench_never_imports_the_report():
+    """The bench's finalize steps and its summary recipe live in the bench (bench/summarize.py),
+    below the report: the bench reaches the exporters, never back up to ``capshim.report``."""
+    assert _offending("capshim.bench", lambda m, d: not _under(d, "capshim.report")) == []
 
 
 def test_exporters_read_only_the_summary_contract():

@@ -28,7 +28,6 @@ bundle of what finished.
 
 from __future__ import annotations
 
-import contextlib
 import datetime as _dt
 import os
 import random
@@ -50,15 +49,15 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
-from capshim import __version__, backends, paths, report
-from capshim.bench import analysis, attest, inherited_env, metrics, stats, telemetry
+from capshim import __version__, backends, paths
+from capshim.bench import analysis, attest, inherited_env, metrics, summarize, telemetry
 from capshim.bench.arms import Arm
 from capshim.bench.plan import Plan
 from capshim.bench.request import BenchRequest
 from capshim.bench.runs import PAD_RANGE, PAD_VAR, RunResult, make_launcher, run_one
 from capshim.bench.workloads.base import Workload
 from capshim.contracts import environ, folders, messages
-from capshim.contracts.signals import SealGuard, StepInterrupted
+from capshim.contracts.signals import SealGuard
 from capshim.contracts.suggest import did_you_mean
 from capshim.errors import CapshimError, UsageError
 from capshim.evidence import Bundle, sha256_file
@@ -392,44 +391,15 @@ def _metadata(arms: list[Arm], workload: Workload, opts: dict, seed: int, aa_arm
     return meta
 
 
-def _comparisons(summary: dict, tests: list[str] | None = None) -> list[tuple[str, str, float | None]]:
-    """(arm, series, half-width in points) of every interval a precision target applies to
-    (only the series named in ``tests``, by whole name or first word, when given)."""
-    out = []
-    host = summary.get("host") or {}
-    for name, arm in summary["arms"].items():
-        for t, st in arm["tests"].items():
-            if tests and t not in tests and t.split()[0] not in tests:
-                continue
-            if host.get("tests") and t in host["tests"]:
-                if name == host.get("name"):
-                    continue
-                out.append((name, t, stats.half_width(st.get("pct_of_host"), percent=True)))
-            elif name != summary["baseline"]:
-                out.append((name, t, stats.half_width(st.get("speedup"), percent=False)))
-    return out
-
-
 def _precision(results, arms, baseline, host_arm, host, target, rounds, cap, exclude_contaminated,
                tests: list[str] | None = None, workload: Workload | None = None,
                control_results: dict[str, list[RunResult]] | None = None) -> dict:
-    """Whether every interval is at most ``target`` points wide (half-width), from the runs so far."""
-    records = _records(results, exclude_contaminated, control_results)
-    arm_info = {a.name: {"state": "native"} for a in arms}
-    try:
-        summary = _analyze(workload, records, arm_info, baseline, _host_dict(records, host_arm, host, {}),
-                           allow_mismatch=True)
-    except CapshimError:
-        return {"target": target, "reached": False, "max_half_width": None, "rounds": rounds, "cap": cap}
-    widths = [w for _, _, w in _comparisons(summary, tests)]
-    worst = None if any(w is None for w in widths) or not widths else max(widths)
-    out = {"target": target, "reached": worst is not None and worst <= target, "max_half_width": worst,
-           "rounds": rounds, "cap": cap}
-    known = sorted({t for arm in summary["arms"].values() for t in arm["tests"]})
-    unknown = [x for x in tests or [] if known and not any(t == x or t.split()[0] == x for t in known)]
-    if unknown:
-        out["unknown_tests"], out["known_tests"] = unknown, known
-    return out
+    """Whether every interval is at most ``target`` points wide (half-width), from the runs so far
+    (:func:`capshim.bench.summarize.precision_check` of the bench's recipe, every arm native)."""
+    recipe = summarize.Recipe(_records(results, exclude_contaminated, control_results),
+                              {a.name: {"state": "native"} for a in arms}, baseline, host_arm=host_arm, host=host,
+                              allow_mismatch=True, **_metric_options(workload))
+    return summarize.precision_check(recipe, target, rounds, cap, tests)
 
 
 def _records(results: dict[str, list[RunResult]], exclude_contaminated: bool,
@@ -438,31 +408,14 @@ def _records(results: dict[str, list[RunResult]], exclude_contaminated: bool,
             if not (exclude_contaminated and r.contaminated) for rec in r.records]
 
 
-def _analyze(workload: Workload | None, records: list[dict], arm_info: dict, baseline: str, host: dict | None,
-             **options) -> dict:
-    """The analysis step: :func:`capshim.bench.analysis.analyze`, then the workload's metric
-    directions and the control verdicts (:func:`capshim.bench.metrics.annotate`): a
-    lower-is-better metric's ratios read "times faster", a control whose interval excludes
-    1.00x is flagged. Same errors as ``analyze``."""
+def _metric_options(workload: Workload | None) -> dict:
+    """The recipe's ``metric_tests`` and ``controls`` of a workload (its own and its controls' metrics)."""
     if workload is None:
-        return analysis.analyze(records, arm_info, baseline, host, **options)
+        return {}
     tests_metric: dict[str, metrics.Metric] = {}
     for w in (workload, *workload.controls):
         tests_metric.update(w.metric_tests())
-    lower = {t for t, m in tests_metric.items() if m.better == "lower"}
-    summary = analysis.analyze(records, arm_info, baseline, host, lower_is_better=lower, **options)
-    return metrics.annotate(summary, tests_metric, [c.control for c in workload.controls])
-
-
-def _host_dict(records, host_arm, host, arm_info) -> dict | None:
-    if host_arm is None:
-        return host
-    tests: dict[str, dict[object, list[float]]] = {}
-    for rec in records:
-        if rec["arm"] == host_arm:
-            tests.setdefault(rec["test"], {}).setdefault(rec.get("run"), []).append(rec["tok_s"])
-    return {"name": host_arm, "tests": {t: list(v.values()) for t, v in tests.items()},
-            "path": (arm_info.get(host_arm) or {}).get("path") or {}, "source": f"arm {host_arm} of this bench"}
+    return {"metric_tests": tests_metric, "controls": [c.control for c in workload.controls]}
 
 
 def _model_sha(model: Path | None) -> str | None:
@@ -494,84 +447,74 @@ def _finish(bundle: Bundle, arms: list[Arm], results: dict[str, list[RunResult]]
             bench_warnings: list[str] | None = None, precision: dict | None = None,
             precision_target: float | None = None, cap: int | None = None,
             precision_tests: list[str] | None = None, guard=None) -> BenchResult:
-    """The pipeline's end: analysis (typed summary) -> bundle (which runs the exporters and seals).
+    """The pipeline's end: the arms' states and checks, then the bundle's finalize steps
+    (:func:`capshim.bench.summarize.steps`: the one recipe makes the summary, the exporters the
+    files, then the seal).
 
-    ``guard`` (:func:`capshim.evidence.seal_guard`): the analysis runs as one of its slow steps, so
-    a signal can cut it short (finalize then records it as skipped) but never stop the seal.
+    The analysis is a finalize step: a signal can cut it short (finalize records it as skipped)
+    but never stop the seal, and a fallback step makes the summary with the same recipe.
     """
-    slow = guard.abortable if guard is not None else contextlib.nullcontext
     control_results = control_results or {}
     all_records = _records(results, False, control_results)
     for rs in (*results.values(), *control_results.values()):
         for r in rs:
             r.excluded = bool(exclude_contaminated and r.contaminated)
-    records = _records(results, exclude_contaminated, control_results)
-    arm_info: dict[str, dict] = {}
-    for arm in arms:
-        rs = results[arm.name]
-        ok = [r for r in rs if run_failed(r.info()) is None]
-        info = {"spec": arm.spec(), "state": _arm_state(arm, rs), "path": ok[0].path if ok else {},
-                "runs": [r.info() for r in rs]}
-        _attest_device(info, rs, arm, workload, bundle)
-        _attest_reach(info, rs, arm)
-        arm_info[arm.name] = info
-    # Correctness gate: every arm's output (generated tokens, output hash) must equal the reference arm's.
-    ref = host_arm or baseline
-    ref_tokens = next((r.token_ids for r in results.get(ref, []) if r.token_ids is not None), None)
-    if workload.check_output:
-        what, differ = workload.output_noun
-        for arm in arms:
-            toks = [r.token_ids for r in results[arm.name] if r.token_ids is not None]
-            info = arm_info[arm.name]
-            if ref_tokens is None or not toks:
-                whose = f"reference arm {ref}" if ref_tokens is None else f"arm {arm.name}"
-                none = "token ids" if what == "tokens" else "output"
-                info["output_check"] = f"not checked: {whose} produced no {none}"
-                messages.emit(f"output check skipped for arm {arm.name}: {whose} produced no {none} "
-                              f"(no run finished with {'generated tokens' if what == 'tokens' else 'its output read'})")
-                continue
-            bad = next((t for t in toks if not workload.same_output(t, ref_tokens)), None)
-            same = bad is None
-            where = "" if same else workload.difference(bad, ref_tokens, arm.name, ref)
-            info["output_check"] = f"same {what} as {ref}" if same else \
-                f"{what} {differ} from {ref}" + (f", {where}" if where else "")
-            if not same and info["state"] in ("native", "active"):
-                info["state"] = "wrong-output"
-    host_dict = _host_dict(records, host_arm, host, arm_info)
+    arm_info = {arm.name: _arm_info(arm, results[arm.name], workload, bundle) for arm in arms}
+    _check_outputs(arm_info, arms, results, workload, host_arm or baseline)
     failed = sum(1 for rs in (*results.values(), *control_results.values()) for r in rs if run_failed(r.info()))
-    refused = None
-    try:
-        with slow():
-            try:
-                summary = _analyze(workload, records, arm_info, baseline, host_dict, allow_mismatch=allow_mismatch,
-                                   aa_arm=aa_arm, notes=notes, bench_warnings=bench_warnings)
-            except analysis.ComparabilityError as exc:  # seal what finished (rows marked), then refuse
-                refused = exc
-                summary = _analyze(workload, records, arm_info, baseline, host_dict, allow_mismatch=True,
-                                   aa_arm=aa_arm, notes=(notes or []) + [f"refused: {exc}"],
-                                   bench_warnings=bench_warnings)
-    except StepInterrupted:  # finalize records the analysis as skipped and seals
-        summary = None
-    except Exception:  # noqa: BLE001 - finalize runs the analysis again as an isolated, recorded step
-        summary = None
-    if precision_target is not None and summary is not None:
-        if precision is None or interrupted:
-            precision = {"target": precision_target, "reached": False, "max_half_width": None,
-                         "rounds": max((len(v) for v in results.values()), default=0), "cap": cap}
-        widths = [w for _, _, w in _comparisons(summary, precision_tests)]
-        precision["tests"] = list(precision_tests) if precision_tests else "all"
-        precision["max_half_width"] = None if any(w is None for w in widths) or not widths else max(widths)
-        precision["reached"] = precision["max_half_width"] is not None and precision["max_half_width"] <= precision_target
-        precision["stopped_by"] = ("target reached" if precision["reached"] else
-                                   "interrupted" if interrupted else f"--max-runs {cap} reached")
-        summary["precision"] = precision
-    summary = bundle.finalize(report.bundle_steps(all_records, arm_info, baseline, host_dict, title="capshim bench"),
-                              summary=summary, interrupted=interrupted, metadata_update={"failed_runs": failed},
+    prec = None
+    if precision_target is not None:
+        rounds = (precision or {}).get("rounds") if precision is not None and not interrupted else None
+        prec = summarize.Precision(precision_target, cap, list(precision_tests) if precision_tests else None,
+                                   rounds if rounds is not None else max((len(v) for v in results.values()),
+                                                                         default=0), interrupted=interrupted)
+    recipe = summarize.Recipe(_records(results, exclude_contaminated, control_results), arm_info, baseline,
+                              host_arm=host_arm, host=host, aa_arm=aa_arm, notes=list(notes or []),
+                              bench_warnings=list(bench_warnings or []), allow_mismatch=allow_mismatch,
+                              precision=prec, **_metric_options(workload))
+    summary = bundle.finalize(summarize.steps(recipe, all_records, title="capshim bench"),
+                              interrupted=interrupted, metadata_update={"failed_runs": failed},
                               title="capshim bench")
-    if refused is not None and not (guard is not None and guard.first):  # a signal's exit code wins
-        raise analysis.ComparabilityError(f"{refused} (bundle of the runs kept: {bundle.root})")
+    if recipe.refused is not None and not (guard is not None and guard.first):  # a signal's exit code wins
+        raise analysis.ComparabilityError(f"{recipe.refused} (bundle of the runs kept: {bundle.root})")
     bad = [a for a, i in arm_info.items() if i["state"] in NOT_SHIM_STATES]
     return BenchResult(summary, bundle.root, interrupted, failed, bad)
+
+
+def _arm_info(arm: Arm, rs: list[RunResult], workload: Workload, bundle: Bundle) -> dict:
+    """One arm as the analysis takes it: spec, state (after the device and reach checks), path, runs."""
+    ok = [r for r in rs if run_failed(r.info()) is None]
+    info = {"spec": arm.spec(), "state": _arm_state(arm, rs), "path": ok[0].path if ok else {},
+            "runs": [r.info() for r in rs]}
+    _attest_device(info, rs, arm, workload, bundle)
+    _attest_reach(info, rs, arm)
+    return info
+
+
+def _check_outputs(arm_info: dict, arms: list[Arm], results: dict[str, list[RunResult]], workload: Workload,
+                   ref: str) -> None:
+    """The correctness gate: every arm's output (generated tokens, output hash) must equal the
+    reference arm's (the host arm, else the baseline); an arm whose output differs is ``wrong-output``."""
+    if not workload.check_output:
+        return
+    ref_tokens = next((r.token_ids for r in results.get(ref, []) if r.token_ids is not None), None)
+    what, differ = workload.output_noun
+    for arm in arms:
+        toks = [r.token_ids for r in results[arm.name] if r.token_ids is not None]
+        info = arm_info[arm.name]
+        if ref_tokens is None or not toks:
+            whose = f"reference arm {ref}" if ref_tokens is None else f"arm {arm.name}"
+            none = "token ids" if what == "tokens" else "output"
+            info["output_check"] = f"not checked: {whose} produced no {none}"
+            messages.emit(f"output check skipped for arm {arm.name}: {whose} produced no {none} "
+                          f"(no run finished with {'generated tokens' if what == 'tokens' else 'its output read'})")
+            continue
+        bad = next((t for t in toks if not workload.same_output(t, ref_tokens)), None)
+        where = "" if bad is None else workload.difference(bad, ref_tokens, arm.name, ref)
+        info["output_check"] = f"same {what} as {ref}" if bad is None else \
+            f"{what} {differ} from {ref}" + (f", {where}" if where else "")
+        if bad is not None and info["state"] in ("native", "active"):
+            info["state"] = "wrong-output"
 
 
 def _attest_device(info: dict, results: list[RunResult], arm: Arm, workload: Workload, bundle: Bundle) -> None:
