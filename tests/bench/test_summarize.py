@@ -13,6 +13,7 @@ from pathlib import Path
 from capshim import evidence
 from capshim.bench import analysis, metrics, runner, summarize, telemetry
 from capshim.bench.arms import Arm
+from capshim.bench.plan import Plan
 from capshim.bench.workloads.command import command_workload
 
 REPS = 4
@@ -47,8 +48,9 @@ def _bench(tmp_path: Path, monkeypatch, name: str, **kw):
 
     monkeypatch.setattr(summarize, "steps", steps)
     try:
-        res = runner.run_bench([Arm("slow"), Arm("fast")], _workload(tmp_path), "slow", tmp_path / name,
-                               repetitions=REPS, warmup=0, seed=5, exclude_contaminated=True, **kw)
+        res = runner.run(Plan([Arm("slow"), Arm("fast")], _workload(tmp_path), "slow", kw.get("host_arm"), None,
+                              REPS, "t", None, warmup=0, seed=5, exclude_contaminated=True,
+                              out=str(tmp_path / name)))
     except SystemExit as stop:
         res = stop
     return res, seen["recipe"]

@@ -17,7 +17,8 @@ table says that no speed effect is expected there.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+import secrets
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from capshim import backends, evidence, profiles
@@ -25,7 +26,7 @@ from capshim.bench import arms as arms_mod
 from capshim.bench import inherited_env, metrics
 from capshim.bench.analysis import host_from_file
 from capshim.bench.arms import Arm
-from capshim.bench.request import MODEL, BenchRequest, Defaults, defaults_for
+from capshim.bench.request import MODEL, TIMEOUT_S, BenchRequest, Defaults, defaults_for
 from capshim.bench.workloads import builtin, command, ncnn, torch_sdpa
 from capshim.bench.workloads.base import Workload
 from capshim.bench.workloads.llama_bench import llama_bench_workload
@@ -45,10 +46,29 @@ CPU_NOTE_OTHER = ("{device} is a CPU device: the answers change which code paths
 
 @dataclass
 class Plan:
-    """A resolved bench: what :func:`capshim.bench.runner.run` runs.
+    """A resolved bench: everything :func:`capshim.bench.runner.run` reads, nothing left to default.
 
-    ``defaults``: options of the run chosen by the plan (the GPU precision target); what the
-    request gives overrides them."""
+    Attributes:
+        arms: the arms, resolved (profiles loaded, ``restore``/``identity`` answered), names unique.
+        workload: what each run executes (its controls included).
+        baseline: the arm speedups are relative to (one of ``arms``).
+        host_arm: an arm that plays the bare-metal host ("% of host"), or None.
+        host: a host baseline measured elsewhere (used when ``host_arm`` is None), or None.
+        repetitions: recorded processes (rounds) per arm, at least.
+        title: the table's heading.
+        device: the probed device's entry (recorded in metadata.json), or None.
+        warmup: unrecorded rounds before the recorded ones.
+        aa_arm: the A/A arm, or None.
+        notes: sentences for the table notes.
+        seed: the seed of the arm order and the environment padding (drawn when not asked for).
+        timeout: seconds one run may take before it is killed.
+        precision: add rounds until every interval's half-width is at most this many points, or None.
+        precision_tests: the tests the target applies to (None: every test).
+        cap: processes per arm at most (``--max-runs``; ``repetitions`` without a target).
+        exclude_contaminated: leave runs telemetry flags out of the statistics.
+        allow_mismatch: compare arms whose configurations differ (rows marked) instead of failing.
+        out: the bundle folder asked for (None: a new unique ``./capshim-bench-DATE-TIME``).
+    """
 
     arms: list[Arm]
     workload: Workload
@@ -60,8 +80,23 @@ class Plan:
     device: dict | None
     warmup: int = 1
     aa_arm: str | None = None
-    notes: list[str] | None = None
-    defaults: dict | None = None
+    notes: list[str] = field(default_factory=list)
+    seed: int = field(default_factory=lambda: secrets.randbits(32))
+    timeout: float = TIMEOUT_S
+    precision: float | None = None
+    precision_tests: list[str] | None = None
+    cap: int = 0
+    exclude_contaminated: bool = False
+    allow_mismatch: bool = False
+    out: str | None = None
+
+    def __post_init__(self):
+        """``cap``: ``repetitions`` without a target; with one, at least ``repetitions``, and
+        5 x ``repetitions`` when not given (0)."""
+        if self.precision is None:
+            self.cap = self.repetitions
+        else:
+            self.cap = max(self.repetitions, self.cap or 5 * self.repetitions)
 
 
 def pick_device(backend: backends.Backend, stock: dict) -> tuple[int, dict]:
@@ -143,14 +178,28 @@ def make_plan(req: BenchRequest, platform: str) -> Plan:
         for c in workload.controls:
             c.env.update(extra_env)
     title = "capshim bench" + (f" — {device['name']}" if device else "")
-    defaults = None
+    repetitions = req.repetitions or d.processes
+    precision, tests, max_runs = _precision(req, d)
+    return Plan(arms, workload, baseline, host_arm, host, repetitions, title, device,
+                d.warmup if req.warmup is None else req.warmup, aa_arm, notes,
+                seed=secrets.randbits(32) if req.seed is None else int(req.seed), timeout=req.timeout,
+                precision=precision, precision_tests=tests,
+                cap=max_runs or 0,
+                exclude_contaminated=req.exclude_contaminated, allow_mismatch=req.allow_mismatch, out=req.out)
+
+
+def _precision(req: BenchRequest, d: Defaults) -> tuple[float | None, list[str] | None, int | None]:
+    """(target, tests, --max-runs) of the precision loop: the request's ``--precision``, else the
+    workload's default target on a GPU (:data:`capshim.bench.request.DEFAULTS`) unless ``-r`` was
+    given (an explicit count is the user's choice)."""
+    if req.precision is not None:
+        return req.precision, list(req.precision_tests) or None, req.max_runs
     n_prompt = req.n_prompt or d.n_prompt
     if d.precision and req.repetitions is None and n_prompt:
         target, tests, cap = d.precision
-        defaults = {"precision": target, "max_runs": cap,
-                    "precision_tests": [f"pp{n_prompt}" if t == "pp512" else t for t in tests]}
-    return Plan(arms, workload, baseline, host_arm, host, req.repetitions or d.processes, title, device,
-                d.warmup if req.warmup is None else req.warmup, aa_arm, notes, defaults)
+        return (target, list(req.precision_tests) or [f"pp{n_prompt}" if t == "pp512" else t for t in tests],
+                req.max_runs or cap)
+    return None, None, None
 
 
 def _arms(req: BenchRequest, platform: str) -> tuple[list[Arm], str, str | None, dict | None, str | None]:

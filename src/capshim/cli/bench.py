@@ -160,7 +160,7 @@ def bench_cmd(arm_opts, baseline, host_baseline, host_arm, repetitions, process_
     # held from before the first run until the table is printed and the seal checked: no order of
     # signals loses the seal or leaves a half-printed table; the exit code is the first signal's
     with signals.SealGuard("the bundle") as guard:
-        result = runner.run(p, req)
+        result = runner.run(p)
         if as_json:  # strict JSON, as in summary.json: a non-finite number is null
             click.echo(strict_json(finite_or_null(result.summary)).decode(), nl=False)
         else:
