@@ -27,7 +27,7 @@ from capshim.bench import inherited_env, metrics
 from capshim.bench.analysis import host_from_file
 from capshim.bench.arms import Arm
 from capshim.bench.request import MODEL, TIMEOUT_S, BenchRequest, Defaults, defaults_for
-from capshim.bench.workloads import builtin, command, ncnn, torch_sdpa
+from capshim.bench.workloads import builtin, command, kinds, torch_sdpa
 from capshim.bench.workloads.base import Workload
 from capshim.bench.workloads.llama_bench import llama_bench_workload
 from capshim.contracts import messages
@@ -37,9 +37,10 @@ from capshim.profiles import khronos, ondevice
 
 CPU_NOTE = ("{device} is a CPU device: the answers change which kernels llama.cpp picks, not its speed; "
             "the default is short here and shows the mechanism and the evidence chain")
+#: The GPU API each ``--workload`` kind's path goes through (a backend name): the device the bench
+#: probes; read from the workload registry (:mod:`capshim.bench.workloads.kinds`).
+WORKLOAD_API = {name: k.api for name, k in kinds.selectable().items()}
 #: The same for a workload other than llama.cpp (``--metric``, ``--workload ncnn``).
-#: The GPU API each built-in workload's path goes through (a backend name): the device the bench probes.
-WORKLOAD_API = {"ncnn": "vulkan", "torch-sdpa": torch_sdpa.API}
 CPU_NOTE_OTHER = ("{device} is a CPU device: the answers change which code paths the program takes, not "
                   "its speed; the bench shows the mechanism and the evidence chain")
 
@@ -148,10 +149,8 @@ def make_plan(req: BenchRequest, platform: str) -> Plan:
     argv = list(req.command)
     if req.model and argv:
         raise UsageError("--model is for the built-in workload; a command after -- brings its own model")
-    _check_workload_flags(argv, req.metric, req.unit, req.better, req.output_file, req.workload, req.network,
-                          req.model)
-    if (req.shape is not None or req.block) and req.workload != "torch-sdpa":
-        raise UsageError(f"{'--shape' if req.shape is not None else '--block'} is for --workload torch-sdpa")
+    _check_workload_flags(argv, req.metric, req.unit, req.better, req.output_file, req.workload,
+                          {"--network": req.network, "--shape": req.shape, "--block": req.block}, req.model)
     if req.workload == "torch-sdpa":
         torch_sdpa.shape_dims(req.shape)  # a bad shape is exit 2 before the device is probed
     api = device_api(arms, req.workload, bool(argv), platform)
@@ -161,7 +160,7 @@ def make_plan(req: BenchRequest, platform: str) -> Plan:
                          f"split against the {khronos.API} device, and this bench probes the {api} device")
     cpu = device is not None and device.get("type") == "cpu"
     workload, d = _workload(req, cpu, device)
-    notes = [(CPU_NOTE if workload.kind in ("builtin", "llama-bench") else CPU_NOTE_OTHER)
+    notes = [(CPU_NOTE if kinds.llama_cpp(workload.kind) else CPU_NOTE_OTHER)
              .format(device=device["name"])] if cpu else []
     workload.env.update(extra_env)
     workload.env.update(req.env)
@@ -308,16 +307,9 @@ def _workload(req: BenchRequest, cpu: bool, device: dict | None) -> tuple[Worklo
         UsageError: ``--process-reps`` with a command, a bad ``--metric`` or command.
         CapshimError: the workload's library (cyllama, ncnn, torch) is missing.
     """
-    if req.workload == "torch-sdpa":
-        d = defaults_for("torch-sdpa", cpu)
-        return torch_sdpa.bench_workload(req.shape, req.block,
-                                         d.check_output if req.check_output is None else req.check_output,
-                                         repetitions=req.process_reps or d.process_reps), d
-    if req.workload == "ncnn":
-        d = defaults_for("ncnn", cpu)
-        return ncnn.bench_workload(req.network or ("tiny" if cpu else "standard"),
-                                   d.check_output if req.check_output is None else req.check_output,
-                                   repetitions=req.process_reps or d.process_reps), d
+    if req.workload is not None:  # a kind of the registry (checked by _check_workload_flags)
+        kind = kinds.selectable()[req.workload]
+        return kind.build(req, cpu), defaults_for(kind.defaults, cpu)
     if req.command:
         if req.process_reps is not None:
             raise UsageError("--process-reps is for the built-in workloads; give the command its own repetitions")
@@ -340,22 +332,26 @@ def _workload(req: BenchRequest, cpu: bool, device: dict | None) -> tuple[Worklo
                                     warmup_run=d.warmup_run if req.warmup_run is None else req.warmup_run), d
 
 
-def _check_workload_flags(argv, metric, unit, better, output_file, workload_name, network, model) -> None:
-    """Refuse flag combinations that mean nothing (exit 2, naming the flags)."""
-    if workload_name is not None and workload_name not in WORKLOAD_API:
-        raise UsageError(f"--workload {workload_name!r}: expected one of {', '.join(WORKLOAD_API)} "
-                         "(llama.cpp is the default)")
+def _check_workload_flags(argv, metric, unit, better, output_file, workload_name, given: dict, model) -> None:
+    """Refuse flag combinations that mean nothing (exit 2, naming the flags). ``given``: the
+    kind-specific options given (``{"--network": value, "--shape": value, "--block": bool}``);
+    each belongs to the kinds of the registry that declare it (:attr:`Kind.options`)."""
+    known = kinds.selectable()
+    if workload_name is not None and workload_name not in known:
+        raise UsageError(f"--workload {workload_name!r}: expected one of {', '.join(known)} "
+                         f"(llama.cpp is the default){did_you_mean(workload_name, list(known))}")
+    for flag, value in given.items():
+        if value not in (None, False) and (workload_name is None or flag not in known[workload_name].options):
+            owners = [n for n, k in known.items() if flag in k.options]
+            raise UsageError(f"{flag} is for --workload {' or '.join(owners)}")
     if workload_name is not None:
-        what = {"ncnn": ("its own network", "--network", "ms per inference"),
-                "torch-sdpa": ("its own attention problem", "--shape", "TFLOP/s per call")}[workload_name]
+        what = known[workload_name].problem
         if argv:
             raise UsageError(f"--workload {workload_name} runs {what[0]}; give no command after --")
         if model:
             raise UsageError(f"--model is for the llama.cpp workload; --workload {workload_name} takes {what[1]}")
         if metric:
             raise UsageError(f"--metric is for a command after --; --workload {workload_name} reports {what[2]}")
-    if network and workload_name != "ncnn":
-        raise UsageError("--network is for --workload ncnn")
     if metric and not argv:
         raise UsageError(f"--metric {metric}: give the command to measure after --")
     for flag, value in (("--unit", unit), ("--better", better), ("--output-file", output_file)):

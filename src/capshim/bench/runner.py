@@ -53,6 +53,7 @@ from capshim.bench import analysis, attest, inherited_env, metrics, summarize, t
 from capshim.bench.arms import Arm
 from capshim.bench.plan import Plan
 from capshim.bench.runs import PAD_RANGE, PAD_VAR, RunResult, make_launcher, run_one
+from capshim.bench.workloads import kinds
 from capshim.bench.workloads.base import Workload
 from capshim.contracts import environ, folders, messages
 from capshim.contracts.signals import SealGuard
@@ -459,7 +460,7 @@ def _attest_device(info: dict, results: list[RunResult], arm: Arm, workload: Wor
     device = (bundle.metadata.get("device") or {}).get("name")
     if not device or info["state"] == "failed":
         return
-    required = workload.kind in ("builtin", "llama-bench", "ncnn", "torch-sdpa")
+    required = kinds.attested(workload.kind)  # the registry: its runs say which device they ran on
     bad: dict[str, list[tuple[int, str]]] = {}
     for r, entry in zip(results, info["runs"]):
         if run_failed(entry) is not None:
