@@ -29,9 +29,8 @@ what it describes.
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
-
-import jsonschema
 
 from capshim import jsonread
 from capshim.errors import CapshimError
@@ -142,7 +141,15 @@ SUMMARY_SCHEMA = {
         "controls": {"type": "object", "additionalProperties": _CONTROL},
     },
 }
-_VALIDATOR = jsonschema.Draft202012Validator(SUMMARY_SCHEMA)
+
+
+@functools.cache
+def _validator():
+    """The validator of :data:`SUMMARY_SCHEMA`, built on first use (importing this module does not
+    import jsonschema: capshim's small commands must not pay for it)."""
+    import jsonschema
+
+    return jsonschema.Draft202012Validator(SUMMARY_SCHEMA)
 
 
 
@@ -166,7 +173,9 @@ def validate(data, source: str) -> dict:
         SummaryShapeError: ``"<source>: not a capshim summary: at $.arms.a: 'tests' is a required
             property"``; the baseline must name one of the arms.
     """
-    err = jsonschema.exceptions.best_match(_VALIDATOR.iter_errors(data))
+    import jsonschema
+
+    err = jsonschema.exceptions.best_match(_validator().iter_errors(data))
     if err is not None:
         raise SummaryShapeError(f"{source}: not a capshim summary: at {err.json_path}: {err.message}")
     if data["baseline"] not in data["arms"]:

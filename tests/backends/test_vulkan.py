@@ -257,7 +257,7 @@ VALIDATION = Path("/usr/share/vulkan/explicit_layer.d/VkLayer_khronos_validation
 
 @pytest.mark.parametrize("where", ["below", "above"])
 def test_layer_is_clean_under_khronos_validation(vk_build, stock_probe, tmp_path, where):
-    assert VALIDATION.is_file(), "install vulkan-validationlayers (./setup.sh does)"
+    assert VALIDATION.is_file(), "install vulkan-validationlayers (./setup.sh --dev does)"
     restore = ondevice.restore_profile(stock_probe, PARAVIRT)
     env = dict(os.environ)
     env.update(vulkan.launch_env(restore, PARAVIRT, tmp_path / "status.jsonl", tmp_path))

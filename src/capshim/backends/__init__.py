@@ -172,6 +172,14 @@ class Backend(ABC):
         """Classify each requested shim from a run's status report (:func:`capshim.status.classify`)."""
         return {name: status.classify(report, name) for name in shims}
 
+    def run_states(self, report: StatusReport, shims: list[str], argv: list[str],
+                   wrapped: bool = False) -> dict[str, ShimState]:
+        """:meth:`summarize_status` of one ``capshim run`` of ``argv``: a backend that can tell from
+        the program file why its shim stayed inert says so here. ``wrapped``: the command ran under
+        the launcher's ``/bin/sh`` pid wrapper (:data:`capshim.launch.PID_WRAPPER`), which loads a
+        preloaded shim before the program does. Default: :meth:`summarize_status`."""
+        return self.summarize_status(report, shims)
+
 
 def names() -> list[str]:
     """The registered API names, in registry order."""

@@ -31,6 +31,7 @@ from capshim.bench.workloads import builtin, command, kinds, torch_sdpa
 from capshim.bench.workloads.base import Workload
 from capshim.bench.workloads.llama_bench import llama_bench_workload
 from capshim.contracts import messages
+from capshim.contracts.names import device_label
 from capshim.contracts.suggest import did_you_mean
 from capshim.errors import UsageError
 from capshim.profiles import khronos, ondevice
@@ -176,7 +177,7 @@ def make_plan(req: BenchRequest, platform: str) -> Plan:
             raise UsageError(f"--control: names must be unique ({', '.join(names)})")
         for c in workload.controls:
             c.env.update(extra_env)
-    title = "capshim bench" + (f" — {device['name']}" if device else "")
+    title = "capshim bench" + (f" — {device_label(device)}" if device else "")  # a stand-in says so
     repetitions = req.repetitions or d.processes
     precision, tests, max_runs = _precision(req, d)
     return Plan(arms, workload, baseline, host_arm, host, repetitions, title, device,

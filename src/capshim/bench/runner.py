@@ -401,9 +401,9 @@ def _finish(loop: _Rounds) -> BenchResult:
                               host_arm=plan.host_arm, host=plan.host, aa_arm=plan.aa_arm, notes=list(plan.notes),
                               bench_warnings=list(loop.env_warnings), allow_mismatch=plan.allow_mismatch,
                               precision=prec, **_metric_options(plan.workload))
-    summary = loop.bundle.finalize(summarize.steps(recipe, _records(results, False, controls), title="capshim bench"),
-                                   interrupted=interrupted, metadata_update={"failed_runs": failed},
-                                   title="capshim bench")
+    heading = plan.title or "capshim bench"  # the device, a stand-in named as one (plan.title)
+    summary = loop.bundle.finalize(summarize.steps(recipe, _records(results, False, controls), title=heading),
+                                   interrupted=interrupted, metadata_update={"failed_runs": failed}, title=heading)
     if recipe.refused is not None and not loop.guard.first:  # a signal's exit code wins
         raise analysis.ComparabilityError(f"{recipe.refused} (bundle of the runs kept: {loop.bundle.root})")
     bad = [a for a, i in arm_info.items() if i["state"] in NOT_SHIM_STATES]

@@ -16,7 +16,6 @@ from capshim.cli.suggest import Choice, refuse_option_as_program
 from capshim.cli.options import json_option, out_option, timeout_option, wide_option
 from capshim.contracts import messages, signals
 from capshim.contracts.numbers import FiniteFloat
-from capshim.db.store import add_bundle
 from capshim.errors import EXIT_FINALIZE, EXIT_INERT, EXIT_WORKLOAD, UsageError
 from capshim.evidence import finite_or_null, strict_json
 from capshim.export import mechanism
@@ -186,7 +185,7 @@ def bench_cmd(arm_opts, baseline, host_baseline, host_arm, repetitions, process_
     if guard.first and not result.interrupted_by:  # a signal after the runs: stop now, sealed
         sys.exit(signals.exit_code(guard.first[0]))
     if db_url:
-
+        from capshim.db.store import add_bundle  # SQLAlchemy only with --db (capshim --help lists bench)
         bid, added = add_bundle(None if db_url == "default" else db_url, result.bundle)
         click.echo(f"results store: {'added' if added else 'already stored'} as #{bid}", err=True)
     for name in result.non_shim_arms:

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from capshim.contracts.verdict import UNRELIABLE, harness_check
 from capshim.summary import DISPLAY_COLUMNS, NOT_SHIM_STATES, OFF_DEVICE_STATES, display_value
 
 __all__ = ["table", "fmt_ratio", "other_metric", "BASE_COLUMNS", "NUMERIC_PREFIXES"]
@@ -93,6 +94,17 @@ def _aa_note(s: dict) -> str | None:
     return (f"A/A ({aa['arm']}: shim active, stock answers) vs {aa['reference']}: "
             + (", ".join(parts) if parts else "no common test")
             + " — the harness's and the shim's own bias")
+
+
+def _harness_note(s: dict) -> str | None:
+    """"the harness is unreliable here: A/A aa tg128 0.97x, interval 0.91-1.05x leaves +-5%" when the
+    A/A arm fails the harness check in a test (:func:`capshim.contracts.verdict.harness_check`)."""
+    aa = s.get("aa") or {}
+    bad = [(t, h) for t, c in (aa.get("tests") or {}).items()
+           if (h := harness_check(c)) is not None and not h.reliable]
+    if not bad:
+        return None
+    return f"{UNRELIABLE}: " + "; ".join(f"A/A {aa.get('arm')} {t} {h.value:.2f}x, {h.why}" for t, h in bad)
 
 
 def _precision_note(s: dict) -> str | None:
@@ -199,7 +211,7 @@ def table(summaries: list[dict], labels: list[str] | None = None) -> dict:
             rows.append({"cells": cells, "marked": marked, "notes": flags, "arm": arm_name, "test": t,
                          "bundle": label, "flags": arm_flags, "warnings": warnings})
         pre = label + ": " if multi else ""
-        for extra in (_aa_note(s), _precision_note(s)):
+        for extra in (_harness_note(s), _aa_note(s), _precision_note(s)):
             if extra:
                 notes.append(pre + extra)
         notes += [pre + n for n in s.get("notes") or []]

@@ -8,6 +8,8 @@ A profile is a TOML file::
     version = 1                   # the profile's own version, 1..4294967295
     description = "one line: what this profile is for"
     override_exact = []           # exact keys (subgroupSize) this profile may change
+    same_on_newer = []            # keys set at the value every newer device answers (said once,
+                                  # never warned about as "no effect" on each run)
 
 
     [capabilities]                # keys under the API's own names (catalog.py)
@@ -106,6 +108,8 @@ def to_toml(profile: Profile) -> str:
            "description": profile.description}
     if profile.override_exact:
         doc["override_exact"] = list(profile.override_exact)
+    if profile.same_on_newer:
+        doc["same_on_newer"] = list(profile.same_on_newer)
     doc["capabilities"] = caps
     if profile.extensions:
         doc["extensions"] = {name: (spec if spec else False) for name, spec in profile.extensions.items()}

@@ -188,6 +188,9 @@ class Profile:
             built-in profiles leave it out.
         source: the file path, or ``builtin:NAME``.
         text: the file's text exactly as read (what the evidence bundle keeps).
+        same_on_newer: keys the profile sets at the value every newer device of its API already
+            answers (set so the profile describes its whole class): said once by ``profile show``
+            and ``profile check``, never a no-effect warning on each run where the device agrees.
     """
 
     name: str
@@ -201,6 +204,7 @@ class Profile:
     device_name: str = ""
     source: str = ""
     text: str = ""
+    same_on_newer: tuple[str, ...] = ()
 
     @property
     def sha256(self) -> str:
@@ -209,7 +213,7 @@ class Profile:
 
     def to_dict(self) -> dict:
         """The resolved profile as plain JSON-ready data (booleans as true/false, versions as "1.3.280";
-        ``override_exact`` only when the profile has one)."""
+        ``override_exact`` and ``same_on_newer`` only when the profile has them)."""
         kinds = KEYS[self.api]
         caps = {}
         for key, value in self.capabilities.items():
@@ -226,4 +230,6 @@ class Profile:
         }
         if self.override_exact:
             out["override_exact"] = list(self.override_exact)
+        if self.same_on_newer:
+            out["same_on_newer"] = list(self.same_on_newer)
         return out

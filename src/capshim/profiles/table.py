@@ -284,13 +284,16 @@ def parse(text: str, facts: registry.Facts | None = None) -> Table:
     if extra:
         raise StaleFacts(f"registry_facts.toml has keys capabilities.toml does not ({', '.join(sorted(extra))}): "
                          "run python -m capshim.profiles.generate --write")
+    keys["cuda"] = _cuda_keys(data.get("cuda", []), limits)
     rules = data.get("rules", {})
     ordered = tuple(tuple(seq) for seq in rules.get("ordered", ()))
     power_of_two = tuple(rules.get("power_of_two", ()))
-    for name in {k for seq in ordered for k in seq} | set(power_of_two):
+    for seq in ordered:  # a sequence relates the keys of one API
+        if not any({k for k in seq} <= {k.key for k in keys[api]} for api in ("vulkan", "cuda")):
+            raise TableError(f"rules: ordered {list(seq)}: not all keys of one API (vulkan or cuda)")
+    for name in set(power_of_two):
         if name not in {k.key for k in keys["vulkan"]}:
             raise TableError(f"rules: unknown key {name}")
-    keys["cuda"] = _cuda_keys(data.get("cuda", []), limits)
     return Table(limits, ordered, power_of_two, _probe_order(structs), flags, keys, facts.registry,
                  dict(data.get("cuda_layouts", {})))
 

@@ -324,7 +324,7 @@ def build_cross(force: bool = False) -> dict[str, Path]:
     """
     if importlib.util.find_spec("ziglang") is None:
         raise BuildError("--target macos needs the zig toolchain: pip install 'capshim[macos]' "
-                         "(./setup.sh installs it)")
+                         "(./setup.sh --dev installs it)")
     final = cross_dir()
     return _build_into(final, _cross_commands(), _cross_artifacts(final), force, _stubs())
 
