@@ -15,6 +15,7 @@ from capshim.bench import analysis, metrics, runner, summarize, telemetry
 from capshim.bench.arms import Arm
 from capshim.bench.plan import Plan
 from capshim.bench.workloads.command import command_workload
+from capshim.contracts import signals
 
 REPS = 4
 
@@ -78,6 +79,9 @@ def test_a_signal_during_the_analysis_seals_the_full_summary(tmp_path, monkeypat
         return real(*a, **k)
 
     monkeypatch.setattr(analysis, "analyze", signalled)
+    # the slow steps' grace after the first signal, long enough for a loaded machine: the test is
+    # about which recipe seals, not about the grace period (tests/test_evidence.py tests that)
+    monkeypatch.setattr(signals, "SEAL_WAIT_S", 600.0)
     res, recipe = _bench(tmp_path, monkeypatch, "b", host_arm="slow")
     assert isinstance(res, SystemExit) and res.code == 130  # sealed, then 128+SIGINT
     assert evidence.verify(tmp_path / "b") == []
