@@ -12,6 +12,7 @@ from click.testing import CliRunner
 from tests._report_paths import FIXTURES
 from capshim import evidence, report
 from capshim.bench import llamabench
+from capshim.export import markdown
 from capshim.bench.attest import parse_path
 from capshim.cli import main
 
@@ -167,7 +168,7 @@ def test_every_step_failing_still_seals(tmp_path, monkeypatch):
         raise RuntimeError("boom")
 
     monkeypatch.setattr(analysis, "analyze", boom)
-    monkeypatch.setattr(report, "render_markdown", boom)
+    monkeypatch.setattr(markdown, "render", boom)  # the report step (capshim.bench.summarize.steps)
     b, summary = _one_arm(tmp_path, [100.0])
     assert evidence.verify(b.root) == []
     steps = [f["step"] for f in json.loads((b.root / "metadata.json").read_text())["finalize_failures"]]

@@ -99,7 +99,7 @@ def test_bench_table_golden(monkeypatch):
     monkeypatch.setattr(cli_bench.plan, "make_plan", lambda req, platform: SimpleNamespace(
         title="capshim bench — llvmpipe (LLVM 15.0.6, 256 bits)",
         device={"name": "llvmpipe (LLVM 15.0.6, 256 bits)", "type": "cpu"}, notes=["(the CPU note)"]))
-    monkeypatch.setattr(cli_bench.runner, "run", lambda p, req: result)
+    monkeypatch.setattr(cli_bench.runner, "run", lambda p: result)
     _all_widths("bench", ["bench"])
 
 

@@ -3,9 +3,8 @@
 The analysis lives in :mod:`capshim.bench.analysis` (``analyze`` and
 ``host_from_file`` are re-exported here), the table model and its renderings
 in :mod:`capshim.export` (Markdown, terminal, CSV, JSON, chart); this module
-reads inputs, adds the HTML page, and says which presentation files a bench
-bundle holds (:func:`bundle_steps`, handed to :meth:`capshim.evidence.Bundle.finalize`:
-storage never imports presentation).
+reads inputs and adds the HTML page. The finalize steps of a bench bundle are the
+bench's (:func:`capshim.bench.summarize.steps`; ``bundle_steps`` is re-exported here).
 """
 
 from __future__ import annotations
@@ -14,17 +13,14 @@ import html
 from pathlib import Path
 
 from capshim import paths
-from capshim.bench import analysis as _analysis
 from capshim.bench.analysis import (  # noqa: F401 (re-export)
     AnalysisError,
     analyze,
     arms_from_files,
     host_from_file,
 )
-from capshim.evidence import finalize as _finalize
-from capshim.evidence.finalize import Step
+from capshim.bench.summarize import bundle_steps  # noqa: F401 (re-export)
 from capshim.export import chart as _chart
-from capshim.export import csv as _csv
 from capshim.export import markdown as _markdown
 from capshim.export import terminal as _terminal
 from capshim.export.table import table  # noqa: F401 (re-export)
@@ -104,51 +100,3 @@ def report_from_files(arm_specs: list[tuple[str, list[str]]], host: str | None =
     records, arms = arms_from_files(arm_specs)
     base = baseline or arm_specs[0][0]
     return analyze(records, arms, base, host_from_file(host) if host else None, allow_mismatch=allow_mismatch)
-
-
-def _empty_summary(arms: dict, baseline: str) -> dict:
-    """The summary of a bench whose analysis failed: every arm with its state and no tests."""
-    return {"schema": "capshim-summary/1", "baseline": baseline, "tests": [], "host": None,
-            "arms": {a: {"state": (v or {}).get("state"), "tests": {}} for a, v in arms.items()}}
-
-
-def _chart_png(summary: dict, title: str | None) -> bytes | None:
-    """chart.png of a bench's summary, or None when no arm has a measured test (no chart)."""
-    if not any((a or {}).get("tests") for a in (summary.get("arms") or {}).values()):
-        return None
-    return _chart.serialize(summary, title)
-
-
-def bundle_steps(records: list[dict], arms: dict, baseline: str, host: dict | None = None,
-                 title: str | None = None) -> list[Step]:
-    """The finalize steps of a bench bundle, in order, for :meth:`capshim.evidence.Bundle.finalize`.
-
-    The summary (``summary.json``): the analysis with the host baseline (step
-    ``"host baseline"``, when ``host`` is given), else without it (``"analysis"``),
-    else an empty summary that names each arm's state. Then ``results.csv`` (one
-    row per sample, never skipped), ``report.md`` (:func:`render_markdown`) and
-    ``chart.png`` (:mod:`capshim.export.chart`; none when nothing was measured).
-
-    Args:
-        records, arms, baseline, host: as for :func:`capshim.bench.analysis.analyze`
-            (records of finished runs only; ``arms`` maps each arm to ``{"state", ...}``).
-        title: the heading of report.md and the chart (default ``"capshim bench"``).
-
-    Returns:
-        A list of :class:`capshim.evidence.Step`; each raises what its renderer raises,
-        which finalize records instead of stopping.
-    """
-    heading = title or "capshim bench"
-    states = {a: (v or {}).get("state") for a, v in arms.items()}
-    steps = []
-    if host is not None:
-        steps.append(Step("host baseline", _finalize.SUMMARY,
-                          lambda: _analysis.analyze(records, arms, baseline, host)))
-    steps += [
-        Step("analysis", _finalize.SUMMARY, lambda: _analysis.analyze(records, arms, baseline, None)),
-        Step("empty summary", _finalize.SUMMARY, lambda: _empty_summary(arms, baseline), slow=False),
-        Step("results.csv", "results.csv", lambda _s: _csv.serialize_records(records, states), slow=False),
-        Step("report", _finalize.REPORT, lambda s: render_markdown([s], title=heading)),
-        Step("chart", _finalize.CHART, lambda s: _chart_png(s, title)),
-    ]
-    return steps

@@ -17,6 +17,7 @@ from capshim.bench import runner, runs, telemetry
 from capshim.bench.request import BenchRequest, defaults_for, help_default
 from capshim.bench.workloads.llama_bench import LlamaBenchWorkload, llama_bench_workload
 from capshim.bench.arms import Arm
+from capshim.bench.plan import Plan
 from tests.conftest import REPO, run_capshim
 
 FIXTURE = REPO / "tests" / "fixtures" / "llama-bench" / "cpu-tiny.json"
@@ -183,8 +184,8 @@ def test_contaminated_runs_are_flagged_and_excluded_only_when_asked(tmp_path, mo
     wl = llama_bench_workload([str(script)])
     for exclude, name in ((False, "kept"), (True, "dropped")):
         calls["n"] = 0
-        res = runner.run_bench(arms, wl, "a", tmp_path / name, repetitions=4, warmup=0, seed=3,
-                               exclude_contaminated=exclude)
+        res = runner.run(Plan(arms, wl, "a", None, None, 4, "t", None, warmup=0, seed=3,
+                              exclude_contaminated=exclude, out=str(tmp_path / name)))
         runs = [r for a in res.summary["arms"].values() for r in a["runs"]]
         dirty = [r for r in runs if r["contaminated"]]
         assert len(dirty) == 2 and all(r["excluded"] is exclude for r in dirty)
@@ -306,17 +307,16 @@ def test_gpu_default_has_a_precision_target_that_user_options_override(monkeypat
 
     monkeypatch.setattr(plan_mod, "pick_device", as_gpu)
     monkeypatch.setattr(plan_mod.builtin, "builtin_workload", lambda *a, **k: LlamaBenchWorkload("builtin", ["true"]))
-    make = lambda **kw: plan_mod.make_plan(BenchRequest(repetitions=kw.get("r")), platform="linux")
+    make = lambda **kw: plan_mod.make_plan(BenchRequest(**kw), platform="linux")
     p = make()
-    assert p.defaults == {"precision": 2.0, "precision_tests": ["pp512"], "max_runs": 14}
-    assert p.defaults["precision"] == defaults_for("builtin", cpu=False).precision[0]  # the one table
-    assert make(r=5).defaults is None  # an explicit -r is the user's choice
-    seen = {}
-    monkeypatch.setattr(runner, "run_bench", lambda *a, **kw: seen.update(kw))
-    runner.run(p, BenchRequest(out=str(tmp_path / "a")))
-    assert (seen["precision"], seen["precision_tests"], seen["max_runs"]) == (2.0, ["pp512"], 14)
-    runner.run(p, BenchRequest(out=str(tmp_path / "b"), precision=5.0))
-    assert (seen["precision"], seen["precision_tests"], seen["max_runs"]) == (5.0, None, None)
+    assert (p.precision, p.precision_tests, p.cap) == (2.0, ["pp512"], 14)
+    assert p.precision == defaults_for("builtin", cpu=False).precision[0]  # the one table
+    assert make(repetitions=5).precision is None and make(repetitions=5).cap == 5  # -r is the user's choice
+    p = make(precision=5.0)  # the user's target replaces the default's tests and cap
+    assert (p.precision, p.precision_tests, p.cap) == (5.0, None, 5 * p.repetitions)
+    p = make(max_runs=20, seed=7, timeout=30.0, exclude_contaminated=True, allow_mismatch=True)
+    assert (p.cap, p.seed, p.timeout, p.exclude_contaminated, p.allow_mismatch) == (20, 7, 30.0, True, True)
+    assert isinstance(make().seed, int)  # drawn once, in the plan; the runner only reads it
 
 
 @pytest.mark.slow
@@ -358,11 +358,11 @@ def test_the_default_sizes_come_from_the_device_row_of_the_table(monkeypatch, de
     plan = plan_mod.make_plan(BenchRequest(), platform="linux")
     assert seen[-1] == sizes
     if device_type != "cpu":
-        assert plan.defaults["precision_tests"] == [f"pp{sizes[0]}"]
+        assert plan.precision_tests == [f"pp{sizes[0]}"]
     plan = plan_mod.make_plan(BenchRequest(n_prompt=64, n_gen=8), platform="linux")
     assert seen[-1] == (64, 8)
     if device_type != "cpu":
-        assert plan.defaults["precision_tests"] == ["pp64"]
+        assert plan.precision_tests == ["pp64"]
     assert f"{sizes[0]}" in help_default("n_prompt") and f"{sizes[1]}" in help_default("n_gen")
 
 

@@ -99,7 +99,7 @@ def _bench(tmp_path, *arms, aa=True, **kw):
     req = BenchRequest(arms=arms, aa=aa, workload="torch-sdpa", shape=SMALL, repetitions=2, process_reps=3,
                        warmup=0, out=str(tmp_path / "b"), **kw)
     p = plan_mod.make_plan(req, platform="linux")
-    return p, runner.run(p, req)
+    return p, runner.run(p)
 
 
 def test_native_lowered_and_aa_arms_take_their_backends(tmp_path, monkeypatch):

@@ -126,11 +126,11 @@ def _fake_bench_behind_the_seam(monkeypatch, first: signal.Signals, during_bundl
     """Replace the bench behind :func:`common.run_arms`: the runs are stopped by ``first`` (raised while
     they run, as the runner sees Ctrl-C), then the bundle is sealed under its own (nested) guard while
     ``during_bundle_seal`` signals arrive. Returns what the runner returns for an interrupted bench."""
-    def make_plan(*a, **k):
-        return SimpleNamespace(workload=SimpleNamespace(env={}), device={"name": "Fake"})
+    def make_plan(req, *a, **k):
+        return SimpleNamespace(workload=SimpleNamespace(env={}), device={"name": "Fake"}, out=req.out)
 
-    def execute(p, req):
-        out = Path(req.out)
+    def execute(p):
+        out = Path(p.out)
         if calls is not None:
             calls.append(out.name)
         try:

@@ -68,14 +68,6 @@ def _configs(records) -> dict[tuple[str, str], list[tuple[object, dict]]]:
     return out
 
 
-def _differences(a: dict, b: dict) -> list[tuple[str, object, object]]:
-    """Every configuration field both sides report whose values differ (issue 20: the series key is
-    every field, :func:`capshim.bench.llamabench.row_config`); a field one side lacks (a summary
-    written before it was recorded, a build that does not print it) is not compared."""
-    return [(k, a[k], b[k]) for k in sorted(a, key=llamabench.field_rank)
-            if k in b and a[k] != b[k]]
-
-
 def _as_processes(values) -> list[list[float]]:
     """A host's samples of one series: a list of per-process lists, or one flat list (one process)."""
     vals = list(values or [])
@@ -304,7 +296,7 @@ def _check_comparable(tests, arms, baseline, configs, host, allow_mismatch) -> d
         ref_label = ref_who + (f" run {ref_run}" if ref_run is not None else "")
         for who, arm, run, cfg in sides[1:]:
             label = who + (f" run {run}" if run is not None else "")
-            for field, value, refv in _differences(cfg, ref):
+            for field, value, refv in llamabench.config_differences(cfg, ref):
                 if not allow_mismatch:
                     raise ComparabilityError(
                         f"test {t}: {label} and {ref_label} differ in {field}: {value!r} vs {refv!r}; "

@@ -25,7 +25,7 @@ from capshim.contracts import numbers
 from capshim.errors import CapshimError, UsageError
 
 __all__ = ["LlamaBenchError", "parse_output", "load_file", "test_name", "to_records", "row_config", "series_names",
-           "config_field", "device_info", "LLAMA_BENCH_FIELDS", "RESULT_FIELDS", "ENVIRONMENT_FIELDS"]
+           "config_field", "device_info", "bench_config", "config_differences", "TEST_FIELDS", "LLAMA_BENCH_FIELDS", "RESULT_FIELDS", "ENVIRONMENT_FIELDS"]
 
 
 class LlamaBenchError(CapshimError):
@@ -303,6 +303,32 @@ def row_config(row: dict) -> dict:
     if isinstance(out.get("model_filename"), str):
         out["model_filename"] = re.split(r"[\\/]", out["model_filename"])[-1]
     return out
+
+
+#: Fields that are part of the test's name (``pp512``, ``tg128``): a series key, not a setting two
+#: bundles compare (:func:`bench_config`).
+TEST_FIELDS = ("n_prompt", "n_gen")
+
+
+def bench_config(rows: list) -> dict:
+    """The configuration of a whole bench from its rows: for each :func:`row_config` field the first
+    row's value that has it, the test's own fields (:data:`TEST_FIELDS`) aside. What the results
+    store keeps and compares between bundles (:func:`config_differences`)."""
+    out: dict = {}
+    for row in rows:
+        if isinstance(row, dict):
+            for k, v in row_config(row).items():
+                if k not in TEST_FIELDS:
+                    out.setdefault(k, v)
+    return out
+
+
+def config_differences(a: dict, b: dict) -> list[tuple[str, object, object]]:
+    """``[(field, value in a, value in b)]`` of every configuration field both sides report whose
+    values differ, in :func:`field_rank` order (issue 20: the series key is every field,
+    :func:`row_config`); a field one side lacks (a summary written before it was recorded, a build
+    that does not print it) is not compared. The one comparison rule of the analysis and the store."""
+    return [(k, a[k], b[k]) for k in sorted(a, key=field_rank) if k in b and a[k] != b[k]]
 
 
 def device_info(row: dict) -> dict:

@@ -17,7 +17,8 @@ table says that no speed effect is expected there.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+import secrets
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from capshim import backends, evidence, profiles
@@ -25,8 +26,8 @@ from capshim.bench import arms as arms_mod
 from capshim.bench import inherited_env, metrics
 from capshim.bench.analysis import host_from_file
 from capshim.bench.arms import Arm
-from capshim.bench.request import MODEL, BenchRequest, Defaults, defaults_for
-from capshim.bench.workloads import builtin, command, ncnn, torch_sdpa
+from capshim.bench.request import MODEL, TIMEOUT_S, BenchRequest, Defaults, defaults_for
+from capshim.bench.workloads import builtin, command, kinds, torch_sdpa
 from capshim.bench.workloads.base import Workload
 from capshim.bench.workloads.llama_bench import llama_bench_workload
 from capshim.contracts import messages
@@ -37,19 +38,39 @@ from capshim.profiles import khronos, ondevice
 
 CPU_NOTE = ("{device} is a CPU device: the answers change which kernels llama.cpp picks, not its speed; "
             "the default is short here and shows the mechanism and the evidence chain")
+#: The GPU API each ``--workload`` kind's path goes through (a backend name): the device the bench
+#: probes; read from the workload registry (:mod:`capshim.bench.workloads.kinds`).
+WORKLOAD_API = {name: k.api for name, k in kinds.selectable().items()}
 #: The same for a workload other than llama.cpp (``--metric``, ``--workload ncnn``).
-#: The GPU API each built-in workload's path goes through (a backend name): the device the bench probes.
-WORKLOAD_API = {"ncnn": "vulkan", "torch-sdpa": torch_sdpa.API}
 CPU_NOTE_OTHER = ("{device} is a CPU device: the answers change which code paths the program takes, not "
                   "its speed; the bench shows the mechanism and the evidence chain")
 
 
 @dataclass
 class Plan:
-    """A resolved bench: what :func:`capshim.bench.runner.run` runs.
+    """A resolved bench: everything :func:`capshim.bench.runner.run` reads, nothing left to default.
 
-    ``defaults``: options of the run chosen by the plan (the GPU precision target); what the
-    request gives overrides them."""
+    Attributes:
+        arms: the arms, resolved (profiles loaded, ``restore``/``identity`` answered), names unique.
+        workload: what each run executes (its controls included).
+        baseline: the arm speedups are relative to (one of ``arms``).
+        host_arm: an arm that plays the bare-metal host ("% of host"), or None.
+        host: a host baseline measured elsewhere (used when ``host_arm`` is None), or None.
+        repetitions: recorded processes (rounds) per arm, at least.
+        title: the table's heading.
+        device: the probed device's entry (recorded in metadata.json), or None.
+        warmup: unrecorded rounds before the recorded ones.
+        aa_arm: the A/A arm, or None.
+        notes: sentences for the table notes.
+        seed: the seed of the arm order and the environment padding (drawn when not asked for).
+        timeout: seconds one run may take before it is killed.
+        precision: add rounds until every interval's half-width is at most this many points, or None.
+        precision_tests: the tests the target applies to (None: every test).
+        cap: processes per arm at most (``--max-runs``; ``repetitions`` without a target).
+        exclude_contaminated: leave runs telemetry flags out of the statistics.
+        allow_mismatch: compare arms whose configurations differ (rows marked) instead of failing.
+        out: the bundle folder asked for (None: a new unique ``./capshim-bench-DATE-TIME``).
+    """
 
     arms: list[Arm]
     workload: Workload
@@ -61,8 +82,23 @@ class Plan:
     device: dict | None
     warmup: int = 1
     aa_arm: str | None = None
-    notes: list[str] | None = None
-    defaults: dict | None = None
+    notes: list[str] = field(default_factory=list)
+    seed: int = field(default_factory=lambda: secrets.randbits(32))
+    timeout: float = TIMEOUT_S
+    precision: float | None = None
+    precision_tests: list[str] | None = None
+    cap: int = 0
+    exclude_contaminated: bool = False
+    allow_mismatch: bool = False
+    out: str | None = None
+
+    def __post_init__(self):
+        """``cap``: ``repetitions`` without a target; with one, at least ``repetitions``, and
+        5 x ``repetitions`` when not given (0)."""
+        if self.precision is None:
+            self.cap = self.repetitions
+        else:
+            self.cap = max(self.repetitions, self.cap or 5 * self.repetitions)
 
 
 def pick_device(backend: backends.Backend, stock: dict) -> tuple[int, dict]:
@@ -114,10 +150,8 @@ def make_plan(req: BenchRequest, platform: str) -> Plan:
     argv = list(req.command)
     if req.model and argv:
         raise UsageError("--model is for the built-in workload; a command after -- brings its own model")
-    _check_workload_flags(argv, req.metric, req.unit, req.better, req.output_file, req.workload, req.network,
-                          req.model)
-    if (req.shape is not None or req.block) and req.workload != "torch-sdpa":
-        raise UsageError(f"{'--shape' if req.shape is not None else '--block'} is for --workload torch-sdpa")
+    _check_workload_flags(argv, req.metric, req.unit, req.better, req.output_file, req.workload,
+                          {"--network": req.network, "--shape": req.shape, "--block": req.block}, req.model)
     if req.workload == "torch-sdpa":
         torch_sdpa.shape_dims(req.shape)  # a bad shape is exit 2 before the device is probed
     api = device_api(arms, req.workload, bool(argv), platform)
@@ -127,7 +161,7 @@ def make_plan(req: BenchRequest, platform: str) -> Plan:
                          f"split against the {khronos.API} device, and this bench probes the {api} device")
     cpu = device is not None and device.get("type") == "cpu"
     workload, d = _workload(req, cpu, device)
-    notes = [(CPU_NOTE if workload.kind in ("builtin", "llama-bench") else CPU_NOTE_OTHER)
+    notes = [(CPU_NOTE if kinds.llama_cpp(workload.kind) else CPU_NOTE_OTHER)
              .format(device=device["name"])] if cpu else []
     workload.env.update(extra_env)
     workload.env.update(req.env)
@@ -144,14 +178,28 @@ def make_plan(req: BenchRequest, platform: str) -> Plan:
         for c in workload.controls:
             c.env.update(extra_env)
     title = "capshim bench" + (f" — {device_label(device)}" if device else "")  # a stand-in says so
-    defaults = None
+    repetitions = req.repetitions or d.processes
+    precision, tests, max_runs = _precision(req, d)
+    return Plan(arms, workload, baseline, host_arm, host, repetitions, title, device,
+                d.warmup if req.warmup is None else req.warmup, aa_arm, notes,
+                seed=secrets.randbits(32) if req.seed is None else int(req.seed), timeout=req.timeout,
+                precision=precision, precision_tests=tests,
+                cap=max_runs or 0,
+                exclude_contaminated=req.exclude_contaminated, allow_mismatch=req.allow_mismatch, out=req.out)
+
+
+def _precision(req: BenchRequest, d: Defaults) -> tuple[float | None, list[str] | None, int | None]:
+    """(target, tests, --max-runs) of the precision loop: the request's ``--precision``, else the
+    workload's default target on a GPU (:data:`capshim.bench.request.DEFAULTS`) unless ``-r`` was
+    given (an explicit count is the user's choice)."""
+    if req.precision is not None:
+        return req.precision, list(req.precision_tests) or None, req.max_runs
     n_prompt = req.n_prompt or d.n_prompt
     if d.precision and req.repetitions is None and n_prompt:
         target, tests, cap = d.precision
-        defaults = {"precision": target, "max_runs": cap,
-                    "precision_tests": [f"pp{n_prompt}" if t == "pp512" else t for t in tests]}
-    return Plan(arms, workload, baseline, host_arm, host, req.repetitions or d.processes, title, device,
-                d.warmup if req.warmup is None else req.warmup, aa_arm, notes, defaults)
+        return (target, list(req.precision_tests) or [f"pp{n_prompt}" if t == "pp512" else t for t in tests],
+                req.max_runs or cap)
+    return None, None, None
 
 
 def _arms(req: BenchRequest, platform: str) -> tuple[list[Arm], str, str | None, dict | None, str | None]:
@@ -260,16 +308,9 @@ def _workload(req: BenchRequest, cpu: bool, device: dict | None) -> tuple[Worklo
         UsageError: ``--process-reps`` with a command, a bad ``--metric`` or command.
         CapshimError: the workload's library (cyllama, ncnn, torch) is missing.
     """
-    if req.workload == "torch-sdpa":
-        d = defaults_for("torch-sdpa", cpu)
-        return torch_sdpa.bench_workload(req.shape, req.block,
-                                         d.check_output if req.check_output is None else req.check_output,
-                                         repetitions=req.process_reps or d.process_reps), d
-    if req.workload == "ncnn":
-        d = defaults_for("ncnn", cpu)
-        return ncnn.bench_workload(req.network or ("tiny" if cpu else "standard"),
-                                   d.check_output if req.check_output is None else req.check_output,
-                                   repetitions=req.process_reps or d.process_reps), d
+    if req.workload is not None:  # a kind of the registry (checked by _check_workload_flags)
+        kind = kinds.selectable()[req.workload]
+        return kind.build(req, cpu), defaults_for(kind.defaults, cpu)
     if req.command:
         if req.process_reps is not None:
             raise UsageError("--process-reps is for the built-in workloads; give the command its own repetitions")
@@ -292,22 +333,26 @@ def _workload(req: BenchRequest, cpu: bool, device: dict | None) -> tuple[Worklo
                                     warmup_run=d.warmup_run if req.warmup_run is None else req.warmup_run), d
 
 
-def _check_workload_flags(argv, metric, unit, better, output_file, workload_name, network, model) -> None:
-    """Refuse flag combinations that mean nothing (exit 2, naming the flags)."""
-    if workload_name is not None and workload_name not in WORKLOAD_API:
-        raise UsageError(f"--workload {workload_name!r}: expected one of {', '.join(WORKLOAD_API)} "
-                         "(llama.cpp is the default)")
+def _check_workload_flags(argv, metric, unit, better, output_file, workload_name, given: dict, model) -> None:
+    """Refuse flag combinations that mean nothing (exit 2, naming the flags). ``given``: the
+    kind-specific options given (``{"--network": value, "--shape": value, "--block": bool}``);
+    each belongs to the kinds of the registry that declare it (:attr:`Kind.options`)."""
+    known = kinds.selectable()
+    if workload_name is not None and workload_name not in known:
+        raise UsageError(f"--workload {workload_name!r}: expected one of {', '.join(known)} "
+                         f"(llama.cpp is the default){did_you_mean(workload_name, list(known))}")
+    for flag, value in given.items():
+        if value not in (None, False) and (workload_name is None or flag not in known[workload_name].options):
+            owners = [n for n, k in known.items() if flag in k.options]
+            raise UsageError(f"{flag} is for --workload {' or '.join(owners)}")
     if workload_name is not None:
-        what = {"ncnn": ("its own network", "--network", "ms per inference"),
-                "torch-sdpa": ("its own attention problem", "--shape", "TFLOP/s per call")}[workload_name]
+        what = known[workload_name].problem
         if argv:
             raise UsageError(f"--workload {workload_name} runs {what[0]}; give no command after --")
         if model:
             raise UsageError(f"--model is for the llama.cpp workload; --workload {workload_name} takes {what[1]}")
         if metric:
             raise UsageError(f"--metric is for a command after --; --workload {workload_name} reports {what[2]}")
-    if network and workload_name != "ncnn":
-        raise UsageError("--network is for --workload ncnn")
     if metric and not argv:
         raise UsageError(f"--metric {metric}: give the command to measure after --")
     for flag, value in (("--unit", unit), ("--better", better), ("--output-file", output_file)):

@@ -28,11 +28,9 @@ bundle of what finished.
 
 from __future__ import annotations
 
-import contextlib
 import datetime as _dt
 import os
 import random
-import secrets
 import shutil
 import signal
 import sys
@@ -50,15 +48,15 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
-from capshim import __version__, backends, paths, report
-from capshim.bench import analysis, attest, inherited_env, metrics, stats, telemetry
+from capshim import __version__, backends, paths
+from capshim.bench import analysis, attest, inherited_env, metrics, summarize, telemetry
 from capshim.bench.arms import Arm
 from capshim.bench.plan import Plan
-from capshim.bench.request import BenchRequest
 from capshim.bench.runs import PAD_RANGE, PAD_VAR, RunResult, make_launcher, run_one
+from capshim.bench.workloads import kinds
 from capshim.bench.workloads.base import Workload
 from capshim.contracts import environ, folders, messages
-from capshim.contracts.signals import SealGuard, StepInterrupted
+from capshim.contracts.signals import SealGuard
 from capshim.contracts.suggest import did_you_mean
 from capshim.errors import CapshimError, UsageError
 from capshim.evidence import Bundle, sha256_file
@@ -81,7 +79,7 @@ def _arm_state(arm: Arm, results: list[RunResult]) -> str:
 
 @dataclass
 class BenchResult:
-    """What :func:`run` / :func:`run_bench` produced: the sealed bundle and how it went.
+    """What :func:`run` produced: the sealed bundle and how it went.
 
     Attributes:
         summary: summary.json's content (:mod:`capshim.summary`), as sealed.
@@ -103,21 +101,22 @@ class BenchResult:
 
 @dataclass
 class _Rounds:
-    """The measuring loop of one bench: rounds of every (arm, workload) pair in a fresh order.
+    """The measuring loop of one bench (the runner's state): rounds of every (arm, workload) pair
+    in a fresh order, as ``plan`` says.
 
     ``results`` / ``control_results``: ``{arm: [RunResult]}`` of the workload's and the controls'
     recorded runs. ``interrupted_by``: the stop signal's name; ``aborted``: an error that ended the
-    loop; ``bad_tests``: a ``--precision-test`` that names no test (the loop stopped after one round).
+    loop; ``bad_tests``: a ``--precision-test`` that names no test (the loop stopped after one round);
+    ``precision_state``: the precision loop's last check; ``env_warnings``: the bench's warnings.
     """
 
-    arms: list[Arm]
-    workload: Workload
+    plan: Plan
     bundle: Bundle
     guard: SealGuard
     console: Console
-    opts: dict
-    results: dict = field(default_factory=dict)
-    control_results: dict = field(default_factory=dict)
+    env_warnings: list[str] = field(default_factory=list)
+    results: dict[str, list[RunResult]] = field(default_factory=dict)
+    control_results: dict[str, list[RunResult]] = field(default_factory=dict)
     interrupted_by: str | None = None
     aborted: str | None = None
     bad_tests: dict | None = None
@@ -126,53 +125,60 @@ class _Rounds:
     tests_checked: bool = False
     busy_said: bool = False
 
+    def __post_init__(self):
+        for a in self.plan.arms:
+            self.results.setdefault(a.name, [])
+            self.control_results.setdefault(a.name, [])
+
     def stop(self) -> str | None:
         """The name of the stop signal the seal guard recorded, or None."""
         return signal.Signals(self.guard.first[0]).name if self.guard.first else None
 
     def precision(self, recorded: int) -> dict:
-        """The precision check after ``recorded`` rounds (:func:`_precision`)."""
-        o = self.opts
-        return _precision(self.results, self.arms, o["baseline"], o["host_arm"], o["host"], o["precision"],
-                          recorded, o["cap"], o["exclude_contaminated"], o["precision_tests"],
-                          self.workload, self.control_results)
+        """The precision check after ``recorded`` rounds (:func:`capshim.bench.summarize.precision_check`
+        of the runs so far, every arm taken as native)."""
+        p = self.plan
+        recipe = summarize.Recipe(_records(self.results, p.exclude_contaminated, self.control_results),
+                                  {a.name: {"state": "native"} for a in p.arms}, p.baseline, host_arm=p.host_arm,
+                                  host=p.host, allow_mismatch=True, **_metric_options(p.workload))
+        return summarize.precision_check(recipe, p.precision, recorded, p.cap, p.precision_tests)
 
     def more(self, recorded: int) -> bool:
         """Whether another recorded round is wanted after ``recorded`` rounds (the precision loop)."""
-        o = self.opts
-        if recorded < o["repetitions"]:
+        p = self.plan
+        if recorded < p.repetitions:
             return True
-        if o["precision"] is None:
+        if p.precision is None:
             return False
         self.precision_state = self.precision(recorded)
-        if self.precision_state["reached"] or recorded >= o["cap"]:
+        if self.precision_state["reached"] or recorded >= p.cap:
             return False
         worst = self.precision_state["max_half_width"]
         self.console.print(f"precision: widest half-width {'unknown' if worst is None else format(worst, '.2f')} "
-                           f"> {o['precision']:g} points after {recorded} rounds: one more round")
+                           f"> {p.precision:g} points after {recorded} rounds: one more round")
         return True
 
     def run(self, rng: random.Random, probe: telemetry.Telemetry) -> None:
         """Warm-up rounds, then recorded rounds until :meth:`more` says enough or a stop request."""
-        o = self.opts
-        units = [(a, w) for a in self.arms for w in (self.workload, *self.workload.controls)]
-        launcher = make_launcher(self.arms, self.workload, self.workdir, rng)
+        p = self.plan
+        units = [(a, w) for a in p.arms for w in (p.workload, *p.workload.controls)]
+        launcher = make_launcher(p.arms, p.workload, self.workdir, rng)
         progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                             TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn(), console=self.console,
                             transient=False)
         with progress:
-            task = progress.add_task("bench", total=len(units) * (o["warmup"] + o["repetitions"]))
-            for rnd in range(o["warmup"]):
+            task = progress.add_task("bench", total=len(units) * (p.warmup + p.repetitions))
+            for rnd in range(p.warmup):
                 if not self.round(units, rnd + 1, False, launcher, rng, probe, progress, task):
                     return
             recorded = 0
             while self.more(recorded):
-                if recorded >= o["repetitions"]:
+                if recorded >= p.repetitions:
                     progress.update(task, total=progress.tasks[0].total + len(units))
                 if not self.round(units, recorded + 1, True, launcher, rng, probe, progress, task):
                     return
                 recorded += 1
-                if o["precision"] is not None and o["precision_tests"] and not self.tests_checked:
+                if p.precision is not None and p.precision_tests and not self.tests_checked:
                     # a --precision-test that names no test of the workload would run to --max-runs
                     check = self.precision(recorded)
                     self.tests_checked = "known_tests" in check or check["max_half_width"] is not None
@@ -190,10 +196,10 @@ class _Rounds:
             if self.stop():
                 return False
             who = arm.name + (f" control {w.control}" if w.control else "")
-            reps = self.opts["repetitions"]
-            what = (f"{who} run {n}/{max(n, reps)}" if record else f"{who} warm-up {n}/{self.opts['warmup']}")
+            reps = self.plan.repetitions
+            what = (f"{who} run {n}/{max(n, reps)}" if record else f"{who} warm-up {n}/{self.plan.warmup}")
             progress.update(task, description=what)
-            res = run_one(self.bundle, arm, n, w, self.opts["timeout"], self.workdir, record, launcher, probe,
+            res = run_one(self.bundle, arm, n, w, self.plan.timeout, self.workdir, record, launcher, probe,
                           (n if record else 0, pos), stop=self.stop)
             if record:
                 self.keep(arm, w, res, n, pos)
@@ -222,36 +228,12 @@ class _Rounds:
         self.bundle.metadata["arms"][arm.name].setdefault("control_runs" if w.control else "runs", []).append(entry)
 
 
-def run_bench(arms: list[Arm], workload: Workload, baseline: str, out: Path, repetitions: int = 10,
-              warmup: int = 1, timeout: float = 900.0, host_arm: str | None = None, host: dict | None = None,
-              extra_metadata: dict | None = None, console: Console | None = None, *, seed: int | None = None,
-              aa_arm: str | None = None, precision: float | None = None, max_runs: int | None = None,
-              exclude_contaminated: bool = False, allow_mismatch: bool = False, notes: list[str] | None = None,
-              precision_tests: list[str] | None = None) -> BenchResult:
-    """Run ``repetitions`` processes per arm, in a fresh order per round, and write the evidence bundle.
+def run(plan: Plan, console: Console | None = None) -> BenchResult:
+    """Run a Plan (:func:`capshim.bench.plan.make_plan`): ``plan.repetitions`` processes per arm at
+    least, in a fresh order per round, then write and seal the evidence bundle. The one entry point.
 
-    Args:
-        arms: the arms, resolved (no pending ``restore``/``identity``).
-        workload: what each run executes.
-        baseline: the arm speedups are relative to.
-        out: the bundle folder (new or empty: :func:`capshim.contracts.folders.new_output_folder`).
-        repetitions: recorded processes (rounds) per arm, at least.
-        warmup: unrecorded rounds before the recorded ones.
-        timeout: seconds one run may take before it is killed (recorded as timed out).
-        host_arm: an arm of this bench that plays the bare-metal host ("% of host").
-        host: a host baseline measured elsewhere (analysis.host_from_file), used when host_arm is None.
-        extra_metadata: merged into metadata.json.
-        console: where progress goes (stderr by default).
-        seed: the seed of the arm order and the environment padding (random when None; recorded).
-        aa_arm: the A/A arm, whose ratio to native the table prints.
-        precision: add rounds until every interval's half-width is at most this many points
-            (% of host, or percent of the speedup without a host), or ``max_runs`` is hit.
-        max_runs: the cap on processes per arm with ``precision`` (default 5 x ``repetitions``).
-        precision_tests: the tests (``pp512``, or a whole series name) the precision
-            target applies to; None: every test.
-        exclude_contaminated: leave runs that telemetry flags out of the statistics.
-        allow_mismatch: compare arms whose configurations differ (rows marked) instead of failing.
-        notes: sentences for the table notes.
+    The bundle folder is ``plan.out`` (new or empty) or a new unique ``./capshim-bench-DATE-TIME``
+    (:func:`capshim.contracts.folders.new_output_folder`). ``console``: where progress goes (stderr).
 
     Returns:
         BenchResult with the summary (summary.json content) and the bundle path; ``interrupted_by``
@@ -259,86 +241,51 @@ def run_bench(arms: list[Arm], workload: Workload, baseline: str, out: Path, rep
         finished is sealed: the seal guard is held from before the first run to the seal).
 
     Raises:
-        CapshimError: bad arms/baseline; the bundle cannot be created; the bench stopped by an error
-            (exit 1, after sealing what finished).
-        UsageError: a ``--precision-test`` that names no test (after sealing the first round).
+        UsageError: ``--out`` is a file, a non-empty folder or inside a sealed bundle (exit 2); a
+            ``--precision-test`` that names no test (after sealing the first round).
+        CapshimError: the bundle cannot be created; the bench stopped by an error (exit 1, after
+            sealing what finished); ComparabilityError (after sealing, rows marked).
         SystemExit: 128+N after the seal when a signal arrived only while sealing.
     """
     console = console or Console(stderr=True)
-    names = [a.name for a in arms]
-    if len(set(names)) != len(names):
-        raise CapshimError(f"arm names must be unique: {', '.join(names)}")
-    if baseline not in names:
-        raise CapshimError(f"--baseline {baseline!r} is not an arm ({', '.join(names)})")
-    if host_arm is not None and host_arm not in names:
-        raise CapshimError(f"host arm {host_arm!r} is not an arm ({', '.join(names)})")
-    seed = secrets.randbits(32) if seed is None else int(seed)
-    cap = max(repetitions, max_runs or 5 * repetitions) if precision is not None else repetitions
-    opts = {"baseline": baseline, "host_arm": host_arm, "host": host, "repetitions": repetitions, "warmup": warmup,
-            "timeout": timeout, "precision": precision, "precision_tests": precision_tests, "cap": cap,
-            "exclude_contaminated": exclude_contaminated}
-    meta = _metadata(arms, workload, opts, seed, aa_arm, extra_metadata)
-    env_warnings = inherited_env.warnings(os.environ, workload.env) + inherited_env.loader_warnings(arms)
+    out = folders.new_output_folder(plan.out, "bench")
+    meta = _metadata(plan)
+    env_warnings = inherited_env.warnings(os.environ, plan.workload.env) + inherited_env.loader_warnings(plan.arms)
     for w in env_warnings:
         console.print(messages.format_message(w, "warning", messages.width(console.file)), markup=False,
                       highlight=False, soft_wrap=True)
     with SealGuard("the bundle") as guard:  # held from before the first run to the seal
-        bundle = Bundle.create(out, meta)
-        loop = _Rounds(arms, workload, bundle, guard, console, opts, {a.name: [] for a in arms},
-                       {a.name: [] for a in arms})
-        rng = random.Random(seed)
-        loop.workdir = Path(tempfile.mkdtemp(prefix="capshim-bench-"))
-        probe = telemetry.Telemetry()
-        meta["telemetry"] = {"nvml": probe.nvml_reason or "available"}
-        try:
-            loop.run(rng, probe)
-        except Exception as exc:  # noqa: BLE001 - whatever broke, the finished runs are sealed below
-            loop.aborted = f"{type(exc).__name__}: {exc}"
-            console.print(f"[red]bench stopped by an error ({loop.aborted}): writing the bundle of the runs "
-                          "that finished[/]")
-        finally:
-            shutil.rmtree(loop.workdir, ignore_errors=True)
-            probe.close()
-        loop.interrupted_by = loop.stop()
-        if loop.interrupted_by:
-            console.print(f"[red]interrupted ({loop.interrupted_by}): writing the bundle of the runs that finished[/]")
-        if loop.aborted:
-            bundle.metadata["aborted"] = loop.aborted
-        result = _finish(bundle, arms, loop.results, workload, baseline, host_arm, host,
-                         bool(loop.interrupted_by or loop.aborted), control_results=loop.control_results,
-                         aa_arm=aa_arm, allow_mismatch=allow_mismatch, exclude_contaminated=exclude_contaminated,
-                         notes=notes, bench_warnings=env_warnings, precision=loop.precision_state,
-                         precision_target=precision, cap=cap, precision_tests=precision_tests, guard=guard)
+        loop = _Rounds(plan, Bundle.create(out, meta), guard, console, env_warnings)
+        _measure(loop, meta)
+        result = _finish(loop)
     if not loop.interrupted_by:  # a signal that came only while sealing: exit 128+N now
         guard.exit_if_signalled()
     result.interrupted_by = loop.interrupted_by
-    return _raise_after_seal(result, loop, bundle)
+    return _raise_after_seal(result, loop, loop.bundle)
 
 
-def run(plan: Plan, req: BenchRequest, console: Console | None = None) -> BenchResult:
-    """Run a Plan and write its evidence bundle (:func:`run_bench` with the request's options).
-
-    The bundle folder is ``req.out`` (new or empty) or a new unique ``./capshim-bench-DATE-TIME``
-    (:func:`capshim.contracts.folders.new_output_folder`). A run option the request leaves None
-    takes the plan's default (``Plan.defaults``: on a GPU, the built-in workload's precision
-    target unless ``-r`` was given).
-
-    Raises:
-        UsageError: ``--out`` is a file, a non-empty folder or inside a sealed bundle (exit 2);
-            the errors of :func:`run_bench`.
-    """
-    options = {"seed": req.seed, "precision": req.precision, "max_runs": req.max_runs,
-               "precision_tests": list(req.precision_tests) or None}
-    if options["precision"] is None:
-        for key, value in (plan.defaults or {}).items():
-            if options.get(key) is None:
-                options[key] = value
-    out = folders.new_output_folder(req.out, "bench")
-    return run_bench(plan.arms, plan.workload, plan.baseline, out, repetitions=plan.repetitions,
-                     warmup=plan.warmup, timeout=req.timeout, host_arm=plan.host_arm, host=plan.host,
-                     extra_metadata={"device": plan.device, "title": plan.title}, console=console,
-                     aa_arm=plan.aa_arm, notes=plan.notes, exclude_contaminated=req.exclude_contaminated,
-                     allow_mismatch=req.allow_mismatch, **options)
+def _measure(loop: _Rounds, meta: dict) -> None:
+    """The rounds, in a private work folder; whatever stops them (a signal, an error) is recorded
+    on ``loop`` and said, and the finished runs are sealed after."""
+    rng = random.Random(loop.plan.seed)
+    loop.workdir = Path(tempfile.mkdtemp(prefix="capshim-bench-"))
+    probe = telemetry.Telemetry()
+    meta["telemetry"] = {"nvml": probe.nvml_reason or "available"}
+    try:
+        loop.run(rng, probe)
+    except Exception as exc:  # noqa: BLE001 - whatever broke, the finished runs are sealed below
+        loop.aborted = f"{type(exc).__name__}: {exc}"
+        loop.console.print(f"[red]bench stopped by an error ({loop.aborted}): writing the bundle of the runs "
+                           "that finished[/]")
+    finally:
+        shutil.rmtree(loop.workdir, ignore_errors=True)
+        probe.close()
+    loop.interrupted_by = loop.stop()
+    if loop.interrupted_by:
+        loop.console.print(f"[red]interrupted ({loop.interrupted_by}): writing the bundle of the runs that "
+                           "finished[/]")
+    if loop.aborted:
+        loop.bundle.metadata["aborted"] = loop.aborted
 
 
 def _raise_after_seal(result: BenchResult, loop: _Rounds, bundle: Bundle) -> BenchResult:
@@ -354,24 +301,23 @@ def _raise_after_seal(result: BenchResult, loop: _Rounds, bundle: Bundle) -> Ben
     return result
 
 
-def _metadata(arms: list[Arm], workload: Workload, opts: dict, seed: int, aa_arm: str | None,
-              extra: dict | None) -> dict:
+def _metadata(plan: Plan) -> dict:
     """metadata.json before the first run: method, arms, workload (hashed), environment, shims."""
-    precision = opts["precision"]
+    precision, workload, arms = plan.precision, plan.workload, plan.arms
     meta = {
         "capshim_version": __version__,
         "started_utc": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
         "command_line": [environ.recordable(a) for a in sys.argv],
-        "method": {"repetitions": opts["repetitions"], "warmup_runs_per_arm": opts["warmup"],
-                   "order": "a fresh seeded permutation of the arms per round", "seed": seed,
+        "method": {"repetitions": plan.repetitions, "warmup_runs_per_arm": plan.warmup,
+                   "order": "a fresh seeded permutation of the arms per round", "seed": plan.seed,
                    "launch": "every arm through the same pid wrapper with the same variables, the environment "
                              f"padded to a common size plus a random 0-{PAD_RANGE - 1} bytes ({PAD_VAR})",
-                   "process_per_run": True, "timeout_s": opts["timeout"],
+                   "process_per_run": True, "timeout_s": plan.timeout,
                    "statistic": "median of per-process medians; cluster bootstrap over processes",
-                   "precision_target": precision, "max_runs": opts["cap"] if precision is not None else None,
-                   "exclude_contaminated": opts["exclude_contaminated"]},
-        "baseline": opts["baseline"], "host_arm": opts["host_arm"],
-        "host_baseline": (opts["host"] or {}).get("source"), "aa_arm": aa_arm,
+                   "precision_target": precision, "max_runs": plan.cap if precision is not None else None,
+                   "exclude_contaminated": plan.exclude_contaminated},
+        "baseline": plan.baseline, "host_arm": plan.host_arm,
+        "host_baseline": (plan.host or {}).get("source"), "aa_arm": plan.aa_arm,
         "workload": {"kind": workload.kind, "argv": [environ.recordable(a) for a in workload.argv],
                      "env": environ.record(workload.env),
                      "binary": str(workload.binary) if workload.binary else None,
@@ -388,48 +334,8 @@ def _metadata(arms: list[Arm], workload: Workload, opts: dict, seed: int, aa_arm
     }
     if workload.controls:
         meta["controls"] = {c.control: {"argv": c.argv, "metric": c.metric.to_dict()} for c in workload.controls}
-    meta.update(extra or {})
+    meta.update({"device": plan.device, "title": plan.title})
     return meta
-
-
-def _comparisons(summary: dict, tests: list[str] | None = None) -> list[tuple[str, str, float | None]]:
-    """(arm, series, half-width in points) of every interval a precision target applies to
-    (only the series named in ``tests``, by whole name or first word, when given)."""
-    out = []
-    host = summary.get("host") or {}
-    for name, arm in summary["arms"].items():
-        for t, st in arm["tests"].items():
-            if tests and t not in tests and t.split()[0] not in tests:
-                continue
-            if host.get("tests") and t in host["tests"]:
-                if name == host.get("name"):
-                    continue
-                out.append((name, t, stats.half_width(st.get("pct_of_host"), percent=True)))
-            elif name != summary["baseline"]:
-                out.append((name, t, stats.half_width(st.get("speedup"), percent=False)))
-    return out
-
-
-def _precision(results, arms, baseline, host_arm, host, target, rounds, cap, exclude_contaminated,
-               tests: list[str] | None = None, workload: Workload | None = None,
-               control_results: dict[str, list[RunResult]] | None = None) -> dict:
-    """Whether every interval is at most ``target`` points wide (half-width), from the runs so far."""
-    records = _records(results, exclude_contaminated, control_results)
-    arm_info = {a.name: {"state": "native"} for a in arms}
-    try:
-        summary = _analyze(workload, records, arm_info, baseline, _host_dict(records, host_arm, host, {}),
-                           allow_mismatch=True)
-    except CapshimError:
-        return {"target": target, "reached": False, "max_half_width": None, "rounds": rounds, "cap": cap}
-    widths = [w for _, _, w in _comparisons(summary, tests)]
-    worst = None if any(w is None for w in widths) or not widths else max(widths)
-    out = {"target": target, "reached": worst is not None and worst <= target, "max_half_width": worst,
-           "rounds": rounds, "cap": cap}
-    known = sorted({t for arm in summary["arms"].values() for t in arm["tests"]})
-    unknown = [x for x in tests or [] if known and not any(t == x or t.split()[0] == x for t in known)]
-    if unknown:
-        out["unknown_tests"], out["known_tests"] = unknown, known
-    return out
 
 
 def _records(results: dict[str, list[RunResult]], exclude_contaminated: bool,
@@ -438,31 +344,14 @@ def _records(results: dict[str, list[RunResult]], exclude_contaminated: bool,
             if not (exclude_contaminated and r.contaminated) for rec in r.records]
 
 
-def _analyze(workload: Workload | None, records: list[dict], arm_info: dict, baseline: str, host: dict | None,
-             **options) -> dict:
-    """The analysis step: :func:`capshim.bench.analysis.analyze`, then the workload's metric
-    directions and the control verdicts (:func:`capshim.bench.metrics.annotate`): a
-    lower-is-better metric's ratios read "times faster", a control whose interval excludes
-    1.00x is flagged. Same errors as ``analyze``."""
+def _metric_options(workload: Workload | None) -> dict:
+    """The recipe's ``metric_tests`` and ``controls`` of a workload (its own and its controls' metrics)."""
     if workload is None:
-        return analysis.analyze(records, arm_info, baseline, host, **options)
+        return {}
     tests_metric: dict[str, metrics.Metric] = {}
     for w in (workload, *workload.controls):
         tests_metric.update(w.metric_tests())
-    lower = {t for t, m in tests_metric.items() if m.better == "lower"}
-    summary = analysis.analyze(records, arm_info, baseline, host, lower_is_better=lower, **options)
-    return metrics.annotate(summary, tests_metric, [c.control for c in workload.controls])
-
-
-def _host_dict(records, host_arm, host, arm_info) -> dict | None:
-    if host_arm is None:
-        return host
-    tests: dict[str, dict[object, list[float]]] = {}
-    for rec in records:
-        if rec["arm"] == host_arm:
-            tests.setdefault(rec["test"], {}).setdefault(rec.get("run"), []).append(rec["tok_s"])
-    return {"name": host_arm, "tests": {t: list(v.values()) for t, v in tests.items()},
-            "path": (arm_info.get(host_arm) or {}).get("path") or {}, "source": f"arm {host_arm} of this bench"}
+    return {"metric_tests": tests_metric, "controls": [c.control for c in workload.controls]}
 
 
 def _model_sha(model: Path | None) -> str | None:
@@ -486,93 +375,75 @@ def _shim_hashes(arms: list[Arm]) -> dict:
     return out
 
 
-def _finish(bundle: Bundle, arms: list[Arm], results: dict[str, list[RunResult]], workload: Workload,
-            baseline: str, host_arm: str | None, host: dict | None,
-            interrupted: bool, *, control_results: dict[str, list[RunResult]] | None = None,
-            aa_arm: str | None = None, allow_mismatch: bool = False,
-            exclude_contaminated: bool = False, notes: list[str] | None = None,
-            bench_warnings: list[str] | None = None, precision: dict | None = None,
-            precision_target: float | None = None, cap: int | None = None,
-            precision_tests: list[str] | None = None, guard=None) -> BenchResult:
-    """The pipeline's end: analysis (typed summary) -> bundle (which runs the exporters and seals).
+def _finish(loop: _Rounds) -> BenchResult:
+    """The pipeline's end: the arms' states and checks, then the bundle's finalize steps
+    (:func:`capshim.bench.summarize.steps`: the one recipe makes the summary, the exporters the
+    files, then the seal).
 
-    ``guard`` (:func:`capshim.evidence.seal_guard`): the analysis runs as one of its slow steps, so
-    a signal can cut it short (finalize then records it as skipped) but never stop the seal.
+    The analysis is a finalize step: a signal can cut it short (finalize records it as skipped)
+    but never stop the seal, and a fallback step makes the summary with the same recipe.
     """
-    slow = guard.abortable if guard is not None else contextlib.nullcontext
-    control_results = control_results or {}
-    all_records = _records(results, False, control_results)
-    for rs in (*results.values(), *control_results.values()):
+    plan, results, controls = loop.plan, loop.results, loop.control_results
+    interrupted = bool(loop.interrupted_by or loop.aborted)
+    for rs in (*results.values(), *controls.values()):
         for r in rs:
-            r.excluded = bool(exclude_contaminated and r.contaminated)
-    records = _records(results, exclude_contaminated, control_results)
-    arm_info: dict[str, dict] = {}
-    for arm in arms:
-        rs = results[arm.name]
-        ok = [r for r in rs if run_failed(r.info()) is None]
-        info = {"spec": arm.spec(), "state": _arm_state(arm, rs), "path": ok[0].path if ok else {},
-                "runs": [r.info() for r in rs]}
-        _attest_device(info, rs, arm, workload, bundle)
-        _attest_reach(info, rs, arm)
-        arm_info[arm.name] = info
-    # Correctness gate: every arm's output (generated tokens, output hash) must equal the reference arm's.
-    ref = host_arm or baseline
-    ref_tokens = next((r.token_ids for r in results.get(ref, []) if r.token_ids is not None), None)
-    if workload.check_output:
-        what, differ = workload.output_noun
-        for arm in arms:
-            toks = [r.token_ids for r in results[arm.name] if r.token_ids is not None]
-            info = arm_info[arm.name]
-            if ref_tokens is None or not toks:
-                whose = f"reference arm {ref}" if ref_tokens is None else f"arm {arm.name}"
-                none = "token ids" if what == "tokens" else "output"
-                info["output_check"] = f"not checked: {whose} produced no {none}"
-                messages.emit(f"output check skipped for arm {arm.name}: {whose} produced no {none} "
-                              f"(no run finished with {'generated tokens' if what == 'tokens' else 'its output read'})")
-                continue
-            bad = next((t for t in toks if not workload.same_output(t, ref_tokens)), None)
-            same = bad is None
-            where = "" if same else workload.difference(bad, ref_tokens, arm.name, ref)
-            info["output_check"] = f"same {what} as {ref}" if same else \
-                f"{what} {differ} from {ref}" + (f", {where}" if where else "")
-            if not same and info["state"] in ("native", "active"):
-                info["state"] = "wrong-output"
-    host_dict = _host_dict(records, host_arm, host, arm_info)
-    failed = sum(1 for rs in (*results.values(), *control_results.values()) for r in rs if run_failed(r.info()))
-    refused = None
-    try:
-        with slow():
-            try:
-                summary = _analyze(workload, records, arm_info, baseline, host_dict, allow_mismatch=allow_mismatch,
-                                   aa_arm=aa_arm, notes=notes, bench_warnings=bench_warnings)
-            except analysis.ComparabilityError as exc:  # seal what finished (rows marked), then refuse
-                refused = exc
-                summary = _analyze(workload, records, arm_info, baseline, host_dict, allow_mismatch=True,
-                                   aa_arm=aa_arm, notes=(notes or []) + [f"refused: {exc}"],
-                                   bench_warnings=bench_warnings)
-    except StepInterrupted:  # finalize records the analysis as skipped and seals
-        summary = None
-    except Exception:  # noqa: BLE001 - finalize runs the analysis again as an isolated, recorded step
-        summary = None
-    if precision_target is not None and summary is not None:
-        if precision is None or interrupted:
-            precision = {"target": precision_target, "reached": False, "max_half_width": None,
-                         "rounds": max((len(v) for v in results.values()), default=0), "cap": cap}
-        widths = [w for _, _, w in _comparisons(summary, precision_tests)]
-        precision["tests"] = list(precision_tests) if precision_tests else "all"
-        precision["max_half_width"] = None if any(w is None for w in widths) or not widths else max(widths)
-        precision["reached"] = precision["max_half_width"] is not None and precision["max_half_width"] <= precision_target
-        precision["stopped_by"] = ("target reached" if precision["reached"] else
-                                   "interrupted" if interrupted else f"--max-runs {cap} reached")
-        summary["precision"] = precision
-    heading = bundle.metadata.get("title") if isinstance(bundle.metadata.get("title"), str) else "capshim bench"
-    summary = bundle.finalize(report.bundle_steps(all_records, arm_info, baseline, host_dict, title=heading),
-                              summary=summary, interrupted=interrupted, metadata_update={"failed_runs": failed},
-                              title=heading)  # the device, a stand-in named as one (plan.title)
-    if refused is not None and not (guard is not None and guard.first):  # a signal's exit code wins
-        raise analysis.ComparabilityError(f"{refused} (bundle of the runs kept: {bundle.root})")
+            r.excluded = bool(plan.exclude_contaminated and r.contaminated)
+    arm_info = {arm.name: _arm_info(arm, results[arm.name], plan.workload, loop.bundle) for arm in plan.arms}
+    _check_outputs(arm_info, plan.arms, results, plan.workload, plan.host_arm or plan.baseline)
+    failed = sum(1 for rs in (*results.values(), *controls.values()) for r in rs if run_failed(r.info()))
+    prec = None
+    if plan.precision is not None:
+        state = loop.precision_state
+        rounds = state["rounds"] if state is not None and not interrupted else \
+            max((len(v) for v in results.values()), default=0)
+        prec = summarize.Precision(plan.precision, plan.cap, plan.precision_tests, rounds, interrupted=interrupted)
+    recipe = summarize.Recipe(_records(results, plan.exclude_contaminated, controls), arm_info, plan.baseline,
+                              host_arm=plan.host_arm, host=plan.host, aa_arm=plan.aa_arm, notes=list(plan.notes),
+                              bench_warnings=list(loop.env_warnings), allow_mismatch=plan.allow_mismatch,
+                              precision=prec, **_metric_options(plan.workload))
+    heading = plan.title or "capshim bench"  # the device, a stand-in named as one (plan.title)
+    summary = loop.bundle.finalize(summarize.steps(recipe, _records(results, False, controls), title=heading),
+                                   interrupted=interrupted, metadata_update={"failed_runs": failed}, title=heading)
+    if recipe.refused is not None and not loop.guard.first:  # a signal's exit code wins
+        raise analysis.ComparabilityError(f"{recipe.refused} (bundle of the runs kept: {loop.bundle.root})")
     bad = [a for a, i in arm_info.items() if i["state"] in NOT_SHIM_STATES]
-    return BenchResult(summary, bundle.root, interrupted, failed, bad)
+    return BenchResult(summary, loop.bundle.root, interrupted, failed, bad)
+
+
+def _arm_info(arm: Arm, rs: list[RunResult], workload: Workload, bundle: Bundle) -> dict:
+    """One arm as the analysis takes it: spec, state (after the device and reach checks), path, runs."""
+    ok = [r for r in rs if run_failed(r.info()) is None]
+    info = {"spec": arm.spec(), "state": _arm_state(arm, rs), "path": ok[0].path if ok else {},
+            "runs": [r.info() for r in rs]}
+    _attest_device(info, rs, arm, workload, bundle)
+    _attest_reach(info, rs, arm)
+    return info
+
+
+def _check_outputs(arm_info: dict, arms: list[Arm], results: dict[str, list[RunResult]], workload: Workload,
+                   ref: str) -> None:
+    """The correctness gate: every arm's output (generated tokens, output hash) must equal the
+    reference arm's (the host arm, else the baseline); an arm whose output differs is ``wrong-output``."""
+    if not workload.check_output:
+        return
+    ref_tokens = next((r.token_ids for r in results.get(ref, []) if r.token_ids is not None), None)
+    what, differ = workload.output_noun
+    for arm in arms:
+        toks = [r.token_ids for r in results[arm.name] if r.token_ids is not None]
+        info = arm_info[arm.name]
+        if ref_tokens is None or not toks:
+            whose = f"reference arm {ref}" if ref_tokens is None else f"arm {arm.name}"
+            none = "token ids" if what == "tokens" else "output"
+            info["output_check"] = f"not checked: {whose} produced no {none}"
+            messages.emit(f"output check skipped for arm {arm.name}: {whose} produced no {none} "
+                          f"(no run finished with {'generated tokens' if what == 'tokens' else 'its output read'})")
+            continue
+        bad = next((t for t in toks if not workload.same_output(t, ref_tokens)), None)
+        where = "" if bad is None else workload.difference(bad, ref_tokens, arm.name, ref)
+        info["output_check"] = f"same {what} as {ref}" if bad is None else \
+            f"{what} {differ} from {ref}" + (f", {where}" if where else "")
+        if bad is not None and info["state"] in ("native", "active"):
+            info["state"] = "wrong-output"
 
 
 def _attest_device(info: dict, results: list[RunResult], arm: Arm, workload: Workload, bundle: Bundle) -> None:
@@ -589,7 +460,7 @@ def _attest_device(info: dict, results: list[RunResult], arm: Arm, workload: Wor
     device = (bundle.metadata.get("device") or {}).get("name")
     if not device or info["state"] == "failed":
         return
-    required = workload.kind in ("builtin", "llama-bench", "ncnn", "torch-sdpa")
+    required = kinds.attested(workload.kind)  # the registry: its runs say which device they ran on
     bad: dict[str, list[tuple[int, str]]] = {}
     for r, entry in zip(results, info["runs"]):
         if run_failed(entry) is not None:

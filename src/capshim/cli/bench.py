@@ -11,6 +11,7 @@ from capshim.bench import plan, runner
 from capshim.bench import request as bench_request
 from capshim.bench.stats import MIN_PROCESSES
 from capshim.bench.workloads.builtin import MODEL_PRESETS
+from capshim.bench.workloads import kinds
 from capshim.cli.suggest import Choice, refuse_option_as_program
 from capshim.cli.options import json_option, out_option, timeout_option, wide_option
 from capshim.contracts import messages, signals
@@ -90,7 +91,7 @@ from capshim.summary import OFF_DEVICE_STATES, STRICT_STATES, explain_arm
               help="A control workload run in every round under each arm's shims (in the round's seeded order), expected "
                    "not to change (flagged when its interval excludes 1.00x). llama-bench commands report tok/s, "
                    "others wall seconds. Repeatable.")
-@click.option("--workload", "workload_name", type=Choice(["ncnn", "torch-sdpa"]),
+@click.option("--workload", "workload_name", type=Choice(list(kinds.selectable())),
               help="A built-in workload other than llama.cpp: ncnn (a synthetic network through ncnn's Vulkan "
                    "backend; needs pip install 'capshim[ncnn]'), torch-sdpa (PyTorch's scaled-dot-product "
                    "attention on CUDA, TFLOP/s per call; needs a CUDA build of torch).")
@@ -159,7 +160,7 @@ def bench_cmd(arm_opts, baseline, host_baseline, host_arm, repetitions, process_
     # held from before the first run until the table is printed and the seal checked: no order of
     # signals loses the seal or leaves a half-printed table; the exit code is the first signal's
     with signals.SealGuard("the bundle") as guard:
-        result = runner.run(p, req)
+        result = runner.run(p)
         if as_json:  # strict JSON, as in summary.json: a non-finite number is null
             click.echo(strict_json(finite_or_null(result.summary)).decode(), nl=False)
         else:

@@ -31,18 +31,7 @@ from capshim.contracts.names import device_label
 from capshim.errors import CapshimError
 from capshim.evidence import study
 
-__all__ = ["BundleRecord", "ArmRecord", "IngestError", "bundle_key", "read_bundle", "read_folder", "read_external",
-           "CONFIG_FIELDS"]
-
-#: llama-bench fields that must match for two measurements to be compared
-#: (issue 10 item 6: model type, size, parameter count, quantisation (in
-#: model_type); batch, ubatch, threads, offload, flash attention, cache types,
-#: depth). n_prompt and n_gen are part of the test name (pp512, tg128). The
-#: model path is left out: it differs between host and guest. Field names are
-#: llama-bench's ``-o json`` keys (llama.cpp tools/llama-bench/llama-bench.cpp).
-CONFIG_FIELDS = ("model_type", "model_size", "model_n_params", "n_batch", "n_ubatch", "n_threads",
-                 "n_gpu_layers", "flash_attn", "type_k", "type_v", "n_depth")
-
+__all__ = ["BundleRecord", "ArmRecord", "IngestError", "bundle_key", "read_bundle", "read_folder", "read_external"]
 
 class IngestError(CapshimError):
     """A bundle or file cannot be stored: it does not verify, or cannot be read; names it (exit 2)."""
@@ -91,7 +80,7 @@ class BundleRecord:
             llama-bench reports them (``build_number``, ``build_commit``).
         workload_sha256: SHA-256 of the workload binary, when recorded.
         model, model_sha256: model type (llama-bench ``model_type``) and file hash.
-        config: ``{field: value}`` of :data:`CONFIG_FIELDS` (the first raw row's).
+        config: the bench's configuration (:func:`capshim.bench.llamabench.bench_config` of the raw rows).
         settings: bench settings (``metadata.json`` ``method``) and the command line.
         capshim_version, baseline, host_name: as recorded.
         arms: ``[ArmRecord]`` in display order.
@@ -139,16 +128,13 @@ def _str(v) -> str | None:
 
 def _raw_facts(rows: list) -> dict:
     """Workload build, device and config from llama-bench rows (the first that has each key)."""
-    out: dict = {"config": {}}
+    out: dict = {"config": llamabench.bench_config(rows)}
     for row in rows:
         if not isinstance(row, dict):
             continue
         for key in ("build_commit", "build_number", "gpu_info", "model_type"):
             if key in row and key not in out:
                 out[key] = row[key]
-        for key in CONFIG_FIELDS:
-            if key in row and key not in out["config"]:
-                out["config"][key] = row[key]
     return out
 
 

@@ -41,11 +41,10 @@ from __future__ import annotations
 
 import math
 
-from capshim.bench import metrics
+from capshim.bench import llamabench, metrics, summarize
 from capshim.bench.analysis import analyze
 from capshim.contracts import verdict as vd
 from capshim.contracts.suggest import did_you_mean
-from capshim.db.ingest import CONFIG_FIELDS
 from capshim.db.store import DbError, Store
 from capshim.db.terms import COMPARE_RULE, DEFAULT_THRESHOLD, FILTERS, TREND_RULE
 from capshim.summary import run_failed
@@ -112,9 +111,8 @@ def _mismatches(bundles: list[dict]) -> list[str]:
     out = []
     first = bundles[0]
     for b in bundles[1:]:
-        for f in CONFIG_FIELDS:
-            va, vb = (first.get("config") or {}).get(f), (b.get("config") or {}).get(f)
-            if va is not None and vb is not None and va != vb:
+        for f, va, vb in llamabench.config_differences(first.get("config") or {}, b.get("config") or {}):
+            if va is not None and vb is not None:
                 out.append(f"{f}: {va!r} ({first['name']}) vs {vb!r} ({b['name']})")
     return out
 
@@ -143,13 +141,11 @@ def _selection_input(store: Store, bundles: list[dict]):
             arms.setdefault(a["name"], {"state": a["state"], "spec": a.get("spec") or {}})
     host_name = next((b["host_name"] for b in bundles if b.get("host_name")), None)
     if host_name is not None and any(r["arm"] == host_name for r in records):
-        # the host is an arm of these bundles: its processes, as the bench hands them to
-        # analyze (runner._host_dict), so the numbers equal the bundles' own report
-        host_runs = {}
-        for r in records:
-            if r["arm"] == host_name:
-                host_runs.setdefault(r["test"], {}).setdefault(r["run"], []).append(r["tok_s"])
-    host_tests = {t: list(runs.values()) for t, runs in host_runs.items()}
+        # the host is an arm of these bundles: the bench's host rule, so the numbers equal the
+        # bundles' own report
+        host_tests = summarize.host_of_arm(records, host_name)["tests"]
+    else:
+        host_tests = {t: list(runs.values()) for t, runs in host_runs.items()}
     host = {"name": host_name, "tests": host_tests} if host_tests else None
     return records, arms, host
 
@@ -214,8 +210,9 @@ def _analyze_selection(store: Store, bundles: list[dict], mets: dict[str, dict])
     baseline = bundles[0]["baseline"]
     if baseline not in arms:
         baseline = next(iter(arms))
-    lower = {t for t, m in mets.items() if m["better"] == "lower"}
-    return _orient(analyze(records, arms, baseline, host, lower_is_better=lower), mets), records
+    recipe = summarize.Recipe(records, arms, baseline, host=host,
+                              metric_tests={t: _as_metric(t, m) for t, m in mets.items()})
+    return recipe.summary(), records
 
 
 def _check_threshold(threshold: float, what: str = "--threshold") -> None:

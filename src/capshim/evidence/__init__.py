@@ -2,7 +2,7 @@
 
 Storage only: this package never imports the analysis, the report or the
 exporters. The bench hands its finalize steps to the bundle
-(:class:`~capshim.evidence.finalize.Step`, made by :func:`capshim.report.bundle_steps`).
+(:class:`~capshim.evidence.finalize.Step`, made by :func:`capshim.bench.summarize.steps`).
 
 - :mod:`.files`: bytes of a bundle's files (strict JSON, host facts, hashes), the write error;
 - :mod:`.bundle`: :class:`Bundle` (create, store runs, metadata.json, finalize);

@@ -202,7 +202,7 @@ class Bundle:
         (and says so on stderr); after the seal capshim then exits 128+signal.
 
         Args:
-            steps: the bench's steps (:func:`capshim.report.bundle_steps`): the ones for
+            steps: the bench's steps (:func:`capshim.bench.summarize.steps`): the ones for
                 summary.json make the summary when ``summary`` is None; the others make
                 results.csv, report.md, chart.png from it.
             summary: the summary the caller already made, or None.

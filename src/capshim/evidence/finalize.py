@@ -1,7 +1,7 @@
 """The end of a bench: the steps the bench hands over, run isolated, then the seal.
 
 Storage does not make the summary or the report: the bench (the runner, via
-:func:`capshim.report.bundle_steps`) hands :meth:`capshim.evidence.Bundle.finalize`
+:func:`capshim.bench.summarize.steps`) hands :meth:`capshim.evidence.Bundle.finalize`
 a list of :class:`Step` s. This module runs them so that the bundle is sealed
 whatever they do:
 

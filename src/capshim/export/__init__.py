@@ -6,7 +6,7 @@ each exporter here serialises a summary, and the bundle
 (:mod:`capshim.evidence`) stores files and checksums (summary.json itself is
 the bundle's strict JSON, :func:`capshim.evidence.strict_json`). The bench
 hands the exporters to the bundle as finalize steps
-(:func:`capshim.report.bundle_steps`); nothing here imports storage. One small
+(:func:`capshim.bench.summarize.steps`); nothing here imports storage. One small
 module per format, each with ``serialize(summary, ...)`` (after hyperfine's exporters):
 
 - :mod:`~capshim.export.table`: the table model shared by Markdown, HTML and the terminal;

@@ -282,7 +282,7 @@ def run_arms(arm_specs: list[str], out: Path, *, repetitions: int, warmup: int, 
                        out=str(out))
     p = plan.make_plan(req, platform=sys.platform)
     with guard.stoppable() if guard is not None else contextlib.nullcontext():
-        res = runner.run(p, req)
+        res = runner.run(p)
     if res.interrupted:
         stopped = res.interrupted_by or (guard.signal_name if guard is not None else None)
         raise CapshimError(f"bench interrupted ({stopped}); partial bundle: {res.bundle}",

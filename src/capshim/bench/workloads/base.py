@@ -16,6 +16,7 @@ import hashlib
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Callable
 
 from capshim.bench import metrics
 from capshim.contracts import names
@@ -165,3 +166,34 @@ class Workload:
             CapshimError: the output is not what the workload prints (names ``source``).
         """
         raise NotImplementedError
+
+
+@dataclass(frozen=True)
+class Kind:
+    """One kind of workload.
+
+    Attributes:
+        name: the workload's ``kind`` (metadata.json ``workload.kind``); for a built-in workload
+            chosen with ``--workload`` also that option's value.
+        api: the GPU API its path goes through (a backend name: the device the bench probes), or
+            None when the arms' profiles say it.
+        defaults: its row kind in :data:`capshim.bench.request.DEFAULTS`.
+        selectable: chosen with ``--workload NAME`` (ncnn, torch-sdpa).
+        attested: its runs print which device they ran on, so a run that does not is off the
+            device (:func:`capshim.bench.attest.device_state` with ``required=True``).
+        llama_cpp: llama.cpp runs it (the CPU note speaks of kernels, not code paths).
+        problem: ``(what it runs, the option that picks it, what it reports)`` for the flag
+            checks' messages (``("its own network", "--network", "ms per inference")``).
+        options: the options only this kind takes (``--network``; ``--shape``, ``--block``).
+        build: ``build(request, cpu) -> Workload`` for a selectable kind (the plan calls it).
+    """
+
+    name: str
+    api: str | None = None
+    defaults: str = "command"
+    selectable: bool = False
+    attested: bool = False
+    llama_cpp: bool = False
+    problem: tuple[str, str, str] | None = None
+    options: tuple[str, ...] = ()
+    build: Callable | None = field(default=None, compare=False)

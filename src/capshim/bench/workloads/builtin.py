@@ -22,6 +22,7 @@ from pathlib import Path
 from capshim.bench import model as model_mod
 from capshim.bench.workloads.builtin_worker import DEFAULT_LOG_LEVEL, LOG_LEVELS
 from capshim.bench.workloads.llama_bench import LlamaBenchWorkload
+from capshim.bench.workloads.base import Kind
 from capshim.contracts.suggest import did_you_mean
 from capshim.errors import CapshimError, UsageError
 
@@ -199,3 +200,8 @@ def builtin_workload(model: str, n_prompt: int, n_gen: int, check_output: bool,
                           warmup_run=warmup_run, log_level=log_level)
     return LlamaBenchWorkload("builtin", argv, env=env, binary=binary, model=path, check_output=check_output,
                               versions=versions, log_level=log_level)
+
+
+#: The built-in llama.cpp workload (no command, no ``--workload``): the API is the first that runs
+#: here (:func:`capshim.bench.plan.device_api`); its runs print llama.cpp's device line.
+KIND = Kind("builtin", defaults="builtin", attested=True, llama_cpp=True)

@@ -22,6 +22,7 @@ from pathlib import Path
 
 from capshim.bench import metrics
 from capshim.bench.workloads.base import OutputDigest, Workload
+from capshim.bench.workloads.base import Kind
 from capshim.bench.workloads.llama_bench import llama_bench_workload
 from capshim.contracts import folders, names, numbers
 from capshim.errors import UsageError
@@ -342,3 +343,7 @@ def control_workload(value: str):
         w = command_workload(argv, metrics.parse_spec("wall", flag=f"--control {name}"))
     w.control = name
     return w
+
+
+#: Any command after ``--`` with ``--metric``: nothing says which device it ran on.
+KIND = Kind("command")

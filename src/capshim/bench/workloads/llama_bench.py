@@ -14,6 +14,7 @@ from pathlib import Path
 
 from capshim.bench import llamabench, metrics
 from capshim.bench.workloads.base import Workload
+from capshim.bench.workloads.base import Kind
 from capshim.errors import CapshimError
 
 
@@ -78,3 +79,7 @@ def llama_bench_workload(argv: list[str], check_output: bool = False) -> LlamaBe
                 model = cand
     return LlamaBenchWorkload("llama-bench", argv, binary=Path(exe).resolve(), model=model,
                               check_output=check_output)
+
+
+#: A llama-bench command after ``--``: its rows and stderr say which device it ran on.
+KIND = Kind("llama-bench", attested=True, llama_cpp=True)

@@ -17,6 +17,8 @@ from capshim.bench import metrics
 from capshim.bench.workloads.builtin import worker_env
 from capshim.bench.workloads.command import Adapter, MetricWorkload
 from capshim.bench.workloads.ncnn_worker import MISSING, PRESETS
+from capshim.bench.request import defaults_for
+from capshim.bench.workloads.base import Kind
 from capshim.errors import CapshimError, UsageError
 
 #: The child program, run as ``python -m WORKER_MODULE``.
@@ -55,3 +57,16 @@ def bench_workload(network: str = "tiny", check_output: bool = True, repetitions
         binary = libs[0] if libs else None
     return MetricWorkload("ncnn", argv, env=worker_env(), binary=binary, check_output=check_output,
                           versions=versions, adapter=adapter)
+
+
+def _build(req, cpu: bool):
+    """The ``--workload ncnn`` of a :class:`capshim.bench.request.BenchRequest` (tiny on a CPU device)."""
+    d = defaults_for("ncnn", cpu)
+    return bench_workload(req.network or ("tiny" if cpu else "standard"),
+                          d.check_output if req.check_output is None else req.check_output,
+                          repetitions=req.process_reps or d.process_reps)
+
+
+#: ``--workload ncnn``: a synthetic network through ncnn's Vulkan backend.
+KIND = Kind("ncnn", api="vulkan", defaults="ncnn", selectable=True, attested=True,
+            problem=("its own network", "--network", "ms per inference"), options=("--network",), build=_build)

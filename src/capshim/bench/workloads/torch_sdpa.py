@@ -20,6 +20,8 @@ from pathlib import Path
 from capshim.bench import metrics
 from capshim.bench.workloads.command import Adapter, MetricWorkload
 from capshim.bench.workloads.torch_sdpa_worker import DEFAULT_SHAPE, MISSING, parse_shape
+from capshim.bench.request import defaults_for
+from capshim.bench.workloads.base import Kind
 from capshim.errors import CapshimError, UsageError
 
 #: The child program, run as ``python -m WORKER_MODULE``.
@@ -82,3 +84,16 @@ def bench_workload(shape: str | None = None, block: bool = False, check_output: 
     env = {"PYTHONUNBUFFERED": "1"}
     return MetricWorkload("torch-sdpa", argv, env=env, binary=binary, check_output=check_output,
                           versions=versions, adapter=adapter, api=API)
+
+
+def _build(req, cpu: bool):
+    """The ``--workload torch-sdpa`` of a :class:`capshim.bench.request.BenchRequest`."""
+    d = defaults_for("torch-sdpa", cpu)
+    return bench_workload(req.shape, req.block, d.check_output if req.check_output is None else req.check_output,
+                          repetitions=req.process_reps or d.process_reps)
+
+
+#: ``--workload torch-sdpa``: PyTorch's scaled-dot-product attention on CUDA.
+KIND = Kind("torch-sdpa", api=API, defaults="torch-sdpa", selectable=True, attested=True,
+            problem=("its own attention problem", "--shape", "TFLOP/s per call"), options=("--shape", "--block"),
+            build=_build)
