@@ -29,7 +29,7 @@ from capshim.export.table import table
 from capshim.export.terminal import emit, footnotes, grid, width
 from capshim.summary import DISPLAY_COLUMNS, display_value
 
-__all__ = ["render_cpu", "print_cpu", "busy_line", "answers_cell", "path_line", "SPEED_LINE", "MECHANISM_HEAD",
+__all__ = ["render_cpu", "print_cpu", "cpu_notes", "busy_line", "answers_cell", "path_line", "SPEED_LINE", "MECHANISM_HEAD",
            "SPEED_COLUMNS"]
 
 #: The one line, before the figures, that says what a CPU run is not.
@@ -72,7 +72,7 @@ def _load(run: dict) -> list[float]:
 def busy_line(summary: dict) -> str | None:
     """The busy machine in one line, or None when no run was contaminated:
     ``Busy machine: load 2.2-3.9 on 2 cores during the runs; 9 of 9 runs contaminated (kept;
-    --exclude-contaminated drops them).`` The load is the 1-minute load average before and after
+    capshim bench --exclude-contaminated drops them).`` The load is the 1-minute load average before and after
     each run (telemetry); contamination as the bench flagged it (:mod:`capshim.bench.telemetry`)."""
     runs = [r for a in summary["arms"].values() for r in a.get("runs") or [] if isinstance(r, dict)]
     dirty = [r for r in runs if r.get("contaminated")]
@@ -89,7 +89,7 @@ def busy_line(summary: dict) -> str | None:
         load += " during the runs; "
     excluded = sum(1 for r in dirty if r.get("excluded"))
     return (f"Busy machine: {load}{len(dirty)} of {len(runs)} runs contaminated "
-            + (f"({excluded} excluded)." if excluded else "(kept; --exclude-contaminated drops them)."))
+            + (f"({excluded} excluded)." if excluded else "(kept; capshim bench --exclude-contaminated drops them)."))
 
 
 def _mechanism(summary: dict, limit: int | None) -> list:
@@ -169,6 +169,15 @@ def render_cpu(summary: dict, title: str | None = None, limit: int | None = None
     styles = ["red dim" if r["marked"] else None for r in tab["rows"]]
     keys = [heads.index(k) for k in ("arm", "test") if k in heads]
     return parts + grid(heads, cells, limit, keys=keys, numeric=numeric, styles=styles, notes=notes)
+
+
+def cpu_notes(summary: dict, device: dict | None) -> list[str]:
+    """The notes of a summary that say its device is a CPU device (the bench plan's note,
+    :data:`capshim.bench.plan.CPU_NOTE`: ``"<device name> is a CPU device: ..."``): what the bench said
+    on stderr before its runs and :data:`SPEED_LINE` says again, so :func:`render_cpu` skips them."""
+    name = (device or {}).get("name")
+    return [n for n in summary.get("notes") or [] if name and isinstance(n, str)
+            and n.startswith(f"{name} is a CPU device")]
 
 
 def print_cpu(summary: dict, title: str | None = None, wide: bool = False, skip_notes: Sequence[str] = ()) -> None:
