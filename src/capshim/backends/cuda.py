@@ -105,6 +105,9 @@ class CudaBuild:
     standin: Path
 
 
+#: Where a machine without an NVIDIA driver goes on (docs/cuda.md, its section on the stand-ins).
+STANDIN_HINT = "without a GPU, the stand-ins answer instead: docs/cuda.md, 'Without a GPU: the stand-ins'"
+
 def _commands(cc: str, sanitize: bool = False) -> dict[str, list[str]]:
     """Compiler command per artifact (run in the staging folder). ``sanitize``: an
     AddressSanitizer + UBSan build of the shim and the stand-ins (the tests' second build)."""
@@ -329,7 +332,8 @@ def probe(profile: Profile | None = None, device: int = 0, extra_env: dict[str, 
                 hint = f"CAPSHIM_CUDA_RUNTIME={named!r} should name the libcudart.so the application loads"
             else:
                 hint = ("is an NVIDIA driver installed? try: nvidia-smi; CAPSHIM_CUDA_RUNTIME names the libcudart "
-                        "the application loads")
+                        "the application loads" + (f"; {STANDIN_HINT}" if "no CUDA driver" in str(data["error"])
+                                                   else ""))
             raise CapshimError(f"CUDA probe: {data['error']} ({hint})", exit_code=1)
         data["shim"] = {SHIM: classify(st.read(status_file), requested=profile is not None).to_dict()}
         if is_standin(data.get("runtime")):
