@@ -30,7 +30,7 @@ import sys
 import textwrap
 from collections.abc import Callable, Sequence
 
-__all__ = ["PIPE_WIDTH", "MIN_WIDTH", "INDENT", "WIDTH_VAR", "FIRST", "width", "format_message", "emit",
+__all__ = ["PIPE_WIDTH", "MIN_WIDTH", "INDENT", "WIDTH_VAR", "FIRST", "width", "format_message", "emit", "wrap_out",
            "summarise", "set_verbose", "verbose"]
 
 #: Width off a terminal when ``$COLUMNS`` is not set (what a terminal shows: ``| less`` reads the same).
@@ -156,6 +156,13 @@ def _drop(stream) -> None:
                 setattr(sys, name, open(os.devnull, "w", encoding="utf-8"))  # noqa: SIM115 (lives to exit)
             except OSError:
                 setattr(sys, name, None)
+
+
+def wrap_out(text: str) -> str:
+    """A line of a command's own output on stdout (no ``capshim:`` prefix), wrapped as messages are
+    (:func:`format_message`) to stdout's :func:`width`: ``  same on newer devices: ...`` keeps its
+    indent and its wrapped lines sit under it. The caller prints it (a failed write stays its error)."""
+    return format_message(text, None, width(sys.stdout), prefix="")
 
 
 def summarise(items: Sequence[str], noun: str = "", *, kind_of: Callable[[str], str] | None = None,
