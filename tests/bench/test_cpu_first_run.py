@@ -103,3 +103,21 @@ def test_report_of_a_cpu_bundle_reads_as_the_bench_printed_it():
     assert "is a CPU device" in r.stderr and "is a CPU device" not in r.stdout  # said once, as the bench does
     # the bench's option is named with its command: capshim report does not accept it
     assert "capshim bench --exclude-contaminated" in " ".join(lines)
+
+
+def test_cpu_output_of_a_metric_command_names_no_llama_path_and_no_speedup_legend():
+    """A --metric command (summary "metrics"): no log attests a path, so no 'path llama.cpp took' head
+    and no 'not attested' column; the legend of the speedup column is not printed without the column."""
+    s = _with_answers(BUNDLE)
+    s["metrics"] = {"wall": {"kind": "wall", "better": "lower", "unit": "s"}}
+    s["notes"] = ["lower is better for wall: speedup = median(baseline) / median(arm), % of host = "
+                  "100 * median(host) / median(arm)"]
+    for arm in s["arms"].values():
+        arm["path"] = {}
+    text = terminal.to_text(mechanism.render_cpu(s, "t", 80), 80)
+    lines = text.splitlines()
+    assert lines[1] == mechanism.ANSWERS_HEAD and "llama.cpp" not in text, text
+    assert "not attested" not in text and "speedup" not in text, text
+    s = _with_answers(BUNDLE)
+    s["metrics"] = {"sdpa": {"kind": "json", "better": "higher"}}  # a workload measured through a metric, its path attested
+    assert terminal.to_text(mechanism.render_cpu(s, "t", 80), 80).splitlines()[1] == mechanism.WORKLOAD_HEAD
