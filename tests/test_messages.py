@@ -152,3 +152,18 @@ def test_answers_are_shown_in_the_profiles_notation():
     assert format_answer("vulkan", "maxComputeSharedMemorySize", 24576) == 24576
     assert format_answer("nosuch", "key", 7) == 7
     assert probe._fmt(90, "computeCapability") == "9.0" and probe._fmt(132, "multiProcessorCount") == "132"
+
+
+def test_profile_check_and_evidence_verify_lines_fit_80_columns():
+    """`profile check` described each answer on one line (up to 326 characters) and `evidence verify`
+    said 'ok:' in 95: both are wrapped between words as messages are (messages.wrap_out)."""
+    from tests.conftest import REPO, run_capshim
+
+    for args in (["profile", "check", "t4-class"], ["profile", "check", "vulkan-paravirt"],
+                 ["evidence", "verify", str(REPO / "evidence" / "h200-ablate-tinyllama")]):
+        r = run_capshim(*args, env={"COLUMNS": "80", "CAPSHIM_MESSAGE_WIDTH": ""}, timeout=300)
+        assert r.returncode == 0, r.stderr
+        lines = r.stdout.splitlines()
+        assert lines and all(len(line) <= 80 for line in lines), r.stdout
+        assert lines[0].startswith("ok: ") and all(line.startswith(("ok:", "  ", "not sealed:")) for line in lines)
+    assert "every nested bundle verifies" in " ".join(r.stdout.split())

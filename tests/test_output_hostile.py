@@ -73,3 +73,37 @@ def test_bench_verify_and_report_on_a_full_stdout_are_exit_4(tmp_path):
     from capshim import evidence
 
     assert evidence.verify(tmp_path / "b") == []
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full")
+@pytest.mark.parametrize("stderr", ["2>/dev/full", "2>&-"], ids=["full", "closed"])
+@pytest.mark.parametrize("unbuffered", ["1", None], ids=["unbuffered", "buffered"])
+def test_run_with_stderr_full_or_closed_runs_the_command_and_keeps_its_exit_code(stderr, unbuffered):
+    # capshim run's own notes (here: the CUDA shim stays inert in sh, which links no CUDA library) are
+    # written to a stderr that fails or is closed: the command still runs, its exit code is capshim's,
+    # and no note lands on stdout instead (print(file=None) writes to stdout)
+    env = dict(os.environ)
+    env["PYTHONPATH"] = str(REPO / "src") + os.pathsep + env.get("PYTHONPATH", "")
+    env.pop("PYTHONUNBUFFERED", None)
+    if unbuffered:
+        env["PYTHONUNBUFFERED"] = unbuffered
+    for quiet in (["--quiet"], []):
+        cmd = (f"'{sys.executable}' -m capshim.cli run {' '.join(quiet)} --profile t4-class -- "
+               f"sh -c 'echo RAN; exit 7' {stderr}")
+        r = subprocess.run(cmd, shell=True, executable="/bin/bash", stdout=subprocess.PIPE, env=env,
+                           timeout=300)
+        assert (r.returncode, r.stdout) == (7, b"RAN\n"), (quiet, r)
+
+
+def test_emit_on_a_failing_or_missing_stderr_is_dropped(monkeypatch, tmp_path):
+    from capshim.contracts import messages
+
+    monkeypatch.setattr(sys, "stderr", None)
+    messages.emit("a note", "warning")  # 2>&-: nothing written, nothing raised
+    assert sys.stderr is None
+    full = open("/dev/full", "w", encoding="utf-8")  # noqa: SIM115 (emit replaces it)
+    monkeypatch.setattr(sys, "stderr", full)
+    messages.emit("a note " * 1000, "warning")
+    assert sys.stderr is not full and sys.stderr.name == os.devnull
+    sys.stderr.flush()  # the dropped text is not written again
+    messages.emit("another note")

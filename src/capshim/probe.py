@@ -7,8 +7,10 @@ With ``compare`` both a stock and a shimmed probe run, each in its own process.
 from __future__ import annotations
 
 from rich.console import Console
+from rich.markup import escape
 
 from capshim import backends
+from capshim.contracts.names import device_label
 from capshim.export import terminal
 from capshim.profiles import Profile
 from capshim.profiles.catalog import KEYS
@@ -41,6 +43,10 @@ def _fmt(v: object, key: str = "") -> str:
         return "true"
     if v is False:
         return "false"
+    if key.startswith("NVML "):  # NVML's answers in the notation of the runtime's (9.0, not 90)
+        from capshim.backends.cuda import nvml_answer_text
+
+        return nvml_answer_text(key.removeprefix("NVML "), v)
     api = next((a for a, keys in KEYS.items() if key in keys), "")
     return str(format_answer(api, key, v)) if api else str(v)
 
@@ -53,7 +59,7 @@ def print_probe(out: dict, compare: bool = False, show_all: bool = False, consol
     console = console or Console(width=limit or terminal.PIPE_WIDTH)
     if not compare:
         dev = out.get("device", {})
-        console.print(f"[bold]{dev.get('name', '?')}[/] ({dev.get('driver') or dev.get('type', '')}), "
+        console.print(f"[bold]{escape(device_label(dev) or '?')}[/] ({dev.get('driver') or dev.get('type', '')}), "
                       f"API {dev.get('apiVersion', '?')}")
         rows = [[k, _fmt(v, k)] for k, v in out.get("capabilities", {}).items()]
         terminal.emit(terminal.grid(("capability", "value"), rows, limit), limit)
@@ -63,7 +69,7 @@ def print_probe(out: dict, compare: bool = False, show_all: bool = False, consol
         return
     stock, shimmed, diff = out["stock"], out["shimmed"], out["differences"]
     dev = stock.get("device", {})
-    console.print(f"[bold]{dev.get('name', '?')}[/] ({dev.get('driver') or dev.get('type', '')})")
+    console.print(f"[bold]{escape(device_label(dev) or '?')}[/] ({dev.get('driver') or dev.get('type', '')})")
     a, b = backends.answer_rows(stock), backends.answer_rows(shimmed)
     keys = [k for k in list(a) + [k for k in b if k not in a] if k in diff or show_all]
     rows = [[k, _fmt(a.get(k), k), _fmt(b.get(k), k)] for k in keys]
@@ -72,5 +78,6 @@ def print_probe(out: dict, compare: bool = False, show_all: bool = False, consol
     if not diff:
         console.print("no answer differs")
     for name, s in shimmed.get("shim", {}).items():
-        if s["state"] != "absent":
-            console.print(f"{name}: {s['state']} ({s['reason']})")
+        if s["state"] != "absent":  # the rows above counted apart from the shim's own count (per query)
+            shown = f"{len(diff)} answer(s) above differ; " if s["state"] == "active" else ""
+            console.print(escape(f"{name}: {s['state']} ({shown}{s['reason']})"))

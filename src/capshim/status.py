@@ -176,8 +176,8 @@ def classify_events(events: list[dict]) -> ShimState:
     if not hooks:
         return ShimState(INERT, "loaded but installed no hooks (no instance/device was created through it)"
                          + note, changes)
-    return ShimState(ACTIVE, f"{changes} answer(s) changed, counted per query (one key read through "
-                     "two queries counts twice)" + note, changes, answered)
+    return ShimState(ACTIVE, f"the shim recorded {changes} changed answer(s), one per query that returned one "
+                     "(a key read through two queries counts twice)" + note, changes, answered)
 
 
 def _order_problem(report: StatusReport, target_pid: int | None) -> str | None:

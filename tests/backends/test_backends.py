@@ -40,8 +40,12 @@ def test_registry_chooses_one_backend_per_api():
     assert backends.get("cuda").name == "cuda" and not backends.get("cuda").can_simulate
     with pytest.raises(UsageError, match="api 'opencl': no such backend"):
         backends.get("opencl")
-    with pytest.raises(UsageError, match="only the Vulkan layer can simulate"):
+    with pytest.raises(UsageError, match="only the Vulkan layer can simulate") as exc:
         backends.for_profiles(None, profiles.load("t4-class"))
+    # a lowering CUDA profile: the option that lowers through the CUDA shim is named
+    assert str(exc.value).endswith("; for CUDA use --profile t4-class (the CUDA shim lowers)")
+    assert backends.cannot_simulate(profiles.load("t4-class"), "profile:").endswith(
+        "use profile:t4-class (the CUDA shim lowers)")
     assert backends.for_profiles(None, None) is None
     assert backends.for_profiles(None, PARAVIRT) is vulkan.BACKEND
     with pytest.raises(UsageError, match="only the Vulkan layer can simulate"):

@@ -174,3 +174,20 @@ def test_a_bogus_runtime_is_named_as_such_not_blamed_on_the_driver(tmp_path):
             cuda.probe(b=b, extra_env={**cuda.standin_env(b), "CAPSHIM_CUDA_RUNTIME": str(path)})
         assert words in str(exc.value) and "CAPSHIM_CUDA_RUNTIME=" in str(exc.value), str(exc.value)
         assert "is an NVIDIA driver installed" not in str(exc.value)
+
+
+def test_no_driver_points_to_the_standins_and_probe_says_it_once(monkeypatch):
+    """No NVIDIA driver: the error names the stand-ins' section of docs/cuda.md, and
+    `probe --api cuda --compare --profile P` says it once (it was a warning of the profile check and
+    then the same text as the error)."""
+    from click.testing import CliRunner
+
+    from capshim.cli import main
+
+    section = cuda.STANDIN_HINT.split("'")[1]
+    assert f"## {section}\n" in (Path(__file__).resolve().parents[2] / "docs" / "cuda.md").read_text()
+    monkeypatch.setattr(cuda, "run_probe", lambda *a, **k: ({"error": "no CUDA driver (libcuda.so.1): gone"}, ""))
+    r = CliRunner().invoke(main, ["probe", "--api", "cuda", "--compare", "--profile", "t4-class"])
+    assert r.exit_code == 1, r.output
+    assert r.output.count("no CUDA driver") == 1 and "warning" not in r.output, r.output
+    assert cuda.STANDIN_HINT in " ".join(r.output.split()), r.output

@@ -88,3 +88,36 @@ def test_the_cpu_bench_prints_the_mechanism_first_and_no_ratio_column(tmp_path, 
     assert summary["arms"]["vm-stock"]["answers"]["shaderFloat16"] == {"stock": "true", "answer": "false"}
     assert "% of host" in (out / "report.md").read_text()  # the bundle keeps the ratios
     assert os.path.isfile(out / "results.csv")
+    again = run_capshim("report", str(out), env={"COLUMNS": "80"}, timeout=300)
+    assert again.returncode == 0 and again.stdout == r.stdout  # the same bundle reads the same
+
+
+def test_report_of_a_cpu_bundle_reads_as_the_bench_printed_it():
+    """capshim report decides the CPU view by the bench's own rule (names.is_cpu_device of the bundle's
+    device): the mechanism, no speedup or % of host column, no host role in the arm names."""
+    r = run_capshim("report", str(BUNDLE), env={"COLUMNS": "80"}, timeout=300)
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.splitlines()
+    assert lines[1] == mechanism.MECHANISM_HEAD and mechanism.SPEED_LINE in lines
+    assert "% of host" not in r.stdout and "speedup" not in r.stdout and "(host)" not in r.stdout
+    assert "is a CPU device" in r.stderr and "is a CPU device" not in r.stdout  # said once, as the bench does
+    # the bench's option is named with its command: capshim report does not accept it
+    assert "capshim bench --exclude-contaminated" in " ".join(lines)
+
+
+def test_cpu_output_of_a_metric_command_names_no_llama_path_and_no_speedup_legend():
+    """A --metric command (summary "metrics"): no log attests a path, so no 'path llama.cpp took' head
+    and no 'not attested' column; the legend of the speedup column is not printed without the column."""
+    s = _with_answers(BUNDLE)
+    s["metrics"] = {"wall": {"kind": "wall", "better": "lower", "unit": "s"}}
+    s["notes"] = ["lower is better for wall: speedup = median(baseline) / median(arm), % of host = "
+                  "100 * median(host) / median(arm)"]
+    for arm in s["arms"].values():
+        arm["path"] = {}
+    text = terminal.to_text(mechanism.render_cpu(s, "t", 80), 80)
+    lines = text.splitlines()
+    assert lines[1] == mechanism.ANSWERS_HEAD and "llama.cpp" not in text, text
+    assert "not attested" not in text and "speedup" not in text, text
+    s = _with_answers(BUNDLE)
+    s["metrics"] = {"sdpa": {"kind": "json", "better": "higher"}}  # a workload measured through a metric, its path attested
+    assert terminal.to_text(mechanism.render_cpu(s, "t", 80), 80).splitlines()[1] == mechanism.WORKLOAD_HEAD

@@ -468,3 +468,14 @@ def test_trend_of_bundles_below_5_processes_flags_a_drop_only_when_its_range_is_
     assert any(n.startswith("down ") and n.endswith(" a side; need 5)") for n in stock["notes"]), stock
     r = _cli("db", "trend", "guest", "--test", "pp512", "--db", db_url)
     assert "range" in r.output
+
+
+def test_compare_of_a_bundle_with_itself_says_so(tmp_path):
+    """`db compare b1 b1`: a table of 1.000x rows with nothing to say why read as a finding."""
+    url = f"sqlite:///{tmp_path / 's.sqlite'}"
+    with Store.open(url) as st:
+        st.add(read_bundle(EVIDENCE / "lavapipe-default"))
+        assert query.compare(st, {"id": 1}, {"name": "lavapipe-default"})["same_bundles"] is True
+    r = _cli("db", "compare", "1", "lavapipe-default", "--db", url)
+    assert r.exit_code == 0, r.output
+    assert "A and B are the same bundle: each row compares it with itself" in r.output

@@ -217,14 +217,29 @@ def for_profiles(profile: Profile | None, simulate: Profile | None) -> Backend |
             API without a device role.
     """
     if simulate is not None and not get(simulate.api).can_simulate:
-        who = " or ".join(get(a).shim_label for a in REGISTRY if get(a).can_simulate) or "no shim"
         raise UsageError(f"--simulate {simulate.source}: api is '{simulate.api}'; "
-                         f"only {who} can simulate a weaker device")
+                         + cannot_simulate(simulate))
     if profile is not None and simulate is not None and profile.api != simulate.api:
         raise UsageError(f"--profile {profile.source} (api {profile.api}) and --simulate {simulate.source} "
                          f"(api {simulate.api}) are for different APIs")
     chosen = profile or simulate
     return get(chosen.api) if chosen is not None else None
+
+
+def cannot_simulate(simulate: Profile, option: str = "--profile ") -> str:
+    """What to say of a profile given to simulate (``--simulate``, ``simulate:`` of a bench arm) whose
+    API has no device role: which shims can simulate, and, for a lowering profile, the option that
+    lowers the answers through its own shim instead:
+    ``only the Vulkan layer can simulate a weaker device; for CUDA use --profile t4-class (the CUDA
+    shim lowers)``. ``option``: how that option is written (``"profile:"`` in a bench arm)."""
+    who = " or ".join(get(a).shim_label for a in REGISTRY if get(a).can_simulate) or "no shim"
+    text = f"only {who} can simulate a weaker device"
+    be = get(simulate.api) if simulate.api in REGISTRY else None
+    if be is not None and simulate.direction == "lower":
+        ref = simulate.name if str(simulate.source).startswith("builtin:") else simulate.source
+        api = be.shim_label.removeprefix("the ").split(" ")[0] or simulate.api
+        text += f"; for {api} use {option}{ref} ({be.shim_label} lowers)"
+    return text
 
 
 def run_probe(cmd: list[str], env: dict[str, str], what: str, timeout: float = 300) -> tuple[dict, str]:
@@ -271,4 +286,4 @@ def answer_differences(stock: dict, shimmed: dict) -> dict[str, list]:
 
 
 __all__ = ["Backend", "REGISTRY", "names", "get", "default_api", "for_profiles", "answer_rows",
-           "answer_differences", "run_probe"]
+           "answer_differences", "run_probe", "cannot_simulate"]

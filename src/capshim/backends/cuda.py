@@ -54,6 +54,7 @@ from capshim.backends.cuda_program import loaded_into_program, no_call, program_
 from capshim.errors import CapshimError, UsageError
 from capshim.native import build as nb
 from capshim.profiles import Profile
+from capshim.profiles.model import format_answer
 
 SHIM = "cuda"
 LIBRARY = "libcapshim_cuda.so"
@@ -115,6 +116,27 @@ class CudaBuild:
     fuzz_driver: Path
     standin: Path
 
+
+#: NVML's ``nvmlDeviceArchitecture_t`` (``nvmlDeviceGetArchitecture``): the ``NVML_DEVICE_ARCH_*``
+#: values of NVIDIA's nvml.h (CUDA 12.8+: 10 Blackwell; 11 T23X, Orin); anything else (0xffffffff
+#: ``NVML_DEVICE_ARCH_UNKNOWN``) is shown as the number alone.
+NVML_ARCHITECTURES = {2: "Kepler", 3: "Maxwell", 4: "Pascal", 5: "Volta", 6: "Turing", 7: "Ampere", 8: "Ada",
+                      9: "Hopper", 10: "Blackwell", 11: "T23X (Orin)"}
+
+
+def nvml_answer_text(key: str, value: object) -> str:
+    """One NVML answer (the probe's ``nvml.answers[key]``) as table text, in the notation of the
+    runtime's answer of the same name: ``computeCapability`` 75 -> ``"7.5"``
+    (:func:`capshim.profiles.model.format_answer`), ``architecture`` 6 -> ``"Turing (6)"``
+    (:data:`NVML_ARCHITECTURES`); other keys and unknown values as they are."""
+    if key == "architecture":
+        name = NVML_ARCHITECTURES.get(value) if isinstance(value, int) and not isinstance(value, bool) else None
+        return f"{name} ({value})" if name else str(value)
+    return str(format_answer(SHIM, key, value))
+
+
+#: Where a machine without an NVIDIA driver goes on (docs/cuda.md, its section on the stand-ins).
+STANDIN_HINT = "without a GPU, the stand-ins answer instead: docs/cuda.md, 'Without a GPU: the stand-ins'"
 
 def _commands(cc: str, sanitize: bool = False) -> dict[str, list[str]]:
     """Compiler command per artifact (run in the staging folder). ``sanitize``: an
@@ -340,7 +362,8 @@ def probe(profile: Profile | None = None, device: int = 0, extra_env: dict[str, 
                 hint = f"CAPSHIM_CUDA_RUNTIME={named!r} should name the libcudart.so the application loads"
             else:
                 hint = ("is an NVIDIA driver installed? try: nvidia-smi; CAPSHIM_CUDA_RUNTIME names the libcudart "
-                        "the application loads")
+                        "the application loads" + (f"; {STANDIN_HINT}" if "no CUDA driver" in str(data["error"])
+                                                   else ""))
             raise CapshimError(f"CUDA probe: {data['error']} ({hint})", exit_code=1)
         data["shim"] = {SHIM: classify(st.read(status_file), requested=profile is not None).to_dict()}
         if is_standin(data.get("runtime")):

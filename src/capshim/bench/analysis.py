@@ -236,7 +236,7 @@ def _arm_flags(name: str, arm: dict, baseline: str, base_path: dict, has_samples
         flags.append(f"{len(dirty)} of {len(runs)} runs contaminated ("
                      + f"run {dirty[0].get('run')}: {', '.join(dirty[0]['contaminated'])}"
                      + (", ..." if len(dirty) > 1 else "") + ")"
-                     + (f", {excluded} excluded" if excluded else ", kept (--exclude-contaminated drops them)"))
+                     + (f", {excluded} excluded" if excluded else ", kept (capshim bench --exclude-contaminated drops them)"))
     unchanged = None
     if state == "active" and name != baseline and not (arm.get("spec") or {}).get("identity"):
         unchanged = attest.same_path(path, base_path)

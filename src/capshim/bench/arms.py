@@ -140,9 +140,8 @@ def parse(option: str) -> Arm:
     if arm.restore and arm.simulate is None:
         raise UsageError(f"--arm {option!r}: profile:restore needs simulate:P (it restores what P lowers)")
     if arm.simulate is not None and not backends.get(arm.simulate.api).can_simulate:
-        able = [backends.get(a).shim_label for a in backends.names() if backends.get(a).can_simulate]
         raise UsageError(f"--arm {option!r}: simulate:{arm.simulate.source} is a {arm.simulate.api} profile; "
-                         f"only {' or '.join(able) or 'no shim'} can simulate")
+                         + backends.cannot_simulate(arm.simulate, "profile:"))
     if arm.profile is not None and arm.simulate is not None and arm.profile.api != arm.simulate.api:
         raise UsageError(f"--arm {option!r}: profile and simulate are for different APIs")
     return arm

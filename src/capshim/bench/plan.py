@@ -31,7 +31,7 @@ from capshim.bench.workloads import builtin, command, kinds, torch_sdpa
 from capshim.bench.workloads.base import Workload
 from capshim.bench.workloads.llama_bench import llama_bench_workload
 from capshim.contracts import messages
-from capshim.contracts.names import device_label
+from capshim.contracts.names import device_label, is_cpu_device
 from capshim.contracts.suggest import did_you_mean
 from capshim.errors import UsageError
 from capshim.profiles import khronos, ondevice
@@ -159,7 +159,7 @@ def make_plan(req: BenchRequest, platform: str) -> Plan:
     if any(a.pending for a in arms):  # placed only on the Vulkan device
         raise UsageError(f"--arm {next(a.name for a in arms if a.pending)}: a Khronos Vulkan Profiles file is "
                          f"split against the {khronos.API} device, and this bench probes the {api} device")
-    cpu = device is not None and device.get("type") == "cpu"
+    cpu = is_cpu_device(device)
     workload, d = _workload(req, cpu, device)
     notes = [(CPU_NOTE if kinds.llama_cpp(workload.kind) else CPU_NOTE_OTHER)
              .format(device=device["name"])] if cpu else []

@@ -209,8 +209,9 @@ class _Rounds:
             if res.contaminated and not self.busy_said:  # said once, not per run (issue 28)
                 self.busy_said = True
                 self.console.print(messages.format_message(
-                    f"the machine is busy ({'; '.join(res.contaminated)}): runs like this one are flagged "
-                    "contaminated; the output counts them once", "note", messages.width(self.console.file)),
+                    f"the machine is busy ({'; '.join(res.contaminated)}): runs made while it is are marked "
+                    "contaminated and kept; the results after the runs say how many (this note is not repeated)",
+                    "note", messages.width(self.console.file)),
                     markup=False, highlight=False, soft_wrap=True)
             if not self.console.is_terminal:  # no live bar in a log: one line per run
                 self.console.print(f"[{int(progress.tasks[0].completed)}/{int(progress.tasks[0].total)}] {what}: "

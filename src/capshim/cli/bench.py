@@ -14,7 +14,7 @@ from capshim.bench.workloads.builtin import MODEL_PRESETS
 from capshim.bench.workloads import kinds
 from capshim.cli.suggest import Choice, refuse_option_as_program
 from capshim.cli.options import json_option, out_option, timeout_option, wide_option
-from capshim.contracts import messages, signals
+from capshim.contracts import messages, names, signals
 from capshim.contracts.numbers import FiniteFloat
 from capshim.errors import EXIT_FINALIZE, EXIT_INERT, EXIT_WORKLOAD, UsageError
 from capshim.evidence import finite_or_null, strict_json
@@ -153,7 +153,7 @@ def bench_cmd(arm_opts, baseline, host_baseline, host_arm, repetitions, process_
         precision_tests=tuple(precision_tests), max_runs=max_runs, exclude_contaminated=exclude_contaminated,
         allow_mismatch=allow_mismatch, out=out, strict=strict, as_json=as_json, db=db_url)
     p = plan.make_plan(req, platform=sys.platform)
-    cpu = p.device is not None and p.device.get("type") == "cpu"
+    cpu = names.is_cpu_device(p.device)  # the same rule as capshim report of the bundle
     if cpu and not as_json:  # said up front: on a CPU device the path is the result, not the speed
         for note in p.notes:
             messages.emit(note, "note")

@@ -239,7 +239,11 @@ def _compare_table(res: dict, limit: int | None) -> list:
     notes = list(res.get("harness") or []) + [res["rule"]] \
         + (["unlike configurations: " + "; ".join(res["mismatches"])] if res["mismatches"] else [])
     return terminal.grid(heads, cells, limit, keys=(0, 1), numeric=range(2, 7), styles=styles, notes=notes,
-                         title=f"B {_side(res['b'])}\nvs A {_side(res['a'])}")
+                         title=f"B {_side(res['b'])}\nvs A {_side(res['a'])}" + (
+                             ("\nA and B are the same bundles: each row compares them with themselves"
+                              if len(res["a"]["ids"]) > 1 else
+                              "\nA and B are the same bundle: each row compares it with itself")
+                             if res.get("same_bundles") else ""))
 
 
 @click.command("compare")

@@ -40,14 +40,15 @@ def evidence_verify(bundle):
             messages.emit(f"{bundle}: {p}", prefix="")
         raise SystemExit(EXIT_WORKLOAD)
     if is_study and not (seal.read_study(bundle) or {}).get("bundles"):
-        click.echo(f"ok: {bundle}: every file matches SHA256SUMS (a study without nested bundles)")
+        click.echo(messages.wrap_out(f"ok: {bundle}: every file matches SHA256SUMS (a study without nested bundles)"))
     elif is_study:
-        click.echo(f"ok: {bundle}: every file matches SHA256SUMS, and every nested bundle verifies")
+        click.echo(messages.wrap_out(f"ok: {bundle}: every file matches SHA256SUMS, and every nested bundle verifies"))
     else:
-        click.echo(f"ok: {bundle}: every file matches SHA256SUMS")
+        click.echo(messages.wrap_out(f"ok: {bundle}: every file matches SHA256SUMS"))
     nested = (seal.read_study(bundle) or {}).get("bundles", []) if is_study else []
     for rel in evidence.unsealed_documentation(Path(bundle), nested):
-        click.echo(f"not sealed: {rel} (documentation beside the data; verify checks its kind and size only)")
+        click.echo(messages.wrap_out(f"not sealed: {rel} (documentation beside the data; verify checks its kind "
+                                     "and size only)"))
 
 
 @evidence_grp.command("seal-study")

@@ -101,10 +101,10 @@ def profile_check(file, device, host, as_json, strict):
         reading, lower, higher = khronos_parts(file, device or 0, flag="profile check")
         for p in (lower, higher):
             if p is not None:
-                click.echo(f"ok: {p.name} ({p.api}, {p.direction}, version {p.version}): "
-                           f"{'--simulate' if p.direction == 'lower' else '--profile'} role")
+                click.echo(messages.wrap_out(f"ok: {p.name} ({p.api}, {p.direction}, version {p.version}): "
+                                             f"{'--simulate' if p.direction == 'lower' else '--profile'} role"))
                 for line in profiles.describe(p):
-                    click.echo(f"  {line}")
+                    click.echo(messages.wrap_out(f"  {line}"))
         for line in reading.notes:
             messages.emit(line, "note")
         for line in reading.unsupported:
@@ -116,9 +116,9 @@ def profile_check(file, device, host, as_json, strict):
             raise UsageError("\n".join(found.refusals))
         return
     p = profiles.load(file)
-    click.echo(f"ok: {p.name} ({p.api}, {p.direction}, version {p.version})")
+    click.echo(messages.wrap_out(f"ok: {p.name} ({p.api}, {p.direction}, version {p.version})"))
     for line in profiles.describe(p):
-        click.echo(f"  {line}")
+        click.echo(messages.wrap_out(f"  {line}"))
     if device is None:
         for finding in profiles.check_alone(p):
             messages.emit(finding.message, "warning")

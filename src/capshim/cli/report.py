@@ -10,10 +10,11 @@ import click
 from capshim import evidence, jsonread, paths, report, summary
 from capshim.cli.suggest import Choice
 from capshim.cli.options import json_option, wide_option
-from capshim.contracts import folders, names
+from capshim.contracts import folders, messages, names
 from capshim.errors import UsageError
 from capshim.evidence import study
 from capshim.export import csv as csv_export
+from capshim.export import mechanism
 
 
 @click.command("report")
@@ -104,13 +105,21 @@ def report_cmd(bundles, arm_opts, host_file, baseline, fmt, allow_mismatch, outp
         text = "".join(csv_export.serialize(s) if i == 0 else csv_export.serialize(s).split("\n", 1)[1]
                        for i, s in enumerate(summaries))
     else:
-        cpu = False
-        if not arm_opts:  # bundles made on a CPU device: the path columns are their result, as bench printed them
+        metas = []
+        if not arm_opts:
             metas = [jsonread.load_metadata(b) if (Path(b) / "metadata.json").is_file() else {} for b in bundles]
-            cpu = all(((m.get("device") or {}).get("type")) == "cpu" for m in metas)
             if title is None and len(metas) == 1 and isinstance(metas[0].get("title"), str):
                 title = metas[0]["title"]
-        report.print_table(summaries, labels, title=title, wide=wide, lead_path=cpu)
+        if metas and all(names.is_cpu_device(m.get("device")) for m in metas):
+            # made on a CPU device: the bench's own rule and view (the mechanism, no speedup or % of host
+            # column), so the same bundle reads the same in capshim bench and capshim report
+            for s, label, m in zip(summaries, labels, metas):
+                said = mechanism.cpu_notes(s, m.get("device"))
+                for note in said:  # the bench says them before the runs, on stderr
+                    messages.emit(note, "note")
+                mechanism.print_cpu(s, title if len(summaries) == 1 else label, wide=wide, skip_notes=said)
+            return
+        report.print_table(summaries, labels, title=title, wide=wide)
         return
     if output:
         try:  # atomic: a reader sees the old file or the new one; a full disk is exit 4 naming the file

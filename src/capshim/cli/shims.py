@@ -207,8 +207,9 @@ def probe_cmd(api, profile_ref, simulate_ref, device, compare, show_all, as_json
     be = backends.get(api)
     for warning in be.run_warnings(profile, simulate, []):  # loader settings that hide the shims
         messages.emit(warning, "warning")
-    over, no_effect = _beyond_device(be, profile, simulate, device)
+    # the probe first: a device it cannot probe (no driver) is its one error, not also a warning of the check
     out = pr.run_probe(api, profile, simulate, device=device, compare=compare)
+    over, no_effect = _beyond_device(be, profile, simulate, device)
     if over:
         out["beyond_device"] = over
     if no_effect:

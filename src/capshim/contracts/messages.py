@@ -30,7 +30,7 @@ import sys
 import textwrap
 from collections.abc import Callable, Sequence
 
-__all__ = ["PIPE_WIDTH", "MIN_WIDTH", "INDENT", "WIDTH_VAR", "FIRST", "width", "format_message", "emit",
+__all__ = ["PIPE_WIDTH", "MIN_WIDTH", "INDENT", "WIDTH_VAR", "FIRST", "width", "format_message", "emit", "wrap_out",
            "summarise", "set_verbose", "verbose"]
 
 #: Width off a terminal when ``$COLUMNS`` is not set (what a terminal shows: ``| less`` reads the same).
@@ -121,11 +121,48 @@ def format_message(text: str, kind: str | None = None, limit: int | None | str =
     return "\n".join(out)
 
 
+#: The standard error streams a write failed on, kept so they are not finalised (and flushed
+#: again) before the interpreter exits.
+_dropped: list = []
+
+
 def emit(text: str, kind: str | None = None, file=None, prefix: str = "capshim: ") -> None:
     """Print :func:`format_message` of ``text`` on ``file`` (default stderr), wrapped to that
-    stream's :func:`width`, and flush it (``prefix``: see :func:`format_message`)."""
+    stream's :func:`width`, and flush it (``prefix``: see :func:`format_message`).
+
+    A message is a note to the person: it never stops capshim nor changes its exit code. With
+    stderr closed (``2>&-``: ``sys.stderr`` is None) nothing is written (never to stdout); a write
+    that fails (``2>/dev/full``: ENOSPC, EIO, a closed pipe) is dropped, and ``sys.stderr`` is
+    replaced by a stream to :data:`os.devnull` so the text still buffered in the failed one is not
+    flushed again (the file descriptor 2 is left as it is: the command ``capshim run`` starts gets
+    the caller's stderr, whatever it is).
+    """
     stream = file if file is not None else sys.stderr
-    print(format_message(text, kind, width(stream), prefix), file=stream, flush=True)
+    if stream is None:
+        return
+    try:
+        print(format_message(text, kind, width(stream), prefix), file=stream, flush=True)
+    except (OSError, ValueError):  # full, failing or closed: the message is dropped
+        _drop(stream)
+
+
+def _drop(stream) -> None:
+    """Stop writing to a standard stream whose write failed: ``sys.stderr``/``sys.stdout`` that is
+    ``stream`` becomes a stream to :data:`os.devnull` (the failed one is kept in :data:`_dropped`)."""
+    for name in ("stderr", "stdout"):
+        if getattr(sys, name) is stream:
+            _dropped.append(stream)
+            try:
+                setattr(sys, name, open(os.devnull, "w", encoding="utf-8"))  # noqa: SIM115 (lives to exit)
+            except OSError:
+                setattr(sys, name, None)
+
+
+def wrap_out(text: str) -> str:
+    """A line of a command's own output on stdout (no ``capshim:`` prefix), wrapped as messages are
+    (:func:`format_message`) to stdout's :func:`width`: ``  same on newer devices: ...`` keeps its
+    indent and its wrapped lines sit under it. The caller prints it (a failed write stays its error)."""
+    return format_message(text, None, width(sys.stdout), prefix="")
 
 
 def summarise(items: Sequence[str], noun: str = "", *, kind_of: Callable[[str], str] | None = None,

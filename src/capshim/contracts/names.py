@@ -120,3 +120,11 @@ def device_label(device: dict | None) -> str | None:
     if device.get("standin") and not name.endswith(STANDIN_SUFFIX):
         return name + STANDIN_SUFFIX
     return name
+
+
+def is_cpu_device(device: dict | None) -> bool:
+    """Whether a probed device (a bench plan's, a bundle's ``metadata.json`` ``device``) is a CPU
+    implementation (lavapipe: ``type`` ``"cpu"``, VkPhysicalDeviceType CPU). On one the answers change
+    the path a program takes, not its speed: the bench, ``capshim report`` and the studies then show
+    the mechanism and no speedup or % of host column (:mod:`capshim.export.mechanism`)."""
+    return isinstance(device, dict) and device.get("type") == "cpu"

@@ -323,7 +323,8 @@ def compare(store: Store, sel_a: dict, sel_b: dict, *, arms: list[str] | None = 
         "change_pct", "delta_pct_points", "verdict":
         "regression"|"improvement"|"same"|"unclear", "why": str|None (why
         unclear), "marked": bool}], "harness": [str] (bundles whose A/A arm
-        fails the harness check), "regressions": int}``. Medians in the test's ``unit``; ``change`` is how many times
+        fails the harness check), "regressions": int, "same_bundles": bool (A and B select the same
+        bundles: each row compares them with themselves)}``. Medians in the test's ``unit``; ``change`` is how many times
         better B is than A (above 1: B is better, whichever the direction);
         ``pct_of_host`` is % of the host's speed; ``change_pct`` percent.
 
@@ -382,7 +383,8 @@ def compare(store: Store, sel_a: dict, sel_b: dict, *, arms: list[str] | None = 
                 "marked": bool(mism)})
     if not rows:
         raise DbError(f"no test in common (A: {', '.join(sa_['tests'])}; B: {', '.join(sb_['tests'])})")
-    return {"a": _side(sel_a, a_b, match), "b": _side(sel_b, b_b, match),
+    side_a, side_b = _side(sel_a, a_b, match), _side(sel_b, b_b, match)
+    return {"a": side_a, "b": side_b, "same_bundles": sorted(side_a["ids"]) == sorted(side_b["ids"]),
             "threshold": threshold, "rule": COMPARE_RULE.format(t=threshold), "mismatches": mism,
             "harness": harness_notes(sums_a + sums_b, {r["test"] for r in rows}),
             "rows": rows, "regressions": sum(r["verdict"] == vd.REGRESSION for r in rows)}

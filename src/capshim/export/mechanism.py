@@ -29,13 +29,17 @@ from capshim.export.table import table
 from capshim.export.terminal import emit, footnotes, grid, width
 from capshim.summary import DISPLAY_COLUMNS, display_value
 
-__all__ = ["render_cpu", "print_cpu", "busy_line", "answers_cell", "path_line", "SPEED_LINE", "MECHANISM_HEAD",
+__all__ = ["render_cpu", "print_cpu", "cpu_notes", "WORKLOAD_HEAD", "ANSWERS_HEAD", "busy_line", "answers_cell", "path_line", "SPEED_LINE", "MECHANISM_HEAD",
            "SPEED_COLUMNS"]
 
 #: The one line, before the figures, that says what a CPU run is not.
 SPEED_LINE = "On a CPU device speed is not the claim: the figures show each arm ran."
-#: The line over the mechanism table.
+#: The line over the mechanism table (llama.cpp: the built-in workload and llama-bench).
 MECHANISM_HEAD = "Each arm's answers (its shims' records) and the path llama.cpp took (its log):"
+#: ... of another workload whose log attested a path (torch-sdpa, ncnn).
+WORKLOAD_HEAD = "Each arm's answers (its shims' records) and the path the program took (its log):"
+#: ... of a ``--metric`` command: no log to attest a path from, so no path column.
+ANSWERS_HEAD = "Each arm's answers (its shims' records):"
 #: Columns left out of the CPU figures (ratios: results only on a GPU; the bundle keeps them).
 SPEED_COLUMNS = ("speedup", "% of host")
 _CONTAMINATED = re.compile(r"^\d+ of \d+ runs contaminated")
@@ -72,7 +76,7 @@ def _load(run: dict) -> list[float]:
 def busy_line(summary: dict) -> str | None:
     """The busy machine in one line, or None when no run was contaminated:
     ``Busy machine: load 2.2-3.9 on 2 cores during the runs; 9 of 9 runs contaminated (kept;
-    --exclude-contaminated drops them).`` The load is the 1-minute load average before and after
+    capshim bench --exclude-contaminated drops them).`` The load is the 1-minute load average before and after
     each run (telemetry); contamination as the bench flagged it (:mod:`capshim.bench.telemetry`)."""
     runs = [r for a in summary["arms"].values() for r in a.get("runs") or [] if isinstance(r, dict)]
     dirty = [r for r in runs if r.get("contaminated")]
@@ -89,7 +93,7 @@ def busy_line(summary: dict) -> str | None:
         load += " during the runs; "
     excluded = sum(1 for r in dirty if r.get("excluded"))
     return (f"Busy machine: {load}{len(dirty)} of {len(runs)} runs contaminated "
-            + (f"({excluded} excluded)." if excluded else "(kept; --exclude-contaminated drops them)."))
+            + (f"({excluded} excluded)." if excluded else "(kept; capshim bench --exclude-contaminated drops them)."))
 
 
 def _mechanism(summary: dict, limit: int | None) -> list:
@@ -101,12 +105,18 @@ def _mechanism(summary: dict, limit: int | None) -> list:
     rows = [[name, answers_cell(arm)] + [display_value(arm.get("path") or {}, c[1], c[2]) for c in differ]
             for name, arm in arms.items()]
     heads = ["arm", "answers"] + [c[0] for c in differ]
-    if not cols:
+    # llama.cpp's tests are tok/s; another kind is a --metric command or a workload measured through one
+    metric = any(isinstance(m, dict) and m.get("kind") not in (None, "tok/s")
+                 for m in (summary.get("metrics") or {}).values())
+    head = WORKLOAD_HEAD if metric else MECHANISM_HEAD
+    if not cols and metric:  # nothing attested a path, and nothing was expected to
+        head = ANSWERS_HEAD
+    elif not cols:  # llama.cpp logs its path: say that this one's log did not
         heads.append("path")
         rows = [r + ["not attested"] for r in rows]
     notes = ["same in every arm: " + "; ".join(same)] if same else []
     line = path_line(summary)
-    return [Text(MECHANISM_HEAD)] + grid(heads, rows, limit, keys=(0,), notes=notes) + ([Text(line)] if line else [])
+    return [Text(head)] + grid(heads, rows, limit, keys=(0,), notes=notes) + ([Text(line)] if line else [])
 
 
 def path_line(summary: dict) -> str | None:
@@ -165,10 +175,20 @@ def render_cpu(summary: dict, title: str | None = None, limit: int | None = None
         notes.append(f"{warned} warnings on the spread of these figures are in summary.json (no speed is claimed "
                      "from them)")
     skip = set(skip_notes)
-    notes += [n for n in tab["notes"][:-1] if n not in skip]  # the last is the method: in summary.json
+    # the last is the method (in summary.json); a legend of the speedup column is not said without the column
+    notes += [n for n in tab["notes"][:-1] if n not in skip and "speedup = " not in n]
     styles = ["red dim" if r["marked"] else None for r in tab["rows"]]
     keys = [heads.index(k) for k in ("arm", "test") if k in heads]
     return parts + grid(heads, cells, limit, keys=keys, numeric=numeric, styles=styles, notes=notes)
+
+
+def cpu_notes(summary: dict, device: dict | None) -> list[str]:
+    """The notes of a summary that say its device is a CPU device (the bench plan's note,
+    :data:`capshim.bench.plan.CPU_NOTE`: ``"<device name> is a CPU device: ..."``): what the bench said
+    on stderr before its runs and :data:`SPEED_LINE` says again, so :func:`render_cpu` skips them."""
+    name = (device or {}).get("name")
+    return [n for n in summary.get("notes") or [] if name and isinstance(n, str)
+            and n.startswith(f"{name} is a CPU device")]
 
 
 def print_cpu(summary: dict, title: str | None = None, wide: bool = False, skip_notes: Sequence[str] = ()) -> None:

@@ -16,6 +16,7 @@ have 4 significant digits (seconds of a fast command are not 2-decimal numbers).
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from capshim.contracts.verdict import UNRELIABLE, harness_check
@@ -27,6 +28,16 @@ BASE_COLUMNS = ["arm", "test", "median tok/s", "min–max", "processes×reps", "
 #: Columns whose header starts with one of these are right-aligned numbers.
 NUMERIC_PREFIXES = ("median", "speedup", "% of", "min", "processes")
 
+
+#: A flag of a summary written before the option was named with its command: "--exclude-contaminated" is
+#: the bench's (capshim report reads it in a bundle, it does not accept it).
+_OLD_EXCLUDE = re.compile(r"kept \(--exclude-contaminated drops them\)")
+_NEW_EXCLUDE = "kept (capshim bench --exclude-contaminated drops them)"
+
+
+def _flags(arm: dict) -> list:
+    """An arm's flags as stored, the option they name written with its command (:data:`_OLD_EXCLUDE`)."""
+    return [_OLD_EXCLUDE.sub(_NEW_EXCLUDE, f) if isinstance(f, str) else f for f in arm.get("flags") or []]
 
 def fmt_ratio(cmp: dict | None, unit: str) -> str:
     """``1.23x [1.20–1.26]`` (unit ``x``) or ``98.25% [97.74–98.69]`` (unit ``%``): the 95% interval in
@@ -194,7 +205,7 @@ def table(summaries: list[dict], labels: list[str] | None = None) -> dict:
                 speed = (fmt_ratio(st.get("speedup"), "x") if arm_name != s["baseline"]
                          or arm["state"] in OFF_DEVICE_STATES else "1.00x")
                 pct = fmt_ratio(st.get("pct_of_host"), "%")
-                arm_flags, warnings = list(arm.get("flags") or []), list(st.get("warnings") or [])
+                arm_flags, warnings = _flags(arm), list(st.get("warnings") or [])
                 flags = arm_flags + warnings
                 marked = state in NOT_SHIM_STATES
                 if marked:

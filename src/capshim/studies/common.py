@@ -332,7 +332,7 @@ def study_workload(api: str) -> str | None:
 
 def is_cpu(device: dict | None) -> bool:
     """Whether the bench device is a CPU Vulkan implementation (lavapipe)."""
-    return bool(device) and device.get("type") == "cpu"
+    return names.is_cpu_device(device)
 
 
 CPU_NOTE = ("CPU Vulkan device (lavapipe): no speed effect of these capabilities is expected here "

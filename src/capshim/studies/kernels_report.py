@@ -11,7 +11,7 @@ import json
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from capshim.contracts.names import device_label
+from capshim.contracts.names import device_label, is_cpu_device
 from capshim.export.markdown import pipe_table
 from capshim.studies.fingerprint import (
     compare_models,
@@ -120,7 +120,7 @@ def analyse(runs: list[dict], answers: list[Answers], device: dict | None, added
              "by weight type' means the same op and phase, not the same kernels",
              "compared: runs whose bench state is a success and that ran on Vulkan and logged every expected "
              "graph; any comparison involving another run is skipped whole"]
-    if device and device.get("type") == "cpu":
+    if is_cpu_device(device):
         notes.append(f"{device.get('name')} is a CPU Vulkan device: no cooperative matrix and no integer dot "
                      "acceleration to lose, so the check covers fewer capability-driven choices than on a GPU")
     if added:
