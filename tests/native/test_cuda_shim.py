@@ -417,7 +417,7 @@ def test_probe_compare_prints_the_lowered_table():
     env = cuda.standin_env(cuda.build())
     p = run_capshim("probe", "--api", "cuda", "--compare", "--profile", "t4-class", env=env)
     assert p.returncode == 0, p.stderr
-    assert "NVIDIA H200 (CUDA driver 13.0)" in p.stdout
+    assert "NVIDIA H200 (capshim stand-in) (CUDA driver 13.0)" in p.stdout
     row = next(line for line in p.stdout.splitlines() if "computeCapability" in line)
     assert "9.0" in row and "7.5" in row  # the profiles' notation (issue 28), not 90 and 75
     j = json.loads(run_capshim("probe", "--api", "cuda", "--profile", "t4-class", "--json", env=env).stdout)
