@@ -354,7 +354,30 @@ def check_signers_file(signers: str | Path) -> Path:
         raise UsageError(f"--signers {p}: not UTF-8 text (byte {exc.start})") from None
     if not any(x.strip() and not x.lstrip().startswith("#") for x in text.splitlines()):
         raise UsageError(f"--signers {p}: no signer in it (each line: principals [options] key-type base64-key)")
-    return p.absolute()
+    p = p.absolute()
+    _read_every_line(p)
+    return p
+
+
+def _read_every_line(signers: Path) -> None:
+    """Have ssh-keygen read every line of ``signers``; UsageError naming the first it cannot read.
+
+    ``-Y find-principals`` stops at the first line whose key made the signature, so it is asked
+    about a signature of a throwaway key that no line can name: it then reads the whole file.
+    """
+    with tempfile.TemporaryDirectory(prefix="capshim-probe-") as d:
+        key = Path(d) / "probe"
+        r = _run(["-q", "-t", "ed25519", "-N", "", "-C", "probe", "-f", str(key)], b"")
+        if r.returncode != 0:
+            raise SigningError(f"ssh-keygen cannot make a key to read --signers {signers}: {_last_line(r.stderr)}")
+        s = _run(["-Y", "sign", "-n", NAMESPACE, "-f", str(key)], b"probe")
+        if s.returncode != 0:
+            raise SigningError(f"ssh-keygen cannot sign to read --signers {signers}: {_last_line(s.stderr)}")
+        (Path(d) / "sig").write_bytes(s.stdout)
+        r = _run(["-Y", "find-principals", "-s", str(Path(d) / "sig"), "-f", str(signers)], b"")
+    bad_line = _signers_line_problem(r.stderr, signers)
+    if bad_line:
+        raise UsageError(bad_line)
 
 
 # --- the attestation file ---------------------------------------------------------------
@@ -501,8 +524,8 @@ def sign(root: str | Path, key: str | Path) -> SignatureCheck:
         The check of the new signature (no problem).
 
     Raises:
-        EvidenceError (exit 1): the folder does not verify (names the first problems), or this key
-            already signed it (nothing written).
+        EvidenceError (exit 1): the folder does not verify (names the first problems), a signature
+            it carries does not hold (:func:`check`), or this key already signed it (nothing written).
         SigningError: the attestation file has a bad line (exit 1); ssh-keygen failed.
         UsageError (exit 2): ``key`` is missing or not a key ssh-keygen can sign with.
         StorageError (exit 4): the disk is full.
@@ -516,6 +539,10 @@ def sign(root: str | Path, key: str | Path) -> SignatureCheck:
     if problems:
         raise EvidenceError(f"{p}: does not verify, not signed: " + "; ".join(problems[:5]), EXIT_WORKLOAD)
     envelopes = read_envelopes(p)
+    for c in check(p):  # never add to a file that verify refuses: a bad line stays the reader's problem
+        if c.problem:
+            raise EvidenceError(f"{ATTESTATION_FILE} line {c.line}: {c.problem}; not signed (a signature that "
+                                "no longer holds is removed by hand, deliberately)", EXIT_WORKLOAD)
     stmt = statement(p)
     payload = _jsonl(stmt).encode()
     env = Envelope(payload, PAYLOAD_TYPE, {})
