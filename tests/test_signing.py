@@ -301,3 +301,24 @@ def test_a_broken_bundle_is_not_signed(tmp_path, keys):
     rc, out = _cli("evidence", "sign", root, "--key", keys["alice"])
     assert rc == 1 and "does not verify, not signed: summary.json: checksum mismatch" in out
     assert not (root / ATTESTATION_FILE).exists()
+
+
+def test_bench_sign_signs_as_the_last_step(tmp_path, keys):
+    from tests.conftest import run_capshim
+    out = tmp_path / "b"
+    r = run_capshim("bench", "--metric", "wall", "--arm", "stock=", "-r", "2", "--warmup", "0", "--out", str(out),
+                    "--sign", str(keys["alice"]), "--", "true", timeout=300)
+    assert r.returncode == 0, r.stderr
+    assert f"signed: {out / ATTESTATION_FILE} line 1 by ED25519 key SHA256:" in r.stderr
+    rc, text = _cli("evidence", "verify", out, "--signers", keys["allowed"])
+    assert rc == 0 and text.startswith("signed by alice@lab")
+
+
+def test_bench_sign_with_a_missing_key_refused_before_any_run(tmp_path):
+    from tests.conftest import run_capshim
+    out = tmp_path / "b"
+    r = run_capshim("bench", "--metric", "wall", "--arm", "stock=", "-r", "2", "--warmup", "0", "--out", str(out),
+                    "--sign", str(tmp_path / "nokey"), "--", "true", timeout=300)
+    assert r.returncode == 2 and r.stderr.strip().splitlines() == [
+        f"capshim: --sign {tmp_path / 'nokey'}: No such file or directory"]
+    assert not out.exists()

@@ -16,6 +16,7 @@ from capshim.cli.options import json_option, out_option, timeout_option, wide_op
 from capshim.contracts import signals
 from capshim.contracts.numbers import FiniteFloat
 from capshim.db.store import add_bundle
+from capshim.evidence import signing
 from capshim.errors import EXIT_FINALIZE, UsageError
 from capshim.evidence import finite_or_null, strict_json
 from capshim.report import print_table
@@ -101,12 +102,14 @@ STRICT_STATES = ("inert", "invalid", *OFF_DEVICE_STATES)
               help="--workload ncnn: the network [default: tiny on a CPU device, standard on a GPU].")
 @click.option("--shape", metavar="BxHxSxD",
               help="--workload torch-sdpa: batch x heads x sequence x head dimension, fp16 [default: 8x32x4096x128].")
+@click.option("--sign", "sign_key", type=click.Path(), metavar="KEY",
+              help="Sign the sealed bundle as the last step (capshim evidence sign BUNDLE --key KEY).")
 @click.option("--block", is_flag=True, help="--workload torch-sdpa: time a small transformer block around the attention.")
 @click.argument("command", nargs=-1, type=click.UNPROCESSED)
 def bench_cmd(arm_opts, baseline, host_baseline, host_arm, repetitions, process_reps, warmup, aa, seed, precision,
               precision_tests, max_runs, exclude_contaminated, allow_mismatch, timeout, out, model, n_prompt, n_gen,
               check_output, strict, as_json, db_url, metric, unit, better, output_file, control_opts, workload_name,
-              network, shape, block, command, wide=False):
+              network, shape, block, sign_key, command, wide=False):
     """Benchmark arms (stock, simulated, shimmed) A/B, interleaved, and write an evidence bundle.
 
     \b
@@ -154,6 +157,8 @@ def bench_cmd(arm_opts, baseline, host_baseline, host_arm, repetitions, process_
         process_reps=process_reps, warmup=warmup, seed=seed, timeout=timeout, precision=precision,
         precision_tests=tuple(precision_tests), max_runs=max_runs, exclude_contaminated=exclude_contaminated,
         allow_mismatch=allow_mismatch, out=out, strict=strict, as_json=as_json, db=db_url)
+    if sign_key is not None:  # before any run: a key that cannot sign is said now, not after an hour
+        signing.require_key(sign_key)
     p = plan.make_plan(req, platform=sys.platform)
     cpu = p.device is not None and p.device.get("type") == "cpu"
     if cpu and not as_json:  # said up front: on a CPU device the path columns are the result
@@ -183,6 +188,9 @@ def bench_cmd(arm_opts, baseline, host_baseline, host_arm, repetitions, process_
         sys.exit(5)
     if guard.first and not result.interrupted_by:  # a signal after the runs: stop now, sealed
         sys.exit(signals.exit_code(guard.first[0]))
+    if sign_key is not None:
+        signed = signing.sign_sealed(result.bundle, sign_key)
+        click.echo(f"signed: {signed}", err=True)
     if db_url:
 
         bid, added = add_bundle(None if db_url == "default" else db_url, result.bundle)

@@ -50,13 +50,14 @@ from securesystemslib.dsse import Envelope
 from securesystemslib.signer import Signature
 
 from capshim import __version__, jsonread, paths
-from capshim.errors import EXIT_WORKLOAD, UsageError
+from capshim.errors import EXIT_WORKLOAD, CapshimError, UsageError
 from capshim.evidence.files import (ATTESTATION_FILE, ATTESTATION_LIMIT, EvidenceError, sha256_file, utc_now,
                                     write_error)
 from capshim.paths import SUMS_NAME
 
 __all__ = ["NAMESPACE", "PAYLOAD_TYPE", "STATEMENT_TYPE", "PREDICATE_TYPE", "MAX_ENVELOPES", "SignatureCheck",
-           "SigningError", "subjects", "statement", "sign", "check", "read_envelopes"]
+           "SigningError", "subjects", "statement", "sign", "check", "read_envelopes", "require_key", "sign_sealed",
+           "check_signers_file"]
 
 NAMESPACE = "capshim-evidence"
 """The SSHSIG namespace (``ssh-keygen -Y sign -n``): a signature made for git ("git") or a file
@@ -263,6 +264,32 @@ def _key_problem(key: str) -> str | None:
     if st.st_size > 1 << 20:
         return f"--key {key}: {st.st_size} bytes, not an SSH key"
     return None
+
+
+def require_key(key: str | Path) -> None:
+    """Refuse, before a bench runs, a ``--sign`` key that is missing or not a regular file.
+
+    Raises:
+        UsageError (exit 2): names the key and why (whether ssh-keygen can sign with it is
+            known only when it signs).
+    """
+    problem = _key_problem(str(key))
+    if problem:
+        raise UsageError(problem.replace("--key", "--sign", 1))
+
+
+def sign_sealed(root: str | Path, key: str | Path) -> str:
+    """:func:`sign` for ``bench --sign``: the line to print, or the error saying the bundle stays sealed.
+
+    Raises:
+        CapshimError: :func:`sign`'s, its message starting ``--sign KEY: BUNDLE is sealed but not signed``
+            (its exit code kept).
+    """
+    try:
+        c = sign(root, key)
+    except CapshimError as exc:
+        raise type(exc)(f"--sign {key}: {root} is sealed but not signed: {exc}", exc.exit_code) from None
+    return f"{Path(root) / ATTESTATION_FILE} line {c.line} by {c.who()}"
 
 
 def _sign_pae(pae: bytes, key: str) -> tuple[bytes, str, str]:
