@@ -157,8 +157,7 @@ def bench_cmd(arm_opts, baseline, host_baseline, host_arm, repetitions, process_
         process_reps=process_reps, warmup=warmup, seed=seed, timeout=timeout, precision=precision,
         precision_tests=tuple(precision_tests), max_runs=max_runs, exclude_contaminated=exclude_contaminated,
         allow_mismatch=allow_mismatch, out=out, strict=strict, as_json=as_json, db=db_url)
-    if sign_key is not None:  # before any run: a key that cannot sign is said now, not after an hour
-        signing.require_key(sign_key)
+    signing.require_key(sign_key)  # --sign: before any run, a missing key is said now, not after an hour
     p = plan.make_plan(req, platform=sys.platform)
     cpu = p.device is not None and p.device.get("type") == "cpu"
     if cpu and not as_json:  # said up front: on a CPU device the path columns are the result
@@ -189,8 +188,7 @@ def bench_cmd(arm_opts, baseline, host_baseline, host_arm, repetitions, process_
     if guard.first and not result.interrupted_by:  # a signal after the runs: stop now, sealed
         sys.exit(signals.exit_code(guard.first[0]))
     if sign_key is not None:
-        signed = signing.sign_sealed(result.bundle, sign_key)
-        click.echo(f"signed: {signed}", err=True)
+        click.echo(f"signed: {signing.sign_sealed(result.bundle, sign_key)}", err=True)
     if db_url:
 
         bid, added = add_bundle(None if db_url == "default" else db_url, result.bundle)

@@ -266,14 +266,14 @@ def _key_problem(key: str) -> str | None:
     return None
 
 
-def require_key(key: str | Path) -> None:
-    """Refuse, before a bench runs, a ``--sign`` key that is missing or not a regular file.
+def require_key(key: str | Path | None) -> None:
+    """Refuse, before a bench runs, a ``--sign`` key that is missing or not a regular file (None: no --sign).
 
     Raises:
         UsageError (exit 2): names the key and why (whether ssh-keygen can sign with it is
             known only when it signs).
     """
-    problem = _key_problem(str(key))
+    problem = None if key is None else _key_problem(str(key))
     if problem:
         raise UsageError(problem.replace("--key", "--sign", 1))
 
