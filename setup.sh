@@ -20,7 +20,7 @@ done
 
 APT_PACKAGES=(build-essential cmake python3-venv python3-dev mesa-vulkan-drivers libvulkan-dev
               vulkan-tools vulkan-validationlayers gobjc valgrind
-              postgresql nodejs)
+              postgresql nodejs openssh-client)
 missing=()
 for p in "${APT_PACKAGES[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -140,8 +140,8 @@ def test_postgresql_read_only_role_queries_and_changes_nothing(pg_server, tmp_pa
     assert rc == 0 and "added: #1" in out
     rc, out = _cli("db", "list", "--db", reader)
     assert rc == 0 and "lab@capshim" in out
-    rc, out = _cli("db", "matrix", "--signed", "lab@capshim", "--db", reader)
-    assert rc == 0 and "Traceback" not in out
+    rc, out = _cli("db", "matrix", "--signed", "lab@capshim", "--json", "--db", reader)
+    assert rc == 0 and {tuple(r["signed_by"]) for r in json.loads(out)["rows"]} == {("lab@capshim",)}
     other = _signed(tmp_path, keys["lab"], "other")
     (other / "report.md").write_text("another\n")
     _reseal(other)
