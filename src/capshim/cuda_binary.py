@@ -7,9 +7,10 @@ status what was lowered and what the code was built for; and it detects an execu
 links the CUDA runtime statically, which an ``LD_PRELOAD`` shim cannot reach (the shim then
 stays inert: never a shim result).
 
-Pure Python, import-light: the ELF sections come from LIEF (imported on first use: an
-optional dependency, ``pip install 'capshim[macos]'``); the fatbin containers are read with
-``struct`` through file offsets, so a 2 GB ``libtorch_cuda.so`` is never read whole.
+Pure Python, import-light: the ELF headers are parsed with pyelftools (imported on first use)
+through :class:`capshim.program.BoundedReader`, which bounds every file's reads in bytes and
+seconds; the fatbin containers and symbol tables are read with ``struct`` through file offsets,
+so a 2 GB ``libtorch_cuda.so`` is never read whole and a hostile file costs at most the bounds.
 
 The fatbin container format (NVIDIA does not document it; the offsets are those of
 GrigoryEvko/nvopen-tools ``fatbin/FORMAT_SPECIFICATION.md`` at commit 3b50e20e, "reverse-engineered
@@ -36,9 +37,12 @@ by zero padding up to an 8-byte boundary.
 from __future__ import annotations
 
 import os
+import re
 import struct
 from dataclasses import dataclass
 from pathlib import Path
+
+from capshim import program
 
 __all__ = ["FatbinError", "FatbinEntry", "CodeTargets", "parse_fatbin", "read_fatbin", "read_entries",
            "embedded_architectures", "static_runtime", "status_line", "FATBIN_MAGIC", "FATBIN_SECTIONS"]
@@ -190,69 +194,125 @@ def _reader(fh):
     return read_at
 
 
-def _lief():
-    """LIEF, imported on first use (heavy optional library; this module stays import-light)."""
-    try:
-        import lief
-    except ImportError:
-        return None
-    lief.logging.disable()
-    return lief
+#: Most section headers read from one file (a linked program has tens; more is a broken or hostile file).
+MAX_SECTIONS = 1 << 16
+#: Longest section name read (bytes).
+MAX_SECTION_NAME = 256
 
 
-def _elf(path: Path):
-    """The LIEF ELF binary of ``path``, or None: not a regular readable file, not ELF, LIEF missing
-    or unable to parse it (checked by magic first: LIEF is never handed random bytes)."""
-    try:
-        with open(path, "rb") as fh:
-            head = fh.read(64) if os.path.isfile(path) else b""
-            if head[:4] != b"\x7fELF" or len(head) < 52:  # 52: the ELF32 header, 64: ELF64
-                return None
-    except OSError:
-        return None
-    lief = _lief()
-    if lief is None:
-        return None
-    cfg = lief.ELF.ParserConfig()
-    cfg.parse_relocations = False
-    cfg.parse_notes = False
-    cfg.parse_overlay = False
-    try:
-        return lief.ELF.parse(str(path), cfg)
-    except Exception:  # noqa: BLE001 - LIEF raises assorted errors on broken files; a broken file is None
-        return None
+@dataclass(frozen=True)
+class _Section:
+    name: str
+    type: str
+    offset: int
+    size: int
+    link: int
+    entsize: int
+
+
+def _sections(elf, reader) -> list[_Section]:
+    """The section headers (bounded: :data:`MAX_SECTIONS`, the table within the file, names of at most
+    :data:`MAX_SECTION_NAME` bytes); empty when the file has none.
+
+    Raises:
+        FatbinError: the table is damaged (names what); program.ReadLimit: the read bounds are spent.
+    """
+    h = elf.header
+    if h["e_shoff"] == 0:
+        return []
+    shdr = elf.structs.Elf_Shdr
+    size = shdr.sizeof()
+    if h["e_shentsize"] != size:
+        raise FatbinError(f"section header entries of {h['e_shentsize']} bytes (expected {size})")
+    count = h["e_shnum"]
+    if count == 0:  # more than 0xff00 sections: the count is section 0's sh_size (ELF gABI)
+        first = reader.read_at(h["e_shoff"], size)
+        count = shdr.parse(first)["sh_size"] if len(first) == size else 0
+    if count > MAX_SECTIONS or h["e_shoff"] + count * size > reader.size:
+        raise FatbinError(f"{count} section headers at offset {h['e_shoff']} (past the end, or over {MAX_SECTIONS})")
+    raw = reader.read_at(h["e_shoff"], count * size)
+    heads = [shdr.parse(raw[i * size:(i + 1) * size]) for i in range(count)]
+    index = h["e_shstrndx"]
+    if index == 0xFFFF and heads:  # SHN_XINDEX: the index is section 0's sh_link
+        index = heads[0]["sh_link"]
+    if count and not 0 < index < count:
+        raise FatbinError(f"section name table {index} is not one of the {count} sections")
+    names_at = heads[index]["sh_offset"] if count else 0
+    out = []
+    for hd in heads:
+        name = reader.cstring(names_at + hd["sh_name"], MAX_SECTION_NAME)
+        out.append(_Section(name or "", str(hd["sh_type"]), hd["sh_offset"], hd["sh_size"], hd["sh_link"],
+                            hd["sh_entsize"]))
+    return out
 
 
 def embedded_architectures(path: str | Path) -> CodeTargets | None:
     """The architectures the fatbins of an ELF file (executable or shared library) hold.
+
+    Reads are bounded (:class:`capshim.program.BoundedReader`: bytes and seconds per file).
 
     Args:
         path: the file.
 
     Returns:
         :class:`CodeTargets` (empty tuples when the file has no fatbin section: no CUDA code of its
-        own); None when the file is not an ELF file LIEF can read, or its fatbin is broken (a status
-        line then says nothing about it rather than something wrong).
+        own); None when the file is not a readable ELF file, its tables are damaged, its fatbin is
+        broken, or reading it would pass the bounds (a status line then says nothing about it rather
+        than something wrong).
     """
-    binary = _elf(Path(path))
-    if binary is None:
-        return None
     entries: list[FatbinEntry] = []
-    try:
-        with open(path, "rb") as fh:
-            size = os.fstat(fh.fileno()).st_size
-            for name in FATBIN_SECTIONS:
-                sec = binary.get_section(name)
-                if sec is None or sec.type == sec.TYPE.NOBITS:
+    with program.open_elf(path) as opened:
+        if opened is None:
+            return None
+        elf, reader = opened
+        try:
+            for sec in _sections(elf, reader):
+                if sec.name not in FATBIN_SECTIONS or sec.type == "SHT_NOBITS":
                     continue
-                if sec.offset + sec.size > size:
+                if sec.offset + sec.size > reader.size:
                     return None
-                entries += _walk(_reader(fh), sec.offset, sec.size)
-    except (OSError, FatbinError):
-        return None
+                entries += _walk(reader.read_at, sec.offset, sec.size)
+        except (OSError, FatbinError, program.ReadLimit):
+            return None
+        except Exception:  # noqa: BLE001 - pyelftools' struct errors on a damaged header table
+            return None
     sass = tuple(sorted({e.arch for e in entries if e.kind == "elf"}))
     ptx = tuple(sorted({e.arch for e in entries if e.kind == "ptx"}))
     return CodeTargets(sass, ptx)
+
+
+def _symbols(elf, reader, sections: list[_Section], names: tuple[str, ...], prefix: str) -> tuple[bool, bool]:
+    """``(defined, imported)``: one of ``names`` is defined with a value, and a symbol starting with
+    ``prefix`` is undefined, in the symbol tables (``.symtab``, ``.dynsym``). The string tables are
+    searched for the names first (bytes), so only entries that point at them are looked at.
+
+    Raises:
+        program.ReadLimit: the read bounds are spent.
+    """
+    fmt = ("<" if elf.little_endian else ">") + ("IBBHQQ" if elf.elfclass == 64 else "IIIBBH")
+    entsize = struct.calcsize(fmt)
+    defined = imported = False
+    for sec in sections:
+        if sec.type not in ("SHT_SYMTAB", "SHT_DYNSYM") or not 0 < sec.link < len(sections):
+            continue
+        strtab = sections[sec.link]
+        text = reader.read_at(strtab.offset, strtab.size)
+        # a name may start inside a longer string (linkers merge string tails): any occurrence counts
+        wanted = {m.start() for name in names for m in re.finditer(re.escape(name.encode() + b"\0"), text)}
+        pre = {m.start() for m in re.finditer(re.escape(prefix.encode()), text)}
+        if not wanted and not pre:
+            continue
+        table = reader.read_at(sec.offset, sec.size - sec.size % entsize)
+        for sym in struct.iter_unpack(fmt, table):
+            if elf.elfclass == 64:
+                st_name, _info, _other, shndx, value, _size = sym
+            else:
+                st_name, value, _size, _info, _other, shndx = sym
+            if st_name in wanted and shndx != 0 and value:
+                defined = True
+            elif st_name in pre and shndx == 0:
+                imported = True
+    return defined, imported
 
 
 def static_runtime(path: str | Path) -> bool | None:
@@ -262,37 +322,39 @@ def static_runtime(path: str | Path) -> bool | None:
     into the executable calls itself directly, so the shim cannot change what it answers.
 
     The rule: no ``NEEDED`` entry names ``libcudart.so*``, and either the file defines one of
-    :data:`RUNTIME_SYMBOLS` (its symbol table; a stripped file has none) or it has a fatbin
+    :data:`RUNTIME_SYMBOLS` (its symbol tables; a stripped file has none) or it has a fatbin
     section yet refers to no ``__cudaRegister*`` symbol it does not define (the runtime's
     registration entries, which every nvcc-built module calls: defined here, or gone with the
     symbol table of a stripped executable, means linked in). The runtime itself (``SONAME``
     ``libcudart.so*``) is the dynamic runtime the shim interposes, and an object file
     (``ET_REL``) links nothing yet: both False. Checked against nvcc 13.0's executables
     (``-cudart static``, the default, and ``-cudart shared``; stripped too) and ``libcudart.so.13``.
+    ``NEEDED`` and ``SONAME`` are read as the dynamic linker reads them
+    (:func:`capshim.program.read_elf`); every read is bounded.
 
     Returns:
         True (static runtime), False (dynamic runtime, an object file, or no CUDA at all),
-        None (not an ELF file LIEF can read).
+        None (not a readable ELF file, damaged tables, or past the read bounds).
     """
-    binary = _elf(Path(path))
-    if binary is None:
-        return None
-    lief = _lief()
-    if binary.header.file_type == lief.ELF.Header.FILE_TYPE.REL:
-        return False
-    soname = binary.get(lief.ELF.DynamicEntry.TAG.SONAME)
-    if soname is not None and str(getattr(soname, "name", "")).startswith("libcudart.so"):
-        return False
-    if any(lib.startswith("libcudart.so") for lib in binary.libraries):
-        return False
-    defined = imported = False
-    for sym in binary.symbols:
-        undefined = sym.shndx == 0  # SHN_UNDEF
-        if sym.name in RUNTIME_SYMBOLS and not undefined and sym.value:
-            defined = True
-        elif sym.name.startswith("__cudaRegister") and undefined:
-            imported = True
-    fatbin = any(binary.get_section(n) is not None for n in FATBIN_SECTIONS)
+    with program.open_elf(path) as opened:
+        if opened is None:
+            return None
+        elf, reader = opened
+        try:
+            if elf.header["e_type"] == "ET_REL":
+                return False
+            facts = program.read_elf(reader)
+            if (facts.soname or "").startswith("libcudart.so"):
+                return False
+            if any(lib.startswith("libcudart.so") for lib in facts.needed):
+                return False
+            sections = _sections(elf, reader)
+            defined, imported = _symbols(elf, reader, sections, RUNTIME_SYMBOLS, "__cudaRegister")
+        except (OSError, FatbinError, program.ReadLimit):
+            return None
+        except Exception:  # noqa: BLE001 - pyelftools' struct errors on a damaged header table
+            return None
+    fatbin = any(s.name in FATBIN_SECTIONS for s in sections)
     return defined or (fatbin and not imported)
 
 

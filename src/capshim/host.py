@@ -16,7 +16,7 @@ import subprocess
 import sys
 
 from capshim.contracts.suggest import did_you_mean
-from capshim.errors import UsageError
+from capshim.errors import EXIT_WORKLOAD, UsageError
 
 DOMAIN = "com.apple.gpusw.ParavirtualizedGraphics"
 KEY = "ForceUnrestrictedDeviceFeatureLevel"
@@ -100,7 +100,7 @@ def run(action: str) -> dict:
     if action != "status":
         r = subprocess.run(cmd, capture_output=True, text=True)
         if r.returncode != 0 and action == "enable":
-            raise UsageError(f"{' '.join(cmd)} failed: {r.stderr.strip()}", exit_code=1)
+            raise UsageError(f"{' '.join(cmd)} failed: {r.stderr.strip()}", exit_code=EXIT_WORKLOAD)
     r = subprocess.run(command("status"), capture_output=True, text=True)
     value = parse_value(r.returncode, r.stdout)
     shown = {True: "true", False: "false", None: "not set (default)"}[value]

@@ -26,8 +26,6 @@ import math
 import re
 from pathlib import Path
 
-import jsonschema
-
 from capshim import paths
 from capshim.contracts.numbers import MAX_DIGITS
 from capshim.errors import CapshimError
@@ -124,6 +122,8 @@ def check(value, schema: dict, source: str) -> None:
     Raises:
         JsonShapeError: naming ``source`` and the JSON path of the first problem.
     """
+    import jsonschema  # here, not at the top: reading JSON without a schema does not need it (0.1-0.2 s)
+
     validator = jsonschema.Draft202012Validator(schema)
     errors = sorted(validator.iter_errors(value), key=lambda e: list(e.absolute_path))
     if errors:

@@ -27,7 +27,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from capshim import backends
+from capshim import backends, program
 from capshim import status as st
 from capshim.errors import UsageError
 from capshim.profiles import Profile
@@ -74,7 +74,9 @@ class Launch:
     def states(self) -> dict[str, st.ShimState]:
         """Classify each requested shim from the status file (call after the process ended)."""
         report = st.read(self.status_file)
-        return self.backend.summarize_status(report, self.shims) if self.backend else {}
+        if self.backend is None:
+            return {}
+        return self.backend.run_states(report, self.shims, self.argv, wrapped=self.exec_argv != self.argv)
 
     def cleanup(self) -> None:
         """Remove the temporary run folder, if the launcher made one."""
@@ -105,10 +107,7 @@ def prepare(argv: list[str], profile: Profile | None = None, simulate: Profile |
     if not argv:
         raise UsageError("no command given: capshim run [OPTIONS] -- CMD [ARGS...]")
     backend = backends.for_profiles(profile, simulate)
-    exe = argv[0]
-    if ("/" in exe and not os.access(exe, os.X_OK)) or ("/" not in exe and shutil.which(exe) is None):
-        raise UsageError(f"cannot run '{exe}': not found or not executable")
-    problem = exec_problem(exe)
+    problem = exec_problem(argv[0])
     if problem:
         raise UsageError(f"cannot run {problem}")
     tmp = None
@@ -197,40 +196,18 @@ def check_status_file(path: str, force: bool = False) -> Path:
     return p.absolute()
 
 
-# Magic numbers of programs exec can start: ELF (System V ABI), Mach-O thin 32/64 bit in
-# both byte orders and universal (<mach-o/loader.h>, <mach-o/fat.h>).
-_PROGRAM_MAGIC = (b"\x7fELF", b"\xfe\xed\xfa\xce", b"\xfe\xed\xfa\xcf", b"\xce\xfa\xed\xfe",
-                  b"\xcf\xfa\xed\xfe", b"\xca\xfe\xba\xbe")
-
-
 def exec_problem(exe: str) -> str | None:
-    """Why ``exe`` cannot be exec'd, checked before anything runs, or None when it can.
+    """Why ``exe`` cannot be started, checked before anything runs (one line naming it and the
+    cause), or None when it can (:func:`capshim.program.inspect`).
 
-    The shim wrapper starts commands through ``/bin/sh``, which would run a
-    file of any bytes as a shell script and report a missing ``#!``
-    interpreter only as exit 127; so capshim checks first: a folder, a ``#!``
-    line whose interpreter is missing, and a file that is neither a ``#!``
-    script nor an ELF or Mach-O program are refused.
+    The shim wrapper starts commands through ``/bin/sh``, which reports a program it cannot exec
+    only as exit 126 or 127 (and would run a file of any bytes as a shell script); so capshim
+    checks first: not found, a folder, no execute permission, a ``#!`` line whose interpreter is
+    missing, an ELF file the kernel refuses (another machine, truncated, damaged program headers,
+    a missing program interpreter), and a file that is neither a ``#!`` script nor an ELF or
+    Mach-O program. An executable file capshim cannot read is left to exec.
     """
-    path = exe if "/" in exe else shutil.which(exe)
-    if path is None:
-        return None
-    if os.path.isdir(path):
-        return f"'{exe}': it is a folder, not a program"
-    try:
-        with open(path, "rb") as fh:
-            head = fh.read(256)
-    except OSError:
-        return None  # not readable but executable: let exec decide
-    if head.startswith(b"#!"):
-        parts = head[2:].split(b"\n", 1)[0].split()
-        interp = parts[0].decode(errors="replace") if parts else ""
-        if not interp or not os.access(interp, os.X_OK) or os.path.isdir(interp):
-            return f"'{exe}': its interpreter (#! line) was not found: {interp or '(empty)'}"
-        return None
-    if not head.startswith(_PROGRAM_MAGIC):
-        return f"'{exe}': not an executable format (no #! line and not a program for this machine)"
-    return None
+    return program.inspect(exe).refusal
 
 
 def exec_failure(exe: str, exc: OSError) -> str:
@@ -241,13 +218,14 @@ def exec_failure(exe: str, exc: OSError) -> str:
     (execve(2)).
     """
     path = exe if "/" in exe else (shutil.which(exe) or exe)
+    exe = program.show(exe)
     if exc.errno == errno.ENOENT and os.path.isfile(path):
         interp = ""
         with contextlib.suppress(OSError):
             with open(path, "rb") as fh:
                 head = fh.read(256)
             if head.startswith(b"#!"):
-                interp = ": " + head[2:].split(b"\n", 1)[0].decode(errors="replace").strip()
+                interp = ": " + program.show(head[2:].split(b"\n", 1)[0].decode(errors="replace").strip())
         return f"'{exe}': its interpreter (#! line) was not found{interp}"
     if exc.errno == errno.ENOENT:
         return f"'{exe}': no longer exists"

@@ -25,7 +25,7 @@ import sys
 from pathlib import Path
 
 from capshim.backends import metal
-from capshim.errors import UsageError
+from capshim.errors import EXIT_WORKLOAD, UsageError
 
 LABEL_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 
@@ -210,7 +210,7 @@ def _run(cmd: list[str], check: bool = True) -> subprocess.CompletedProcess:
     r = subprocess.run(cmd, capture_output=True, text=True)
     if check and r.returncode != 0:
         raise UsageError(f"{' '.join(cmd)} failed (exit {r.returncode}): "
-                         f"{(r.stderr or r.stdout).strip()}", exit_code=1)
+                         f"{(r.stderr or r.stdout).strip()}", exit_code=EXIT_WORKLOAD)
     return r
 
 

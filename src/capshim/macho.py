@@ -56,9 +56,9 @@ def c_name(symbol: str) -> str:
 def _lief():
     try:
         import lief
-    except ImportError:  # the 'macos' extra; setup.sh installs it with 'test'
+    except ImportError:  # the 'macos' extra; ./setup.sh --dev installs it with 'test'
         raise UsageError("reading Mach-O files needs LIEF: pip install 'capshim[macos]' "
-                         "(./setup.sh installs it)") from None
+                         "(./setup.sh --dev installs it)") from None
     lief.logging.disable()
     return lief
 

@@ -11,6 +11,8 @@ from rich.console import Console
 from capshim import backends
 from capshim.export import terminal
 from capshim.profiles import Profile
+from capshim.profiles.catalog import KEYS
+from capshim.profiles.model import format_answer
 
 
 def run_probe(api: str, profile: Profile | None, simulate: Profile | None, device: int = 0,
@@ -31,14 +33,16 @@ def run_probe(api: str, profile: Profile | None, simulate: Profile | None, devic
     return backends.get(api).probe(profile, simulate, device=device, compare=compare)
 
 
-def _fmt(v: object) -> str:
+def _fmt(v: object, key: str = "") -> str:
+    """One answer as table text, in the profiles' notation (a compute capability "7.5", not 75)."""
     if v is None:
         return "—"
     if v is True:
         return "true"
     if v is False:
         return "false"
-    return str(v)
+    api = next((a for a, keys in KEYS.items() if key in keys), "")
+    return str(format_answer(api, key, v)) if api else str(v)
 
 
 def print_probe(out: dict, compare: bool = False, show_all: bool = False, console: Console | None = None,
@@ -51,7 +55,7 @@ def print_probe(out: dict, compare: bool = False, show_all: bool = False, consol
         dev = out.get("device", {})
         console.print(f"[bold]{dev.get('name', '?')}[/] ({dev.get('driver') or dev.get('type', '')}), "
                       f"API {dev.get('apiVersion', '?')}")
-        rows = [[k, _fmt(v)] for k, v in out.get("capabilities", {}).items()]
+        rows = [[k, _fmt(v, k)] for k, v in out.get("capabilities", {}).items()]
         terminal.emit(terminal.grid(("capability", "value"), rows, limit), limit)
         exts = f"{len(out['extensions'])} extensions; " if "extensions" in out else ""
         console.print(exts + "shims: " + ", ".join(
@@ -62,7 +66,7 @@ def print_probe(out: dict, compare: bool = False, show_all: bool = False, consol
     console.print(f"[bold]{dev.get('name', '?')}[/] ({dev.get('driver') or dev.get('type', '')})")
     a, b = backends.answer_rows(stock), backends.answer_rows(shimmed)
     keys = [k for k in list(a) + [k for k in b if k not in a] if k in diff or show_all]
-    rows = [[k, _fmt(a.get(k)), _fmt(b.get(k))] for k in keys]
+    rows = [[k, _fmt(a.get(k), k), _fmt(b.get(k), k)] for k in keys]
     terminal.emit(terminal.grid(("capability", "stock", "shimmed"), rows, limit, title="stock vs shimmed answers",
                                 styles=["bold yellow" if k in diff else None for k in keys]), limit)
     if not diff:

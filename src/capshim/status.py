@@ -1,7 +1,7 @@
 """Read the shims' status files and classify each shim as active, inert, invalid or absent.
 
 One classifier for both APIs: the Vulkan layer roles and the Metal shim write
-the same event schema through one C writer (``native/vulkan/status.c``);
+the same event schema through one C writer (``native/common/status.c``);
 ``docs/status.md`` describes the schema and the events once.
 
 States:
@@ -25,7 +25,7 @@ from capshim import jsonread, paths
 ACTIVE, INERT, INVALID, ABSENT = "active", "inert", "invalid", "absent"
 
 #: The event schema version this reader knows (``CAPSHIM_STATUS_SCHEMA`` in
-#: native/vulkan/status.h). Events without the field come from older builds
+#: native/common/status.h). Events without the field come from older builds
 #: and read the same.
 SCHEMA = 1
 
@@ -59,15 +59,23 @@ class ShimState:
         state: active, inert, invalid or absent.
         reason: why, in words.
         changes: number of distinct answers the shim changed.
+        answered: what it changed, per key: ``{key: [stock, reported]}`` as its ``changed`` events
+            give them (numbers: booleans 0/1, versions packed, a compute capability major * 10 +
+            minor), the first stock and the last reported value of each key; what
+            the bench shows as each arm's answers (:mod:`capshim.bench.answers`).
     """
 
     state: str
     reason: str
     changes: int = 0
+    answered: dict = field(default_factory=dict)
 
     def to_dict(self) -> dict:
-        """JSON-ready form."""
-        return {"state": self.state, "reason": self.reason, "changes": self.changes}
+        """JSON-ready form (``answered`` only when the shim changed an answer)."""
+        out = {"state": self.state, "reason": self.reason, "changes": self.changes}
+        if self.answered:
+            out["answered"] = {k: list(v) for k, v in self.answered.items()}
+        return out
 
 
 MAX_STATUS_BYTES = 64 << 20
@@ -146,6 +154,10 @@ def classify_events(events: list[dict]) -> ShimState:
     events = [e for e in events if e.get("event") != "skipped" and e.get("pid") not in skipped_pids]
     changes = len({(e.get("query"), e.get("key"), e.get("stock"), e.get("reported"))
                    for e in events if e.get("event") == "changed"})
+    answered: dict[str, list] = {}
+    for e in events:
+        if e.get("event") == "changed" and isinstance(e.get("key"), str):
+            answered.setdefault(e["key"], [e.get("stock"), None])[1] = e.get("reported")
     cut = sorted({str(e.get("original_event", "?")) for e in events if e.get("event") == "truncated"})
     note = f"; status events truncated: {', '.join(cut)}" if cut else ""
     rejected = [e for e in events if e.get("event") == "config" and e.get("accepted") is False]
@@ -165,7 +177,7 @@ def classify_events(events: list[dict]) -> ShimState:
         return ShimState(INERT, "loaded but installed no hooks (no instance/device was created through it)"
                          + note, changes)
     return ShimState(ACTIVE, f"{changes} answer(s) changed, counted per query (one key read through "
-                     "two queries counts twice)" + note, changes)
+                     "two queries counts twice)" + note, changes, answered)
 
 
 def _order_problem(report: StatusReport, target_pid: int | None) -> str | None:

@@ -11,7 +11,10 @@ exporters, verify) goes through this module:
   written by earlier versions (before ``processes``/``by_process`` existed)
   still load and report.
 - :data:`STATES` / :data:`NOT_SHIM_STATES`: what an arm's ``state`` may be and
-  which states are never presented as shim results.
+  which states are never presented as shim results; each state by name
+  (:data:`INERT`, ...), the groups the commands act on (:data:`STRICT_STATES`:
+  ``--strict`` exit 3) and their words (:func:`arm_reason`, :func:`explain_arm`,
+  :data:`STATE_WORDS`): the one place a finished arm's meaning is written.
 - :func:`load` / :func:`validate`: the one reader (bounded by
   :func:`capshim.jsonread.load`); a wrong shape is a :class:`SummaryShapeError`
   (exit 2) naming the file and the path inside it (``$.arms.a.tests``), never
@@ -26,15 +29,16 @@ what it describes.
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
-
-import jsonschema
 
 from capshim import jsonread
 from capshim.errors import CapshimError
 
 __all__ = ["bounds", "SCHEMA", "STATES", "NOT_SHIM_STATES", "OFF_DEVICE_STATES", "SUMMARY_SCHEMA", "MAX_BYTES", "AnalysisError",
-           "SummaryShapeError", "validate", "load", "run_failed"]
+           "SummaryShapeError", "validate", "load", "run_failed", "NATIVE", "ACTIVE", "INERT", "INVALID", "FAILED",
+           "WRONG_OUTPUT", "EXTERNAL", "CPU_BACKEND", "OFF_DEVICE", "NOT_ATTESTED_STATES", "STRICT_STATES",
+           "STATE_WORDS", "arm_reason", "explain_arm"]
 
 SCHEMA = "capshim-summary/1"
 #: Arm states. native: no shim; active: the shim's status file says it changed
@@ -47,11 +51,21 @@ SCHEMA = "capshim-summary/1"
 #: (:func:`capshim.bench.attest.device_state`).
 STATES = ("native", "active", "inert", "invalid", "failed", "wrong-output", "external", "cpu-backend",
           "off-device")
+NATIVE, ACTIVE, INERT, INVALID, FAILED, WRONG_OUTPUT, EXTERNAL, CPU_BACKEND, OFF_DEVICE = STATES
 #: States whose numbers are never presented as shim results.
-NOT_SHIM_STATES = ("inert", "invalid", "failed", "wrong-output", "cpu-backend", "off-device")
+NOT_SHIM_STATES = (INERT, INVALID, FAILED, WRONG_OUTPUT, CPU_BACKEND, OFF_DEVICE)
 #: States of an arm that did not run on the probed device: its numbers are no result at all, and
 #: no arm's speedup or % of host is computed against it.
-OFF_DEVICE_STATES = ("cpu-backend", "off-device")
+OFF_DEVICE_STATES = (CPU_BACKEND, OFF_DEVICE)
+#: A shim that loaded but changed nothing, or rejected its configuration: the shim is not attested.
+NOT_ATTESTED_STATES = (INERT, INVALID)
+#: The states ``--strict`` turns into exit 3 (:data:`capshim.errors.EXIT_INERT`).
+STRICT_STATES = (*NOT_ATTESTED_STATES, *OFF_DEVICE_STATES)
+#: What a message calls an arm in a state that is not a result (the kernel study's "not compared",
+#: :func:`explain_arm`'s verdicts).
+STATE_WORDS = {FAILED: "run failed", INERT: "not a shim result", INVALID: "not a shim result",
+               WRONG_OUTPUT: "wrong output", CPU_BACKEND: "not a result on the probed device",
+               OFF_DEVICE: "not a result on the probed device"}
 
 #: Largest summary.json read (bytes): a bench of 100,000 processes stays far below it.
 MAX_BYTES = 256 * 1024 * 1024
@@ -127,7 +141,15 @@ SUMMARY_SCHEMA = {
         "controls": {"type": "object", "additionalProperties": _CONTROL},
     },
 }
-_VALIDATOR = jsonschema.Draft202012Validator(SUMMARY_SCHEMA)
+
+
+@functools.cache
+def _validator():
+    """The validator of :data:`SUMMARY_SCHEMA`, built on first use (importing this module does not
+    import jsonschema: capshim's small commands must not pay for it)."""
+    import jsonschema
+
+    return jsonschema.Draft202012Validator(SUMMARY_SCHEMA)
 
 
 
@@ -151,7 +173,9 @@ def validate(data, source: str) -> dict:
         SummaryShapeError: ``"<source>: not a capshim summary: at $.arms.a: 'tests' is a required
             property"``; the baseline must name one of the arms.
     """
-    err = jsonschema.exceptions.best_match(_VALIDATOR.iter_errors(data))
+    import jsonschema
+
+    err = jsonschema.exceptions.best_match(_validator().iter_errors(data))
     if err is not None:
         raise SummaryShapeError(f"{source}: not a capshim summary: at {err.json_path}: {err.message}")
     if data["baseline"] not in data["arms"]:
@@ -205,6 +229,50 @@ def run_failed(run) -> str | None:
     if error:
         return str(error)
     return None
+
+
+
+def arm_reason(arm: dict) -> str | None:
+    """Why an arm of summary.json is not a result (failed, inert, invalid, wrong-output, cpu-backend,
+    off-device), short; else None.
+
+    A failed arm: its first failed run's ``error`` (the runner's ``exit N: <the stderr line that
+    says why>``, :func:`capshim.bench.runs.error_line`); which runs failed is :func:`run_failed`.
+    """
+    state = arm.get("state")
+    runs = arm.get("runs") or []
+    if state == FAILED:
+        errors = [r.get("error") or why for r in runs if (why := run_failed(r))]
+        why = errors[0] if errors else "no run finished"
+        return why + (f" (and {len(errors) - 1} more failed run(s))" if len(errors) > 1 else "")
+    if state == INERT and arm.get("reach_check"):  # the run's own output: the shim did not reach the app
+        return f"the shim did not reach the application ({arm['reach_check']})"
+    if state in NOT_ATTESTED_STATES:
+        reasons = [f"{shim}: {s.get('reason')}" for r in runs for shim, s in (r.get("shims") or {}).items()
+                   if s.get("state") == state]
+        return f"the shim stayed {state} ({reasons[0] if reasons else state})"
+    if state == WRONG_OUTPUT:
+        return arm.get("output_check") or "generated tokens differ"
+    if state in OFF_DEVICE_STATES:
+        return arm.get("device_check") or "its output does not show it ran on the probed device"
+    return None
+
+
+def explain_arm(name: str, arm: dict) -> str:
+    """One line saying why an arm is not a result (failed, inert, invalid, wrong-output, cpu-backend,
+    off-device), from summary.json: ``arm NAME failed: WHY``, ``arm NAME: WHY: not a shim result``,
+    ``arm NAME: WHY: not a result``, ``arm NAME is STATE: WHY: not a result on the probed device``."""
+    state = arm.get("state")
+    why = arm_reason(arm)
+    if state == FAILED:
+        return f"arm {name} failed: {why}"
+    if state in NOT_ATTESTED_STATES:
+        return f"arm {name}: {why}: {STATE_WORDS[state]}"
+    if state == WRONG_OUTPUT:
+        return f"arm {name}: {why}: not a result"
+    if state in OFF_DEVICE_STATES:
+        return f"arm {name} is {state}: {why}: {STATE_WORDS[state]}"
+    return f"arm {name}: {state}"
 
 
 # --- the path field: what llama.cpp, ncnn or PyTorch said it chose, per backend (capshim.bench.attest) ---

@@ -1,6 +1,6 @@
 """The Metal device name as an answer (issue 21, item 5): ``deviceName`` in a Metal profile,
 carried percent-encoded in ``CAPSHIM_METAL_DEVICE_NAME`` (the rule shared with the Vulkan layer,
-native/vulkan/devname.h) and answered by ``-[MTLDevice name]`` through the shim, on Linux with
+native/common/devname.h) and answered by ``-[MTLDevice name]`` through the shim, on Linux with
 the GNU Objective-C stand-in. Off by default: without it the name is the device's own."""
 
 from __future__ import annotations

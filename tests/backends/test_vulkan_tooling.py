@@ -114,7 +114,8 @@ def test_inactive_role_reports_no_tool(vk_build, tools_prog, tmp_path):
 @pytest.mark.slow
 def test_other_layers_tools_pass_through(vk_build, tools_prog, tmp_path):
     if not VALIDATION.is_file():
-        pytest.skip(f"needs the Khronos validation layer ({VALIDATION}): a second layer that reports a tool")
+        pytest.fail("needs the Khronos validation layer, a second layer that reports a tool: install "
+                    "vulkan-validationlayers (./setup.sh --dev does)")
     d = _tools(tools_prog, "--simulate", str(_profile_file(tmp_path, "sim-c", "lower")),
                env={"VK_INSTANCE_LAYERS": "VK_LAYER_KHRONOS_validation"})
     # The validation layer (1.3.239) answers the EXT entry point only; capshim passes it on.

@@ -134,11 +134,12 @@ def test_an_annotated_summary_is_a_valid_summary_json_and_the_exporters_label_it
     summary.validate(s, "summary.json")
     assert "wall: its wall-clock seconds" in s["method"]["statistic"] and "samples_ts" not in s["method"]["statistic"]
     tab = table.table([s])
-    assert tab["columns"][2] == "median"  # not "median tok/s"
+    assert tab["columns"][2] == "median (s, lower is better)"  # one unit and direction: said once, in the header
     row = next(r for r in tab["rows"] if r["arm"] == "fast" and r["test"] == "wall")
-    assert row["cells"][1] == "wall (s, lower is better)" and row["cells"][2] == "1.025"
+    assert row["cells"][1] == "wall" and row["cells"][2] == "1.025"
     assert row["cells"][5].startswith("1.95x")  # baseline / arm: above 1.00x is faster
-    assert "cpu (control) (s, lower is better)" in markdown.serialize(s)
+    md = markdown.serialize(s)
+    assert "| median (s, lower is better) |" in md and "| cpu (control) |" in md
     assert chart.serialize(s)[:4] == b"\x89PNG"
     bad = {**s, "metrics": {"wall": {"unit": "s", "better": "sideways"}}}
     with pytest.raises(summary.SummaryShapeError, match=r"\$\.metrics\.wall\.better"):

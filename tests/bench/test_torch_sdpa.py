@@ -15,6 +15,7 @@ import sys
 
 import pytest
 
+from capshim import summary
 from capshim.bench import attest, plan as plan_mod, runner
 from capshim.bench.request import BenchRequest
 from capshim.bench.workloads import torch_sdpa, torch_sdpa_worker
@@ -132,7 +133,7 @@ def test_a_shim_that_does_not_reach_the_application_is_inert(tmp_path, monkeypat
     assert t4_arm["reach_check"] == "the application reported capability 9.0; the profile answers 7.5 " \
                                     "(computeCapability)"
     assert any("did not reach" in f for f in t4_arm["flags"])
-    assert plan_mod.explain_arm("t4", t4_arm).startswith("arm t4: the shim did not reach the application")
+    assert summary.explain_arm("t4", t4_arm).startswith("arm t4: the shim did not reach the application")
 
 
 def test_an_arm_whose_output_differs_beyond_the_tolerance_is_wrong_output(tmp_path, monkeypatch):
@@ -237,6 +238,16 @@ def test_the_real_shim_lowers_what_pytorch_reports(tmp_path, monkeypatch):
     assert arms["t4"]["path"]["cuda"]["capability"] == "7.5"
     assert arms["t4"]["path"]["cuda"]["sdpa_backend"] == "mem-efficient"
     assert arms["native"]["path"]["cuda"]["capability"] == arms["aa"]["path"]["cuda"]["capability"] != "7.5"
+    # the stand-in answers the H200's name; capshim names it a stand-in wherever it names the device
+    # (issue 28): the plan's device and title, the bundle's metadata and report.md, the store's device
+    p = plan_mod.make_plan(BenchRequest(arms=("native",), workload="torch-sdpa", shape=SMALL), platform="linux")
+    assert p.device["name"] == "NVIDIA H200" and p.device["standin"].startswith("capshim stand-in runtime ")
+    assert p.title == "capshim bench — NVIDIA H200 (capshim stand-in)"
+    meta = json.loads((res.bundle / "metadata.json").read_text())
+    assert meta["title"] == p.title and meta["device"]["standin"]
+    assert (res.bundle / "report.md").read_text().startswith("# capshim bench — NVIDIA H200 (capshim stand-in)")
+    from capshim.db.ingest import read_bundle
+    assert read_bundle(res.bundle).device == "NVIDIA H200 (capshim stand-in)"  # never grouped with a real H200
 
 
 #: A minimal CUDA 13 runtime for the stand-in torch's ctypes path: cudaDeviceProp's name at 0, major and

@@ -1,6 +1,6 @@
 """Fixtures of the results-store tests: a real PostgreSQL server, and one store URL per backend.
 
-The server is the Debian package's (``postgresql``, installed by ./setup.sh):
+The server is the Debian package's (``postgresql``, installed by ./setup.sh --dev):
 ``initdb`` into a fresh folder, started with ``pg_ctl`` listening only on a
 Unix socket in that folder (no TCP port), trust authentication, and stopped
 and removed when the session ends. As root it runs as the ``postgres`` user
@@ -44,7 +44,7 @@ def _pg_bin(name: str) -> str:
     path = shutil.which(name)
     if path:
         return path
-    pytest.fail(f"PostgreSQL's {name} is not installed: install the Debian package postgresql (./setup.sh does)")
+    pytest.fail(f"PostgreSQL's {name} is not installed: install the Debian package postgresql (./setup.sh --dev does)")
 
 
 class PgServer:
@@ -106,9 +106,12 @@ def pg_server():
             shutil.rmtree(root, ignore_errors=True)
 
 
-@pytest.fixture(params=["sqlite", "postgresql"])
+@pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.slow)])
 def db_url(request, tmp_path):
-    """An empty store: a SQLite file, or a fresh database on the test PostgreSQL server."""
+    """An empty store: a SQLite file, or a fresh database on the test PostgreSQL server.
+
+    The PostgreSQL cases are in the slow tier (the server's initdb and start take 10-25 s on the
+    2-core machine); the fast tier runs the same tests on SQLite."""
     if request.param == "sqlite":
         return f"sqlite:///{tmp_path / 'results.sqlite'}"
     return request.getfixturevalue("pg_server").new_database()

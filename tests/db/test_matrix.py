@@ -17,31 +17,44 @@ from click.testing import CliRunner
 from capshim.cli import main
 from capshim.db.matrix import matrix, short_os
 from capshim.db.store import DbError, Store
-from capshim.db.terms import VERDICTS, verdict
+from capshim.db.terms import VERDICTS, verdict, verdict_of
 from capshim.export import matrix as export_matrix
 from tests.conftest import REPO
 from tests.db.conftest import EVIDENCE
 
 
-def _pct(value, lo=None, hi=None, level="ci95"):
-    return {"value": value, level: [lo, hi]} if lo is not None else {"value": value}
+def _pct(value, lo=None, hi=None, level="ci95", n=6):
+    out = {"value": value, level: [lo, hi]} if lo is not None else {"value": value}
+    return {**out, "processes": [n, n]} if n is not None else out
 
 
-@pytest.mark.parametrize("pct, aa, ok, expected", [
-    (_pct(99.5, 98.9, 100.2), True, True, "host speed"),
-    (_pct(99.5, 98.9, 100.2), None, True, "host speed"),       # no A/A arm: it does not decide
-    (_pct(110.0, 105.0, 115.0), True, True, "above host"),
-    (_pct(40.0, 39.0, 41.0), True, True, "below host"),
-    (_pct(97.0, 93.0, 101.0), True, True, "unclear"),
-    (_pct(97.0, 93.0, 101.0, "range"), True, True, "unclear"),  # below 5 processes: the range
-    (_pct(90.0, 85.0, 97.9, "range"), True, True, "below host"),
-    (_pct(99.5, 98.9, 100.2), False, True, "unreliable"),      # the A/A arm excludes 1.00x
-    (None, True, True, "no host"),
-    (_pct(99.5, 98.9, 100.2), True, False, "no result"),
-    (_pct(97.0), None, True, "unclear"),                        # one sample: no interval, no range: not told apart
+_DIRTY = [{"run": i, "contaminated": ["load above the core count"] if i < 4 else []} for i in range(6)]
+
+
+@pytest.mark.parametrize("pct, aa, ok, kw, expected, why", [
+    (_pct(99.5, 98.9, 100.2), True, True, {}, "host speed", None),
+    (_pct(99.5, 98.9, 100.2), None, True, {}, "host speed", None),       # no A/A arm: it does not decide
+    (_pct(110.0, 105.0, 115.0), True, True, {}, "above host", None),
+    (_pct(40.0, 39.0, 41.0), True, True, {}, "below host", None),
+    (_pct(97.0, 93.0, 101.0), True, True, {}, "unclear", "interval crosses 100%"),
+    (_pct(97.0, 95.0, 99.0), True, True, {}, "unclear", "interval crosses 98%"),
+    (_pct(101.5, 100.5, 103.0), True, True, {}, "unclear", "interval crosses 102%"),
+    # below 5 processes a side (a range, or an old interval of 3): never a direction
+    (_pct(97.0, 93.0, 101.0, "range", 3), True, True, {}, "unclear", "3 processes a side; need 5"),
+    (_pct(90.0, 85.0, 97.9, "range", 3), True, True, {}, "unclear", "3 processes a side; need 5"),
+    (_pct(40.0, 39.0, 41.0, n=4), True, True, {}, "unclear", "4 processes a side; need 5"),
+    (_pct(40.0, 39.0, 41.0, n=5), True, True, {}, "below host", None),
+    (_pct(40.0, 39.0, 41.0), True, True, {"runs": _DIRTY}, "unclear", "the arm mostly contaminated (4 of 6 runs)"),
+    (_pct(40.0, 39.0, 41.0, n=None), True, True, {}, "unclear", "processes not recorded"),
+    (_pct(40.0, 39.0, 41.0, n=None), True, True, {"processes": (6, 6)}, "below host", None),
+    (_pct(99.5, 98.9, 100.2), False, True, {}, "unreliable", None),      # the A/A arm fails the harness check
+    (None, True, True, {}, "no host", None),
+    (_pct(99.5, 98.9, 100.2), True, False, {}, "no result", None),
+    (_pct(97.0, n=1), None, True, {}, "unclear", "1 process a side; need 5"),  # one sample
 ])
-def test_the_verdict_rule(pct, aa, ok, expected):
-    assert verdict(pct, aa, ok, threshold=2.0) == expected
+def test_the_verdict_rule(pct, aa, ok, kw, expected, why):
+    assert verdict_of(pct, aa, ok, threshold=2.0, **kw) == (expected, why)
+    assert verdict(pct, aa, ok, threshold=2.0, **kw) == expected
     assert expected in VERDICTS
 
 
@@ -75,10 +88,14 @@ def test_rows_are_the_bundles_own_figures(store):
     for r in rows:
         st_ = aa["arms"]["vm-unlocked"]["tests"][r["test"]]
         assert r["pct_of_host"] == st_["pct_of_host"] and r["speedup"] == st_["speedup"]
-        assert r["aa"] == {"arm": "aa", "clean": True}  # both A/A intervals hold 1.00x
+        # pp512's A/A interval (0.986-1.025) holds 1.00x within +-5%; tg128's (0.914-1.046) leaves it:
+        # the harness is unreliable there (issue 28), so that row has no verdict
+        clean = r["test"] == "pp512"
+        assert r["aa"] == {"arm": "aa", "clean": clean}
         assert (r["device"], r["build"], r["host_os"], r["guest_os"]) == \
             ("NVIDIA H200", "11669", "Linux-6.18.44", "Linux-6.18.44")
-        assert r["verdict"] == verdict(r["pct_of_host"], True)
+        assert r["verdict"] == verdict(r["pct_of_host"], clean)
+        assert (r["verdict"] == "unreliable") == (not clean)
     lava = [r for r in m["rows"] if r["bundle"] == "lavapipe-default"]
     assert {r["arm"] for r in lava} == {"vm-unlocked"} and all(r["aa"] is None for r in lava)
     assert m["bundles"] == 2 and sum(m["counts"].values()) == len(m["rows"]) == 4
@@ -92,7 +109,8 @@ def test_a_biased_aa_arm_makes_the_row_unreliable(store, monkeypatch):
         def biased(bid):
             s = real(bid)
             if s.get("aa"):
-                s["aa"]["tests"]["pp512"]["ci95"] = [1.02, 1.05]
+                s["aa"]["tests"]["pp512"]["ci95"] = [1.02, 1.05]  # excludes 1.00x
+                s["aa"]["tests"]["tg128"]["ci95"] = [0.97, 1.03]  # holds it within +-5%
             return s
         monkeypatch.setattr(st, "summary", biased)
         m = matrix(st, {"device": "NVIDIA H200"})

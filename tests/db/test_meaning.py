@@ -31,9 +31,9 @@ def _cli(*args):
 
 
 def _bench(out, *metric_and_command):
-    """A real ``capshim bench`` of one arm ``stock`` (three processes, no warm-up) into ``out``."""
+    """A real ``capshim bench`` of one arm ``stock`` (five processes, the fewest with a verdict; no warm-up) into ``out``."""
     metric, command = metric_and_command[:-1], metric_and_command[-1]
-    r = run_capshim("bench", *metric, "--arm", "stock=", "-r", "3", "--warmup", "0", "--out", str(out),
+    r = run_capshim("bench", *metric, "--arm", "stock=", "-r", "5", "--warmup", "0", "--out", str(out),
                     "--", "sh", "-c", command, timeout=300)
     assert r.returncode == 0, r.stderr
     return out
@@ -71,12 +71,18 @@ def test_a_faster_wall_bundle_is_an_improvement_in_seconds(wall_store, db_url):
     assert row["change"]["value"] == pytest.approx(row["a"]["median"] / row["b"]["median"], rel=0.05)
     low = (row["change"]["ci95"] or row["change"]["range"])[0]  # the interval, or the range below 5 processes
     assert row["change"]["value"] > 1.4 and low > 1
-    assert row["verdict"] == "improvement" and res["regressions"] == 0
+    # the one rule (issue 28): a direction only when neither side is mostly contaminated; on a busy
+    # machine the bench's telemetry flags the runs, and the verdict says so instead
+    assert row["verdict"] in ("improvement", "unclear") and res["regressions"] == 0
+    clean = row["verdict"] == "improvement"
+    assert clean or "mostly contaminated" in row["why"], row
     r = _cli("db", "compare", "slow", "fast", "--fail-on-regression", "--db", db_url)
     assert r.exit_code == 0, r.output
-    assert "improvement" in r.output and "A (s)" in r.output and "tok/s" not in r.output
+    (line,) = [x for x in r.output.splitlines() if "wall (lower is better)" in x]  # the table's row
+    assert row["verdict"] in line and "A (s)" in r.output and "tok/s" not in r.output
     back = _cli("db", "compare", "fast", "slow", "--fail-on-regression", "--json", "--db", db_url)
-    assert back.exit_code == 1 and json.loads(back.stdout)["rows"][0]["verdict"] == "regression"
+    assert back.exit_code == (1 if clean else 0)
+    assert json.loads(back.stdout)["rows"][0]["verdict"] == ("regression" if clean else "unclear")
 
 
 @pytest.mark.slow
@@ -99,7 +105,10 @@ def test_a_lower_is_better_bundle_compared_with_itself_gives_its_own_report(db_u
             iv = pct["ci95"] or pct["range"]
             assert iv[0] <= pct["value"] <= iv[1] and iv[0] <= old["value"] <= iv[1]
             assert old["ci95"][0] <= pct["value"] <= old["ci95"][1]
-        assert r["change"]["value"] == 1.0 and r["verdict"] == "same"
+        # the bundle against itself: 1.00x, never a direction; "same" where the interval lies within +-2%
+        ci = r["change"]["ci95"]
+        within = ci[0] >= 0.98 and ci[1] <= 1.02
+        assert r["change"]["value"] == 1.0 and r["verdict"] == ("same" if within else "unclear"), r
 
 
 @pytest.mark.slow

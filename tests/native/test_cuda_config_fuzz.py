@@ -1,6 +1,6 @@
 """The configuration parser with the CUDA keyspec, in isolation, under AddressSanitizer and UBSan.
 
-The fuzz driver (native/vulkan/fuzz_config.c with -DCAPSHIM_FUZZ_CUDA, built with -fsanitize=address,undefined by
+The fuzz driver (native/common/fuzz_config.c with cuda/fuzz_keys.h, built with -fsanitize=address,undefined by
 ``capshim build``) parses each file it is given and aborts when a result breaks the parser's
 contract (a 32-bit key above 32 bits included). Here it runs over edge cases and a brief seeded
 mutation campaign (tests/fuzzing.py).

@@ -418,7 +418,8 @@ def test_probe_compare_prints_the_lowered_table():
     p = run_capshim("probe", "--api", "cuda", "--compare", "--profile", "t4-class", env=env)
     assert p.returncode == 0, p.stderr
     assert "NVIDIA H200 (CUDA driver 13.0)" in p.stdout
-    assert "computeCapability" in p.stdout and "90" in p.stdout and "75" in p.stdout
+    row = next(line for line in p.stdout.splitlines() if "computeCapability" in line)
+    assert "9.0" in row and "7.5" in row  # the profiles' notation (issue 28), not 90 and 75
     j = json.loads(run_capshim("probe", "--api", "cuda", "--profile", "t4-class", "--json", env=env).stdout)
     assert j["capabilities"]["computeCapability"] == 75 and j["shim"]["cuda"]["state"] == "active"
     assert j["driver"]["cuDeviceComputeCapability"] == 75 and j["attributes"]["multiProcessorCount"] == 40

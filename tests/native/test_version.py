@@ -61,7 +61,7 @@ def test_the_vulkan_layer_reports_capshims_version(vk_build, tmp_path):
 
 def test_the_native_sources_refuse_a_build_without_the_version(tmp_path):
     src = Path(nb.source_dir("vulkan"))
-    for name in ("layer.c",):
+    for name in ("layer.h",):  # every layer_*.c includes it first
         assert "#error" in (src / name).read_text() and "CAPSHIM_VERSION_STRING" in (src / name).read_text()
     metal_src = (Path(nb.source_dir("metal")) / "metal_shim.c").read_text()
     assert '#error "CAPSHIM_VERSION_STRING is not defined' in metal_src

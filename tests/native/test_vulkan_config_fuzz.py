@@ -1,6 +1,6 @@
 """The layer's configuration parser, in isolation, under AddressSanitizer and UBSan.
 
-The standalone fuzz driver (native/vulkan/fuzz_config.c, built with
+The standalone fuzz driver (native/common/fuzz_config.c, built with
 -fsanitize=address,undefined) parses each file it is given; it aborts when a
 parse result breaks the parser's contract. Here it runs over hand-picked
 edge cases and a few thousand seeded random mutations of a valid file.

@@ -1,13 +1,16 @@
 """The CUDA part of the capability table, the CUDA profile rules and the built-in CUDA profiles.
 
-The numbers in the table (attribute numbers, cudaDeviceProp offsets) are checked against the NVIDIA
-headers copied from the H200 (CUDA 13.0, /work/notes/cuda) and the offsets measured there
-(/work/.device/2/offsets13.txt) where this machine has them; the headers are never committed.
+The numbers in the table are checked against what NVIDIA ships and what was measured on the H200:
+the cudaDeviceProp offsets against the ``offsetof`` list compiled there against CUDA 13.0's headers
+(committed: evidence/h200-cuda-shim-checks/cudaDeviceProp-offsets-cuda13.txt), the attribute numbers
+against the CUDA toolkit's own headers where one is installed (found next to ``nvcc`` on PATH; NVIDIA's
+headers are never committed).
 """
 
 from __future__ import annotations
 
 import re
+import shutil
 from pathlib import Path
 
 import pytest
@@ -17,8 +20,17 @@ from capshim.profiles import cudatable
 from capshim.profiles.model import format_cc, parse_cc
 from capshim.profiles.table import TableError, load, parse
 
-HEADERS = Path("/work/notes/cuda")
-OFFSETS13 = Path("/work/.device/2/offsets13.txt")
+from tests.conftest import REPO
+
+
+def _toolkit_headers() -> Path | None:
+    """The include folder of the CUDA toolkit whose ``nvcc`` is on PATH (``bin/nvcc`` -> ``include/``)."""
+    nvcc = shutil.which("nvcc")
+    return Path(nvcc).resolve().parent.parent / "include" if nvcc else None
+
+
+HEADERS = _toolkit_headers()
+OFFSETS13 = REPO / "evidence" / "h200-cuda-shim-checks" / "cudaDeviceProp-offsets-cuda13.txt"
 # cudaDevAttr name (driver_types.h) and CU_DEVICE_ATTRIBUTE_ name (cuda.h) of each table attribute.
 ATTR_NAMES = {1: ("MaxThreadsPerBlock", "MAX_THREADS_PER_BLOCK"), 8: ("MaxSharedMemoryPerBlock", "MAX_SHARED_MEMORY_PER_BLOCK"),
               12: ("MaxRegistersPerBlock", "MAX_REGISTERS_PER_BLOCK"), 16: ("MultiProcessorCount", "MULTIPROCESSOR_COUNT"),
@@ -42,8 +54,8 @@ def test_the_cuda_keys_are_the_specs():
     assert {a for k in keys.values() for a in k.cuda.attributes} == set(ATTR_NAMES)
 
 
-@pytest.mark.skipif(not (HEADERS / "driver_types.h").is_file(), reason="the CUDA 13.0 headers from the H200 "
-                    "(/work/notes/cuda) are not on this machine")
+@pytest.mark.skipif(HEADERS is None or not (HEADERS / "driver_types.h").is_file(),
+                    reason="needs the CUDA toolkit's headers (driver_types.h, cuda.h next to nvcc on PATH)")
 def test_attribute_numbers_match_both_headers():
     """cudaDeviceAttr and CUdevice_attribute give each table attribute the same number."""
     runtime = (HEADERS / "driver_types.h").read_text()
@@ -53,8 +65,8 @@ def test_attribute_numbers_match_both_headers():
         assert re.search(rf"\bCU_DEVICE_ATTRIBUTE_{drv_name}\s*=\s*{number}\s*,", driver), drv_name
 
 
-@pytest.mark.skipif(not OFFSETS13.is_file(), reason="the offsets measured on the H200 (/work/.device/2) are not here")
 def test_cuda13_offsets_match_the_h200():
+    """The table's CUDA 13 offsets are the ones compiled on the H200 (committed with their program)."""
     measured = {parts[0]: int(parts[1]) for parts in (line.split() for line in OFFSETS13.read_text().splitlines())
                 if len(parts) >= 2}
     table = load()

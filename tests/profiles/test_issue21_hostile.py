@@ -14,7 +14,8 @@ from tests.conftest import run_capshim
 
 ROOT = Path(__file__).resolve().parents[2]
 M1 = ROOT / "tests" / "fixtures" / "metal-host" / "m1-ultra.json"
-GENERATED = ("src/capshim/native/vulkan/caps_table.h", "docs/capabilities.md", generate.FACTS)
+GENERATED = ("src/capshim/native/vulkan/caps_table.h", "src/capshim/native/common/config_limits.h",
+             "docs/capabilities.md", generate.FACTS)
 
 
 def _copy_generated(root: Path) -> None:

@@ -58,7 +58,7 @@ VK = {k.key: k for k in TABLE.keys["vulkan"]}
 BOOLS = [k for k, e in VK.items() if e.type == "bool"]
 NUMBERS = [k for k, e in VK.items() if e.type != "bool"]
 U32_KEYS = [k for k, e in VK.items() if e.type == "u32"]
-SUBGROUP = sorted(set(POWER_OF_TWO) | {k for seq in ORDERED for k in seq})
+SUBGROUP = sorted((set(POWER_OF_TWO) | {k for seq in ORDERED for k in seq}) & set(VK))  # ORDERED holds CUDA rules too
 GUARDS = sorted({s.extension for s in TABLE.structs.values() if s.extension})
 LONGEST = "VK_" + "A" * (LIMITS["extension_name_max"] - 3)
 EXTENSIONS = GUARDS + ["VK_KHR_maintenance4", "VK_CAPSHIM_hypothesis_a", LONGEST]

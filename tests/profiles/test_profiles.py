@@ -18,7 +18,8 @@ def prof(api="vulkan", direction="raise", body=""):
 
 
 def test_builtins_load_and_match_the_brief():
-    assert profiles.builtin_names() == ["a100-class", "metal-apple9", "pascal-class", "t4-class", "vulkan-paravirt"]
+    assert profiles.builtin_names() == ["a100-class", "metal-apple7", "metal-apple9", "metal-paravirt", "pascal-class",
+                                        "t4-class", "vulkan-paravirt"]
     m = profiles.load("metal-apple9")
     assert (m.api, m.direction) == ("metal", "raise")
     assert m.capabilities == {"appleFamilyMax": 1009, "maxThreadgroupMemoryLength": 65536}
@@ -107,7 +108,8 @@ def test_cli_profiles_and_show():
     r = run_capshim("profiles", "--json")
     assert r.returncode == 0
     names = [p["name"] for p in json.loads(r.stdout)]
-    assert names == ["a100-class", "metal-apple9", "pascal-class", "t4-class", "vulkan-paravirt"]
+    assert names == ["a100-class", "metal-apple7", "metal-apple9", "metal-paravirt", "pascal-class", "t4-class",
+                     "vulkan-paravirt"]
     r = run_capshim("profile", "show", "metal-apple9")
     assert json.loads(r.stdout)["capabilities"]["appleFamilyMax"] == 1009
     r = run_capshim("profile", "show", "no-such-profile")

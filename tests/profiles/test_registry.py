@@ -50,7 +50,8 @@ def test_committed_facts_are_the_registrys(vk):
 
 
 def test_a_drifted_fact_fails_the_check_and_write_restores_it(tmp_path, capsys):
-    for rel in ("src/capshim/native/vulkan/caps_table.h", "docs/capabilities.md", generate.FACTS):
+    for rel in ("src/capshim/native/vulkan/caps_table.h", "src/capshim/native/common/config_limits.h",
+                "docs/capabilities.md", generate.FACTS):
         (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / rel).write_text((ROOT / rel).read_text())
     facts = tmp_path / generate.FACTS
@@ -107,7 +108,9 @@ def test_mirrors_compile_against_the_baseline_headers(tmp_path):
     """The header with a Vulkan 1.4 key compiles against this machine's headers (Debian 12: 1.3.239),
     and the mirror's layout is the size vk.xml's members give."""
     text = _with_line(ONE_LINE)
-    (tmp_path / "caps_table.h").write_text(table.render_caps_table_h(table.parse(text, table.registry_facts(text))))
+    parsed = table.parse(text, table.registry_facts(text))
+    (tmp_path / "caps_table.h").write_text(table.render_caps_table_h(parsed))
+    (tmp_path / "config_limits.h").write_text(table.render_config_limits_h(parsed))
     (tmp_path / "t.c").write_text(
         '#include <stdio.h>\n#include "caps_table.h"\n'
         "int main(void) { printf(\"%zu %zu\\n\", CAPSHIM_NUM_FIELDS, sizeof(capshim_VkPhysicalDeviceVulkan14Properties));"

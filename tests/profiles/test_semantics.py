@@ -193,7 +193,7 @@ def test_the_c_answer_is_the_python_answer(tmp_path):
                    "    int t, k, d; unsigned s, c;\n"
                    '    while (scanf("%d %d %d %u %u", &t, &k, &d, &s, &c) == 5)\n'
                    '        printf("%u\\n", capshim_answer(t, k, d, s, c));\n    return 0;\n}\n')
-    vk = nb.source_dir("vulkan")
+    vk = nb.source_dir(nb.COMMON)
     exe = tmp_path / "answer"
     nb.run_compiler([nb.compiler(), "-std=gnu11", *nb.WARNINGS, "-I", str(vk), "-o", str(exe), str(src),
                      str(vk / "config.c")])

@@ -20,7 +20,8 @@ def test_generated_files_match_the_table():
 
 
 def test_drift_is_detected_and_rewritten(tmp_path, capsys):
-    for rel in ("src/capshim/native/vulkan/caps_table.h", "docs/capabilities.md"):
+    for rel in ("src/capshim/native/vulkan/caps_table.h", "src/capshim/native/common/config_limits.h",
+                "docs/capabilities.md"):
         (tmp_path / rel).parent.mkdir(parents=True)
         shutil.copy(ROOT / rel, tmp_path / rel)
     header = tmp_path / "src/capshim/native/vulkan/caps_table.h"
@@ -68,7 +69,7 @@ def test_c_header_kinds_match_python(tmp_path):
                    " capshim_fields[i].sem);\n"
                    "    CAPSHIM_KEYS(KEY)\n    return 0;\n}\n")
     exe = tmp_path / "kinds"
-    nb.run_compiler([nb.compiler(), "-std=gnu11", *nb.WARNINGS, "-I", str(nb.source_dir("vulkan")),
+    nb.run_compiler([nb.compiler(), "-std=gnu11", *nb.WARNINGS, "-I", str(nb.source_dir("vulkan")), "-I", str(nb.source_dir(nb.COMMON)),
                      "-o", str(exe), str(src)])
     out = subprocess.run([str(exe)], capture_output=True, text=True, check=True).stdout.split("\n")
     types = {"bool": 1, "u32": 2, "flags": 3, "version": 4}

@@ -225,7 +225,8 @@ def test_an_a_a_arm_away_from_one_is_a_warning():
     rs = common.ratios(s, "pp512")
     assert rs["aa"].lo > 1.0
     (note,) = common.aa_warning({"pp512": rs})
-    assert "excludes 1.00x (pp512)" in note and "not reliable" in note
+    assert note.startswith("warning: the harness is unreliable here: ")
+    assert "pp512: interval" in note and "excludes 1.00x" in note and "not reliable" in note
     still = common.ratios(_summary({"native": 1000, "aa": 1000, "sim": 300}), "pp512")
     assert common.aa_warning({"pp512": still}) == []
 
@@ -301,7 +302,8 @@ def test_ablate_output_carries_the_bench_warnings(tmp_path, monkeypatch):
     res = ablate.ablate(out=tmp_path / "ab", repetitions=2, n_prompt=64, n_gen=16)
     notes = res["notes"]
     # the A/A arm moved in tg only (pp is the selection test): the warning fires, first
-    assert notes[0].startswith("warning: the A/A arm") and "excludes 1.00x (tg16)" in notes[0], notes
+    assert notes[0].startswith("warning: the harness is unreliable here: the A/A arm"), notes
+    assert "tg16: range" in notes[0] and "excludes 1.00x" in notes[0], notes
     assert "0.69x" in notes[0] and "as large as the effects" in notes[0]
     rows = {r["arm"]: r for r in res["rows"]}
     assert rows["native"]["flags"] == "few processes"
@@ -354,7 +356,8 @@ def test_short_flags_cover_every_warning_the_bench_writes():
                 {"a": {"state": "failed", "spec": {"profile": "x"}, "runs": runs},
                  "b": {"state": "active", "runs": runs}}, baseline="b")
     made += s["arms"]["a"]["flags"] + s["arms"]["b"]["flags"]
-    made.append("control ncnn moved: 0.90x [0.85–0.95] excludes 1.00x (expected no change)")  # metrics.py
+    made.append("control ncnn moved: 0.90x, interval 0.85-0.95x excludes 1.00x (expected no change): "
+                "the harness is unreliable here")  # metrics.py
     labels = {w: common.short_flag(w) for w in made}
     known = {label for _, label in common.FLAG_LABELS}
     assert all(label in known for label in labels.values()), labels  # none falls back to the sentence's head
@@ -362,3 +365,26 @@ def test_short_flags_cover_every_warning_the_bench_writes():
                                     "runs failed", "contaminated", "no samples", "control moved"}, labels
     assert labels["failed: not a shim result"] is None  # the row's state says it
     assert common.short_flag("something new: details") == "something new"
+
+
+def test_an_a_a_of_1_42x_is_called_out():
+    """Issue 28: ablate showed its A/A arm at 1.42x (range 0.81-2.19) with no word that the harness
+    itself is unreliable here."""
+    rs = {"aa": common.Ratio(1.42, None, None, "active", True, (0.81, 2.19))}
+    (note,) = common.aa_warning({"pp512": rs})
+    assert note.startswith("warning: the harness is unreliable here: ")
+    assert "1.42x (range 0.81–2.19) pp512" in note and "pp512: range 0.81-2.19x leaves +-5%" in note
+    # a range within +-5% holding 1.00x passes
+    ok = {"aa": common.Ratio(1.01, None, None, "active", True, (0.97, 1.04))}
+    assert common.aa_warning({"pp512": ok}) == []
+
+
+def test_smallest_never_picks_an_arm_whose_runs_are_mostly_contaminated():
+    """The one rule's gate (issue 28): a side mostly contaminated gives no reading, here no pick."""
+    s = _summary({"native": 1000, "sim": 300, "loi-coopmat": 995, "loi-fp16": 400, "cum-2-intdot": 1000,
+                  "cum-3-fp16": 1000})
+    s["arms"]["loi-coopmat"]["runs"] = [{"run": i + 1, "contaminated": ["load"] if i < 4 else []} for i in range(6)]
+    rs = common.ratios(s, "pp512")
+    assert rs["loi-coopmat"].gate == "loi-coopmat mostly contaminated (4 of 6 runs)"
+    assert not ablate.passes(rs["loi-coopmat"]) and rs["cum-2-intdot"].gate is None
+    assert ablate.smallest(_arms(), rs).name == "cum-2-intdot"

@@ -156,8 +156,9 @@ def test_tune_output_says_what_failed_what_is_flagged_and_the_verdict(tmp_path, 
     best = res["winner"]
     assert res["candidates"][best]["answers"] == "fp16=off"
     # the verdict first, then the A/A arm's warning (it moved in tg16)
-    assert notes[0].startswith(f"best: {best} (fp16=off) 1.01x (range ") and "not shown faster than native" in notes[0]
-    assert notes[1].startswith("warning: the A/A arm") and "(tg16)" in notes[1]
+    assert notes[0].startswith(f"best: {best} (fp16=off) 1.01x (range ") and \
+        "not shown faster than native (2 processes a side; need 5)" in notes[0]
+    assert notes[1].startswith("warning: the harness is unreliable here: the A/A arm") and "tg16: " in notes[1]
     rows = {r["candidate"]: r for r in res["rows"]}
     assert "winner" not in rows[best] and rows[best]["best"] == "yes"
     assert rows[best]["flags"] == "few processes"
@@ -396,3 +397,21 @@ def test_tune_seed_has_the_bench_s_range():
 
     r = CliRunner().invoke(main, ["tune", "--seed", str(2 ** 32)])
     assert r.exit_code == 2 and "--seed" in r.output
+
+
+@pytest.mark.parametrize("n, ci, contaminated, want", [
+    (2, None, 0, "not shown faster than native (2 processes a side; need 5)"),
+    (4, [1.2, 1.3], 0, "not shown faster than native (4 processes a side; need 5)"),
+    (5, [1.2, 1.3], 0, "faster than native (the whole interval more than 2% above 1.00x)"),
+    (5, [1.2, 1.3], 3, "not shown faster than native (tuned mostly contaminated (3 of 5 runs))"),
+    (6, [0.99, 1.01], 0, "the same as native (the interval within 2% of 1.00x)"),
+    (6, [0.99, 1.10], 0, "not shown faster than native (interval crosses 1.00x)"),
+    (6, [0.80, 0.90], 0, "slower than native (the whole interval more than 2% below 1.00x)"),
+])
+def test_the_confirmation_verdict_is_the_one_rule(n, ci, contaminated, want):
+    runs = [{"run": i, "contaminated": ["load"] if i < contaminated else []} for i in range(n)]
+    summary = {"arms": {"native": {"runs": [{"run": i} for i in range(n)]},
+                        "tuned": {"runs": runs, "tests": {"pp64": {"speedup": {
+                            "value": (ci[0] + ci[1]) / 2 if ci else 1.25, "ci95": ci, "processes": [n, n]}}}}}}
+    assert tune.confirm_verdict(summary, "pp64", True) == want
+    assert tune.confirm_verdict(summary, "pp64", False) == "not shown faster than native (not a result)"

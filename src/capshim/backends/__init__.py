@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING
 
 from capshim import jsonread, status
 from capshim.contracts.suggest import did_you_mean
-from capshim.errors import CapshimError, UsageError
+from capshim.errors import EXIT_WORKLOAD, CapshimError, UsageError
 
 if TYPE_CHECKING:
     from capshim.profiles import Profile
@@ -172,6 +172,14 @@ class Backend(ABC):
         """Classify each requested shim from a run's status report (:func:`capshim.status.classify`)."""
         return {name: status.classify(report, name) for name in shims}
 
+    def run_states(self, report: StatusReport, shims: list[str], argv: list[str],
+                   wrapped: bool = False) -> dict[str, ShimState]:
+        """:meth:`summarize_status` of one ``capshim run`` of ``argv``: a backend that can tell from
+        the program file why its shim stayed inert says so here. ``wrapped``: the command ran under
+        the launcher's ``/bin/sh`` pid wrapper (:data:`capshim.launch.PID_WRAPPER`), which loads a
+        preloaded shim before the program does. Default: :meth:`summarize_status`."""
+        return self.summarize_status(report, shims)
+
 
 def names() -> list[str]:
     """The registered API names, in registry order."""
@@ -236,7 +244,7 @@ def run_probe(cmd: list[str], env: dict[str, str], what: str, timeout: float = 3
         return jsonread.loads(proc.stdout, f"{what}'s output"), proc.stderr
     except jsonread.JsonShapeError:
         raise CapshimError(f"{what} printed no JSON (exit {proc.returncode}): {proc.stderr.strip()[-500:]}",
-                           exit_code=1) from None
+                           exit_code=EXIT_WORKLOAD) from None
 
 
 def answer_rows(data: dict) -> dict[str, object]:

@@ -40,7 +40,6 @@ import os
 import platform
 import re
 import shutil
-import stat
 import subprocess
 import sys
 import tempfile
@@ -48,9 +47,10 @@ import urllib.parse
 from dataclasses import dataclass
 from pathlib import Path
 
-from capshim import cuda_binary, paths, profiles
+from capshim import paths, profiles, program
 from capshim import status as st
 from capshim.backends import Backend, answer_differences, run_probe
+from capshim.backends.cuda_program import loaded_into_program, no_call, program_notes, unreachable, who
 from capshim.errors import CapshimError, UsageError
 from capshim.native import build as nb
 from capshim.profiles import Profile
@@ -66,14 +66,15 @@ STANDIN_RUNTIME_11 = "libcudart.so.11.0"
 STANDIN_DRIVER = "libcuda.so.1"
 STANDIN_NVML = "libnvidia-ml.so.1"
 CONFIG_VAR = "CAPSHIM_CUDA_CONFIG"
-#: The shim's own files, then the Vulkan layer's parser and status writer it shares (native/vulkan/).
+#: The shim's own files, then what it shares with the other shims (native/common/: the parser,
+#: the status writer, the name rule, the fuzz driver that takes this folder's fuzz_keys.h).
 SOURCES = ["cuda_shim.c", "cuda_hooks.c", "cuda_resolve.c", "cuda_shim.h", "cuda_table.h", "cuda_probe.c",
            "standin_cuda.c", "standin_cuda.map", "standin_cudart.c", "standin_cudart13.map", "standin_cudart11.map",
-           "nvml_hooks.c", "standin_nvml.c"]
+           "nvml_hooks.c", "standin_nvml.c", "fuzz_keys.h"]
 #: The NVML entry points the shim wraps (native/cuda/nvml_hooks.c; docs/cuda.md, NVML).
 NVML_EXPORTS = frozenset({"nvmlDeviceGetCudaComputeCapability", "nvmlDeviceGetName", "nvmlDeviceGetAttributes",
                           "nvmlDeviceGetAttributes_v2", "nvmlDeviceGetArchitecture"})
-SHARED = ["config.c", "config.h", "devname.h", "caps_table.h", "status.c", "status.h", "fuzz_config.c"]
+SHARED = ["config.c", "config.h", "config_limits.h", "devname.h", "status.c", "status.h", "fuzz_config.c"]
 #: What the shim library exports, exactly (``verify`` checks it).
 EXPORTS = frozenset({
     "cudaGetDeviceProperties", "cudaGetDeviceProperties_v2", "cudaDeviceGetAttribute",
@@ -117,7 +118,7 @@ def _commands(cc: str, sanitize: bool = False) -> dict[str, list[str]]:
                   "nvml_hooks.c", "config.c", "status.c", "-ldl", "-lpthread"],
         PROBE: [*common, "-o", PROBE, "cuda_probe.c", "status.c", "-ldl", "-lpthread"],
         FUZZ: [cc, "-std=gnu11", "-O1", "-g", *nb.WARNINGS, "-fsanitize=address,undefined",
-               "-fno-sanitize-recover=all", "-DCAPSHIM_FUZZ_CUDA", "-o", FUZZ, "fuzz_config.c", "config.c"],
+               "-fno-sanitize-recover=all", "-o", FUZZ, "fuzz_config.c", "config.c"],
         f"{STANDIN_DIR}/{STANDIN_DRIVER}": [*lib, *defs, "-Wl,--version-script=standin_cuda.map",
                                            f"-Wl,-soname,{STANDIN_DRIVER}", "-o", f"{STANDIN_DIR}/{STANDIN_DRIVER}",
                                            "standin_cuda.c"],
@@ -131,7 +132,7 @@ def _commands(cc: str, sanitize: bool = False) -> dict[str, list[str]]:
 
 
 def _source_paths() -> list[Path]:
-    return [nb.source_dir("cuda") / s for s in SOURCES] + [nb.source_dir("vulkan") / s for s in SHARED]
+    return [nb.source_dir("cuda") / s for s in SOURCES] + nb.common_sources(SHARED)
 
 
 def build_paths(sanitize: bool = False) -> CudaBuild:
@@ -173,7 +174,7 @@ def build(force: bool = False, repair: bool = True, sanitize: bool = False) -> C
 
 
 def render_config(profile: Profile) -> str:
-    """The shim's key=value configuration for a CUDA profile (format: native/vulkan/config.h;
+    """The shim's key=value configuration for a CUDA profile (format: native/common/config.h;
     computeCapability as major * 10 + minor, sizes in bytes, deviceName percent-encoded).
 
     Raises:
@@ -228,21 +229,31 @@ def launch_env(profile: Profile | None, status_file: Path, run_dir: Path, inheri
             "CAPSHIM_INHERIT": "1" if inherit else "0"}
 
 
-def classify(report: st.StatusReport, requested: bool = True) -> st.ShimState:
-    """:func:`capshim.status.classify` for the CUDA shim, in CUDA's words: loaded but no entry
-    point reached is inert (no CUDA call went through it: none at all, or a statically linked
-    runtime LD_PRELOAD cannot reach); an active shim's reason names the entry points the
-    process called, any layout_mismatch (answers left stock there), any ``unresolved`` entry
-    point (a wrapper reached with no real function behind it: it returned 500) and any
-    ``unbound`` one (no bound wrapper left: the real function was handed out, stock)."""
+def classify(report: st.StatusReport, requested: bool = True, prog: program.Program | None = None,
+             wrapped: bool = False) -> st.ShimState:
+    """:func:`capshim.status.classify` for the CUDA shim, in CUDA's words.
+
+    Inert has the cause where the run tells it: with ``prog`` (the program's file,
+    :func:`capshim.program.inspect`), a shim that never loaded into the program names why the
+    dynamic linker did not load it (:func:`unreachable`), and one that loaded but saw no entry
+    point reached names why none was (:func:`no_call`). ``wrapped``: the run went through the
+    launcher's ``/bin/sh`` wrapper, whose own ``loaded`` event is not the program's. An active
+    shim's reason names the entry points the process called, any layout_mismatch (answers left
+    stock there), any ``unresolved`` entry point (a wrapper reached with no real function behind
+    it: it returned 500) and any ``unbound`` one (no bound wrapper left: the real function was
+    handed out, stock)."""
     state = st.classify(report, SHIM, requested=requested)
     events = report.for_shim(SHIM)
     missing = sorted({f"{e.get('entry_point')} (called from {e.get('caller')}): {e.get('reason')}"
                       for e in events if e.get("event") == "unresolved"})
     unbound = sorted({f"{e.get('entry_point')}: {e.get('reason')}" for e in events if e.get("event") == "unbound"})
+    if state.state == st.INERT and prog is not None and not loaded_into_program(events, wrapped):
+        why = unreachable(prog) or (f"{who(prog)} did not start, or the dynamic linker did not load the shim "
+                                    "into it (see its messages above)")
+        return st.ShimState(st.INERT, f"never loaded into the program: {why}", state.changes)
     if state.state == st.INERT and state.reason.startswith("loaded but installed no hooks"):
-        return st.ShimState(st.INERT, "loaded, but no CUDA entry point was reached through it (the program made "
-                            "no CUDA call, or its runtime is statically linked, which LD_PRELOAD cannot reach)",
+        why = no_call(prog or program.Program("", None, "other"))
+        return st.ShimState(st.INERT, f"loaded, but no CUDA entry point was reached through it: {why}",
                             state.changes)
     if state.state != st.ACTIVE:
         return state
@@ -252,7 +263,7 @@ def classify(report: st.StatusReport, requested: bool = True) -> st.ShimState:
     reason += f"; layout_mismatch (left stock): {'; '.join(bad)}" if bad else ""
     reason += f"; unresolved (no real function found): {'; '.join(missing)}" if missing else ""
     reason += f"; unbound (handed out stock): {'; '.join(unbound)}" if unbound else ""
-    return st.ShimState(st.ACTIVE, reason, state.changes)
+    return st.ShimState(st.ACTIVE, reason, state.changes, state.answered)
 
 
 def standin_env(b: CudaBuild) -> dict[str, str]:
@@ -321,10 +332,43 @@ def probe(profile: Profile | None = None, device: int = 0, extra_env: dict[str, 
                         "the application loads")
             raise CapshimError(f"CUDA probe: {data['error']} ({hint})", exit_code=1)
         data["shim"] = {SHIM: classify(st.read(status_file), requested=profile is not None).to_dict()}
+        if is_standin(data.get("runtime")):
+            # the stand-in answers the H200's name; everything that names the device says it is not one
+            data["device"]["standin"] = f"capshim stand-in runtime {data['runtime']}"
         # what the shared probe printer shows on its first line (capshim.probe.print_probe)
         data["device"]["driver"] = f"CUDA driver {_version_text(data.get('driver_version'))}"
         data["device"]["apiVersion"] = f"CUDA runtime {_version_text(data.get('runtime_version'))}"
         return data
+
+
+def _named(data: dict) -> dict:
+    """``data`` with the device name (``cudaGetDeviceProperties``' ``name``, what ``deviceName`` lowers)
+    as the first answer row, ``deviceName``, so ``probe --compare`` shows it beside the numbers."""
+    name = (data.get("device") or {}).get("name")
+    if name is not None:
+        data["capabilities"] = {"deviceName": name, **data.get("capabilities", {})}
+    return data
+
+
+#: Bytes only the stand-in runtime and driver hold (the names of their own variables,
+#: native/cuda/standin_cudart.c and standin_cuda.c): NVIDIA's libraries never contain them.
+STANDIN_MARK = b"CAPSHIM_STANDIN_"
+
+
+def is_standin(runtime: object) -> bool:
+    """Whether the CUDA runtime the probe loaded (its path, the probe's ``runtime``) is capshim's
+    stand-in: the library itself holds :data:`STANDIN_MARK`. A path that cannot be read (a bare
+    soname the linker resolved) is not judged a stand-in."""
+    if isinstance(runtime, str) and "/" not in runtime:  # a soname: where the dynamic linker looks first
+        dirs = [d for d in os.environ.get("LD_LIBRARY_PATH", "").split(os.pathsep) if d]
+        runtime = next((os.path.join(d, runtime) for d in dirs if os.path.isfile(os.path.join(d, runtime))), None)
+    if not isinstance(runtime, str) or not os.path.isfile(runtime):
+        return False
+    try:
+        with open(runtime, "rb") as fh:
+            return STANDIN_MARK in fh.read(64 * 1024 * 1024)
+    except OSError:
+        return False
 
 
 def _version_text(v: object) -> str:
@@ -440,6 +484,11 @@ class CudaBackend(Backend):
         """See :func:`classify`."""
         return {name: classify(report) for name in shims}
 
+    def run_states(self, report, shims, argv, wrapped=False):
+        """See :func:`classify`, with the program's file read (:func:`capshim.program.inspect`)."""
+        prog = program.inspect(argv[0]) if argv else None
+        return {name: classify(report, prog=prog, wrapped=wrapped) for name in shims}
+
     def probe(self, profile=None, simulate=None, device=0, compare=False):
         """See :func:`probe`; with ``compare``: ``{"stock", "shimmed", "differences"}``.
 
@@ -450,7 +499,7 @@ class CudaBackend(Backend):
             return probe(profile, device=device)
         if profile is None:
             raise UsageError("--compare needs --profile (the shimmed side)")
-        stock, shimmed = probe(None, device=device), probe(profile, device=device)
+        stock, shimmed = _named(probe(None, device=device)), _named(probe(profile, device=device))
         return {"stock": stock, "shimmed": shimmed, "differences": answer_differences(stock, shimmed)}
 
     def verify(self, shim: Path | None = None) -> list[dict]:
@@ -470,77 +519,13 @@ class CudaBackend(Backend):
         return data
 
 
-def program_notes(profile: Profile | None, argv: list[str], stock=None) -> list[str]:
-    """What ``capshim run`` says about the program before it starts (issue 22, "honest limits").
-
-    - A statically linked CUDA runtime (:func:`capshim.cuda_binary.static_runtime`, nvcc's
-      default): ``LD_PRELOAD`` cannot reach its calls, so a run of it stays inert (never a result).
-    - The CUDA code the program itself embeds (:func:`capshim.cuda_binary.embedded_architectures`):
-      what was lowered and what the code was built for (:func:`capshim.cuda_binary.status_line`);
-      a lower answer changes what the program chooses, the kernels still run as built.
-
-    Args:
-        profile: the ``--profile``; argv: the command; stock: a callable returning the device's
-            stock answers (:meth:`CudaBackend.stock_answers`), asked only when the program embeds
-            CUDA code; its failure (no device) leaves the stock capability out of the sentence.
-
-    Returns:
-        Sentences, each naming the program; none for a program without CUDA code of its own (a
-        Python interpreter: the libraries it loads later are not read here).
-    """
-    if not argv:
-        return []
-    exe = argv[0] if "/" in argv[0] else shutil.which(argv[0])
-    if exe is None or not os.path.isfile(exe):
-        return []
-    out = []
-    if cuda_binary.static_runtime(exe):
-        out.append(f"{argv[0]} links the CUDA runtime statically (nvcc's default, -cudart static): LD_PRELOAD "
-                   "cannot reach its calls, so the shim stays inert for it and a run of it is no shim result; "
-                   "build it with -cudart shared")
-    targets = cuda_binary.embedded_architectures(exe)
-    if not targets or not (targets.sass or targets.ptx):
-        return out
-    lowered = profile.capabilities.get("computeCapability") if profile is not None else None
-    have = None
-    if stock is not None:
-        try:
-            have = (stock().get("capabilities") or {}).get("computeCapability")
-        except CapshimError:
-            have = None
-    if isinstance(have, int):
-        out.append(f"{argv[0]}: {cuda_binary.status_line(have, lowered, targets)}")
-    else:
-        answer = f"answers compute capability {lowered // 10}.{lowered % 10}; " if isinstance(lowered, int) else ""
-        out.append(f"{argv[0]}: {answer}code built for {targets.text()}")
-    return out
-
-
-def _unreachable(exe: str) -> str | None:
-    """Why ``LD_PRELOAD`` cannot load the shim into the program file ``exe``, or None (it can, or
-    the file is not an ELF file capshim reads). ld.so(8): in secure-execution mode (a set-user-ID
-    or set-group-ID program that changes the user or group) LD_PRELOAD is ignored, and a program
-    without a dynamic linker (PT_INTERP, statically linked) loads no shared library at all."""
-    binary = cuda_binary._elf(Path(exe))
-    if binary is None:  # a script (the kernel ignores set-user-ID there), or no ELF file capshim reads
-        return None
-    try:
-        st_ = os.stat(exe)
-    except OSError:
-        return None
-    if (st_.st_mode & stat.S_ISUID and st_.st_uid != os.getuid()) or \
-            (st_.st_mode & stat.S_ISGID and st_.st_gid != os.getgid()):
-        return "is set-user-ID or set-group-ID: the dynamic linker ignores LD_PRELOAD for it (secure execution)"
-    if not binary.has_interpreter and not binary.libraries:  # -static and -static-pie
-        return "is statically linked (no dynamic linker): LD_PRELOAD cannot load the shim into it"
-    return None
-
-
 def nvml_notes(profile: Profile | None, argv: list[str]) -> list[str]:
     """What ``capshim run`` says once, before the program starts, about the NVML door (issue 27).
 
-    - A program ``LD_PRELOAD`` cannot reach (:func:`_unreachable`: set-user-ID, static): none of
-      its CUDA or NVML answers (nvidia-smi's ``compute_cap`` included) can be lowered.
+    - A program the dynamic linker will not load the shim into
+      (:func:`capshim.backends.cuda_program.unreachable`: secure-execution mode, statically
+      linked, another ELF class): none of its CUDA or NVML answers (nvidia-smi's ``compute_cap``
+      included) can be lowered. The one sentence run prints about it.
     - ``nvidia-smi``: which of its answers the shim lowers through NVML and which stay the device's.
 
     Returns:
@@ -548,19 +533,22 @@ def nvml_notes(profile: Profile | None, argv: list[str]) -> list[str]:
     """
     if profile is None or not argv:
         return []
-    exe = argv[0] if "/" in argv[0] else shutil.which(argv[0])
-    if exe is None or not os.path.isfile(exe):
+    prog = program.inspect(argv[0])
+    if prog.path is None or prog.kind in ("missing", "folder", "special"):
         return []
-    why = _unreachable(exe)
+    why = unreachable(prog)
     if why is not None:
-        return [f"{argv[0]} {why}; its CUDA and NVML answers stay the device's (nothing is lowered)"]
-    if Path(exe).name == "nvidia-smi":
-        return [f"{argv[0]}: through NVML the shim lowers compute_cap, the multiprocessor count, the architecture "
-                "and, with deviceName, the name; memory, clocks, PCI ids and every other answer are the device's"]
+        return [f"the shim cannot load: {why}; its CUDA and NVML answers stay the device's (nothing is lowered)"]
+    if Path(prog.path).name == "nvidia-smi":
+        return [f"{program.show(argv[0])}: through NVML the shim lowers compute_cap, the multiprocessor count, the "
+                "architecture and, with deviceName, the name; memory, clocks, PCI ids and every other answer are "
+                "the device's"]
     return []
 
 
 BACKEND = CudaBackend()
 
 __all__ = ["build", "build_paths", "render_config", "launch_env", "preload_value", "probe", "classify", "verify",
-           "standin_env", "find_runtime", "program_notes", "nvml_notes", "CudaBuild", "CudaBackend", "BACKEND", "LIBRARY", "PROBE", "EXPORTS", "SHIM"]
+           "unreachable", "no_call", "standin_env", "find_runtime", "is_standin", "STANDIN_MARK", "program_notes",
+           "nvml_notes", "CudaBuild",
+           "CudaBackend", "BACKEND", "LIBRARY", "PROBE", "EXPORTS", "SHIM"]

@@ -1,6 +1,6 @@
 """The Vulkan backend: the capshim layer (two roles), its configuration, and the probe.
 
-The layer library (``native/vulkan/layer.c``) is enabled for one process
+The layer library (``native/vulkan/layer*.c``) is enabled for one process
 through the Vulkan loader's own variables: ``VK_ADD_LAYER_PATH`` (the folder
 of our two manifests) and ``VK_INSTANCE_LAYERS`` (Vulkan loader,
 LoaderInterfaceArchitecture.md, "Table of Debug Environment Variables"); the
@@ -38,7 +38,7 @@ from pathlib import Path
 from capshim import __version__, jsonread, paths, profiles
 from capshim import status as st
 from capshim.backends import Backend, answer_differences, run_probe, vkloader
-from capshim.errors import CapshimError, UsageError
+from capshim.errors import EXIT_WORKLOAD, CapshimError, UsageError
 from capshim.native import build as nb
 from capshim.profiles import Profile, format_version
 from capshim.profiles.model import encode_device_name
@@ -48,8 +48,13 @@ LAYER_DEVICE = "VK_LAYER_CAPSHIM_device"
 ROLES = {"app": (LAYER_APP, "CAPSHIM_VK_APP_CONFIG"), "device": (LAYER_DEVICE, "CAPSHIM_VK_DEVICE_CONFIG")}
 LIBRARY = "libcapshim_vulkan.so"
 PROBE = "capshim-vk-probe"
-SOURCES = ["layer.c", "config.c", "status.c", "probe.c", "fuzz_config.c", "caps_table.h", "config.h", "devname.h",
-           "status.h"]
+#: The layer's own files (native/vulkan); the build adds every file of native/common (nb.COMMON_FILES).
+LAYER_SOURCES = ["layer.c", "layer_settings.c", "layer_answers.c", "layer_enforce.c", "layer_tool.c"]
+SOURCES = [*LAYER_SOURCES, "layer.h", "probe.c", "caps_table.h", "fuzz_keys.h"]
+
+
+def _source_paths() -> list[Path]:
+    return [nb.source_dir("vulkan") / s for s in SOURCES] + nb.common_sources()
 
 
 @dataclass(frozen=True)
@@ -90,7 +95,7 @@ def _manifest(layer: str, role: str) -> dict:
             "implementation_version": str(nb.version_number()),  # capshim.__version__, the one version
             "description": f"capshim {__version__} capability layer, {role} role",
             # The loader answers vkEnumerateDeviceExtensionProperties(pLayerName) from this list;
-            # the layer implements the entry point (layer.c, "Tooling info"). The Khronos Profiles
+            # the layer implements the entry point (layer_tool.c). The Khronos Profiles
             # layer's manifest (Vulkan-Profiles, layer/VkLayer_khronos_profiles.json.in) and the
             # validation layer's list it the same way.
             "device_extensions": [{"name": "VK_EXT_tooling_info", "spec_version": "1",
@@ -108,7 +113,7 @@ def _commands(cc: str) -> dict[str, list[str]]:
     common = [cc, "-std=gnu11", "-O2", "-g", *nb.WARNINGS, nb.VERSION_DEFINE]
     return {
         LIBRARY: [*common, "-fPIC", "-fvisibility=hidden", "-shared", "-Wl,-z,defs", "-o", LIBRARY,
-                  "layer.c", "config.c", "status.c", "-lpthread"],
+                  *LAYER_SOURCES, "config.c", "status.c", "-lpthread"],
         PROBE: [*common, "-o", PROBE, "probe.c", "config.c", "status.c", "-lvulkan", "-lpthread"],
         "fuzz_config": [*common, "-O1", "-fsanitize=address,undefined", "-fno-sanitize-recover=all",
                         "-o", "fuzz_config", "fuzz_config.c", "config.c"],
@@ -121,9 +126,8 @@ def build_paths() -> VulkanBuild:
     Raises:
         OSError: a source cannot be read.
     """
-    src = nb.source_dir("vulkan")
     # The manifest layout is part of the build: bump it when _manifest or the folders change.
-    final = nb.build_dir("vulkan", [src / s for s in SOURCES],
+    final = nb.build_dir("vulkan", _source_paths(),
                          [*_commands(nb.compiler()).values(), ["manifest-layout", "6"]])
     return VulkanBuild(final, final / LIBRARY, final / PROBE, final / "fuzz_config")
 
@@ -140,7 +144,6 @@ def build(force: bool = False, repair: bool = True) -> VulkanBuild:
         BuildError: no compiler, missing Vulkan headers (libvulkan-dev), or a
             compile error; the message names the command.
     """
-    src = nb.source_dir("vulkan")
     cmds = _commands(nb.compiler())
     result = build_paths()
     final = result.dir
@@ -152,8 +155,8 @@ def build(force: bool = False, repair: bool = True) -> VulkanBuild:
         raise CapshimError("Vulkan headers not found (/usr/include/vulkan/vulkan.h): "
                            "install libvulkan-dev (./setup.sh does)")
     with nb.staging(final) as tmp:  # never left behind; a full cache disk is exit 4 naming the file
-        for s in SOURCES:
-            (tmp / s).write_bytes((src / s).read_bytes())
+        for src in _source_paths():
+            (tmp / src.name).write_bytes(src.read_bytes())
         for cmd in cmds.values():
             nb.run_compiler(cmd, tmp)
         for role, (layer, _env) in ROLES.items():
@@ -248,7 +251,7 @@ in its VK_EXT_tooling_info description."""
 
 
 def render_config(profile: Profile) -> str:
-    """The layer's key=value configuration for a Vulkan profile (format: native/vulkan/config.h)."""
+    """The layer's key=value configuration for a Vulkan profile (format: native/common/config.h)."""
     if profile.api != "vulkan":
         raise UsageError(f"profile {profile.source}: api is '{profile.api}', the Vulkan layer needs 'vulkan'")
     lines = [f"# capshim profile {profile.name} version {profile.version} sha256 {profile.sha256}",
@@ -387,7 +390,7 @@ def probe(profile: Profile | None = None, simulate: Profile | None = None, devic
             if "no Vulkan device with index" in data["error"]:
                 raise UsageError(f"--device {device}: {data['error']}")
             raise CapshimError(f"Vulkan probe: {data['error']} (is a Vulkan driver installed? "
-                               "try: vulkaninfo --summary)", exit_code=1)
+                               "try: vulkaninfo --summary)", exit_code=EXIT_WORKLOAD)
         report = st.read(status_file)
         asked = requested_layers(profile, simulate)
         data["shim"] = {layer: classify(report, layer, requested=layer in asked).to_dict()

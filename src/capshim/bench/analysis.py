@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
-from capshim.bench import attest, llamabench, stats
+from capshim.bench import answers, attest, llamabench, stats
 from capshim.summary import NOT_SHIM_STATES, OFF_DEVICE_STATES, SCHEMA, STATES, AnalysisError, run_failed
 from capshim.summary import load as load_summary
 
@@ -123,7 +123,7 @@ def analyze(records: list[dict], arms: dict, baseline: str, host: dict | None = 
 
     Returns:
         ``{"schema", "baseline", "tests": [series], "method", "host": {...} | None,
-        "arms": {name: {"spec", "state", "path", "runs", "shim_result", "path_unchanged",
+        "arms": {name: {"spec", "state", "path", "runs", "shim_result", "answers" (:func:`capshim.bench.answers.arm_answers`), "path_unchanged",
         "output_check", "device_check" / "reach_check" (only for a cpu-backend or off-device arm / an arm
         whose output shows the shim did not reach the application: why), "flags": [str],
         "tests": {series: {"n" (samples), "processes", "repetitions" (median per process), "repetitions_range", "median" (median of the
@@ -173,9 +173,9 @@ def analyze(records: list[dict], arms: dict, baseline: str, host: dict | None = 
                 _drop_off_device(per_test[t], name, baseline, host, off)
                 all_warnings += [{"arm": name, "test": t, "warning": w} for w in per_test[t]["warnings"]]
         out_arms[name] = {"spec": arm.get("spec") or {}, "state": state, "path": arm.get("path") or {},
-                          "runs": list(arm.get("runs") or []), "shim_result": state == "active",
-                          "path_unchanged": unchanged, "output_check": arm.get("output_check"), "flags": flags,
-                          "tests": per_test, **{k: arm[k] for k in ("device_check", "reach_check") if arm.get(k)}}
+                          "runs": list(arm.get("runs") or []), "shim_result": state == "active", "flags": flags,
+                          "answers": answers.arm_answers(arm.get("runs") or [], arm.get("spec") or {}), **_checks(arm),
+                          "path_unchanged": unchanged, "output_check": arm.get("output_check"), "tests": per_test}
     return {
         "schema": SCHEMA,
         "baseline": baseline,
@@ -192,6 +192,11 @@ def analyze(records: list[dict], arms: dict, baseline: str, host: dict | None = 
         "warnings": all_warnings,
         "notes": [f"warning: {w}" for w in [*(bench_warnings or []), *off.values()]] + list(notes or []),
     }
+
+
+def _checks(arm: dict) -> dict:
+    """An arm's ``device_check`` / ``reach_check`` (why it is not a result), where it has one."""
+    return {k: arm[k] for k in ("device_check", "reach_check") if arm.get(k)}
 
 
 def _off_device(arms: dict) -> dict[str, str]:

@@ -8,6 +8,7 @@ Spelling (``--arm NAME=SPEC``)::
     vm-unlocked=simulate:vulkan-paravirt,profile:restore
     shimmed=profile:metal-apple9
     mine=profile:./my-profile.toml
+    khr=simulate:roadmap.json#VP_KHR_roadmap_2022   a Khronos Vulkan Profiles file (below)
     aa=identity                  A/A: the app layer active, answering exactly the stock values
 
 ``profile:restore`` is resolved after a stock probe: a raise profile that
@@ -20,6 +21,13 @@ For an API whose shim has no device role (CUDA: lower-only), the A/A arm's
 profile answers the stock value of every key the bench's other profiles of
 that API set (:func:`identity_profile`). Every API question goes through its
 backend (:func:`capshim.backends.get`): nothing here tests an API's name.
+
+Profiles load through the one loader of ``run`` and ``probe``
+(:func:`capshim.profiles.roles.place_all`). A Khronos Vulkan Profiles file
+(``FILE.json[#NAME]``, required profiles from its folder) is read at once and
+split per answer against the device after the stock probe
+(:func:`resolve_pending`): its lower part simulates, its raise part (if any)
+is the arm's profile.
 """
 
 from __future__ import annotations
@@ -33,7 +41,7 @@ from capshim import backends, profiles
 from capshim.contracts import names
 from capshim.contracts.suggest import closest
 from capshim.errors import UsageError
-from capshim.profiles import Profile, ondevice
+from capshim.profiles import Profile, khronos, ondevice, roles
 from capshim.profiles.catalog import KEYS
 
 RESTORE = "restore"
@@ -53,6 +61,8 @@ class Arm:
         restore: True when the profile is ``restore`` and still to be resolved.
         identity: True for an A/A arm (app layer answering the stock values); its
             profile is resolved from a stock probe.
+        pending: role -> reference, when a Khronos file is among them: placed after the stock
+            probe (:func:`resolve_pending`); None otherwise.
     """
 
     name: str
@@ -60,11 +70,13 @@ class Arm:
     simulate: Profile | None = None
     restore: bool = False
     identity: bool = False
+    pending: dict | None = None
 
     @property
     def shimmed(self) -> bool:
         """Whether any shim is asked for."""
-        return self.profile is not None or self.simulate is not None or self.restore or self.identity
+        return (self.profile is not None or self.simulate is not None or self.restore or self.identity
+                or bool(self.pending))
 
     def spec(self) -> dict:
         """What the arm runs with, for metadata.json and summary.json."""
@@ -102,22 +114,29 @@ def parse(option: str) -> Arm:
     if spec.strip() == IDENTITY:
         arm.identity = True
         return arm
+    refs: dict[str, str] = {}
     for item in spec.split(","):
         role, sep, ref = item.partition(":")
-        if not sep or role not in ("profile", "simulate") or not ref:
-            hint = closest(role, ("profile", "simulate")) if sep and ref else None
+        if not sep or role not in roles.ROLES or not ref:
+            hint = closest(role, roles.ROLES) if sep and ref else None
             hint = f" (did you mean '{hint}:{ref}'?)" if hint else ""
             raise UsageError(f"--arm {option!r}: item {item!r} is not profile:P or simulate:P{hint}")
-        if (role == "profile" and (arm.profile or arm.restore)) or (role == "simulate" and arm.simulate):
+        if role in refs or (role == "profile" and arm.restore):
             raise UsageError(f"--arm {option!r}: {role} given twice")
         if role == "profile" and ref == RESTORE:
             arm.restore = True
             continue
-        try:
-            prof = profiles.load(ref)
-        except profiles.ProfileError as exc:
-            raise UsageError(f"--arm {option!r}: {exc}") from None
-        setattr(arm, role, prof)
+        refs[role] = ref
+    if any(khronos.is_khronos_ref(r) for r in refs.values()):
+        for role, ref in refs.items():  # read now: a bad file is exit 2 before any probe
+            try:
+                khronos.read(ref) if khronos.is_khronos_ref(ref) else profiles.load(ref)
+            except profiles.ProfileError as exc:
+                raise UsageError(f"--arm {option!r}: {role}: {exc}") from None
+        arm.pending = refs
+        return arm
+    slots, _ = _place(arm.name, refs, option, _no_device)
+    arm.profile, arm.simulate = slots["profile"], slots["simulate"]
     if arm.restore and arm.simulate is None:
         raise UsageError(f"--arm {option!r}: profile:restore needs simulate:P (it restores what P lowers)")
     if arm.simulate is not None and not backends.get(arm.simulate.api).can_simulate:
@@ -127,6 +146,43 @@ def parse(option: str) -> Arm:
     if arm.profile is not None and arm.simulate is not None and arm.profile.api != arm.simulate.api:
         raise UsageError(f"--arm {option!r}: profile and simulate are for different APIs")
     return arm
+
+
+def _no_device(ref: str, spelling: str) -> dict:
+    raise AssertionError(f"{spelling}{ref}: a TOML profile needs no device")  # place_all asks only for Khronos
+
+
+def _place(name: str, refs: dict, option: str, stock) -> tuple[dict, list[str]]:
+    """The one loader (:func:`capshim.profiles.roles.place_all`) for one arm's references."""
+    try:
+        return roles.place_all(refs, {"profile": "profile:", "simulate": "simulate:"}, stock, profiles.load)
+    except roles.RoleError as exc:
+        raise UsageError(f"--arm {option!r}: {exc}") from None
+
+
+def resolve_pending(arm: Arm, stock: dict) -> list[str]:
+    """Place an arm's references that include a Khronos file, against the device's stock answers
+    (``capshim probe --json`` form); returns the lines for stderr (where each part went, what the
+    layer does not answer).
+
+    Raises:
+        UsageError: a file that needs both roles while the arm gives the other; ``profile:restore``
+            over a Khronos file with no answer at or below the device (nothing to restore).
+    """
+    if not arm.pending:
+        return []
+    option = f"{arm.name}=" + ",".join(f"{r}:{ref}" for r, ref in arm.pending.items())
+    slots, lines = _place(arm.name, arm.pending, option, lambda ref, spelling: stock)
+    arm.profile, arm.simulate, arm.pending = slots["profile"], slots["simulate"], None
+    if arm.restore and arm.simulate is None:
+        raise UsageError(f"--arm {option!r}: profile:restore needs simulate:P with answers at or below the "
+                         "device (it restores what P lowers)")
+    if arm.restore and arm.profile is not None:
+        raise UsageError(f"--arm {option!r}: the Khronos file also raises answers (the app role): profile:restore "
+                         "cannot take that role too")
+    if arm.profile is not None and arm.simulate is not None and arm.profile.api != arm.simulate.api:
+        raise UsageError(f"--arm {option!r}: profile and simulate are for different APIs")
+    return [f"arm {arm.name}: {line}" for line in lines]
 
 
 def default_arms(platform: str) -> tuple[list[Arm], str, str | None]:

@@ -62,6 +62,8 @@ from __future__ import annotations
 
 import re
 
+from capshim import summary
+
 __all__ = ["parse_path", "parse_ncnn", "parse_cuda", "SDPA_KERNELS", "sdpa_backend", "sdpa_kernel", "REACHES",
            "unreached", "path_key", "same_path", "VULKAN_FORMATS", "names_device", "cpu_backend",
            "device_state", "vulkan_failure", "OFF_DEVICE", "CPU_BACKEND"]
@@ -431,7 +433,7 @@ def same_path(a: dict, b: dict) -> bool | None:
 
 #: Arm states (:data:`capshim.summary.STATES`) of a run whose own output does not show it ran on the
 #: probed device: llama.cpp ran on its CPU backend, or on another device / no device it names.
-CPU_BACKEND, OFF_DEVICE = "cpu-backend", "off-device"
+CPU_BACKEND, OFF_DEVICE = summary.CPU_BACKEND, summary.OFF_DEVICE  # the states, named once
 #: The most of one run's stderr read for :func:`device_state` (bytes): llama.cpp's device and
 #: buffer lines come in its first few KiB.
 MAX_STDERR_READ = 16 << 20

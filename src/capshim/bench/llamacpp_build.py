@@ -31,6 +31,7 @@ from pathlib import Path
 
 from capshim import paths
 from capshim.errors import BuildError
+from capshim.contracts import messages
 
 #: The pinned ``llama-cpp-python`` release whose vendored llama.cpp we build.
 LLAMA_CPP_PYTHON_VERSION = "0.3.36"
@@ -54,7 +55,7 @@ def default_cache_dir() -> Path:
 
 
 def _say(msg: str) -> None:
-    print(f"capshim: llama-bench build: {msg}", file=sys.stderr, flush=True)
+    messages.emit(f"llama-bench build: {msg}")
 
 
 #: Seconds between two progress lines of a long build step (at most; a new tenth of the build sooner).

@@ -36,9 +36,10 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from capshim.contracts.numbers import AA_BAND_PCT
 from capshim.contracts.suggest import closest
+from capshim.contracts.verdict import UNRELIABLE, harness_check
 from capshim.errors import CapshimError, UsageError
-from capshim.summary import bounds as summary_bounds
 
 __all__ = ["Metric", "MetricError", "parse_spec", "json_path", "annotate", "TOK_S", "CONTROL_SUFFIX",
            "control_test"]
@@ -220,7 +221,8 @@ def annotate(summary: dict, metrics: dict[str, Metric], controls: list[str] | No
         what a process's samples are when a test is not tok/s; for lower-is-better tests
         ``speedup``, ``pct_of_host`` and the A/A ratio (``aa.tests``) inverted (baseline/arm); ``"controls": {name: {"expectation":
         "no change", "tests": [test], "arms": {arm: {test: {"ratio", "ci95", "moved": bool}}}}}``
-        (``moved``: the 95% interval, or below 5 processes the range, excludes 1.00x); a flag on each arm whose control moved, and
+        (``moved``: the harness check fails, :func:`capshim.contracts.verdict.harness_check`: the 95%
+        interval, or below 5 processes the range, excludes 1.00x or leaves +-5%); a flag on each arm whose control moved, and
         ``"notes"`` ([str]) the report prints under the table.
     """
     summary["metrics"] = {t: (metrics.get(t) or TOK_S).to_dict() for t in summary.get("tests") or []}
@@ -255,16 +257,18 @@ def annotate(summary: dict, metrics: dict[str, Metric], controls: list[str] | No
                 sp = (arm.get("tests") or {}).get(t, {}).get("speedup")
                 if not sp or arm_name == summary.get("baseline"):
                     continue
-                ci, b = sp.get("ci95"), summary_bounds(sp)  # below 5 processes: the range
-                moved = bool(b) and not (b[0] <= 1.0 <= b[1])
-                per_arm.setdefault(arm_name, {})[t] = {"ratio": sp["value"], "ci95": ci, "moved": moved}
+                # the harness check of the A/A arm (below 5 processes: the range): a control that
+                # should not move but excludes 1.00x or leaves +-5% says the harness is unreliable here
+                h = harness_check(sp)
+                moved = h is not None and not h.reliable
+                per_arm.setdefault(arm_name, {})[t] = {"ratio": sp["value"], "ci95": sp.get("ci95"), "moved": moved}
                 if moved:
-                    shown = f"[{ci[0]:.2f}–{ci[1]:.2f}]" if ci else f"(range {b[0]:.2f}–{b[1]:.2f})"
                     arm.setdefault("flags", []).append(
-                        f"control {name} moved: {sp['value']:.2f}x {shown} excludes 1.00x (expected no change)")
+                        f"control {name} moved: {sp['value']:.2f}x, {h.why} (expected no change): {UNRELIABLE}")
         out_controls[name] = {"expectation": "no change", "tests": tests, "arms": per_arm}
     if out_controls:
         summary["controls"] = out_controls
         notes.append(f"control workloads ({', '.join(out_controls)}): expectation no change (1.00x); "
-                     "a control whose 95% interval (below 5 processes: range) excludes 1.00x is flagged")
+                     f"a control whose 95% interval (below 5 processes: range) excludes 1.00x or leaves +-{AA_BAND_PCT:g}% "
+                     "is flagged")
     return summary

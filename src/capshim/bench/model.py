@@ -41,8 +41,8 @@ import tempfile
 import zlib
 from pathlib import Path
 
-import numpy as np
-
+# numpy is imported in the functions that use it (writing a model): the CLI imports this module for the
+# presets' names, and capshim's small commands must not pay for numpy (tests/test_import_cost.py).
 from capshim import paths
 from capshim.contracts.suggest import did_you_mean
 
@@ -233,11 +233,13 @@ def _locked(lock_path: Path):
 
 def _rng(p: Preset, name: str) -> np.random.PCG64:
     # One independent stream per tensor: SeedSequence and PCG64 are stable.
+    import numpy as np
     return np.random.PCG64(np.random.SeedSequence([p.seed, zlib.crc32(name.encode())]))
 
 
 def _uniform(p: Preset, name: str, shape: tuple[int, ...], std: float) -> np.ndarray:
     """Uniform floats with mean 0 and standard deviation ``std``, as float32."""
+    import numpy as np
     n = int(np.prod(shape))
     raw = _rng(p, name).random_raw((n + 1) // 2)
     u32 = raw.view(np.uint32)[:n]
@@ -248,6 +250,7 @@ def _uniform(p: Preset, name: str, shape: tuple[int, ...], std: float) -> np.nda
 
 def _permutation(p: Preset, name: str, n: int) -> np.ndarray:
     """A deterministic permutation of ``range(n)`` (Fisher-Yates on raw PCG64 bits)."""
+    import numpy as np
     raw = _rng(p, name).random_raw(n)
     perm = np.arange(n, dtype=np.int64)
     for i in range(n - 1, 0, -1):
@@ -259,6 +262,7 @@ def _permutation(p: Preset, name: str, n: int) -> np.ndarray:
 def chain_tokens(p: Preset) -> np.ndarray:
     """Token ids of the successor cycle: ``[3, 3 + chain_size)`` (all ordinary
     tokens when ``chain_size`` is None)."""
+    import numpy as np
     n = p.n_vocab - N_SPECIAL if p.chain_size is None else min(p.chain_size, p.n_vocab - N_SPECIAL)
     return np.arange(N_SPECIAL, N_SPECIAL + n, dtype=np.int64)
 
@@ -269,6 +273,7 @@ def successor_map(p: Preset) -> dict[int, int]:
     The chain tokens form one cycle in a random (seeded) order, so greedy
     decoding from any chain token walks the whole cycle.
     """
+    import numpy as np
     chain = chain_tokens(p)
     order = chain[_permutation(p, "successor", len(chain))]
     return {int(a): int(b) for a, b in zip(order, np.roll(order, -1))}
@@ -338,6 +343,7 @@ def _block_values(p: Preset, i: int) -> dict[str, np.ndarray]:
     scaled so that all blocks together add about ``residual_ratio`` times the
     embedding's RMS.
     """
+    import numpy as np
     d, hd, nkv = p.n_embd, p.head_dim, p.n_head_kv
     b = f"blk.{i}."
     per_write = p.residual_ratio / np.sqrt(2 * p.n_layer)
@@ -360,12 +366,14 @@ def _block_values(p: Preset, i: int) -> dict[str, np.ndarray]:
 
 
 def _rms_norm(x: np.ndarray, eps: float = RMS_EPS) -> np.ndarray:
+    import numpy as np
     return x / np.sqrt(np.mean(x * x, axis=-1, keepdims=True) + eps)
 
 
 def _forward_block(p: Preset, x: np.ndarray, w: dict[str, np.ndarray], i: int) -> np.ndarray:
     """One llama block (``llm_build_llama``) for tokens alone at position 0,
     where attention returns the token's own value vector."""
+    import numpy as np
     b = f"blk.{i}."
     n = len(x)
     xn = _rms_norm(x) * w[b + "attn_norm.weight"]
@@ -382,6 +390,7 @@ def _output_values(p: Preset, phi: np.ndarray) -> np.ndarray:
     """``output.weight``: row succ(t) is the unit final hidden state of chain
     token t (``phi``, in ``chain_tokens`` order) times ``logit_scale``; rows of
     tokens outside the chain are 0, so they never win."""
+    import numpy as np
     chain = chain_tokens(p)
     succ = successor_map(p)
     unit = phi / np.linalg.norm(phi, axis=1, keepdims=True)
@@ -394,6 +403,7 @@ def _output_values(p: Preset, phi: np.ndarray) -> np.ndarray:
 def _encode(values: np.ndarray, type_name: str) -> tuple[np.ndarray, np.ndarray]:
     """Values -> (array to write, the float32 values llama.cpp will see), with
     ``gguf.quants`` (quantize, then dequantize for the writer's own forward)."""
+    import numpy as np
     from gguf import GGMLQuantizationType, quants
 
     if type_name == "F32":
@@ -460,6 +470,7 @@ def write_model(p: Preset, path: Path, workers: int | None = None) -> None:
         ValueError: a quantized row length is not a multiple of 32.
         OSError: the file cannot be written.
     """
+    import numpy as np
     import gguf
     from gguf import GGMLQuantizationType, LlamaFileType
 

@@ -17,7 +17,6 @@ table says that no speed effect is expected there.
 from __future__ import annotations
 
 import os
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -30,19 +29,19 @@ from capshim.bench.request import MODEL, BenchRequest, Defaults, defaults_for
 from capshim.bench.workloads import builtin, command, ncnn, torch_sdpa
 from capshim.bench.workloads.base import Workload
 from capshim.bench.workloads.llama_bench import llama_bench_workload
+from capshim.contracts import messages
+from capshim.contracts.names import device_label
 from capshim.contracts.suggest import did_you_mean
 from capshim.errors import UsageError
-from capshim.profiles import ondevice
-from capshim.summary import OFF_DEVICE_STATES, run_failed
+from capshim.profiles import khronos, ondevice
 
-CPU_NOTE = ("{device} is a CPU device: the capabilities change which kernels llama.cpp picks (the path "
-            "columns) but no speed effect is expected; the default is short here (fewer processes and "
-            "repetitions) and shows the mechanism and the evidence chain, not a speed-up")
+CPU_NOTE = ("{device} is a CPU device: the answers change which kernels llama.cpp picks, not its speed; "
+            "the default is short here and shows the mechanism and the evidence chain")
 #: The same for a workload other than llama.cpp (``--metric``, ``--workload ncnn``).
 #: The GPU API each built-in workload's path goes through (a backend name): the device the bench probes.
 WORKLOAD_API = {"ncnn": "vulkan", "torch-sdpa": torch_sdpa.API}
-CPU_NOTE_OTHER = ("{device} is a CPU device: the capabilities change which code paths the program takes "
-                  "but no speed effect is expected; the bench shows the mechanism and the evidence chain")
+CPU_NOTE_OTHER = ("{device} is a CPU device: the answers change which code paths the program takes, not "
+                  "its speed; the bench shows the mechanism and the evidence chain")
 
 
 @dataclass
@@ -91,6 +90,7 @@ def device_api(arms: list[Arm], workload: str | None, command: bool, platform: s
     if workload in WORKLOAD_API:
         return WORKLOAD_API[workload]
     apis = [p.api for a in arms for p in (a.profile, a.simulate) if p is not None]
+    apis += [khronos.API for a in arms if a.pending]  # a Khronos Vulkan Profiles file, placed on the device
     if apis:
         return apis[0]
     if not command or any(a.restore or a.identity for a in arms):
@@ -122,6 +122,9 @@ def make_plan(req: BenchRequest, platform: str) -> Plan:
         torch_sdpa.shape_dims(req.shape)  # a bad shape is exit 2 before the device is probed
     api = device_api(arms, req.workload, bool(argv), platform)
     device, extra_env, devices = _resolve_on_device(arms, api) if api is not None else (None, {}, [])
+    if any(a.pending for a in arms):  # placed only on the Vulkan device
+        raise UsageError(f"--arm {next(a.name for a in arms if a.pending)}: a Khronos Vulkan Profiles file is "
+                         f"split against the {khronos.API} device, and this bench probes the {api} device")
     cpu = device is not None and device.get("type") == "cpu"
     workload, d = _workload(req, cpu, device)
     notes = [(CPU_NOTE if workload.kind in ("builtin", "llama-bench") else CPU_NOTE_OTHER)
@@ -140,7 +143,7 @@ def make_plan(req: BenchRequest, platform: str) -> Plan:
             raise UsageError(f"--control: names must be unique ({', '.join(names)})")
         for c in workload.controls:
             c.env.update(extra_env)
-    title = "capshim bench" + (f" — {device['name']}" if device else "")
+    title = "capshim bench" + (f" — {device_label(device)}" if device else "")  # a stand-in says so
     defaults = None
     n_prompt = req.n_prompt or d.n_prompt
     if d.precision and req.repetitions is None and n_prompt:
@@ -205,6 +208,9 @@ def _resolve_on_device(arms: list[Arm], api: str) -> tuple[dict | None, dict[str
     backend = backends.get(api)
     stock = backend.stock_answers()
     if stock is None:
+        if api == khronos.API and any(a.pending for a in arms):
+            raise UsageError(f"--arm: a Khronos profile is split per answer against the device, and "
+                             f"{backend.shim_label} cannot probe it here")
         if any(a.identity or a.restore for a in arms):
             raise UsageError(f"--aa / NAME=identity / profile:restore: {backend.shim_label} cannot probe the "
                              "device's own answers here, so no A/A or restore profile can be made")
@@ -215,6 +221,8 @@ def _resolve_on_device(arms: list[Arm], api: str) -> tuple[dict | None, dict[str
         extra_env["GGML_VK_VISIBLE_DEVICES"] = str(index)
     said: dict[str, list[str]] = {}  # warning -> the arms it applies to
     for a in arms:
+        for line in arms_mod.resolve_pending(a, chosen) if api == khronos.API else []:  # Khronos: on this device
+            print(f"capshim: {line}", file=sys.stderr)
         if a.restore:
             a.profile = ondevice.restore_profile(chosen, a.simulate)
             a.restore = False
@@ -238,11 +246,10 @@ def _resolve_on_device(arms: list[Arm], api: str) -> tuple[dict | None, dict[str
                 and not a.profile.source.startswith("generated:"):
             over = [str(b) for b in ondevice.beyond_device(a.profile, chosen)]
             if over:
-                print(f"capshim: warning: arm {a.name}: profile {a.profile.source} answers more than "
-                      f"{chosen['device']['name']} has: {'; '.join(over[:6])}"
-                      + (f" (+{len(over) - 6} more)" if len(over) > 6 else ""), file=sys.stderr)
+                messages.emit(f"arm {a.name}: profile {a.profile.source} answers more than "
+                              f"{chosen['device']['name']} has: " + messages.summarise(over, sep="; "), "warning")
     for message, names in said.items():  # once per profile, naming every arm it applies to
-        print(f"capshim: warning: arm{'s' if len(names) > 1 else ''} {', '.join(names)}: {message}", file=sys.stderr)
+        messages.emit(f"arm{'s' if len(names) > 1 else ''} {', '.join(names)}: {message}", "warning")
     return chosen["device"], extra_env, list(stock.get("devices") or [stock["device"]["name"]])
 
 
@@ -277,8 +284,8 @@ def _workload(req: BenchRequest, cpu: bool, device: dict | None) -> tuple[Worklo
     d = defaults_for("builtin", cpu)
     model = req.model or MODEL
     if cpu and model != MODEL and (model in builtin.MODEL_PRESETS or Path(model).is_file()):  # a typo: error only
-        print(f"capshim: warning: --model {model} on a CPU Vulkan device ({device['name']}): each run may take "
-              f"many minutes (the '{MODEL}' default takes seconds); --timeout is per run", file=sys.stderr)
+        messages.emit(f"--model {model} on a CPU Vulkan device ({device['name']}): each run may take "
+                      f"many minutes (the '{MODEL}' default takes seconds); --timeout is per run", "warning")
     return builtin.builtin_workload(model, req.n_prompt or d.n_prompt, req.n_gen or d.n_gen,
                                     d.check_output if req.check_output is None else req.check_output,
                                     req.process_reps or d.process_reps,
@@ -308,47 +315,4 @@ def _check_workload_flags(argv, metric, unit, better, output_file, workload_name
             raise UsageError(f"{flag} goes with --metric SPEC (a command after --)")
 
 
-def arm_reason(arm: dict) -> str | None:
-    """Why an arm of summary.json is not a result (failed, inert, invalid, wrong-output, cpu-backend,
-    off-device), short; else None.
-
-    A failed arm: its first failed run's ``error`` (the runner's ``exit N: <the stderr line that
-    says why>``, :func:`capshim.bench.runs.error_line`); which runs failed is
-    :func:`capshim.summary.run_failed`.
-    """
-    state = arm.get("state")
-    runs = arm.get("runs") or []
-    if state == "failed":
-        errors = [r.get("error") or why for r in runs if (why := run_failed(r))]
-        why = errors[0] if errors else "no run finished"
-        return why + (f" (and {len(errors) - 1} more failed run(s))" if len(errors) > 1 else "")
-    if state == "inert" and arm.get("reach_check"):  # the run's own output: the shim did not reach the app
-        return f"the shim did not reach the application ({arm['reach_check']})"
-    if state in ("inert", "invalid"):
-        reasons = [f"{shim}: {s.get('reason')}" for r in runs for shim, s in (r.get("shims") or {}).items()
-                   if s.get("state") == state]
-        return f"the shim stayed {state} ({reasons[0] if reasons else state})"
-    if state == "wrong-output":
-        return arm.get("output_check") or "generated tokens differ"
-    if state in OFF_DEVICE_STATES:
-        return arm.get("device_check") or "its output does not show it ran on the probed device"
-    return None
-
-
-def explain_arm(name: str, arm: dict) -> str:
-    """One line saying why an arm is not a result (failed, inert, invalid, wrong-output, cpu-backend,
-    off-device), from summary.json."""
-    state = arm.get("state")
-    why = arm_reason(arm)
-    if state == "failed":
-        return f"arm {name} failed: {why}"
-    if state in ("inert", "invalid"):
-        return f"arm {name}: {why}: not a shim result"
-    if state == "wrong-output":
-        return f"arm {name}: {why}: not a result"
-    if state in OFF_DEVICE_STATES:
-        return f"arm {name} is {state}: {why}: not a result on the probed device"
-    return f"arm {name}: {state}"
-
-
-__all__ = ["make_plan", "explain_arm", "arm_reason", "Plan"]
+__all__ = ["make_plan", "Plan"]

@@ -57,7 +57,7 @@ from capshim.bench.plan import Plan
 from capshim.bench.request import BenchRequest
 from capshim.bench.runs import PAD_RANGE, PAD_VAR, RunResult, make_launcher, run_one
 from capshim.bench.workloads.base import Workload
-from capshim.contracts import environ, folders
+from capshim.contracts import environ, folders, messages
 from capshim.contracts.signals import SealGuard, StepInterrupted
 from capshim.contracts.suggest import did_you_mean
 from capshim.errors import CapshimError, UsageError
@@ -124,6 +124,7 @@ class _Rounds:
     precision_state: dict | None = None
     workdir: Path | None = None
     tests_checked: bool = False
+    busy_said: bool = False
 
     def stop(self) -> str | None:
         """The name of the stop signal the seal guard recorded, or None."""
@@ -199,10 +200,16 @@ class _Rounds:
             if res.error:
                 self.console.print(f"[yellow]{who} {'run ' + str(n) if record else 'warm-up'}: {res.error}[/]")
             progress.advance(task)
+            if res.contaminated and not self.busy_said:  # said once, not per run (issue 28)
+                self.busy_said = True
+                self.console.print(messages.format_message(
+                    f"the machine is busy ({'; '.join(res.contaminated)}): runs like this one are flagged "
+                    "contaminated; the output counts them once", "note", messages.width(self.console.file)),
+                    markup=False, highlight=False, soft_wrap=True)
             if not self.console.is_terminal:  # no live bar in a log: one line per run
                 self.console.print(f"[{int(progress.tasks[0].completed)}/{int(progress.tasks[0].total)}] {what}: "
-                                   f"{res.seconds:.1f} s" + (f" ({res.error})" if res.error else "")
-                                   + (f" [contaminated: {'; '.join(res.contaminated)}]" if res.contaminated else ""))
+                                   f"{res.seconds:.1f} s" + (f" ({res.error})" if res.error else ""),
+                                   markup=False, highlight=False)
         return not self.stop()
 
     def keep(self, arm: Arm, w: Workload, res: RunResult, n: int, pos: int) -> None:
@@ -273,7 +280,8 @@ def run_bench(arms: list[Arm], workload: Workload, baseline: str, out: Path, rep
     meta = _metadata(arms, workload, opts, seed, aa_arm, extra_metadata)
     env_warnings = inherited_env.warnings(os.environ, workload.env) + inherited_env.loader_warnings(arms)
     for w in env_warnings:
-        console.print(f"capshim: warning: {w}", markup=False, highlight=False)
+        console.print(messages.format_message(w, "warning", messages.width(console.file)), markup=False,
+                      highlight=False, soft_wrap=True)
     with SealGuard("the bundle") as guard:  # held from before the first run to the seal
         bundle = Bundle.create(out, meta)
         loop = _Rounds(arms, workload, bundle, guard, console, opts, {a.name: [] for a in arms},
@@ -519,9 +527,8 @@ def _finish(bundle: Bundle, arms: list[Arm], results: dict[str, list[RunResult]]
                 whose = f"reference arm {ref}" if ref_tokens is None else f"arm {arm.name}"
                 none = "token ids" if what == "tokens" else "output"
                 info["output_check"] = f"not checked: {whose} produced no {none}"
-                print(f"capshim: output check skipped for arm {arm.name}: {whose} produced no {none} "
-                      f"(no run finished with {'generated tokens' if what == 'tokens' else 'its output read'})",
-                      file=sys.stderr)
+                messages.emit(f"output check skipped for arm {arm.name}: {whose} produced no {none} "
+                              f"(no run finished with {'generated tokens' if what == 'tokens' else 'its output read'})")
                 continue
             bad = next((t for t in toks if not workload.same_output(t, ref_tokens)), None)
             same = bad is None
@@ -558,9 +565,10 @@ def _finish(bundle: Bundle, arms: list[Arm], results: dict[str, list[RunResult]]
         precision["stopped_by"] = ("target reached" if precision["reached"] else
                                    "interrupted" if interrupted else f"--max-runs {cap} reached")
         summary["precision"] = precision
-    summary = bundle.finalize(report.bundle_steps(all_records, arm_info, baseline, host_dict, title="capshim bench"),
+    heading = bundle.metadata.get("title") if isinstance(bundle.metadata.get("title"), str) else "capshim bench"
+    summary = bundle.finalize(report.bundle_steps(all_records, arm_info, baseline, host_dict, title=heading),
                               summary=summary, interrupted=interrupted, metadata_update={"failed_runs": failed},
-                              title="capshim bench")
+                              title=heading)  # the device, a stand-in named as one (plan.title)
     if refused is not None and not (guard is not None and guard.first):  # a signal's exit code wins
         raise analysis.ComparabilityError(f"{refused} (bundle of the runs kept: {bundle.root})")
     bad = [a for a, i in arm_info.items() if i["state"] in NOT_SHIM_STATES]

@@ -36,17 +36,15 @@ from __future__ import annotations
 import math
 import warnings
 
-import numpy as np
-from scipy import stats as _st
+# numpy and scipy are imported in the functions that use them: capshim's small commands (evidence verify,
+# db list, --help) import this module and must not pay for them (issue 28; tests/test_import_cost.py).
+
+from capshim.contracts.numbers import MIN_PROCESSES  # defined once: no interval, and no verdict, below it
 
 __all__ = ["describe", "process_values", "ratio", "ratio_ci", "compare", "stability_warnings", "half_width",
            "SPREAD_DEFINITION", "CI_METHOD", "MIN_PROCESSES", "SPREAD_LIMIT_PCT",
            "OUTLIER_Z", "SLOW_FIRST_FACTOR", "TRIM", "TRIM_FROM_PCT", "trim_for"]
 
-#: Fewer processes than this on a side: no 95% interval, the range instead. The coverage simulation
-#: (capshim.bench.coverage, docs/statistics.md) holds 95% from 3 processes under its process models;
-#: 5 leaves room for what it does not model (drift within a bench) and is pyperf's minimum too.
-MIN_PROCESSES = 5
 #: Spread of the process values above this (% of the median) is flagged (pyperf warns at 10%).
 SPREAD_LIMIT_PCT = 10.0
 #: A process value whose modified z-score (Iglewicz and Hoaglin, 1993) exceeds this is an outlier.
@@ -69,6 +67,7 @@ CI_METHOD = (f"95% Welch t interval of the ratio of geometric means of per-proce
 
 
 def _clean(samples, what: str) -> np.ndarray:
+    import numpy as np
     a = np.asarray(list(samples), dtype=float)
     if a.size == 0:
         raise ValueError(f"{what}: no samples")
@@ -80,12 +79,14 @@ def _clean(samples, what: str) -> np.ndarray:
 def _scale(a: np.ndarray) -> float:
     """A power of two (exact to divide by) that brings finite values near 1e308 down, so that a median of
     two of them or a mean does not overflow to inf; 1.0 for ordinary values."""
+    import numpy as np
     m = float(np.max(np.abs(a))) if a.size else 0.0
     return 1.0 if m < 1e150 else math.ldexp(1.0, math.frexp(m)[1] - 1)
 
 
 def _median(a) -> float:
     """``np.median`` that does not overflow (the median of 1e308 and 1.7e308 is not inf)."""
+    import numpy as np
     a = np.asarray(a, dtype=float)
     k = _scale(a)
     return float(np.median(a / k)) * k
@@ -103,6 +104,7 @@ def process_values(by_process) -> np.ndarray:
     Raises:
         ValueError: no process, an empty process, or non-finite samples.
     """
+    import numpy as np
     procs = list(by_process)
     if not procs:
         raise ValueError("process values: no processes")
@@ -124,6 +126,7 @@ def describe(samples) -> dict:
     Raises:
         ValueError: empty or non-finite samples.
     """
+    import numpy as np
     a = _clean(samples, "describe")
     k = _scale(a)  # values near 1e308 are computed on a / k, so no sum or difference overflows
     b = a / k
@@ -150,6 +153,7 @@ def _outliers(logs: np.ndarray) -> bool:
     percent from the median. The second condition keeps the H200's 4-5% cluster of fast processes (a
     real part of the distribution, not an accident) from switching the estimator: in the coverage
     simulation that switch cost 2 points of coverage."""
+    import numpy as np
     if logs.size < 3:
         return False
     med = np.median(logs)
@@ -162,6 +166,7 @@ def _modified_z(v: np.ndarray) -> np.ndarray:
     than half the values are equal (MAD 0: a metric read in whole numbers) the mean absolute deviation
     stands in, |x - median| / (1.253314 * MeanAD), as is usual, so the one odd value among equal ones is
     still an outlier. All zeros when every value is the median."""
+    import numpy as np
     med = np.median(v)
     dev = np.abs(v - med)
     mad = np.median(dev)
@@ -175,6 +180,7 @@ def trim_for(x, y) -> float:
     """The proportion cut from each end of both sides: 0 (plain means, the efficient choice for the
     H200's bimodal processes), or :data:`TRIM` when either side has an outlier process (Yuen's trimmed
     means, so one slow process moves neither the ratio nor the interval much). ``x``, ``y``: positive."""
+    import numpy as np
     lx, ly = np.log(np.asarray(x, dtype=float)), np.log(np.asarray(y, dtype=float))
     return TRIM if _outliers(lx) or _outliers(ly) else 0.0
 
@@ -186,6 +192,8 @@ def ratio(numerator, denominator) -> float:
     Raises:
         ValueError: empty or non-finite values, or a denominator whose median is 0.
     """
+    import numpy as np
+    from scipy import stats as _st
     x = _clean(numerator, "ratio numerator")
     y = _clean(denominator, "ratio denominator")
     if x.min() > 0 and y.min() > 0:
@@ -210,6 +218,8 @@ def ratio_ci(numerator, denominator, *, confidence: float = 0.95) -> tuple[float
     Raises:
         ValueError: empty or non-finite values.
     """
+    import numpy as np
+    from scipy import stats as _st
     x = _clean(numerator, "ratio numerator")
     y = _clean(denominator, "ratio denominator")
     if x.size < 2 or y.size < 2 or x.min() <= 0 or y.min() <= 0:
@@ -231,6 +241,7 @@ def ratio_ci(numerator, denominator, *, confidence: float = 0.95) -> tuple[float
 
 def _kept_spread(v: np.ndarray, trim: float) -> float:
     """max - min of the values a ``trim``-trimmed mean keeps (Yuen's winsorized variance is 0 when this is)."""
+    import numpy as np
     g = int(trim * v.size)
     kept = np.sort(v)[g:v.size - g]
     return float(np.ptp(kept)) if kept.size else 0.0
@@ -272,6 +283,7 @@ def compare(by_process, reference_by_process, *, percent: bool = False) -> dict:
     Raises:
         ValueError: empty or non-finite samples.
     """
+    import numpy as np
     a, b = list(by_process), list(reference_by_process)
     pa, pb = process_values(a), process_values(b)
     k = 100.0 if percent else 1.0
@@ -323,6 +335,7 @@ def stability_warnings(by_process, higher_is_better: bool = True) -> list[str]:
         lower-is-better metric such as seconds, ``higher_is_better=False``:
         above the median of the others divided by that factor).
     """
+    import numpy as np
     procs = [list(p) for p in by_process if len(p)]
     if not procs:
         return []

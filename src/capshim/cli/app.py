@@ -12,6 +12,7 @@ import click
 
 from capshim import __version__
 from capshim.cli.suggest import SuggestingGroup
+from capshim.contracts import messages
 from capshim.errors import EXIT_STORAGE, CapshimError
 
 
@@ -105,7 +106,7 @@ class _Group(SuggestingGroup):
             return super().invoke(ctx)
         except CapshimError as exc:
             try:
-                click.echo(f"capshim: {exc}", err=True)
+                messages.emit(str(exc))  # wrapped to the terminal, never mid-word
                 sys.stderr.flush()  # a buffered stderr (no PYTHONUNBUFFERED) fails here, not at exit (4)
             except OSError:  # stderr is full or closed: the exit code still says what failed
                 _to_devnull(sys.stderr)
@@ -114,6 +115,9 @@ class _Group(SuggestingGroup):
 
 @click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="capshim")
+@click.option("--verbose", is_flag=True, expose_value=False, is_eager=True,
+              callback=lambda _ctx, _param, on: messages.set_verbose(on),
+              help="List every item of a long list in warnings and notes (default: the first few and a count).")
 def main():
     """Change, for one process only, the GPU capability answers it sees, and
     measure what that does.

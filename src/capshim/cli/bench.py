@@ -13,17 +13,14 @@ from capshim.bench.stats import MIN_PROCESSES
 from capshim.bench.workloads.builtin import MODEL_PRESETS
 from capshim.cli.suggest import Choice, refuse_option_as_program
 from capshim.cli.options import json_option, out_option, timeout_option, wide_option
-from capshim.contracts import signals
+from capshim.contracts import messages, signals
 from capshim.contracts.numbers import FiniteFloat
-from capshim.db.store import add_bundle
+from capshim.errors import EXIT_FINALIZE, EXIT_INERT, EXIT_WORKLOAD, UsageError
 from capshim.evidence import signing
-from capshim.errors import EXIT_FINALIZE, UsageError
 from capshim.evidence import finite_or_null, strict_json
+from capshim.export import mechanism
 from capshim.report import print_table
-from capshim.summary import OFF_DEVICE_STATES
-
-#: Arm states that make ``--strict`` exit 3: the shim changed nothing, or the arm did not run on the device.
-STRICT_STATES = ("inert", "invalid", *OFF_DEVICE_STATES)
+from capshim.summary import OFF_DEVICE_STATES, STRICT_STATES, explain_arm
 
 
 @click.command("bench", context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})
@@ -160,9 +157,9 @@ def bench_cmd(arm_opts, baseline, host_baseline, host_arm, repetitions, process_
     signing.require_key(sign_key)  # --sign: before any run, a missing key is said now, not after an hour
     p = plan.make_plan(req, platform=sys.platform)
     cpu = p.device is not None and p.device.get("type") == "cpu"
-    if cpu and not as_json:  # said up front: on a CPU device the path columns are the result
+    if cpu and not as_json:  # said up front: on a CPU device the path is the result, not the speed
         for note in p.notes:
-            click.echo(note, err=True)
+            messages.emit(note, "note")
     # held from before the first run until the table is printed and the seal checked: no order of
     # signals loses the seal or leaves a half-printed table; the exit code is the first signal's
     with signals.SealGuard("the bundle") as guard:
@@ -172,37 +169,40 @@ def bench_cmd(arm_opts, baseline, host_baseline, host_arm, repetitions, process_
         else:
             states = [a["state"] for a in result.summary["arms"].values()]
             off = p.device is not None and all(st in OFF_DEVICE_STATES for st in states)
-            print_table([result.summary], title=p.title + (" (no arm ran on it)" if off else ""), wide=wide,
-                        lead_path=cpu)
-        click.echo(f"evidence bundle: {result.bundle}  (check it: capshim evidence verify {result.bundle})",
-                   err=True)
+            title = p.title + (" (no arm ran on it)" if off else "")
+            if cpu:  # the mechanism first, no speed claim, a busy machine said once (issue 28)
+                mechanism.print_cpu(result.summary, title, wide=wide, skip_notes=p.notes or ())
+            else:
+                print_table([result.summary], title=title, wide=wide)
+        messages.emit(f"evidence bundle: {result.bundle} (check it: capshim evidence verify {result.bundle})",
+                      prefix="")
         sealed_problems = _evidence.verify(result.bundle)  # the seal is checked, never assumed
         if guard.first or result.interrupted_by:
             guard.ignore_after()  # stopping already: a burst of signals cannot end it before exit 128+N
     if sealed_problems:
-        click.echo(f"capshim: the sealed bundle does not verify (something else wrote into {result.bundle} "
-                   "during the bench?):", err=True)
+        messages.emit(f"the sealed bundle does not verify (something else wrote into {result.bundle} "
+                      "during the bench?):")
         for line in sealed_problems[:20]:
             click.echo(f"  {line}", err=True)
-        sys.exit(5)
+        sys.exit(EXIT_FINALIZE)  # sealed, but the seal does not verify
     if guard.first and not result.interrupted_by:  # a signal after the runs: stop now, sealed
         sys.exit(signals.exit_code(guard.first[0]))
     if sign_key is not None:
         click.echo(f"signed: {signing.sign_sealed(result.bundle, sign_key)}", err=True)
     if db_url:
-
+        from capshim.db.store import add_bundle  # SQLAlchemy only with --db (capshim --help lists bench)
         bid, added = add_bundle(None if db_url == "default" else db_url, result.bundle)
         click.echo(f"results store: {'added' if added else 'already stored'} as #{bid}", err=True)
     for name in result.non_shim_arms:
-        click.echo(f"capshim: {plan.explain_arm(name, result.summary['arms'][name])}", err=True)
+        messages.emit(explain_arm(name, result.summary["arms"][name]))
     if result.interrupted:
         sys.exit(signals.exit_code(result.interrupted_by))
     if strict and any(result.summary["arms"][a]["state"] in STRICT_STATES for a in result.non_shim_arms):
-        sys.exit(3)
+        sys.exit(EXIT_INERT)
     if result.failed_runs:
-        sys.exit(1)
+        sys.exit(EXIT_WORKLOAD)
     if result.summary.get("finalize_failures"):
 
         for f in result.summary["finalize_failures"]:
-            click.echo(f"capshim: finalize step {f['step']} failed: {f['error']} (recorded in the bundle)", err=True)
+            messages.emit(f"finalize step {f['step']} failed: {f['error']} (recorded in the bundle)")
         sys.exit(EXIT_FINALIZE)

@@ -19,16 +19,14 @@ from capshim.cli.suggest import Choice
 from capshim.cli.options import wide_option
 from capshim.contracts.names import parse_named_files
 from capshim.contracts.numbers import FiniteFloat
-from capshim.db import matrix as db_matrix_mod
-from capshim.db import query
 from capshim.db.ingest import read_external, read_folder
-from capshim.db.store import DbError, Store
 from capshim.db.terms import DB_HELP, DEFAULT_THRESHOLD, FILTERS, MATCHES, SIGNERS_ENV
+from capshim.errors import EXIT_USAGE, EXIT_WORKLOAD, CapshimError, UsageError
 from capshim.evidence import signing
-from capshim.errors import EXIT_USAGE, CapshimError, UsageError
 from capshim.export import matrix as export_matrix
 from capshim.export import terminal
 from capshim.export.table import fmt_ratio
+from capshim.contracts import messages
 
 
 def _db_option(f):
@@ -47,6 +45,20 @@ def _url(db_url: str | None) -> str | None:
         raise UsageError(f"--db given twice with different URLs ({group} before the command, {db_url} after "
                          "it): give it once")
     return db_url or group
+
+
+def _open(db_url: str | None):
+    """The results store that ``--db`` (or ``$CAPSHIM_DB``, or the default) names, opened and migrated.
+
+    The store's modules (SQLAlchemy, and Alembic for a migration) are imported here, when a command
+    runs: ``capshim db COMMAND --help`` does not need them (tests/test_import_cost.py).
+
+    Raises:
+        DbError: see :meth:`capshim.db.store.Store.open`.
+    """
+    from capshim.db.store import Store
+
+    return Store.open(_url(db_url))
 
 
 def _match_option(f):
@@ -115,6 +127,8 @@ def db_add(bundles, arm_opts, host_file, baseline, signers, db_url, as_json):
     file allows signed it; --arm files, which carry no signature, are then
     refused.
     """
+    from capshim.db.store import DbError
+
     if not bundles and not arm_opts:
         raise UsageError("db add: give bundle or study folders, or --arm NAME=FILE.json")
     if (host_file or baseline) and not arm_opts:
@@ -126,18 +140,18 @@ def db_add(bundles, arm_opts, host_file, baseline, signers, db_url, as_json):
             raise UsageError(f"--arm files carry no signature; the store admits only signers of --signers {signers}")
     external = [parse_named_files(a) for a in arm_opts]
     out, failed = [], []
-    with Store.open(_url(db_url)) as st:
+    with _open(db_url) as st:
         for source, records in _inputs(bundles, external, host_file, baseline, signers):
             if isinstance(records, CapshimError):
                 failed.append({"source": source, "error": str(records)})
-                click.echo(f"capshim: not stored: {records}", err=True)
+                messages.emit(f"not stored: {records}")
                 continue
             for rec in records:
                 try:
                     bid, added = st.add(rec)
                 except DbError as exc:  # this record's values (the store itself failed on open)
                     failed.append({"source": rec.source, "error": str(exc)})
-                    click.echo(f"capshim: not stored: {rec.source}: {exc}", err=True)
+                    messages.emit(f"not stored: {rec.source}: {exc}")
                     continue
                 out.append({"source": rec.source, "name": rec.name, "id": bid, "added": added, "key": rec.key})
                 if not as_json:
@@ -145,8 +159,7 @@ def db_add(bundles, arm_opts, host_file, baseline, signers, db_url, as_json):
     if as_json:
         _json_out(out + failed)
     if failed:
-        click.echo(f"capshim: db add: {len(failed)} not stored (reasons above); {len(out)} stored or already there",
-                   err=True)
+        messages.emit(f"db add: {len(failed)} not stored (reasons above); {len(out)} stored or already there")
         raise SystemExit(EXIT_USAGE)
 
 
@@ -163,7 +176,7 @@ def _signers_cell(signatures: list) -> str:
 @wide_option
 def db_list(db_url, as_json, match, wide, **filters):
     """List stored bundles, oldest first (filters combine with AND; text matches exactly unless --match)."""
-    with Store.open(_url(db_url)) as st:
+    with _open(db_url) as st:
         rows = st.select(filters, match)
         where = f"store: {st.given} (schema {st.revision()})"
     if as_json:
@@ -189,7 +202,9 @@ def db_show(selection, db_url, match, as_json, wide):
     SELECTION: an id, a name, or KEY=VALUE filters as for `db compare`; each
     bundle it selects gets its own rows.
     """
-    with Store.open(_url(db_url)) as st:
+    from capshim.db import query
+
+    with _open(db_url) as st:
         rows = query.select(st, query.parse_selection(selection, "selection"), "selection", match)
         summaries = [st.summary(r["id"]) for r in rows]
     if as_json:
@@ -241,9 +256,12 @@ def _compare_table(res: dict, limit: int | None) -> list:
         test = r["test"] + (f" ({r['better']} is better)" if r["better"] == "lower" else "")
         cells.append([name, test, _num(r["a"]["median"]) + unit, _num(r["b"]["median"]) + unit,
                       f"{ch['value']:.3f}x{ci}", fmt_ratio(r["a"]["pct_of_host"], "%"),
-                      fmt_ratio(r["b"]["pct_of_host"], "%"), r["verdict"] + (" (unlike config)" if r["marked"] else "")])
+                      fmt_ratio(r["b"]["pct_of_host"], "%"),
+                      r["verdict"] + (f" ({r['why']})" if r.get("why") else "")
+                      + (" (unlike config)" if r["marked"] else "")])
         styles.append("red" if r["verdict"] == "regression" else None)
-    notes = [res["rule"]] + (["unlike configurations: " + "; ".join(res["mismatches"])] if res["mismatches"] else [])
+    notes = list(res.get("harness") or []) + [res["rule"]] \
+        + (["unlike configurations: " + "; ".join(res["mismatches"])] if res["mismatches"] else [])
     return terminal.grid(heads, cells, limit, keys=(0, 1), numeric=range(2, 7), styles=styles, notes=notes,
                          title=f"B {_side(res['b'])}\nvs A {_side(res['a'])}")
 
@@ -279,17 +297,23 @@ def db_compare(sel_a, sel_b, arms, tests, pairs, threshold, allow_mismatch, fail
     (capshim's own analysis, as `report`'s speedup; below 5 processes the range):
     median(B)/median(A) when higher is better (tok/s), median(A)/median(B) when
     lower is better (seconds of --metric wall), so above 1.00x B is better either
-    way. Medians are in each test's unit. A regression is a change whose
-    interval (or range) lies entirely below -THRESHOLD%; a test measured in
-    different units or directions in A and B is refused (exit 2).
+    way. Medians are in each test's unit. The verdict is the one rule of
+    every command: improvement or regression only with 5 processes a side,
+    neither side mostly contaminated, and the whole 95% interval beyond
+    THRESHOLD%; same when the interval lies within THRESHOLD% of 1.00x;
+    otherwise unclear, with why ("2 processes a side; need 5"). A bundle
+    whose A/A arm leaves +-5% is called out under the table. A test measured
+    in different units or directions in A and B is refused (exit 2).
     """
+    from capshim.db import query
+
     pair_map = {}
     for p in pairs:
         a, sep, b = p.partition("=")
         if not sep or not a.strip() or not b.strip():
             raise UsageError(f"--pair {p!r}: expected A_ARM=B_ARM")
         pair_map[a.strip()] = b.strip()
-    with Store.open(_url(db_url)) as st:
+    with _open(db_url) as st:
         res = query.compare(st, query.parse_selection(sel_a, "A"), query.parse_selection(sel_b, "B"),
                             arms=list(arms) or None, tests=list(tests) or None, pairs=pair_map,
                             threshold=threshold, allow_mismatch=allow_mismatch, match=match)
@@ -300,7 +324,7 @@ def db_compare(sel_a, sel_b, arms, tests, pairs, threshold, allow_mismatch, fail
         terminal.emit(_compare_table(res, limit), limit)
     if fail_on_regression and res["regressions"]:
         click.echo(f"capshim: {res['regressions']} regression(s)", err=True)
-        raise SystemExit(1)
+        raise SystemExit(EXIT_WORKLOAD)
 
 
 def _trend_table(res: dict, limit: int | None) -> list:
@@ -313,7 +337,7 @@ def _trend_table(res: dict, limit: int | None) -> list:
         unit = f" {p['unit']}" if per_cell and p["unit"] else ""
         cells.append([p["created_utc"] or "", p["bundle"], p["device"] or "", p["build"] or "", p["test"],
                       _num(p["median"]) + unit, fmt_ratio({"value": p["pct_of_host"], "ci95": p["ci95"], "range": p.get("range")}, "%"),
-                      "; ".join(p["flags"])])
+                      "; ".join(p["flags"] + p.get("notes", []))])
     cap = [res["rule"]] + [f"skipped: {s}" for s in res["skipped"]]
     if res["min_pct"] is not None:
         cap.insert(0, f"{res['arm']} {'stayed at or above' if res['all_above'] else 'did NOT stay above'} "
@@ -352,6 +376,8 @@ def db_trend(arm, bundles, tests, min_pct, threshold, chart, fail_on_regression,
     Did vm-unlocked stay above 98% of host across these bundles?
       capshim db trend vm-unlocked --min-pct 98 --fail-on-regression BUNDLE...
     """
+    from capshim.db import query
+
     if chart and not Path(chart).resolve().parent.is_dir():
         raise UsageError(f"--chart {chart}: folder {Path(chart).parent} does not exist")
     records, failed = [], []
@@ -360,11 +386,11 @@ def db_trend(arm, bundles, tests, min_pct, threshold, chart, fail_on_regression,
             records += read_folder(b)
         except CapshimError as exc:
             failed.append(str(exc))
-            click.echo(f"capshim: not stored: {exc}", err=True)
+            messages.emit(f"not stored: {exc}")
     if failed:
         raise UsageError(f"db trend: {len(failed)} of {len(bundles)} folder(s) cannot be read (reasons above); "
                          "nothing was stored")
-    with Store.open(_url(db_url)) as st:
+    with _open(db_url) as st:
         ids = [st.add(rec)[0] for rec in records] or None
         res = query.trend(st, arm, filters, tests=list(tests) or None, min_pct=min_pct, threshold=threshold,
                           bundle_ids=ids, match=match)
@@ -382,7 +408,7 @@ def db_trend(arm, bundles, tests, min_pct, threshold, chart, fail_on_regression,
             click.echo(f"wrote {chart}", err=True)
     if fail_on_regression and res["regressions"]:
         click.echo(f"capshim: {res['regressions']} flagged point(s)", err=True)
-        raise SystemExit(1)
+        raise SystemExit(EXIT_WORKLOAD)
 
 
 @click.command("matrix")
@@ -408,12 +434,15 @@ def db_matrix(arms, tests, threshold, fmt, output, match, db_url, as_json, wide,
     bundle id (`capshim db show ID`). Figures are each bundle's own summary.
 
     \b
-    Verdicts (T: --threshold, points of % of host; the interval: % of host's):
-      host speed   within T points of the host (interval no lower than 100-T)
+    Verdicts (T: --threshold, points of % of host; the interval: % of host's
+    95% interval; above/below only with 5+ processes a side, neither side
+    mostly contaminated):
+      host speed   interval within [100-T, 100+T]
       above host   interval entirely above 100+T
       below host   interval entirely below 100-T
-      unclear      interval reaches both sides of 100-T: more runs
-      unreliable   the A/A arm excludes 1.00x: the harness's bias decides
+      unclear      not resolved, why in the row (2 processes a side; need 5)
+      unreliable   the A/A arm excludes 1.00x or leaves +-5%: the harness
+                   is unreliable here
       no host      no host baseline; no result: the arm's state is no result
 
     \b
@@ -423,11 +452,13 @@ def db_matrix(arms, tests, threshold, fmt, output, match, db_url, as_json, wide,
       capshim db matrix --db postgresql://... --format html -o m.html
     (docs/results-store.md: the fleet's matrix; docs/ci/fleet.yml).
     """
+    from capshim.db import matrix as db_matrix_mod
+
     if as_json and fmt != "table":
         raise UsageError("--json and --format both say what to write: give one")
     if output and not Path(output).resolve().parent.is_dir():
         raise UsageError(f"-o {output}: folder {Path(output).parent} does not exist")
-    with Store.open(_url(db_url)) as st:
+    with _open(db_url) as st:
         res = db_matrix_mod.matrix(st, filters, match=match, arms=list(arms) or None, tests=list(tests) or None,
                                    threshold=threshold)
     if as_json:

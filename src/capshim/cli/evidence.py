@@ -10,6 +10,7 @@ from capshim import evidence, folder_readme
 from capshim.cli.suggest import Choice, SuggestingGroup
 from capshim.errors import EXIT_WORKLOAD, CapshimError
 from capshim.evidence import study as seal
+from capshim.contracts import messages
 
 
 @click.group("evidence", cls=SuggestingGroup)
@@ -48,7 +49,7 @@ def evidence_verify(bundle, signers):
     problems = seal.verify(bundle) if is_study else evidence.verify(bundle)
     if problems:
         for p in problems:
-            click.echo(f"{bundle}: {p}", err=True)
+            messages.emit(f"{bundle}: {p}", prefix="")
         raise SystemExit(EXIT_WORKLOAD)
     try:
         checks = signing.check(bundle, signers)
@@ -148,7 +149,7 @@ def evidence_readme(folders, check):
         else:
             click.echo(f"wrote {folder_readme.write(Path(f))}")
     for line in bad:
-        click.echo(line, err=True)
+        messages.emit(line, prefix="")
     if bad:
         raise SystemExit(EXIT_WORKLOAD)
     if check:

@@ -6,6 +6,7 @@ import click
 
 from capshim import host, launchagent, profiles
 from capshim.cli.suggest import Choice, SuggestingGroup, refuse_option_as_program
+from capshim.contracts import messages
 
 
 @click.group("launchagent", cls=SuggestingGroup)
@@ -31,7 +32,7 @@ def launchagent_install(profile_ref, label, dry_run, argv):
     refuse_option_as_program(list(argv), click.get_current_context())  # --dry-rn: a misspelt option
     res = launchagent.install(profiles.load(profile_ref), label, list(argv), dry_run=dry_run)
     for w in res["warnings"]:
-        click.echo(f"capshim: warning: {w}", err=True)
+        messages.emit(w, "warning")
     if dry_run:
         click.echo(res["plist"], nl=False)
         click.echo(f"# would write {res['path']} and run:", err=True)

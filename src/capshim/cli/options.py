@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from capshim import backends, profiles
-from capshim.profiles import khronos
+from capshim.profiles import khronos, roles
 from capshim.bench import request as bench_request
 from capshim.bench.workloads.builtin import MODEL_PRESETS
 from capshim.contracts.numbers import FiniteFloat
@@ -27,6 +27,20 @@ def load_profile(ref: str | None, flag: str):
         raise CapshimError(f"{flag}: {exc}") from None
 
 
+def device_stock(device: int = 0):
+    """``stock(ref, flag)`` for :func:`capshim.profiles.roles.place_all`: the Vulkan device's stock
+    answers, or a CapshimError (exit 2) naming ``flag`` and ``ref`` when the device cannot be probed."""
+    def stock(ref: str, flag: str) -> dict:
+        be = backends.get("vulkan")
+        why = be.unavailable()
+        if why:
+            raise CapshimError(f"{flag} {ref}: a Khronos profile is split per answer against the device, "
+                               f"and the Vulkan device cannot be probed here: {why} (capshim profile import "
+                               "--direction lower|raise writes one profile without a device)")
+        return be.stock_answers(device)
+    return stock
+
+
 def khronos_parts(ref: str, device: int = 0, flag: str = "profile"):
     """A Khronos Vulkan Profiles file (``FILE.json[#NAME]``) read and split per answer against
     device ``device``'s stock answers (:func:`capshim.profiles.khronos.derive`).
@@ -39,37 +53,18 @@ def khronos_parts(ref: str, device: int = 0, flag: str = "profile"):
     """
     try:
         reading = khronos.read(ref)
-        be = backends.get("vulkan")
-        why = be.unavailable()
-        if why:
-            raise CapshimError(f"{flag} {ref}: a Khronos profile is split per answer against the device, "
-                               f"and the Vulkan device cannot be probed here: {why} (capshim profile import "
-                               "--direction lower|raise writes one profile without a device)")
-        lower, higher = khronos.derive(reading, be.stock_answers(device))
+        lower, higher = khronos.derive(reading, device_stock(device)(ref, flag))
     except profiles.ProfileError as exc:
         raise CapshimError(f"{flag}: {exc}") from None
     return reading, lower, higher
 
 
-def unsupported_summary(reading, shown: int = 3) -> list[str]:
-    """Lines for stderr: what a Khronos profile states that the layer does not answer (counted, the
-    first ``shown`` named; ``capshim profile show`` lists them all)."""
-    lines = [f"{reading.source}: {note}" for note in reading.notes]
-    if reading.unsupported:
-        names = "; ".join(u.split(":", 1)[0] for u in reading.unsupported[:shown])
-        more = f" (+{len(reading.unsupported) - shown} more)" if len(reading.unsupported) > shown else ""
-        lines.append(f"{reading.source}: {len(reading.unsupported)} capabilities not answered by capshim "
-                     f"(formats, queue families, video, structs without a capshim key): {names}{more}; "
-                     f"'capshim profile show {reading.source}' lists each")
-    return lines
+unsupported_summary = roles.unsupported_summary
 
 
 def load_roles(profile_ref: str | None, simulate_ref: str | None, device: int = 0):
-    """``--profile`` and ``--simulate``, either of which may be a Khronos file.
-
-    A Khronos file is split per answer (:func:`khronos_parts`); when it has both parts, its
-    lower part takes the device role (``--simulate``) and its raise part the application role
-    (``--profile``): one capshim profile has one direction. The lines for stderr say where each went.
+    """``--profile`` and ``--simulate``, either of which may be a Khronos file: the one profile loader
+    (:func:`capshim.profiles.roles.place_all`, which the bench's ``--arm`` uses too).
 
     Returns:
         (profile or None, simulate or None, lines for stderr).
@@ -77,33 +72,10 @@ def load_roles(profile_ref: str | None, simulate_ref: str | None, device: int = 
     Raises:
         CapshimError: (exit 2) a bad profile; a split file whose other role is already given.
     """
-    slots = {"--profile": None, "--simulate": None}
-    lines = []
-    for flag, ref in (("--profile", profile_ref), ("--simulate", simulate_ref)):
-        if ref is None or not khronos.is_khronos_ref(ref):
-            slots[flag] = slots[flag] or load_profile(ref, flag)
-            continue
-        reading, lower, higher = khronos_parts(ref, device, flag)
-        parts = [p for p in (lower, higher) if p is not None]
-        other = "--simulate" if flag == "--profile" else "--profile"
-        if len(parts) == 2:
-            if (other == "--profile" and profile_ref) or (other == "--simulate" and simulate_ref):
-                raise CapshimError(f"{flag} {ref}: is weaker than the device in {len(lower.capabilities)} answers "
-                                   f"and stronger in {len(higher.capabilities) + len(higher.extensions)}: it needs "
-                                   f"both roles, and {other} is given too (drop {other}, or write one direction "
-                                   "with capshim profile import --direction)")
-            slots["--simulate"], slots["--profile"] = lower, higher
-            lines.append(f"{ref}: {len(lower.capabilities)} answers at or below the device (lower, device role "
-                         f"as --simulate), {len(higher.capabilities)} answers and {len(higher.extensions)} "
-                         "extensions above it (raise, app role as --profile): one capshim profile has one direction")
-        elif parts:
-            slots[flag] = parts[0]
-            lines.append(f"{ref}: every answer {'at or below' if parts[0].direction == 'lower' else 'above'} the "
-                         f"device: one {parts[0].direction} profile")
-        else:
-            lines.append(f"{ref}: no answer the layer can give on this device")
-        lines += unsupported_summary(reading)
-    return slots["--profile"], slots["--simulate"], lines
+    slots, lines = roles.place_all({"profile": profile_ref, "simulate": simulate_ref},
+                                   {"profile": "--profile", "simulate": "--simulate"}, device_stock(device),
+                                   profiles.load)
+    return slots["profile"], slots["simulate"], lines
 
 
 def builtin_workload_options(f):

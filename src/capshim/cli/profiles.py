@@ -15,6 +15,7 @@ from capshim.profiles import khronos
 from capshim.errors import EXIT_WORKLOAD, CapshimError, UsageError
 from capshim.cli.suggest import SuggestingGroup
 from capshim.export import terminal
+from capshim.contracts import messages
 
 
 @click.command("profiles")
@@ -105,12 +106,12 @@ def profile_check(file, device, host, as_json, strict):
                 for line in profiles.describe(p):
                     click.echo(f"  {line}")
         for line in reading.notes:
-            click.echo(f"note: {line}", err=True)
+            messages.emit(line, "note")
         for line in reading.unsupported:
-            click.echo(f"warning: not answered: {line}", err=True)
+            messages.emit(f"not answered: {line}", "warning")
         found = beyond.check(backends.get("vulkan"), higher, lower, device or 0)
         for line in found.warnings + beyond.warning_lines(found.findings):
-            click.echo(f"warning: {line}", err=True)
+            messages.emit(line, "warning")
         if found.refusals:
             raise UsageError("\n".join(found.refusals))
         return
@@ -120,7 +121,7 @@ def profile_check(file, device, host, as_json, strict):
         click.echo(f"  {line}")
     if device is None:
         for finding in profiles.check_alone(p):
-            click.echo(f"warning: {finding.message}", err=True)
+            messages.emit(finding.message, "warning")
         return
     be = backends.get(p.api)
     why = be.unavailable()
@@ -130,7 +131,7 @@ def profile_check(file, device, host, as_json, strict):
     if found.problem:  # no driver, the probe failed: exit 1, as probe and bench say it
         raise CapshimError(f"--device {device}: {found.problem}", exit_code=EXIT_WORKLOAD)
     for line in found.warnings + beyond.warning_lines(found.findings):
-        click.echo(f"warning: {line}", err=True)
+        messages.emit(line, "warning")
     if found.refusals:
         raise UsageError("\n".join(found.refusals))
 
@@ -178,7 +179,7 @@ def profile_import(file, name, direction, out, device):
     parts = [p for p in parts if p.capabilities or p.extensions]
     if not parts:  # say what the file states that capshim cannot answer, then refuse
         for line in unsupported_summary(reading, shown=len(reading.unsupported)):
-            click.echo(f"warning: {line}", err=True)
+            messages.emit(line, "warning")
         raise CapshimError(f"{ref}: no answer capshim can give" + ("" if direction else " on this device")
                            + "; nothing written")
     stem = out[:-5] if out.endswith(".toml") else out
@@ -195,7 +196,7 @@ def profile_import(file, name, direction, out, device):
     if len(parts) == 2:
         click.echo(f"one capshim profile has one direction: run with --simulate {names[0]} --profile {names[1]}")
     for line in unsupported_summary(reading, shown=len(reading.unsupported)):
-        click.echo(f"warning: {line}", err=True)
+        messages.emit(line, "warning")
 
 
 @profile_grp.command("capture")
@@ -245,7 +246,7 @@ def profile_capture(out, fmt, from_file, device, direction):
         click.echo(f"wrote {out}: {reading.label}, {len(reading.capabilities)} answers, "
                    f"{len(reading.extensions)} extensions ({fmt})", err=True)
     for line in reading.unsupported:
-        click.echo(f"warning: not captured: {line}", err=True)
+        messages.emit(f"not captured: {line}", "warning")
 
 
 profile_grp.add_command(profiles_host.from_host_cmd)

@@ -12,6 +12,7 @@ from capshim import profiles
 from capshim.cli.options import write_new
 from capshim.errors import EXIT_INERT, CapshimError, UsageError
 from capshim.profiles import metalhost
+from capshim.contracts import messages
 
 
 def host_options(fn):
@@ -67,9 +68,9 @@ def check_host(file: str, host: str | None, device: int | None, as_json: bool, s
                    + (f"{len(found)} answer{'s' if len(found) != 1 else ''} above the host" if found
                       else "nothing above the host"))
     for f in found:
-        click.echo(f"warning: {f.message}", err=True)
+        messages.emit(f.message, "warning")
     for line in notes:
-        click.echo(f"note: {line}", err=True)
+        messages.emit(line, "note")
     if strict and found:
         sys.exit(EXIT_INERT)
 
@@ -105,5 +106,4 @@ def from_host_cmd(capture, out, name, with_name):
         click.echo(f"wrote {out}: {p.name}, " + ", ".join(f"{k} = {v}" for k, v in p.capabilities.items())
                    + (f", deviceName = {p.device_name!r}" if p.device_name else ""), err=True)
     if cap.os.get("system") not in (None, "Darwin"):
-        click.echo(f"note: {cap.source} was made on {cap.os.get('system')}, not a Mac host (a test capture?)",
-                   err=True)
+        messages.emit(f"{cap.source} was made on {cap.os.get('system')}, not a Mac host (a test capture?)", "note")

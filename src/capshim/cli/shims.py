@@ -12,8 +12,9 @@ from capshim import backends, beyond, launch
 from capshim import probe as pr
 from capshim.cli.suggest import Choice, refuse_option_as_program
 from capshim.cli.options import json_option, load_roles, wide_option
-from capshim.errors import EXIT_INERT, CapshimError, UsageError
+from capshim.errors import EXIT_INERT, EXIT_WORKLOAD, CapshimError, UsageError
 from capshim.export import terminal
+from capshim.contracts import messages
 
 _API_NAMES = backends.names()
 
@@ -61,7 +62,7 @@ def build_cmd(api, force, target):
         for line in lines:
             click.echo(line)
         if not ok:
-            sys.exit(1)
+            sys.exit(EXIT_WORKLOAD)
         return
     built, failed = 0, []
     for be, why in _selected_backends(api):
@@ -71,7 +72,7 @@ def build_cmd(api, force, target):
         try:
             artifacts = be.build(force=force)
         except CapshimError as exc:  # one API's failure does not stop the others
-            click.echo(f"capshim: {be.name}: build failed: {exc}", err=True)
+            messages.emit(f"{be.name}: build failed: {exc}")
             failed.append(exc)
             continue
         for name, path in artifacts.items():
@@ -111,35 +112,35 @@ def run_cmd(profile_ref, simulate_ref, inherit, strict, quiet, status_file, forc
 
     A raise profile that answers more than the device has (a size above the
     real one, a feature or an extension the driver lacks) gets one warning
-    line per answer on stderr and a beyond_device event in the status file;
-    with --strict the command is not started and capshim exits 3.
+    per profile on stderr (its answers counted per kind, the first few named;
+    capshim --verbose names each) and a beyond_device event per answer in the
+    status file; with --strict the command is not started and capshim exits 3.
     """
 
     profile, simulate, notes = load_roles(profile_ref, simulate_ref)
     for note in notes:
-        click.echo(f"capshim: {note}", err=True)
+        messages.emit(note)
     argv = list(command)
     if argv and argv[0] == "--":
         argv = argv[1:]
     refuse_option_as_program(argv, click.get_current_context())  # --profle: a misspelt option, not a program
     status_path = launch.check_status_file(status_file, force) if status_file else None
     if simulate is not None and simulate.direction == "raise":
-        click.echo(f"capshim: warning: --simulate {simulate.source} is a 'raise' profile: it raises answers next "
-                   "to the driver (simulate is meant to lower them)", err=True)
+        messages.emit(f"--simulate {simulate.source} is a 'raise' profile: it raises answers next "
+                      "to the driver (simulate is meant to lower them)", "warning")
     lc = launch.prepare(argv, profile, simulate, inherit=inherit, quiet=quiet,
                         status_file=status_path)
     try:
         if lc.backend is not None:
             for warning in lc.backend.run_warnings(profile, simulate, argv):
-                click.echo(f"capshim: warning: {warning}", err=True)
+                messages.emit(warning, "warning")
             if _beyond_device(lc.backend, profile, simulate, 0, lc.status_file)[0] and strict:
-                click.echo("capshim: --strict: not starting the command: the profile answers beyond the device",
-                           err=True)
+                messages.emit("--strict: not starting the command: the profile answers beyond the device")
                 sys.exit(EXIT_INERT)
         rc = launch.run(lc)
         bad = {n: s for n, s in lc.states().items() if s.state != "active"}
         for name, s in bad.items():
-            click.echo(f"capshim: {name} stayed {s.state}: {s.reason}", err=True)
+            messages.emit(f"{name} stayed {s.state}: {s.reason}")
     finally:
         lc.cleanup()
     if strict and bad and rc == 0:
@@ -158,7 +159,7 @@ def _beyond_device(backend, profile, simulate, device, status_file=None) -> tupl
     if found.refusals:
         raise UsageError("\n".join(found.refusals))
     for line in ([found.problem] if found.problem else []) + found.warnings + beyond.warning_lines(found.findings):
-        click.echo(f"capshim: warning: {line}", err=True)
+        messages.emit(line, "warning")
     if status_file is not None:
         beyond.write_events(status_file, backend, found.findings)
     return beyond.events(backend, found.findings), found.no_effect
@@ -180,7 +181,7 @@ def probe_cmd(api, profile_ref, simulate_ref, device, compare, show_all, as_json
     """Print the capability answers a process sees, stock or through shims.
 
     A raise profile that answers more than the device has gets one warning
-    line per answer on stderr, and the JSON a "beyond_device" list of events
+    on stderr (the first few answers named, capshim --verbose: each), and the JSON a "beyond_device" list of events
     (key, device, reported, note); --strict then exits 3. An answer the layer
     will not give (clamped by the profile's direction, or the device's own
     already) is a warning line too, and in the JSON's "no_effect" list.
@@ -197,7 +198,7 @@ def probe_cmd(api, profile_ref, simulate_ref, device, compare, show_all, as_json
 
     profile, simulate, notes = load_roles(profile_ref, simulate_ref, device)
     for note in notes:
-        click.echo(f"capshim: {note}", err=True)
+        messages.emit(note)
     if api is None:
         api = (profile or simulate).api if (profile or simulate) else backends.default_api()
     for flag, prof in (("--profile", profile), ("--simulate", simulate)):
@@ -205,7 +206,7 @@ def probe_cmd(api, profile_ref, simulate_ref, device, compare, show_all, as_json
             raise CapshimError(f"{flag} {prof.source}: api is '{prof.api}', but --api is '{api}'")
     be = backends.get(api)
     for warning in be.run_warnings(profile, simulate, []):  # loader settings that hide the shims
-        click.echo(f"capshim: warning: {warning}", err=True)
+        messages.emit(warning, "warning")
     over, no_effect = _beyond_device(be, profile, simulate, device)
     out = pr.run_probe(api, profile, simulate, device=device, compare=compare)
     if over:
@@ -254,4 +255,4 @@ def verify_cmd(api, as_json, shim_file):
 
         terminal.print_grid(("check", "status", "detail"), [[c["check"], c["status"], c["detail"]] for c in checks])
     if any(c["status"] == "failed" for c in checks):
-        sys.exit(1)
+        sys.exit(EXIT_WORKLOAD)

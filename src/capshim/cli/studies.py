@@ -18,6 +18,7 @@ from capshim.cli.options import (
 from capshim.cli.suggest import Choice
 from capshim.bench.workloads.builtin import MODEL_PRESETS
 from capshim.contracts.numbers import FiniteFloat
+from capshim.errors import EXIT_WORKLOAD
 from capshim.export import terminal
 from capshim.studies import ablate, kernels, tune
 from capshim.studies.defaults import DEFAULTS as STUDY_DEFAULTS
@@ -97,7 +98,7 @@ def ablate_cmd(profile_ref, by, model, repetitions, warmup, n_prompt, n_gen, tes
     click.echo(f"ablation: {Path(res['bundle']).parent}  (bundle: {res['bundle']}; "
                f"{res['elapsed_s']:.0f} s)", err=True)
     if res["failed_runs"]:
-        sys.exit(1)
+        sys.exit(EXIT_WORKLOAD)
 
 
 @click.command("tune")
@@ -162,7 +163,7 @@ def tune_cmd(budget, model, repetitions, confirm_runs, warmup, n_prompt, n_gen, 
     click.echo(f"tune: {res['out']}  ({res['elapsed_s']:.0f} s; {res['outcome']}"
                + (f": {verdict}" if verdict and res["outcome"] == "confirmed" else "") + ")", err=True)
     if res["failed_runs"] or res["outcome"] != "confirmed":
-        sys.exit(1)
+        sys.exit(EXIT_WORKLOAD)
 
 
 def _kernels_prompt(ctx, param, value):
@@ -242,4 +243,4 @@ def kernels_cmd(models, profile_refs, n_prompt, n_gen, timeout, out, as_json, wi
         terminal.print_lines([f"- {line}" for line in res["verdict"]], wide)
     click.echo(f"kernels: {res['out']}/kernels.md  ({res['elapsed_s']:.0f} s)", err=True)
     if res["failed_runs"] or not res["complete"]:
-        sys.exit(1)
+        sys.exit(EXIT_WORKLOAD)

@@ -11,6 +11,8 @@
 - :mod:`.environ`: environment variables whose bytes are not UTF-8.
 - :mod:`.tomlread`: every TOML text capshim reads (size, nesting depth, array
   length and table size bounded before any validator sees it).
+- :mod:`.verdict`: the one rule that says "improvement", "regression", "same"
+  or "unclear" (and why), and the harness check of the A/A arm and controls.
 - :mod:`.suggest`: "did you mean" for a name outside a closed set (keys,
   commands, presets, dimensions, metrics, choices).
 

@@ -101,3 +101,22 @@ def parse_named_files(value: str, flag: str = "--arm") -> tuple[str, list[str]]:
     if not sep or not name or not paths:
         raise UsageError(f"{flag} {value!r}: expected NAME=FILE.json[,FILE.json...]")
     return check(name.strip(), f"{flag} name"), paths
+
+
+#: What a stand-in device's name carries wherever capshim names it (titles, reports, the store, the
+#: matrix): a stand-in answers a real device's name (the CUDA stand-in says "NVIDIA H200") but is
+#: not that device, and is never grouped with it.
+STANDIN_SUFFIX = " (capshim stand-in)"
+
+
+def device_label(device: dict | None) -> str | None:
+    """The name a device is shown and stored under: its ``name``, with :data:`STANDIN_SUFFIX` when
+    the probe found a capshim stand-in library answering for it (``device["standin"]`` set, by
+    :func:`capshim.backends.cuda.probe`); None for None. A real device (a GPU, lavapipe: a real
+    CPU device) is its name alone."""
+    if not device:
+        return None
+    name = str(device.get("name") or "")
+    if device.get("standin") and not name.endswith(STANDIN_SUFFIX):
+        return name + STANDIN_SUFFIX
+    return name

@@ -19,6 +19,21 @@ from capshim.errors import UsageError
 MAX_DIGITS = 20
 """Digits an integer from outside may have (2**64 has 20)."""
 
+MIN_PROCESSES = 5
+"""Processes a side needs for a 95% interval and for any verdict with a direction
+(:mod:`capshim.bench.stats`, :mod:`capshim.contracts.verdict`). The coverage simulation
+(capshim.bench.coverage, docs/statistics.md) holds 95% from 3 processes under its process
+models; 5 leaves room for what it does not model (drift within a bench) and is pyperf's minimum."""
+
+DEFAULT_THRESHOLD = 2.0
+"""The change (percent of a ratio, or points of % of host) below which no verdict names a
+direction, and the half-width of the band a "same" interval must lie in: the target precision
+of a bench (issue 10 asks for +-2 points)."""
+
+AA_BAND_PCT = 5.0
+"""An A/A arm (stock answers through the app layer) or a control workload whose interval or
+range leaves 1.00x +- this many percent (or excludes 1.00x) means the harness is unreliable here."""
+
 
 class FiniteFloat(click.FloatRange):
     """A click number type that is never NaN or infinite (seconds, percentages, ratios).

@@ -21,9 +21,10 @@ from __future__ import annotations
 
 import contextlib
 import signal
-import sys
 import threading
 import time
+
+from capshim.contracts import messages
 
 STOP_SIGNALS: tuple[signal.Signals, ...] = tuple(
     s for s in (signal.SIGINT, signal.SIGTERM, getattr(signal, "SIGHUP", None)) if s is not None)
@@ -108,13 +109,13 @@ class SealGuard:
         elif self.first is None:
             self.first = (signum, now)
             if self.stop_depth and not self.nested:
-                print(f"capshim: {signal.Signals(signum).name}: stopping; what finished is sealed whatever "
-                      f"happens (signal again to skip the slow steps of the seal)", file=sys.stderr, flush=True)
+                messages.emit(f"{signal.Signals(signum).name}: stopping; what finished is sealed whatever "
+                              f"happens (signal again to skip the slow steps of the seal)")
                 self._start_alarm()
                 raise StopRequested(signal.Signals(signum).name)
-            print(f"capshim: {signal.Signals(signum).name} while sealing {self.what}: the seal is written "
-                  f"whatever happens; slow steps (analysis, report, chart) get {SEAL_WAIT_S:g} s more "
-                  "(signal again to skip them now)", file=sys.stderr, flush=True)
+            messages.emit(f"{signal.Signals(signum).name} while sealing {self.what}: the seal is written "
+                          f"whatever happens; slow steps (analysis, report, chart) get {SEAL_WAIT_S:g} s more "
+                          "(signal again to skip them now)")
             self._start_alarm()
             return
         else:
@@ -201,5 +202,5 @@ class SealGuard:
     def exit_if_signalled(self) -> None:
         """After the seal: a signal that waited stops capshim now (exit 128+N); nothing for an inner guard."""
         if self.first is not None and self.outer is None:
-            print(f"capshim: {self.what} sealed; stopping ({signal.Signals(self.first[0]).name})", file=sys.stderr)
+            messages.emit(f"{self.what} sealed; stopping ({signal.Signals(self.first[0]).name})")
             raise SystemExit(128 + self.first[0])

@@ -27,6 +27,7 @@ from capshim import summary as summary_contract
 from capshim.bench import llamabench
 from capshim.bench.analysis import analyze, arms_from_files, host_from_file
 from capshim.contracts import numbers
+from capshim.contracts.names import device_label
 from capshim.errors import CapshimError
 from capshim.evidence import signing, study
 from capshim.evidence.files import ATTESTATION_FILE
@@ -398,7 +399,8 @@ def read_bundle(path: str | Path) -> BundleRecord:
         key=key, kind="bundle", name=_bundle_name(p.resolve()), source=str(p.resolve()),
         created_utc=_str(meta.get("started_utc") or host.get("created_utc")),
         host=_str(host.get("host")), os=_str(host.get("os")),
-        device=_str(dev.get("name") or raw.get("gpu_info")), driver=driver,
+        # a stand-in is stored under its own name, never grouped with the device it imitates
+        device=_str(device_label(dev) or raw.get("gpu_info")), driver=driver,
         workload_build=_str(raw.get("build_number")), workload_commit=_str(raw.get("build_commit")),
         workload_sha256=_str(workload.get("binary_sha256")),
         model=_str(raw.get("model_type")), model_sha256=_str(workload.get("model_sha256")),

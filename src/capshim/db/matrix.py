@@ -24,10 +24,11 @@ from __future__ import annotations
 from pathlib import PurePath
 
 from capshim.contracts.suggest import did_you_mean
-from capshim.db.query import _check_threshold  # the one threshold rule of compare, trend and matrix
+from capshim.db.query import _check_threshold, arm_processes  # one threshold rule; old summaries' processes
 from capshim.db.store import DbError, Store
-from capshim.db.terms import DEFAULT_THRESHOLD, MATRIX_RULE, VERDICTS, verdict
-from capshim.summary import NOT_SHIM_STATES, bounds
+from capshim.contracts.verdict import harness_check
+from capshim.db.terms import DEFAULT_THRESHOLD, MATRIX_RULE, VERDICTS, verdict_of
+from capshim.summary import NOT_SHIM_STATES
 
 __all__ = ["matrix", "short_os", "host_os_index", "KEYS"]
 
@@ -45,14 +46,15 @@ def short_os(os_text: str | None) -> str | None:
 
 
 def _aa_of(summary: dict) -> tuple[str | None, dict]:
-    """``(A/A arm name, {test: bool (its interval or range holds 1.00x)})``; (None, {}) without one."""
+    """``(A/A arm name, {test: bool (it passes the harness check:
+    :func:`capshim.contracts.verdict.harness_check`) | None (nothing to judge)})``; (None, {}) without one."""
     aa = summary.get("aa") or {}
     if not aa.get("arm") or not aa.get("reference"):
         return None, {}
     clean = {}
     for t, r in (aa.get("tests") or {}).items():
-        b = bounds(r)
-        clean[t] = None if not b else bool(b[0] <= 1.0 <= b[1])
+        h = harness_check(r)
+        clean[t] = None if h is None else h.reliable
     return aa["arm"], clean
 
 
@@ -92,6 +94,8 @@ def _check_asked(asked: list[str] | None, seen: set[str], what: str, bundles: in
 def _rows_of(b: dict, summary: dict, host_os: str | None, arms: list[str] | None, tests: list[str] | None,
              threshold: float) -> list[dict]:
     aa_arm, aa_clean = _aa_of(summary)
+    host_name = (summary.get("host") or {}).get("name")
+    host_arm = (summary.get("arms") or {}).get(host_name) or {}
     rows = []
     for name, arm in _shimmed(summary).items():
         if arms and name not in arms:
@@ -100,14 +104,18 @@ def _rows_of(b: dict, summary: dict, host_os: str | None, arms: list[str] | None
             if tests and test not in tests:
                 continue
             clean = aa_clean.get(test) if aa_arm else None
+            host_procs = arm_processes(host_arm, test) if host_arm else \
+                (((summary.get("host") or {}).get("tests") or {}).get(test) or {}).get("processes") or 0
+            word, why = verdict_of(st.get("pct_of_host"), clean, arm.get("state") not in NOT_SHIM_STATES,
+                                   threshold, processes=(arm_processes(arm, test), host_procs),
+                                   runs=arm.get("runs"), host_runs=host_arm.get("runs"))
             rows.append({
                 "device": b.get("device"), "host_os": short_os(host_os), "guest_os": short_os(b.get("os")),
                 "build": b.get("workload_build") or b.get("workload_commit"), "model": b.get("model"),
                 "arm": name, "state": arm.get("state"), "test": test, "baseline": summary.get("baseline"),
                 "pct_of_host": st.get("pct_of_host"), "speedup": st.get("speedup"),
                 "aa": None if aa_arm is None else {"arm": aa_arm, "clean": clean},
-                "verdict": verdict(st.get("pct_of_host"), clean, arm.get("state") not in NOT_SHIM_STATES,
-                                   threshold),
+                "verdict": word, "why": why,
                 "bundle_id": b["id"], "bundle": b["name"],
                 "signed_by": [x.get("principal") or x.get("key") for x in b.get("signed_by") or []
                               if isinstance(x, dict)],
@@ -129,9 +137,9 @@ def matrix(store: Store, filters: dict | None = None, *, match: str = "exact", a
         ``{"threshold", "rule", "verdicts": {name: meaning}, "bundles": int, "rows": [{"device",
         "host_os", "guest_os", "build", "model", "arm", "state", "test", "baseline", "pct_of_host":
         {"value", "ci95"|"range"}|None (percent of the host's speed), "speedup": {...}|None (times
-        the baseline), "aa": {"arm", "clean": bool|None}|None, "verdict", "bundle_id", "bundle",
-        "signed_by": [principal, or key when added without a signer list], "os_full": {"host",
-        "guest"}}], "counts": {verdict: int}}``; rows sorted by the
+        the baseline), "aa": {"arm", "clean": bool|None}|None, "verdict", "why": str|None (why unclear), "bundle_id", "bundle",
+        "signed_by": [principal, or key when added without a signer list], "os_full": {"host", "guest"}}],
+        "counts": {verdict: int}}``; rows sorted by the
         :data:`KEYS`, then arm, test and bundle id (unknown values last).
 
     Raises:

@@ -14,20 +14,24 @@ median(B)`` when lower is better (seconds), so above 1.00x B is better.
 Selections whose bundles measured one test in different units or directions
 are not compared.
 
-Regression rule (documented in ``capshim db compare --help`` and the README):
+Verdict rule (documented in ``capshim db compare --help`` and the README):
 
 - ``compare``: for each arm and test, the change is how many times better B
   is than A, with its 95% interval (``analyze``'s speedup, oriented as
   above: the same method as the report's speedup column, docs/statistics.md).
-  It is a **regression** when the whole interval (below 5 processes a side,
-  the whole range) is more than ``threshold`` percent below 1.00x; with
-  neither it is "same" (not told apart from noise). An **improvement** is
-  the mirror image.
+  Its verdict is :func:`capshim.contracts.verdict.decide`'s, the one rule of
+  every command: "regression" or "improvement" only with 5 processes a side,
+  neither side mostly contaminated (the bundles' runs as summary.json records
+  them) and the whole interval more than ``threshold`` percent beyond 1.00x;
+  "same" when the interval lies within ``threshold`` percent of 1.00x;
+  otherwise "unclear" with why. A bundle of either side whose A/A arm fails
+  the harness check (:func:`capshim.contracts.verdict.harness_check`) is
+  called out under the table.
 - ``trend``: each bundle's % of host is the stored summary's (oriented as
-  above: % of the host's speed). A point is a regression when it is below
-  ``--min-pct`` (when given), or when it is more than ``threshold`` points
-  below the previous point and its interval's upper end is below the
-  previous value.
+  above: % of the host's speed). A point is flagged when it is below
+  ``--min-pct`` (when given), or when, against the previous point, the one
+  rule says "regression" (the previous point as the reference side: its
+  processes and its interval's position; the interval is this point's).
 
 The default threshold is :data:`DEFAULT_THRESHOLD` (2, percent or points):
 the target precision of a bench (issue 10: ±2 points).
@@ -39,11 +43,12 @@ import math
 
 from capshim.bench import metrics
 from capshim.bench.analysis import analyze
+from capshim.contracts import verdict as vd
 from capshim.contracts.suggest import did_you_mean
 from capshim.db.ingest import CONFIG_FIELDS
 from capshim.db.store import DbError, Store
 from capshim.db.terms import COMPARE_RULE, DEFAULT_THRESHOLD, FILTERS, TREND_RULE
-from capshim.summary import bounds
+from capshim.summary import run_failed
 
 __all__ = ["parse_selection", "select", "compare", "trend", "draw_trend", "DEFAULT_THRESHOLD", "COMPARE_RULE", "TREND_RULE"]
 
@@ -223,29 +228,77 @@ def _check_threshold(threshold: float, what: str = "--threshold") -> None:
         raise DbError(f"{what} {threshold!r}: expected a finite number >= 0")
 
 
-def _verdict(value: float, ci, threshold: float) -> str:
-    """``ci``: the 95% interval, or below 5 processes the range of ratios (stricter); a regression
-    (improvement) only when the whole of it is past the threshold (docs/statistics.md); with neither the
-    change is not told apart from noise: "same"."""
-    if not ci:
-        return "same"
-    lo, hi = ci
-    if value < 1 - threshold / 100 and hi < 1 - threshold / 100:
-        return "regression"
-    if value > 1 + threshold / 100 and lo > 1 + threshold / 100:
-        return "improvement"
-    return "same"
+def _runs_of(summaries: list[dict], arm: str) -> list[dict]:
+    """The runs of ``arm`` in every summary of a selection (summary.json ``arms[arm]["runs"]``):
+    what :func:`capshim.contracts.verdict.side` counts contamination from."""
+    return [r for s in summaries for r in ((s.get("arms") or {}).get(arm) or {}).get("runs") or []]
 
 
-def _pct_range(store: Store, bundle_id: int, arm: str, test: str) -> list[float] | None:
-    """The range of a bundle's % of host (``level: "range"``, below 5 processes) from its stored summary."""
+def _summaries(store: Store, bundles: list[dict]) -> list[dict]:
+    """The stored summaries of ``bundles`` (one that the contract refuses counts as empty)."""
+    out = []
+    for b in bundles:
+        try:
+            out.append({**store.summary(b["id"]), "_bundle": b})
+        except Exception:  # noqa: BLE001 - a summary the contract refuses has no runs or A/A to read
+            out.append({"_bundle": b})
+    return out
+
+
+def harness_notes(summaries: list[dict], tests: set[str] | None = None) -> list[str]:
+    """One line per bundle and test whose A/A arm fails the harness check
+    (:func:`capshim.contracts.verdict.harness_check`): "the harness is unreliable here: #3 run_1:
+    A/A aa pp512 1.42x, range 0.81-2.19x leaves +-5%". ``summaries``: :func:`_summaries`'s."""
+    out = []
+    for s in summaries:
+        aa, b = s.get("aa") or {}, s["_bundle"]
+        for t, cmp in (aa.get("tests") or {}).items():
+            h = vd.harness_check(cmp)
+            if h is not None and not h.reliable and (tests is None or t in tests):
+                out.append(h.text(f"#{b['id']} {b['name']}: A/A {aa.get('arm')} {t}"))
+    return out
+
+
+def arm_processes(arm: dict, test: str) -> int:
+    """An arm's processes in ``test`` (summary.json) for a summary written before comparisons recorded
+    them: the test's ``processes``, else its runs that did not fail (each run is one process)."""
+    st = (arm.get("tests") or {}).get(test) or {}
+    if isinstance(st.get("processes"), int):
+        return st["processes"]
+    return sum(1 for r in arm.get("runs") or [] if not run_failed(r) and not r.get("excluded"))
+
+
+def _pct_entry(store: Store, bundle_id: int, arm: str, test: str) -> tuple[dict, list[dict]]:
+    """``(% of host as the stored summary gives it, the arm's runs)`` of one bundle, arm and test
+    (``({}, [])`` when the stored summary cannot be read). A % of host without ``processes`` (an
+    older summary) gets them from :func:`arm_processes` of the arm and of the host arm."""
     try:
-        pct = ((store.summary(bundle_id).get("arms") or {}).get(arm) or {}).get("tests", {}).get(test, {}).get(
-            "pct_of_host") or {}
-    except Exception:  # noqa: BLE001 - a summary the contract refuses has no range to give
-        return None
-    rng = pct.get("range") if isinstance(pct, dict) else None
+        s = store.summary(bundle_id)
+    except Exception:  # noqa: BLE001 - a summary the contract refuses has no range or runs to give
+        return {}, []
+    arms = s.get("arms") or {}
+    a = arms.get(arm) or {}
+    pct = ((a.get("tests") or {}).get(test) or {}).get("pct_of_host")
+    pct = dict(pct) if isinstance(pct, dict) else {}
+    if pct and not isinstance(pct.get("processes"), list):
+        host = arms.get((s.get("host") or {}).get("name"))
+        n = arm_processes(a, test)
+        pct["processes"] = [n, arm_processes(host, test) if host else n]
+    return pct, list(a.get("runs") or [])
+
+
+def _range_of(pct: dict) -> list[float] | None:
+    """The range of a summary's % of host (``level: "range"``, below 5 processes), or None."""
+    rng = pct.get("range")
     return [float(rng[0]), float(rng[1])] if isinstance(rng, list) and len(rng) == 2 else None
+
+
+def _point_side(pct: dict, runs: list[dict], label: str) -> vd.Side:
+    """One trend point as a side of the one rule: the fewer of its arm's and host's processes
+    (None recorded: 0, so no direction) and its arm's contaminated runs."""
+    procs = pct.get("processes")
+    n = min(procs) if isinstance(procs, list) and procs else 0
+    return vd.side(n, runs, label)
 
 
 def compare(store: Store, sel_a: dict, sel_b: dict, *, arms: list[str] | None = None,
@@ -271,8 +324,9 @@ def compare(store: Store, sel_a: dict, sel_b: dict, *, arms: list[str] | None = 
         "better": "higher"|"lower", "a": {"median", "n", "pct_of_host":
         {"value", "ci95"}|None}, "b": {...}, "change": {"value", "ci95"},
         "change_pct", "delta_pct_points", "verdict":
-        "regression"|"improvement"|"same", "marked": bool}], "regressions":
-        int}``. Medians in the test's ``unit``; ``change`` is how many times
+        "regression"|"improvement"|"same"|"unclear", "why": str|None (why
+        unclear), "marked": bool}], "harness": [str] (bundles whose A/A arm
+        fails the harness check), "regressions": int}``. Medians in the test's ``unit``; ``change`` is how many times
         better B is than A (above 1: B is better, whichever the direction);
         ``pct_of_host`` is % of the host's speed; ``change_pct`` percent.
 
@@ -290,6 +344,7 @@ def compare(store: Store, sel_a: dict, sel_b: dict, *, arms: list[str] | None = 
                       + "; ".join(mism))
     mets = _metrics(store, a_b + b_b)
     (sa_, recs_a), (sb_, recs_b) = _analyze_selection(store, a_b, mets), _analyze_selection(store, b_b, mets)
+    sums_a, sums_b = _summaries(store, a_b), _summaries(store, b_b)
     pairs = dict(pairs or {})
     for a_name, b_name in pairs.items():
         if a_name not in sa_["arms"]:
@@ -319,19 +374,21 @@ def compare(store: Store, sel_a: dict, sel_b: dict, *, arms: list[str] | None = 
             mini = _orient(analyze(recs, {"A": {}, "B": {}}, "A", lower_is_better=lower), mets)
             ch = mini["arms"]["B"]["tests"][t]["speedup"]
             pa, pb = ta[t].get("pct_of_host"), tb[t].get("pct_of_host")
+            v = vd.decide_cmp(ch, _runs_of(sums_a, a), _runs_of(sums_b, b), threshold, labels=("A", "B"))
             rows.append({
                 "arm": a, "arm_b": b, "test": t, "unit": mets[t]["unit"], "better": mets[t]["better"],
                 "a": {"median": ta[t]["median"], "n": ta[t]["n"], "pct_of_host": pa},
                 "b": {"median": tb[t]["median"], "n": tb[t]["n"], "pct_of_host": pb},
                 "change": ch, "change_pct": 100.0 * (ch["value"] - 1.0),
                 "delta_pct_points": (pb["value"] - pa["value"]) if pa and pb else None,
-                "verdict": _verdict(ch["value"], bounds(ch), threshold),
+                "verdict": v.word, "why": v.why or None,
                 "marked": bool(mism)})
     if not rows:
         raise DbError(f"no test in common (A: {', '.join(sa_['tests'])}; B: {', '.join(sb_['tests'])})")
     return {"a": _side(sel_a, a_b, match), "b": _side(sel_b, b_b, match),
             "threshold": threshold, "rule": COMPARE_RULE.format(t=threshold), "mismatches": mism,
-            "rows": rows, "regressions": sum(r["verdict"] == "regression" for r in rows)}
+            "harness": harness_notes(sums_a + sums_b, {r["test"] for r in rows}),
+            "rows": rows, "regressions": sum(r["verdict"] == vd.REGRESSION for r in rows)}
 
 
 def trend(store: Store, arm: str, filters: dict | None = None, *, tests: list[str] | None = None,
@@ -352,7 +409,8 @@ def trend(store: Store, arm: str, filters: dict | None = None, *, tests: list[st
     Returns:
         ``{"arm", "tests", "min_pct", "threshold", "rule", "points": [{"bundle_id",
         "bundle", "created_utc", "device", "build", "test", "unit", "better",
-        "median", "pct_of_host", "ci95": [lo, hi]|None, "flags": [str]}],
+        "median", "pct_of_host", "ci95": [lo, hi]|None, "range": [lo, hi]|None, "flags": [str]
+        (counted), "notes": [str] (a drop the one rule calls unclear, and why)}],
         "skipped": [str], "regressions": int, "all_above": bool|None}``. The
         median is in the test's ``unit``; ``pct_of_host`` (% of the host's
         speed, above 100 faster whichever the direction) and ``ci95`` are the
@@ -385,20 +443,32 @@ def trend(store: Store, arm: str, filters: dict | None = None, *, tests: list[st
             skipped.append(f"{b['name']} {r['test']}: no host baseline")
             continue
         ci = [r["pct_lo"], r["pct_hi"]] if r["pct_lo"] is not None else None
+        pct, runs = _pct_entry(store, b["id"], arm, r["test"])
         # below 5 processes a bundle has no interval but the range of ratios (its summary's, not a column)
-        rng = None if ci else _pct_range(store, b["id"], arm, r["test"])
-        flags = []
+        rng = None if ci else _range_of(pct)
+        flags, notes = [], []
         if min_pct is not None and r["pct_of_host"] < min_pct:
             flags.append(f"below {min_pct:g}%")
         series = (r["test"], m["unit"], m["better"])
+        here = _point_side(pct, runs, "this bundle")
         p = prev.get(series)
-        bound = ci or rng  # neither: a drop is not told apart from noise, never flagged
-        if p is not None and r["pct_of_host"] < p - threshold and bound is not None and bound[1] < p:
-            flags.append(f"down {p - r['pct_of_host']:.2f} points from the previous bundle")
-        prev[series] = r["pct_of_host"]
+        if p is not None:
+            # the one rule, with the previous point as the reference: this point's interval, in
+            # percent of the previous value
+            pv, pside = p
+            scaled = [x / pv * 100.0 for x in ci] if ci and pv > 0 else None
+            v = vd.decide(r["pct_of_host"] / pv * 100.0 if pv > 0 else None, scaled,
+                          vd.Side(pside.processes, pside.contaminated, pside.runs, "the previous bundle"), here,
+                          threshold, percent=True)
+            if v.word == vd.REGRESSION:
+                flags.append(f"down {pv - r['pct_of_host']:.2f} points from the previous bundle")
+            elif v.word == vd.UNCLEAR and r["pct_of_host"] < pv - threshold:
+                notes.append(f"down {pv - r['pct_of_host']:.2f} points: {v}")
+        prev[series] = (r["pct_of_host"], here)
         points.append({"bundle_id": b["id"], "bundle": b["name"], "created_utc": b["created_utc"],
                        "device": b["device"], "build": b["workload_build"], "test": r["test"],
-                       "unit": m["unit"], "better": m["better"], "median": r["median"], "pct_of_host": r["pct_of_host"], "ci95": ci, "range": rng, "flags": flags})
+                       "unit": m["unit"], "better": m["better"], "median": r["median"],
+                       "pct_of_host": r["pct_of_host"], "ci95": ci, "range": rng, "flags": flags, "notes": notes})
     if not points:
         raise DbError(f"arm {arm!r}: no selected bundle has a % of host for it ({'; '.join(skipped)})")
     tests_seen = list(dict.fromkeys(p["test"] for p in points))

@@ -21,11 +21,6 @@ from dataclasses import asdict
 from pathlib import Path
 
 import sqlalchemy as sa
-from alembic import command
-from alembic.config import Config
-from alembic.runtime.migration import MigrationContext
-from alembic.script import ScriptDirectory
-from alembic.util import CommandError as AlembicError
 
 from capshim import __version__, jsonread
 from capshim import summary as summary_contract
@@ -41,6 +36,18 @@ __all__ = ["Store", "DbError", "add_bundle", "default_url", "resolve_url", "SQLI
 SQLITE_BUSY_TIMEOUT_S = 120
 #: An arbitrary constant naming capshim's migration lock (pg_advisory_xact_lock key).
 _PG_LOCK_KEY = 0x6361707368696D  # "capshim"
+
+
+def _stored_revisions(conn) -> list[str]:
+    """The rows of Alembic's ``alembic_version`` table (``[]`` when it does not exist), read with plain SQL.
+
+    Alembic keeps the revision there (alembic.runtime.migration.MigrationContext, table
+    ``alembic_version``, column ``version_num``); reading it directly spares ``db list`` and the
+    other reading commands the import of Alembic when the store is at :data:`capshim.db.schema.HEAD`.
+    """
+    if not sa.inspect(conn).has_table("alembic_version"):
+        return []
+    return [r[0] for r in conn.execute(sa.text("SELECT version_num FROM alembic_version"))]
 
 
 class DbError(CapshimError):
@@ -272,12 +279,24 @@ class Store:
             DbError: the database cannot be reached or migrated, or it is at a revision this
                 capshim does not know (a newer capshim wrote it: nothing is changed, exit 2).
         """
+        if revision == "head":  # a store already at the newest schema is read without Alembic (0.2-0.5 s)
+            try:
+                with self.engine.connect() as conn:
+                    if _stored_revisions(conn) == [S.HEAD]:
+                        return S.HEAD
+            except sa.exc.SQLAlchemyError as exc:
+                raise self._fail(exc) from None
+        # Alembic is imported only when the schema may change (a new store, an older one)
+        from alembic import command
+        from alembic.config import Config
+        from alembic.runtime.migration import MigrationContext
+        from alembic.script import ScriptDirectory
+        from alembic.util import CommandError as AlembicError
+
         cfg = Config()
         cfg.set_main_option("script_location", str(Path(__file__).with_name("migrations")))
         known = {r.revision for r in ScriptDirectory.from_config(cfg).walk_revisions()}
         try:
-            if revision == "head" and self._at_head():
-                return S.HEAD  # nothing to do: a read-only role reads a current store, nothing is attempted
             with self.engine.begin() as conn:
                 if conn.dialect.name == "postgresql":
                     self._require_create(conn)
@@ -300,11 +319,6 @@ class Store:
             raise DbError(f"{self.flag} {_safe(self.given)}: cannot read the store's schema revision: {exc}") from None
         return self.revision()
 
-    def _at_head(self) -> bool:
-        """Whether the store is at :data:`capshim.db.schema.HEAD` already (read only)."""
-        with self.engine.connect() as conn:
-            return MigrationContext.configure(conn).get_current_revision() == S.HEAD
-
     def _require_create(self, conn) -> None:
         """On PostgreSQL, refuse before any change when this role may not create in the schema.
 
@@ -314,15 +328,27 @@ class Store:
         """
         role, ok = conn.execute(sa.text("SELECT current_user, has_schema_privilege(current_schema(), 'CREATE')")).one()
         if not ok:
-            current = MigrationContext.configure(conn).get_current_revision()
+            current = ", ".join(_stored_revisions(conn)) or "none"
             raise DbError(f"{self.flag} {_safe(self.given)}: role {role} may not change the schema, and the store "
-                          f"is at revision {current or 'none'}, this capshim needs {S.HEAD}: the store's owner "
+                          f"is at revision {current}, this capshim needs {S.HEAD}: the store's owner "
                           "must run a capshim command on it first (e.g. capshim db list)")
 
     def revision(self) -> str | None:
-        """The schema revision stored in the database (Alembic's ``alembic_version``), or None."""
-        with self.engine.connect() as conn:
-            return MigrationContext.configure(conn).get_current_revision()
+        """The schema revision stored in the database (Alembic's ``alembic_version``), or None.
+
+        Raises:
+            DbError: the table holds several revisions (not a store capshim wrote), or the store
+                cannot be read.
+        """
+        try:
+            with self.engine.connect() as conn:
+                found = _stored_revisions(conn)
+        except sa.exc.SQLAlchemyError as exc:
+            raise self._fail(exc) from None
+        if len(found) > 1:
+            raise DbError(f"{self.flag} {_safe(self.given)}: cannot read the store's schema revision: "
+                          f"alembic_version holds {len(found)} revisions ({', '.join(found[:5])})")
+        return found[0] if found else None
 
     # --- writing ---------------------------------------------------------------------
     def add(self, rec: BundleRecord) -> tuple[int, bool]:

@@ -1,4 +1,11 @@
-"""Names the store's commands share, without importing the database layer (fast ``--help``)."""
+"""Names the store's commands share, without importing the database layer (fast ``--help``).
+
+The default threshold (percent of a ratio, or points of % of host) is
+:data:`capshim.contracts.numbers.DEFAULT_THRESHOLD`, defined once there.
+"""
+
+from capshim.contracts.numbers import AA_BAND_PCT, DEFAULT_THRESHOLD, MIN_PROCESSES
+from capshim.contracts.verdict import IMPROVEMENT, REGRESSION, RULE, SAME, UNCLEAR, decide, side
 
 #: Help of every ``--db`` option (the group's and each command's).
 DB_HELP = ("Database URL: sqlite:///PATH, a file path (SQLite), or postgresql://USER@HOST/DB "
@@ -37,70 +44,72 @@ MATCHES = {
     "glob": "a shell pattern, ignoring case: * any characters, ? one; nothing else is special",
 }
 
-#: Default regression threshold, percent (compare) or points of % of host
-#: (trend): the target precision of a bench (issue 10 asks for ±2 points).
-DEFAULT_THRESHOLD = 2.0
 
 #: The regression rules, one line each, printed under the tables ({t}: the threshold).
 COMPARE_RULE = ("B vs A: how many times better B is (median(B)/median(A) when higher is better, "
-                "median(A)/median(B) when lower is better); regression: its 95% interval (below 5 processes "
-                "its range) entirely more than {t:g}% below 1.00x (improvement: the mirror image)")
-TREND_RULE = ("flagged: below --min-pct, or more than {t:g} points below the previous bundle "
-              "with its 95% interval (below 5 processes its range) entirely below that value")
+                "median(A)/median(B) when lower is better). " + RULE)
+TREND_RULE = ("flagged: below --min-pct, or a regression from the previous bundle by the one rule (both "
+              f"{MIN_PROCESSES}+ processes, neither mostly contaminated, the 95% interval entirely more than "
+              "{t:g}% below the previous value); a larger drop the rule calls unclear is noted with why")
 
-#: The verdicts of ``db matrix``, one per shimmed arm and test (:func:`verdict` decides): name ->
-#: what it means. T is ``--threshold`` (points of % of host, :data:`DEFAULT_THRESHOLD`); "the
-#: interval" is the 95% interval of the arm's % of host, or below 5 processes a side the range of
-#: ratios any two processes show (docs/statistics.md).
+#: The verdicts of ``db matrix``, one per shimmed arm and test (:func:`verdict_of` decides): name ->
+#: what it means. T is ``--threshold`` (points of % of host, :data:`DEFAULT_THRESHOLD`). The
+#: words with a direction follow the one rule (:func:`capshim.contracts.verdict.decide` on % of
+#: host against 100): 5 processes a side, neither side mostly contaminated, the 95% interval
+#: entirely beyond T (docs/statistics.md).
 VERDICTS = {
-    "host speed": "the arm's % of host is within T points of the host: its interval lies in [100-T, 100+T] "
-                  "or straddles it no lower than 100-T",
+    "host speed": "the arm's % of host is within T points of the host: its 95% interval lies in [100-T, 100+T]",
     "above host": "faster than the host by more than T points, not noise (interval entirely above 100+T)",
     "below host": "slower than the host by more than T points, not noise (interval entirely below 100-T)",
-    "unclear": "the interval reaches below 100-T and above it: not resolved at this precision (more runs)",
-    "unreliable": "the bench's A/A arm (stock answers through the app layer) excludes 1.00x in this test: "
-                  "the harness's own bias is as large as the effect, so no verdict",
+    "unclear": f"not resolved (why, in the row): fewer than {MIN_PROCESSES} processes a side, a side mostly "
+               "contaminated, or the interval crosses 100-T, 100 or 100+T",
+    "unreliable": "the bench's A/A arm (stock answers through the app layer) excludes 1.00x or leaves "
+                  f"+-{AA_BAND_PCT:g}% in this test: the harness is unreliable here, so no verdict",
     "no host": "the bundle has no host baseline (no % of host)",
     "no result": "the arm ran but is not a shim result (its state, e.g. failed or inert)",
 }
 
 #: The matrix's rule, one line, printed under its table ({t}: the threshold).
-MATRIX_RULE = ("verdict of each shimmed arm and test, from its % of host (95% interval; range below 5 "
-               "processes) and the bench's A/A arm: host speed = not more than {t:g} points below the host; "
-               "below/above host = beyond {t:g} points, not noise; unclear = not resolved; unreliable = "
-               "the A/A arm excludes 1.00x")
+MATRIX_RULE = ("verdict of each shimmed arm and test, from its % of host by the one rule (both sides "
+               f"{MIN_PROCESSES}+ processes, neither mostly contaminated, 95% interval): host speed = within "
+               "{t:g} points of the host; below/above host = beyond {t:g} points; unclear = not resolved (why); "
+               f"unreliable = the A/A arm excludes 1.00x or leaves +-{AA_BAND_PCT:g}%")
+
+#: The matrix's word for each word of the one rule.
+_MATRIX_WORD = {IMPROVEMENT: "above host", REGRESSION: "below host", SAME: "host speed", UNCLEAR: "unclear"}
 
 
-def verdict(pct: dict | None, aa_clean: bool | None, state_ok: bool = True,
-            threshold: float = DEFAULT_THRESHOLD) -> str:
-    """The matrix verdict (a key of :data:`VERDICTS`) of one arm and test.
+def verdict_of(pct: dict | None, aa_clean: bool | None, state_ok: bool = True,
+               threshold: float = DEFAULT_THRESHOLD, *, processes: tuple[int, int] | None = None,
+               runs=None, host_runs=None) -> tuple[str, str | None]:
+    """The matrix verdict (a key of :data:`VERDICTS`) of one arm and test, and why when "unclear".
 
     Args:
         pct: the arm's % of host as summary.json gives it (``{"value", "ci95": [lo, hi] | None,
-            "range": [lo, hi] | None}``, percent of the host's speed, oriented so above 100 is
-            faster), or None when the bundle has no host baseline.
-        aa_clean: whether the bench's A/A arm's interval (or range) holds 1.00x in this test;
-            None when the bench has no A/A arm (then it does not decide).
+            "range": [lo, hi] | None, "processes": [n_arm, n_host]}``, percent of the host's speed,
+            oriented so above 100 is faster), or None when the bundle has no host baseline.
+        aa_clean: whether the bench's A/A arm passes the harness check in this test
+            (:func:`capshim.contracts.verdict.harness_check`); None when the bench has no A/A arm.
         state_ok: False when the arm's state is not a shim result (``summary.NOT_SHIM_STATES``).
         threshold: T, points of % of host, finite and >= 0.
-
-    With neither an interval nor a range (a single sample) nothing is told apart from noise:
-    "unclear" (``db compare`` says "same" then).
+        processes: ``(arm, host)`` processes when ``pct`` does not record them (an older summary).
+        runs, host_runs: the arm's and the host arm's runs (summary.json), for contamination.
     """
     if not state_ok:
-        return "no result"
+        return "no result", None
     if aa_clean is False:
-        return "unreliable"
+        return "unreliable", None
     if not pct or pct.get("value") is None:
-        return "no host"
-    b = pct.get("ci95") or pct.get("range")  # as capshim.summary.bounds (kept light: no import for --help)
-    if not b:
-        return "unclear"
-    lo, hi = b
-    if hi < 100 - threshold:
-        return "below host"
-    if lo > 100 + threshold:
-        return "above host"
-    if lo >= 100 - threshold:
-        return "host speed"
-    return "unclear"
+        return "no host", None
+    procs = pct.get("processes") if isinstance(pct.get("processes"), list) else processes
+    if not procs:
+        return "unclear", "processes not recorded"
+    v = decide(pct["value"], pct.get("ci95"), side(procs[1], host_runs, "the host"), side(procs[0], runs, "the arm"),
+               threshold, percent=True)
+    return _MATRIX_WORD[v.word], v.why or None
+
+
+def verdict(pct: dict | None, aa_clean: bool | None, state_ok: bool = True,
+            threshold: float = DEFAULT_THRESHOLD, **kw) -> str:
+    """:func:`verdict_of`'s key only."""
+    return verdict_of(pct, aa_clean, state_ok, threshold, **kw)[0]

@@ -22,13 +22,13 @@ partial file.
 
 from __future__ import annotations
 
-import sys
 from typing import Any, Callable, NamedTuple
 
 from capshim import paths
 from capshim.contracts.signals import SealGuard, StepInterrupted
 from capshim.evidence.files import finite_or_null, strict_json, utc_now
 from capshim.paths import StorageError
+from capshim.contracts import messages
 
 __all__ = ["Step", "SUMMARY", "REPORT", "CHART", "run"]
 
@@ -76,8 +76,7 @@ class _Run:
         except StepInterrupted as stop:
             self.cut_short = True
             self.failures.append({"step": name, "error": f"skipped: interrupted by {stop.signal_name}"})
-            print(f"capshim: finalize: {name} skipped ({stop.signal_name}); the data are still sealed",
-                  file=sys.stderr, flush=True)
+            messages.emit(f"finalize: {name} skipped ({stop.signal_name}); the data are still sealed")
             return None
         except StorageError as exc:
             if not slow:  # a required file: the bundle cannot be sealed whole (exit 4)
@@ -85,15 +84,14 @@ class _Run:
             # an optional file (report, chart) on a full disk: nothing partial is left (atomic
             # writes), the failure is recorded, and the small required files and the seal follow
             self.failures.append({"step": name, "error": f"skipped: {exc}"[:2000]})
-            print(f"capshim: finalize: {name} skipped ({exc}); the data are still sealed", file=sys.stderr,
-                  flush=True)
+            messages.emit(f"finalize: {name} skipped ({exc}); the data are still sealed")
             return None
         except (KeyboardInterrupt, SystemExit):
             raise
         except Exception as exc:  # noqa: BLE001 - isolated on purpose: the bundle must still be sealed
             self.failures.append({"step": name, "error": f"{type(exc).__name__}: {exc}"[:2000]})
-            print(f"capshim: finalize: {name} failed ({type(exc).__name__}: {exc}); "
-                  "recorded in the bundle, the data are still sealed", file=sys.stderr)
+            messages.emit(f"finalize: {name} failed ({type(exc).__name__}: {exc}); "
+                          "recorded in the bundle, the data are still sealed")
             return None
 
     def summary(self, steps: list[Step]) -> dict:

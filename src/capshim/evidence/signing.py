@@ -44,16 +44,16 @@ import subprocess
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-
-from securesystemslib import exceptions as ssl_exceptions
-from securesystemslib.dsse import Envelope
-from securesystemslib.signer import Signature
+from typing import TYPE_CHECKING
 
 from capshim import __version__, jsonread, paths
 from capshim.errors import EXIT_WORKLOAD, CapshimError, UsageError
 from capshim.evidence.files import (ATTESTATION_FILE, ATTESTATION_LIMIT, EvidenceError, sha256_file, utc_now,
                                     write_error)
 from capshim.paths import SUMS_NAME
+
+if TYPE_CHECKING:  # securesystemslib (and cryptography under it) is imported where a signature is read
+    from securesystemslib.dsse import Envelope
 
 __all__ = ["NAMESPACE", "PAYLOAD_TYPE", "STATEMENT_TYPE", "PREDICATE_TYPE", "MAX_ENVELOPES", "SignatureCheck",
            "SigningError", "subjects", "statement", "sign", "check", "read_envelopes", "require_key", "sign_sealed",
@@ -409,7 +409,7 @@ def _read_every_line(signers: Path) -> None:
 
 # --- the attestation file ---------------------------------------------------------------
 
-def read_envelopes(root: str | Path) -> list[tuple[int, Envelope, dict]]:
+def read_envelopes(root: str | Path) -> list[tuple[int, "Envelope", dict]]:
     """The envelopes of ``root``'s attestation file: ``[(line, Envelope, statement)]``; [] when there is none.
 
     Raises:
@@ -454,19 +454,72 @@ def read_envelopes(root: str | Path) -> list[tuple[int, Envelope, dict]]:
     return out
 
 
-def _envelope(raw: bytes, where: str) -> tuple[Envelope, dict]:
-    """One line as a DSSE Envelope and its Statement; SigningError (exit 1) naming what is wrong."""
+def _shape_problem(value, schema: dict, at: str = "$") -> str | None:
+    """The first place ``value`` leaves ``schema`` (the few JSON Schema words the two schemas above
+    use: type, const, required, properties, additionalProperties, items, min/maxItems,
+    min/maxLength, pattern), as ``"$.path: why"``; None when it fits. Checked here rather than by
+    jsonschema so that ``evidence verify`` of a signed bundle stays a small command (issue 28)."""
+    if "const" in schema:
+        return None if value == schema["const"] else f"{at}: expected {schema['const']!r}"
+    kind = schema.get("type")
+    types = {"object": dict, "array": list, "string": str}
+    if kind and not isinstance(value, types[kind]):
+        return f"{at}: expected {'an' if kind in ('object', 'array') else 'a'} {kind}"
+    if kind == "string":
+        if not schema.get("minLength", 0) <= len(value) <= schema.get("maxLength", len(value)):
+            return f"{at}: a string of {len(value)} characters"
+        if "pattern" in schema and not re.search(schema["pattern"], value):
+            return f"{at}: does not match {schema['pattern']}"
+    if kind == "array":
+        if not schema.get("minItems", 0) <= len(value) <= schema.get("maxItems", len(value)):
+            return f"{at}: {len(value)} items"
+        for i, item in enumerate(value):
+            problem = _shape_problem(item, schema.get("items", {}), f"{at}[{i}]")
+            if problem:
+                return problem
+    if kind == "object":
+        for key in schema.get("required", []):
+            if key not in value:
+                return f"{at}: {key!r} is required"
+        props = schema.get("properties", {})
+        for key, item in value.items():
+            if key not in props:
+                if schema.get("additionalProperties") is False:
+                    return f"{at}: {key!r} is not expected"
+                continue
+            problem = _shape_problem(item, props[key], f"{at}.{key}")
+            if problem:
+                return problem
+    return None
+
+
+def _loads(raw: bytes, where: str, schema: dict, max_depth: int):
+    """Strict JSON (:func:`capshim.jsonread.loads`, unique keys) of ``schema``'s shape; SigningError (exit 1)."""
     try:
-        doc = jsonread.loads(raw, where, _ENVELOPE_SCHEMA, max_depth=4, limit=ATTESTATION_LIMIT, unique_keys=True)
-        env = Envelope.from_dict(doc)
+        value = jsonread.loads(raw, where, None, max_depth=max_depth, limit=ATTESTATION_LIMIT, unique_keys=True)
     except jsonread.JsonShapeError as exc:
+        raise SigningError(str(exc), EXIT_WORKLOAD) from None
+    problem = _shape_problem(value, schema)
+    if problem:
+        raise SigningError(f"{where}: {problem}", EXIT_WORKLOAD)
+    return value
+
+
+def _envelope(raw: bytes, where: str) -> tuple["Envelope", dict]:
+    """One line as a DSSE Envelope and its Statement; SigningError (exit 1) naming what is wrong."""
+    from securesystemslib import exceptions as ssl_exceptions
+    from securesystemslib.dsse import Envelope
+
+    try:
+        doc = _loads(raw, where, _ENVELOPE_SCHEMA, 4)
+        env = Envelope.from_dict(doc)
+    except SigningError as exc:
         raise SigningError(f"{exc} (not a DSSE envelope of an in-toto Statement)", EXIT_WORKLOAD) from None
     except (binascii.Error, ValueError, KeyError, TypeError, ssl_exceptions.FormatError) as exc:
         raise SigningError(f"{where}: not a DSSE envelope: {exc}", EXIT_WORKLOAD) from None
     try:
-        stmt = jsonread.loads(env.payload, f"{where}: payload", _STATEMENT_SCHEMA, max_depth=32,
-                              limit=ATTESTATION_LIMIT, unique_keys=True)
-    except jsonread.JsonShapeError as exc:
+        stmt = _loads(env.payload, f"{where}: payload", _STATEMENT_SCHEMA, 32)
+    except SigningError as exc:
         raise SigningError(f"{exc} (not an in-toto Statement v1 of capshim)", EXIT_WORKLOAD) from None
     names = [s["name"] for s in stmt["subject"]]
     if len(set(names)) != len(names):
@@ -557,6 +610,9 @@ def sign(root: str | Path, key: str | Path) -> SignatureCheck:
         UsageError (exit 2): ``key`` is missing or not a key ssh-keygen can sign with.
         StorageError (exit 4): the disk is full.
     """
+    from securesystemslib.dsse import Envelope
+    from securesystemslib.signer import Signature
+
     from capshim.evidence import study
     from capshim.evidence.verify import verify
     p = Path(root)

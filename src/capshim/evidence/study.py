@@ -30,7 +30,6 @@ import contextlib
 import datetime as _dt
 import os
 import re
-import sys
 from pathlib import Path
 
 from capshim import __version__, evidence, jsonread, paths
@@ -38,6 +37,7 @@ from capshim.contracts.names import NAME_RE
 from capshim.contracts.signals import SealGuard
 from capshim.evidence import EvidenceError
 from capshim.paths import SUMS_NAME
+from capshim.contracts import messages
 
 __all__ = ["STUDY_FILE", "SCHEMA", "KINDS", "seal", "seal_quietly", "verify", "is_study", "bundle_folders",
            "read_study"]
@@ -181,9 +181,9 @@ def seal_quietly(root: str | Path, kind: str, error: BaseException) -> None:
         if not p.is_dir() or p.is_symlink() or not any(p.iterdir()) or os.path.lexists(p / SUMS_NAME):
             return
         seal(p, kind, error=f"{type(error).__name__}: {error}")
-        print(f"capshim: the results written before the error are sealed: {p / SUMS_NAME}", file=sys.stderr)
+        messages.emit(f"the results written before the error are sealed: {p / SUMS_NAME}")
     except (OSError, EvidenceError, paths.StorageError) as exc:
-        print(f"capshim: could not seal {p} after the error: {exc}", file=sys.stderr)
+        messages.emit(f"could not seal {p} after the error: {exc}")
 
 
 def is_study(root: str | Path) -> bool:

@@ -16,6 +16,7 @@ import html as _html
 from rich.text import Text
 
 from capshim.contracts.names import escape
+from capshim.contracts.numbers import AA_BAND_PCT
 from capshim.export import terminal
 from capshim.export.markdown import pipe_table
 from capshim.export.table import fmt_ratio
@@ -47,7 +48,7 @@ def cells(m: dict) -> list[list[str]]:
     return [[escape(str(c)) for c in (r["device"] or "?", r["host_os"] or "?", r["guest_os"] or "?",
                                       r["build"] or "?", r["arm"], r["test"])]
             + [fmt_ratio(r["pct_of_host"], "%"), fmt_ratio(r["speedup"], "x"), _aa(r["aa"]),
-               r["verdict"], f"#{r['bundle_id']}"] for r in m["rows"]]
+               r["verdict"] + (f" ({r['why']})" if r.get("why") else ""), f"#{r['bundle_id']}"] for r in m["rows"]]
 
 
 def _ids(ids: list[int]) -> str:
@@ -67,8 +68,8 @@ def notes(m: dict) -> list[str]:
     if base:
         out.append("speedup: times the bundle's baseline arm (" +
                    "; ".join(f"{b} in {_ids(sorted(ids))}" for b, ids in base.items()) + ")")
-    out.append("A/A: the bench's A/A arm (stock answers through the app layer) holds 1.00x (clean) or "
-               "not (biased); empty: the bench had none")
+    out.append("A/A: the bench's A/A arm (stock answers through the app layer) holds 1.00x within "
+               f"+-{AA_BAND_PCT:g}% (clean) or not (biased: the harness is unreliable here); empty: the bench had none")
     if any(r["host_os"] is None for r in m["rows"]):
         out.append("host OS ?: the host baseline came from elsewhere and its bundle is not in the store "
                    "(or several stored bundles on different OSes have its name)")

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from capshim.contracts.verdict import UNRELIABLE, harness_check
 from capshim.summary import DISPLAY_COLUMNS, NOT_SHIM_STATES, OFF_DEVICE_STATES, display_value
 
 __all__ = ["table", "fmt_ratio", "other_metric", "BASE_COLUMNS", "NUMERIC_PREFIXES"]
@@ -48,11 +49,26 @@ def other_metric(summaries: list[dict], test: str) -> dict | None:
                  if t == test and m.get("kind") != "tok/s"), None)
 
 
+def _unit_text(metric: dict) -> str:
+    """``TFLOP/s, higher is better`` (or ``higher is better`` without a unit), in parentheses."""
+    unit = metric.get("unit")
+    return f"({unit + ', ' if unit else ''}{metric.get('better')} is better)"
+
+
 def _test_cell(test: str, metric: dict | None, mixed: bool) -> str:
     if metric is None:
         return f"{test} (tok/s)" if mixed else test
-    unit = metric.get("unit")
-    return f"{test} ({unit + ', ' if unit else ''}{metric.get('better')} is better)"
+    return f"{test} {_unit_text(metric)}"
+
+
+def _common_metric(summaries: list[dict], units: dict) -> dict | None:
+    """The metric every test shares (one unit, one direction; none is llama-bench tok/s), or None:
+    the table then says it once, in the median's header, instead of in every row (torch-sdpa)."""
+    tests = [t for s in summaries for t in s.get("tests") or []]
+    if not tests or any(t not in units for t in tests):
+        return None
+    kinds = {(units[t].get("unit"), units[t].get("better")) for t in tests}
+    return units[tests[0]] if len(kinds) == 1 else None
 
 
 def _count(st: dict) -> str:
@@ -80,6 +96,17 @@ def _aa_note(s: dict) -> str | None:
             + " — the harness's and the shim's own bias")
 
 
+def _harness_note(s: dict) -> str | None:
+    """"the harness is unreliable here: A/A aa tg128 0.97x, interval 0.91-1.05x leaves +-5%" when the
+    A/A arm fails the harness check in a test (:func:`capshim.contracts.verdict.harness_check`)."""
+    aa = s.get("aa") or {}
+    bad = [(t, h) for t, c in (aa.get("tests") or {}).items()
+           if (h := harness_check(c)) is not None and not h.reliable]
+    if not bad:
+        return None
+    return f"{UNRELIABLE}: " + "; ".join(f"A/A {aa.get('arm')} {t} {h.value:.2f}x, {h.why}" for t, h in bad)
+
+
 def _precision_note(s: dict) -> str | None:
     p = s.get("precision")
     if not p:
@@ -103,7 +130,8 @@ def table(summaries: list[dict], labels: list[str] | None = None) -> dict:
 
     Returns:
         ``{"columns": [str], "rows": [{"cells": [str], "marked": bool, "notes":
-        [str], "arm", "test", "bundle"}], "notes": [str]}``. Numbers are
+        [str], "arm", "test", "bundle", "flags": [str] (the arm's), "warnings": [str] (the
+        statistics' of this test; ``notes`` is both)}], "notes": [str]}``. Numbers are
         formatted to two decimals (tok/s, ratios ``11.08x [lo–hi]``, percent
         ``98.25% [lo–hi]``); ``marked`` rows are not shim results (their state is
         one of inert, invalid, failed, wrong-output) or compare different configurations.
@@ -130,8 +158,9 @@ def table(summaries: list[dict], labels: list[str] | None = None) -> dict:
     columns[columns.index("speedup")] = (f"speedup vs {next(iter(baselines))}{ci}"
                                          if len(baselines) == 1 else f"speedup vs baseline{ci}")
     units = {t: m for s in summaries for t in s.get("tests") or [] if (m := other_metric([s], t))}
-    if units:
-        columns[columns.index("median tok/s")] = "median"
+    common = _common_metric(summaries, units)
+    if units:  # one metric for every test: its unit and direction once, in the header
+        columns[columns.index("median tok/s")] = "median" if common is None else "median " + _unit_text(common)
     rows = []
     notes = []
     for s, label in zip(summaries, labels):
@@ -149,8 +178,9 @@ def table(summaries: list[dict], labels: list[str] | None = None) -> dict:
                 path = host.get("path") or {}
                 name = host.get("name") or "host"
                 state, speed, pct, flags, marked = "host", "", "100.00%", [], False
+                arm_flags, warnings = [], []
                 if host.get("source"):
-                    flags = [f"measured elsewhere: {Path(host['source']).name}"]
+                    flags = arm_flags = [f"measured elsewhere: {Path(host['source']).name}"]
             else:
                 arm = s["arms"][arm_name]
                 st = arm["tests"][t]
@@ -164,22 +194,24 @@ def table(summaries: list[dict], labels: list[str] | None = None) -> dict:
                 speed = (fmt_ratio(st.get("speedup"), "x") if arm_name != s["baseline"]
                          or arm["state"] in OFF_DEVICE_STATES else "1.00x")
                 pct = fmt_ratio(st.get("pct_of_host"), "%")
-                flags = list(arm.get("flags") or []) + list(st.get("warnings") or [])
+                arm_flags, warnings = list(arm.get("flags") or []), list(st.get("warnings") or [])
+                flags = arm_flags + warnings
                 marked = state in NOT_SHIM_STATES
                 if marked:
                     state = f"{state} (NOT a shim result)"
                 if st.get("mismatch"):
                     marked = True
                     flags.insert(0, _mismatch_note(st["mismatch"]))
+                    arm_flags.insert(0, flags[0])
             num = (lambda v: f"{v:.4g}") if t in units else (lambda v: f"{v:.2f}")
             cells = ([label] if multi else []) + [
-                name, _test_cell(t, units.get(t), bool(units)), num(st["median"]),
+                name, t if common else _test_cell(t, units.get(t), bool(units)), num(st["median"]),
                 f"{num(st['min'])}–{num(st['max'])}", _count(st),
                 speed, pct, state] + [display_value(path, b, k) for _, b, k in path_cols] + ["; ".join(flags)]
             rows.append({"cells": cells, "marked": marked, "notes": flags, "arm": arm_name, "test": t,
-                         "bundle": label})
+                         "bundle": label, "flags": arm_flags, "warnings": warnings})
         pre = label + ": " if multi else ""
-        for extra in (_aa_note(s), _precision_note(s)):
+        for extra in (_harness_note(s), _aa_note(s), _precision_note(s)):
             if extra:
                 notes.append(pre + extra)
         notes += [pre + n for n in s.get("notes") or []]

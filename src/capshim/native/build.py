@@ -18,12 +18,12 @@ import re
 import shlex
 import shutil
 import subprocess
-import sys
 from importlib import resources
 from pathlib import Path
 
 from capshim import __version__, paths
 from capshim.errors import BuildError
+from capshim.contracts import messages
 
 #: The C define that gives a native build capshim's version (:data:`capshim.__version__`): the shims
 #: report it in their ``loaded`` status event (docs/status.md). Part of every shim's compile
@@ -52,9 +52,23 @@ _HINT = " (free space in the capshim cache, or point CAPSHIM_CACHE_DIR elsewhere
 _NO_SPACE = os.strerror(errno.ENOSPC)  # "No space left on device" (glibc and macOS), as compilers print it
 
 
+#: The folder of what the shims share (``native/common``): the configuration parser and its
+#: generated limits, the status-event writer, the device-name rule and the configuration fuzz
+#: driver. It includes no API's header (tests/test_layers.py checks); a shim's build copies the
+#: files it needs next to its own (builds are flat, so ``#include "config.h"`` finds them).
+COMMON = "common"
+#: Every file of ``native/common`` (a test checks the folder holds exactly these).
+COMMON_FILES = ("config.c", "config.h", "config_limits.h", "devname.h", "status.c", "status.h", "fuzz_config.c")
+
+
 def source_dir(api: str) -> Path:
-    """The folder of the C sources for ``api`` inside the installed package."""
+    """The folder of the C sources for ``api`` (or :data:`COMMON`) inside the installed package."""
     return Path(str(resources.files("capshim.native") / api))
+
+
+def common_sources(names: tuple[str, ...] | list[str] = COMMON_FILES) -> list[Path]:
+    """Paths of ``names`` in ``native/common`` (all of :data:`COMMON_FILES` by default)."""
+    return [source_dir(COMMON) / n for n in names]
 
 
 def compiler() -> str:
@@ -150,6 +164,5 @@ def cached_ok(folder: Path, names: list[str]) -> bool:
         return False
     problems = paths.verified_sums(folder, names)
     if problems:
-        print(f"capshim: cached build {folder} does not match its SHA256SUMS ({'; '.join(problems)}); "
-              "rebuilding", file=sys.stderr)
+        messages.emit(f"cached build {folder} does not match its SHA256SUMS ({'; '.join(problems)}); rebuilding")
     return not problems

@@ -8,6 +8,8 @@ A profile is a TOML file::
     version = 1                   # the profile's own version, 1..4294967295
     description = "one line: what this profile is for"
     override_exact = []           # exact keys (subgroupSize) this profile may change
+    same_on_newer = []            # keys set at the value every newer device answers (said once,
+                                  # never warned about as "no effect" on each run)
 
 
     [capabilities]                # keys under the API's own names (catalog.py)
@@ -21,8 +23,10 @@ Modules: :mod:`.model` (the :class:`Profile` value, :class:`ProfileError`,
 version packing), :mod:`.language` (TOML text -> Profile: the schema and the
 direction and consistency rules), :mod:`.checks` (what the layer answers,
 findings against a device), :mod:`.ondevice` (restore and beyond-device
-profiles), :mod:`.catalog` and :mod:`.table` (the capability table). This
-module loads profiles by built-in name or path and re-exports the public names.
+profiles), :mod:`.catalog` and :mod:`.table` (the capability table),
+:mod:`.khronos` (Khronos Vulkan Profiles files) and :mod:`.roles` (the one loader
+that places any reference, TOML or Khronos, in the layer's roles). This module
+loads TOML profiles by built-in name or path and re-exports the public names.
 """
 
 from __future__ import annotations
@@ -69,8 +73,9 @@ def load(ref: str | Path) -> Profile:
     path = Path(ref_s)
     if khronos.is_khronos_ref(ref_s):
         raise ProfileError(ref_s, None, None, "a Khronos Vulkan Profiles file is split per answer against the "
-                           "device: give it to run or probe (--profile/--simulate), or write a TOML profile "
-                           "with 'capshim profile import'")
+                           "device: give it to run or probe (--profile/--simulate) or to a bench arm "
+                           "(--arm NAME=simulate:FILE.json#PROFILE), or write a TOML profile with "
+                           "'capshim profile import'")
     if path.is_dir() and ("/" in ref_s or ref_s not in builtin_names()):
         raise ProfileError(ref_s, None, None, "is a folder, not a profile file")
     if path.is_file() or "/" in ref_s or ref_s.endswith(".toml"):
@@ -103,6 +108,8 @@ def to_toml(profile: Profile) -> str:
            "description": profile.description}
     if profile.override_exact:
         doc["override_exact"] = list(profile.override_exact)
+    if profile.same_on_newer:
+        doc["same_on_newer"] = list(profile.same_on_newer)
     doc["capabilities"] = caps
     if profile.extensions:
         doc["extensions"] = {name: (spec if spec else False) for name, spec in profile.extensions.items()}

@@ -21,8 +21,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from capshim.contracts import messages
 from capshim.profiles.catalog import KINDS, ORDERED
-from capshim.profiles.model import Profile, escape, format_cc, format_version, name_key, parse_version
+from capshim.profiles.model import Profile, escape, format_value, format_version, name_key, parse_version
 from capshim.profiles.table import load as load_table
 
 
@@ -149,6 +150,11 @@ def describe(profile: Profile) -> list[str]:
                    "that key tuning tables or workarounds by device name (llama.cpp has begun to: its Metal "
                    "flash-attention tunings follow the chip the name says, ggml-org/llama.cpp pull request "
                    "26570); every other answer still comes from the device below")
+    if profile.same_on_newer:
+        vals = {k: profile.capabilities[k] for k in profile.same_on_newer}
+        shown = ", ".join(f"{k} = {_show(vtypes[k], v) if vtypes[k] in ('version', 'cc') else v}" for k, v in vals.items())
+        out.append(f"same on newer devices: {shown}: every newer device already answers these, so on one they "
+                   "change nothing (said here once; run, probe and bench do not warn about them)")
     for name, spec in profile.extensions.items():
         out.append(f"extension {name}: " + (
             "hidden" if spec == 0 else f"added with spec version {spec} where the device lacks it (a device "
@@ -179,13 +185,9 @@ def _hidden_finding(ext: str, keys: list[str], device: Any) -> Finding:
 
 
 def _show(vtype: str, v: Any) -> Any:
-    if vtype == "cc":
-        return format_cc(v)
-    if vtype == "version":
-        return format_version(v)
     if vtype == "bool":
         return "true" if v else "false"
-    return f"{v:#x}" if vtype == "flags" else v
+    return format_value(vtype, v)
 
 
 def no_effect(profile: Profile, base: dict, base_name: str = "the device") -> list[Finding]:
@@ -238,6 +240,8 @@ def no_effect(profile: Profile, base: dict, base_name: str = "the device") -> li
         if (bool(got) != bool(dev)) if vtype == "bool" else got != dev:
             continue
         same = bool(value) == bool(dev) if vtype == "bool" else value == dev
+        if same and key in profile.same_on_newer:  # the profile says so once (profile show, profile check)
+            continue
         text = f"{shown}: {base_name} already answers {_show(vtype, dev)}"
         if not same and kind != "exact":
             text += f"; a {profile.direction} profile never {'lowers' if raise_ else 'raises'}"
@@ -280,7 +284,7 @@ def group_same(findings: list[Finding], base_name: str = "the device") -> list[F
     if not same:
         return []
     parts = [f.message.split(": no effect", 1)[0] for f in same]
-    shown = ", ".join(parts[:SAME_SHOWN]) + (f" (+{len(parts) - SAME_SHOWN} more)" if len(parts) > SAME_SHOWN else "")
+    shown = messages.summarise(parts, first=SAME_SHOWN)  # the first few; capshim --verbose: every one
     return [Finding("no effect", None, None, "warn",
                     f"{len(same)} answer{'s' if len(same) > 1 else ''} change{'' if len(same) > 1 else 's'} "
                     f"nothing: {base_name} already gives {'them' if len(same) > 1 else 'it'} (or does not report, "
@@ -305,6 +309,30 @@ def answers_after(profile: Profile, device_answers: dict) -> dict:
     out = {**device_answers, "capabilities": caps, "extensions": exts}
     if profile.device_name and isinstance(device_answers.get("device"), dict):
         out["device"] = {**device_answers["device"], "name": profile.device_name}
+    return out
+
+
+def _cuda_order(profile: Profile, device_answers: dict) -> list[Finding]:
+    """Warnings where the CUDA answers after the profile (min(device, profile) per key, the shim's
+    rule) break a ``[rules] ordered`` sequence: a key the profile lowers below a related key it
+    leaves at the device's value (``maxThreadsPerMultiProcessor = 512`` alone, on a device whose
+    blocks take 1024 threads). A warning, not a refusal: the device still runs what the larger
+    answer allows, and an ablation lowers keys one at a time on purpose (a profile that sets both
+    keys out of order is refused by :func:`capshim.profiles.parse`)."""
+    dev = device_answers.get("capabilities", {})
+    after = {k: min(v, profile.capabilities[k]) if k in profile.capabilities and isinstance(v, int) else v
+             for k, v in dev.items()}
+    after.update({k: v for k, v in profile.capabilities.items() if k not in after})
+    out = []
+    for seq in ORDERED:
+        answers = [(k, after[k]) for k in seq if isinstance(after.get(k), int)]
+        for (lo_key, lo), (hi_key, hi) in zip(answers, answers[1:]):
+            if lo > hi:
+                key = hi_key if hi_key in profile.capabilities else lo_key
+                out.append(Finding(key, dev.get(key), after[key], "warn",
+                                   f"{lo_key} {lo} > {hi_key} {hi} after the profile (device: {lo_key} "
+                                   f"{dev.get(lo_key)}, {hi_key} {dev.get(hi_key)}); every CUDA device has "
+                                   f"{' <= '.join(seq)}: an application may size work by one and fail by the other; lower {lo_key} too"))
     return out
 
 
@@ -342,13 +370,15 @@ def check_against_device(profile: Profile, device_answers: dict, base: dict | No
         exact property changes (``override_exact``), for every answer that
         changes nothing (:func:`no_effect`, both directions, extensions
         included; the layer keeps a listed extension's spec version,
-        ``layer.c``) and for what :func:`check_alone` finds. Metal profiles: none;
-        CUDA profiles: the no-effect warnings alone (lower-only, no consistency rules).
+        ``layer_answers.c``) and for what :func:`check_alone` finds. Metal profiles: none;
+        CUDA profiles: the no-effect warnings and answers after the profile that break a consistency
+        rule (:func:`_cuda_order`, warnings: lower-only).
     """
-    if profile.api == "cuda":  # lower-only and no consistency rules: only what changes nothing
+    if profile.api == "cuda":  # lower-only: the consistency rules after min(device, profile), what changes nothing
         noops = no_effect(profile, device_answers if base is None else base, base_name)
         return [Finding(f.key, f.device, f.reported, f.severity, escape(f.message), f.noop)
-                for f in [f for f in noops if f.noop == "clamped"] + group_same(noops, base_name)]
+                for f in _cuda_order(profile, device_answers) + [f for f in noops if f.noop == "clamped"]
+                + group_same(noops, base_name)]
     if profile.api != "vulkan":
         return []
     dev_caps = device_answers.get("capabilities", {})

@@ -4,10 +4,11 @@
 (naming each file) when a generated file differs from what ``capabilities.toml`` and the
 registry give; with it, rewrite those files. The files: ``registry_facts.toml`` (the Vulkan
 keys' struct facts, read from vk.xml through vulkan-object: :mod:`capshim.profiles.registry`),
-``native/vulkan/caps_table.h``, ``native/cuda/cuda_table.h`` and ``docs/capabilities.md``
+``native/common/config_limits.h``, ``native/vulkan/caps_table.h``, ``native/cuda/cuda_table.h`` and
+``docs/capabilities.md``
 (:mod:`capshim.profiles.table`, :mod:`capshim.profiles.cudatable`).
 A table or registry mistake (a member vk.xml lacks, a struct it does not have) is exit 2 with
-one line naming it. Without vulkan-object the check still compares the other two files with
+one line naming it. Without vulkan-object the check still compares the other files with
 the committed facts and says that the facts were not checked; ``--write`` then exits 2.
 """
 
@@ -20,7 +21,8 @@ from pathlib import Path
 from capshim.contracts import tomlread
 from capshim.profiles import registry
 from capshim.profiles.cudatable import render_cuda_docs, render_cuda_table_h
-from capshim.profiles.table import TableError, parse, registry_facts, render_caps_table_h, render_docs, shipped_text
+from capshim.profiles.table import (TableError, parse, registry_facts, render_caps_table_h, render_config_limits_h,
+                                    render_docs, shipped_text)
 
 FACTS = "src/capshim/profiles/" + registry.FACTS_FILE
 
@@ -61,6 +63,7 @@ def generated_files(root: Path, check_registry: bool = True) -> dict[Path, str]:
     else:
         raise TableError(f"{path} is missing and vulkan-object is not installed to generate it")
     table = parse(text, facts)
+    out[root / "src/capshim/native/common/config_limits.h"] = render_config_limits_h(table)
     out[root / "src/capshim/native/vulkan/caps_table.h"] = render_caps_table_h(table)
     out[root / "src/capshim/native/cuda/cuda_table.h"] = render_cuda_table_h(table)
     out[root / "docs/capabilities.md"] = render_docs(table) + render_cuda_docs(table)

@@ -10,6 +10,15 @@ the first is taken here), the profiles it requires (``profiles``; ``requires``
 read as the same), its ``api-version``, and ``optionals`` (capabilities a
 device may have: not required, so not answered).
 
+A required profile is looked up in the file, then in the profile folder: the
+other ``*.json`` Vulkan Profiles files of the file's own folder (or the folders
+given as ``profile_dirs``), as the Khronos Profiles layer reads every file of
+its ``profile_dirs`` setting. Found, its capabilities are folded in (the note
+names the file); found nowhere, it is named once ("requires X, not found in
+FILE or folder DIR") and not answered. A structure given under two names that
+are one structure (``VkPhysicalDeviceFooFeatures`` and its ``...KHR`` alias)
+is named in the notes, as the Khronos layer warns of it.
+
 Every capability a profile states becomes one of: a capshim answer (a key of
 the capability table reached through its struct and member, ``limits.x``
 included; a ``KHR``/``EXT`` suffix of a struct promoted to core is read as the
@@ -33,6 +42,7 @@ from pathlib import Path
 import tomli_w
 
 from capshim import jsonread
+from capshim.contracts import messages
 from capshim.contracts.suggest import did_you_mean
 from capshim.profiles.catalog import FLAG_NAMES, KEYS, KINDS, LIMITS, ORDERED, SPEC_MIN
 from capshim.profiles.checks import answer, check_against_device
@@ -42,8 +52,13 @@ from capshim.profiles.table import load as load_table
 
 __all__ = ["Reading", "is_khronos_ref", "read", "derive", "one_direction", "capture_reading", "split_ref", "reading_of_probe"]
 
+API = "vulkan"
+"""The API of every Khronos Vulkan Profiles file (the backend whose device splits it)."""
 MAX_FILE_BYTES = 16 << 20
 """Largest Khronos profile file read (a vulkaninfo export is about 100 KiB; gpuinfo.org's under 1 MiB)."""
+MAX_FOLDER_FILES = 256
+"""Most ``*.json`` files of a profile folder read to find required profiles (the Khronos repository's
+own profiles folder holds a few dozen); the rest are named in a note, not read."""
 MAX_REQUIRES_DEPTH = 64
 """Deepest chain of required profiles read (Khronos' own tiers nest a few deep; a deeper chain is
 refused before Python's recursion limit)."""
@@ -76,6 +91,8 @@ class Reading:
     extensions: dict = field(default_factory=dict)
     unsupported: list = field(default_factory=list)
     notes: list = field(default_factory=list)
+    spellings: dict = field(default_factory=dict, repr=False)  # core struct name -> (first spelling, block)
+    aliases_named: set = field(default_factory=set, repr=False)
 
 
 def _json_name(path: str) -> bool:
@@ -196,6 +213,7 @@ def _read_structs(section: str, structs: dict, block: str, out: Reading) -> None
             out.unsupported.append(f"{block}.{section}.{struct}: not an object")
             continue
         name = _core_name(struct, known)
+        _note_alias(out, name, struct, block)
         missing = []
         for member, value in _members(body):
             key = index.get((name, member))
@@ -212,6 +230,20 @@ def _read_structs(section: str, structs: dict, block: str, out: Reading) -> None
         if missing:
             what = "struct not in capshim's table" if name not in known else "no capshim key"
             out.unsupported.append(f"{struct} ({what}; block {block}): {len(missing)} member(s): {', '.join(missing)}")
+
+
+def _note_alias(out: Reading, name: str, struct: str, block: str) -> None:
+    """Name a structure given under two spellings of one structure (``VkPhysicalDeviceFooFeatures`` in
+    one place, its ``...KHR`` alias in another), once: the values of both are read, and a member stated
+    twice keeps the stronger value (:func:`_state`). The Khronos Profiles layer warns of the same case."""
+    first, first_block = out.spellings.setdefault(name, (struct, block))
+    if first == struct or (name, struct) in out.aliases_named:
+        return
+    out.aliases_named.add((name, struct))
+    alias = ", ".join(s for s in (first, struct) if s != name)
+    out.notes.append(f"{first} (block {first_block}) and {struct} (block {block}) are one structure "
+                     f"({alias}: the alias of {name}): both are read; a member stated in both keeps the "
+                     "stronger value")
 
 
 def _state(out: Reading, key: str, value, where: str) -> None:
@@ -281,26 +313,69 @@ def _pick(profiles: dict, wanted: str | None, source: str) -> str:
     return names[0]
 
 
-def _resolve(doc: dict, name: str, out: Reading, seen: tuple[str, ...], done: set[str]) -> None:
-    """Fold profile ``name`` (its required profiles first, as the schema orders them) into ``out``;
-    a profile already folded (``done``: required twice, or by two others) is folded once."""
+class _Folder:
+    """The profile folder of one read: the other Vulkan Profiles files of ``dirs``, indexed by profile
+    name on first use (bounded: :data:`MAX_FOLDER_FILES` files, each :data:`MAX_FILE_BYTES`). A file
+    that is not a Vulkan Profiles file (another JSON) is passed over; the first file holding a name wins."""
+
+    def __init__(self, dirs: list[Path], own: Path):
+        self.dirs, self.own, self.index = dirs, own, None
+        self.notes: list[str] = []
+
+    def describe(self) -> str:
+        return " or ".join(f"folder {d}" for d in self.dirs) or "no folder"
+
+    def find(self, name: str) -> tuple[dict, str] | None:
+        if self.index is None:
+            self.index = {}
+            own = self.own.resolve()
+            files = sorted(p for d in self.dirs if d.is_dir() for p in d.glob("*.json") if p.resolve() != own)
+            if len(files) > MAX_FOLDER_FILES:
+                self.notes.append(f"profile folder: {len(files)} JSON files, the first {MAX_FOLDER_FILES} read")
+            for path in files[:MAX_FOLDER_FILES]:
+                try:
+                    other = jsonread.load(path, limit=MAX_FILE_BYTES, unique_keys=True)
+                    jsonread.check(other, SHAPE, str(path))
+                except (jsonread.JsonShapeError, OSError):
+                    continue
+                if isinstance(other, dict) and isinstance(other.get("profiles"), dict) \
+                        and isinstance(other.get("capabilities", {}), dict):
+                    for prof in other["profiles"]:
+                        self.index.setdefault(prof, (other, str(path)))
+        return self.index.get(name)
+
+
+def _resolve(doc: dict, name: str, out: Reading, seen: tuple[str, ...], done: set[str],
+             where: str, folder: _Folder) -> None:
+    """Fold profile ``name`` of ``doc`` (the file ``where``; its required profiles first, as the schema
+    orders them, each from ``doc`` or else the profile ``folder``) into ``out``; a profile already folded
+    (``done``: required twice, or by two others) is folded once."""
     profiles, blocks = doc.get("profiles", {}), doc.get("capabilities", {})
     if name in seen:
-        raise ProfileError(out.source, f"profiles.{name}", None, f"requires itself ({' -> '.join(seen + (name,))})")
+        raise ProfileError(where, f"profiles.{name}", None, f"requires itself ({' -> '.join(seen + (name,))})")
     if name in done:
         return
     if len(seen) > MAX_REQUIRES_DEPTH:
         chain = " -> ".join(seen[:3] + ("...",) + seen[-2:])
-        raise ProfileError(out.source, f"profiles.{seen[0]}", None, f"requires profiles nested deeper than "
+        raise ProfileError(where, f"profiles.{seen[0]}", None, f"requires profiles nested deeper than "
                            f"{MAX_REQUIRES_DEPTH} ({chain})")
     done.add(name)
-    prof = profiles.get(name)
-    if prof is None:
-        out.unsupported.append(f"required profile {name}: not in this file (not answered)")
-        return
+    prof = profiles[name]
     for req in prof.get("profiles", []) + prof.get("requires", []):
-        out.notes.append(f"{name} requires {req}: its capabilities are included")
-        _resolve(doc, req, out, seen + (name,), done)
+        if req in profiles:
+            req_doc, req_where, note = doc, where, f"{name} requires {req}: its capabilities are included"
+        elif (found := folder.find(req)) is not None:
+            (req_doc, req_where), note = found, None
+            note = f"{name} requires {req}, found in {req_where}: its capabilities are included"
+        else:
+            if req not in done:
+                done.add(req)
+                out.unsupported.append(f"{name} requires {req}, not found in {where} or {folder.describe()} "
+                                       "(not answered)")
+            continue
+        if req not in done:
+            out.notes.append(note)
+        _resolve(req_doc, req, out, seen + (name,), done, req_where, folder)
     api = prof.get("api-version")
     if api is not None:
         got = _value("apiVersion", api, f"{name}.api-version", out.unsupported)
@@ -313,14 +388,19 @@ def _resolve(doc: dict, name: str, out: Reading, seen: tuple[str, ...], done: se
             out.notes.append(f"{name}: alternatives {', '.join(map(str, entry))}: the first, {entry[0]}, is used")
             entry = entry[0]
         if entry not in blocks:
-            raise ProfileError(out.source, f"profiles.{name}.capabilities", entry, "names no capability block")
+            raise ProfileError(where, f"profiles.{name}.capabilities", entry, "names no capability block")
         _read_block(str(entry), blocks[entry], out)
     for entry in prof.get("optionals", []):
         out.unsupported.append(f"{name}: optional capabilities {entry}: optional, so not answered")
 
 
-def read(ref: str) -> Reading:
+def read(ref: str, profile_dirs: list[str | Path] | None = None) -> Reading:
     """Read ``FILE.json`` or ``FILE.json#PROFILE`` (bounded, strict JSON: :mod:`capshim.jsonread`).
+
+    Args:
+        ref: the reference.
+        profile_dirs: the folders whose other Vulkan Profiles files hold the profiles the chosen one
+            requires (the Khronos layer's ``profile_dirs``); None: the file's own folder.
 
     Raises:
         ProfileError: unreadable or not a Vulkan Profiles file, no such or no single profile,
@@ -343,7 +423,10 @@ def read(ref: str) -> Reading:
     prof = doc["profiles"][name]
     label = prof.get("label") or prof.get("description") or name
     out = Reading(name=name, source=ref, label=escape(" ".join(str(label).split())))
-    _resolve(doc, name, out, (), set())
+    folder = _Folder([Path(path).parent] if profile_dirs is None else [Path(d) for d in profile_dirs],
+                     Path(path))
+    _resolve(doc, name, out, (), set(), ref, folder)
+    out.notes += folder.notes
     out.unsupported = [escape(u) for u in out.unsupported]  # names from the file, safe to print
     out.notes = [escape(n) for n in out.notes]
     return out
@@ -415,7 +498,7 @@ def _split(reading: Reading, device: dict) -> tuple[dict, dict]:
             (raise_ if stronger else lower)[key] = value
     if same:
         reading.notes.append(f"{len(same)} feature(s) on in the file and on the device, answered by the device "
-                             f"itself: {', '.join(same)}")
+                             "itself: " + messages.summarise(same))
     return lower, raise_
 
 
@@ -451,8 +534,7 @@ def derive(reading: Reading, device: dict) -> tuple[Profile | None, Profile | No
     unstated = sorted(set(listed) - set(reading.extensions))
     if unstated and reading.extensions:
         reading.notes.append(f"{len(unstated)} extension(s) the device lists and the file does not are left "
-                             f"listed (a profile states what must be there): {', '.join(unstated[:5])}"
-                             + (f" (+{len(unstated) - 5} more)" if len(unstated) > 5 else ""))
+                             "listed (a profile states what must be there): " + messages.summarise(unstated))
     add = _limit_extensions({e: s for e, s in reading.extensions.items() if e not in listed}, reading, "add")
 
     def rebuild(direction, extensions):

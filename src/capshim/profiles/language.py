@@ -15,9 +15,8 @@ run); a CUDA ``computeCapability`` is "7.5" or 75 (major * 10 + minor).
 
 from __future__ import annotations
 
-from typing import Any
-
-import jsonschema
+import functools
+from typing import TYPE_CHECKING, Any
 
 from capshim.contracts import numbers, tomlread
 from capshim.contracts.suggest import did_you_mean
@@ -25,6 +24,9 @@ from capshim.profiles.catalog import FLAG_NAMES, KEYS, KINDS, LIMITS, ORDERED, P
 from capshim.profiles.model import (DEVICE_NAME_APIS, DEVICE_NAME_KEY, DEVICE_NAME_MAX_BYTES, DEVICE_NAME_TEXT_RE,
                                     U32_MAX, U64_MAX, Profile, ProfileError, device_name_problem, name_key,
                                     parse_cc, parse_version)
+
+if TYPE_CHECKING:
+    import jsonschema
 
 __all__ = ["parse", "schema"]
 
@@ -85,6 +87,7 @@ def schema(api: str) -> dict:
         "description": {"type": "string", "minLength": 1, "maxLength": 200, "pattern": LINE_RE},
         "capabilities": {"type": "object", "properties": caps, "additionalProperties": False},
         "override_exact": {"type": "array", "items": {"enum": exact}, "uniqueItems": True},
+        "same_on_newer": {"type": "array", "items": {"enum": sorted(KEYS[api])}, "uniqueItems": True},
     }
     if api == "vulkan":
         props["extensions"] = {
@@ -110,12 +113,17 @@ def _first_error(errors) -> jsonschema.ValidationError:
                                       e.message))
 
 
-_Validator = jsonschema.validators.extend(
-    jsonschema.Draft202012Validator,
-    type_checker=jsonschema.Draft202012Validator.TYPE_CHECKER.redefine(
-        "integer", lambda _checker, value: numbers.is_integer(value)))
-"""Draft 2020-12 with the layer's idea of an integer (:func:`capshim.contracts.numbers.is_integer`):
-JSON Schema counts ``24576.0`` as an integer, the layer's parser does not."""
+@functools.cache
+def _validator_class():
+    """Draft 2020-12 with the layer's idea of an integer (:func:`capshim.contracts.numbers.is_integer`):
+    JSON Schema counts ``24576.0`` as an integer, the layer's parser does not. Built on first use, so
+    that importing the profiles (every command does) does not import jsonschema (0.1-0.2 s)."""
+    import jsonschema
+
+    return jsonschema.validators.extend(
+        jsonschema.Draft202012Validator,
+        type_checker=jsonschema.Draft202012Validator.TYPE_CHECKER.redefine(
+            "integer", lambda _checker, value: numbers.is_integer(value)))
 
 
 def _unknown_key(api: str, path: list[str], err: jsonschema.ValidationError) -> tuple[str, str]:
@@ -144,7 +152,7 @@ def _check_schema(data: dict, source: str) -> None:
         raise ProfileError(source, "api", None, "required key is missing (" + ", ".join(f'"{a}"' for a in KEYS) + ")")
     if not isinstance(api, str) or api not in KEYS:
         raise ProfileError(source, "api", api, f"must be one of {', '.join(sorted(KEYS))}")
-    errors = list(_Validator(schema(api)).iter_errors(data))
+    errors = list(_validator_class()(schema(api)).iter_errors(data))
     if not errors:
         return
     err = _first_error(errors)
@@ -174,7 +182,7 @@ def _check_schema(data: dict, source: str) -> None:
         kind = "profile-version"
     elif len(path) == 2 and path[0] == "extensions":
         kind = "extension"
-    elif path == ["override_exact"]:
+    elif path in (["override_exact"], ["same_on_newer"]):
         kind = "override-exact"
     elif path in (["capabilities"], ["extensions"]):
         kind = "table"
@@ -286,10 +294,15 @@ def _resolve(data: dict, source: str, text: str) -> Profile:
             raise ProfileError(source, f"capabilities.{key}", data["capabilities"][key],
                                f"an exact property (what the hardware does): add override_exact = [\"{key}\"] "
                                "to change it anyway")
+    same = tuple(data.get("same_on_newer", ()))
+    for key in same:
+        if key not in caps:
+            raise ProfileError(source, "same_on_newer", key, "names a key the profile does not set")
     _check_rules(caps, source)
     return Profile(name=data["name"], api=api, direction=direction, version=data["version"],
                    description=data["description"], capabilities=caps, extensions=exts,
-                   override_exact=override, device_name=device_name, source=source, text=text)
+                   override_exact=override, device_name=device_name, source=source, text=text,
+                   same_on_newer=same)
 
 
 def _device_name(data: dict, source: str) -> str:
@@ -320,8 +333,9 @@ def _check_rules(caps: dict[str, int], source: str) -> None:
         given = [(k, caps[k]) for k in seq if k in caps]
         for (lo_key, lo), (hi_key, hi) in zip(given, given[1:]):
             if lo > hi:
+                rule = "the spec requires" if seq[0] in KEYS["vulkan"] else "every CUDA device has"
                 raise ProfileError(source, f"capabilities.{hi_key}", hi,
-                                   f"below {lo_key} {lo} (the spec requires {' <= '.join(seq)})")
+                                   f"below {lo_key} {lo} ({rule} {' <= '.join(seq)})")
 
 
 MAX_PROFILE_BYTES = 1 << 20

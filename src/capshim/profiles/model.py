@@ -26,7 +26,7 @@ DEVICE_NAME_KEY = "deviceName"
 #: The APIs whose shims answer :data:`DEVICE_NAME_KEY`.
 DEVICE_NAME_APIS = ("vulkan", "metal")
 #: VK_MAX_PHYSICAL_DEVICE_NAME_SIZE (vulkan_core.h) less the NUL: the longest name, in UTF-8 bytes,
-#: in both APIs (native/vulkan/devname.h, the C side of the same rule).
+#: in both APIs (native/common/devname.h, the C side of the same rule).
 DEVICE_NAME_MAX_BYTES = 255
 #: A device name's text: no C0, DEL or C1 controls (devname.h refuses them too).
 DEVICE_NAME_TEXT_RE = r"\A[^\x00-\x1f\x7f-\x9f]*\Z"
@@ -45,7 +45,7 @@ _VERSION_TEXT = re.compile(r"[0-9]{1,9}\.[0-9]{1,9}(\.[0-9]{1,9})?")
 def encode_device_name(name: str) -> str:
     """``name`` as a shim's configuration carries it (Vulkan ``deviceName=``, Metal
     ``CAPSHIM_METAL_DEVICE_NAME``): UTF-8, percent-encoded, only RFC 3986's unreserved bytes
-    (``A-Z a-z 0-9 - . _ ~``) kept, as ``native/vulkan/devname.h`` decodes it
+    (``A-Z a-z 0-9 - . _ ~``) kept, as ``native/common/devname.h`` decodes it
     ("Apple M1 Ultra" -> "Apple%20M1%20Ultra")."""
     return urllib.parse.quote(name, safe="")
 
@@ -146,6 +146,28 @@ def format_cc(value: int) -> str:
     return f"{value // 10}.{value % 10}"
 
 
+def format_value(vtype: str, value: Any) -> Any:
+    """A capability value of type ``vtype`` (``catalog.KEYS``) in the profiles' notation: a compute
+    capability "7.5" (not 75), a version "1.3.280", a boolean true/false, flags in hex; other values
+    as they are. A value of another shape (text a probe already formatted) is returned unchanged."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        return ("true" if value else "false") if isinstance(value, bool) else value
+    if vtype == "cc":
+        return format_cc(value)
+    if vtype == "version":
+        return format_version(value)
+    if vtype == "bool":
+        return "true" if value else "false"
+    return f"{value:#x}" if vtype == "flags" else value
+
+
+def format_answer(api: str, key: str, value: Any) -> Any:
+    """One answer of ``api``'s capability ``key`` in the profiles' notation (:func:`format_value`;
+    an unknown key or API: the value unchanged). Every message and table that shows an answer
+    (``computeCapability 7.5``, ``shaderFloat16 false``) formats it here."""
+    return format_value(KEYS.get(api, {}).get(key, ""), value)
+
+
 def format_version(v: int) -> str:
     """VK_API_VERSION_MAJOR.MINOR.PATCH of a packed Vulkan version."""
     return f"{(v >> 22) & 0x7F}.{(v >> 12) & 0x3FF}.{v & 0xFFF}"
@@ -166,6 +188,9 @@ class Profile:
             built-in profiles leave it out.
         source: the file path, or ``builtin:NAME``.
         text: the file's text exactly as read (what the evidence bundle keeps).
+        same_on_newer: keys the profile sets at the value every newer device of its API already
+            answers (set so the profile describes its whole class): said once by ``profile show``
+            and ``profile check``, never a no-effect warning on each run where the device agrees.
     """
 
     name: str
@@ -179,6 +204,7 @@ class Profile:
     device_name: str = ""
     source: str = ""
     text: str = ""
+    same_on_newer: tuple[str, ...] = ()
 
     @property
     def sha256(self) -> str:
@@ -187,7 +213,7 @@ class Profile:
 
     def to_dict(self) -> dict:
         """The resolved profile as plain JSON-ready data (booleans as true/false, versions as "1.3.280";
-        ``override_exact`` only when the profile has one)."""
+        ``override_exact`` and ``same_on_newer`` only when the profile has them)."""
         kinds = KEYS[self.api]
         caps = {}
         for key, value in self.capabilities.items():
@@ -204,4 +230,6 @@ class Profile:
         }
         if self.override_exact:
             out["override_exact"] = list(self.override_exact)
+        if self.same_on_newer:
+            out["same_on_newer"] = list(self.same_on_newer)
         return out

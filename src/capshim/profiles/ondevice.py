@@ -122,7 +122,7 @@ def beyond_device(profile: Profile, probe_result: dict,
             out.append(Beyond(key, "capability", real, shown[key], "above the device"))
     have = probe_result.get("extensions", {})
     for ext, spec in profile.extensions.items():
-        if spec and ext not in have:  # one the device lists keeps its own spec version (layer.c)
+        if spec and ext not in have:  # one the device lists keeps its own spec version (layer_answers.c)
             out.append(Beyond(ext, "extension", None, spec, extension_note))
     return out
 

@@ -10,8 +10,9 @@ From the two:
 
 * :mod:`capshim.profiles.catalog` builds the profile schema (at import);
 * :func:`render_caps_table_h` writes ``native/vulkan/caps_table.h`` (the
-  layer's and the probe's key table, the probe's pNext chain and guards, the
-  configuration parser's limits);
+  layer's and the probe's key table, the probe's pNext chain and guards);
+* :func:`render_config_limits_h` writes ``native/common/config_limits.h`` (the
+  configuration parser's value types, kinds and limits, shared by the shims);
 * :func:`render_docs` writes ``docs/capabilities.md``.
 
 The generated files (and ``registry_facts.toml``) are checked in; ``python -m capshim.profiles.generate
@@ -21,13 +22,13 @@ test runs that check).
 
 from __future__ import annotations
 
-import sys
 from dataclasses import dataclass, field
 from functools import cache
 from importlib import resources
 
 from capshim.contracts import tomlread
 from capshim.profiles import registry
+from capshim.contracts import messages
 
 KINDS = ("feature", "upper", "lower", "exact", "version")
 VULKAN_TYPES = ("bool", "u32", "flags", "version")
@@ -283,13 +284,16 @@ def parse(text: str, facts: registry.Facts | None = None) -> Table:
     if extra:
         raise StaleFacts(f"registry_facts.toml has keys capabilities.toml does not ({', '.join(sorted(extra))}): "
                          "run python -m capshim.profiles.generate --write")
+    keys["cuda"] = _cuda_keys(data.get("cuda", []), limits)
     rules = data.get("rules", {})
     ordered = tuple(tuple(seq) for seq in rules.get("ordered", ()))
     power_of_two = tuple(rules.get("power_of_two", ()))
-    for name in {k for seq in ordered for k in seq} | set(power_of_two):
+    for seq in ordered:  # a sequence relates the keys of one API
+        if not any({k for k in seq} <= {k.key for k in keys[api]} for api in ("vulkan", "cuda")):
+            raise TableError(f"rules: ordered {list(seq)}: not all keys of one API (vulkan or cuda)")
+    for name in set(power_of_two):
         if name not in {k.key for k in keys["vulkan"]}:
             raise TableError(f"rules: unknown key {name}")
-    keys["cuda"] = _cuda_keys(data.get("cuda", []), limits)
     return Table(limits, ordered, power_of_two, _probe_order(structs), flags, keys, facts.registry,
                  dict(data.get("cuda_layouts", {})))
 
@@ -362,8 +366,7 @@ def load() -> Table:
         return parse(text)
     except StaleFacts as stale:
         facts = registry_facts(text)
-        print(f"warning: {stale}; meanwhile the facts come from vk.xml {facts.registry} (vulkan-object)",
-              file=sys.stderr)
+        messages.emit(f"{stale}; meanwhile the facts come from vk.xml {facts.registry} (vulkan-object)", "warning")
         return parse(text, facts)
 
 
@@ -389,32 +392,22 @@ def _macro(name: str, comment: str, rows: list[str]) -> list[str]:
     return out
 
 
-def render_caps_table_h(table: Table) -> str:
-    """The text of ``native/vulkan/caps_table.h`` for ``table``.
-
-    The header has two parts. The first (no Vulkan dependency, so config.c and
-    the fuzz driver use it alone: define ``CAPSHIM_KEYS_ONLY`` first) holds
-    the value types, the kinds, the configuration limits and
-    ``CAPSHIM_KEYS(X)`` with ``X(key, type, kind)``. The second holds the
-    mirrored structs, ``CAPSHIM_FIELDS(X)`` with ``X(key, type, ctype, stype,
-    member)`` (one line per place a key lives), ``CAPSHIM_FIELDS_SEM(X)`` (the
-    same with the kind appended), ``capshim_fields[]`` and
-    ``CAPSHIM_CHAIN(X)`` with ``X(ctype, stype, features, core, until,
-    extension)``: the probe's pNext chain and its guards.
-    """
+def render_config_limits_h(table: Table) -> str:
+    """The text of ``native/common/config_limits.h`` for ``table``: the value types, the kinds
+    and the configuration limits (``[limits]``) that the shared parser (``native/common/config.h``)
+    and every shim's key table use, and the Vulkan spec minimums the parser checks by key name; it
+    includes no API's header, so the common base includes no API's file."""
     lim = table.limits
-    keys = table.keys["vulkan"]
     o = [
-        "/* capshim Vulkan layer: the capability keys it knows and where they live.",
+        "/* capshim native shims: the configuration's value types, kinds and limits.",
         " *",
-        " * GENERATED from src/capshim/profiles/capabilities.toml and registry_facts.toml",
-        f" * (the Khronos registry, vk.xml {table.registry}) by",
+        " * GENERATED from src/capshim/profiles/capabilities.toml by",
         " * `python -m capshim.profiles.generate --write`: edit the table, not this file",
-        " * (a test fails when they differ). Kinds, types and structures are explained",
-        " * there and in docs/capabilities.md.",
+        " * (a test fails when they differ). Shared by the parser (config.h) and the",
+        " * key tables of the shims (vulkan/caps_table.h, cuda/cuda_table.h).",
         " */",
-        "#ifndef CAPSHIM_CAPS_KEYS_H",
-        "#define CAPSHIM_CAPS_KEYS_H",
+        "#ifndef CAPSHIM_CONFIG_LIMITS_H",
+        "#define CAPSHIM_CONFIG_LIMITS_H",
         "",
         "/* Value types (how a configuration value is stored and clamped). */",
         "enum capshim_kind { CAPSHIM_BOOL = 1, CAPSHIM_U32 = 2, CAPSHIM_FLAGS = 3, CAPSHIM_VERSION = 4, CAPSHIM_U64 = 5 };",
@@ -435,12 +428,47 @@ def render_caps_table_h(table: Table) -> str:
         f"#define CAPSHIM_CONFIG_MAX_BYTES {lim['config_max_bytes']}",
         "",
     ]
-    o += _macro("CAPSHIM_KEYS", "X(key, type, kind): each key once, in the probe's order.",
-                [f"X({k.key}, {_C_KIND[k.type]}, {_C_SEM[k.kind]})" for k in keys])
     o += _macro("CAPSHIM_SPEC_MINIMUMS",
                 "X(key, min): the smallest value the Vulkan spec lets a device report (Limits, \"Required\n"
-                " * Limits\" table); a configuration below it is invalid.",
-                [f"X({k.key}, {k.spec_min}u)" for k in keys if k.spec_min is not None])
+                " * Limits\" table); a configuration below it is invalid (the parser checks it by name).",
+                [f"X({k.key}, {k.spec_min}u)" for k in table.keys["vulkan"] if k.spec_min is not None])
+    o += ["#endif"]
+    return "\n".join(o) + "\n"
+
+
+def render_caps_table_h(table: Table) -> str:
+    """The text of ``native/vulkan/caps_table.h`` for ``table``.
+
+    The header has two parts. The first (no Vulkan dependency, so the fuzz
+    driver's keyspec uses it alone: define ``CAPSHIM_KEYS_ONLY`` first) holds
+    ``CAPSHIM_KEYS(X)`` with ``X(key, type, kind)``; the value types, kinds,
+    limits and spec minimums come from ``config_limits.h``
+    (:func:`render_config_limits_h`, native/common). The second holds the
+    mirrored structs, ``CAPSHIM_FIELDS(X)`` with ``X(key, type, ctype, stype,
+    member)`` (one line per place a key lives), ``CAPSHIM_FIELDS_SEM(X)`` (the
+    same with the kind appended), ``capshim_fields[]`` and
+    ``CAPSHIM_CHAIN(X)`` with ``X(ctype, stype, features, core, until,
+    extension)``: the probe's pNext chain and its guards.
+    """
+    keys = table.keys["vulkan"]
+    o = [
+        "/* capshim Vulkan layer: the capability keys it knows and where they live.",
+        " *",
+        " * GENERATED from src/capshim/profiles/capabilities.toml and registry_facts.toml",
+        f" * (the Khronos registry, vk.xml {table.registry}) by",
+        " * `python -m capshim.profiles.generate --write`: edit the table, not this file",
+        " * (a test fails when they differ). Kinds, types and structures are explained",
+        " * there and in docs/capabilities.md.",
+        " */",
+        "#ifndef CAPSHIM_CAPS_KEYS_H",
+        "#define CAPSHIM_CAPS_KEYS_H",
+        "",
+        "/* Value types, kinds and configuration limits (native/common, generated with this file). */",
+        '#include "config_limits.h"',
+        "",
+    ]
+    o += _macro("CAPSHIM_KEYS", "X(key, type, kind): each key once, in the probe's order.",
+                [f"X({k.key}, {_C_KIND[k.type]}, {_C_SEM[k.kind]})" for k in keys])
     o += ["#endif", "", "#if !defined(CAPSHIM_KEYS_ONLY) && !defined(CAPSHIM_CAPS_TABLE_H)",
           "#define CAPSHIM_CAPS_TABLE_H", "", "#include <stddef.h>", "#include <stdint.h>",
           "#include <vulkan/vulkan.h>", "",
@@ -550,7 +578,7 @@ def render_docs(table: Table) -> str:
         "shown in the source column below), an `apiVersion` of 0, and an `apiVersion` whose",
         "variant (bits 29..31 of `VK_MAKE_API_VERSION`) is not 0.",
         "",
-        "The layer computes each answer with `capshim_answer` (`native/vulkan/config.c`); Python's",
+        "The layer computes each answer with `capshim_answer` (`native/common/config.c`); Python's",
         "twin is `capshim.profiles.checks.answer`, and a test compares them.",
         "",
         "## Limits shared by the profile schema and the layer's configuration parser",

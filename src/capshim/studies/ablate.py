@@ -57,6 +57,7 @@ from capshim.contracts import names, signals
 from capshim.contracts.suggest import did_you_mean
 from capshim.errors import UsageError
 from capshim.profiles import Profile
+from capshim.contracts.names import device_label
 from capshim.profiles.catalog import KEYS
 from capshim.profiles.ondevice import restore_profile
 from capshim.studies import common
@@ -274,9 +275,10 @@ def _raise_arm(folder: Path, sim_path: Path, lowering: Profile, kind: str, name:
 def passes(r: Ratio, recover: float = RECOVER, lower_bound: float = LOWER_BOUND) -> bool:
     """The selection rule: a result, median >= ``recover`` and interval lower bound >= ``lower_bound``.
 
-    An arm without an interval (fewer than 2 samples) never passes.
+    An arm without an interval (fewer than 5 processes a side) never passes, nor one that the one
+    verdict rule's gate stops (a side mostly contaminated: :func:`capshim.contracts.verdict.gate`).
     """
-    return r.ok and r.lo is not None and r.value >= recover and r.lo >= lower_bound
+    return r.ok and r.lo is not None and r.gate is None and r.value >= recover and r.lo >= lower_bound
 
 
 def smallest(arms: list[ArmInfo], rs: dict[str, Ratio], recover: float = RECOVER,
@@ -425,7 +427,7 @@ def ablate(profile_ref: str = "vulkan-paravirt", by: str | None = None, out: Pat
         else:
             notes.append("no raise arm met the rule; no profile written (more runs, -r, give tighter intervals)")
         rows = table_rows(arms, m.summary)
-        title = f"capshim ablate {lowering.name} — {(device or {}).get('name', '?')}"
+        title = f"capshim ablate {lowering.name} — {device_label(device) or '?'}"  # a stand-in says so
         drawn = _chart_unless_stopped(guard, arms, m.summary, t, out / "ablation.png", title, notes)
         (out / "ablation.md").write_text(f"# {title}\n\n" + common.markdown(rows, notes)
                                          + ("\n![chart](ablation.png)\n" if drawn else ""), encoding="utf-8")

@@ -36,7 +36,9 @@ from capshim.bench.request import BenchRequest
 from capshim.bench.workloads import builtin
 from capshim.contracts import folders, names, signals
 from capshim.contracts.suggest import did_you_mean
-from capshim.errors import CapshimError, UsageError
+from capshim.contracts.verdict import UNRELIABLE, harness_check, side
+from capshim.contracts.verdict import gate as verdict_gate
+from capshim.errors import EXIT_WORKLOAD, CapshimError, UsageError
 from capshim.evidence import study as seal
 from capshim.export.markdown import pipe_table
 from capshim.profiles import Profile
@@ -290,11 +292,11 @@ def run_arms(arm_specs: list[str], out: Path, *, repetitions: int, warmup: int, 
 
 #: What else the studies take from the bench, named here so that re-pointing :func:`run_arms` to a new
 #: bench API is one file: the built-in workload's model presets and model resolution (kernels), and the
-#: bench's reason why an arm is not a result. (The llama.cpp device-line parser, capshim.bench.attest,
-#: is read by the kernels fingerprint directly: a parser, not the bench.)
+#: reason why an arm is not a result (the summary contract's, written with the states). (The llama.cpp
+#: device-line parser, capshim.bench.attest, is read by the kernels fingerprint directly: a parser.)
 MODEL_PRESETS = builtin.MODEL_PRESETS
 resolve_model = builtin.resolve_model
-arm_reason = plan.arm_reason
+arm_reason = summary.arm_reason
 
 
 def stock_probe(api: str | None = None) -> tuple[dict, dict]:
@@ -351,6 +353,8 @@ class Ratio:
         ok: a result (not failed, inert, invalid or wrong-output).
         range: below 5 processes a side (no interval), the range of ratios any two processes show
             (:func:`capshim.bench.stats.compare`), else None. Rules that need an interval never use it.
+        gate: why no direction may be read from this ratio whatever its interval (fewer than 5
+            processes a side, a side mostly contaminated: :func:`capshim.contracts.verdict.gate`), or None.
     """
 
     value: float
@@ -359,6 +363,7 @@ class Ratio:
     state: str
     ok: bool
     range: tuple[float, float] | None = None
+    gate: str | None = None
 
     def to_json(self) -> dict:
         """``{"ratio": float|None, "ci95": [lo, hi]|None, "state": str}`` plus ``"range": [lo, hi]`` below
@@ -373,13 +378,17 @@ class Ratio:
 def ratios(summary: dict, test: str) -> dict[str, Ratio]:
     """Every arm's :class:`Ratio` to the summary's baseline for ``test`` (read from summary.json)."""
     out = {}
+    base_runs = (summary["arms"].get(summary.get("baseline")) or {}).get("runs")
     for name, arm in summary["arms"].items():
         entry = (arm.get("tests") or {}).get(test) or {}
         sp = entry.get("speedup") or {}
         ci, rng = sp.get("ci95"), sp.get("range")
+        procs = sp.get("processes") if isinstance(sp.get("processes"), list) else None
+        gate = None if procs is None or name == summary.get("baseline") else \
+            verdict_gate(side(procs[1], base_runs, str(summary.get("baseline"))), side(procs[0], arm.get("runs"), name))
         out[name] = Ratio(float(sp["value"]) if "value" in sp else math.nan, ci[0] if ci else None,
                           ci[1] if ci else None, arm["state"], arm["state"] not in NOT_SHIM_STATES and bool(sp),
-                          (rng[0], rng[1]) if rng and not ci else None)
+                          (rng[0], rng[1]) if rng and not ci else None, gate)
     return out
 
 
@@ -418,7 +427,7 @@ def main_test(summary: dict, wanted: str | None = None) -> str:
                              f"({', '.join(tests) or 'none'})")
         return wanted
     if not tests:
-        raise CapshimError("the bench produced no samples (every run failed?)", exit_code=1)
+        raise CapshimError("the bench produced no samples (every run failed?)", exit_code=EXIT_WORKLOAD)
     return next((t for t in tests if t.startswith("pp")), tests[0])
 
 
@@ -524,19 +533,21 @@ def fmt_ratio(r: Ratio | None) -> str:
 
 
 def aa_warning(rs_by_test: dict[str, dict[str, Ratio]], arm: str = "aa") -> list[str]:
-    """A warning when the A/A arm's interval (below 5 processes: its range, every pair of processes)
-    excludes 1.00x in any test (``rs_by_test``: :func:`per_test`): the harness's own bias is then as
-    large as the effects measured, so no ratio of the table, and no choice made from them, is reliable."""
+    """A warning when the A/A arm fails the harness check in any test (``rs_by_test``: :func:`per_test`;
+    :func:`capshim.contracts.verdict.harness_check`: its interval, below 5 processes its range, excludes
+    1.00x or leaves +-5%): the harness's own bias or noise is then as large as the effects measured, so
+    no ratio of the table, and no choice made from them, is reliable."""
     shown = {t: rs[arm] for t, rs in rs_by_test.items() if arm in rs and rs[arm].ok}
-    bounds = {t: (r.lo, r.hi) if r.lo is not None else r.range for t, r in shown.items()}
-    moved = [t for t, b in bounds.items() if b is not None and not b[0] <= 1.0 <= b[1]]
-    if not moved:
+    checks = {t: harness_check({"value": r.value, "ci95": [r.lo, r.hi] if r.lo is not None else None,
+                                "range": list(r.range) if r.range else None}) for t, r in shown.items()}
+    bad = [(t, h) for t, h in checks.items() if h is not None and not h.reliable]
+    if not bad:
         return []
-    return ["warning: the A/A arm (stock answers through the app layer) is "
+    return [f"warning: {UNRELIABLE}: the A/A arm (stock answers through the app layer) is "
             + ", ".join(f"{fmt_ratio(r)} {t}" for t, r in shown.items())
-            + f" of native; its {'interval' if any(shown[t].lo is not None for t in moved) else 'range'} excludes 1.00x ({', '.join(moved)}): the harness's own bias is as "
-            "large as the effects measured here, so these ratios, and any choice made from them, are not "
-            "reliable (more runs, -r, on a quieter machine)"]
+            + " of native; " + "; ".join(f"{t}: {h.why}" for t, h in bad)
+            + ": the harness's own bias or noise is as large as the effects measured here, so these ratios, "
+            "and any choice made from them, are not reliable (more runs, -r, on a quieter machine)"]
 
 
 def markdown(rows: list[dict], notes: list[str]) -> str:

@@ -213,13 +213,11 @@ def not_compared(arm: dict | None, fp: Fingerprint, stderr: str | None, expected
     runs = arm.get("runs") or []
     bad = [r for r in runs if summary.run_failed(r)]
     state = arm.get("state")
-    if state == "failed" or bad or not runs:
+    if state == summary.FAILED or bad or not runs:
         err = next((r.get("error") for r in bad if r.get("error")), None)
-        return f"run failed: {err or common.arm_reason(arm) or 'no run finished'}"
-    if state in ("inert", "invalid"):
-        return f"not a shim result: {common.arm_reason(arm)}"
-    if state == "wrong-output":
-        return f"wrong output: {common.arm_reason(arm)}"
+        return f"{summary.STATE_WORDS[summary.FAILED]}: {err or common.arm_reason(arm) or 'no run finished'}"
+    if state in (*summary.NOT_ATTESTED_STATES, summary.WRONG_OUTPUT):
+        return f"{summary.STATE_WORDS[state]}: {common.arm_reason(arm)}"
     if stderr is None:
         return "no stderr file in the bundle"
     cpu = attest.cpu_backend(stderr)  # the one detection, shared with the bench
@@ -381,7 +379,7 @@ def _model_entry(ref: str, label: str, m: common.Measured, answers: list[Answers
         path = m.bundle / "raw" / f"{names.run_stem(a.arm, 1)}.stderr"  # the one run (repetitions=1)
         text = path.read_bytes().decode("utf-8", errors="replace") if path.is_file() else None
         fp = parse_stderr(text) if text is not None else Fingerprint()
-        entry["answers"][a.arm] = {"state": (arm or {}).get("state", "failed"),
+        entry["answers"][a.arm] = {"state": (arm or {}).get("state", summary.FAILED),
                                    "stderr": str(path) if text is not None else None,
                                    "error": next((r.get("error") for r in (arm or {}).get("runs") or []
                                                   if r.get("error")), None),

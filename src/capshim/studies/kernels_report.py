@@ -11,6 +11,7 @@ import json
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from capshim.contracts.names import device_label
 from capshim.export.markdown import pipe_table
 from capshim.studies.fingerprint import (
     compare_models,
@@ -163,7 +164,7 @@ def markdown(res: dict) -> str:
     """``kernels.md`` from the result as ``kernels.json`` holds it: verdict, models, GGML_* variables,
     device lines, GPU time by family, op classes per run, differences, profile effects, notes."""
     answers = [Answers(**a) for a in res["answers"]]
-    dev = (res.get("device") or {}).get("name", "?")
+    dev = device_label(res.get("device")) or "?"  # a stand-in says so
     models = res["models"]
     n_runs = len(models) * len(answers)
     missing = res.get("not_compared") or []

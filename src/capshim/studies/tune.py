@@ -42,6 +42,9 @@ from pathlib import Path
 
 from capshim import summary
 from capshim.contracts import names
+from capshim.contracts import verdict as vd
+from capshim.contracts.names import device_label
+from capshim.contracts.numbers import DEFAULT_THRESHOLD
 from capshim.contracts.suggest import did_you_mean
 from capshim.errors import UsageError
 from capshim.profiles.catalog import KEYS
@@ -317,6 +320,24 @@ def search(out: Path, cands: dict[str, dict[str, int]], specs: dict[str, str], d
         alive, r, stage = kept, r * 2, stage + 1
 
 
+def confirm_verdict(summary: dict, test: str, ok: bool) -> str:
+    """The confirmation's verdict, tuned vs native, by the one rule (:func:`capshim.contracts.verdict.decide`:
+    5 processes a side, neither mostly contaminated, the 95% interval entirely beyond the threshold):
+    "faster than native (...)", "slower than native (...)", "the same as native (...)" or "not shown
+    faster than native (why)"."""
+    arms = summary["arms"]
+    if not ok:
+        return "not shown faster than native (not a result)"
+    sp = ((arms["tuned"].get("tests") or {}).get(test) or {}).get("speedup")
+    v = vd.decide_cmp(sp, (arms.get("native") or {}).get("runs"), arms["tuned"].get("runs"),
+                      labels=("native", "tuned"))
+    t = f"{DEFAULT_THRESHOLD:g}%"
+    return {vd.IMPROVEMENT: f"faster than native (the whole interval more than {t} above 1.00x)",
+            vd.REGRESSION: f"slower than native (the whole interval more than {t} below 1.00x)",
+            vd.SAME: f"the same as native (the interval within {t} of 1.00x)"}.get(
+                v.word, f"not shown faster than native ({v.why})")
+
+
 def confirm(out: Path, s: Search, cands: dict[str, dict[str, int]], specs: dict[str, str],
             dims: dict[str, list[Option]], device: dict, runs: int, test: str | None,
             bench: dict) -> tuple[dict, list[str]]:
@@ -335,15 +356,14 @@ def confirm(out: Path, s: Search, cands: dict[str, dict[str, int]], specs: dict[
     tuned_flags = common.arm_flags(m.summary, "tuned")
     if PATH_UNCHANGED in tuned_flags:
         s.unchanged.setdefault(best, "confirmation")
-    verdict = ("faster than native (the whole interval above 1.00x)" if rc.ok and rc.lo is not None
-               and rc.lo > 1.0 else "not shown faster than native")
+    verdict = confirm_verdict(m.summary, common.main_test(m.summary, test), rc.ok)
     flags = {a: common.arm_flags(m.summary, a) for a in m.summary["arms"]}
     tuned_path = out / "tuned.toml"
     said = f"{fmt_ratio(rc)} of native {s.test}: {verdict}"
     equivalent = f"{best} is path unchanged ({s.unchanged[best]}): {EQUIVALENT}" if best in s.unchanged else None
-    write_candidate(dims, cands[best], tuned_path, "tuned", device["name"], verdict=said,
+    write_candidate(dims, cands[best], tuned_path, "tuned", device_label(device), verdict=said,
                     comment=f"The best candidate of capshim tune ({best}: {describe(dims, cands[best])}) on "
-                            f"{device['name']}.\nConfirmation ({out / 'confirm'}): {said}."
+                            f"{device_label(device)}.\nConfirmation ({out / 'confirm'}): {said}."
                             + (f"\nPath unchanged ({s.unchanged[best]}): {EQUIVALENT}." if equivalent else ""))
     notes = [f"best: {best} ({describe(dims, cands[best])}) {said} (confirmation, {out / 'confirm'}); "
              f"profile {tuned_path}" + (f"; {s.tie}" if s.tie else "") + (f"; {equivalent}" if equivalent else "")]
@@ -410,7 +430,7 @@ def tune(out: Path | None = None, budget: int | None = None, model: str | None =
         specs = {}
         for n, c in cands.items():
             p = out / "candidates" / f"{n}.toml"
-            write_candidate(dims, c, p, f"tune-{n}", device["name"])
+            write_candidate(dims, c, p, f"tune-{n}", device_label(device))
             specs[n] = f"{n}=profile:{p}"
         bench = dict(warmup=d["warmup"] if warmup is None else warmup, model=model, n_prompt=n_prompt,
                      n_gen=n_gen, timeout=timeout, guard=guard)
@@ -422,7 +442,7 @@ def tune(out: Path | None = None, budget: int | None = None, model: str | None =
         notes = _notes(notes, s, cands, dims, budget_info, only, seed, confirm_runs if conf else None)
         if common.is_cpu(device):
             notes.append(common.CPU_NOTE)
-        (out / "tune.md").write_text(f"# capshim tune — {device['name']}\n\n" + common.markdown(rows, notes),
+        (out / "tune.md").write_text(f"# capshim tune — {device_label(device)}\n\n" + common.markdown(rows, notes),
                                      encoding="utf-8")
         outcome = conf.pop("outcome") if conf else "no candidate passed"
         tuned_path = conf.pop("tuned_profile") if conf else None

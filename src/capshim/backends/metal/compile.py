@@ -20,9 +20,9 @@ NATIVE_DIR = Path(__file__).resolve().parents[2] / "native" / "metal"
 # cross build from Linux (zig cc) and the Linux stand-in build (gcc, GNU
 # libobjc). HEADERS are hashed into the cache key with them. The status-event
 # writer (status.c/.h) and the device-name rule (devname.h) are shared with
-# the Vulkan layer (one writer, one schema, one rule) and live in
-# native/vulkan; builds copy every file flat.
-SHARED_DIR = NATIVE_DIR.parent / "vulkan"
+# the other shims (one writer, one schema, one rule) and live in
+# native/common; builds copy every file flat.
+SHARED_DIR = NATIVE_DIR.parent / "common"
 SHARED_FILES = ("status.c", "status.h", "devname.h")
 SHIM_SOURCES = ("metal_shim.c", "metal_config.c", "status.c")
 PROBE_SOURCES = ("metal_probe.c",)
@@ -197,7 +197,7 @@ def _names() -> list[str]:
 
 
 def _src(names) -> list[str]:
-    """Absolute paths of source ``names`` (the shared status files from native/vulkan)."""
+    """Absolute paths of source ``names`` (the shared status files from native/common)."""
     return [str((SHARED_DIR if n in SHARED_FILES else NATIVE_DIR) / n) for n in names]
 
 
@@ -324,7 +324,7 @@ def build_cross(force: bool = False) -> dict[str, Path]:
     """
     if importlib.util.find_spec("ziglang") is None:
         raise BuildError("--target macos needs the zig toolchain: pip install 'capshim[macos]' "
-                         "(./setup.sh installs it)")
+                         "(./setup.sh --dev installs it)")
     final = cross_dir()
     return _build_into(final, _cross_commands(), _cross_artifacts(final), force, _stubs())
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from capshim import jsonread
 from capshim import status as shim_status
-from capshim.errors import UsageError
+from capshim.errors import EXIT_WORKLOAD, UsageError
 from capshim.host import is_vm_guest
 from capshim.profiles.metalhost import capture_of, host_os
 from capshim.profiles.model import DEVICE_NAME_KEY, encode_device_name
@@ -126,7 +126,7 @@ def _probe_once(probe_bin: Path, env: dict[str, str], framework: Path | None) ->
         data = {}
     if r.returncode != 0 or "answers" not in data:
         why = data.get("error") or (r.stderr.strip().splitlines() or ["no output"])[-1]
-        raise UsageError(f"the Metal probe failed (exit {r.returncode}): {why}", exit_code=1)
+        raise UsageError(f"the Metal probe failed (exit {r.returncode}): {why}", exit_code=EXIT_WORKLOAD)
     data["stderr"] = r.stderr
     return data
 

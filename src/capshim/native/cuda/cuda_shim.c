@@ -8,11 +8,11 @@
  *
  * Configuration (one spelling per source):
  *   CAPSHIM_CUDA_CONFIG   path of a key=value file, parsed by the Vulkan layer's
- *                         strict parser (native/vulkan/config.c) with the CUDA
+ *                         strict parser (native/common/config.c) with the CUDA
  *                         keyspec (cuda_table.h): direction=lower (required;
  *                         raise is refused), profile=NAME, deviceName=PCT-ENCODED,
  *                         KEY=NUMBER; extension.* is refused.
- *   CAPSHIM_STATUS_FILE   JSON-lines status events (native/vulkan/status.h), shim "cuda"
+ *   CAPSHIM_STATUS_FILE   JSON-lines status events (native/common/status.h), shim "cuda"
  *   CAPSHIM_QUIET=1       no stderr banner
  *   CAPSHIM_TARGET_PID    set by `capshim run`: a process with another pid stays stock
  *   CAPSHIM_CUDA_SUBSTITUTE=0  a diagnostic: the exported names alone; dlsym and the

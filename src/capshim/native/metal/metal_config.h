@@ -12,7 +12,7 @@
  *                 CAPSHIM_METAL_FORCE_FAMILIES          "5001,3003" (optional)
  *                 CAPSHIM_METAL_DEVICE_NAME             the name MTLDevice.name answers,
  *                                                       percent-encoded (optional; the
- *                                                       rule: native/vulkan/devname.h)
+ *                                                       rule: native/common/devname.h)
  *                 at least one of them must be set.
  *   Cua/Lume form LUME_METAL_APPLE_FAMILY_MAX           1001..1999 (required)
  *                 LUME_METAL_MAX_THREADGROUP_MEMORY     bytes, default 65536
@@ -26,7 +26,7 @@
 #ifndef CAPSHIM_METAL_CONFIG_H
 #define CAPSHIM_METAL_CONFIG_H
 
-#include "devname.h" /* the device-name rule, shared with the Vulkan layer (native/vulkan) */
+#include "devname.h" /* the device-name rule, shared with the other shims (native/common) */
 #include "metal_vars.h"
 
 #include <stddef.h>

@@ -30,7 +30,7 @@
 #endif
 
 #include "metal_config.h"
-#include "status.h" /* the one status-event writer, shared with the Vulkan layer (native/vulkan) */
+#include "status.h" /* the one status-event writer, shared with the other shims (native/common) */
 
 #ifndef CAPSHIM_VERSION_STRING /* capshim's version: the build passes it (capshim.native.build.VERSION_DEFINE) */
 #error "CAPSHIM_VERSION_STRING is not defined: build with capshim (capshim build), which passes it"

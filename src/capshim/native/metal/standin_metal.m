@@ -9,7 +9,10 @@
  *   CSParavirtDevice           answers like Apple's paravirtual device in a
  *                              macOS guest (docs/contracts.md, "Published figures"): Apple1..5,
  *                              Mac2, Common1..3, no Metal3; 32768 bytes of
- *                              threadgroup memory; a working set.
+ *                              threadgroup memory; a working set. The built-in
+ *                              profile metal-paravirt holds the same facts with
+ *                              their sources; tests/backends/test_metal_paravirt.py
+ *                              checks that the two agree.
  *   CSParavirtDevice2          a second concrete class (Apple1..4, 16384).
  *   CSLimitedDevice            lacks maxThreadgroupMemoryLength.
  *   CSBigDevice                answers above any profile (Apple1..9,

@@ -9,23 +9,8 @@
 #ifndef CAPSHIM_CAPS_KEYS_H
 #define CAPSHIM_CAPS_KEYS_H
 
-/* Value types (how a configuration value is stored and clamped). */
-enum capshim_kind { CAPSHIM_BOOL = 1, CAPSHIM_U32 = 2, CAPSHIM_FLAGS = 3, CAPSHIM_VERSION = 4, CAPSHIM_U64 = 5 };
-
-/* Kinds (direction rules): FEATURE true is stronger; UPPER more is stronger; LOWER less is
- * stronger (minSubgroupSize); EXACT what the hardware does (subgroupSize); VERSION higher is
- * stronger. */
-enum capshim_sem {
-    CAPSHIM_SEM_FEATURE = 1, CAPSHIM_SEM_UPPER = 2, CAPSHIM_SEM_LOWER = 3, CAPSHIM_SEM_EXACT = 4, CAPSHIM_SEM_VERSION = 5
-};
-
-/* Configuration limits ([limits] in capabilities.toml); buffer sizes include the NUL. */
-#define CAPSHIM_MAX_VALUES 128
-#define CAPSHIM_MAX_EXTENSIONS 64
-#define CAPSHIM_KEY_MAX 96
-#define CAPSHIM_EXT_NAME_MAX 256
-#define CAPSHIM_LINE_MAX 800
-#define CAPSHIM_CONFIG_MAX_BYTES 65536
+/* Value types, kinds and configuration limits (native/common, generated with this file). */
+#include "config_limits.h"
 
 /* X(key, type, kind): each key once, in the probe's order. */
 #define CAPSHIM_KEYS(X) \
@@ -98,12 +83,6 @@ enum capshim_sem {
     X(cooperativeMatrixPerElementOperations, CAPSHIM_BOOL, CAPSHIM_SEM_FEATURE) \
     X(cooperativeMatrixTensorAddressing, CAPSHIM_BOOL, CAPSHIM_SEM_FEATURE) \
     X(cooperativeMatrixBlockLoads, CAPSHIM_BOOL, CAPSHIM_SEM_FEATURE)
-
-/* X(key, min): the smallest value the Vulkan spec lets a device report (Limits, "Required
- * Limits" table); a configuration below it is invalid. */
-#define CAPSHIM_SPEC_MINIMUMS(X) \
-    X(maxComputeSharedMemorySize, 16384u) \
-    X(maxComputeWorkGroupInvocations, 128u)
 
 #endif
 

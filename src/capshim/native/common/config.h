@@ -1,4 +1,4 @@
-/* capshim Vulkan layer configuration: a strict key=value parser.
+/* capshim shim configuration: a strict key=value parser (the Vulkan layer's and the CUDA shim's).
  *
  * No Vulkan dependency, so it builds and fuzzes in isolation (fuzz_config.c).
  *
@@ -6,7 +6,8 @@
  *   # comment             ignored, as are empty lines (spaces and UTF-8 allowed,
  *                         no control characters)
  *   direction=lower       required, exactly once: "raise" or "lower"
- *   KEY=NUMBER            a known capability key (see caps_table.h)
+ *   KEY=NUMBER            a known capability key (the caller's keyspec: the layer's
+ *                         vulkan/caps_table.h, the CUDA shim's cuda/cuda_table.h)
  *   extension.NAME=NUMBER an extension's spec version to report; 0 hides it
  *   profile=NAME          optional, once: the profile's name (1..64 bytes of
  *                         A-Z a-z 0-9 . _ -), named in the layer's
@@ -19,8 +20,7 @@
  * spaces, no trailing bytes, no overflow. Booleans are 0 or 1; kinds other
  * than CAPSHIM_U64 (the CUDA shim's byte sizes) must fit in 32 bits. A key
  * may appear once. Anything else is an invalid configuration: the parser
- * fills err with the line number and the reason. The CUDA shim uses this
- * parser with its own keyspec (native/cuda/cuda_table.h).
+ * fills err with the line number and the reason.
  */
 #ifndef CAPSHIM_CONFIG_H
 #define CAPSHIM_CONFIG_H
@@ -30,10 +30,9 @@
 
 /* The limits (CAPSHIM_MAX_VALUES, CAPSHIM_MAX_EXTENSIONS, CAPSHIM_KEY_MAX,
  * CAPSHIM_EXT_NAME_MAX, CAPSHIM_LINE_MAX, CAPSHIM_CONFIG_MAX_BYTES) and the
- * value types come from the capability table, as the profile schema's do. */
-#define CAPSHIM_KEYS_ONLY
-#include "caps_table.h"
-#undef CAPSHIM_KEYS_ONLY
+ * value types come from the capability table, as the profile schema's do
+ * (config_limits.h, generated beside this file). */
+#include "config_limits.h"
 
 enum { CAPSHIM_RAISE = 1, CAPSHIM_LOWER = -1 };
 
@@ -54,7 +53,7 @@ struct capshim_ext {
 };
 
 /* Buffer sizes, NUL included. CAPSHIM_DEVICE_NAME_MAX (devname.h, the device-name rule
- * shared with the Metal shim) is VK_MAX_PHYSICAL_DEVICE_NAME_SIZE (vulkan_core.h; layer.c
+ * shared with the Metal shim) is VK_MAX_PHYSICAL_DEVICE_NAME_SIZE (vulkan_core.h; vulkan/layer.h
  * checks that they agree). */
 #include "devname.h"
 #define CAPSHIM_PROFILE_NAME_MAX 65

@@ -1,31 +1,22 @@
-/* Fuzz target and standalone driver for the configuration parser (config.c), with the
- * Vulkan layer's keys or, built with -DCAPSHIM_FUZZ_CUDA, the CUDA shim's.
+/* Fuzz target and standalone driver for the configuration parser (config.c), with one shim's
+ * keys: the build puts that shim's fuzz_keys.h beside this file (vulkan/fuzz_keys.h: the Vulkan
+ * layer's keys and extensions; cuda/fuzz_keys.h: the CUDA shim's keys, no extensions).
  *
- * libFuzzer:  clang -fsanitize=fuzzer,address,undefined -DCAPSHIM_LIBFUZZER fuzz_config.c config.c
- * standalone: cc -fsanitize=address,undefined fuzz_config.c config.c; ./a.out [--values] FILE...
- *             parses each file and prints "FILE: ok (N values, M extensions)" (CUDA: "FILE: ok
- *             (N values)") or "FILE: invalid: REASON"; with --values an accepted file's values
- *             follow on the same line, " KEY=VALUE ... extension.NAME=SPEC ... [profile=NAME]
- *             [deviceName=DECODED]" (CUDA: " KEY=VALUE ... [deviceName=DECODED]").
- * The keys and their types: CAPSHIM_KEYS of caps_table.h (the layer), or CAPSHIM_CUDA_KEYS of
- * cuda_table.h (the CUDA shim, which has no extensions).
+ * libFuzzer:  clang -fsanitize=fuzzer,address,undefined -DCAPSHIM_LIBFUZZER -I SHIM fuzz_config.c config.c
+ * standalone: cc -fsanitize=address,undefined -I SHIM fuzz_config.c config.c; ./a.out [--values] FILE...
+ *             parses each file and prints "FILE: ok (N values, M extensions)" (no extensions:
+ *             "FILE: ok (N values)") or "FILE: invalid: REASON"; with --values an accepted file's
+ *             values follow on the same line, " KEY=VALUE ... extension.NAME=SPEC ... [profile=NAME]
+ *             [deviceName=DECODED]" (no extensions: " KEY=VALUE ... [deviceName=DECODED]").
+ * fuzz_keys.h defines `keys[]` (struct capshim_keyspec) and WITH_EXTENSIONS (0 or 1): the one
+ * hook a shim supplies, so this driver includes no API's header.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "config.h"
-
-#ifdef CAPSHIM_FUZZ_CUDA
-#include "cuda_table.h"
-#define KEYSPEC(key, type) {#key, type},
-static const struct capshim_keyspec keys[] = {CAPSHIM_CUDA_KEYS(KEYSPEC)};
-#define WITH_EXTENSIONS 0
-#else
-#define KEYSPEC(key, type, kind) {#key, type},
-static const struct capshim_keyspec keys[] = {CAPSHIM_KEYS(KEYSPEC)};
-#define WITH_EXTENSIONS 1
-#endif
+#include "fuzz_keys.h"
 #define NKEYS (sizeof keys / sizeof keys[0])
 
 int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size);

@@ -1,0 +1,153 @@
+/* capshim Vulkan layer: a role's configuration (layer.h lists the files). */
+#include "layer.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static struct capshim_keyspec keyspecs[CAPSHIM_NUM_FIELDS];
+static size_t nkeyspecs;
+static pthread_once_t keyspecs_once = PTHREAD_ONCE_INIT;
+
+static void build_keyspecs(void) {
+    for (size_t i = 0; i < CAPSHIM_NUM_FIELDS; i++) {
+        int dup = 0;
+        for (size_t k = 0; k < nkeyspecs; k++)
+            if (strcmp(keyspecs[k].name, capshim_fields[i].key) == 0) dup = 1;
+        if (!dup) {
+            keyspecs[nkeyspecs].name = capshim_fields[i].key;
+            keyspecs[nkeyspecs].kind = capshim_fields[i].kind;
+            nkeyspecs++;
+        }
+    }
+}
+
+static void event_simple(struct role *r, const char *event) {
+    struct capshim_json j;
+    capshim_json_begin(&j, event, "vulkan", r->layer_name);
+    capshim_json_str(&j, "process", capshim_process_name());
+    if (strcmp(event, "loaded") == 0) capshim_json_str(&j, "version", CAPSHIM_VERSION_STRING);
+    capshim_json_end_and_write(&j);
+}
+
+static void config_rejected(struct role *r, const char *source, const char *reason) {
+    struct capshim_json j;
+    r->state = STATE_INVALID;
+    capshim_json_begin(&j, "config", "vulkan", r->layer_name);
+    capshim_json_bool(&j, "accepted", 0);
+    capshim_json_str(&j, "source", source);
+    capshim_json_str(&j, "reason", reason);
+    capshim_json_end_and_write(&j);
+    if (getenv("CAPSHIM_QUIET") == NULL || strcmp(getenv("CAPSHIM_QUIET"), "1") != 0)
+        fprintf(stderr, "capshim-vulkan: %s: invalid configuration (%s): %s; answers stay stock\n", r->layer_name,
+                source, reason);
+}
+
+/* A FIFO or any other non-regular file is refused without blocking. */
+static int read_file(const char *path, char *buf, size_t cap, size_t *len, char *err, size_t errlen) {
+    int fd = capshim_open_regular(path, err, errlen);
+    if (fd < 0) return -1;
+    size_t n = 0;
+    for (;;) {
+        if (n == cap) {
+            close(fd);
+            snprintf(err, errlen, "larger than %zu bytes", cap - 1);
+            return -1;
+        }
+        ssize_t got = read(fd, buf + n, cap - n);
+        if (got < 0) {
+            if (errno == EINTR) continue;
+            snprintf(err, errlen, "cannot read: %s", strerror(errno));
+            close(fd);
+            return -1;
+        }
+        if (got == 0) break;
+        n += (size_t)got;
+    }
+    close(fd);
+    *len = n;
+    return 0;
+}
+
+static void role_init(struct role *r) {
+    (void)pthread_once(&keyspecs_once, build_keyspecs);
+    event_simple(r, "loaded");
+    const char *target = getenv("CAPSHIM_TARGET_PID");
+    const char *inherit = getenv("CAPSHIM_INHERIT");
+    if (target != NULL && !(inherit != NULL && strcmp(inherit, "1") == 0)) {
+        uint64_t pid = 0;
+        if (capshim_parse_u64(target, &pid) != 0 || pid != (uint64_t)getpid()) {
+            struct capshim_json j;
+            r->state = STATE_SKIPPED;
+            capshim_json_begin(&j, "skipped", "vulkan", r->layer_name);
+            capshim_json_str(&j, "process", capshim_process_name());
+            capshim_json_str(&j, "reason", "child of the launched process (CAPSHIM_TARGET_PID); run with --inherit to shim children");
+            capshim_json_end_and_write(&j);
+            return;
+        }
+    }
+    const char *path = getenv(r->config_env);
+    if (path == NULL || path[0] == '\0') {
+        char reason[96];
+        snprintf(reason, sizeof reason, "%s is not set", r->config_env);
+        config_rejected(r, r->config_env, reason);
+        return;
+    }
+    static char buf[NUM_ROLES][CAPSHIM_CONFIG_MAX_BYTES + 1];
+    char err[256];
+    size_t len = 0;
+    char *mine = buf[r == &roles[ROLE_APP] ? ROLE_APP : ROLE_DEVICE];
+    if (read_file(path, mine, CAPSHIM_CONFIG_MAX_BYTES + 1, &len, err, sizeof err) != 0 ||
+        capshim_config_parse(mine, len, keyspecs, nkeyspecs, &r->cfg, err, sizeof err) != 0) {
+        config_rejected(r, path, err);
+        return;
+    }
+    r->state = STATE_ACTIVE;
+    struct capshim_json j;
+    capshim_json_begin(&j, "config", "vulkan", r->layer_name);
+    capshim_json_bool(&j, "accepted", 1);
+    capshim_json_str(&j, "source", path);
+    capshim_json_str(&j, "direction", r->cfg.direction == CAPSHIM_RAISE ? "raise" : "lower");
+    capshim_json_u64(&j, "values", r->cfg.nvalues);
+    capshim_json_u64(&j, "extensions", r->cfg.nexts);
+    capshim_json_end_and_write(&j);
+}
+
+static void init_device_role(void) { role_init(&roles[ROLE_DEVICE]); }
+static void init_app_role(void) { role_init(&roles[ROLE_APP]); }
+
+void ensure_init(struct role *r) {
+    (void)pthread_once(&r->once, r == &roles[ROLE_APP] ? init_app_role : init_device_role);
+}
+
+void banner(struct role *r) {
+    int quiet = getenv("CAPSHIM_QUIET") != NULL && strcmp(getenv("CAPSHIM_QUIET"), "1") == 0;
+    pthread_mutex_lock(&r->lock);
+    int done = r->banner_done;
+    r->banner_done = 1;
+    pthread_mutex_unlock(&r->lock);
+    if (done || quiet) return;
+    char line[1024];
+    int n = snprintf(line, sizeof line, "capshim-vulkan: %s active in %s[%ld]: %s", r->layer_name,
+                     capshim_process_name(), (long)getpid(), r->cfg.direction == CAPSHIM_RAISE ? "raise" : "lower");
+    size_t shown = 0;
+    for (size_t i = 0; i < r->cfg.nvalues && n > 0 && (size_t)n < sizeof line - 64; i++, shown++) {
+        if (shown == 6) break;
+        const struct capshim_value *v = &r->cfg.values[i];
+        uint32_t u = (uint32_t)v->value;
+        if (v->kind == CAPSHIM_VERSION)
+            n += snprintf(line + n, sizeof line - (size_t)n, " %s=%u.%u.%u", v->key, VK_API_VERSION_MAJOR(u),
+                          VK_API_VERSION_MINOR(u), VK_API_VERSION_PATCH(u));
+        else
+            n += snprintf(line + n, sizeof line - (size_t)n, " %s=%llu", v->key, (unsigned long long)v->value);
+    }
+    if (n > 0 && (size_t)n < sizeof line - 64 && r->cfg.nvalues > shown)
+        n += snprintf(line + n, sizeof line - (size_t)n, " (+%zu more)", r->cfg.nvalues - shown);
+    if (n > 0 && (size_t)n < sizeof line - 64 && r->cfg.nexts > 0)
+        snprintf(line + n, sizeof line - (size_t)n, "; %zu extension(s) %s", r->cfg.nexts,
+                 r->cfg.direction == CAPSHIM_RAISE ? "added" : "hidden");
+    fprintf(stderr, "%s\n", line);
+}
+

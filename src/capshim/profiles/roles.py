@@ -1,0 +1,111 @@
+"""The one profile loader: a reference given for a role, placed in the roles the layer has.
+
+Every place that names a profile (``run``/``probe`` ``--profile``/``--simulate``, ``capshim bench
+--arm NAME=simulate:P,profile:Q``) goes through :func:`place_all`:
+
+- a built-in name or a TOML file is loaded (:func:`capshim.profiles.load`) into the role it was given
+  for;
+- a Khronos Vulkan Profiles file (``FILE.json[#NAME]``, :mod:`capshim.profiles.khronos`; required
+  profiles from its profile folder) is split per answer against the device's stock answers
+  (:func:`capshim.profiles.khronos.derive`): when it has both parts, its lower part takes the device
+  role (``simulate``) and its raise part the application role (``profile``), as one capshim profile
+  has one direction; a file with one part fills the role it was given for.
+
+The caller says how it spells each role (``--profile`` or ``profile:``) and supplies the stock
+answers of the device (called only when a Khronos file is given, so TOML profiles need no device).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from capshim.contracts import messages
+from capshim.errors import UsageError
+from capshim.profiles import khronos
+from capshim.profiles.model import Profile, ProfileError
+
+__all__ = ["ROLES", "RoleError", "place_all", "unsupported_summary"]
+
+#: The roles, in the order they are placed: the application role, the device role.
+ROLES = ("profile", "simulate")
+
+
+class RoleError(UsageError):
+    """A reference that cannot be placed (exit 2): a bad profile, or a split Khronos file whose other
+    role is given too. The message starts with the role's spelling."""
+
+
+def _named(spell: str, ref: str) -> str:
+    """``--profile x.json`` or ``simulate:x.json``: a role's spelling with its reference."""
+    return f"{spell}{'' if spell.endswith(':') else ' '}{ref}"
+
+
+def unsupported_summary(reading: khronos.Reading, shown: int = 3) -> list[str]:
+    """Lines for stderr: how a Khronos profile was resolved (its notes: required profiles, alternatives,
+    aliases) and what it states that the layer does not answer (counted, the first ``shown`` named;
+    ``capshim profile show`` lists them all)."""
+    lines = [f"{reading.source}: {note}" for note in reading.notes]
+    if reading.unsupported:
+        names = messages.summarise([u.split(":", 1)[0] for u in reading.unsupported], first=shown, sep="; ")
+        lines.append(f"{reading.source}: {len(reading.unsupported)} capabilities not answered by capshim "
+                     f"(formats, queue families, video, structs without a capshim key): {names}; "
+                     f"'capshim profile show {reading.source}' lists each")
+    return lines
+
+
+def place_all(refs: dict[str, str | None], spell: dict[str, str], stock: Callable[[str, str], dict],
+              load: Callable[[str], Profile]) -> tuple[dict[str, Profile | None], list[str]]:
+    """Place each role's reference.
+
+    Args:
+        refs: role (:data:`ROLES`) -> the reference given for it, or None.
+        spell: role -> how the caller names it in messages (``"--simulate"``, ``"simulate:"``).
+        stock: ``stock(ref, spelling)`` -> the device's stock answers (``capshim probe --json`` form),
+            called for a Khronos file only; it raises when the device cannot be probed.
+        load: loads a built-in name or a TOML file (:func:`capshim.profiles.load`).
+
+    Returns:
+        (role -> profile or None, lines for stderr saying where a Khronos file's answers went).
+
+    Raises:
+        RoleError: a profile that fails to load, named with its role's spelling; a Khronos file that
+            needs both roles while the other role is given too.
+    """
+    slots: dict[str, Profile | None] = {r: None for r in ROLES}
+    lines: list[str] = []
+    for role in ROLES:
+        ref = refs.get(role)
+        if ref is None:
+            continue
+        if not khronos.is_khronos_ref(ref):
+            try:
+                slots[role] = slots[role] or load(ref)
+            except ProfileError as exc:
+                raise RoleError(f"{spell[role].rstrip(':')}: {exc}") from None
+            continue
+        try:
+            reading = khronos.read(ref)
+            lower, higher = khronos.derive(reading, stock(ref, spell[role]))
+        except ProfileError as exc:
+            raise RoleError(f"{spell[role].rstrip(':')}: {exc}") from None
+        parts = [p for p in (lower, higher) if p is not None]
+        other = "simulate" if role == "profile" else "profile"
+        if len(parts) == 2:
+            if refs.get(other):
+                raise RoleError(f"{_named(spell[role], ref)}: is weaker than the device in {len(lower.capabilities)} "
+                                f"answers and stronger in {len(higher.capabilities) + len(higher.extensions)}: "
+                                f"it needs both roles, and {spell[other]} is given too (drop {spell[other]}, or "
+                                "write one direction with capshim profile import --direction)")
+            slots["simulate"], slots["profile"] = lower, higher
+            lines.append(f"{ref}: {len(lower.capabilities)} answers at or below the device (lower, device role "
+                         f"as {spell['simulate']}), {len(higher.capabilities)} answers and {len(higher.extensions)} "
+                         f"extensions above it (raise, app role as {spell['profile']}): one capshim profile has "
+                         "one direction")
+        elif parts:
+            slots[role] = parts[0]
+            lines.append(f"{ref}: every answer {'at or below' if parts[0].direction == 'lower' else 'above'} the "
+                         f"device: one {parts[0].direction} profile")
+        else:
+            lines.append(f"{ref}: no answer the layer can give on this device")
+        lines += unsupported_summary(reading)
+    return slots, lines
