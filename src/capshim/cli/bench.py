@@ -23,6 +23,18 @@ from capshim.report import print_table
 from capshim.summary import OFF_DEVICE_STATES, STRICT_STATES, explain_arm
 
 
+def _sign_key(key):
+    """--sign's check, before any run: a missing key is said now, not after the bench (exit 2)."""
+    signing.require_key(key)
+    return key
+
+
+def _sign(bundle, key) -> None:
+    """Sign the sealed ``bundle`` with ``key`` (None: no --sign) and say where the signature is."""
+    if key is not None:
+        click.echo(f"signed: {signing.sign_sealed(bundle, key)}", err=True)
+
+
 @click.command("bench", context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})
 @click.option("--arm", "arm_opts", multiple=True, metavar="NAME=SPEC",
               help="An arm: NAME= (stock), NAME=simulate:P, NAME=profile:P, NAME=simulate:P,profile:Q; "
@@ -99,7 +111,7 @@ from capshim.summary import OFF_DEVICE_STATES, STRICT_STATES, explain_arm
               help="--workload ncnn: the network [default: tiny on a CPU device, standard on a GPU].")
 @click.option("--shape", metavar="BxHxSxD",
               help="--workload torch-sdpa: batch x heads x sequence x head dimension, fp16 [default: 8x32x4096x128].")
-@click.option("--sign", "sign_key", type=click.Path(), metavar="KEY",
+@click.option("--sign", "sign_key", type=click.Path(), metavar="KEY", callback=lambda _c, _p, v: _sign_key(v),
               help="Sign the sealed bundle as the last step (capshim evidence sign BUNDLE --key KEY).")
 @click.option("--block", is_flag=True, help="--workload torch-sdpa: time a small transformer block around the attention.")
 @click.argument("command", nargs=-1, type=click.UNPROCESSED)
@@ -133,7 +145,6 @@ def bench_cmd(arm_opts, baseline, host_baseline, host_arm, repetitions, process_
           --precision-test pp512
     """
 
-
     argv = list(command)
     if argv and argv[0] == "--":
         argv = argv[1:]
@@ -154,7 +165,6 @@ def bench_cmd(arm_opts, baseline, host_baseline, host_arm, repetitions, process_
         process_reps=process_reps, warmup=warmup, seed=seed, timeout=timeout, precision=precision,
         precision_tests=tuple(precision_tests), max_runs=max_runs, exclude_contaminated=exclude_contaminated,
         allow_mismatch=allow_mismatch, out=out, strict=strict, as_json=as_json, db=db_url)
-    signing.require_key(sign_key)  # --sign: before any run, a missing key is said now, not after an hour
     p = plan.make_plan(req, platform=sys.platform)
     cpu = p.device is not None and p.device.get("type") == "cpu"
     if cpu and not as_json:  # said up front: on a CPU device the path is the result, not the speed
@@ -187,8 +197,7 @@ def bench_cmd(arm_opts, baseline, host_baseline, host_arm, repetitions, process_
         sys.exit(EXIT_FINALIZE)  # sealed, but the seal does not verify
     if guard.first and not result.interrupted_by:  # a signal after the runs: stop now, sealed
         sys.exit(signals.exit_code(guard.first[0]))
-    if sign_key is not None:
-        click.echo(f"signed: {signing.sign_sealed(result.bundle, sign_key)}", err=True)
+    _sign(result.bundle, sign_key)  # --sign: the last step, after the seal is checked and before --db
     if db_url:
         from capshim.db.store import add_bundle  # SQLAlchemy only with --db (capshim --help lists bench)
         bid, added = add_bundle(None if db_url == "default" else db_url, result.bundle)
