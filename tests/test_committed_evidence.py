@@ -57,3 +57,21 @@ def test_committed_study_verifies(folder):
         assert doc["sealed_after"] is True and "not since the run" in doc["note"]
     if (folder / "run.txt").exists():
         assert "  run.txt\n" in (folder / "SHA256SUMS").read_text()
+
+
+#: The H200 folders at the top of evidence/ that are sealed: each is signed with the project key,
+#: whose public half is evidence/allowed_signers (docs/evidence.md, "The committed evidence").
+H200_SEALED = sorted(p for p in SEALED if p.parent == REPO / "evidence" and p.name.startswith("h200-"))
+
+
+def test_the_signed_h200_folders_are_found():
+    assert {p.name for p in H200_SEALED} >= {"h200-tinyllama-r10", "h200-cuda-clients", "h200-tune-llama8b"}
+
+
+@pytest.mark.parametrize("folder", H200_SEALED, ids=_name)
+def test_committed_h200_folder_is_signed_by_the_project_key(folder):
+    from capshim.evidence import signing
+
+    checks = signing.check(folder, REPO / "evidence" / "allowed_signers")
+    assert checks and all(c.problem is None for c in checks), [c.problem for c in checks]
+    assert {c.principal for c in checks} == {"evidence@capshim"}

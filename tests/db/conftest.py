@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 
 from capshim.evidence import Bundle
+from capshim.evidence.files import ATTESTATION_FILE
 
 REPO = Path(__file__).resolve().parents[2]
 EVIDENCE = REPO / "evidence"
@@ -32,6 +33,7 @@ def distinct_copy(src: Path, dest: Path, n: int) -> Path:
     with open(dest / "report.md", "a") as fh:
         fh.write(f"\ncopy {n}\n")
     Bundle(dest, {}).write_sums()
+    (dest / ATTESTATION_FILE).unlink(missing_ok=True)  # an edited copy is a new, unsigned bundle
     return dest
 
 

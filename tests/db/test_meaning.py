@@ -244,6 +244,7 @@ def _resealed(tmp_path, edit, name="lavapipe-default", file="summary.json"):
     else:
         f.write_text(edit(f.read_text()))
     Bundle(dest, {}).write_sums()
+    (dest / "attestations.intoto.jsonl").unlink(missing_ok=True)  # edited: a new, unsigned bundle
     assert evidence.verify(dest) == []
     return dest
 

@@ -354,7 +354,8 @@ def test_show_prints_the_stored_report(full, db_url):
     r = _cli("db", "show", "device=NVIDIA H200", "--db", db_url)
     assert r.exit_code == 0 and "h200-ablation" in r.stdout and "no-coopmat-intdot-fp16" in r.stdout
     r = _cli("db", "list", "--db", db_url)
-    assert "(schema 0002)" in r.stdout and "3 bundle(s)" in r.stdout
+    from capshim.db import schema
+    assert f"(schema {schema.HEAD})" in r.stdout and "3 bundle(s)" in r.stdout
 
 
 @pytest.mark.slow

@@ -17,10 +17,23 @@ from capshim.cli.options import json_option, out_option, timeout_option, wide_op
 from capshim.contracts import messages, names, signals
 from capshim.contracts.numbers import FiniteFloat
 from capshim.errors import EXIT_FINALIZE, EXIT_INERT, EXIT_WORKLOAD, UsageError
+from capshim.evidence import signing
 from capshim.evidence import finite_or_null, strict_json
 from capshim.export import mechanism
 from capshim.report import print_table
 from capshim.summary import OFF_DEVICE_STATES, STRICT_STATES, explain_arm
+
+
+def _sign_key(key):
+    """--sign's check, before any run: a missing key is said now, not after the bench (exit 2)."""
+    signing.require_key(key)
+    return key
+
+
+def _sign(bundle, key) -> None:
+    """Sign the sealed ``bundle`` with ``key`` (None: no --sign) and say where the signature is."""
+    if key is not None:
+        click.echo(f"signed: {signing.sign_sealed(bundle, key)}", err=True)
 
 
 @click.command("bench", context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})
@@ -99,12 +112,14 @@ from capshim.summary import OFF_DEVICE_STATES, STRICT_STATES, explain_arm
               help="--workload ncnn: the network [default: tiny on a CPU device, standard on a GPU].")
 @click.option("--shape", metavar="BxHxSxD",
               help="--workload torch-sdpa: batch x heads x sequence x head dimension, fp16 [default: 8x32x4096x128].")
+@click.option("--sign", "sign_key", type=click.Path(), metavar="KEY", callback=lambda _c, _p, v: _sign_key(v),
+              help="Sign the sealed bundle as the last step (capshim evidence sign BUNDLE --key KEY).")
 @click.option("--block", is_flag=True, help="--workload torch-sdpa: time a small transformer block around the attention.")
 @click.argument("command", nargs=-1, type=click.UNPROCESSED)
 def bench_cmd(arm_opts, baseline, host_baseline, host_arm, repetitions, process_reps, warmup, aa, seed, precision,
               precision_tests, max_runs, exclude_contaminated, allow_mismatch, timeout, out, model, n_prompt, n_gen,
               check_output, strict, as_json, db_url, metric, unit, better, output_file, control_opts, workload_name,
-              network, shape, block, command, wide=False):
+              network, shape, block, sign_key, command, wide=False):
     """Benchmark arms (stock, simulated, shimmed) A/B, interleaved, and write an evidence bundle.
 
     \b
@@ -130,7 +145,6 @@ def bench_cmd(arm_opts, baseline, host_baseline, host_arm, repetitions, process_
       capshim bench --aa --model tinyllama-1.1b --precision 2 \\
           --precision-test pp512
     """
-
 
     argv = list(command)
     if argv and argv[0] == "--":
@@ -184,6 +198,7 @@ def bench_cmd(arm_opts, baseline, host_baseline, host_arm, repetitions, process_
         sys.exit(EXIT_FINALIZE)  # sealed, but the seal does not verify
     if guard.first and not result.interrupted_by:  # a signal after the runs: stop now, sealed
         sys.exit(signals.exit_code(guard.first[0]))
+    _sign(result.bundle, sign_key)  # --sign: the last step, after the seal is checked and before --db
     if db_url:
         from capshim.db.store import add_bundle  # SQLAlchemy only with --db (capshim --help lists bench)
         bid, added = add_bundle(None if db_url == "default" else db_url, result.bundle)

@@ -8,6 +8,7 @@ subclasses (one line, exit 2) raised by those modules.
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import click
@@ -19,8 +20,9 @@ from capshim.cli.options import wide_option
 from capshim.contracts.names import parse_named_files
 from capshim.contracts.numbers import FiniteFloat
 from capshim.db.ingest import read_external, read_folder
-from capshim.db.terms import DB_HELP, DEFAULT_THRESHOLD, FILTERS, MATCHES
+from capshim.db.terms import DB_HELP, DEFAULT_THRESHOLD, FILTERS, MATCHES, SIGNERS_ENV
 from capshim.errors import EXIT_USAGE, EXIT_WORKLOAD, CapshimError, UsageError
+from capshim.evidence import signing
 from capshim.export import matrix as export_matrix
 from capshim.export import terminal
 from capshim.export.table import fmt_ratio
@@ -67,9 +69,10 @@ def _match_option(f):
 
 def _filter_options(f):
     f = _match_option(f)
-    for key in reversed(["device", "profile", "model", "build", "host", "os", "since", "until"]):
+    for key in reversed(["device", "profile", "model", "build", "host", "os", "since", "until", "signed"]):
         flag = "--hostname" if key == "host" else f"--{key}"  # --host names a baseline elsewhere
-        f = click.option(flag, key, metavar="DATE" if key in ("since", "until") else "TEXT",
+        f = click.option(flag, key, metavar="DATE" if key in ("since", "until") else
+                         "yes|WHO" if key == "signed" else "TEXT",
                          help=f"Only bundles matching: {FILTERS[key]}.")(f)
     return f
 
@@ -78,12 +81,13 @@ def _json_out(obj) -> None:
     click.echo(json.dumps(obj, indent=2, default=str))
 
 
-def _inputs(folders, external, host_file, baseline):
+def _inputs(folders, external, host_file, baseline, signers=None):
     """``(argument, [BundleRecord])`` for each folder and for the --arm files, in order; the
-    CapshimError instead of the list for one that cannot be read (the next ones are still read)."""
+    CapshimError instead of the list for one that cannot be read or that ``signers`` refuses
+    (the next ones are still read)."""
     for f in folders:
         try:
-            yield f, read_folder(f)
+            yield f, read_folder(f, signers)
         except CapshimError as exc:
             yield f, exc
     if external:
@@ -99,10 +103,13 @@ def _inputs(folders, external, host_file, baseline):
               help="Store llama-bench -o json/jsonl files made elsewhere as an arm (as report --arm takes them).")
 @click.option("--host", "host_file", type=click.Path(), help="With --arm: the host baseline (a llama-bench file or a bundle).")
 @click.option("--baseline", help="With --arm: the baseline arm (default the first).")
+@click.option("--signers", type=click.Path(), metavar="FILE", default=None,
+              help="Admit only folders signed by a signer of this allowed-signers file (git's "
+                   "gpg.ssh.allowedSignersFile format) [default: $CAPSHIM_DB_SIGNERS, else any].")
 @_db_option
 @click.option("--json", "as_json", is_flag=True,
               help="Print [{source, name, id, added, key}] as JSON ({source, error} for what was not stored).")
-def db_add(bundles, arm_opts, host_file, baseline, db_url, as_json):
+def db_add(bundles, arm_opts, host_file, baseline, signers, db_url, as_json):
     """Store evidence bundles and study folders (the --out of ablate, tune and kernels: each nested
     bundle is stored, named STUDY/FOLDER).
 
@@ -113,6 +120,12 @@ def db_add(bundles, arm_opts, host_file, baseline, db_url, as_json):
     of its SHA256SUMS's sorted (path, digest) pairs, however the file is
     formatted). `capshim db add evidence/*/` stores every bundle and study
     there and names each folder that is neither.
+
+    Signatures (capshim evidence sign) are checked and stored: one that does
+    not hold refuses the folder. With --signers FILE (or $CAPSHIM_DB_SIGNERS:
+    the store's policy on a fleet) a folder is stored only when a signer the
+    file allows signed it; --arm files, which carry no signature, are then
+    refused.
     """
     from capshim.db.store import DbError
 
@@ -120,10 +133,15 @@ def db_add(bundles, arm_opts, host_file, baseline, db_url, as_json):
         raise UsageError("db add: give bundle or study folders, or --arm NAME=FILE.json")
     if (host_file or baseline) and not arm_opts:
         raise UsageError("--host and --baseline apply to --arm files (a bundle keeps its own)")
+    signers = signers or os.environ.get(SIGNERS_ENV) or None
+    if signers is not None:
+        signing.check_signers_file(signers)  # a bad policy file is one error, not one per folder
+        if arm_opts:
+            raise UsageError(f"--arm files carry no signature; the store admits only signers of --signers {signers}")
     external = [parse_named_files(a) for a in arm_opts]
     out, failed = [], []
     with _open(db_url) as st:
-        for source, records in _inputs(bundles, external, host_file, baseline):
+        for source, records in _inputs(bundles, external, host_file, baseline, signers):
             if isinstance(records, CapshimError):
                 failed.append({"source": source, "error": str(records)})
                 messages.emit(f"not stored: {records}")
@@ -145,6 +163,12 @@ def db_add(bundles, arm_opts, host_file, baseline, db_url, as_json):
         raise SystemExit(EXIT_USAGE)
 
 
+def _signers_cell(signatures: list) -> str:
+    """Who signed a stored bundle, for a table: principals, else short keys; "-" when unsigned."""
+    names = [s.get("principal") or f"key {str(s.get('key', ''))[:15]}" for s in signatures if isinstance(s, dict)]
+    return ", ".join(names) or "-"
+
+
 @click.command("list")
 @_filter_options
 @_db_option
@@ -161,8 +185,8 @@ def db_list(db_url, as_json, match, wide, **filters):
     cells = [[str(r["id"]), r["created_utc"] or "", r["name"], r["device"] or "",
               " ".join(x for x in (r["workload_build"], r["workload_commit"]) if x), r["model"] or "",
               ", ".join(a["name"] + (f" ({a['state']})" if a["state"] not in ("native", "active") else "")
-                        for a in r["arms"])] for r in rows]
-    terminal.print_grid(("id", "started (UTC)", "name", "device", "build", "model", "arms"), cells, wide,
+                        for a in r["arms"]), _signers_cell(r["signed_by"])] for r in rows]
+    terminal.print_grid(("id", "started (UTC)", "name", "device", "build", "model", "arms", "signed by"), cells, wide,
                         keys=(0, 2), numeric=(0, 1), title=f"{len(rows)} bundle(s)", notes=[where])
 
 

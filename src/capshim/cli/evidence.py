@@ -20,16 +20,28 @@ def evidence_grp():
 
 @evidence_grp.command("verify")
 @click.argument("bundle", type=click.Path())
-def evidence_verify(bundle):
-    """Check every file of BUNDLE against its SHA256SUMS: exit 0 when all match, 1 naming each bad file.
+@click.option("--signers", type=click.Path(), default=None,
+              help="An allowed-signers file (git's gpg.ssh.allowedSignersFile format): exit 1 unless an "
+                   "allowed signer signed every file as it is now.")
+def evidence_verify(bundle, signers):
+    """Check every file of BUNDLE against its SHA256SUMS, and its signatures: exit 0, or 1 naming each problem.
 
     BUNDLE may be a bench's evidence bundle or a study folder (the --out of
-    ablate, tune or kernels, marked by its study.json): then the top seal,
-    the study's layout and each nested bundle are checked. A README.md at the
-    top of a sealed folder is its documentation, outside the seal: named as
-    "not sealed", refused only as a link, special file or over 256 KiB.
+    ablate, tune, kernels or cuda-clients, marked by its study.json): then the
+    top seal, the study's layout and each nested bundle are checked. A
+    README.md at the top of a sealed folder is its documentation, outside the
+    seal: named as "not sealed", refused only as a link, special file or over
+    256 KiB.
+
+    The first line says "sealed, not signed", "signed by KEY (not checked
+    against a signer list)" or, with --signers, "signed by PRINCIPAL (KEY)".
+    Every signature (attestations.intoto.jsonl, written by capshim evidence
+    sign) must check and cover every file as it is now; with --signers, at
+    least one must be by a signer the file allows.
     """
 
+    from capshim.evidence import signing
+    from capshim.evidence.files import ATTESTATION_FILE
 
     if not Path(bundle).is_dir():
         raise CapshimError(f"evidence verify {bundle}: not a folder")
@@ -39,16 +51,64 @@ def evidence_verify(bundle):
         for p in problems:
             messages.emit(f"{bundle}: {p}", prefix="")
         raise SystemExit(EXIT_WORKLOAD)
-    if is_study and not (seal.read_study(bundle) or {}).get("bundles"):
-        click.echo(messages.wrap_out(f"ok: {bundle}: every file matches SHA256SUMS (a study without nested bundles)"))
-    elif is_study:
-        click.echo(messages.wrap_out(f"ok: {bundle}: every file matches SHA256SUMS, and every nested bundle verifies"))
-    else:
-        click.echo(messages.wrap_out(f"ok: {bundle}: every file matches SHA256SUMS"))
+    try:
+        checks = signing.check(bundle, signers)
+    except signing.SigningError as exc:
+        raise CapshimError(f"{bundle}: {exc}", exc.exit_code) from None
+    bad = [c for c in checks if c.problem]
+    for c in bad:
+        messages.emit(f"{bundle}: {ATTESTATION_FILE} line {c.line}: {c.problem}", prefix="")
+    if bad:
+        raise SystemExit(EXIT_WORKLOAD)
+    allowed = [c for c in checks if c.principal]
+    if signers is not None and not checks:
+        messages.emit(f"{bundle}: sealed, not signed (--signers {signers} asks for a signature by an allowed "
+                      f"signer: capshim evidence sign {bundle} --key KEY)", prefix="")
+        raise SystemExit(EXIT_WORKLOAD)
+    if signers is not None and not allowed:
+        keys = ", ".join(c.who() for c in checks)
+        messages.emit(f"{bundle}: signed by {keys}, which --signers {signers} does not allow", prefix="")
+        raise SystemExit(EXIT_WORKLOAD)
+    what = ("every file matches SHA256SUMS" + (", and every nested bundle verifies"
+            if is_study and (seal.read_study(bundle) or {}).get("bundles") else ""))
+    if not checks:
+        click.echo(messages.wrap_out(f"sealed, not signed: {bundle}: {what}"))
+    for c in checks:
+        when = f" on {c.signed_utc}" if c.signed_utc else ""
+        if signers is None:
+            click.echo(messages.wrap_out(f"signed by {c.who()}{when} (not checked against a signer list): "
+                                         f"{bundle}: {what}"))
+        elif c.principal:
+            click.echo(messages.wrap_out(f"signed by {c.who()}{when}, allowed by {signers}: {bundle}: {what}"))
+        else:
+            click.echo(messages.wrap_out(f"also signed by {c.who()}{when}, not in {signers}"))
     nested = (seal.read_study(bundle) or {}).get("bundles", []) if is_study else []
     for rel in evidence.unsealed_documentation(Path(bundle), nested):
         click.echo(messages.wrap_out(f"not sealed: {rel} (documentation beside the data; verify checks its kind "
                                      "and size only)"))
+
+
+@evidence_grp.command("sign")
+@click.argument("bundle", type=click.Path())
+@click.option("--key", required=True, type=click.Path(),
+              help="An OpenSSH private key file, or a .pub whose private key ssh-agent holds.")
+def evidence_sign(bundle, key):
+    """Sign BUNDLE (a sealed bundle or study) with an SSH key: one more line in its attestations.intoto.jsonl.
+
+    The line is a DSSE envelope of an in-toto Statement: every sealed file by
+    SHA-256 (SHA256SUMS included) and what the bench or study was (command,
+    arms, capshim version, host, device, times). No sealed file changes; a
+    bundle can carry several signatures. Refused (exit 1) when BUNDLE does not
+    verify or this key already signed it. Check it: capshim evidence verify
+    BUNDLE --signers ALLOWED_SIGNERS.
+    """
+
+    from capshim.evidence import signing
+    from capshim.evidence.files import ATTESTATION_FILE
+
+    c = signing.sign(bundle, key)
+    click.echo(messages.wrap_out(f"signed: {Path(bundle) / ATTESTATION_FILE} line {c.line} by {c.who()} "
+                                 f"(check it: capshim evidence verify {bundle} --signers FILE)"))
 
 
 @evidence_grp.command("seal-study")

@@ -29,7 +29,8 @@ from capshim.bench.analysis import analyze, arms_from_files, host_from_file
 from capshim.contracts import numbers
 from capshim.contracts.names import device_label
 from capshim.errors import CapshimError
-from capshim.evidence import study
+from capshim.evidence import signing, study
+from capshim.evidence.files import ATTESTATION_FILE
 
 __all__ = ["BundleRecord", "ArmRecord", "IngestError", "bundle_key", "read_bundle", "read_folder", "read_external"]
 
@@ -89,6 +90,8 @@ class BundleRecord:
         host_source: where the host baseline came from (None: an arm of this bench).
         metadata: ``metadata.json`` as read ({} for external files).
         summary: ``summary.json`` as read (the summary dict).
+        signed_by: the folder's good signatures (:func:`signed_by`): ``[{"key", "key_type",
+            "principal", "signed_utc"}]``; a study's nested bundle carries the study's.
     """
 
     key: str
@@ -115,6 +118,7 @@ class BundleRecord:
     samples: list = field(default_factory=list)
     metadata: dict = field(default_factory=dict)
     summary: dict = field(default_factory=dict)
+    signed_by: list = field(default_factory=list)
 
 
 def _obj(v) -> dict:
@@ -261,20 +265,51 @@ _STUDY_BUNDLES = {"type": "object", "required": ["bundles"],
                   "properties": {"bundles": {"type": "array", "items": {"type": "string"}}}}
 
 
-def read_folder(path: str | Path) -> list[BundleRecord]:
+def signed_by(path: str | Path, signers: str | Path | None = None) -> list[dict]:
+    """Who signed a folder that verifies (a bundle or a study): ``[{"key", "key_type", "principal", "signed_utc"}]``.
+
+    Every signature must hold (:func:`capshim.evidence.signing.check`); with ``signers`` (an
+    allowed-signers file: the store's policy) at least one must be by a signer it allows, and
+    ``principal`` names who; without, ``principal`` is None.
+
+    Raises:
+        IngestError (exit 2), in one line: a signature that does not hold (names the line of
+            attestations.intoto.jsonl), a bad attestation file, or, with ``signers``, no signature
+            by an allowed signer (names the file and who did sign).
+        UsageError: ``signers`` is unusable or has a line ssh-keygen cannot read (names the line).
+    """
+    p = Path(path)
+    try:
+        checks = signing.check(p, signers)
+    except signing.SigningError as exc:
+        raise IngestError(f"{p}: {exc}") from None
+    for c in checks:
+        if c.problem:
+            raise IngestError(f"{p}: {ATTESTATION_FILE} line {c.line}: {c.problem}")
+    if signers is not None and not any(c.principal for c in checks):
+        who = ("signed by " + ", ".join(c.who() for c in checks)) if checks else "not signed"
+        raise IngestError(f"{p}: {who}; the store admits only signers of --signers {signers}")
+    return [{"key": c.keyid, "key_type": c.key_type, "principal": c.principal, "signed_utc": c.signed_utc}
+            for c in checks]
+
+
+def read_folder(path: str | Path, signers: str | Path | None = None) -> list[BundleRecord]:
     """Verify a bundle folder or a study folder and read it: one record, or one per nested bundle.
 
     Args:
         path: a bundle (``capshim bench --out``) or a study (``capshim ablate|tune|kernels --out``,
             marked by its study.json, :func:`capshim.evidence.study.is_study`).
+        signers: the store's allowed-signers file, or None to admit any folder whose signatures
+            (if any) hold.
 
     Returns:
         ``[record]`` for a bundle; for a study, its nested bundles' records in study.json's
         order, each named ``STUDY/FOLDER``.
 
     Raises:
-        IngestError (exit 2), in one line: not a folder; neither a bundle nor a study; the
-            folder does not verify (:func:`capshim.evidence.study.verify` for a study: its seal, its
+        IngestError (exit 2), in one line: not a folder; neither a bundle nor a study; a
+            signature that does not hold, or with ``signers`` none by an allowed signer
+            (:func:`signed_by`); the folder does not verify (:func:`capshim.evidence.study.verify` for a study: its seal, its
             layout and every nested bundle); JsonShapeError / SummaryShapeError: a file of the
             wrong shape (names the file).
     """
@@ -282,10 +317,16 @@ def read_folder(path: str | Path) -> list[BundleRecord]:
     if not p.is_dir():
         raise IngestError(f"{p}: not a folder")
     if not study.is_study(p):
-        return [read_bundle(p)]
+        rec = read_bundle(p)
+        rec.signed_by = signed_by(p, signers)
+        return [rec]
     _require_verified(p, study.verify(p), "study")
+    signatures = signed_by(p, signers)
     doc = jsonread.load(p / study.STUDY_FILE, _STUDY_BUNDLES, limit=1 << 20)
-    return [read_bundle(p / b) for b in doc["bundles"]]
+    records = [read_bundle(p / b) for b in doc["bundles"]]
+    for rec in records:
+        rec.signed_by = signatures  # the study's signature covers each nested bundle's files
+    return records
 
 
 def bundle_key(root: Path) -> str:

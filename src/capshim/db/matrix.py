@@ -117,6 +117,8 @@ def _rows_of(b: dict, summary: dict, host_os: str | None, arms: list[str] | None
                 "aa": None if aa_arm is None else {"arm": aa_arm, "clean": clean},
                 "verdict": word, "why": why,
                 "bundle_id": b["id"], "bundle": b["name"],
+                "signed_by": [x.get("principal") or x.get("key") for x in b.get("signed_by") or []
+                              if isinstance(x, dict)],
                 "os_full": {"host": host_os, "guest": b.get("os")}})
     return rows
 
@@ -136,7 +138,8 @@ def matrix(store: Store, filters: dict | None = None, *, match: str = "exact", a
         "host_os", "guest_os", "build", "model", "arm", "state", "test", "baseline", "pct_of_host":
         {"value", "ci95"|"range"}|None (percent of the host's speed), "speedup": {...}|None (times
         the baseline), "aa": {"arm", "clean": bool|None}|None, "verdict", "why": str|None (why unclear), "bundle_id", "bundle",
-        "os_full": {"host", "guest"}}], "counts": {verdict: int}}``; rows sorted by the
+        "signed_by": [principal, or key when added without a signer list], "os_full": {"host", "guest"}}],
+        "counts": {verdict: int}}``; rows sorted by the
         :data:`KEYS`, then arm, test and bundle id (unknown values last).
 
     Raises:

@@ -9,7 +9,8 @@ checks that). Tables:
   ``key`` (:func:`capshim.db.ingest.bundle_key`: SHA-256 of its SHA256SUMS's
   sorted pairs); machine, workload and model facts;
   ``config`` (llama-bench settings that must match to compare), ``settings``,
-  ``metadata`` and ``summary`` as JSON.
+  ``metadata`` and ``summary`` as JSON; ``signed_by``: who signed it
+  (``[{"key", "key_type", "principal", "signed_utc"}]``, [] unsigned; revision 0003).
 - ``arms``: one row per arm of a bundle: state, profile and simulate names and
   SHA-256s, spec.
 - ``runs``: one row per recorded run (exit code, signal, timed out, rest as JSON).
@@ -25,7 +26,7 @@ import sqlalchemy as sa
 __all__ = ["metadata", "bundles", "arms", "runs", "samples", "results", "HEAD"]
 
 #: The Alembic revision this module matches.
-HEAD = "0002"
+HEAD = "0003"
 
 metadata = sa.MetaData()
 
@@ -55,6 +56,7 @@ bundles = sa.Table(
     sa.Column("settings", sa.JSON),
     sa.Column("metadata", sa.JSON),
     sa.Column("summary", sa.JSON),
+    sa.Column("signed_by", sa.JSON),
 )
 
 arms = sa.Table(

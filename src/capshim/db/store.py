@@ -14,6 +14,7 @@ a no-op).
 from __future__ import annotations
 
 import datetime as _dt
+import fnmatch
 import os
 import stat
 from dataclasses import asdict
@@ -25,7 +26,7 @@ from capshim import __version__, jsonread
 from capshim import summary as summary_contract
 from capshim.contracts.suggest import did_you_mean
 from capshim.db import schema as S
-from capshim.db.ingest import BundleRecord, read_bundle
+from capshim.db.ingest import BundleRecord, read_bundle, signed_by
 from capshim.db.terms import FILTERS, MATCHES
 from capshim.errors import CapshimError
 
@@ -163,6 +164,24 @@ def _matches(col, value: str, match: str):
     return col.ilike(esc.replace("*", "%").replace("?", "_"), escape="\\")
 
 
+def _signed_by_matches(signatures: list, wanted: str, match: str) -> bool:
+    """Whether a bundle's ``signed_by`` has a signature ``wanted`` names: ``yes`` any, else a principal or
+    ``SHA256:`` key (principal by ``match``, like the text filters; a key exactly)."""
+    if wanted == "yes":
+        return bool(signatures)
+    for sig in signatures:
+        if not isinstance(sig, dict):
+            continue
+        if sig.get("key") == wanted:
+            return True
+        who = sig.get("principal")
+        if isinstance(who, str) and (who == wanted if match == "exact" else
+                                     who.lower().startswith(wanted.lower()) if match == "prefix" else
+                                     fnmatch.fnmatch(who.lower(), wanted.lower())):
+            return True
+    return False
+
+
 def _int(v) -> int | None:
     """``v`` when it is an integer that fits a database INTEGER column (32 bits), else None."""
     return v if isinstance(v, int) and not isinstance(v, bool) and -2**31 <= v < 2**31 else None
@@ -280,6 +299,7 @@ class Store:
         try:
             with self.engine.begin() as conn:
                 if conn.dialect.name == "postgresql":
+                    self._require_create(conn)
                     conn.execute(sa.text("SELECT pg_advisory_xact_lock(:k)"), {"k": _PG_LOCK_KEY})
                 current = MigrationContext.configure(conn).get_current_revision()
                 tables = set(sa.inspect(conn).get_table_names())
@@ -298,6 +318,20 @@ class Store:
         except AlembicError as exc:  # e.g. several rows in alembic_version: not a store capshim wrote
             raise DbError(f"{self.flag} {_safe(self.given)}: cannot read the store's schema revision: {exc}") from None
         return self.revision()
+
+    def _require_create(self, conn) -> None:
+        """On PostgreSQL, refuse before any change when this role may not create in the schema.
+
+        Raises:
+            DbError: (exit 2) names the role and the revisions: a writer (the store's owner) must
+                move the store forward first; a read-only role never attempts it.
+        """
+        role, ok = conn.execute(sa.text("SELECT current_user, has_schema_privilege(current_schema(), 'CREATE')")).one()
+        if not ok:
+            current = ", ".join(_stored_revisions(conn)) or "none"
+            raise DbError(f"{self.flag} {_safe(self.given)}: role {role} may not change the schema, and the store "
+                          f"is at revision {current}, this capshim needs {S.HEAD}: the store's owner "
+                          "must run a capshim command on it first (e.g. capshim db list)")
 
     def revision(self) -> str | None:
         """The schema revision stored in the database (Alembic's ``alembic_version``), or None.
@@ -321,15 +355,19 @@ class Store:
         """Store one record; the same key twice is a no-op.
 
         Returns:
-            ``(bundle id, added)``; ``added`` is False when the key was already stored.
+            ``(bundle id, added)``; ``added`` is False when the key was already stored (its
+            ``signed_by`` is then replaced when the record carries signatures: signed since).
 
         Raises:
-            DbError: the database refused the write.
+            DbError: the database refused the write (a read-only role: "permission denied").
         """
         try:
             with self.engine.begin() as conn:
                 row = conn.execute(sa.select(S.bundles.c.id).where(S.bundles.c.key == rec.key)).first()
                 if row:
+                    if rec.signed_by:  # signed since it was stored: who signed is kept
+                        conn.execute(S.bundles.update().where(S.bundles.c.id == row.id)
+                                     .values(signed_by=rec.signed_by))
                     return row.id, False
                 bid = self._insert(conn, rec)
             return bid, True
@@ -346,6 +384,8 @@ class Store:
     @staticmethod
     def _insert(conn, rec: BundleRecord) -> int:
         cols = {k: v for k, v in asdict(rec).items() if k in S.bundles.c and k != "id"}
+        if not cols.get("signed_by"):
+            cols.pop("signed_by", None)  # unsigned: NULL, read as [] (and an older schema takes it)
         cols["added_utc"] = _now()
         bid = conn.execute(S.bundles.insert().values(**cols).returning(S.bundles.c.id)).scalar_one()
         arm_rows, run_rows, res_rows = [], [], []
@@ -384,7 +424,9 @@ class Store:
             ``[{"id", "key", "kind", "name", "source", "created_utc",
             "added_utc", "host", "os", "device", "driver", "workload_build",
             "workload_commit", "model", "baseline", "host_name", "config",
-            "arms": [{"name", "state", "profile_name", "simulate_name", ...}]}]``.
+            "arms": [{"name", "state", "profile_name", "simulate_name", ...}],
+            "signed_by": [{"key", "key_type", "principal", "signed_utc"}]}]``. The ``signed``
+            filter keeps bundles with a signature (``yes``) or one by this principal or key.
 
         Raises:
             DbError: an unknown filter or match, or a bad value (names it).
@@ -408,6 +450,8 @@ class Store:
             elif key == "build":
                 q = q.where(sa.or_(_matches(b.workload_build, value, match),
                                    _matches(b.workload_commit, value, match)))
+            elif key == "signed":
+                continue  # a JSON column: filtered below, after the query
             elif key in ("profile", "arm"):
                 a = S.arms.c
                 cond = (a.name == value if key == "arm" else
@@ -433,6 +477,10 @@ class Store:
             r.pop("summary", None)
             r.pop("settings", None)
             r["arms"] = arms[r["id"]]
+            r["signed_by"] = r.get("signed_by") if isinstance(r.get("signed_by"), list) else []
+        wanted = (filters or {}).get("signed")
+        if wanted not in (None, ""):
+            rows = [r for r in rows if _signed_by_matches(r["signed_by"], str(wanted), match)]
         return rows
 
     @staticmethod
@@ -515,5 +563,6 @@ def add_bundle(url: str | None, bundle) -> tuple[int, bool]:
         DbError: the store cannot be opened or written.
     """
     rec = read_bundle(bundle)
+    rec.signed_by = signed_by(bundle)  # bench --sign signed it before this
     with Store.open(url) as st:
         return st.add(rec)

@@ -12,6 +12,10 @@ DB_HELP = ("Database URL: sqlite:///PATH, a file path (SQLite), or postgresql://
            "(also postgresql://USER@/DB?host=/socket/dir). [default: $CAPSHIM_DB, else "
            "sqlite:///$XDG_DATA_HOME/capshim/results.sqlite (XDG_DATA_HOME defaults to ~/.local/share)]")
 
+#: The environment variable naming the store's allowed-signers file (``db add --signers``'s default):
+#: on a fleet, every writer's environment sets it, so the store admits only known signers.
+SIGNERS_ENV = "CAPSHIM_DB_SIGNERS"
+
 #: Filters that ``db list``, ``db trend`` and selections take: name -> what it matches. Text is
 #: matched whole and case-sensitively unless ``--match`` (:data:`MATCHES`) asks for a prefix or a
 #: pattern; ``id`` and ``arm`` are always exact, ``since`` and ``until`` are dates.
@@ -27,10 +31,11 @@ FILTERS = {
     "arm": "has an arm of this name",
     "since": "started on or after this date (YYYY-MM-DD or ISO time, UTC)",
     "until": "started on or before this date (YYYY-MM-DD, inclusive, or ISO time, UTC)",
+    "signed": "signed: 'yes' for any signature, else by this principal or key (SHA256:...)",
 }
 
 #: Keys whose value is text that ``--match`` loosens.
-TEXT_FILTERS = ("name", "device", "host", "os", "model", "build", "profile")
+TEXT_FILTERS = ("name", "device", "host", "os", "model", "build", "profile", "signed")
 
 #: How text filters match (``--match``): mode -> what it means.
 MATCHES = {

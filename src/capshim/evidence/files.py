@@ -21,7 +21,8 @@ from capshim.contracts.names import is_run_label  # noqa: F401 (the one rule; re
 from capshim.paths import StorageError
 
 __all__ = ["EvidenceError", "STDOUT_SUFFIXES", "stdout_suffix", "sha256_file", "host_metadata", "strict_json", "finite_or_null", "nonfinite_path",
-           "write_error", "utc_now", "is_run_label", "DOC_FILE", "DOC_LIMIT", "documentation_problem"]
+           "write_error", "utc_now", "is_run_label", "DOC_FILE", "DOC_LIMIT", "documentation_problem",
+           "ATTESTATION_FILE", "ATTESTATION_LIMIT"]
 
 DOC_FILE = "README.md"
 """A sealed folder's documentation: the one file a bundle or study may hold outside its seal.
@@ -33,6 +34,17 @@ verify leaves its words alone and names it as not sealed, but refuses it as a li
 other special file (as any entry of a sealed folder), and above :data:`DOC_LIMIT` bytes. A README.md
 that SHA256SUMS does list is checked as a sealed file, and then refused as outside the layout. Nowhere
 else in the folder is a README.md anything but an unlisted file."""
+
+ATTESTATION_FILE = "attestations.intoto.jsonl"
+"""A sealed folder's signatures: DSSE envelopes of in-toto Statements, one a line (:mod:`.signing`).
+
+Like :data:`DOC_FILE` it sits directly in a sealed folder (a bundle or a study) outside the seal:
+SHA256SUMS never lists it (a signature is made after the seal and covers SHA256SUMS itself), and
+``capshim evidence sign`` adds a line without touching a sealed file. Verify checks every line
+against the files as they are now; one that SHA256SUMS lists is refused as outside the layout."""
+
+ATTESTATION_LIMIT = 8 << 20
+"""Bytes an attestation file may have (64 envelopes over a few thousand files fit well within)."""
 
 DOC_LIMIT = 256 << 10
 """Bytes a folder's README.md may have (it is outside the seal, so it is kept small: its words only)."""

@@ -15,7 +15,7 @@ import stat
 from pathlib import Path
 
 from capshim import paths
-from capshim.evidence.files import DOC_FILE, documentation_problem, sha256_file
+from capshim.evidence.files import ATTESTATION_FILE, DOC_FILE, documentation_problem, sha256_file
 from capshim.paths import SUMS_NAME
 
 __all__ = ["MAX_DEPTH", "bundle_files", "foreign_entries", "check_seal", "write_sums", "unsealed_documentation"]
@@ -50,8 +50,9 @@ def _walk(root: Path, skip: frozenset[str] = frozenset(), unlisted: list[tuple[s
 
 
 def bundle_files(root: Path, skip: frozenset[str] = frozenset()) -> list[str]:
-    """Relative POSIX paths (sorted) of the regular files of a sealed folder, SHA256SUMS and the
-    top-level README.md (its documentation, :data:`~capshim.evidence.files.DOC_FILE`) aside.
+    """Relative POSIX paths (sorted) of the regular files of a sealed folder, SHA256SUMS, the
+    top-level README.md (its documentation, :data:`~capshim.evidence.files.DOC_FILE`) and the
+    top-level signatures (:data:`~capshim.evidence.files.ATTESTATION_FILE`) aside.
 
     Links and special files are not followed or listed; ``skip``: folders directly in
     ``root`` left to their own seal (a study's nested bundles).
@@ -64,7 +65,7 @@ def bundle_files(root: Path, skip: frozenset[str] = frozenset()) -> list[str]:
         for f in filenames:
             full = os.path.join(dirpath, f)
             rel = Path(full).relative_to(root).as_posix()
-            if rel in (SUMS_NAME, DOC_FILE) or not stat.S_ISREG(os.lstat(full).st_mode):
+            if rel in (SUMS_NAME, DOC_FILE, ATTESTATION_FILE) or not stat.S_ISREG(os.lstat(full).st_mode):
                 continue
             out.append(rel)
     return sorted(out)
