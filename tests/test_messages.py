@@ -165,5 +165,7 @@ def test_profile_check_and_evidence_verify_lines_fit_80_columns():
         assert r.returncode == 0, r.stderr
         lines = r.stdout.splitlines()
         assert lines and all(len(line) <= 80 for line in lines), r.stdout
-        assert lines[0].startswith("ok: ") and all(line.startswith(("ok:", "  ", "not sealed:")) for line in lines)
+        first = ("sealed, not signed:", "signed by ") if args[0] == "evidence" else ("ok: ",)
+        assert lines[0].startswith(first), r.stdout
+        assert all(line.startswith((*first, "  ", "not sealed:")) for line in lines), r.stdout
     assert "every nested bundle verifies" in " ".join(r.stdout.split())

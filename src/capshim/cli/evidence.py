@@ -69,8 +69,9 @@ def evidence_verify(bundle, signers):
         keys = ", ".join(c.who() for c in checks)
         messages.emit(f"{bundle}: signed by {keys}, which --signers {signers} does not allow", prefix="")
         raise SystemExit(EXIT_WORKLOAD)
-    what = ("every file matches SHA256SUMS" + (", and every nested bundle verifies"
-            if is_study and (seal.read_study(bundle) or {}).get("bundles") else ""))
+    nested_bundles = is_study and (seal.read_study(bundle) or {}).get("bundles")
+    what = "every file matches SHA256SUMS" + (", and every nested bundle verifies" if nested_bundles else
+                                              " (a study without nested bundles)" if is_study else "")
     if not checks:
         click.echo(messages.wrap_out(f"sealed, not signed: {bundle}: {what}"))
     for c in checks:
