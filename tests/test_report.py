@@ -429,3 +429,25 @@ def test_report_output_to_an_unread_fifo_is_refused_and_no_chart_lands_beside_a_
     r = CliRunner().invoke(main, ["report", str(bundle), "-o", "/dev/full"])
     assert r.exit_code == 4 and "Traceback" not in r.output
     assert set(os.listdir("/dev")) == before  # no /dev/full.png
+
+
+def test_the_seed_table_in_docs_results_is_what_capshim_report_prints():
+    """docs/results.md says a test checks each figure of its seed table: every row's median,
+    speedup and % of host (ranges included: one process a side gives no 95% interval) is the cell
+    `capshim report` prints for the command printed above the table."""
+    from tests.conftest import REPO
+
+    s = report.report_from_files([("stock", [str(FIXTURES / "cua" / "tiny-stock-minimal.json")]),
+                                  ("unlocked", [str(FIXTURES / "cua" / "tiny-safe-shim-10x-final.json")])],
+                                 host=str(FIXTURES / "cua" / "tiny-host-minimal.json"))
+    tab = report.table([s])
+    cell = {(r["arm"], r["test"]): dict(zip(tab["columns"], r["cells"])) for r in tab["rows"]}
+    text = (REPO / "docs" / "results.md").read_text()
+    rows = [line for line in text.splitlines() if line.startswith(("| host | ", "| stock | ", "| unlocked | "))]
+    assert len(rows) == 6
+    for line in rows:
+        arm, test, median, speed, pct = [c.strip() for c in line.strip("|").split("|")][:5]
+        got = cell[(arm, test)]
+        assert got["median tok/s"] == median, line
+        assert (got["speedup vs stock"] or "") == speed, line
+        assert got["% of host"] == pct, line
