@@ -322,3 +322,44 @@ def test_bench_sign_with_a_missing_key_refused_before_any_run(tmp_path):
     assert r.returncode == 2 and r.stderr.strip().splitlines() == [
         f"capshim: --sign {tmp_path / 'nokey'}: No such file or directory"]
     assert not out.exists()
+
+
+# --- allowed-signers options: a date window belongs to one key and is read at the signing time --------------
+
+def _pub(key):
+    return " ".join(key.with_suffix(".pub").read_text().split()[:2])
+
+
+DATED_SIGNERS = {
+    # case: (signer, signed_utc or None for now, allowed-signers lines, exit code, words)
+    "retired_other_key": ("alice", None, ['bob valid-before="20200101" {bob}', "alice@lab {alice}"], 0,
+                          "signed by alice@lab"),
+    "future_other_key": ("alice", None, ['bob valid-after="20300101" {bob}', "alice@lab {alice}"], 0,
+                         "signed by alice@lab"),
+    "all_options": ("alice", None, ['bob cert-authority,namespaces="capshim-evidence" {bob}',
+                                    'alice@lab namespaces="capshim-evidence",valid-after="20200101",'
+                                    'valid-before="20991231" {alice}'], 0, "signed by alice@lab"),
+    "retired_key_signed_in_its_window": ("bob", "2019-06-01T12:00:00Z", ['bob@lab valid-before="20200101" {bob}'],
+                                         0, "signed by bob@lab"),
+    "retired_key_signed_after": ("bob", None, ['bob@lab valid-before="20200101" {bob}', "alice@lab {alice}"], 1,
+                                 "key has expired"),
+    "key_signed_before_its_window": ("bob", "2019-06-01T12:00:00Z", ['bob@lab valid-after="20200101" {bob}'], 1,
+                                     "key is not yet valid"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(DATED_SIGNERS))
+def test_dated_allowed_signers_lines(tmp_path, keys, monkeypatch, case):
+    signer, when, lines, code, words = DATED_SIGNERS[case]
+    root = _copy(tmp_path)
+    if when:
+        monkeypatch.setattr(signing, "utc_now", lambda: when)
+    signing.sign(root, keys[signer])
+    monkeypatch.undo()
+    f = tmp_path / "signers"
+    f.write_text("\n".join(x.format(alice=_pub(keys["alice"]), bob=_pub(keys["bob"])) for x in lines) + "\n")
+    rc, out = _cli("evidence", "verify", root, "--signers", f)
+    assert rc == code and words in out and "Traceback" not in out, out
+    if code:
+        assert out.count("\n") == 1, out
+    assert _stmt(root)["predicate"]["signed"]["utc"] == (when or _stmt(root)["predicate"]["signed"]["utc"])

@@ -162,3 +162,23 @@ def test_postgresql_read_only_role_never_migrates(pg_server):
     assert rc == 2 and out.count("\n") == 1 and "may not change the schema" in out
     with Store.open(url, migrate=False) as st:
         assert st.revision() == "0002"
+
+
+@pytest.mark.parametrize("case,window,code", [
+    ("other_key_retired", 'valid-before="20200101"', 0),
+    ("other_key_not_yet_valid", 'valid-after="20300101"', 0),
+])
+def test_a_dated_line_of_another_key_does_not_refuse_the_store(db_url, tmp_path, keys, case, window, code):
+    good = _signed(tmp_path, keys["lab"], "good")
+    stranger = " ".join(keys["stranger"].with_suffix(".pub").read_text().split()[:2])
+    f = tmp_path / "signers"
+    f.write_text(f"old@capshim {window} {stranger}\n" + keys["allowed"].read_text())
+    rc, out = _cli("db", "add", good, "--signers", f, "--db", db_url)
+    assert rc == code and "Traceback" not in out, out
+    with Store.open(db_url) as st:
+        (row,) = st.select()
+    assert row["signed_by"][0]["principal"] == "lab@capshim"
+    other = _signed(tmp_path, keys["stranger"], "other")
+    rc, out = _cli("db", "add", other, "--signers", f, "--db", db_url)
+    assert rc == 2 and ("key has expired" in out or "key is not yet valid" in out), out
+    assert "not stored" in out and "Traceback" not in out

@@ -331,29 +331,58 @@ def _check_novalidate(pae: bytes, blob: bytes) -> tuple[str, str, str | None]:
     return m.group("fp"), m.group("type"), None
 
 
+_DATE_WINDOW = ("key has expired", "key is not yet valid")
+"""How ssh-keygen (sshsig.c) says a line's valid-before/valid-after window does not hold the
+verify time: a fact about that line's key, not a line it cannot read."""
+
+
 def _signers_line_problem(err: bytes, signers: Path) -> str | None:
-    """The first complaint of ssh-keygen about a line of the allowed-signers file ("FILE:N: why")."""
+    """The first complaint of ssh-keygen about a line of the allowed-signers file ("FILE:N: why"),
+    its date-window notes (:data:`_DATE_WINDOW`) left out: they concern one key only."""
     pat = re.compile(rf"^{re.escape(str(signers))}:(\d+): (.+)$")
     for line in err.decode("utf-8", "replace").splitlines():
         m = pat.match(line.strip())
-        if m:
+        if m and not m.group(2).startswith(_DATE_WINDOW):
             return (f"--signers {signers}: line {m.group(1)}: {m.group(2)} (each line: principals "
                     "[options] key-type base64-key, as git's gpg.ssh.allowedSignersFile; ssh-keygen(1) "
                     "\"ALLOWED SIGNERS\")")
     return None
 
 
-def _check_with_signers(pae: bytes, blob: bytes, signers: Path) -> tuple[str | None, str | None]:
-    """``(principal or None, problem or None)``: the allowed signer whose key made ``blob``."""
+def _verify_time(signed_utc: str | None) -> list[str]:
+    """``["-Overify-time=YYYYmmddHHMMSSZ"]`` for a signing time ``YYYY-mm-ddTHH:MM:SSZ``, else [].
+
+    An allowed-signers line's valid-after/valid-before window is checked at the time the signed
+    statement says it was signed, as git does with the commit time (ssh-keygen(1) ``-O
+    verify-time``); without a readable time, ssh-keygen uses now.
+    """
+    if isinstance(signed_utc, str) and re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", signed_utc):
+        return [f"-Overify-time={re.sub(r'[-:T]', '', signed_utc)}"]
+    return []
+
+
+def _check_with_signers(pae: bytes, blob: bytes, signers: Path,
+                        signed_utc: str | None = None) -> tuple[str | None, str | None]:
+    """``(principal or None, problem or None)``: the allowed signer whose key made ``blob``.
+
+    Its line's date window is checked at ``signed_utc`` (:func:`_verify_time`); a key whose only
+    lines are out of their window at that time gives ``(None, "... key has expired ...")``.
+    """
+    when = _verify_time(signed_utc)
     with _sig_file(blob) as f:
-        r = _run(["-Y", "find-principals", "-n", NAMESPACE, "-s", f, "-f", str(signers)], b"")
+        r = _run(["-Y", "find-principals", "-n", NAMESPACE, "-s", f, "-f", str(signers), *when], b"")
         bad_line = _signers_line_problem(r.stderr, signers)
         if bad_line:
             raise UsageError(bad_line)
         if r.returncode != 0:
+            window = [x.strip() for x in r.stderr.decode("utf-8", "replace").splitlines()
+                      if any(w in x for w in _DATE_WINDOW)]
+            if window:  # the key is listed, but not for the time it signed
+                at = f" (signed {signed_utc})" if when else ""
+                return None, f"--signers {window[0][:240]}{at}"
             return None, None  # no principal: the key is not in the file
         principal = r.stdout.decode("utf-8", "replace").splitlines()[0].strip()
-        v = _run(["-Y", "verify", "-n", NAMESPACE, "-f", str(signers), "-I", principal, "-s", f], pae)
+        v = _run(["-Y", "verify", "-n", NAMESPACE, "-f", str(signers), "-I", principal, "-s", f, *when], pae)
     if v.returncode != 0 or not _GOOD.match(v.stdout.decode("utf-8", "replace").strip().splitlines()[-1]
                                             if v.stdout.strip() else ""):
         return principal, f"ssh-keygen -Y verify refuses it for {principal}: {_last_line(v.stderr + v.stdout)}"
@@ -582,7 +611,8 @@ def check(root: str | Path, signers: str | Path | None = None) -> list[Signature
             elif cover:
                 problem = f"the signature of {key_type} key {fp} {cover}"
             elif signers_path is not None:
-                principal, problem = _check_with_signers(pae, blob, signers_path)
+                principal, problem = _check_with_signers(pae, blob, signers_path,
+                                                          signed if isinstance(signed, str) else None)
             else:
                 problem = None
             out.append(SignatureCheck(line, fp or sig.keyid, key_type or "unknown", principal,
