@@ -195,6 +195,19 @@ BAD_ATTESTATIONS = {
                            "not a DSSE envelope"),
     "signature_twice": (lambda r: json.dumps({**_env(r), "signatures": _env(r)["signatures"] * 2}).encode() + b"\n",
                         1, "Multiple signatures found for keyid"),
+    "signature_twice_respaced": (lambda r: _line(r) + b"\n" + json.dumps(_env(r), indent=None).encode() + b"\n", 1,
+                                 "line 2: a signature twice"),
+    "signature_twice_reordered": (lambda r: _line(r) + b"\n" + json.dumps(dict(reversed(_env(r).items())),
+                                                                          separators=(" ,", " : ")).encode()
+                                  + b"\n", 1, "line 2: a signature twice"),
+    "signature_twice_other_envelope": (lambda r: _line(r) + b"\n" + json.dumps({**_env(r), "payload": base64.b64encode(
+        base64.b64decode(_env(r)["payload"]) + b" ").decode()}).encode() + b"\n", 1, "line 2: a signature twice"),
+    "signature_twice_trailing_space": (lambda r: _line(r) + b"\n" + _line(r) + b" \n", 1,
+                                       "line 2: a signature twice"),
+    "signature_twice_sig_reencoded": (lambda r: _line(r) + b"\n" + json.dumps({**_env(r), "signatures": [
+        {**_env(r)["signatures"][0], "sig": base64.b64encode(base64.b64decode(_env(r)["signatures"][0]["sig"])
+                                                             ).decode().rstrip("=")}]}).encode() + b"\n", 1,
+                                      "a signature twice"),
     "no_signature": (lambda r: json.dumps({**_env(r), "signatures": []}).encode() + b"\n", 1, "signatures"),
     "statement_v01": (lambda r: _with_payload(r, {**_stmt(r), "_type": "https://in-toto.io/Statement/v0.1"}), 1,
                       "not an in-toto Statement v1"),

@@ -445,7 +445,8 @@ def read_envelopes(root: str | Path) -> list[tuple[int, "Envelope", dict]]:
         SigningError (exit 1): the file is a link or not a regular file, over
             :data:`~capshim.evidence.files.ATTESTATION_LIMIT` bytes, has more than
             :data:`MAX_ENVELOPES` lines, an empty or repeated line, a line that is not an envelope
-            of an in-toto Statement (names the line and the JSON path), a signature twice.
+            of an in-toto Statement (names the line and the JSON path), a signature twice (the
+            same key and signature, or the same key over the same payload, in any JSON spacing).
     """
     f = Path(root) / ATTESTATION_FILE
     name = ATTESTATION_FILE
@@ -471,7 +472,7 @@ def read_envelopes(root: str | Path) -> list[tuple[int, "Envelope", dict]]:
     if len(lines) > MAX_ENVELOPES:
         raise SigningError(f"{name}: {len(lines)} lines, over the {MAX_ENVELOPES} envelopes one folder may carry",
                            EXIT_WORKLOAD)
-    out, seen = [], {}
+    out, seen, sigs = [], {}, {}
     for i, raw in enumerate(lines, 1):
         where = f"{name} line {i}"
         if not raw.strip():
@@ -479,8 +480,28 @@ def read_envelopes(root: str | Path) -> list[tuple[int, "Envelope", dict]]:
         if raw in seen:
             raise SigningError(f"{where}: repeats line {seen[raw]}", EXIT_WORKLOAD)
         seen[raw] = i
-        out.append((i, *_envelope(raw, where)))
+        env, stmt = _envelope(raw, where)
+        _no_signature_twice(env, i, where, sigs)
+        out.append((i, env, stmt))
     return out
+
+
+def _no_signature_twice(env: "Envelope", line: int, where: str, sigs: dict) -> None:
+    """SigningError (exit 1) when an envelope carries a signature an earlier line has: the same key
+    and signature bytes, or the same key over the same payload, however the JSON is spaced.
+
+    ``sigs`` maps ``("sig", keyid, signature hex)`` and ``("payload", keyid, sha256 of the PAE)``
+    to the line that had them; this line's are added.
+    """
+    import hashlib
+    pae = hashlib.sha256(env.pae()).hexdigest()
+    for sig in env.signatures.values():
+        for ident in (("sig", sig.keyid, sig.signature.lower()), ("payload", sig.keyid, pae)):
+            if ident in sigs:
+                raise SigningError(f"{where}: a signature twice: {sig.keyid} over the same payload as line "
+                                   f"{sigs[ident]}", EXIT_WORKLOAD)
+        sigs[("sig", sig.keyid, sig.signature.lower())] = line
+        sigs[("payload", sig.keyid, pae)] = line
 
 
 def _shape_problem(value, schema: dict, at: str = "$") -> str | None:
