@@ -376,3 +376,45 @@ def test_dated_allowed_signers_lines(tmp_path, keys, monkeypatch, case):
     if code:
         assert out.count("\n") == 1, out
     assert _stmt(root)["predicate"]["signed"]["utc"] == (when or _stmt(root)["predicate"]["signed"]["utc"])
+
+
+# --- a study's nested bundles: their attestation files are read as when each is verified alone -----------
+
+NESTED = REPO / "evidence" / "lavapipe-ablate-default"
+
+NESTED_ATTESTATIONS = {
+    # case: (what bench/attestations.intoto.jsonl holds, given the nested bundle's own good line; exit; words)
+    "garbage": (lambda good: b"garbage\n", 1, "bench/attestations.intoto.jsonl line 1: invalid JSON"),
+    "truncated": (lambda good: good[:100], 1, "bench/attestations.intoto.jsonl: does not end with a newline"),
+    "signature_twice": (lambda good: good + good.replace(b",", b", "), 1, "line 2: a signature twice"),
+    "good": (lambda good: good, 0, "signed by "),
+    "none": (None, 0, "signed by "),
+}
+
+
+@pytest.mark.parametrize("case", sorted(NESTED_ATTESTATIONS))
+def test_a_nested_bundles_attestation_file_is_checked(tmp_path, keys, case):
+    make, code, words = NESTED_ATTESTATIONS[case]
+    root = _copy(tmp_path, NESTED)
+    (root / ATTESTATION_FILE).unlink(missing_ok=True)
+    signing.sign(root / "bench", keys["alice"])
+    good = (root / "bench" / ATTESTATION_FILE).read_bytes()
+    if make is None:
+        (root / "bench" / ATTESTATION_FILE).unlink()
+    else:
+        (root / "bench" / ATTESTATION_FILE).write_bytes(make(good))
+    signing.sign(root, keys["alice"]) if code == 0 else (root / ATTESTATION_FILE).write_bytes(
+        _signed_study_line(tmp_path, keys))
+    alone = _cli("evidence", "verify", root / "bench")
+    for args in (("evidence", "verify", root, "--signers", keys["allowed"]), ("evidence", "verify", root)):
+        rc, out = _cli(*args)
+        assert rc == code and words in out and "Traceback" not in out, (args, out)
+        assert rc == 0 or (out.count("\n") == 1 and alone[0] == 1), (out, alone)
+
+
+def _signed_study_line(tmp_path, keys):
+    """A good study signature made before the nested file went bad (the bad file is outside the seal)."""
+    other = _copy(tmp_path / "clean", NESTED)
+    (other / ATTESTATION_FILE).unlink(missing_ok=True)
+    signing.sign(other, keys["alice"])
+    return (other / ATTESTATION_FILE).read_bytes()

@@ -182,3 +182,25 @@ def test_a_dated_line_of_another_key_does_not_refuse_the_store(db_url, tmp_path,
     rc, out = _cli("db", "add", other, "--signers", f, "--db", db_url)
     assert rc == 2 and ("key has expired" in out or "key is not yet valid" in out), out
     assert "not stored" in out and "Traceback" not in out
+
+
+@pytest.mark.parametrize("case,nested,stored", [
+    ("nested_garbage", b"garbage\n", 0),
+    ("nested_truncated", b'{"payload"', 0),
+    ("nested_absent", None, 1),
+])
+def test_a_study_with_a_bad_nested_attestation_file_is_not_stored(db_url, tmp_path, keys, case, nested, stored):
+    root = tmp_path / "study"
+    shutil.copytree(EVIDENCE / "lavapipe-ablate-default", root)
+    (root / "attestations.intoto.jsonl").unlink(missing_ok=True)
+    signing.sign(root, keys["lab"])
+    if nested is not None:
+        (root / "bench" / "attestations.intoto.jsonl").write_bytes(nested)
+    rc, out = _cli("db", "add", root, "--signers", keys["allowed"], "--db", db_url)
+    assert "Traceback" not in out, out
+    if not stored:
+        assert rc == 2 and "bench/attestations.intoto.jsonl" in out and "not stored" in out, out
+    else:
+        assert rc == 0, out
+    with Store.open(db_url) as st:
+        assert len(st.select()) == stored

@@ -614,6 +614,7 @@ def check(root: str | Path, signers: str | Path | None = None) -> list[Signature
     """
     p = Path(root)
     signers_path = check_signers_file(signers) if signers is not None else None
+    _check_nested(p)
     envelopes = read_envelopes(p)
     now = subjects(p) if envelopes else {}
     out = []
@@ -639,6 +640,29 @@ def check(root: str | Path, signers: str | Path | None = None) -> list[Signature
             out.append(SignatureCheck(line, fp or sig.keyid, key_type or "unknown", principal,
                                       signed if isinstance(signed, str) else None, problem))
     return out
+
+
+def _check_nested(root: Path) -> None:
+    """For a study: each nested bundle's attestation file must read and its signatures hold, as
+    ``evidence verify`` of that bundle alone asks (the study's signers file is the policy of the
+    study's own signatures; a nested one need only hold). Nothing for a bundle.
+
+    Raises:
+        SigningError (exit 1): names the nested file (``FOLDER/attestations.intoto.jsonl``), its
+            line and why.
+    """
+    if not _is_study(root):
+        return
+    from capshim.evidence import study
+    for rel in (study.read_study(root) or {}).get("bundles", []):
+        try:
+            checks = check(root / rel)
+        except SigningError as exc:
+            raise SigningError(f"{paths.show_name(rel)}/{exc}", EXIT_WORKLOAD) from None
+        for c in checks:
+            if c.problem:
+                raise SigningError(f"{paths.show_name(rel)}/{ATTESTATION_FILE} line {c.line}: {c.problem}",
+                                   EXIT_WORKLOAD)
 
 
 def sign(root: str | Path, key: str | Path) -> SignatureCheck:
