@@ -418,3 +418,19 @@ def _signed_study_line(tmp_path, keys):
     (other / ATTESTATION_FILE).unlink(missing_ok=True)
     signing.sign(other, keys["alice"])
     return (other / ATTESTATION_FILE).read_bytes()
+
+
+def test_a_crlf_allowed_signers_file_reads_like_its_lf_twin(tmp_path, keys):
+    root = _copy(tmp_path)
+    signing.sign(root, keys["alice"])
+    f = tmp_path / "signers"
+    f.write_bytes(b"# the lab\r\n\r\n" + f"alice@lab {_pub(keys['alice'])}\r\n\r\n".encode()
+                  + f"bob@lab {_pub(keys['bob'])}\r\n".encode())
+    rc, out = _cli("evidence", "verify", root, "--signers", f)
+    assert rc == 0 and out.startswith("signed by alice@lab"), out
+    f.write_bytes(f"\n  \nalice@lab {_pub(keys['alice'])}\n\t\n  ".encode())  # LF, blank lines
+    rc, out = _cli("evidence", "verify", root, "--signers", f)
+    assert rc == 0 and out.startswith("signed by alice@lab"), out
+    f.write_bytes(b"\r\nbob ssh-rsa\r\n")
+    rc, out = _cli("evidence", "verify", root, "--signers", f)
+    assert rc == 2 and f"--signers {f}: line 2:" in out and out.count("\n") == 1, out

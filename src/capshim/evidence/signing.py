@@ -336,14 +336,36 @@ _DATE_WINDOW = ("key has expired", "key is not yet valid")
 verify time: a fact about that line's key, not a line it cannot read."""
 
 
-def _signers_line_problem(err: bytes, signers: Path) -> str | None:
+@contextlib.contextmanager
+def _ssh_copy(signers: Path):
+    """The path to hand ssh-keygen for ``signers``: itself, or a copy with CRLF line ends made LF
+    and blank lines made ``#`` comments, line numbers unchanged.
+
+    ssh-keygen 9.2 reads a blank line (LF or CRLF) as a signer line with no key ("missing key");
+    a file written on Windows, or spaced out by blank lines, is read as its plain twin.
+    """
+    data = signers.read_bytes()
+    lines = data.replace(b"\r\n", b"\n").split(b"\n")
+    last = len(lines) - 1  # the empty piece after a final newline is not a line
+    plain = b"\n".join(b"#" if not x.strip() and (x or i != last) else x for i, x in enumerate(lines))
+    if plain == data:
+        yield signers
+        return
+    with tempfile.TemporaryDirectory(prefix="capshim-signers-") as d:
+        f = Path(d) / "allowed_signers"
+        f.write_bytes(plain)
+        yield f
+
+
+def _signers_line_problem(err: bytes, signers: Path, shown: Path | None = None) -> str | None:
     """The first complaint of ssh-keygen about a line of the allowed-signers file ("FILE:N: why"),
-    its date-window notes (:data:`_DATE_WINDOW`) left out: they concern one key only."""
+    its date-window notes (:data:`_DATE_WINDOW`) left out: they concern one key only. ``signers``
+    is the file ssh-keygen read, ``shown`` the one to name (default ``signers``)."""
     pat = re.compile(rf"^{re.escape(str(signers))}:(\d+): (.+)$")
     for line in err.decode("utf-8", "replace").splitlines():
         m = pat.match(line.strip())
         if m and not m.group(2).startswith(_DATE_WINDOW):
-            return (f"--signers {signers}: line {m.group(1)}: {m.group(2)} (each line: principals "
+            return (f"--signers {shown or signers}: line {m.group(1)}: {m.group(2)} (each line: principals "
                     "[options] key-type base64-key, as git's gpg.ssh.allowedSignersFile; ssh-keygen(1) "
                     "\"ALLOWED SIGNERS\")")
     return None
@@ -361,8 +383,8 @@ def _verify_time(signed_utc: str | None) -> list[str]:
     return []
 
 
-def _check_with_signers(pae: bytes, blob: bytes, signers: Path,
-                        signed_utc: str | None = None) -> tuple[str | None, str | None]:
+def _check_with_signers(pae: bytes, blob: bytes, signers: Path, signed_utc: str | None = None,
+                        shown: Path | None = None) -> tuple[str | None, str | None]:
     """``(principal or None, problem or None)``: the allowed signer whose key made ``blob``.
 
     Its line's date window is checked at ``signed_utc`` (:func:`_verify_time`); a key whose only
@@ -371,11 +393,11 @@ def _check_with_signers(pae: bytes, blob: bytes, signers: Path,
     when = _verify_time(signed_utc)
     with _sig_file(blob) as f:
         r = _run(["-Y", "find-principals", "-n", NAMESPACE, "-s", f, "-f", str(signers), *when], b"")
-        bad_line = _signers_line_problem(r.stderr, signers)
+        bad_line = _signers_line_problem(r.stderr, signers, shown)
         if bad_line:
             raise UsageError(bad_line)
         if r.returncode != 0:
-            window = [x.strip() for x in r.stderr.decode("utf-8", "replace").splitlines()
+            window = [x.strip().replace(str(signers), str(shown or signers), 1) for x in r.stderr.decode("utf-8", "replace").splitlines()
                       if any(w in x for w in _DATE_WINDOW)]
             if window:  # the key is listed, but not for the time it signed
                 at = f" (signed {signed_utc})" if when else ""
@@ -411,11 +433,12 @@ def check_signers_file(signers: str | Path) -> Path:
     if not any(x.strip() and not x.lstrip().startswith("#") for x in text.splitlines()):
         raise UsageError(f"--signers {p}: no signer in it (each line: principals [options] key-type base64-key)")
     p = p.absolute()
-    _read_every_line(p)
+    with _ssh_copy(p) as f:
+        _read_every_line(f, p)
     return p
 
 
-def _read_every_line(signers: Path) -> None:
+def _read_every_line(signers: Path, shown: Path) -> None:
     """Have ssh-keygen read every line of ``signers``; UsageError naming the first it cannot read.
 
     ``-Y find-principals`` stops at the first line whose key made the signature, so it is asked
@@ -431,7 +454,7 @@ def _read_every_line(signers: Path) -> None:
             raise SigningError(f"ssh-keygen cannot sign to read --signers {signers}: {_last_line(s.stderr)}")
         (Path(d) / "sig").write_bytes(s.stdout)
         r = _run(["-Y", "find-principals", "-s", str(Path(d) / "sig"), "-f", str(signers)], b"")
-    bad_line = _signers_line_problem(r.stderr, signers)
+    bad_line = _signers_line_problem(r.stderr, signers, shown)
     if bad_line:
         raise UsageError(bad_line)
 
@@ -617,6 +640,15 @@ def check(root: str | Path, signers: str | Path | None = None) -> list[Signature
     _check_nested(p)
     envelopes = read_envelopes(p)
     now = subjects(p) if envelopes else {}
+    if signers_path is None or not envelopes:
+        return _check_each(envelopes, now, None, signers_path)
+    with _ssh_copy(signers_path) as ssh_signers:
+        return _check_each(envelopes, now, ssh_signers, signers_path)
+
+
+def _check_each(envelopes: list, now: dict[str, str], ssh_signers: Path | None,
+                signers_path: Path | None) -> list[SignatureCheck]:
+    """:func:`check`'s loop: one :class:`SignatureCheck` per signature of ``envelopes``."""
     out = []
     for line, env, stmt in envelopes:
         cover = _coverage_problem(stmt, now)
@@ -632,9 +664,9 @@ def check(root: str | Path, signers: str | Path | None = None) -> list[Signature
                 problem = f"keyid {sig.keyid} is not the key that signed ({fp})"
             elif cover:
                 problem = f"the signature of {key_type} key {fp} {cover}"
-            elif signers_path is not None:
-                principal, problem = _check_with_signers(pae, blob, signers_path,
-                                                          signed if isinstance(signed, str) else None)
+            elif ssh_signers is not None:
+                principal, problem = _check_with_signers(pae, blob, ssh_signers,
+                                                          signed if isinstance(signed, str) else None, signers_path)
             else:
                 problem = None
             out.append(SignatureCheck(line, fp or sig.keyid, key_type or "unknown", principal,
