@@ -434,3 +434,28 @@ def test_a_crlf_allowed_signers_file_reads_like_its_lf_twin(tmp_path, keys):
     f.write_bytes(b"\r\nbob ssh-rsa\r\n")
     rc, out = _cli("evidence", "verify", root, "--signers", f)
     assert rc == 2 and f"--signers {f}: line 2:" in out and out.count("\n") == 1, out
+
+
+SAME_KEY_LINES = {
+    # case: (allowed-signers lines, exit code, words)
+    "first_line_other_namespace": (['alice@git namespaces="git" {alice}', "alice@lab {alice}"], 0,
+                                   "signed by alice@lab"),
+    "first_line_retired": (['alice@old valid-before="20200101" {alice}', "alice@lab {alice}"], 0,
+                           "signed by alice@lab"),
+    "two_principals_one_line": (["alice@lab,alice@home {alice}"], 0, "signed by alice@lab"),
+    "only_other_namespace": (['alice@git namespaces="git" {alice}'], 1, "namespace"),
+    "every_line_refuses": (['alice@git namespaces="git" {alice}', 'alice@file namespaces="file" {alice}'], 1,
+                           'namespace "capshim-evidence"'),
+}
+
+
+@pytest.mark.parametrize("case", sorted(SAME_KEY_LINES))
+def test_a_key_on_several_allowed_signers_lines(tmp_path, keys, case):
+    lines, code, words = SAME_KEY_LINES[case]
+    root = _copy(tmp_path)
+    signing.sign(root, keys["alice"])
+    f = tmp_path / "signers"
+    f.write_text("\n".join(x.format(alice=_pub(keys["alice"])) for x in lines) + "\n")
+    rc, out = _cli("evidence", "verify", root, "--signers", f)
+    assert rc == code and words in out and "Traceback" not in out, out
+    assert code == 0 or (out.count("\n") == 1 and f"--signers {f}:1:" in out), out

@@ -388,27 +388,69 @@ def _check_with_signers(pae: bytes, blob: bytes, signers: Path, signed_utc: str 
     """``(principal or None, problem or None)``: the allowed signer whose key made ``blob``.
 
     Its line's date window is checked at ``signed_utc`` (:func:`_verify_time`); a key whose only
-    lines are out of their window at that time gives ``(None, "... key has expired ...")``.
+    lines are out of their window at that time gives ``(None, "... key has expired ...")``. A key
+    on several lines (other principals, namespaces or windows) is tried on each, as
+    ``-Y find-principals`` names the first line's principals only; the first refusal is returned
+    when none takes it. ``signers`` is the file ssh-keygen reads, ``shown`` the one to name.
     """
+    first = _principal_of(pae, blob, signers, signed_utc, shown)
+    if first == (None, None) or first[1] is None:
+        return first
+    for one in _each_line_of_key(pae, blob, signers):
+        principal, problem = _principal_of(pae, blob, one, signed_utc, shown)
+        if principal and not problem:
+            return principal, None
+    return first
+
+
+def _each_line_of_key(pae: bytes, blob: bytes, signers: Path):
+    """Copies of ``signers`` (one at a time, same line numbers) keeping a single line that names
+    the key which made ``blob``; nothing when at most one line does."""
+    with _sig_file(blob) as f:
+        r = _run(["-Y", "check-novalidate", "-n", NAMESPACE, "-s", f, "-Oprint-pubkey"], pae)
+    key = [w for x in r.stdout.split(b"\n")[1:] for w in x.split()[1:2]]  # "TYPE BASE64" after "Good ..."
+    lines = signers.read_bytes().split(b"\n")
+    hits = [i for i, x in enumerate(lines) if key and key[0] in x.split() and not x.lstrip().startswith(b"#")]
+    if len(hits) < 2:
+        return
+    with tempfile.TemporaryDirectory(prefix="capshim-signers-") as d:
+        one = Path(d) / "allowed_signers"
+        for i in hits:
+            one.write_bytes(b"\n".join(x if j == i else b"#" for j, x in enumerate(lines)))
+            yield one
+
+
+def _principal_of(pae: bytes, blob: bytes, signers: Path, signed_utc: str | None,
+                  shown: Path | None) -> tuple[str | None, str | None]:
+    """:func:`_check_with_signers` over the first line of ``signers`` naming the key: each of its
+    principals is tried with ``-Y verify``."""
     when = _verify_time(signed_utc)
+    name = str(shown or signers)
     with _sig_file(blob) as f:
         r = _run(["-Y", "find-principals", "-n", NAMESPACE, "-s", f, "-f", str(signers), *when], b"")
         bad_line = _signers_line_problem(r.stderr, signers, shown)
         if bad_line:
             raise UsageError(bad_line)
         if r.returncode != 0:
-            window = [x.strip().replace(str(signers), str(shown or signers), 1) for x in r.stderr.decode("utf-8", "replace").splitlines()
-                      if any(w in x for w in _DATE_WINDOW)]
+            window = [x.strip().replace(str(signers), name, 1)
+                      for x in r.stderr.decode("utf-8", "replace").splitlines() if any(w in x for w in _DATE_WINDOW)]
             if window:  # the key is listed, but not for the time it signed
                 at = f" (signed {signed_utc})" if when else ""
                 return None, f"--signers {window[0][:240]}{at}"
             return None, None  # no principal: the key is not in the file
-        principal = r.stdout.decode("utf-8", "replace").splitlines()[0].strip()
-        v = _run(["-Y", "verify", "-n", NAMESPACE, "-f", str(signers), "-I", principal, "-s", f, *when], pae)
-    if v.returncode != 0 or not _GOOD.match(v.stdout.decode("utf-8", "replace").strip().splitlines()[-1]
-                                            if v.stdout.strip() else ""):
-        return principal, f"ssh-keygen -Y verify refuses it for {principal}: {_last_line(v.stderr + v.stdout)}"
-    return principal, None
+        principals = [x.strip() for x in r.stdout.decode("utf-8", "replace").splitlines() if x.strip()][:16]
+        first = None
+        for principal in principals:
+            v = _run(["-Y", "verify", "-n", NAMESPACE, "-f", str(signers), "-I", principal, "-s", f, *when], pae)
+            out = v.stdout.decode("utf-8", "replace").strip()
+            if v.returncode == 0 and _GOOD.match(out.splitlines()[-1] if out else ""):
+                return principal, None
+            if first is None:
+                said = [x.strip().replace(str(signers), name, 1)
+                        for x in v.stderr.decode("utf-8", "replace").splitlines() if x.strip().startswith(f"{signers}:")]
+                why = f"--signers {said[0][:240]}" if said else _last_line(v.stderr + v.stdout)
+                first = (principal, f"ssh-keygen -Y verify refuses it for {principal}: {why}")
+    return first or (None, None)
 
 
 def check_signers_file(signers: str | Path) -> Path:
