@@ -283,12 +283,16 @@ def test_missing_signers_file(tmp_path):
     assert rc == 2 and "--signers" in out and "No such file" in out
 
 
-@pytest.mark.parametrize("case", ["missing", "not_a_key", "pem_public_only", "folder"])
-def test_unusable_keys(tmp_path, case):
+@pytest.mark.parametrize("case,words", [("missing", "No such file"), ("not_a_key", "not an SSH private key"),
+                                        ("plain_text", "not an SSH private key"), ("pem_public_only", ""),
+                                        ("folder", "not a regular file")])
+def test_unusable_keys(tmp_path, case, words):
     root = _copy(tmp_path)
     key = tmp_path / "key"
     if case == "not_a_key":
         key.write_text("-----BEGIN PGP PRIVATE KEY BLOCK-----\nxx\n-----END PGP PRIVATE KEY BLOCK-----\n")
+    elif case == "plain_text":
+        key.write_text("notakey\n")
     elif case == "pem_public_only":
         key.write_text("-----BEGIN PUBLIC KEY-----\nMCowBQYDK2VwAyEA\n-----END PUBLIC KEY-----\n")
     elif case == "folder":
@@ -296,6 +300,7 @@ def test_unusable_keys(tmp_path, case):
     before = _snapshot(root)
     rc, out = _cli("evidence", "sign", root, "--key", key)
     assert rc == 2 and out.startswith(f"capshim: --key {key}:") and out.count("\n") == 1, out
+    assert words in out and (case == "missing" or "No such file" not in out), out
     assert _snapshot(root) == before and not (root / ATTESTATION_FILE).exists()
 
 

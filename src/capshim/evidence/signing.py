@@ -304,7 +304,10 @@ def _sign_pae(pae: bytes, key: str) -> tuple[bytes, str, str]:
         raise UsageError(problem)
     r = _run(["-Y", "sign", "-n", NAMESPACE, "-f", str(key)], pae, timeout=None)
     if r.returncode != 0 or not r.stdout.strip():
-        raise UsageError(f"--key {key}: ssh-keygen cannot sign with it: {_last_line(r.stderr)} "
+        why = _last_line(r.stderr)
+        if why.startswith("Couldn't load public key"):  # neither a private key nor a public one (sshsig.c)
+            raise UsageError(f"--key {key}: not an SSH private key (nor a .pub whose key ssh-agent holds)")
+        raise UsageError(f"--key {key}: ssh-keygen cannot sign with it: {why} "
                          "(an OpenSSH private key, or a .pub whose key ssh-agent holds)")
     blob = _dearmor(r.stdout)
     keyid, key_type, why = _check_novalidate(pae, blob)
@@ -446,8 +449,8 @@ def _principal_of(pae: bytes, blob: bytes, signers: Path, signed_utc: str | None
             if v.returncode == 0 and _GOOD.match(out.splitlines()[-1] if out else ""):
                 return principal, None
             if first is None:
-                said = [x.strip().replace(str(signers), name, 1)
-                        for x in v.stderr.decode("utf-8", "replace").splitlines() if x.strip().startswith(f"{signers}:")]
+                err = v.stderr.decode("utf-8", "replace").splitlines()
+                said = [x.strip().replace(str(signers), name, 1) for x in err if x.strip().startswith(f"{signers}:")]
                 why = f"--signers {said[0][:240]}" if said else _last_line(v.stderr + v.stdout)
                 first = (principal, f"ssh-keygen -Y verify refuses it for {principal}: {why}")
     return first or (None, None)
