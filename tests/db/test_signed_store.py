@@ -64,6 +64,7 @@ def test_policy_admits_only_allowed_signers_and_list_shows_who(db_url, tmp_path,
     assert row["signed_by"][0]["principal"] == "lab@capshim" and row["signed_by"][0]["key"].startswith("SHA256:")
     rc, out = _cli("db", "list", "--db", db_url)
     assert rc == 0 and "signed by" in out and "lab@capshim" in out
+    assert f"lab@capshim {row['signed_by'][0]['key'][:15]}" in out, out  # the principal is the adder's word
 
 
 def test_the_policy_from_the_environment(db_url, tmp_path, keys):
