@@ -195,6 +195,19 @@ BAD_ATTESTATIONS = {
                            "not a DSSE envelope"),
     "signature_twice": (lambda r: json.dumps({**_env(r), "signatures": _env(r)["signatures"] * 2}).encode() + b"\n",
                         1, "Multiple signatures found for keyid"),
+    "signature_twice_respaced": (lambda r: _line(r) + b"\n" + json.dumps(_env(r), indent=None).encode() + b"\n", 1,
+                                 "line 2: a signature twice"),
+    "signature_twice_reordered": (lambda r: _line(r) + b"\n" + json.dumps(dict(reversed(_env(r).items())),
+                                                                          separators=(" ,", " : ")).encode()
+                                  + b"\n", 1, "line 2: a signature twice"),
+    "signature_twice_other_envelope": (lambda r: _line(r) + b"\n" + json.dumps({**_env(r), "payload": base64.b64encode(
+        base64.b64decode(_env(r)["payload"]) + b" ").decode()}).encode() + b"\n", 1, "line 2: a signature twice"),
+    "signature_twice_trailing_space": (lambda r: _line(r) + b"\n" + _line(r) + b" \n", 1,
+                                       "line 2: a signature twice"),
+    "signature_twice_sig_reencoded": (lambda r: _line(r) + b"\n" + json.dumps({**_env(r), "signatures": [
+        {**_env(r)["signatures"][0], "sig": base64.b64encode(base64.b64decode(_env(r)["signatures"][0]["sig"])
+                                                             ).decode().rstrip("=")}]}).encode() + b"\n", 1,
+                                      "a signature twice"),
     "no_signature": (lambda r: json.dumps({**_env(r), "signatures": []}).encode() + b"\n", 1, "signatures"),
     "statement_v01": (lambda r: _with_payload(r, {**_stmt(r), "_type": "https://in-toto.io/Statement/v0.1"}), 1,
                       "not an in-toto Statement v1"),
@@ -270,12 +283,16 @@ def test_missing_signers_file(tmp_path):
     assert rc == 2 and "--signers" in out and "No such file" in out
 
 
-@pytest.mark.parametrize("case", ["missing", "not_a_key", "pem_public_only", "folder"])
-def test_unusable_keys(tmp_path, case):
+@pytest.mark.parametrize("case,words", [("missing", "No such file"), ("not_a_key", "not an SSH private key"),
+                                        ("plain_text", "not an SSH private key"), ("pem_public_only", ""),
+                                        ("folder", "not a regular file")])
+def test_unusable_keys(tmp_path, case, words):
     root = _copy(tmp_path)
     key = tmp_path / "key"
     if case == "not_a_key":
         key.write_text("-----BEGIN PGP PRIVATE KEY BLOCK-----\nxx\n-----END PGP PRIVATE KEY BLOCK-----\n")
+    elif case == "plain_text":
+        key.write_text("notakey\n")
     elif case == "pem_public_only":
         key.write_text("-----BEGIN PUBLIC KEY-----\nMCowBQYDK2VwAyEA\n-----END PUBLIC KEY-----\n")
     elif case == "folder":
@@ -283,6 +300,7 @@ def test_unusable_keys(tmp_path, case):
     before = _snapshot(root)
     rc, out = _cli("evidence", "sign", root, "--key", key)
     assert rc == 2 and out.startswith(f"capshim: --key {key}:") and out.count("\n") == 1, out
+    assert words in out and (case == "missing" or "No such file" not in out), out
     assert _snapshot(root) == before and not (root / ATTESTATION_FILE).exists()
 
 
@@ -322,3 +340,127 @@ def test_bench_sign_with_a_missing_key_refused_before_any_run(tmp_path):
     assert r.returncode == 2 and r.stderr.strip().splitlines() == [
         f"capshim: --sign {tmp_path / 'nokey'}: No such file or directory"]
     assert not out.exists()
+
+
+# --- allowed-signers options: a date window belongs to one key and is read at the signing time --------------
+
+def _pub(key):
+    return " ".join(key.with_suffix(".pub").read_text().split()[:2])
+
+
+DATED_SIGNERS = {
+    # case: (signer, signed_utc or None for now, allowed-signers lines, exit code, words)
+    "retired_other_key": ("alice", None, ['bob valid-before="20200101" {bob}', "alice@lab {alice}"], 0,
+                          "signed by alice@lab"),
+    "future_other_key": ("alice", None, ['bob valid-after="20300101" {bob}', "alice@lab {alice}"], 0,
+                         "signed by alice@lab"),
+    "all_options": ("alice", None, ['bob cert-authority,namespaces="capshim-evidence" {bob}',
+                                    'alice@lab namespaces="capshim-evidence",valid-after="20200101",'
+                                    'valid-before="20991231" {alice}'], 0, "signed by alice@lab"),
+    "retired_key_signed_in_its_window": ("bob", "2019-06-01T12:00:00Z", ['bob@lab valid-before="20200101" {bob}'],
+                                         0, "signed by bob@lab"),
+    "retired_key_signed_after": ("bob", None, ['bob@lab valid-before="20200101" {bob}', "alice@lab {alice}"], 1,
+                                 "key has expired"),
+    "key_signed_before_its_window": ("bob", "2019-06-01T12:00:00Z", ['bob@lab valid-after="20200101" {bob}'], 1,
+                                     "key is not yet valid"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(DATED_SIGNERS))
+def test_dated_allowed_signers_lines(tmp_path, keys, monkeypatch, case):
+    signer, when, lines, code, words = DATED_SIGNERS[case]
+    root = _copy(tmp_path)
+    if when:
+        monkeypatch.setattr(signing, "utc_now", lambda: when)
+    signing.sign(root, keys[signer])
+    monkeypatch.undo()
+    f = tmp_path / "signers"
+    f.write_text("\n".join(x.format(alice=_pub(keys["alice"]), bob=_pub(keys["bob"])) for x in lines) + "\n")
+    rc, out = _cli("evidence", "verify", root, "--signers", f)
+    assert rc == code and words in out and "Traceback" not in out, out
+    if code:
+        assert out.count("\n") == 1, out
+    assert _stmt(root)["predicate"]["signed"]["utc"] == (when or _stmt(root)["predicate"]["signed"]["utc"])
+
+
+# --- a study's nested bundles: their attestation files are read as when each is verified alone -----------
+
+NESTED = REPO / "evidence" / "lavapipe-ablate-default"
+
+NESTED_ATTESTATIONS = {
+    # case: (what bench/attestations.intoto.jsonl holds, given the nested bundle's own good line; exit; words)
+    "garbage": (lambda good: b"garbage\n", 1, "bench/attestations.intoto.jsonl line 1: invalid JSON"),
+    "truncated": (lambda good: good[:100], 1, "bench/attestations.intoto.jsonl: does not end with a newline"),
+    "signature_twice": (lambda good: good + good.replace(b",", b", "), 1, "line 2: a signature twice"),
+    "good": (lambda good: good, 0, "signed by "),
+    "none": (None, 0, "signed by "),
+}
+
+
+@pytest.mark.parametrize("case", sorted(NESTED_ATTESTATIONS))
+def test_a_nested_bundles_attestation_file_is_checked(tmp_path, keys, case):
+    make, code, words = NESTED_ATTESTATIONS[case]
+    root = _copy(tmp_path, NESTED)
+    (root / ATTESTATION_FILE).unlink(missing_ok=True)
+    signing.sign(root / "bench", keys["alice"])
+    good = (root / "bench" / ATTESTATION_FILE).read_bytes()
+    if make is None:
+        (root / "bench" / ATTESTATION_FILE).unlink()
+    else:
+        (root / "bench" / ATTESTATION_FILE).write_bytes(make(good))
+    signing.sign(root, keys["alice"]) if code == 0 else (root / ATTESTATION_FILE).write_bytes(
+        _signed_study_line(tmp_path, keys))
+    alone = _cli("evidence", "verify", root / "bench")
+    for args in (("evidence", "verify", root, "--signers", keys["allowed"]), ("evidence", "verify", root)):
+        rc, out = _cli(*args)
+        assert rc == code and words in out and "Traceback" not in out, (args, out)
+        assert rc == 0 or (out.count("\n") == 1 and alone[0] == 1), (out, alone)
+
+
+def _signed_study_line(tmp_path, keys):
+    """A good study signature made before the nested file went bad (the bad file is outside the seal)."""
+    other = _copy(tmp_path / "clean", NESTED)
+    (other / ATTESTATION_FILE).unlink(missing_ok=True)
+    signing.sign(other, keys["alice"])
+    return (other / ATTESTATION_FILE).read_bytes()
+
+
+def test_a_crlf_allowed_signers_file_reads_like_its_lf_twin(tmp_path, keys):
+    root = _copy(tmp_path)
+    signing.sign(root, keys["alice"])
+    f = tmp_path / "signers"
+    f.write_bytes(b"# the lab\r\n\r\n" + f"alice@lab {_pub(keys['alice'])}\r\n\r\n".encode()
+                  + f"bob@lab {_pub(keys['bob'])}\r\n".encode())
+    rc, out = _cli("evidence", "verify", root, "--signers", f)
+    assert rc == 0 and out.startswith("signed by alice@lab"), out
+    f.write_bytes(f"\n  \nalice@lab {_pub(keys['alice'])}\n\t\n  ".encode())  # LF, blank lines
+    rc, out = _cli("evidence", "verify", root, "--signers", f)
+    assert rc == 0 and out.startswith("signed by alice@lab"), out
+    f.write_bytes(b"\r\nbob ssh-rsa\r\n")
+    rc, out = _cli("evidence", "verify", root, "--signers", f)
+    assert rc == 2 and f"--signers {f}: line 2:" in out and out.count("\n") == 1, out
+
+
+SAME_KEY_LINES = {
+    # case: (allowed-signers lines, exit code, words)
+    "first_line_other_namespace": (['alice@git namespaces="git" {alice}', "alice@lab {alice}"], 0,
+                                   "signed by alice@lab"),
+    "first_line_retired": (['alice@old valid-before="20200101" {alice}', "alice@lab {alice}"], 0,
+                           "signed by alice@lab"),
+    "two_principals_one_line": (["alice@lab,alice@home {alice}"], 0, "signed by alice@lab"),
+    "only_other_namespace": (['alice@git namespaces="git" {alice}'], 1, "namespace"),
+    "every_line_refuses": (['alice@git namespaces="git" {alice}', 'alice@file namespaces="file" {alice}'], 1,
+                           'namespace "capshim-evidence"'),
+}
+
+
+@pytest.mark.parametrize("case", sorted(SAME_KEY_LINES))
+def test_a_key_on_several_allowed_signers_lines(tmp_path, keys, case):
+    lines, code, words = SAME_KEY_LINES[case]
+    root = _copy(tmp_path)
+    signing.sign(root, keys["alice"])
+    f = tmp_path / "signers"
+    f.write_text("\n".join(x.format(alice=_pub(keys["alice"])) for x in lines) + "\n")
+    rc, out = _cli("evidence", "verify", root, "--signers", f)
+    assert rc == code and words in out and "Traceback" not in out, out
+    assert code == 0 or (out.count("\n") == 1 and f"--signers {f}:1:" in out), out

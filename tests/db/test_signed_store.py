@@ -64,6 +64,7 @@ def test_policy_admits_only_allowed_signers_and_list_shows_who(db_url, tmp_path,
     assert row["signed_by"][0]["principal"] == "lab@capshim" and row["signed_by"][0]["key"].startswith("SHA256:")
     rc, out = _cli("db", "list", "--db", db_url)
     assert rc == 0 and "signed by" in out and "lab@capshim" in out
+    assert f"lab@capshim {row['signed_by'][0]['key'][:15]}" in out, out  # the principal is the adder's word
 
 
 def test_the_policy_from_the_environment(db_url, tmp_path, keys):
@@ -162,3 +163,45 @@ def test_postgresql_read_only_role_never_migrates(pg_server):
     assert rc == 2 and out.count("\n") == 1 and "may not change the schema" in out
     with Store.open(url, migrate=False) as st:
         assert st.revision() == "0002"
+
+
+@pytest.mark.parametrize("case,window,code", [
+    ("other_key_retired", 'valid-before="20200101"', 0),
+    ("other_key_not_yet_valid", 'valid-after="20300101"', 0),
+])
+def test_a_dated_line_of_another_key_does_not_refuse_the_store(db_url, tmp_path, keys, case, window, code):
+    good = _signed(tmp_path, keys["lab"], "good")
+    stranger = " ".join(keys["stranger"].with_suffix(".pub").read_text().split()[:2])
+    f = tmp_path / "signers"
+    f.write_text(f"old@capshim {window} {stranger}\n" + keys["allowed"].read_text())
+    rc, out = _cli("db", "add", good, "--signers", f, "--db", db_url)
+    assert rc == code and "Traceback" not in out, out
+    with Store.open(db_url) as st:
+        (row,) = st.select()
+    assert row["signed_by"][0]["principal"] == "lab@capshim"
+    other = _signed(tmp_path, keys["stranger"], "other")
+    rc, out = _cli("db", "add", other, "--signers", f, "--db", db_url)
+    assert rc == 2 and ("key has expired" in out or "key is not yet valid" in out), out
+    assert "not stored" in out and "Traceback" not in out
+
+
+@pytest.mark.parametrize("case,nested,stored", [
+    ("nested_garbage", b"garbage\n", 0),
+    ("nested_truncated", b'{"payload"', 0),
+    ("nested_absent", None, 1),
+])
+def test_a_study_with_a_bad_nested_attestation_file_is_not_stored(db_url, tmp_path, keys, case, nested, stored):
+    root = tmp_path / "study"
+    shutil.copytree(EVIDENCE / "lavapipe-ablate-default", root)
+    (root / "attestations.intoto.jsonl").unlink(missing_ok=True)
+    signing.sign(root, keys["lab"])
+    if nested is not None:
+        (root / "bench" / "attestations.intoto.jsonl").write_bytes(nested)
+    rc, out = _cli("db", "add", root, "--signers", keys["allowed"], "--db", db_url)
+    assert "Traceback" not in out, out
+    if not stored:
+        assert rc == 2 and "bench/attestations.intoto.jsonl" in out and "not stored" in out, out
+    else:
+        assert rc == 0, out
+    with Store.open(db_url) as st:
+        assert len(st.select()) == stored

@@ -164,8 +164,10 @@ def db_add(bundles, arm_opts, host_file, baseline, signers, db_url, as_json):
 
 
 def _signers_cell(signatures: list) -> str:
-    """Who signed a stored bundle, for a table: principals, else short keys; "-" when unsigned."""
-    names = [s.get("principal") or f"key {str(s.get('key', ''))[:15]}" for s in signatures if isinstance(s, dict)]
+    """Who signed a stored bundle, for a table: ``PRINCIPAL SHA256:abcdefgh`` (the principal is what the
+    adder's --signers file called the key, so the key's short fingerprint stands beside it), else
+    ``key SHA256:abcdefgh``; "-" when unsigned."""
+    names = [f"{s.get('principal') or 'key'} {str(s.get('key', ''))[:15]}" for s in signatures if isinstance(s, dict)]
     return ", ".join(names) or "-"
 
 

@@ -304,7 +304,10 @@ def _sign_pae(pae: bytes, key: str) -> tuple[bytes, str, str]:
         raise UsageError(problem)
     r = _run(["-Y", "sign", "-n", NAMESPACE, "-f", str(key)], pae, timeout=None)
     if r.returncode != 0 or not r.stdout.strip():
-        raise UsageError(f"--key {key}: ssh-keygen cannot sign with it: {_last_line(r.stderr)} "
+        why = _last_line(r.stderr)
+        if why.startswith("Couldn't load public key"):  # neither a private key nor a public one (sshsig.c)
+            raise UsageError(f"--key {key}: not an SSH private key (nor a .pub whose key ssh-agent holds)")
+        raise UsageError(f"--key {key}: ssh-keygen cannot sign with it: {why} "
                          "(an OpenSSH private key, or a .pub whose key ssh-agent holds)")
     blob = _dearmor(r.stdout)
     keyid, key_type, why = _check_novalidate(pae, blob)
@@ -331,33 +334,126 @@ def _check_novalidate(pae: bytes, blob: bytes) -> tuple[str, str, str | None]:
     return m.group("fp"), m.group("type"), None
 
 
-def _signers_line_problem(err: bytes, signers: Path) -> str | None:
-    """The first complaint of ssh-keygen about a line of the allowed-signers file ("FILE:N: why")."""
+_DATE_WINDOW = ("key has expired", "key is not yet valid")
+"""How ssh-keygen (sshsig.c) says a line's valid-before/valid-after window does not hold the
+verify time: a fact about that line's key, not a line it cannot read."""
+
+
+@contextlib.contextmanager
+def _ssh_copy(signers: Path):
+    """The path to hand ssh-keygen for ``signers``: itself, or a copy with CRLF line ends made LF
+    and blank lines made ``#`` comments, line numbers unchanged.
+
+    ssh-keygen 9.2 reads a blank line (LF or CRLF) as a signer line with no key ("missing key");
+    a file written on Windows, or spaced out by blank lines, is read as its plain twin.
+    """
+    data = signers.read_bytes()
+    lines = data.replace(b"\r\n", b"\n").split(b"\n")
+    last = len(lines) - 1  # the empty piece after a final newline is not a line
+    plain = b"\n".join(b"#" if not x.strip() and (x or i != last) else x for i, x in enumerate(lines))
+    if plain == data:
+        yield signers
+        return
+    with tempfile.TemporaryDirectory(prefix="capshim-signers-") as d:
+        f = Path(d) / "allowed_signers"
+        f.write_bytes(plain)
+        yield f
+
+
+def _signers_line_problem(err: bytes, signers: Path, shown: Path | None = None) -> str | None:
+    """The first complaint of ssh-keygen about a line of the allowed-signers file ("FILE:N: why"),
+    its date-window notes (:data:`_DATE_WINDOW`) left out: they concern one key only. ``signers``
+    is the file ssh-keygen read, ``shown`` the one to name (default ``signers``)."""
     pat = re.compile(rf"^{re.escape(str(signers))}:(\d+): (.+)$")
     for line in err.decode("utf-8", "replace").splitlines():
         m = pat.match(line.strip())
-        if m:
-            return (f"--signers {signers}: line {m.group(1)}: {m.group(2)} (each line: principals "
+        if m and not m.group(2).startswith(_DATE_WINDOW):
+            return (f"--signers {shown or signers}: line {m.group(1)}: {m.group(2)} (each line: principals "
                     "[options] key-type base64-key, as git's gpg.ssh.allowedSignersFile; ssh-keygen(1) "
                     "\"ALLOWED SIGNERS\")")
     return None
 
 
-def _check_with_signers(pae: bytes, blob: bytes, signers: Path) -> tuple[str | None, str | None]:
-    """``(principal or None, problem or None)``: the allowed signer whose key made ``blob``."""
+def _verify_time(signed_utc: str | None) -> list[str]:
+    """``["-Overify-time=YYYYmmddHHMMSSZ"]`` for a signing time ``YYYY-mm-ddTHH:MM:SSZ``, else [].
+
+    An allowed-signers line's valid-after/valid-before window is checked at the time the signed
+    statement says it was signed, as git does with the commit time (ssh-keygen(1) ``-O
+    verify-time``); without a readable time, ssh-keygen uses now.
+    """
+    if isinstance(signed_utc, str) and re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", signed_utc):
+        return [f"-Overify-time={re.sub(r'[-:T]', '', signed_utc)}"]
+    return []
+
+
+def _check_with_signers(pae: bytes, blob: bytes, signers: Path, signed_utc: str | None = None,
+                        shown: Path | None = None) -> tuple[str | None, str | None]:
+    """``(principal or None, problem or None)``: the allowed signer whose key made ``blob``.
+
+    Its line's date window is checked at ``signed_utc`` (:func:`_verify_time`); a key whose only
+    lines are out of their window at that time gives ``(None, "... key has expired ...")``. A key
+    on several lines (other principals, namespaces or windows) is tried on each, as
+    ``-Y find-principals`` names the first line's principals only; the first refusal is returned
+    when none takes it. ``signers`` is the file ssh-keygen reads, ``shown`` the one to name.
+    """
+    first = _principal_of(pae, blob, signers, signed_utc, shown)
+    if first == (None, None) or first[1] is None:
+        return first
+    for one in _each_line_of_key(pae, blob, signers):
+        principal, problem = _principal_of(pae, blob, one, signed_utc, shown)
+        if principal and not problem:
+            return principal, None
+    return first
+
+
+def _each_line_of_key(pae: bytes, blob: bytes, signers: Path):
+    """Copies of ``signers`` (one at a time, same line numbers) keeping a single line that names
+    the key which made ``blob``; nothing when at most one line does."""
     with _sig_file(blob) as f:
-        r = _run(["-Y", "find-principals", "-n", NAMESPACE, "-s", f, "-f", str(signers)], b"")
-        bad_line = _signers_line_problem(r.stderr, signers)
+        r = _run(["-Y", "check-novalidate", "-n", NAMESPACE, "-s", f, "-Oprint-pubkey"], pae)
+    key = [w for x in r.stdout.split(b"\n")[1:] for w in x.split()[1:2]]  # "TYPE BASE64" after "Good ..."
+    lines = signers.read_bytes().split(b"\n")
+    hits = [i for i, x in enumerate(lines) if key and key[0] in x.split() and not x.lstrip().startswith(b"#")]
+    if len(hits) < 2:
+        return
+    with tempfile.TemporaryDirectory(prefix="capshim-signers-") as d:
+        one = Path(d) / "allowed_signers"
+        for i in hits:
+            one.write_bytes(b"\n".join(x if j == i else b"#" for j, x in enumerate(lines)))
+            yield one
+
+
+def _principal_of(pae: bytes, blob: bytes, signers: Path, signed_utc: str | None,
+                  shown: Path | None) -> tuple[str | None, str | None]:
+    """:func:`_check_with_signers` over the first line of ``signers`` naming the key: each of its
+    principals is tried with ``-Y verify``."""
+    when = _verify_time(signed_utc)
+    name = str(shown or signers)
+    with _sig_file(blob) as f:
+        r = _run(["-Y", "find-principals", "-n", NAMESPACE, "-s", f, "-f", str(signers), *when], b"")
+        bad_line = _signers_line_problem(r.stderr, signers, shown)
         if bad_line:
             raise UsageError(bad_line)
         if r.returncode != 0:
+            window = [x.strip().replace(str(signers), name, 1)
+                      for x in r.stderr.decode("utf-8", "replace").splitlines() if any(w in x for w in _DATE_WINDOW)]
+            if window:  # the key is listed, but not for the time it signed
+                at = f" (signed {signed_utc})" if when else ""
+                return None, f"--signers {window[0][:240]}{at}"
             return None, None  # no principal: the key is not in the file
-        principal = r.stdout.decode("utf-8", "replace").splitlines()[0].strip()
-        v = _run(["-Y", "verify", "-n", NAMESPACE, "-f", str(signers), "-I", principal, "-s", f], pae)
-    if v.returncode != 0 or not _GOOD.match(v.stdout.decode("utf-8", "replace").strip().splitlines()[-1]
-                                            if v.stdout.strip() else ""):
-        return principal, f"ssh-keygen -Y verify refuses it for {principal}: {_last_line(v.stderr + v.stdout)}"
-    return principal, None
+        principals = [x.strip() for x in r.stdout.decode("utf-8", "replace").splitlines() if x.strip()][:16]
+        first = None
+        for principal in principals:
+            v = _run(["-Y", "verify", "-n", NAMESPACE, "-f", str(signers), "-I", principal, "-s", f, *when], pae)
+            out = v.stdout.decode("utf-8", "replace").strip()
+            if v.returncode == 0 and _GOOD.match(out.splitlines()[-1] if out else ""):
+                return principal, None
+            if first is None:
+                err = v.stderr.decode("utf-8", "replace").splitlines()
+                said = [x.strip().replace(str(signers), name, 1) for x in err if x.strip().startswith(f"{signers}:")]
+                why = f"--signers {said[0][:240]}" if said else _last_line(v.stderr + v.stdout)
+                first = (principal, f"ssh-keygen -Y verify refuses it for {principal}: {why}")
+    return first or (None, None)
 
 
 def check_signers_file(signers: str | Path) -> Path:
@@ -382,11 +478,12 @@ def check_signers_file(signers: str | Path) -> Path:
     if not any(x.strip() and not x.lstrip().startswith("#") for x in text.splitlines()):
         raise UsageError(f"--signers {p}: no signer in it (each line: principals [options] key-type base64-key)")
     p = p.absolute()
-    _read_every_line(p)
+    with _ssh_copy(p) as f:
+        _read_every_line(f, p)
     return p
 
 
-def _read_every_line(signers: Path) -> None:
+def _read_every_line(signers: Path, shown: Path) -> None:
     """Have ssh-keygen read every line of ``signers``; UsageError naming the first it cannot read.
 
     ``-Y find-principals`` stops at the first line whose key made the signature, so it is asked
@@ -402,7 +499,7 @@ def _read_every_line(signers: Path) -> None:
             raise SigningError(f"ssh-keygen cannot sign to read --signers {signers}: {_last_line(s.stderr)}")
         (Path(d) / "sig").write_bytes(s.stdout)
         r = _run(["-Y", "find-principals", "-s", str(Path(d) / "sig"), "-f", str(signers)], b"")
-    bad_line = _signers_line_problem(r.stderr, signers)
+    bad_line = _signers_line_problem(r.stderr, signers, shown)
     if bad_line:
         raise UsageError(bad_line)
 
@@ -416,7 +513,8 @@ def read_envelopes(root: str | Path) -> list[tuple[int, "Envelope", dict]]:
         SigningError (exit 1): the file is a link or not a regular file, over
             :data:`~capshim.evidence.files.ATTESTATION_LIMIT` bytes, has more than
             :data:`MAX_ENVELOPES` lines, an empty or repeated line, a line that is not an envelope
-            of an in-toto Statement (names the line and the JSON path), a signature twice.
+            of an in-toto Statement (names the line and the JSON path), a signature twice (the
+            same key and signature, or the same key over the same payload, in any JSON spacing).
     """
     f = Path(root) / ATTESTATION_FILE
     name = ATTESTATION_FILE
@@ -442,7 +540,7 @@ def read_envelopes(root: str | Path) -> list[tuple[int, "Envelope", dict]]:
     if len(lines) > MAX_ENVELOPES:
         raise SigningError(f"{name}: {len(lines)} lines, over the {MAX_ENVELOPES} envelopes one folder may carry",
                            EXIT_WORKLOAD)
-    out, seen = [], {}
+    out, seen, sigs = [], {}, {}
     for i, raw in enumerate(lines, 1):
         where = f"{name} line {i}"
         if not raw.strip():
@@ -450,8 +548,28 @@ def read_envelopes(root: str | Path) -> list[tuple[int, "Envelope", dict]]:
         if raw in seen:
             raise SigningError(f"{where}: repeats line {seen[raw]}", EXIT_WORKLOAD)
         seen[raw] = i
-        out.append((i, *_envelope(raw, where)))
+        env, stmt = _envelope(raw, where)
+        _no_signature_twice(env, i, where, sigs)
+        out.append((i, env, stmt))
     return out
+
+
+def _no_signature_twice(env: "Envelope", line: int, where: str, sigs: dict) -> None:
+    """SigningError (exit 1) when an envelope carries a signature an earlier line has: the same key
+    and signature bytes, or the same key over the same payload, however the JSON is spaced.
+
+    ``sigs`` maps ``("sig", keyid, signature hex)`` and ``("payload", keyid, sha256 of the PAE)``
+    to the line that had them; this line's are added.
+    """
+    import hashlib
+    pae = hashlib.sha256(env.pae()).hexdigest()
+    for sig in env.signatures.values():
+        for ident in (("sig", sig.keyid, sig.signature.lower()), ("payload", sig.keyid, pae)):
+            if ident in sigs:
+                raise SigningError(f"{where}: a signature twice: {sig.keyid} over the same payload as line "
+                                   f"{sigs[ident]}", EXIT_WORKLOAD)
+        sigs[("sig", sig.keyid, sig.signature.lower())] = line
+        sigs[("payload", sig.keyid, pae)] = line
 
 
 def _shape_problem(value, schema: dict, at: str = "$") -> str | None:
@@ -564,8 +682,18 @@ def check(root: str | Path, signers: str | Path | None = None) -> list[Signature
     """
     p = Path(root)
     signers_path = check_signers_file(signers) if signers is not None else None
+    _check_nested(p)
     envelopes = read_envelopes(p)
     now = subjects(p) if envelopes else {}
+    if signers_path is None or not envelopes:
+        return _check_each(envelopes, now, None, signers_path)
+    with _ssh_copy(signers_path) as ssh_signers:
+        return _check_each(envelopes, now, ssh_signers, signers_path)
+
+
+def _check_each(envelopes: list, now: dict[str, str], ssh_signers: Path | None,
+                signers_path: Path | None) -> list[SignatureCheck]:
+    """:func:`check`'s loop: one :class:`SignatureCheck` per signature of ``envelopes``."""
     out = []
     for line, env, stmt in envelopes:
         cover = _coverage_problem(stmt, now)
@@ -581,13 +709,37 @@ def check(root: str | Path, signers: str | Path | None = None) -> list[Signature
                 problem = f"keyid {sig.keyid} is not the key that signed ({fp})"
             elif cover:
                 problem = f"the signature of {key_type} key {fp} {cover}"
-            elif signers_path is not None:
-                principal, problem = _check_with_signers(pae, blob, signers_path)
+            elif ssh_signers is not None:
+                principal, problem = _check_with_signers(pae, blob, ssh_signers,
+                                                          signed if isinstance(signed, str) else None, signers_path)
             else:
                 problem = None
             out.append(SignatureCheck(line, fp or sig.keyid, key_type or "unknown", principal,
                                       signed if isinstance(signed, str) else None, problem))
     return out
+
+
+def _check_nested(root: Path) -> None:
+    """For a study: each nested bundle's attestation file must read and its signatures hold, as
+    ``evidence verify`` of that bundle alone asks (the study's signers file is the policy of the
+    study's own signatures; a nested one need only hold). Nothing for a bundle.
+
+    Raises:
+        SigningError (exit 1): names the nested file (``FOLDER/attestations.intoto.jsonl``), its
+            line and why.
+    """
+    if not _is_study(root):
+        return
+    from capshim.evidence import study
+    for rel in (study.read_study(root) or {}).get("bundles", []):
+        try:
+            checks = check(root / rel)
+        except SigningError as exc:
+            raise SigningError(f"{paths.show_name(rel)}/{exc}", EXIT_WORKLOAD) from None
+        for c in checks:
+            if c.problem:
+                raise SigningError(f"{paths.show_name(rel)}/{ATTESTATION_FILE} line {c.line}: {c.problem}",
+                                   EXIT_WORKLOAD)
 
 
 def sign(root: str | Path, key: str | Path) -> SignatureCheck:
