@@ -270,7 +270,7 @@ def _resolve_on_device(arms: list[Arm], api: str) -> tuple[dict | None, dict[str
     said: dict[str, list[str]] = {}  # warning -> the arms it applies to
     for a in arms:
         for line in arms_mod.resolve_pending(a, chosen) if api == khronos.API else []:  # Khronos: on this device
-            print(f"capshim: {line}", file=sys.stderr)
+            messages.emit(line)
         if a.restore:
             a.profile = ondevice.restore_profile(chosen, a.simulate)
             a.restore = False
