@@ -122,3 +122,26 @@ def test_hostile_inputs_table_names_real_tests():
         assert f"def {name}(" in (REPO / path).read_text(encoding="utf-8"), f"{path}::{name}"
     for ln in rows:
         assert "tests/" in ln or "same test" in ln, ln
+
+
+def test_no_source_script_or_doc_names_a_maintainers_folder():
+    """What ships (src/, scripts/, docs/, README.md, setup.sh) cites committed files, never a folder of
+    the machine it was written on (a user's clone has none of them): a fact measured elsewhere lives
+    under evidence/ and is cited there."""
+    import re
+
+    needle = re.compile(r"(?<![\w.])/(work|root|home)/")
+    bad = []
+    files = [REPO / "README.md", REPO / "setup.sh"]
+    for top in ("src", "scripts", "docs"):
+        files += [f for f in (REPO / top).rglob("*") if f.is_file() and f.suffix in
+                  {".py", ".c", ".h", ".m", ".toml", ".md", ".sh", ".map", ".yml", ""}]
+    for f in files:
+        try:
+            text = f.read_text(encoding="utf-8")
+        except (UnicodeDecodeError, OSError):
+            continue
+        for no, line in enumerate(text.splitlines(), 1):
+            if needle.search(line):
+                bad.append(f"{f.relative_to(REPO)}:{no}: {line.strip()[:120]}")
+    assert bad == []

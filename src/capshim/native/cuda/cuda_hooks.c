@@ -11,7 +11,7 @@
  * Substitution: dlsym, cuGetProcAddress(_v2) and cudaGetDriverEntryPoint(ByVersion)(_ptsz)
  * hand out a wrapper bound to the real function the shim wraps, after the real
  * call succeeded with the caller's version and flags. dlsym is interposed because every NVIDIA library reaches libcuda
- * through dlopen + dlsym (measured on the H200, /work/notes/cuda-spec.md).
+ * through dlopen + dlsym (measured on the H200: evidence/h200-cuda-shim-checks/README.md).
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>

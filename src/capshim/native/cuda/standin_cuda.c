@@ -1,7 +1,7 @@
 /* A stand-in libcuda.so.1 for the tests (no GPU here, none in CI): answers fixed
  * H200-like values (compute capability 9.0, 132 SMs, 233472 bytes of shared memory
  * per SM, 232448 opt-in, 49152 per block, 65536 registers, 60 MB L2, "NVIDIA H200";
- * the H200's own answers: /work/.device/2/probe_stock.json) through the names the
+ * the H200's own answers: stock_probe in evidence/h200-cuda-clients/clients.json) through the names the
  * real driver exports. Any other attribute answers 1000 + its number, so a test can
  * see it pass through untouched. Only device 0 exists.
  *
