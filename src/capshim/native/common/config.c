@@ -105,6 +105,133 @@ static int parse_profile_name(const char *val, char *out, size_t lineno, char *e
     return 0;
 }
 
+static int hexval(char c) {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    return -1;
+}
+
+/* One devices= spec of n bytes at s: an index (no leading zero) or uuid:HEX32. */
+static int parse_device_spec(const char *s, size_t n, struct capshim_device_spec *out) {
+    memset(out, 0, sizeof(*out));
+    if (n == 5 + 2 * CAPSHIM_UUID_BYTES && strncmp(s, "uuid:", 5) == 0) {
+        for (size_t i = 0; i < CAPSHIM_UUID_BYTES; i++) {
+            int hi = hexval(s[5 + 2 * i]), lo = hexval(s[6 + 2 * i]);
+            if (hi < 0 || lo < 0) return -1;
+            out->uuid[i] = (unsigned char)(hi * 16 + lo);
+        }
+        out->is_uuid = 1;
+        return 0;
+    }
+    if (n == 0 || n > 2 || (n == 2 && s[0] == '0')) return -1;
+    uint32_t v = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (s[i] < '0' || s[i] > '9') return -1;
+        v = v * 10u + (uint32_t)(s[i] - '0');
+    }
+    if (v > CAPSHIM_DEVICE_INDEX_MAX) return -1;
+    out->index = v;
+    return 0;
+}
+
+static int same_spec(const struct capshim_device_spec *a, const struct capshim_device_spec *b) {
+    if (a->is_uuid != b->is_uuid) return 0;
+    return a->is_uuid ? memcmp(a->uuid, b->uuid, CAPSHIM_UUID_BYTES) == 0 : a->index == b->index;
+}
+
+/* devices=SPEC[,SPEC]: see config.h. */
+static int parse_devices(const char *val, struct capshim_config *out, size_t lineno, char *err, size_t errlen) {
+    if (out->ndevices != 0) {
+        set_err(err, errlen, lineno, "key 'devices' given twice");
+        return -1;
+    }
+    size_t count = 0;
+    for (const char *p = val;;) {
+        size_t n = strcspn(p, ",");
+        struct capshim_device_spec spec;
+        if (parse_device_spec(p, n, &spec) != 0) {
+            set_err(err, errlen, lineno,
+                    "key 'devices': '%.*s' is not a device index 0..%d or uuid: and 32 lowercase hex digits",
+                    (int)(n > 80 ? 80 : n), p, CAPSHIM_DEVICE_INDEX_MAX);
+            goto bad;
+        }
+        for (size_t i = 0; i < count; i++) {
+            if (same_spec(&out->devices[i], &spec)) {
+                set_err(err, errlen, lineno, "key 'devices': '%.*s' given twice", (int)(n > 80 ? 80 : n), p);
+                goto bad;
+            }
+        }
+        if (count >= CAPSHIM_MAX_DEVICE_SPECS) {
+            set_err(err, errlen, lineno, "key 'devices': more than %d devices", CAPSHIM_MAX_DEVICE_SPECS);
+            goto bad;
+        }
+        out->devices[count++] = spec;
+        if (p[n] == '\0') break;
+        p += n + 1;
+    }
+    out->ndevices = count;
+    return 0;
+bad:
+    memset(out->devices, 0, sizeof out->devices);
+    return -1;
+}
+
+int capshim_config_names_device(const struct capshim_config *cfg, uint32_t index, const unsigned char *uuid) {
+    if (cfg == NULL) return 0;
+    if (cfg->ndevices == 0) return 1;
+    for (size_t i = 0; i < cfg->ndevices && i < CAPSHIM_MAX_DEVICE_SPECS; i++) {
+        const struct capshim_device_spec *d = &cfg->devices[i];
+        if (d->is_uuid ? (uuid != NULL && memcmp(d->uuid, uuid, CAPSHIM_UUID_BYTES) == 0) : d->index == index)
+            return 1;
+    }
+    return 0;
+}
+
+void capshim_uuid_text(const unsigned char *uuid, char *out, size_t outlen) {
+    static const char hex[] = "0123456789abcdef";
+    if (out == NULL || outlen < 6 + 2 * CAPSHIM_UUID_BYTES) {
+        if (out != NULL && outlen > 0) out[0] = '\0';
+        return;
+    }
+    memcpy(out, "uuid:", 5);
+    for (size_t i = 0; i < CAPSHIM_UUID_BYTES; i++) {
+        out[5 + 2 * i] = hex[uuid[i] >> 4];
+        out[6 + 2 * i] = hex[uuid[i] & 15];
+    }
+    out[5 + 2 * CAPSHIM_UUID_BYTES] = '\0';
+}
+
+int capshim_config_paths(const char *value, char *buf, size_t buflen, const char *paths[CAPSHIM_MAX_CONFIGS],
+                         char *err, size_t errlen) {
+    if (value == NULL || value[0] == '\0') {
+        set_err(err, errlen, 0, "no configuration path");
+        return -1;
+    }
+    size_t n = strlen(value);
+    if (buf == NULL || n >= buflen) {
+        set_err(err, errlen, 0, "configuration paths longer than %zu bytes", buflen > 0 ? buflen - 1 : 0);
+        return -1;
+    }
+    memcpy(buf, value, n + 1);
+    int count = 0;
+    for (char *p = buf;;) {
+        char *colon = strchr(p, ':');
+        if (colon != NULL) *colon = '\0';
+        if (p[0] == '\0') {
+            set_err(err, errlen, 0, "an empty configuration path (two ':' in a row, or one at an end)");
+            return -1;
+        }
+        if (count >= CAPSHIM_MAX_CONFIGS) {
+            set_err(err, errlen, 0, "more than %d configuration paths", CAPSHIM_MAX_CONFIGS);
+            return -1;
+        }
+        paths[count++] = p;
+        if (colon == NULL) break;
+        p = colon + 1;
+    }
+    return count;
+}
+
 /* Parse one NUL-terminated line (without its newline). */
 static int parse_line(char *line, size_t lineno, const struct capshim_keyspec *keys, size_t nkeys,
                       struct capshim_config *out, char *err, size_t errlen) {
@@ -146,6 +273,7 @@ static int parse_line(char *line, size_t lineno, const struct capshim_keyspec *k
         return is_profile ? parse_profile_name(val, dst, lineno, err, errlen)
                           : parse_device_name(val, dst, lineno, err, errlen);
     }
+    if (strcmp(key, "devices") == 0) return parse_devices(val, out, lineno, err, errlen);
     uint64_t num = 0;
     if (strncmp(key, "extension.", 10) == 0) {
         const char *name = key + 10;

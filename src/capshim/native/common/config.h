@@ -16,6 +16,14 @@
  *                         (RFC 3986: bytes other than A-Z a-z 0-9 - . _ ~ as %XX);
  *                         decoded 1..255 bytes of UTF-8 without control characters
  *                         (VkPhysicalDeviceProperties::deviceName holds 256 with the NUL)
+ *   devices=SPEC[,SPEC]   optional, once: the devices this configuration answers for (docs/
+ *                         multi-gpu.md); without it, every device. SPEC is a device index
+ *                         (decimal 0..CAPSHIM_DEVICE_INDEX_MAX, no leading zero: the Vulkan
+ *                         physical-device index in the loader's order without the shim, the
+ *                         CUDA ordinal the application sees) or uuid: and 32 lowercase hex
+ *                         digits (VkPhysicalDeviceIDProperties::deviceUUID, cuDeviceGetUuid);
+ *                         at most CAPSHIM_MAX_DEVICE_SPECS, none twice. A device matches when
+ *                         any SPEC names it.
  * Numbers parse whole with base 0 (decimal, 0x hex, 0 octal): no sign, no
  * spaces, no trailing bytes, no overflow. Booleans are 0 or 1; kinds other
  * than CAPSHIM_U64 (the CUDA shim's byte sizes) must fit in 32 bits. A key
@@ -58,10 +66,25 @@ struct capshim_ext {
 #include "devname.h"
 #define CAPSHIM_PROFILE_NAME_MAX 65
 
+/* devices=: specs per configuration, the largest index; configurations per variable (the
+ * configuration variables hold up to CAPSHIM_MAX_CONFIGS paths separated by ':'). */
+#define CAPSHIM_MAX_DEVICE_SPECS 8
+#define CAPSHIM_DEVICE_INDEX_MAX 63
+#define CAPSHIM_MAX_CONFIGS 8
+#define CAPSHIM_UUID_BYTES 16
+
+struct capshim_device_spec {
+    int is_uuid;
+    uint32_t index;                           /* when !is_uuid */
+    unsigned char uuid[CAPSHIM_UUID_BYTES];   /* when is_uuid */
+};
+
 struct capshim_config {
     int direction;
     char profile[CAPSHIM_PROFILE_NAME_MAX];   /* "" when not given */
     char device_name[CAPSHIM_DEVICE_NAME_MAX]; /* "" when not given (the device's own name stays) */
+    size_t ndevices;                           /* 0: every device (no devices= key) */
+    struct capshim_device_spec devices[CAPSHIM_MAX_DEVICE_SPECS];
     size_t nvalues;
     struct capshim_value values[CAPSHIM_MAX_VALUES];
     size_t nexts;
@@ -89,5 +112,18 @@ uint32_t capshim_answer(int type, int sem, int direction, uint32_t stock, uint32
 /* Lookups into a parsed configuration; NULL when absent. */
 const struct capshim_value *capshim_config_value(const struct capshim_config *cfg, const char *key);
 const struct capshim_ext *capshim_config_ext(const struct capshim_config *cfg, const char *name);
+
+/* Whether cfg answers for the device at index with uuid (CAPSHIM_UUID_BYTES bytes, or NULL when
+ * unknown): 1 without devices=, else when a spec names the index or the uuid. */
+int capshim_config_names_device(const struct capshim_config *cfg, uint32_t index, const unsigned char *uuid);
+
+/* "uuid:" and 32 lowercase hex digits of uuid into out (at least 38 bytes). */
+void capshim_uuid_text(const unsigned char *uuid, char *out, size_t outlen);
+
+/* Splits a configuration variable's value into up to CAPSHIM_MAX_CONFIGS paths separated by ':'
+ * (pointers into buf, a copy of value of buflen bytes). Returns the count, or -1 with a reason in
+ * err: empty, an empty path, too long, or more than CAPSHIM_MAX_CONFIGS paths. */
+int capshim_config_paths(const char *value, char *buf, size_t buflen, const char *paths[CAPSHIM_MAX_CONFIGS],
+                         char *err, size_t errlen);
 
 #endif

@@ -7,7 +7,8 @@
  *             parses each file and prints "FILE: ok (N values, M extensions)" (no extensions:
  *             "FILE: ok (N values)") or "FILE: invalid: REASON"; with --values an accepted file's
  *             values follow on the same line, " KEY=VALUE ... extension.NAME=SPEC ... [profile=NAME]
- *             [deviceName=DECODED]" (no extensions: " KEY=VALUE ... [deviceName=DECODED]").
+ *             [deviceName=DECODED] [devices=SPEC,...]" (no extensions: " KEY=VALUE ...
+ *             [deviceName=DECODED] [devices=SPEC,...]"; a uuid spec as uuid:HEX32).
  * fuzz_keys.h defines `keys[]` (struct capshim_keyspec) and WITH_EXTENSIONS (0 or 1): the one
  * hook a shim supplies, so this driver includes no API's header.
  */
@@ -29,6 +30,20 @@ int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size) {
     if (rc != 0 && (err[0] == '\0' || cfg.nvalues != 0)) abort(); /* a rejection always says why */
     for (size_t i = 0; rc == 0 && i < cfg.nvalues; i++)
         if (cfg.values[i].kind != CAPSHIM_U64 && cfg.values[i].value > 0xFFFFFFFFu) abort(); /* 32-bit kinds fit */
+    if (cfg.ndevices > CAPSHIM_MAX_DEVICE_SPECS) abort();
+    for (size_t i = 0; rc == 0 && i < cfg.ndevices; i++)
+        if (!cfg.devices[i].is_uuid && cfg.devices[i].index > CAPSHIM_DEVICE_INDEX_MAX) abort();
+    /* the configuration variable's list: never more paths than the maximum, none empty */
+    static char pathbuf[CAPSHIM_CONFIG_MAX_BYTES + 1];
+    static char value[CAPSHIM_CONFIG_MAX_BYTES + 1];
+    size_t vn = size < CAPSHIM_CONFIG_MAX_BYTES ? size : CAPSHIM_CONFIG_MAX_BYTES;
+    memcpy(value, data, vn);
+    value[vn] = '\0';
+    const char *paths[CAPSHIM_MAX_CONFIGS];
+    int np = capshim_config_paths(value, pathbuf, sizeof pathbuf, paths, err, sizeof err);
+    if (np > CAPSHIM_MAX_CONFIGS || (np < 0 && err[0] == '\0')) abort();
+    for (int i = 0; i < np; i++)
+        if (paths[i][0] == '\0') abort();
     return 0;
 }
 
@@ -61,6 +76,14 @@ int main(int argc, char **argv) {
             printf(" extension.%s=%u", cfg.exts[k].name, cfg.exts[k].spec_version);
         if (WITH_EXTENSIONS && values && cfg.profile[0] != '\0') printf(" profile=%s", cfg.profile);
         if (values && cfg.device_name[0] != '\0') printf(" deviceName=%s", cfg.device_name);
+        for (size_t k = 0; values && k < cfg.ndevices; k++) {
+            char uuid[40];
+            if (cfg.devices[k].is_uuid) capshim_uuid_text(cfg.devices[k].uuid, uuid, sizeof uuid);
+            if (cfg.devices[k].is_uuid)
+                printf("%s%s", k == 0 ? " devices=" : ",", uuid);
+            else
+                printf("%s%u", k == 0 ? " devices=" : ",", cfg.devices[k].index);
+        }
         printf("\n");
     }
     return 0;

@@ -129,6 +129,7 @@ typedef capshim_cuerr (*rt_entry_ver_fn)(const char *, void **, unsigned int, un
 
 static capshim_cuerr do_props(int entry, props_fn real, void *prop, int device) {
     int lower = capshim_cuda_enter(entry);
+    if (lower) lower = capshim_cuda_select(device);
     if (real == NULL) {
         capshim_cuda_leave();
         return CAPSHIM_CU_NOT_FOUND;
@@ -155,6 +156,7 @@ static capshim_cuerr do_props(int entry, props_fn real, void *prop, int device) 
 /* cudaDeviceGetAttribute and cuDeviceGetAttribute. */
 static capshim_cuerr do_attr(int entry, capshim_attr_fn real, int *value, int attr, int device) {
     int lower = capshim_cuda_enter(entry);
+    if (lower) lower = capshim_cuda_select(device);
     if (real == NULL) {
         capshim_cuda_leave();
         return CAPSHIM_CU_NOT_FOUND;
@@ -213,6 +215,7 @@ typedef capshim_cuerr (*proc_v2_fn)(const char *, void **, int, cuuint64_t, int 
 
 static capshim_cuerr do_name(int entry, name_fn real, char *name, int len, int device) {
     int lower = capshim_cuda_enter(entry);
+    if (lower) lower = capshim_cuda_select(device);
     if (real == NULL) {
         capshim_cuda_leave();
         return CAPSHIM_CU_NOT_FOUND;
@@ -225,6 +228,7 @@ static capshim_cuerr do_name(int entry, name_fn real, char *name, int len, int d
 
 static capshim_cuerr do_cc(int entry, cc_fn real, int *major, int *minor, int device) {
     int lower = capshim_cuda_enter(entry);
+    if (lower) lower = capshim_cuda_select(device);
     if (real == NULL) {
         capshim_cuda_leave();
         return CAPSHIM_CU_NOT_FOUND;
@@ -237,6 +241,7 @@ static capshim_cuerr do_cc(int entry, cc_fn real, int *major, int *minor, int de
 
 static capshim_cuerr do_devprop(int entry, devprop_fn real, void *prop, int device) {
     int lower = capshim_cuda_enter(entry);
+    if (lower) lower = capshim_cuda_select(device);
     if (real == NULL) {
         capshim_cuda_leave();
         return CAPSHIM_CU_NOT_FOUND;

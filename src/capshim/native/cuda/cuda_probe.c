@@ -1,6 +1,13 @@
 /* capshim-cuda-probe: what one process sees of a CUDA device, as one JSON object.
  *
  *   capshim-cuda-probe [--device N]
+ *   capshim-cuda-probe --list
+ *
+ * --list prints the devices the process sees (after CUDA_VISIBLE_DEVICES), in ordinal order:
+ *   {"devices": [{"index", "name" (cuDeviceGetName), "uuid" ("GPU-" and the 16 bytes of
+ *    cuDeviceGetUuid_v2 as 8-4-4-4-12 hex, as nvidia-smi -L prints them; null when the driver
+ *    does not say)}], "runtime": PATH}
+ * The device object of the single-device form carries the same "uuid".
  *
  * dlopens the runtime (CAPSHIM_CUDA_RUNTIME, else libcudart.so.13, else libcudart.so.12)
  * and libcuda.so.1, finds every function with dlsym (so an LD_PRELOADed shim's dlsym
@@ -217,12 +224,50 @@ static void print_nvml(void *rt, int device) {
     printf("}, \"refused\": {%s}}", refused);
 }
 
+/* "GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx" (quoted) of device, or null, into out. */
+static void uuid_json(void *drv, int device, char *out, size_t outlen) {
+    typedef int (*uuid_fn)(unsigned char *, int);
+    uuid_fn fn = (uuid_fn)(uintptr_t)sym(drv, "cuDeviceGetUuid_v2");
+    if (fn == NULL) fn = (uuid_fn)(uintptr_t)sym(drv, "cuDeviceGetUuid");
+    unsigned char u[16];
+    if (fn == NULL || fn(u, device) != 0 || outlen < 48) {
+        snprintf(out, outlen, "null");
+        return;
+    }
+    int k = snprintf(out, outlen, "\"GPU-");
+    for (int i = 0; i < 16; i++) {
+        if (i == 4 || i == 6 || i == 8 || i == 10) out[k++] = '-';
+        k += snprintf(out + k, outlen - (size_t)k, "%02x", u[i]);
+    }
+    snprintf(out + k, outlen - (size_t)k, "\"");
+}
+
+static int list_devices(void *drv, int count, const char *rt_esc) {
+    typedef int (*init_fn)(unsigned int);
+    init_fn init = (init_fn)(uintptr_t)sym(drv, "cuInit");
+    if (init != NULL) (void)init(0);
+    name_fn nm = (name_fn)(uintptr_t)sym(drv, "cuDeviceGetName");
+    printf("{\"devices\": [");
+    for (int i = 0; i < count; i++) {
+        char name[CAPSHIM_CUDA_NAME_SIZE] = "", esc[2 * CAPSHIM_CUDA_NAME_SIZE], uuid[64];
+        if (nm == NULL || nm(name, (int)sizeof name, i) != 0) name[0] = '\0';
+        name[sizeof name - 1] = '\0';
+        capshim_status_escape(esc, sizeof esc, name);
+        uuid_json(drv, i, uuid, sizeof uuid);
+        printf("%s{\"index\": %d, \"name\": \"%s\", \"uuid\": %s}", i ? ", " : "", i, esc, uuid);
+    }
+    printf("], \"runtime\": \"%s\"}\n", rt_esc);
+    return 0;
+}
+
 int main(int argc, char **argv) {
-    int device = 0;
+    int device = 0, list = 0;
     if (argc == 3 && strcmp(argv[1], "--device") == 0) {
         device = atoi(argv[2]);
+    } else if (argc == 2 && strcmp(argv[1], "--list") == 0) {
+        list = 1;
     } else if (argc != 1) {
-        fprintf(stderr, "usage: capshim-cuda-probe [--device N]\n");
+        fprintf(stderr, "usage: capshim-cuda-probe [--device N | --list]\n");
         return 2;
     }
     const char *wanted = getenv("CAPSHIM_CUDA_RUNTIME");
@@ -245,6 +290,9 @@ int main(int argc, char **argv) {
     if (rv(&rt_version) != 0) return fail("cudaRuntimeGetVersion failed", rt_name);
     if (dv != NULL && dv(&drv_version) != 0) drv_version = -1;
     if (dc == NULL || dc(&count) != 0 || count < 1) return fail("no CUDA device", NULL);
+    char rt_esc[512];
+    capshim_status_escape(rt_esc, sizeof rt_esc, rt_name);
+    if (list) return list_devices(drv, count, rt_esc);
     if (device < 0 || device >= count) return fail("no CUDA device with that index", NULL);
     int layout = rt_version >= 13000 ? 13 : rt_version >= 12000 ? 12 : rt_version >= 11000 ? 11 : 0;
     if (layout == 0) return fail("runtime older than CUDA 11.0: its cudaDeviceProp layout is not in the table", NULL);
@@ -259,11 +307,11 @@ int main(int argc, char **argv) {
     char name[2 * CAPSHIM_CUDA_NAME_SIZE];
     prop[CAPSHIM_CUDA_NAME_OFFSET + CAPSHIM_CUDA_NAME_SIZE - 1] = '\0';
     capshim_status_escape(name, sizeof name, (const char *)prop + CAPSHIM_CUDA_NAME_OFFSET);
-    char rt_esc[512];
-    capshim_status_escape(rt_esc, sizeof rt_esc, rt_name);
-    printf("{\"device\": {\"index\": %d, \"name\": \"%s\"}, \"runtime\": \"%s\", \"runtime_version\": %d, "
-           "\"driver_version\": %d, \"layout\": %d, ",
-           device, name, rt_esc, rt_version, drv_version, layout);
+    char uuid[64];
+    uuid_json(drv, device, uuid, sizeof uuid);
+    printf("{\"device\": {\"index\": %d, \"name\": \"%s\", \"uuid\": %s}, \"runtime\": \"%s\", "
+           "\"runtime_version\": %d, \"driver_version\": %d, \"layout\": %d, ",
+           device, name, uuid, rt_esc, rt_version, drv_version, layout);
     print_props(prop, layout);
     printf(", ");
     printf("\"attributes\": {");

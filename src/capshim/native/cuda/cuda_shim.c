@@ -74,7 +74,13 @@ static int g_inherit;
 static int g_no_substitute;         /* CAPSHIM_CUDA_SUBSTITUTE=0 */
 static int g_pinned;                /* the target of CAPSHIM_TARGET_PID: a fork()ed child stays stock */
 static pid_t g_pid;
-static struct capshim_config g_cfg; /* idem */
+static struct capshim_config g_cfgs[CAPSHIM_MAX_CONFIGS]; /* idem */
+static size_t g_ncfg;
+/* The configuration this thread's current call lowers by (capshim_cuda_select), the device's
+ * index (-1: known by UUID only) and UUID text ("" unknown). */
+static __thread const struct capshim_config *t_cfg;
+static __thread int t_device = -1;
+static __thread char t_uuid[40];
 static atomic_uint g_reached;      /* bit per entry point called */
 static atomic_uint g_substituted;  /* bit per entry point handed out in place of the real one */
 static atomic_int g_hooks_done;
@@ -85,6 +91,7 @@ static struct change {
     const char *query;
     const char *key;
     uint64_t stock, reported;
+    int device;
 } g_changes[MAX_CHANGES];
 static size_t g_nchanges;
 static unsigned g_mismatch_seen; /* bit per (query, layout) already reported */
@@ -117,13 +124,8 @@ static void config_rejected(const char *source, const char *reason) {
     stderr_line(line);
 }
 
-/* Reads and checks the configuration; returns 0 when accepted (g_cfg filled). */
-static int read_config(void) {
-    const char *path = getenv(CONFIG_VAR);
-    if (path == NULL || path[0] == '\0') {
-        config_rejected(CONFIG_VAR, CONFIG_VAR " is not set");
-        return -1;
-    }
+/* Reads and checks one configuration file into cfg; 0 when accepted (else rejected, reported). */
+static int read_one(const char *path, struct capshim_config *cfg) {
     static char buf[CAPSHIM_CONFIG_MAX_BYTES + 1];
     char err[256];
     int fd = capshim_open_regular(path, err, sizeof err);
@@ -138,38 +140,98 @@ static int read_config(void) {
         n += (size_t)got;
     }
     close(fd);
-    if (capshim_config_parse(buf, n, keyspecs, NKEYSPECS, &g_cfg, err, sizeof err) != 0) {
+    if (capshim_config_parse(buf, n, keyspecs, NKEYSPECS, cfg, err, sizeof err) != 0) {
         config_rejected(path, err);
         return -1;
     }
     const char *why = NULL;
-    const struct capshim_value *cc = capshim_config_value(&g_cfg, "computeCapability");
-    if (g_cfg.direction != CAPSHIM_LOWER)
+    const struct capshim_value *cc = capshim_config_value(cfg, "computeCapability");
+    if (cfg->direction != CAPSHIM_LOWER)
         why = "direction 'raise': the CUDA shim is lower-only (the device's real kernels must still run)";
-    else if (g_cfg.nexts != 0)
+    else if (cfg->nexts != 0)
         why = "extension.* keys: CUDA has no extensions to hide or add";
     else if (cc != NULL && (cc->value < 10 || cc->value > 999))
         why = "key 'computeCapability': not major * 10 + minor in 10..999";
     static char zero[128];
-    for (size_t i = 0; why == NULL && i < g_cfg.nvalues; i++) {
-        if (g_cfg.values[i].value != 0) continue;
-        snprintf(zero, sizeof zero, "key '%s': 0: no CUDA device answers 0 (at least 1)", g_cfg.values[i].key);
+    for (size_t i = 0; why == NULL && i < cfg->nvalues; i++) {
+        if (cfg->values[i].value != 0) continue;
+        snprintf(zero, sizeof zero, "key '%s': 0: no CUDA device answers 0 (at least 1)", cfg->values[i].key);
         why = zero;
     }
     if (why != NULL) {
-        memset(&g_cfg, 0, sizeof g_cfg);
+        memset(cfg, 0, sizeof *cfg);
         config_rejected(path, why);
         return -1;
     }
+    return 0;
+}
+
+/* Why configuration k (of g_ncfg) cannot sit beside the others, or NULL: with several, each names
+ * its devices, and no device index is named by two. */
+static const char *clash(size_t k) {
+    if (g_ncfg > 1 && g_cfgs[k].ndevices == 0) return "several configurations: each needs a devices= key";
+    for (size_t o = 0; o < k; o++)
+        for (size_t a = 0; a < g_cfgs[k].ndevices; a++)
+            for (size_t b = 0; b < g_cfgs[o].ndevices; b++) {
+                const struct capshim_device_spec *x = &g_cfgs[k].devices[a], *y = &g_cfgs[o].devices[b];
+                if (x->is_uuid == y->is_uuid &&
+                    (x->is_uuid ? memcmp(x->uuid, y->uuid, CAPSHIM_UUID_BYTES) == 0 : x->index == y->index))
+                    return "a device named by two configurations";
+            }
+    return NULL;
+}
+
+static void config_accepted(const char *path, const struct capshim_config *cfg) {
     struct capshim_json j;
     event_begin(&j, "config");
     capshim_json_bool(&j, "accepted", 1);
     capshim_json_str(&j, "source", path);
     capshim_json_str(&j, "direction", "lower");
-    if (g_cfg.profile[0] != '\0') capshim_json_str(&j, "profile", g_cfg.profile);
-    capshim_json_u64(&j, "values", g_cfg.nvalues);
-    capshim_json_bool(&j, "device_name", g_cfg.device_name[0] != '\0');
+    if (cfg->profile[0] != '\0') capshim_json_str(&j, "profile", cfg->profile);
+    capshim_json_u64(&j, "values", cfg->nvalues);
+    capshim_json_bool(&j, "device_name", cfg->device_name[0] != '\0');
+    if (cfg->ndevices > 0) {
+        char texts[CAPSHIM_MAX_DEVICE_SPECS][40];
+        const char *specs[CAPSHIM_MAX_DEVICE_SPECS];
+        for (size_t i = 0; i < cfg->ndevices; i++) {
+            if (cfg->devices[i].is_uuid)
+                capshim_uuid_text(cfg->devices[i].uuid, texts[i], sizeof texts[i]);
+            else
+                snprintf(texts[i], sizeof texts[i], "%u", cfg->devices[i].index);
+            specs[i] = texts[i];
+        }
+        capshim_json_str_array(&j, "devices", specs, cfg->ndevices);
+    }
     capshim_json_end_and_write(&j);
+}
+
+/* Reads and checks the configurations (CONFIG_VAR: up to CAPSHIM_MAX_CONFIGS paths separated by
+ * ':'); returns 0 when every one is accepted (g_cfgs, g_ncfg filled), else -1, all inert. */
+static int read_config(void) {
+    const char *value = getenv(CONFIG_VAR);
+    if (value == NULL || value[0] == '\0') {
+        config_rejected(CONFIG_VAR, CONFIG_VAR " is not set");
+        return -1;
+    }
+    static char list[8192];
+    const char *paths[CAPSHIM_MAX_CONFIGS];
+    char err[256];
+    int n = capshim_config_paths(value, list, sizeof list, paths, err, sizeof err);
+    if (n < 0) {
+        config_rejected(CONFIG_VAR, err);
+        return -1;
+    }
+    g_ncfg = (size_t)n;
+    for (size_t k = 0; k < g_ncfg; k++) {
+        const char *why = read_one(paths[k], &g_cfgs[k]) != 0 ? "" : clash(k);
+        if (why != NULL) {
+            if (why[0] != '\0') config_rejected(paths[k], why);
+            memset(g_cfgs, 0, sizeof g_cfgs);
+            g_ncfg = 0;
+            return -1;
+        }
+    }
+    for (size_t k = 0; k < g_ncfg; k++) config_accepted(paths[k], &g_cfgs[k]);
     return 0;
 }
 
@@ -358,16 +420,96 @@ static void hooks_event(int first) {
     capshim_json_str_array(&j, "installed", all, E_COUNT);
     capshim_json_str(&j, "first", capshim_cuda_entry_names[first]);
     capshim_json_end_and_write(&j);
-    char line[512];
-    int n = snprintf(line, sizeof line, "capshim-cuda: active in %s[%ld]: lower", capshim_process_name(),
-                     (long)getpid());
-    for (size_t i = 0; i < g_cfg.nvalues && i < 4 && n > 0 && (size_t)n < sizeof line - 96; i++)
-        n += snprintf(line + n, sizeof line - (size_t)n, " %s=%llu", g_cfg.values[i].key,
-                      (unsigned long long)g_cfg.values[i].value);
-    if (n > 0 && (size_t)n < sizeof line - 16) snprintf(line + n, sizeof line - (size_t)n, "%s\n",
-                                                         g_cfg.nvalues > 4 ? " ..." : "");
-    stderr_line(line);
+    for (size_t k = 0; k < g_ncfg; k++) {
+        const struct capshim_config *c = &g_cfgs[k];
+        char line[512];
+        int n = snprintf(line, sizeof line, "capshim-cuda: active in %s[%ld]: lower", capshim_process_name(),
+                         (long)getpid());
+        for (size_t d = 0; d < c->ndevices && n > 0 && (size_t)n < sizeof line - 96; d++) {
+            char spec[40];
+            if (c->devices[d].is_uuid)
+                capshim_uuid_text(c->devices[d].uuid, spec, sizeof spec);
+            else
+                snprintf(spec, sizeof spec, "%u", c->devices[d].index);
+            n += snprintf(line + n, sizeof line - (size_t)n, "%s%s", d == 0 ? " on device " : ",", spec);
+        }
+        if (c->ndevices > 0 && n > 0 && (size_t)n < sizeof line - 16) n += snprintf(line + n, sizeof line - (size_t)n, ":");
+        for (size_t i = 0; i < c->nvalues && i < 4 && n > 0 && (size_t)n < sizeof line - 96; i++)
+            n += snprintf(line + n, sizeof line - (size_t)n, " %s=%llu", c->values[i].key,
+                          (unsigned long long)c->values[i].value);
+        if (n > 0 && (size_t)n < sizeof line - 16)
+            snprintf(line + n, sizeof line - (size_t)n, "%s\n", c->nvalues > 4 ? " ..." : "");
+        stderr_line(line);
+    }
 }
+
+/* ---- the device a call is about --------------------------------------------------- */
+
+static int needs_uuid(void) {
+    for (size_t k = 0; k < g_ncfg; k++)
+        for (size_t d = 0; d < g_cfgs[k].ndevices; d++)
+            if (g_cfgs[k].devices[d].is_uuid) return 1;
+    return 0;
+}
+
+/* The UUID of CUDA device ordinal device from the real driver (cuDeviceGetUuid_v2, else
+ * cuDeviceGetUuid, CUDA 13.0 cuda.h: CUresult (CUuuid *uuid, CUdevice dev), CUuuid 16 bytes; the
+ * shim wraps neither). The CUdevice handle is taken to be the ordinal, as cuDeviceGet answers on
+ * every driver capshim has run on. Cached per ordinal once known (a failure, before cuInit say, is
+ * asked again next time); 0 when known. */
+static int device_uuid(int device, unsigned char *out) {
+    static unsigned char cache[CAPSHIM_DEVICE_INDEX_MAX + 1][CAPSHIM_UUID_BYTES];
+    static signed char known[CAPSHIM_DEVICE_INDEX_MAX + 1]; /* 1 known */
+    if (device < 0 || device > CAPSHIM_DEVICE_INDEX_MAX) return -1;
+    pthread_mutex_lock(&g_lock);
+    int k = known[device];
+    if (k == 1) memcpy(out, cache[device], CAPSHIM_UUID_BYTES);
+    pthread_mutex_unlock(&g_lock);
+    if (k == 1) return 0;
+    typedef capshim_cuerr (*uuid_fn)(unsigned char *, int);
+    uuid_fn fn = NULL;
+    void *h = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_NOLOAD);
+    if (h != NULL) {
+        fn = (uuid_fn)(uintptr_t)capshim_cuda_real_dlsym(h, "cuDeviceGetUuid_v2");
+        if (fn == NULL) fn = (uuid_fn)(uintptr_t)capshim_cuda_real_dlsym(h, "cuDeviceGetUuid");
+    }
+    unsigned char got[CAPSHIM_UUID_BYTES];
+    int ok = fn != NULL && fn(got, device) == CAPSHIM_CU_SUCCESS;
+    if (h != NULL) dlclose(h);
+    pthread_mutex_lock(&g_lock);
+    if (ok) {
+        known[device] = 1;
+        memcpy(cache[device], got, CAPSHIM_UUID_BYTES);
+    }
+    pthread_mutex_unlock(&g_lock);
+    if (ok) memcpy(out, got, CAPSHIM_UUID_BYTES);
+    return ok ? 0 : -1;
+}
+
+static int select_cfg(int device, const unsigned char *uuid) {
+    t_cfg = NULL;
+    t_device = device;
+    t_uuid[0] = '\0';
+    if (uuid != NULL) capshim_uuid_text(uuid, t_uuid, sizeof t_uuid);
+    for (size_t k = 0; k < g_ncfg; k++) {
+        const struct capshim_config *c = &g_cfgs[k];
+        if (capshim_config_names_device(c, device < 0 ? UINT32_MAX : (uint32_t)device, uuid)) {
+            t_cfg = c;
+            return 1;
+        }
+    }
+    return 0;
+}
+
+int capshim_cuda_select(int device) {
+    unsigned char uuid[CAPSHIM_UUID_BYTES];
+    int known = needs_uuid() && device_uuid(device, uuid) == 0;
+    return select_cfg(device, known ? uuid : NULL);
+}
+
+int capshim_cuda_select_uuid(const unsigned char *uuid) { return select_cfg(-1, uuid); }
+
+int capshim_cuda_targeted(void) { return g_ncfg > 0 && g_cfgs[0].ndevices > 0; }
 
 int capshim_cuda_enter(int entry) {
     int outer = t_depth == 0;
@@ -386,16 +528,25 @@ void capshim_cuda_leave(void) {
 
 /* ---- lowering ------------------------------------------------------------------ */
 
+/* The device a changed event is about: "device" (the ordinal the application sees), "uuid"
+ * (when the shim read it) and "profile" (the configuration's profile name). */
+static void device_fields(struct capshim_json *j) {
+    if (t_device >= 0) capshim_json_u64(j, "device", (uint64_t)t_device);
+    if (t_uuid[0] != '\0') capshim_json_str(j, "uuid", t_uuid);
+    if (t_cfg != NULL && t_cfg->profile[0] != '\0') capshim_json_str(j, "profile", t_cfg->profile);
+}
+
 static void changed(const char *query, const char *key, uint64_t stock, uint64_t reported) {
     pthread_mutex_lock(&g_lock);
     for (size_t i = 0; i < g_nchanges; i++) {
         struct change *c = &g_changes[i];
-        if (strcmp(c->query, query) == 0 && strcmp(c->key, key) == 0 && c->stock == stock && c->reported == reported) {
+        if (strcmp(c->query, query) == 0 && strcmp(c->key, key) == 0 && c->stock == stock && c->reported == reported &&
+            c->device == t_device) {
             pthread_mutex_unlock(&g_lock);
             return;
         }
     }
-    if (g_nchanges < MAX_CHANGES) g_changes[g_nchanges++] = (struct change){query, key, stock, reported};
+    if (g_nchanges < MAX_CHANGES) g_changes[g_nchanges++] = (struct change){query, key, stock, reported, t_device};
     pthread_mutex_unlock(&g_lock);
     struct capshim_json j;
     event_begin(&j, "changed");
@@ -403,12 +554,13 @@ static void changed(const char *query, const char *key, uint64_t stock, uint64_t
     capshim_json_str(&j, "key", key);
     capshim_json_u64(&j, "stock", stock);
     capshim_json_u64(&j, "reported", reported);
+    device_fields(&j);
     capshim_json_end_and_write(&j);
 }
 
 /* The configured value of key, or 0 with *set = 0. */
 static uint64_t cfg_value(const char *key, int *set) {
-    const struct capshim_value *v = capshim_config_value(&g_cfg, key);
+    const struct capshim_value *v = t_cfg != NULL ? capshim_config_value(t_cfg, key) : NULL;
     *set = v != NULL;
     return v != NULL ? v->value : 0;
 }
@@ -435,16 +587,17 @@ void capshim_cuda_lower_pair(const char *query, int *major, int *minor) {
 }
 
 size_t capshim_cuda_device_name_size(void) {
-    return g_cfg.device_name[0] != '\0' ? strnlen(g_cfg.device_name, sizeof g_cfg.device_name) + 1 : 0;
+    if (t_cfg == NULL) return 0;
+    return t_cfg->device_name[0] != '\0' ? strnlen(t_cfg->device_name, sizeof t_cfg->device_name) + 1 : 0;
 }
 
 void capshim_cuda_lower_name(const char *query, char *name, size_t size) {
-    if (name == NULL || size == 0 || g_cfg.device_name[0] == '\0') return;
-    if (strncmp(name, g_cfg.device_name, size) == 0) return;
+    if (name == NULL || size == 0 || t_cfg == NULL || t_cfg->device_name[0] == '\0') return;
+    if (strncmp(name, t_cfg->device_name, size) == 0) return;
     static atomic_uint seen; /* one event per query, from a buffer the stock name fit in */
     unsigned bit = 1u << ((unsigned)capshim_cuda_entry_index(query) & 31u);
     if (strnlen(name, size) + 1 >= size || (atomic_fetch_or(&seen, bit) & bit)) {
-        snprintf(name, size, "%s", g_cfg.device_name);
+        snprintf(name, size, "%s", t_cfg->device_name);
         return;
     }
     struct capshim_json j;
@@ -454,9 +607,10 @@ void capshim_cuda_lower_name(const char *query, char *name, size_t size) {
     char stock[CAPSHIM_CUDA_NAME_SIZE];
     snprintf(stock, sizeof stock, "%.*s", (int)(size < sizeof stock ? size : sizeof stock) - 1, name);
     capshim_json_str(&j, "stock", stock);
-    capshim_json_str(&j, "reported", g_cfg.device_name);
+    capshim_json_str(&j, "reported", t_cfg->device_name);
+    device_fields(&j);
     capshim_json_end_and_write(&j);
-    snprintf(name, size, "%s", g_cfg.device_name);
+    snprintf(name, size, "%s", t_cfg->device_name);
 }
 
 void capshim_cuda_lower_attribute(const char *query, int *value, int attr, int device, capshim_attr_fn real_attr) {

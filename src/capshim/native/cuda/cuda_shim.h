@@ -107,6 +107,14 @@ void *capshim_cuda_substitute(const char *name, void *fn, int cuda_version, cons
 /* Marks a wrapper reached; returns 1 when this call may lower (active and not nested inside
  * another wrapper on this thread). Pair every call with capshim_cuda_leave. */
 int capshim_cuda_enter(int entry);
+/* Chooses, for this thread's next lowering, the configuration that answers for CUDA device
+ * ordinal device (its devices= key naming the ordinal, or the UUID the real driver gives it;
+ * config.h), or for the device known by uuid only (16 bytes: NVML); 1 when one does, 0 when the
+ * device answers stock. */
+int capshim_cuda_select(int device);
+int capshim_cuda_select_uuid(const unsigned char *uuid);
+/* Whether the configurations name their devices (devices=), so NVML must find its device's UUID. */
+int capshim_cuda_targeted(void);
 void capshim_cuda_leave(void);
 
 /* Lowering, after a successful real call. query names the entry point. */

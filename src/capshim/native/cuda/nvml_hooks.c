@@ -46,6 +46,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "config.h"
 #include "cuda_shim.h"
 #include "status.h"
 
@@ -213,8 +214,40 @@ static void hooks_event(int first) {
     }
 }
 
-/* Marks entry e reached; 1 when this call may lower (active, outermost NVML wrapper on this thread). */
-static int enter(int e) {
+/* Chooses the configuration for device (capshim_cuda_select_uuid): when the configurations name
+ * their devices, by the UUID the real nvmlDeviceGetUUID gives ("GPU-" then 32 hex digits and
+ * dashes, nvml.h; the same bytes as cuDeviceGetUuid), NVML's own index not being the CUDA ordinal
+ * (CUDA_VISIBLE_DEVICES); a device whose UUID is unknown answers stock. 1 when one answers. */
+static int select_device(nvml_device device) {
+    if (!capshim_cuda_targeted()) return capshim_cuda_select_uuid(NULL);
+    typedef nvml_return (*uuid_fn)(nvml_device, char *, unsigned int);
+    char lib[PATH_MAX];
+    pthread_mutex_lock(&g_lock);
+    memcpy(lib, g_library, sizeof lib);
+    pthread_mutex_unlock(&g_lock);
+    uuid_fn fn = (uuid_fn)(uintptr_t)(lib[0] != '\0' ? lookup_in(lib, "nvmlDeviceGetUUID") : NULL);
+    if (fn == NULL) fn = (uuid_fn)(uintptr_t)lookup_in(NVML_SONAME, "nvmlDeviceGetUUID");
+    char text[96];
+    unsigned char uuid[CAPSHIM_UUID_BYTES];
+    size_t got = 0;
+    if (fn != NULL && fn(device, text, (unsigned int)sizeof text) == NVML_SUCCESS) {
+        text[sizeof text - 1] = '\0';
+        const char *p = strncmp(text, "GPU-", 4) == 0 ? text + 4 : text;
+        for (; *p != '\0' && got < 2 * CAPSHIM_UUID_BYTES; p++) {
+            int v = (*p >= '0' && *p <= '9') ? *p - '0' : (*p >= 'a' && *p <= 'f') ? *p - 'a' + 10
+                  : (*p >= 'A' && *p <= 'F') ? *p - 'A' + 10 : (*p == '-' ? -2 : -1);
+            if (v == -2) continue;
+            if (v < 0) break;
+            uuid[got / 2] = (unsigned char)(got % 2 ? (uuid[got / 2] | v) : v << 4);
+            got++;
+        }
+    }
+    return capshim_cuda_select_uuid(got == 2 * CAPSHIM_UUID_BYTES ? uuid : NULL) && got == 2 * CAPSHIM_UUID_BYTES;
+}
+
+/* Marks entry e reached; 1 when this call may lower (active, outermost NVML wrapper on this thread,
+ * a configuration for device). */
+static int enter(int e, nvml_device device) {
     int outer = t_depth == 0;
     t_depth++;
     if (!capshim_cuda_active()) return 0;
@@ -222,7 +255,7 @@ static int enter(int e) {
         atomic_fetch_or(&g_reached, 1u << e);
         hooks_event(e);
     }
-    return outer;
+    return outer && select_device(device);
 }
 
 static void leave(void) {
@@ -265,7 +298,7 @@ nvml_return nvmlDeviceGetCudaComputeCapability(nvml_device device, int *major, i
         lookup_failed(N_GetCudaComputeCapability);
         return NVML_ERROR_FUNCTION_NOT_FOUND;
     }
-    int lower = enter(N_GetCudaComputeCapability);
+    int lower = enter(N_GetCudaComputeCapability, device);
     nvml_return rc = real(device, major, minor);
     if (rc == NVML_SUCCESS && lower)
         capshim_cuda_lower_pair(capshim_nvml_entry_names[N_GetCudaComputeCapability], major, minor);
@@ -280,7 +313,7 @@ nvml_return nvmlDeviceGetName(nvml_device device, char *name, unsigned int lengt
         lookup_failed(N_GetName);
         return NVML_ERROR_FUNCTION_NOT_FOUND;
     }
-    int lower = enter(N_GetName);
+    int lower = enter(N_GetName, device);
     size_t want = lower ? capshim_cuda_device_name_size() : 0;
     if (want > length && name != NULL) {
         /* The profile's name does not fit where the stock one might: NVML's answer for a short
@@ -315,7 +348,7 @@ static nvml_return attributes(int e, nvml_device device, struct nvml_attributes 
         lookup_failed(e);
         return NVML_ERROR_FUNCTION_NOT_FOUND;
     }
-    int lower = enter(e);
+    int lower = enter(e, device);
     nvml_return rc = real(device, a);
     if (rc == NVML_SUCCESS && lower && a != NULL) lower_attributes(e, a);
     leave();
@@ -355,7 +388,7 @@ nvml_return nvmlDeviceGetArchitecture(nvml_device device, unsigned int *arch) {
         lookup_failed(N_GetArchitecture);
         return NVML_ERROR_FUNCTION_NOT_FOUND;
     }
-    int lower = enter(N_GetArchitecture);
+    int lower = enter(N_GetArchitecture, device);
     nvml_return rc = real(device, arch);
     cc_fn cc = lower && rc == NVML_SUCCESS && arch != NULL ? REAL(cc_fn, N_GetCudaComputeCapability) : NULL;
     int major = -1, minor = -1;
