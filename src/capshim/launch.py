@@ -30,7 +30,7 @@ from pathlib import Path
 from capshim import backends, program
 from capshim import status as st
 from capshim.errors import UsageError
-from capshim.profiles import Profile
+from capshim.profiles import Profile, targets
 
 #: Variables whose values are paths (colon-separated lists), made absolute by :func:`prepare`.
 _PATH_VARS = ("CAPSHIM_STATUS_FILE", "CAPSHIM_VK_APP_CONFIG", "CAPSHIM_VK_DEVICE_CONFIG", "CAPSHIM_CUDA_CONFIG",
@@ -87,7 +87,7 @@ class Launch:
 
 def prepare(argv: list[str], profile: Profile | None = None, simulate: Profile | None = None,
             inherit: bool = False, quiet: bool = False, run_dir: Path | None = None,
-            status_file: Path | None = None) -> Launch:
+            status_file: Path | None = None, placements: list | None = None) -> Launch:
     """Prepare a run of ``argv`` with the shims for ``profile`` and ``simulate``.
 
     Args:
@@ -98,6 +98,9 @@ def prepare(argv: list[str], profile: Profile | None = None, simulate: Profile |
         quiet: no banner on stderr (CAPSHIM_QUIET=1).
         run_dir: folder for configuration files; a temporary one when None.
         status_file: the status file; ``run_dir/status.jsonl`` when None.
+        placements: profiles placed on devices (:func:`capshim.profiles.roles.place_targeted`,
+            already checked against the devices); ``profile`` and ``simulate`` are then the first
+            of each role, which pick the backend and the shims.
 
     Raises:
         UsageError: empty command, profiles for different APIs, or --simulate
@@ -123,7 +126,10 @@ def prepare(argv: list[str], profile: Profile | None = None, simulate: Profile |
     delta: dict[str, str] = {}
     shims: list[str] = []
     if backend is not None:
-        delta = backend.launch_env(profile, simulate, status_file, run_dir, inherit=inherit, quiet=quiet)
+        if targets.targeted(placements):
+            delta = backend.launch_env_targeted(placements, status_file, run_dir, inherit=inherit, quiet=quiet)
+        else:
+            delta = backend.launch_env(profile, simulate, status_file, run_dir, inherit=inherit, quiet=quiet)
         shims = backend.requested_shims(profile, simulate)
     for var in _PATH_VARS:
         if delta.get(var):

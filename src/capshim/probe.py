@@ -81,3 +81,19 @@ def print_probe(out: dict, compare: bool = False, show_all: bool = False, consol
         if s["state"] != "absent":  # the rows above counted apart from the shim's own count (per query)
             shown = f"{len(diff)} answer(s) above differ; " if s["state"] == "active" else ""
             console.print(escape(f"{name}: {s['state']} ({shown}{s['reason']})"))
+
+
+def print_devices(out: dict, compare: bool = False, show_all: bool = False, console: Console | None = None,
+                  wide: bool = False) -> None:
+    """Print a probe of every device (:meth:`capshim.backends.Backend.probe_targeted`): per device a
+    line naming its index, UUID, name and the profiles that answer for it (or "stock"), then
+    :func:`print_probe` of it (``compare``: what was changed on that device)."""
+    console = console or Console(width=terminal.width(wide) or terminal.PIPE_WIDTH)
+    for n, entry in enumerate(out.get("devices", [])):
+        if n:
+            console.print()
+        roles = [f"--{r} {entry[r]}" for r in ("profile", "simulate") if entry.get(r)]
+        uuid = f" ({entry['uuid']})" if entry.get("uuid") else ""
+        console.print(escape(f"device {entry['index']}{uuid}: {', '.join(roles) if roles else 'stock (no profile)'}"))
+        print_probe(entry if compare else entry["answers"], compare=compare, show_all=show_all, console=console,
+                    wide=wide)

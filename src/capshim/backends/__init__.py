@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING
 from capshim import jsonread, status
 from capshim.contracts.suggest import did_you_mean
 from capshim.errors import EXIT_WORKLOAD, CapshimError, UsageError
+from capshim.profiles.targets import Device, Placement, on_device, uuid_text
 
 if TYPE_CHECKING:
     from capshim.profiles import Profile
@@ -163,6 +164,61 @@ class Backend(ABC):
             CapshimError: the probe failed.
         """
         return None
+
+    def devices(self) -> list[Device]:
+        """The devices a process of this API sees, in index order, for device targets
+        (:mod:`capshim.profiles.targets`). Default: the one device an API with one device has
+        (a target there is refused as such).
+
+        Raises:
+            CapshimError: the devices cannot be listed (no driver).
+        """
+        return [Device(0, None, f"the {self.name} device")]
+
+    def launch_env_targeted(self, placements: list[Placement], status_file: Path, run_dir: Path,
+                            inherit: bool = False, quiet: bool = False) -> dict[str, str]:
+        """:meth:`launch_env` for profiles placed on devices (:func:`capshim.profiles.targets.resolve`):
+        one configuration per placement, each with its ``devices=`` specs, the configuration
+        variable listing them separated by ':'.
+
+        Raises:
+            UsageError: this API takes no device target (it has one device).
+        """
+        raise UsageError(f"{self.shim_label} takes no device target (one device)")
+
+    def probe_placed(self, placements: list[Placement] | None, device: int) -> dict:
+        """One :meth:`probe` of ``device`` through the placements' shims (None: stock), in the
+        shape ``probe --compare`` draws (:func:`capshim.probe.print_probe`).
+
+        Raises:
+            UsageError: this API takes no device target (it has one device).
+        """
+        raise UsageError(f"{self.shim_label} takes no device target (one device)")
+
+    def probe_targeted(self, placements: list[Placement], devices: list[Device], compare: bool = False) -> dict:
+        """:meth:`probe` of every device in ``devices`` through the placements' shims:
+        ``{"devices": [{"index", "uuid" (8-4-4-4-12 hex or None), "name", "profile", "simulate"
+        (the references, as given, that answer for it; None: stock in that role), then with
+        ``compare`` "stock", "shimmed" and "differences" ({key: [stock, shimmed]}: what was
+        changed on that device), else "answers" (the probe)}]}``.
+
+        Raises:
+            CapshimError: a probe failed; UsageError: this API takes no device target.
+        """
+        out = []
+        for d in devices:
+            on = on_device(placements, d.index)
+            entry: dict = {"index": d.index, "uuid": uuid_text(d.uuid) if d.uuid else None, "name": d.name,
+                           "profile": on["profile"].text if on["profile"] else None,
+                           "simulate": on["simulate"].text if on["simulate"] else None}
+            shimmed = self.probe_placed(placements, d.index)
+            if compare:
+                stock = self.probe_placed(None, d.index)
+                entry.update(stock=stock, shimmed=shimmed, differences=answer_differences(stock, shimmed))
+            else:
+                entry["answers"] = shimmed
+            out.append(entry)
+        return {"devices": out}
 
     def run_warnings(self, profile: Profile | None, simulate: Profile | None, argv: list[str]) -> list[str]:
         """Sentences ``capshim run`` prints before starting ``argv`` with these profiles."""

@@ -55,6 +55,7 @@ from capshim.errors import CapshimError, UsageError
 from capshim.native import build as nb
 from capshim.profiles import Profile
 from capshim.profiles.model import format_answer
+from capshim.profiles.targets import MAX_TARGETS, Device, Placement, normal_uuid
 
 SHIM = "cuda"
 LIBRARY = "libcapshim_cuda.so"
@@ -262,6 +263,60 @@ def launch_env(profile: Profile | None, status_file: Path, run_dir: Path, inheri
             "CAPSHIM_INHERIT": "1" if inherit else "0"}
 
 
+def launch_env_targeted(placements: list[Placement], status_file: Path, run_dir: Path, inherit: bool = False,
+                        quiet: bool = False, library: Path | None = None) -> dict[str, str]:
+    """:func:`launch_env` for profiles placed on devices: one configuration per placement
+    (``cuda-N.cfg``, :func:`render_config` and its ``devices=`` line), ``CAPSHIM_CUDA_CONFIG``
+    listing them separated by ':' (at most 8: config.h CAPSHIM_MAX_CONFIGS).
+
+    Raises:
+        UsageError: not a lower CUDA profile, or more placements than the shim takes.
+    """
+    placed = [p for p in placements if p.role == "profile"]
+    if not placed:
+        return {}
+    if len(placed) > MAX_TARGETS:
+        raise UsageError(f"{placed[0].flag}: more than {MAX_TARGETS} profiles placed on devices")
+    files = []
+    for n, p in enumerate(placed):
+        cfg = run_dir / f"cuda-{n}.cfg"
+        devices = f"devices={','.join(p.specs)}\n" if p.specs else ""
+        cfg.write_text(render_config(p.profile) + devices)
+        files.append(str(cfg))
+    lib = library or build().library
+    return {"LD_PRELOAD": preload_value(lib, os.environ.get("LD_PRELOAD")), CONFIG_VAR: ":".join(files),
+            "CAPSHIM_STATUS_FILE": str(status_file), "CAPSHIM_QUIET": "1" if quiet else "0",
+            "CAPSHIM_INHERIT": "1" if inherit else "0"}
+
+
+def probe_env(b: CudaBuild | None = None) -> dict[str, str]:
+    """The environment the probe runs in: this one without capshim's run variables, with the
+    runtime :func:`find_runtime` names when ``CAPSHIM_CUDA_RUNTIME`` is not set."""
+    env = {k: v for k, v in os.environ.items() if k not in ("CAPSHIM_TARGET_PID", "CAPSHIM_INHERIT", CONFIG_VAR)}
+    runtime = None if "CAPSHIM_CUDA_RUNTIME" in env else find_runtime()
+    if runtime is not None:
+        env["CAPSHIM_CUDA_RUNTIME"] = str(runtime)
+    return env
+
+
+def devices(b: CudaBuild | None = None) -> list[Device]:
+    """The CUDA devices a process sees (after ``CUDA_VISIBLE_DEVICES``), by the probe's ``--list``
+    (cuDeviceGetName, cuDeviceGetUuid_v2).
+
+    Raises:
+        CapshimError: no CUDA runtime, driver or device (exit 1).
+    """
+    b = b or build()
+    data, _ = run_probe([str(b.probe), "--list"], probe_env(b), "the CUDA probe")
+    if "error" in data:
+        raise CapshimError(f"CUDA probe: {data['error']} (the devices cannot be listed; {STANDIN_HINT})",
+                           exit_code=1)
+    out = []
+    for d in data.get("devices", []):
+        out.append(Device(int(d["index"]), normal_uuid(d.get("uuid")), str(d.get("name", ""))))
+    return out
+
+
 def classify(report: st.StatusReport, requested: bool = True, prog: program.Program | None = None,
              wrapped: bool = False) -> st.ShimState:
     """:func:`capshim.status.classify` for the CUDA shim, in CUDA's words.
@@ -327,7 +382,7 @@ def find_runtime(search: list[str] | None = None) -> Path | None:
 
 
 def probe(profile: Profile | None = None, device: int = 0, extra_env: dict[str, str] | None = None,
-          b: CudaBuild | None = None) -> dict:
+          b: CudaBuild | None = None, placements: list[Placement] | None = None) -> dict:
     """What one process sees of CUDA device ``device``, stock or through the shim (``profile``).
 
     Returns:
@@ -346,12 +401,11 @@ def probe(profile: Profile | None = None, device: int = 0, extra_env: dict[str, 
     with tempfile.TemporaryDirectory(prefix="capshim-probe-") as td:
         tdp = Path(td)
         status_file = tdp / "status.jsonl"
-        env = {k: v for k, v in os.environ.items()
-               if k not in ("CAPSHIM_TARGET_PID", "CAPSHIM_INHERIT", CONFIG_VAR)}
-        env.update(launch_env(profile, status_file, tdp, quiet=True, library=b.library))
-        runtime = None if "CAPSHIM_CUDA_RUNTIME" in env else find_runtime()
-        if runtime is not None:
-            env["CAPSHIM_CUDA_RUNTIME"] = str(runtime)
+        env = probe_env(b)
+        if placements is not None:
+            env.update(launch_env_targeted(placements, status_file, tdp, quiet=True, library=b.library))
+        else:
+            env.update(launch_env(profile, status_file, tdp, quiet=True, library=b.library))
         env.update(extra_env or {})
         data, _ = run_probe([str(b.probe), "--device", str(device)], env, "the CUDA probe")
         if "error" in data:
@@ -365,7 +419,8 @@ def probe(profile: Profile | None = None, device: int = 0, extra_env: dict[str, 
                         "the application loads" + (f"; {STANDIN_HINT}" if "no CUDA driver" in str(data["error"])
                                                    else ""))
             raise CapshimError(f"CUDA probe: {data['error']} ({hint})", exit_code=1)
-        data["shim"] = {SHIM: classify(st.read(status_file), requested=profile is not None).to_dict()}
+        data["shim"] = {SHIM: classify(st.read(status_file),
+                                       requested=profile is not None or bool(placements)).to_dict()}
         if is_standin(data.get("runtime")):
             # the stand-in answers the H200's name; everything that names the device says it is not one
             data["device"]["standin"] = f"capshim stand-in runtime {data['runtime']}"
@@ -538,6 +593,18 @@ class CudaBackend(Backend):
             raise UsageError("--compare needs --profile (the shimmed side)")
         stock, shimmed = _named(probe(None, device=device)), _named(probe(profile, device=device))
         return {"stock": stock, "shimmed": shimmed, "differences": answer_differences(stock, shimmed)}
+
+    def devices(self) -> list[Device]:
+        """See :func:`devices`."""
+        return devices()
+
+    def launch_env_targeted(self, placements, status_file, run_dir, inherit=False, quiet=False):
+        """See :func:`launch_env_targeted`."""
+        return launch_env_targeted(placements, status_file, run_dir, inherit=inherit, quiet=quiet)
+
+    def probe_placed(self, placements, device):
+        """:func:`probe` of ``device`` with the placements (None: stock), the name as a row."""
+        return _named(probe(device=device, placements=placements))
 
     def verify(self, shim: Path | None = None) -> list[dict]:
         """See :func:`verify` (the shim checks its own build: ``shim`` is not supported)."""

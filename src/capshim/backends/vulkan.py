@@ -49,7 +49,7 @@ ROLES = {"app": (LAYER_APP, "CAPSHIM_VK_APP_CONFIG"), "device": (LAYER_DEVICE, "
 LIBRARY = "libcapshim_vulkan.so"
 PROBE = "capshim-vk-probe"
 #: The layer's own files (native/vulkan); the build adds every file of native/common (nb.COMMON_FILES).
-LAYER_SOURCES = ["layer.c", "layer_settings.c", "layer_answers.c", "layer_enforce.c", "layer_tool.c"]
+LAYER_SOURCES = ["layer.c", "layer_settings.c", "layer_answers.c", "layer_enforce.c", "layer_tool.c", "layer_devices.c"]
 SOURCES = [*LAYER_SOURCES, "layer.h", "probe.c", "caps_table.h", "fuzz_keys.h"]
 
 

@@ -78,6 +78,30 @@ def load_roles(profile_ref: str | None, simulate_ref: str | None, device: int = 
     return slots["profile"], slots["simulate"], lines
 
 
+def load_placed(profile_refs, simulate_refs, device: int = 0):
+    """``--profile`` and ``--simulate``, each given once or several times, with or without device
+    targets (``PROFILE@DEVICE``: :mod:`capshim.profiles.targets`): without targets and at most one
+    of each, :func:`load_roles`; else :func:`capshim.profiles.roles.place_targeted`, checked
+    against the devices of the profiles' API before anything runs.
+
+    Returns:
+        (profile or None, simulate or None, lines for stderr, placements or None).
+
+    Raises:
+        CapshimError: (exit 2) one line naming the flag and value: a bad profile, a target that
+            names no device, a device named twice, a target on an API with one device.
+    """
+    refs = {"profile": list(profile_refs or ()), "simulate": list(simulate_refs or ())}
+    if not roles.is_targeted(refs):
+        p, s, lines = load_roles((refs["profile"] or [None])[0], (refs["simulate"] or [None])[0], device)
+        return p, s, lines, None
+    spell = {"profile": "--profile", "simulate": "--simulate"}
+    firsts, placed = roles.place_targeted(refs, spell, profiles.load,
+                                          lambda api: backends.get(api).devices())
+    backends.for_profiles(firsts["profile"], firsts["simulate"])
+    return firsts["profile"], firsts["simulate"], [], placed
+
+
 def builtin_workload_options(f):
     """The built-in workload's options shared by ablate and tune (model, warm-up, test sizes); their
     defaults are the studies' table (capshim.studies.defaults), the same for both."""

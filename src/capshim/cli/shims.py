@@ -11,10 +11,11 @@ import click
 from capshim import backends, beyond, launch
 from capshim import probe as pr
 from capshim.cli.suggest import Choice, refuse_option_as_program
-from capshim.cli.options import json_option, load_roles, wide_option
+from capshim.cli.options import json_option, load_placed, wide_option
 from capshim.errors import EXIT_INERT, EXIT_WORKLOAD, CapshimError, UsageError
 from capshim.export import terminal
 from capshim.contracts import messages
+from capshim.profiles import targets
 
 _API_NAMES = backends.names()
 
@@ -85,11 +86,13 @@ def build_cmd(api, force, target):
 
 
 @click.command("run", context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})
-@click.option("--profile", "profile_ref", metavar="P", help="Shim profile (built-in name, TOML file, or Khronos "
-              "Vulkan Profiles FILE.json[#NAME]): the answers the command sees.")
-@click.option("--simulate", "simulate_ref", metavar="P",
+@click.option("--profile", "profile_ref", metavar="P[@DEV]", multiple=True,
+              help="Shim profile (built-in name, TOML file, or Khronos Vulkan Profiles FILE.json[#NAME]): the "
+                   "answers the command sees. P@DEV[,DEV...] applies it to those devices only (index or UUID; "
+                   "repeat for other devices: --profile a@0 --profile b@1); the others answer stock.")
+@click.option("--simulate", "simulate_ref", metavar="P[@DEV]", multiple=True,
               help="Vulkan only: a profile applied next to the driver, to simulate a weaker GPU; a Khronos "
-                   "FILE.json[#NAME] is split per answer (lower here, raise as --profile).")
+                   "FILE.json[#NAME] is split per answer (lower here, raise as --profile). P@DEV as --profile.")
 @click.option("--inherit", is_flag=True, help="Let the command's child processes inherit the shims.")
 @click.option("--strict", is_flag=True,
               help="Exit 3 when a requested shim stayed inert or was invalid, or (without running the "
@@ -115,9 +118,14 @@ def run_cmd(profile_ref, simulate_ref, inherit, strict, quiet, status_file, forc
     per profile on stderr (its answers counted per kind, the first few named;
     capshim --verbose names each) and a beyond_device event per answer in the
     status file; with --strict the command is not started and capshim exits 3.
+
+    \b
+    One profile per device (docs/multi-gpu.md):
+      capshim run --profile t4-class@1 -- python train.py
+      capshim run --profile t4-class@0 --profile a100-class@GPU-8f3a... -- ./app
     """
 
-    profile, simulate, notes = load_roles(profile_ref, simulate_ref)
+    profile, simulate, notes, placed = load_placed(profile_ref, simulate_ref)
     for note in notes:
         messages.emit(note)
     argv = list(command)
@@ -129,12 +137,15 @@ def run_cmd(profile_ref, simulate_ref, inherit, strict, quiet, status_file, forc
         messages.emit(f"--simulate {simulate.source} is a 'raise' profile: it raises answers next "
                       "to the driver (simulate is meant to lower them)", "warning")
     lc = launch.prepare(argv, profile, simulate, inherit=inherit, quiet=quiet,
-                        status_file=status_path)
+                        status_file=status_path, placements=placed)
     try:
         if lc.backend is not None:
             for warning in lc.backend.run_warnings(profile, simulate, argv):
                 messages.emit(warning, "warning")
-            if _beyond_device(lc.backend, profile, simulate, 0, lc.status_file)[0] and strict:
+            over = False
+            for prof, sim, index in _per_device(profile, simulate, placed):
+                over = bool(_beyond_device(lc.backend, prof, sim, index, lc.status_file)[0]) or over
+            if over and strict:
                 messages.emit("--strict: not starting the command: the profile answers beyond the device")
                 sys.exit(EXIT_INERT)
         rc = launch.run(lc)
@@ -146,6 +157,18 @@ def run_cmd(profile_ref, simulate_ref, inherit, strict, quiet, status_file, forc
     if strict and bad and rc == 0:
         sys.exit(EXIT_INERT)
     sys.exit(rc)
+
+
+def _per_device(profile, simulate, placed, device: int = 0):
+    """(profile, simulate, device index) for each device the run changes: the one device
+    ``device`` without placements, else each device a placement names."""
+    if placed is None:
+        return [(profile, simulate, device)]
+    out = []
+    for index in sorted({d.index for p in placed for d in p.devices}):
+        on = targets.on_device(placed, index)
+        out.append(tuple(on[r].profile if on[r] else None for r in ("profile", "simulate")) + (index,))
+    return out
 
 
 def _beyond_device(backend, profile, simulate, device, status_file=None) -> tuple[list[dict], list[dict]]:
@@ -169,8 +192,11 @@ def _beyond_device(backend, profile, simulate, device, status_file=None) -> tupl
 @click.option("--api", type=Choice(_API_NAMES), default=None,
               help="The GPU API (default: the profile's, else the one this platform runs: "
                    "vulkan on Linux, metal on macOS).")
-@click.option("--profile", "profile_ref", metavar="P", help="Shim profile to probe through.")
-@click.option("--simulate", "simulate_ref", metavar="P", help="Vulkan: simulate a weaker device with this profile.")
+@click.option("--profile", "profile_ref", metavar="P[@DEV]", multiple=True,
+              help="Shim profile to probe through; P@DEV[,DEV...] on those devices only (repeatable): then "
+                   "every device is probed and each says what was changed on it.")
+@click.option("--simulate", "simulate_ref", metavar="P[@DEV]", multiple=True,
+              help="Vulkan: simulate a weaker device with this profile (P@DEV as --profile).")
 @click.option("--device", type=click.IntRange(0, 15), default=0, show_default=True, help="Vulkan physical device index.")
 @click.option("--compare", is_flag=True, help="Show stock and shimmed answers side by side.")
 @click.option("--all", "show_all", is_flag=True, help="With --compare: show unchanged rows too.")
@@ -196,7 +222,7 @@ def probe_cmd(api, profile_ref, simulate_ref, device, compare, show_all, as_json
       capshim probe --api metal --json > host.json
     """
 
-    profile, simulate, notes = load_roles(profile_ref, simulate_ref, device)
+    profile, simulate, notes, placed = load_placed(profile_ref, simulate_ref, device)
     for note in notes:
         messages.emit(note)
     if api is None:
@@ -207,6 +233,8 @@ def probe_cmd(api, profile_ref, simulate_ref, device, compare, show_all, as_json
     be = backends.get(api)
     for warning in be.run_warnings(profile, simulate, []):  # loader settings that hide the shims
         messages.emit(warning, "warning")
+    if placed is not None:
+        return _probe_targeted(be, profile, simulate, placed, compare, show_all, as_json, strict, wide)
     # the probe first: a device it cannot probe (no driver) is its one error, not also a warning of the check
     out = pr.run_probe(api, profile, simulate, device=device, compare=compare)
     over, no_effect = _beyond_device(be, profile, simulate, device)
@@ -219,6 +247,28 @@ def probe_cmd(api, profile_ref, simulate_ref, device, compare, show_all, as_json
     else:
         pr.print_probe(out, compare=compare, show_all=show_all, wide=wide)
     if strict and over:
+        sys.exit(EXIT_INERT)
+
+
+def _probe_targeted(be, profile, simulate, placed, compare, show_all, as_json, strict, wide):
+    """``probe`` with profiles placed on devices: every device, each with what was changed on it."""
+    devices = placed[0].devices if not placed[0].targets else be.devices()
+    out = be.probe_targeted(placed, devices, compare=compare)
+    over_all = []
+    for entry in out["devices"]:
+        on = targets.on_device(placed, entry["index"])
+        prof, sim = (on[r].profile if on[r] else None for r in ("profile", "simulate"))
+        over, no_effect = _beyond_device(be, prof, sim, entry["index"]) if prof or sim else ([], [])
+        if over:
+            entry["beyond_device"] = over
+        if no_effect:
+            entry["no_effect"] = no_effect
+        over_all += over
+    if as_json or not be.tabular_probe:
+        click.echo(json.dumps(out, indent=2))
+    else:
+        pr.print_devices(out, compare=compare, show_all=show_all, wide=wide)
+    if strict and over_all:
         sys.exit(EXIT_INERT)
 
 

@@ -23,8 +23,12 @@ from capshim.contracts import messages
 from capshim.errors import UsageError
 from capshim.profiles import khronos
 from capshim.profiles.model import Profile, ProfileError
+from capshim.profiles.targets import Device, Placement, resolve, split
 
-__all__ = ["ROLES", "RoleError", "place_all", "unsupported_summary"]
+__all__ = ["ROLES", "RoleError", "place_all", "place_targeted", "is_targeted", "unsupported_summary"]
+
+#: How messages name each API's devices.
+API_WORDS = {"vulkan": "Vulkan", "cuda": "CUDA", "metal": "Metal"}
 
 #: The roles, in the order they are placed: the application role, the device role.
 ROLES = ("profile", "simulate")
@@ -109,3 +113,56 @@ def place_all(refs: dict[str, str | None], spell: dict[str, str], stock: Callabl
             lines.append(f"{ref}: no answer the layer can give on this device")
         lines += unsupported_summary(reading)
     return slots, lines
+
+
+def is_targeted(refs: dict[str, list[str]]) -> bool:
+    """Whether the references given per role need :func:`place_targeted`: a role given more than
+    once, or a reference with a device target (``PROFILE@DEVICE``)."""
+    return any(len(r) > 1 or any(split(x, "")[1] for x in r) for r in refs.values())
+
+
+def place_targeted(refs: dict[str, list[str]], spell: dict[str, str], load: Callable[[str], Profile],
+                   devices_of: Callable[[str], list[Device]]) -> tuple[dict[str, Profile | None], list[Placement]]:
+    """Place references that name devices (``PROFILE@TARGET[,TARGET...]``,
+    :mod:`capshim.profiles.targets`), checked against the devices before anything runs.
+
+    Args:
+        refs: role (:data:`ROLES`) -> the references given for it, in order.
+        spell: role -> how the caller names it (``"--profile"``, ``"profile:"``).
+        load: loads a built-in name or a TOML file (:func:`capshim.profiles.load`).
+        devices_of: ``devices_of(api)`` -> the devices of that API (the backend's
+            ``devices()``), called once.
+
+    Returns:
+        (role -> the first profile given for it or None: what picks the backend and the shims;
+        the placements, each with its profile and devices).
+
+    Raises:
+        RoleError: a profile that fails to load, a Khronos file with a target, profiles of
+            different APIs; TargetError (a UsageError): what :func:`capshim.profiles.targets.split`
+            and :func:`~capshim.profiles.targets.resolve` refuse. Each one line naming the flag.
+    """
+    placements: list[Placement] = []
+    for role in ROLES:
+        flag = spell[role].rstrip(":")
+        for ref in refs.get(role) or []:
+            base, targets = split(ref, flag)
+            if khronos.is_khronos_ref(base):
+                raise RoleError(f"{_named(spell[role], ref)}: a Khronos profiles file cannot take a device target "
+                                "or share its role (write one direction first: capshim profile import "
+                                "--direction lower|raise)")
+            try:
+                prof = load(base)
+            except ProfileError as exc:
+                raise RoleError(f"{_named(spell[role], ref)}: {exc}") from None
+            placements.append(Placement(role, flag, base, ref, targets, profile=prof))
+    apis = {p.profile.api for p in placements}
+    if len(apis) > 1:
+        a, b = placements[0], next(p for p in placements if p.profile.api != placements[0].profile.api)
+        raise RoleError(f"{a.flag} {a.text} (api {a.profile.api}) and {b.flag} {b.text} (api {b.profile.api}) are "
+                        "for different APIs: one run shims one API")
+    firsts = {role: next((p.profile for p in placements if p.role == role), None) for role in ROLES}
+    if placements:
+        api = placements[0].profile.api
+        resolve(placements, devices_of(api), API_WORDS.get(api, api))
+    return firsts, placements

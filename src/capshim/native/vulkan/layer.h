@@ -20,7 +20,10 @@
  *
  * Configuration (one spelling per source):
  *   CAPSHIM_VK_DEVICE_CONFIG / CAPSHIM_VK_APP_CONFIG  path of a key=value file
- *                                                    (config.h gives the format)
+ *                                                    (config.h gives the format), or
+ *                                                    up to CAPSHIM_MAX_CONFIGS paths
+ *                                                    separated by ':', each with a
+ *                                                    devices= key (layer_devices.c)
  *   CAPSHIM_STATUS_FILE   JSON-lines status events (status.h)
  *   CAPSHIM_QUIET=1       no stderr banner
  *   CAPSHIM_TARGET_PID    when set and not this process's pid, the layer stays
@@ -41,6 +44,7 @@
  *   layer_answers.c   the patched queries (properties, features, extensions)
  *   layer_enforce.c   vkCreateDevice enforcement (device role)
  *   layer_tool.c      tool info (VK_EXT_tooling_info)
+ *   layer_devices.c   which configuration answers for a physical device (devices=)
  */
 #ifndef CAPSHIM_LAYER_H
 #define CAPSHIM_LAYER_H
@@ -137,6 +141,12 @@ struct inst {
     struct link link;
     VkInstance instance;
     PFN_vkGetInstanceProcAddr gipa;
+    /* the next layer's physical devices, in its order, and their UUIDs (layer_devices.c) */
+    int listed;
+    uint32_t npds;
+    VkPhysicalDevice pds[CAPSHIM_DEVICE_INDEX_MAX + 1];
+    unsigned char uuids[CAPSHIM_DEVICE_INDEX_MAX + 1][CAPSHIM_UUID_BYTES];
+    unsigned char uuid_known[CAPSHIM_DEVICE_INDEX_MAX + 1];
     CAPSHIM_HOOKS(HOOK_MEMBER, _, 0)
 };
 
@@ -150,6 +160,7 @@ struct logged {
     const char *query;
     const char *key;
     uint32_t stock, reported;
+    int device;
 };
 
 struct role {
@@ -157,7 +168,8 @@ struct role {
     const char *config_env;
     pthread_once_t once;
     int state;
-    struct capshim_config cfg;
+    struct capshim_config cfgs[CAPSHIM_MAX_CONFIGS];
+    size_t ncfg;
     pthread_mutex_t lock;
     struct link *instances;
     struct link *devices;
@@ -178,6 +190,15 @@ CAPSHIM_HOOKS(HOOK_PROTO, _, 0)
 void ensure_init(struct role *r);
 /* layer_settings.c: the one stderr line of an active role (unless CAPSHIM_QUIET=1). */
 void banner(struct role *r);
+
+/* layer_devices.c: the configuration of role r that answers for pd, or NULL (pd answers stock);
+ * it also notes pd's index and UUID for this thread's next events (device_fields). */
+const struct capshim_config *role_cfg(struct role *r, VkPhysicalDevice pd);
+/* layer_devices.c: "device", "uuid", "profile" of the device role_cfg last chose on this thread,
+ * when c names its devices. */
+void device_fields(struct capshim_json *j, const struct capshim_config *c);
+/* layer_devices.c: that device's index, or -1. */
+int current_device(void);
 
 /* layer.c: the loader's dispatch key of a dispatchable handle; the instance of a key, or NULL. */
 void *dispatch_key(const void *handle);

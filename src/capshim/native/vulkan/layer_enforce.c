@@ -27,22 +27,23 @@ _Static_assert(sizeof field_struct / sizeof field_struct[0] == CAPSHIM_NUM_FIELD
 
 /* Whether the app role answers this key true, or adds this extension, in the
  * instance with this dispatch key. */
-static int app_restores(void *inst_key, const char *name, int is_extension) {
+static int app_restores(VkPhysicalDevice pd, const char *name, int is_extension) {
     struct role *app = &roles[ROLE_APP];
-    if (find_inst_by_key(app, inst_key) == NULL) return 0; /* also orders the reads below after its init */
-    if (app->state != STATE_ACTIVE || app->cfg.direction != CAPSHIM_RAISE) return 0;
+    if (find_inst_by_key(app, dispatch_key(pd)) == NULL) return 0; /* also orders the reads below after its init */
+    const struct capshim_config *c = app->state == STATE_ACTIVE ? role_cfg(app, pd) : NULL;
+    if (c == NULL || c->direction != CAPSHIM_RAISE) return 0;
     if (is_extension) {
-        const struct capshim_ext *e = capshim_config_ext(&app->cfg, name);
+        const struct capshim_ext *e = capshim_config_ext(c, name);
         return e != NULL && e->spec_version > 0;
     }
-    const struct capshim_value *v = capshim_config_value(&app->cfg, name);
+    const struct capshim_value *v = capshim_config_value(c, name);
     return v != NULL && v->value != 0;
 }
 
 /* One enabled feature or extension that the device role hides: reported, and
  * counted unless the app role restores it. Returns 1 when refused. */
-static int enforce_one(struct role *r, void *inst_key, int is_extension, const char *name, const char *where) {
-    int restored = app_restores(inst_key, name, is_extension);
+static int enforce_one(struct role *r, VkPhysicalDevice pd, int is_extension, const char *name, const char *where) {
+    int restored = app_restores(pd, name, is_extension);
     const char *result = is_extension ? "VK_ERROR_EXTENSION_NOT_PRESENT" : "VK_ERROR_FEATURE_NOT_PRESENT";
     struct capshim_json j;
     capshim_json_begin(&j, restored ? "restored" : "refused", "vulkan", r->layer_name);
@@ -63,40 +64,42 @@ static int enforce_one(struct role *r, void *inst_key, int is_extension, const c
 }
 
 /* Checks the bool keys of one features structure (stype as in caps_table.h). */
-static int enforce_struct(struct role *r, void *inst_key, uint32_t stype, const void *base, const char *where) {
+static int enforce_struct(struct role *r, const struct capshim_config *c, VkPhysicalDevice pd, uint32_t stype,
+                          const void *base, const char *where) {
     int refused = 0;
     if (base == NULL) return 0;
     for (size_t k = 0; k < CAPSHIM_NUM_FIELDS; k++) {
         const struct capshim_field *f = &capshim_fields[k];
         if (f->stype != stype || f->kind != CAPSHIM_BOOL) continue;
-        const struct capshim_value *v = capshim_config_value(&r->cfg, f->key);
+        const struct capshim_value *v = capshim_config_value(c, f->key);
         if (v == NULL || v->value != 0) continue;
         VkBool32 on;
         memcpy(&on, (const unsigned char *)base + f->offset, sizeof on);
-        if (on) refused += enforce_one(r, inst_key, 0, f->key, where ? where : field_struct[k]);
+        if (on) refused += enforce_one(r, pd, 0, f->key, where ? where : field_struct[k]);
     }
     return refused;
 }
 
 /* VK_SUCCESS, or the error the simulated device gives for this create info. */
 VkResult enforce_create_device(struct role *r, VkPhysicalDevice pd, const VkDeviceCreateInfo *ci) {
-    if (r != &roles[ROLE_DEVICE] || r->state != STATE_ACTIVE || r->cfg.direction != CAPSHIM_LOWER) return VK_SUCCESS;
-    void *inst_key = dispatch_key(pd);
+    if (r != &roles[ROLE_DEVICE] || r->state != STATE_ACTIVE) return VK_SUCCESS;
+    const struct capshim_config *c = role_cfg(r, pd);
+    if (c == NULL || c->direction != CAPSHIM_LOWER) return VK_SUCCESS;
     int exts = 0, feats = 0;
     for (uint32_t e = 0; ci->ppEnabledExtensionNames != NULL && e < ci->enabledExtensionCount; e++) {
         const char *name = ci->ppEnabledExtensionNames[e];
-        const struct capshim_ext *x = name != NULL ? capshim_config_ext(&r->cfg, name) : NULL;
-        if (x != NULL && x->spec_version == 0) exts += enforce_one(r, inst_key, 1, x->name, "ppEnabledExtensionNames");
+        const struct capshim_ext *x = name != NULL ? capshim_config_ext(c, name) : NULL;
+        if (x != NULL && x->spec_version == 0) exts += enforce_one(r, pd, 1, x->name, "ppEnabledExtensionNames");
     }
-    feats += enforce_struct(r, inst_key, CAPSHIM_STYPE_BASE_FEATURES, ci->pEnabledFeatures, "pEnabledFeatures");
+    feats += enforce_struct(r, c, pd, CAPSHIM_STYPE_BASE_FEATURES, ci->pEnabledFeatures, "pEnabledFeatures");
     const VkBaseInStructure *s = (const VkBaseInStructure *)ci->pNext;
     for (int n = 0; s != NULL && n < MAX_CHAIN; n++, s = s->pNext) {
         if (s->sType == VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2)
-            feats += enforce_struct(r, inst_key, CAPSHIM_STYPE_BASE_FEATURES,
+            feats += enforce_struct(r, c, pd, CAPSHIM_STYPE_BASE_FEATURES,
                                     &((const VkPhysicalDeviceFeatures2 *)(const void *)s)->features,
                                     "VkPhysicalDeviceFeatures2");
         else
-            feats += enforce_struct(r, inst_key, (uint32_t)s->sType, s, NULL);
+            feats += enforce_struct(r, c, pd, (uint32_t)s->sType, s, NULL);
     }
     /* Fail closed: a feature enabled past the limit would go unchecked. */
     if (s != NULL) {

@@ -71,6 +71,41 @@ static int read_file(const char *path, char *buf, size_t cap, size_t *len, char 
     return 0;
 }
 
+/* With several configurations, each names its devices and no index or UUID is named twice:
+ * 0, else -1 with the reason in err (configuration k of n, the earlier ones checked). */
+static int config_clash(const struct capshim_config *cfgs, size_t k, size_t n, char *err, size_t errlen) {
+    if (n > 1 && cfgs[k].ndevices == 0) {
+        snprintf(err, errlen, "several configurations: each needs a devices= key");
+        return -1;
+    }
+    for (size_t o = 0; o < k; o++)
+        for (size_t a = 0; a < cfgs[k].ndevices; a++)
+            for (size_t b = 0; b < cfgs[o].ndevices; b++) {
+                const struct capshim_device_spec *x = &cfgs[k].devices[a], *y = &cfgs[o].devices[b];
+                if (x->is_uuid == y->is_uuid &&
+                    (x->is_uuid ? memcmp(x->uuid, y->uuid, CAPSHIM_UUID_BYTES) == 0 : x->index == y->index)) {
+                    snprintf(err, errlen, "a device named by two configurations");
+                    return -1;
+                }
+            }
+    return 0;
+}
+
+/* "devices": the specs of c's devices= key, when it has one. */
+static void config_devices(struct capshim_json *j, const struct capshim_config *c) {
+    if (c->ndevices == 0) return;
+    char texts[CAPSHIM_MAX_DEVICE_SPECS][40];
+    const char *specs[CAPSHIM_MAX_DEVICE_SPECS];
+    for (size_t i = 0; i < c->ndevices; i++) {
+        if (c->devices[i].is_uuid)
+            capshim_uuid_text(c->devices[i].uuid, texts[i], sizeof texts[i]);
+        else
+            snprintf(texts[i], sizeof texts[i], "%u", c->devices[i].index);
+        specs[i] = texts[i];
+    }
+    capshim_json_str_array(j, "devices", specs, c->ndevices);
+}
+
 static void role_init(struct role *r) {
     (void)pthread_once(&keyspecs_once, build_keyspecs);
     event_simple(r, "loaded");
@@ -88,31 +123,48 @@ static void role_init(struct role *r) {
             return;
         }
     }
-    const char *path = getenv(r->config_env);
-    if (path == NULL || path[0] == '\0') {
+    const char *value = getenv(r->config_env);
+    if (value == NULL || value[0] == '\0') {
         char reason[96];
         snprintf(reason, sizeof reason, "%s is not set", r->config_env);
         config_rejected(r, r->config_env, reason);
         return;
     }
+    static char lists[NUM_ROLES][8192];
     static char buf[NUM_ROLES][CAPSHIM_CONFIG_MAX_BYTES + 1];
+    int idx = r == &roles[ROLE_APP] ? ROLE_APP : ROLE_DEVICE;
+    const char *paths[CAPSHIM_MAX_CONFIGS];
     char err[256];
-    size_t len = 0;
-    char *mine = buf[r == &roles[ROLE_APP] ? ROLE_APP : ROLE_DEVICE];
-    if (read_file(path, mine, CAPSHIM_CONFIG_MAX_BYTES + 1, &len, err, sizeof err) != 0 ||
-        capshim_config_parse(mine, len, keyspecs, nkeyspecs, &r->cfg, err, sizeof err) != 0) {
-        config_rejected(r, path, err);
+    int npaths = capshim_config_paths(value, lists[idx], sizeof lists[idx], paths, err, sizeof err);
+    if (npaths < 0) {
+        config_rejected(r, r->config_env, err);
         return;
     }
+    for (int k = 0; k < npaths; k++) {
+        size_t len = 0;
+        if (read_file(paths[k], buf[idx], CAPSHIM_CONFIG_MAX_BYTES + 1, &len, err, sizeof err) != 0 ||
+            capshim_config_parse(buf[idx], len, keyspecs, nkeyspecs, &r->cfgs[k], err, sizeof err) != 0 ||
+            config_clash(r->cfgs, (size_t)k, (size_t)npaths, err, sizeof err) != 0) {
+            memset(r->cfgs, 0, sizeof r->cfgs);
+            config_rejected(r, paths[k], err);
+            return;
+        }
+    }
+    r->ncfg = (size_t)npaths;
     r->state = STATE_ACTIVE;
-    struct capshim_json j;
-    capshim_json_begin(&j, "config", "vulkan", r->layer_name);
-    capshim_json_bool(&j, "accepted", 1);
-    capshim_json_str(&j, "source", path);
-    capshim_json_str(&j, "direction", r->cfg.direction == CAPSHIM_RAISE ? "raise" : "lower");
-    capshim_json_u64(&j, "values", r->cfg.nvalues);
-    capshim_json_u64(&j, "extensions", r->cfg.nexts);
-    capshim_json_end_and_write(&j);
+    for (int k = 0; k < npaths; k++) {
+        const struct capshim_config *c = &r->cfgs[k];
+        struct capshim_json j;
+        capshim_json_begin(&j, "config", "vulkan", r->layer_name);
+        capshim_json_bool(&j, "accepted", 1);
+        capshim_json_str(&j, "source", paths[k]);
+        capshim_json_str(&j, "direction", c->direction == CAPSHIM_RAISE ? "raise" : "lower");
+        capshim_json_u64(&j, "values", c->nvalues);
+        capshim_json_u64(&j, "extensions", c->nexts);
+        if (c->profile[0] != '\0') capshim_json_str(&j, "profile", c->profile);
+        config_devices(&j, c);
+        capshim_json_end_and_write(&j);
+    }
 }
 
 static void init_device_role(void) { role_init(&roles[ROLE_DEVICE]); }
@@ -129,25 +181,36 @@ void banner(struct role *r) {
     r->banner_done = 1;
     pthread_mutex_unlock(&r->lock);
     if (done || quiet) return;
-    char line[1024];
-    int n = snprintf(line, sizeof line, "capshim-vulkan: %s active in %s[%ld]: %s", r->layer_name,
-                     capshim_process_name(), (long)getpid(), r->cfg.direction == CAPSHIM_RAISE ? "raise" : "lower");
-    size_t shown = 0;
-    for (size_t i = 0; i < r->cfg.nvalues && n > 0 && (size_t)n < sizeof line - 64; i++, shown++) {
-        if (shown == 6) break;
-        const struct capshim_value *v = &r->cfg.values[i];
-        uint32_t u = (uint32_t)v->value;
-        if (v->kind == CAPSHIM_VERSION)
-            n += snprintf(line + n, sizeof line - (size_t)n, " %s=%u.%u.%u", v->key, VK_API_VERSION_MAJOR(u),
-                          VK_API_VERSION_MINOR(u), VK_API_VERSION_PATCH(u));
-        else
-            n += snprintf(line + n, sizeof line - (size_t)n, " %s=%llu", v->key, (unsigned long long)v->value);
+    for (size_t k = 0; k < r->ncfg; k++) {
+        const struct capshim_config *c = &r->cfgs[k];
+        char line[1024];
+        int n = snprintf(line, sizeof line, "capshim-vulkan: %s active in %s[%ld]: %s", r->layer_name,
+                         capshim_process_name(), (long)getpid(), c->direction == CAPSHIM_RAISE ? "raise" : "lower");
+        for (size_t d = 0; d < c->ndevices && n > 0 && (size_t)n < sizeof line - 64; d++) {
+            char spec[40];
+            if (c->devices[d].is_uuid)
+                capshim_uuid_text(c->devices[d].uuid, spec, sizeof spec);
+            else
+                snprintf(spec, sizeof spec, "%u", c->devices[d].index);
+            n += snprintf(line + n, sizeof line - (size_t)n, "%s%s%s", d == 0 ? " on device " : ",", spec,
+                          d + 1 == c->ndevices ? ":" : "");
+        }
+        size_t shown = 0;
+        for (size_t i = 0; i < c->nvalues && n > 0 && (size_t)n < sizeof line - 64; i++, shown++) {
+            if (shown == 6) break;
+            const struct capshim_value *v = &c->values[i];
+            uint32_t u = (uint32_t)v->value;
+            if (v->kind == CAPSHIM_VERSION)
+                n += snprintf(line + n, sizeof line - (size_t)n, " %s=%u.%u.%u", v->key, VK_API_VERSION_MAJOR(u),
+                              VK_API_VERSION_MINOR(u), VK_API_VERSION_PATCH(u));
+            else
+                n += snprintf(line + n, sizeof line - (size_t)n, " %s=%llu", v->key, (unsigned long long)v->value);
+        }
+        if (n > 0 && (size_t)n < sizeof line - 64 && c->nvalues > shown)
+            n += snprintf(line + n, sizeof line - (size_t)n, " (+%zu more)", c->nvalues - shown);
+        if (n > 0 && (size_t)n < sizeof line - 64 && c->nexts > 0)
+            snprintf(line + n, sizeof line - (size_t)n, "; %zu extension(s) %s", c->nexts,
+                     c->direction == CAPSHIM_RAISE ? "added" : "hidden");
+        fprintf(stderr, "%s\n", line);
     }
-    if (n > 0 && (size_t)n < sizeof line - 64 && r->cfg.nvalues > shown)
-        n += snprintf(line + n, sizeof line - (size_t)n, " (+%zu more)", r->cfg.nvalues - shown);
-    if (n > 0 && (size_t)n < sizeof line - 64 && r->cfg.nexts > 0)
-        snprintf(line + n, sizeof line - (size_t)n, "; %zu extension(s) %s", r->cfg.nexts,
-                 r->cfg.direction == CAPSHIM_RAISE ? "added" : "hidden");
-    fprintf(stderr, "%s\n", line);
 }
-

@@ -17,10 +17,10 @@
  * VK_EXT_tooling_info among its device extensions (the loader answers
  * vkEnumerateDeviceExtensionProperties for a layer name from the manifest). */
 
-static void fill_tool(const struct role *r, VkPhysicalDeviceToolProperties *t) {
+static void fill_tool(const struct role *r, const struct capshim_config *c, VkPhysicalDeviceToolProperties *t) {
     int app = r == &roles[ROLE_APP];
-    const char *profile = r->cfg.profile[0] != '\0' ? r->cfg.profile : "(unnamed configuration)";
-    const char *dir = r->cfg.direction == CAPSHIM_RAISE ? "raise" : "lower";
+    const char *profile = c->profile[0] != '\0' ? c->profile : "(unnamed configuration)";
+    const char *dir = c->direction == CAPSHIM_RAISE ? "raise" : "lower";
     snprintf(t->name, sizeof t->name, "capshim %s role", app ? "app" : "device");
     snprintf(t->version, sizeof t->version, "%s", CAPSHIM_VERSION_STRING);
     t->purposes = VK_TOOL_PURPOSE_MODIFYING_FEATURES_BIT;
@@ -38,6 +38,9 @@ static VkResult tool_properties(struct role *r, VkPhysicalDevice pd, uint32_t *c
     PFN_vkGetPhysicalDeviceToolPropertiesEXT extf = i ? i->next_vkGetPhysicalDeviceToolPropertiesEXT : NULL;
     PFN_vkGetPhysicalDeviceToolProperties next = ext ? (extf ? extf : core) : (core ? core : extf);
     if (count == NULL) return next != NULL ? next(pd, count, tools) : VK_ERROR_OUT_OF_HOST_MEMORY; /* invalid use */
+    const struct capshim_config *c = role_cfg(r, pd);
+    if (c == NULL) /* a device this role answers stock for: not a tool there */
+        return next != NULL ? next(pd, count, tools) : (*count = 0, VK_SUCCESS);
     VkPhysicalDeviceToolProperties *all = NULL;
     uint32_t n = 0;
     VkResult res = next != NULL ? VK_INCOMPLETE : VK_SUCCESS;
@@ -59,7 +62,7 @@ static VkResult tool_properties(struct role *r, VkPhysicalDevice pd, uint32_t *c
     }
     if (all == NULL) all = calloc(1, sizeof *all);
     if (all == NULL) return VK_ERROR_OUT_OF_HOST_MEMORY;
-    fill_tool(r, &all[0]);
+    fill_tool(r, c, &all[0]);
     uint32_t total = n + 1;
     if (tools == NULL) {
         *count = total;
