@@ -42,6 +42,7 @@ from capshim.errors import EXIT_WORKLOAD, CapshimError, UsageError
 from capshim.native import build as nb
 from capshim.profiles import Profile, format_version
 from capshim.profiles.model import encode_device_name
+from capshim.profiles.targets import MAX_TARGETS, Device, Placement, normal_uuid
 
 LAYER_APP = "VK_LAYER_CAPSHIM_app"
 LAYER_DEVICE = "VK_LAYER_CAPSHIM_device"
@@ -309,6 +310,58 @@ def launch_env(profile: Profile | None, simulate: Profile | None, status_file: P
     return env
 
 
+def launch_env_targeted(placements: list[Placement], status_file: Path, run_dir: Path,
+                        quiet: bool = False) -> dict[str, str]:
+    """:func:`launch_env` for profiles placed on devices: per role one configuration per placement
+    (``vulkan-ROLE-N.cfg``: :func:`render_config` and its ``devices=`` line), the role's variable
+    listing them separated by ':' (at most 8: config.h CAPSHIM_MAX_CONFIGS).
+
+    Raises:
+        UsageError: a profile whose api is not "vulkan", or more placements in a role than the layer takes.
+    """
+    b = build()
+    env: dict[str, str] = {"CAPSHIM_STATUS_FILE": str(status_file)}
+    if quiet:
+        env["CAPSHIM_QUIET"] = "1"
+    roles = []
+    for role, placed_role in (("app", "profile"), ("device", "simulate")):
+        placed = [p for p in placements if p.role == placed_role]
+        if not placed:
+            continue
+        if len(placed) > MAX_TARGETS:
+            raise UsageError(f"{placed[0].flag}: more than {MAX_TARGETS} profiles placed on devices")
+        files = []
+        for n, p in enumerate(placed):
+            cfg = run_dir / f"vulkan-{role}-{n}.cfg"
+            cfg.write_text(render_config(p.profile) + (f"devices={','.join(p.specs)}\n" if p.specs else ""))
+            files.append(str(cfg))
+        env[ROLES[role][1]] = ":".join(files)
+        roles.append(role)
+    if not roles:
+        return {}
+    env.update(vkloader.layer_env(os.environ, [str(b.manifest_dirs[r]) for r in roles],
+                                  [ROLES[r][0] for r in roles]))
+    return env
+
+
+def devices() -> list[Device]:
+    """The Vulkan physical devices a process sees without capshim's layers, in the loader's order
+    (the probe's ``--list``: deviceName, VkPhysicalDeviceIDProperties::deviceUUID).
+
+    Raises:
+        CapshimError: no Vulkan driver (exit 1).
+    """
+    b = build()
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("CAPSHIM_TARGET_PID", "CAPSHIM_VK_APP_CONFIG", "CAPSHIM_VK_DEVICE_CONFIG")}
+    data, _ = run_probe([str(b.probe), "--list"], env, "the Vulkan probe")
+    if "error" in data:
+        raise CapshimError(f"Vulkan probe: {data['error']} (the devices cannot be listed; is a Vulkan driver "
+                           "installed? try: vulkaninfo --summary)", exit_code=EXIT_WORKLOAD)
+    return [Device(int(d["index"]), normal_uuid(d.get("uuid")), str(d.get("name", "")))
+            for d in data.get("devices", [])]
+
+
 def _layer_folders(layers: list[str]) -> list[str]:
     """The manifest folders of ``layers`` (same order), without building anything."""
     b = build_paths()
@@ -359,7 +412,8 @@ def requested_layers(profile: Profile | None, simulate: Profile | None) -> list[
 
 
 def probe(profile: Profile | None = None, simulate: Profile | None = None, device: int = 0,
-          create_device: list[str] | None = None, extra_env: dict[str, str] | None = None) -> dict:
+          create_device: list[str] | None = None, extra_env: dict[str, str] | None = None,
+          placements: list[Placement] | None = None) -> dict:
     """What one process sees through the layers asked for.
 
     Returns:
@@ -380,7 +434,10 @@ def probe(profile: Profile | None = None, simulate: Profile | None = None, devic
         env = dict(os.environ)
         for var in ("CAPSHIM_TARGET_PID", "CAPSHIM_VK_APP_CONFIG", "CAPSHIM_VK_DEVICE_CONFIG"):
             env.pop(var, None)
-        env.update(launch_env(profile, simulate, status_file, tdp, quiet=True))
+        if placements is not None:
+            env.update(launch_env_targeted(placements, status_file, tdp, quiet=True))
+        else:
+            env.update(launch_env(profile, simulate, status_file, tdp, quiet=True))
         env.update(extra_env or {})
         cmd = [str(b.probe), "--device", str(device)]
         if create_device:
@@ -393,6 +450,9 @@ def probe(profile: Profile | None = None, simulate: Profile | None = None, devic
                                "try: vulkaninfo --summary)", exit_code=EXIT_WORKLOAD)
         report = st.read(status_file)
         asked = requested_layers(profile, simulate)
+        if placements is not None:
+            asked = requested_layers(*(next((p.profile for p in placements if p.role == r), None)
+                                       for r in ("profile", "simulate")))
         data["shim"] = {layer: classify(report, layer, requested=layer in asked).to_dict()
                         for layer in (LAYER_APP, LAYER_DEVICE)}
         data["stderr"] = stderr
@@ -464,6 +524,20 @@ class VulkanBackend(Backend):
             raise UsageError("--compare needs --profile and/or --simulate (the shimmed side)")
         stock, shimmed = once(None, None), once(profile, simulate)
         return {"stock": stock, "shimmed": shimmed, "differences": answer_differences(stock, shimmed)}
+
+    def devices(self) -> list[Device]:
+        """See :func:`devices`."""
+        return devices()
+
+    def launch_env_targeted(self, placements, status_file, run_dir, inherit=False, quiet=False):
+        """See :func:`launch_env_targeted`."""
+        return launch_env_targeted(placements, status_file, run_dir, quiet=quiet)
+
+    def probe_placed(self, placements, device):
+        """:func:`probe` of ``device`` with the placements (None: stock), without its ``stderr``."""
+        data = probe(device=device, placements=placements)
+        data.pop("stderr", None)
+        return data
 
     def verify(self, shim: Path | None = None) -> list[dict]:
         """See :func:`verify` (the layer checks its own build: ``shim`` is not supported)."""

@@ -98,17 +98,19 @@ class Placement:
     devices: list[Device] = field(default_factory=list)
     profile: object = None
 
+    #: UUIDs several devices of this API share (the same driver listed twice): never a spec.
+    shared_uuids: frozenset = frozenset()
+
     @property
     def specs(self) -> list[str]:
-        """The ``devices=`` specs of this reference's configuration: each target as given, and for
-        each device named the index and the UUID too (when known), so a shim that sees a device
-        by one of them only (NVML: by UUID) still finds it. Empty when untargeted."""
+        """The ``devices=`` specs of this reference's configuration, one per device named: its
+        UUID when the driver gives one no other device shares (it names the device whatever
+        order the loader or CUDA_VISIBLE_DEVICES lists it in; NVML finds a device by UUID
+        only), else its index. Empty when untargeted."""
         if not self.targets:
             return []
-        out = [t.spec for t in self.targets]
-        for d in self.devices:
-            out += [s for s in (str(d.index), f"uuid:{d.uuid}" if d.uuid else None) if s and s not in out]
-        return out[:MAX_TARGETS]
+        return [f"uuid:{d.uuid}" if d.uuid and d.uuid not in self.shared_uuids else str(d.index)
+                for d in self.devices][:MAX_TARGETS]
 
 
 def normal_uuid(text: object) -> str | None:
@@ -217,6 +219,8 @@ def resolve(placements: list[Placement], devices: list[Device], api_word: str) -
             raise TargetError(f"{flag} {plain[0].text}: targets every device, and {other.flag} {other.text} is "
                               f"given too: give every {flag} a device (PROFILE@DEVICE), or one {flag} without '@'")
     owner: dict[tuple[str, int], Placement] = {}
+    uuids = [d.uuid for d in devices if d.uuid]
+    shared = frozenset(u for u in uuids if uuids.count(u) > 1)
     for p in placements:
         where = f"{p.flag} {p.text}"
         if not p.targets:
@@ -226,6 +230,7 @@ def resolve(placements: list[Placement], devices: list[Device], api_word: str) -
             raise TargetError(f"{where}: {_listing(devices, api_word)}: a device target needs several; "
                               f"drop '@{','.join(t.text for t in p.targets)}'")
         p.devices = []
+        p.shared_uuids = shared
         for t in p.targets:
             d = _find(t, devices, where, api_word)
             before = owner.get((p.role, d.index))

@@ -14,6 +14,10 @@
 
 static __thread int t_index = -1;
 static __thread char t_uuid[40];
+/* Set while this thread lists the devices or reads a UUID: a layer below that calls back up
+ * through the loader while it enumerates (Mesa's VK_LAYER_MESA_device_select asks each device's
+ * extensions: measured with Mesa 22.3.6) must get stock answers, not a listing again. */
+static __thread int t_busy;
 
 /* The index and UUID of pd in the instance i (next layer's order); 0 when pd was found. */
 static int identify(struct role *r, struct inst *i, VkPhysicalDevice pd, uint32_t *index, unsigned char *uuid,
@@ -70,11 +74,15 @@ const struct capshim_config *role_cfg(struct role *r, VkPhysicalDevice pd) {
     t_uuid[0] = '\0';
     if (r->ncfg == 0) return NULL;
     if (r->ncfg == 1 && r->cfgs[0].ndevices == 0) return &r->cfgs[0];
+    if (t_busy) return NULL;
     struct inst *i = find_inst_by_key(r, dispatch_key(pd));
     uint32_t index = 0;
     unsigned char uuid[CAPSHIM_UUID_BYTES];
     int have_uuid = 0;
-    if (i == NULL || identify(r, i, pd, &index, uuid, &have_uuid) != 0) return NULL;
+    t_busy = 1;
+    int found = i != NULL && identify(r, i, pd, &index, uuid, &have_uuid) == 0;
+    t_busy = 0;
+    if (!found) return NULL;
     t_index = (int)index;
     if (have_uuid) capshim_uuid_text(uuid, t_uuid, sizeof t_uuid);
     for (size_t k = 0; k < r->ncfg; k++)

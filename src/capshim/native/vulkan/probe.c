@@ -3,6 +3,8 @@
  * whatever layers the environment enables.
  *
  * Usage: capshim-vk-probe [--device N] [--create-device EXT[,EXT...]]
+ *        capshim-vk-probe --list   the devices: {"devices": [{"index", "name", "uuid"}]}
+ *                                  (deviceUUID, VkPhysicalDeviceIDProperties, 8-4-4-4-12 hex)
  *
  * It queries vkGetPhysicalDeviceProperties2 and vkGetPhysicalDeviceFeatures2
  * with the pNext structures the device's reported apiVersion and extensions
@@ -98,11 +100,32 @@ static void free_chain(struct chained *list, size_t n) {
     for (size_t i = 0; i < n; i++) free(list[i].ptr);
 }
 
+/* --list: {"devices": [{"index", "name", "uuid" (deviceUUID, 8-4-4-4-12 hex)}]} in the loader's order. */
+static int list_devices(VkInstance inst, VkPhysicalDevice *devs, uint32_t ndev) {
+    printf("{\"devices\":[");
+    for (uint32_t k = 0; k < ndev; k++) {
+        VkPhysicalDeviceIDProperties id = {VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_ID_PROPERTIES, NULL, {0}, {0}, {0}, 0, 0};
+        VkPhysicalDeviceProperties2 p2 = {VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2, &id, {0}};
+        vkGetPhysicalDeviceProperties2(devs[k], &p2);
+        printf("%s{\"index\":%u,\"name\":", k ? "," : "", k);
+        json_string(p2.properties.deviceName);
+        printf(",\"uuid\":\"");
+        for (unsigned i = 0; i < VK_UUID_SIZE; i++) printf("%s%02x", (i == 4 || i == 6 || i == 8 || i == 10) ? "-" : "", id.deviceUUID[i]);
+        printf("\"}");
+    }
+    printf("]}\n");
+    vkDestroyInstance(inst, NULL);
+    return 0;
+}
+
 int main(int argc, char **argv) {
     uint64_t want = 0;
+    int list_only = 0;
     const char *create_exts = NULL;
     for (int a = 1; a < argc; a++) {
-        if (strcmp(argv[a], "--device") == 0 && a + 1 < argc) {
+        if (strcmp(argv[a], "--list") == 0) {
+            list_only = 1;
+        } else if (strcmp(argv[a], "--device") == 0 && a + 1 < argc) {
             if (capshim_parse_u64(argv[++a], &want) != 0 || want >= MAX_DEVICES) {
                 fprintf(stderr, "capshim-vk-probe: --device: '%s' is not a device index 0..%d\n", argv[a],
                         MAX_DEVICES - 1);
@@ -111,7 +134,7 @@ int main(int argc, char **argv) {
         } else if (strcmp(argv[a], "--create-device") == 0 && a + 1 < argc) {
             create_exts = argv[++a];
         } else {
-            fprintf(stderr, "usage: capshim-vk-probe [--device N] [--create-device EXT[,EXT...]]\n");
+            fprintf(stderr, "usage: capshim-vk-probe [--list | --device N] [--create-device EXT[,EXT...]]\n");
             return 2;
         }
     }
@@ -137,6 +160,7 @@ int main(int argc, char **argv) {
         vkDestroyInstance(inst, NULL);
         return fail("vkEnumeratePhysicalDevices", res);
     }
+    if (list_only) return list_devices(inst, devs, ndev);
     if (ndev == 0 || want >= ndev) {
         vkDestroyInstance(inst, NULL);
         printf("{\"error\":\"no Vulkan device with index %llu (found %u)\"}\n", (unsigned long long)want, ndev);
@@ -189,13 +213,17 @@ int main(int argc, char **argv) {
     int have_driver = dv >= VK_API_VERSION_1_2 || has_ext(exts, next, "VK_KHR_driver_properties");
     if (have_driver)
         push_front((VkBaseOutStructure *)&p2, CAPSHIM_ST(PHYSICAL_DEVICE_DRIVER_PROPERTIES), &drv);
+    VkPhysicalDeviceIDProperties idp = {VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_ID_PROPERTIES, NULL, {0}, {0}, {0}, 0, 0};
+    push_front((VkBaseOutStructure *)&p2, VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_ID_PROPERTIES, &idp);
     vkGetPhysicalDeviceProperties2(pd, &p2);
     vkGetPhysicalDeviceFeatures2(pd, &f2);
 
     /* Output. */
     printf("{\"device\":{\"index\":%llu,\"name\":", (unsigned long long)want);
     json_string(base.deviceName);
-    printf(",\"driver\":");
+    printf(",\"uuid\":\"");
+    for (unsigned u = 0; u < VK_UUID_SIZE; u++) printf("%s%02x", (u == 4 || u == 6 || u == 8 || u == 10) ? "-" : "", idp.deviceUUID[u]);
+    printf("\",\"driver\":");
     if (have_driver) json_string(drv.driverName);
     else printf("null");
     printf(",\"driverInfo\":");
