@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import json
 import os
 import shutil
 import signal
@@ -29,7 +30,7 @@ from pathlib import Path
 
 from capshim import backends, program
 from capshim import status as st
-from capshim.errors import UsageError
+from capshim.errors import CapshimError, UsageError
 from capshim.profiles import Profile, targets
 
 #: Variables whose values are paths (colon-separated lists), made absolute by :func:`prepare`.
@@ -128,6 +129,7 @@ def prepare(argv: list[str], profile: Profile | None = None, simulate: Profile |
     if backend is not None:
         if targets.targeted(placements):
             delta = backend.launch_env_targeted(placements, status_file, run_dir, inherit=inherit, quiet=quiet)
+            _append_event(status_file, targets.targets_event(backend.name, placements, os.getpid()))
         else:
             delta = backend.launch_env(profile, simulate, status_file, run_dir, inherit=inherit, quiet=quiet)
         shims = backend.requested_shims(profile, simulate)
@@ -138,6 +140,19 @@ def prepare(argv: list[str], profile: Profile | None = None, simulate: Profile |
         delta["CAPSHIM_INHERIT"] = "1"
     exec_argv = list(argv) if (inherit or not delta) else ["/bin/sh", "-c", PID_WRAPPER, "capshim-run", *argv]
     return Launch(list(argv), exec_argv, delta, status_file, shims, run_dir, tmp, backend)
+
+
+def _append_event(path: Path, event: dict) -> None:
+    """One JSON line appended to the status file (the launcher's own events, docs/status.md).
+
+    Raises:
+        CapshimError: the file cannot be written (names it).
+    """
+    try:
+        with open(path, "a", encoding="utf-8") as fh:
+            fh.write(json.dumps(event, separators=(",", ":")) + "\n")
+    except OSError as exc:
+        raise CapshimError(f"status file {path}: cannot write: {exc.strerror}") from None
 
 
 def _fresh_status_file(path: Path) -> None:

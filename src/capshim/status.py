@@ -63,18 +63,26 @@ class ShimState:
             give them (numbers: booleans 0/1, versions packed, a compute capability major * 10 +
             minor), the first stock and the last reported value of each key; what
             the bench shows as each arm's answers (:mod:`capshim.bench.answers`).
+        devices: per device, when the run placed profiles on devices (docs/multi-gpu.md): device
+            index (a string) -> ``{"uuid" (or None), "profile" (the configuration's profile
+            name), "answered": {key: [stock, reported]}}``, from the ``changed`` events that name
+            their device.
     """
 
     state: str
     reason: str
     changes: int = 0
     answered: dict = field(default_factory=dict)
+    devices: dict = field(default_factory=dict)
 
     def to_dict(self) -> dict:
-        """JSON-ready form (``answered`` only when the shim changed an answer)."""
+        """JSON-ready form (``answered`` only when the shim changed an answer, ``devices`` only
+        when a change named its device)."""
         out = {"state": self.state, "reason": self.reason, "changes": self.changes}
         if self.answered:
             out["answered"] = {k: list(v) for k, v in self.answered.items()}
+        if self.devices:
+            out["devices"] = self.devices
         return out
 
 
@@ -152,7 +160,7 @@ def classify_events(events: list[dict]) -> ShimState:
     skipped = [e for e in events if e.get("event") == "skipped"]
     skipped_pids = {e.get("pid") for e in skipped}
     events = [e for e in events if e.get("event") != "skipped" and e.get("pid") not in skipped_pids]
-    changes = len({(e.get("query"), e.get("key"), e.get("stock"), e.get("reported"))
+    changes = len({(e.get("query"), e.get("key"), e.get("stock"), e.get("reported"), e.get("device"))
                    for e in events if e.get("event") == "changed"})
     answered: dict[str, list] = {}
     for e in events:
@@ -177,7 +185,20 @@ def classify_events(events: list[dict]) -> ShimState:
         return ShimState(INERT, "loaded but installed no hooks (no instance/device was created through it)"
                          + note, changes)
     return ShimState(ACTIVE, f"the shim recorded {changes} changed answer(s), one per query that returned one "
-                     "(a key read through two queries counts twice)" + note, changes, answered)
+                     "(a key read through two queries counts twice)" + note, changes, answered, per_device(events))
+
+
+def per_device(events: list[dict]) -> dict:
+    """The changed events that name their device (``device``, ``uuid``, ``profile``: a run with
+    profiles placed on devices), grouped: device index (a string) -> ``{"uuid", "profile",
+    "answered": {key: [first stock, last reported]}}``, in index order."""
+    out: dict[str, dict] = {}
+    for e in events:
+        if e.get("event") != "changed" or not isinstance(e.get("device"), int) or not isinstance(e.get("key"), str):
+            continue
+        d = out.setdefault(str(e["device"]), {"uuid": e.get("uuid"), "profile": e.get("profile"), "answered": {}})
+        d["answered"].setdefault(e["key"], [e.get("stock"), None])[1] = e.get("reported")
+    return dict(sorted(out.items(), key=lambda kv: int(kv[0])))
 
 
 def _order_problem(report: StatusReport, target_pid: int | None) -> str | None:

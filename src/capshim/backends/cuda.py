@@ -351,7 +351,7 @@ def classify(report: st.StatusReport, requested: bool = True, prog: program.Prog
     reason += f"; layout_mismatch (left stock): {'; '.join(bad)}" if bad else ""
     reason += f"; unresolved (no real function found): {'; '.join(missing)}" if missing else ""
     reason += f"; unbound (handed out stock): {'; '.join(unbound)}" if unbound else ""
-    return st.ShimState(st.ACTIVE, reason, state.changes, state.answered)
+    return st.ShimState(st.ACTIVE, reason, state.changes, state.answered, state.devices)
 
 
 def standin_env(b: CudaBuild) -> dict[str, str]:

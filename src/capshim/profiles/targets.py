@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 
 from capshim.errors import UsageError
 
-__all__ = ["normal_uuid", "Target", "Device", "Placement", "on_device", "targeted", "TargetError", "split", "resolve", "uuid_text", "device_line",
+__all__ = ["targets_event", "normal_uuid", "Target", "Device", "Placement", "on_device", "targeted", "TargetError", "split", "resolve", "uuid_text", "device_line",
            "MAX_TARGETS"]
 
 #: Specs one configuration's ``devices=`` key holds and configurations one variable holds
@@ -133,7 +133,7 @@ def device_line(d: Device) -> str:
 
 
 def _target(text: str, flag: str, whole: str) -> Target:
-    if _INDEX.fullmatch(text):
+    if _INDEX.fullmatch(text) and int(text) <= MAX_INDEX:
         return Target(text, index=int(text))
     uuid = normal_uuid(text)
     if uuid is not None:
@@ -257,3 +257,17 @@ def on_device(placements: list[Placement], index: int) -> dict[str, Placement | 
         if any(d.index == index for d in p.devices):
             out[p.role] = out[p.role] or p
     return out
+
+
+def targets_event(api: str, placements: list[Placement], pid: int) -> dict:
+    """The ``targets`` status event ``capshim run`` writes before the command starts (docs/status.md):
+    per device a placement names, its ``index``, ``uuid`` (8-4-4-4-12 hex or None), ``name`` and, per
+    role, the reference as given (``"profile": "t4-class@1"``; None: stock in that role)."""
+    seen: dict[int, dict] = {}
+    for p in placements:
+        for d in p.devices:
+            rec = seen.setdefault(d.index, {"index": d.index, "uuid": uuid_text(d.uuid) if d.uuid else None,
+                                            "name": d.name, "profile": None, "simulate": None})
+            rec[p.role] = p.text
+    return {"schema": 1, "event": "targets", "shim": api, "pid": pid, "process": "capshim",
+            "devices": [seen[k] for k in sorted(seen)]}

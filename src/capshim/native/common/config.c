@@ -201,6 +201,21 @@ void capshim_uuid_text(const unsigned char *uuid, char *out, size_t outlen) {
     out[5 + 2 * CAPSHIM_UUID_BYTES] = '\0';
 }
 
+void capshim_uuid_dashed(const unsigned char *uuid, char *out, size_t outlen) {
+    static const char hex[] = "0123456789abcdef";
+    if (out == NULL || outlen < 37) {
+        if (out != NULL && outlen > 0) out[0] = '\0';
+        return;
+    }
+    size_t k = 0;
+    for (size_t i = 0; i < CAPSHIM_UUID_BYTES; i++) {
+        if (i == 4 || i == 6 || i == 8 || i == 10) out[k++] = '-';
+        out[k++] = hex[uuid[i] >> 4];
+        out[k++] = hex[uuid[i] & 15];
+    }
+    out[k] = '\0';
+}
+
 int capshim_config_paths(const char *value, char *buf, size_t buflen, const char *paths[CAPSHIM_MAX_CONFIGS],
                          char *err, size_t errlen) {
     if (value == NULL || value[0] == '\0') {

@@ -119,6 +119,9 @@ int capshim_config_names_device(const struct capshim_config *cfg, uint32_t index
 
 /* "uuid:" and 32 lowercase hex digits of uuid into out (at least 38 bytes). */
 void capshim_uuid_text(const unsigned char *uuid, char *out, size_t outlen);
+/* uuid as 8-4-4-4-12 lowercase hex (as CUDA and nvidia-smi print it, without "GPU-") into out
+ * (at least 37 bytes): the status events' "uuid". */
+void capshim_uuid_dashed(const unsigned char *uuid, char *out, size_t outlen);
 
 /* Splits a configuration variable's value into up to CAPSHIM_MAX_CONFIGS paths separated by ':'
  * (pointers into buf, a copy of value of buflen bytes). Returns the count, or -1 with a reason in

@@ -490,7 +490,7 @@ static int select_cfg(int device, const unsigned char *uuid) {
     t_cfg = NULL;
     t_device = device;
     t_uuid[0] = '\0';
-    if (uuid != NULL) capshim_uuid_text(uuid, t_uuid, sizeof t_uuid);
+    if (uuid != NULL) capshim_uuid_dashed(uuid, t_uuid, sizeof t_uuid);
     for (size_t k = 0; k < g_ncfg; k++) {
         const struct capshim_config *c = &g_cfgs[k];
         if (capshim_config_names_device(c, device < 0 ? UINT32_MAX : (uint32_t)device, uuid)) {
@@ -531,22 +531,26 @@ void capshim_cuda_leave(void) {
 /* The device a changed event is about: "device" (the ordinal the application sees), "uuid"
  * (when the shim read it) and "profile" (the configuration's profile name). */
 static void device_fields(struct capshim_json *j) {
+    if (t_cfg == NULL || t_cfg->ndevices == 0) return; /* every device: as before targets existed */
     if (t_device >= 0) capshim_json_u64(j, "device", (uint64_t)t_device);
     if (t_uuid[0] != '\0') capshim_json_str(j, "uuid", t_uuid);
     if (t_cfg != NULL && t_cfg->profile[0] != '\0') capshim_json_str(j, "profile", t_cfg->profile);
 }
 
+static int targeted_device(void) { return t_cfg != NULL && t_cfg->ndevices > 0 ? t_device : -1; }
+
 static void changed(const char *query, const char *key, uint64_t stock, uint64_t reported) {
+    int device = targeted_device();
     pthread_mutex_lock(&g_lock);
     for (size_t i = 0; i < g_nchanges; i++) {
         struct change *c = &g_changes[i];
         if (strcmp(c->query, query) == 0 && strcmp(c->key, key) == 0 && c->stock == stock && c->reported == reported &&
-            c->device == t_device) {
+            c->device == device) {
             pthread_mutex_unlock(&g_lock);
             return;
         }
     }
-    if (g_nchanges < MAX_CHANGES) g_changes[g_nchanges++] = (struct change){query, key, stock, reported, t_device};
+    if (g_nchanges < MAX_CHANGES) g_changes[g_nchanges++] = (struct change){query, key, stock, reported, device};
     pthread_mutex_unlock(&g_lock);
     struct capshim_json j;
     event_begin(&j, "changed");

@@ -84,7 +84,7 @@ const struct capshim_config *role_cfg(struct role *r, VkPhysicalDevice pd) {
     t_busy = 0;
     if (!found) return NULL;
     t_index = (int)index;
-    if (have_uuid) capshim_uuid_text(uuid, t_uuid, sizeof t_uuid);
+    if (have_uuid) capshim_uuid_dashed(uuid, t_uuid, sizeof t_uuid);
     for (size_t k = 0; k < r->ncfg; k++)
         if (capshim_config_names_device(&r->cfgs[k], index, have_uuid ? uuid : NULL)) return &r->cfgs[k];
     return NULL;

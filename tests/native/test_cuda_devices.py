@@ -1,0 +1,99 @@
+"""One profile per CUDA device (issue 32) on the stand-ins with two devices (CAPSHIM_STANDIN_DEVICES=2,
+distinct UUIDs, CUDA_VISIBLE_DEVICES honoured by ordinal and UUID): the target hits its device and
+only it, by ordinal as the application sees it and by UUID whatever the order; bad targets are one
+line, exit 2, and nothing runs."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from capshim.backends import cuda
+from capshim.errors import EXIT_USAGE
+from tests.conftest import run_capshim
+
+pytestmark = pytest.mark.slow  # compiles the shim and starts the stand-ins (tests/test_tiers.py)
+
+#: The stand-ins' UUIDs (native/cuda/standin_cuda.c): physical device p ends in p.
+UUID = {p: f"ca950000-0000-4000-8000-00000000000{p}" for p in range(3)}
+
+
+@pytest.fixture(scope="module")
+def env():
+    b = cuda.build()
+    return {**cuda.standin_env(b), "CAPSHIM_STANDIN_DEVICES": "2"}
+
+
+def _probe(env, *args, **extra):
+    out = run_capshim("probe", "--api", "cuda", *args, "--compare", "--json", env={**env, **extra})
+    assert out.returncode == 0, out.stderr
+    return {d["index"]: d for d in json.loads(out.stdout)["devices"]}
+
+
+def test_a_target_lowers_its_device_and_leaves_the_other_stock(env):
+    devs = _probe(env, "--profile", "t4-class@1")
+    assert devs[0]["profile"] is None and devs[0]["differences"] == {}
+    assert devs[0]["uuid"] == UUID[0] and devs[1]["uuid"] == UUID[1]
+    assert devs[1]["profile"] == "t4-class@1"
+    assert devs[1]["differences"]["computeCapability"] == [90, 75]
+    assert devs[1]["differences"]["multiProcessorCount"] == [132, 40]
+    per = devs[1]["shimmed"]["shim"]["cuda"]["devices"]
+    assert list(per) == ["1"] and per["1"]["uuid"] == UUID[1] and per["1"]["profile"] == "t4-class"
+
+
+def test_two_profiles_two_devices_by_ordinal_and_by_uuid(env):
+    devs = _probe(env, "--profile", "t4-class@0", "--profile", f"a100-class@GPU-{UUID[1]}")
+    assert devs[0]["differences"]["computeCapability"] == [90, 75]
+    assert devs[1]["differences"]["computeCapability"] == [90, 80]
+    assert devs[1]["profile"] == f"a100-class@GPU-{UUID[1]}"
+
+
+def test_a_uuid_target_follows_its_device_when_cuda_visible_devices_reorders(env):
+    # physical 1 is ordinal 0 now: the UUID still names it, the ordinal names what the app sees
+    devs = _probe(env, "--profile", f"t4-class@{UUID[1]}", CUDA_VISIBLE_DEVICES="1,0")
+    assert devs[0]["uuid"] == UUID[1] and devs[0]["differences"]["computeCapability"] == [90, 75]
+    assert devs[1]["differences"] == {}
+    devs = _probe(env, "--profile", "t4-class@1", CUDA_VISIBLE_DEVICES=f"GPU-{UUID[1]},0")
+    assert devs[1]["uuid"] == UUID[0] and devs[1]["differences"]["computeCapability"] == [90, 75]
+    assert devs[0]["differences"] == {}
+
+
+def test_run_writes_the_targets_and_per_device_changes_to_the_status_file(env, tmp_path):
+    b = cuda.build()
+    status = tmp_path / "s.jsonl"
+    out = run_capshim("run", "--status-file", str(status), "--profile", "t4-class@1", "--",
+                      str(b.probe), "--device", "1", env=env)
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout)["capabilities"]["computeCapability"] == 75
+    events = [json.loads(line) for line in status.read_text().splitlines()]
+    (tgt,) = [e for e in events if e["event"] == "targets"]
+    assert tgt["devices"] == [{"index": 1, "uuid": UUID[1], "name": "NVIDIA H200 (stand-in 1)",
+                               "profile": "t4-class@1", "simulate": None}]
+    changed = [e for e in events if e["event"] == "changed"]
+    assert changed and {(e["device"], e["uuid"], e["profile"]) for e in changed} == {(1, UUID[1], "t4-class")}
+    configs = [e for e in events if e["event"] == "config" and e["accepted"]]
+    assert {tuple(e["devices"]) for e in configs} == {(f"uuid:{UUID[1].replace('-', '')}",)}
+    # the other device of the same process answers stock
+    out = run_capshim("run", "--profile", "t4-class@1", "--", str(b.probe), "--device", "0", env=env)
+    assert json.loads(out.stdout)["capabilities"]["computeCapability"] == 90
+
+
+@pytest.mark.parametrize("args, extra, words", [
+    (["--profile", "t4-class@2"], {}, "--profile t4-class@2: no CUDA device 2: this machine has 2 CUDA devices"),
+    (["--profile", "t4-class@GPU-ca950000-0000-4000-8000-0000000000ff"], {}, "no CUDA device GPU-ca95"),
+    (["--profile", "t4-class@1", "--profile", f"a100-class@{UUID[1]}"], {}, "is already given --profile t4-class@1"),
+    (["--profile", "t4-class@0", "--profile", "t4-class"], {}, "--profile t4-class: targets every device"),
+    (["--profile", "t4-class@1"], {"CAPSHIM_STANDIN_DEVICES": "1"},
+     "--profile t4-class@1: this machine has 1 CUDA device (0: NVIDIA H200"),
+    (["--profile", "t4-class@1"], {"CUDA_VISIBLE_DEVICES": f"GPU-{UUID[1]}"}, "this machine has 1 CUDA device"),
+    (["--profile", "t4-class@x"], {}, "'x' is not a device index"),
+    (["--simulate", "t4-class@1"], {}, "--simulate"),
+])
+def test_bad_targets_are_one_line_exit_2_and_nothing_runs(env, tmp_path, args, extra, words):
+    marker = tmp_path / "ran"
+    out = run_capshim("run", *args, "--", "touch", str(marker), env={**env, **extra})
+    assert out.returncode == EXIT_USAGE, out.stderr
+    assert words in " ".join(out.stderr.split()), out.stderr
+    assert out.stderr.startswith("capshim: ") and out.stderr.count("capshim:") == 1, out.stderr
+    assert not marker.exists()

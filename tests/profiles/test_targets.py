@@ -1,0 +1,130 @@
+"""Device targets (issue 32): the one spelling PROFILE@TARGET[,TARGET...] and its checks against the
+devices an API lists (capshim.profiles.targets, roles.place_targeted), without any device."""
+
+from __future__ import annotations
+
+import pytest
+
+from capshim import profiles
+from capshim.profiles import roles, targets
+from capshim.profiles.targets import Device, Placement, TargetError
+
+U0 = "ca950000000040008000000000000000"
+U1 = "ca950000000040008000000000000001"
+TWO = [Device(0, U0, "NVIDIA H200"), Device(1, U1, "NVIDIA H200 (stand-in 1)")]
+
+
+@pytest.mark.parametrize("ref, base, specs", [
+    ("t4-class", "t4-class", []),
+    ("t4-class@1", "t4-class", ["1"]),
+    ("t4-class@0,1", "t4-class", ["0", "1"]),
+    (f"t4-class@GPU-{targets.uuid_text(U1)}", "t4-class", [f"uuid:{U1}"]),
+    (f"t4-class@{U1.upper()}", "t4-class", [f"uuid:{U1}"]),
+    (f"t4-class@{targets.uuid_text(U1)}", "t4-class", [f"uuid:{U1}"]),
+    ("dir@x/p.toml@1", "dir@x/p.toml", ["1"]),  # the last '@' splits
+])
+def test_split_reads_the_spelling(ref, base, specs):
+    got, ts = targets.split(ref, "--profile")
+    assert got == base and [t.spec for t in ts] == specs
+
+
+@pytest.mark.parametrize("ref, words", [
+    ("t4-class@", "an empty device"),
+    ("t4-class@0,", "an empty device"),
+    ("@1", "no profile before '@'"),
+    ("t4-class@01", "'01' is not a device index"),
+    ("t4-class@64", "'64' is not a device index"),
+    ("t4-class@-1", "'-1' is not a device index"),
+    ("t4-class@GPU-12", "'GPU-12' is not a device index"),
+    ("t4-class@1,1", "device '1' given twice"),
+    ("t4-class@0,1,2,3,4,5,6,7,8", "more than 8 devices"),
+])
+def test_split_refuses_bad_spellings_naming_the_flag(ref, words):
+    with pytest.raises(TargetError) as exc:
+        targets.split(ref, "--profile")
+    assert str(exc.value).startswith(f"--profile {ref}: ") and words in str(exc.value)
+    assert "\n" not in str(exc.value)
+
+
+def test_a_profile_file_whose_name_holds_an_at_is_a_file(tmp_path):
+    f = tmp_path / "mine@1"
+    f.write_text("x")
+    assert targets.split(str(f), "--profile") == (str(f), ())
+
+
+def _placed(*refs, role="profile"):
+    return [Placement(role, f"--{role}", *targets.split(r, f"--{role}")[:1], r, targets.split(r, f"--{role}")[1])
+            for r in refs]
+
+
+def test_resolve_places_each_reference_on_its_devices_and_writes_uuid_specs():
+    a, b = targets.resolve(_placed("t4-class@0", f"a100-class@GPU-{targets.uuid_text(U1)}"), TWO, "CUDA")
+    assert [d.index for d in a.devices] == [0] and [d.index for d in b.devices] == [1]
+    assert a.specs == [f"uuid:{U0}"] and b.specs == [f"uuid:{U1}"]  # the UUID names it in any order
+    assert targets.on_device([a, b], 1)["profile"] is b and targets.on_device([a, b], 1)["simulate"] is None
+
+
+@pytest.mark.parametrize("refs, devices, words", [
+    (["t4-class@2"], TWO, "no CUDA device 2: this machine has 2 CUDA devices (0: NVIDIA H200"),
+    ([f"t4-class@{'f' * 32}"], TWO, f"no CUDA device {'f' * 32}"),
+    (["t4-class@1"], TWO[:1], "this machine has 1 CUDA device (0: NVIDIA H200"),
+    (["t4-class@0", "a100-class@0"], TWO, "is already given --profile t4-class@0"),
+    (["t4-class@1", f"a100-class@{U1}"], TWO, "is already given --profile t4-class@1"),  # index and UUID: one device
+    ([f"t4-class@1,{U1}"], TWO, "device 1 named twice"),
+    (["t4-class", "a100-class@1"], TWO, "targets every device, and --profile a100-class@1 is given too"),
+    ([f"t4-class@{U0}"], [Device(0, U0, "llvmpipe"), Device(1, U0, "llvmpipe")], "is shared by CUDA devices 0, 1"),
+])
+def test_resolve_refuses_in_one_line_naming_flag_and_value(refs, devices, words):
+    with pytest.raises(TargetError) as exc:
+        targets.resolve(_placed(*refs), devices, "CUDA")
+    msg = str(exc.value)
+    assert msg.startswith("--profile ") and words in msg and "\n" not in msg, msg
+
+
+def test_a_shared_uuid_is_never_a_spec_the_index_is():
+    devices = [Device(0, U0, "llvmpipe"), Device(1, U0, "llvmpipe")]
+    (p,) = targets.resolve(_placed("vulkan-paravirt@1", role="simulate"), devices, "Vulkan")
+    assert p.specs == ["1"]
+
+
+def test_roles_are_checked_apart_one_device_may_take_both_roles():
+    placed = _placed("vulkan-paravirt@1", role="simulate") + _placed("vulkan-paravirt@1")
+    targets.resolve(placed, TWO, "Vulkan")
+    assert targets.on_device(placed, 1) == {"simulate": placed[0], "profile": placed[1]}
+
+
+def test_place_targeted_loads_each_profile_and_asks_the_devices_once():
+    asked = []
+
+    def devices_of(api):
+        asked.append(api)
+        return TWO
+
+    firsts, placed = roles.place_targeted({"profile": ["t4-class@1"], "simulate": []},
+                                          {"profile": "--profile", "simulate": "--simulate"}, profiles.load,
+                                          devices_of)
+    assert asked == ["cuda"] and firsts["profile"].name == "t4-class" and firsts["simulate"] is None
+    assert placed[0].profile.name == "t4-class" and placed[0].devices == [TWO[1]]
+
+
+def test_place_targeted_refuses_a_bad_profile_and_mixed_apis_before_listing_devices():
+    never = lambda api: pytest.fail("listed the devices")  # noqa: E731
+    spell = {"profile": "--profile", "simulate": "--simulate"}
+    with pytest.raises(roles.RoleError, match=r"^--profile nosuch@1: "):
+        roles.place_targeted({"profile": ["nosuch@1"]}, spell, profiles.load, never)
+    with pytest.raises(roles.RoleError, match="are for different APIs"):
+        roles.place_targeted({"profile": ["t4-class@0", "vulkan-paravirt@1"]}, spell, profiles.load, never)
+
+
+def test_is_targeted():
+    assert not roles.is_targeted({"profile": ["t4-class"], "simulate": []})
+    assert roles.is_targeted({"profile": ["t4-class@1"], "simulate": []})
+    assert roles.is_targeted({"profile": ["a@0", "b"], "simulate": []})
+
+
+def test_targets_event_names_each_device_with_its_references():
+    placed = targets.resolve(_placed("t4-class@1"), TWO, "CUDA")
+    ev = targets.targets_event("cuda", placed, 7)
+    assert ev["event"] == "targets" and ev["devices"] == [
+        {"index": 1, "uuid": targets.uuid_text(U1), "name": "NVIDIA H200 (stand-in 1)", "profile": "t4-class@1",
+         "simulate": None}]
