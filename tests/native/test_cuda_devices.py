@@ -97,3 +97,29 @@ def test_bad_targets_are_one_line_exit_2_and_nothing_runs(env, tmp_path, args, e
     assert words in " ".join(out.stderr.split()), out.stderr
     assert out.stderr.startswith("capshim: ") and out.stderr.count("capshim:") == 1, out.stderr
     assert not marker.exists()
+
+
+def _cfg(tmp_path, name, devices=None):
+    f = tmp_path / name
+    f.write_text("direction=lower\nprofile=t4-class\ncomputeCapability=75\n" + (f"devices={devices}\n" if devices else ""))
+    return str(f)
+
+
+@pytest.mark.parametrize("case, reason", [
+    ("nine", "more than 8 configuration paths"),
+    ("empty_item", "an empty configuration path"),
+    ("two_untargeted", "several configurations: each needs a devices= key"),
+    ("same_device", "a device named by two configurations"),
+])
+def test_a_bad_list_of_configurations_leaves_every_device_stock_and_says_why(env, tmp_path, case, reason):
+    from capshim import profiles
+
+    a, b = _cfg(tmp_path, "a.cfg", "0"), _cfg(tmp_path, "b.cfg", "1")
+    value = {"nine": ":".join([a] * 9), "empty_item": f"{a}::{b}",
+             "two_untargeted": f"{_cfg(tmp_path, 'c.cfg')}:{_cfg(tmp_path, 'd.cfg')}",
+             "same_device": f"{a}:{_cfg(tmp_path, 'e.cfg', '0')}"}[case]
+    for device in (0, 1):
+        data = cuda.probe(profiles.load("t4-class"), device=device,
+                          extra_env={**env, cuda.CONFIG_VAR: value, "CAPSHIM_QUIET": "1"})
+        assert data["capabilities"]["computeCapability"] == 90
+        assert data["shim"]["cuda"]["state"] == "invalid" and reason in data["shim"]["cuda"]["reason"]
