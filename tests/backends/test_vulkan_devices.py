@@ -16,7 +16,6 @@ from capshim.errors import EXIT_USAGE
 from capshim.native import build as nb
 from tests.conftest import run_capshim
 
-pytestmark = pytest.mark.slow  # the real loader and lavapipe (tests/test_tiers.py)
 
 LAYER = Path(__file__).resolve().parents[1] / "native" / "vk_reorder_layer.c"
 UUID = {p: f"00112233-4455-6677-8899-aabbccddee0{p}" for p in range(2)}
@@ -60,6 +59,7 @@ def _probe(env, *args):
 SHARED = "maxComputeSharedMemorySize"
 
 
+@pytest.mark.slow  # starts the probes of both devices, stock and shimmed
 def test_an_index_target_lowers_its_device_only(icds):
     devs = _probe({"VK_DRIVER_FILES": icds["two"]}, "--simulate", "vulkan-paravirt@1")
     assert devs[0]["simulate"] is None and devs[0]["differences"] == {}
@@ -68,6 +68,7 @@ def test_an_index_target_lowers_its_device_only(icds):
     assert list(per) == ["1"] and per["1"]["profile"] == "vulkan-paravirt"
 
 
+@pytest.mark.slow  # starts the probes of both devices, stock and shimmed
 def test_each_role_on_its_own_device(icds):
     devs = _probe({"VK_DRIVER_FILES": icds["two"]}, "--profile", "vulkan-paravirt@0", "--simulate",
                   "vulkan-paravirt@1")
@@ -75,6 +76,7 @@ def test_each_role_on_its_own_device(icds):
     assert devs[1]["simulate"] == "vulkan-paravirt@1" and devs[1]["differences"][SHARED] == [32768, 24576]
 
 
+@pytest.mark.slow  # starts the probes of both devices, stock and shimmed
 @pytest.mark.parametrize("reordered, hit", [("0", 1), ("1", 0)])
 def test_a_uuid_target_follows_its_device_when_the_order_changes(icds, reorder, reordered, hit):
     env = {"VK_DRIVER_FILES": icds["two"], **reorder, "CAPSHIM_TEST_REORDER": reordered}
@@ -83,6 +85,7 @@ def test_a_uuid_target_follows_its_device_when_the_order_changes(icds, reorder, 
     assert devs[1 - hit]["differences"] == {}
 
 
+@pytest.mark.slow  # starts the probes of both devices, stock and shimmed
 def test_run_writes_the_targets_event(icds, tmp_path, vk_build):
     status = tmp_path / "s.jsonl"
     out = run_capshim("run", "--status-file", str(status), "--simulate", "vulkan-paravirt@1", "--",

@@ -13,7 +13,6 @@ from capshim.backends import cuda
 from capshim.errors import EXIT_USAGE
 from tests.conftest import run_capshim
 
-pytestmark = pytest.mark.slow  # compiles the shim and starts the stand-ins (tests/test_tiers.py)
 
 #: The stand-ins' UUIDs (native/cuda/standin_cuda.c): physical device p ends in p.
 UUID = {p: f"ca950000-0000-4000-8000-00000000000{p}" for p in range(3)}
@@ -31,6 +30,7 @@ def _probe(env, *args, **extra):
     return {d["index"]: d for d in json.loads(out.stdout)["devices"]}
 
 
+@pytest.mark.slow  # starts the probes of both devices, stock and shimmed
 def test_a_target_lowers_its_device_and_leaves_the_other_stock(env):
     devs = _probe(env, "--profile", "t4-class@1")
     assert devs[0]["profile"] is None and devs[0]["differences"] == {}
@@ -42,6 +42,7 @@ def test_a_target_lowers_its_device_and_leaves_the_other_stock(env):
     assert list(per) == ["1"] and per["1"]["uuid"] == UUID[1] and per["1"]["profile"] == "t4-class"
 
 
+@pytest.mark.slow  # starts the probes of both devices, stock and shimmed
 def test_two_profiles_two_devices_by_ordinal_and_by_uuid(env):
     devs = _probe(env, "--profile", "t4-class@0", "--profile", f"a100-class@GPU-{UUID[1]}")
     assert devs[0]["differences"]["computeCapability"] == [90, 75]
@@ -49,6 +50,7 @@ def test_two_profiles_two_devices_by_ordinal_and_by_uuid(env):
     assert devs[1]["profile"] == f"a100-class@GPU-{UUID[1]}"
 
 
+@pytest.mark.slow  # starts the probes of both devices, stock and shimmed
 def test_a_uuid_target_follows_its_device_when_cuda_visible_devices_reorders(env):
     # physical 1 is ordinal 0 now: the UUID still names it, the ordinal names what the app sees
     devs = _probe(env, "--profile", f"t4-class@{UUID[1]}", CUDA_VISIBLE_DEVICES="1,0")
@@ -59,6 +61,7 @@ def test_a_uuid_target_follows_its_device_when_cuda_visible_devices_reorders(env
     assert devs[0]["differences"] == {}
 
 
+@pytest.mark.slow  # starts the probes of both devices, stock and shimmed
 def test_run_writes_the_targets_and_per_device_changes_to_the_status_file(env, tmp_path):
     b = cuda.build()
     status = tmp_path / "s.jsonl"
@@ -105,6 +108,7 @@ def _cfg(tmp_path, name, devices=None):
     return str(f)
 
 
+@pytest.mark.slow  # starts the probes of both devices, stock and shimmed
 @pytest.mark.parametrize("case, reason", [
     ("nine", "more than 8 configuration paths"),
     ("empty_item", "an empty configuration path"),
