@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING
 from capshim import jsonread, status
 from capshim.contracts.suggest import did_you_mean
 from capshim.errors import EXIT_WORKLOAD, CapshimError, UsageError
-from capshim.profiles.targets import Device, Placement, on_device, uuid_text
+from capshim.profiles.targets import MAX_TARGETS, Device, Placement, on_device, uuid_text
 
 if TYPE_CHECKING:
     from capshim.profiles import Profile
@@ -330,6 +330,25 @@ def answer_rows(data: dict) -> dict[str, object]:
     return rows
 
 
+def placed_configs(placements: list[Placement], role: str, render, run_dir: Path, stem: str) -> str:
+    """The configuration files of one role's placements (``run_dir/STEM-N.cfg``: ``render(profile)``
+    and its ``devices=`` line, native/common/config.h), as the value of the shim's configuration
+    variable: their paths separated by ':'; "" when the role has none.
+
+    Raises:
+        UsageError: more placements than a shim takes (config.h: CAPSHIM_MAX_CONFIGS).
+    """
+    placed = [p for p in placements if p.role == role]
+    if len(placed) > MAX_TARGETS:
+        raise UsageError(f"{placed[0].flag}: more than {MAX_TARGETS} profiles placed on devices")
+    files = []
+    for n, p in enumerate(placed):
+        cfg = run_dir / f"{stem}-{n}.cfg"
+        cfg.write_text(render(p.profile) + (f"devices={','.join(p.specs)}\n" if p.specs else ""))
+        files.append(str(cfg))
+    return ":".join(files)
+
+
 def answer_differences(stock: dict, shimmed: dict) -> dict[str, list]:
     """Keys whose answer differs between two capability-shaped probe results:
     ``key -> [stock, shimmed]`` (None where a side lacks the key)."""
@@ -341,5 +360,5 @@ def answer_differences(stock: dict, shimmed: dict) -> dict[str, list]:
     return out
 
 
-__all__ = ["Backend", "REGISTRY", "names", "get", "default_api", "for_profiles", "answer_rows",
+__all__ = ["placed_configs", "Backend", "REGISTRY", "names", "get", "default_api", "for_profiles", "answer_rows",
            "answer_differences", "run_probe", "cannot_simulate"]

@@ -49,13 +49,13 @@ from pathlib import Path
 
 from capshim import paths, profiles, program
 from capshim import status as st
-from capshim.backends import Backend, answer_differences, run_probe
+from capshim.backends import Backend, answer_differences, placed_configs, run_probe
 from capshim.backends.cuda_program import loaded_into_program, no_call, program_notes, unreachable, who
 from capshim.errors import CapshimError, UsageError
 from capshim.native import build as nb
 from capshim.profiles import Profile
 from capshim.profiles.model import format_answer
-from capshim.profiles.targets import MAX_TARGETS, Device, Placement, normal_uuid
+from capshim.profiles.targets import Device, Placement, normal_uuid
 
 SHIM = "cuda"
 LIBRARY = "libcapshim_cuda.so"
@@ -265,26 +265,17 @@ def launch_env(profile: Profile | None, status_file: Path, run_dir: Path, inheri
 
 def launch_env_targeted(placements: list[Placement], status_file: Path, run_dir: Path, inherit: bool = False,
                         quiet: bool = False, library: Path | None = None) -> dict[str, str]:
-    """:func:`launch_env` for profiles placed on devices: one configuration per placement
-    (``cuda-N.cfg``, :func:`render_config` and its ``devices=`` line), ``CAPSHIM_CUDA_CONFIG``
-    listing them separated by ':' (at most 8: config.h CAPSHIM_MAX_CONFIGS).
+    """:func:`launch_env` for profiles placed on devices: ``CAPSHIM_CUDA_CONFIG`` lists one
+    configuration per placement (:func:`capshim.backends.placed_configs`).
 
     Raises:
         UsageError: not a lower CUDA profile, or more placements than the shim takes.
     """
-    placed = [p for p in placements if p.role == "profile"]
-    if not placed:
+    files = placed_configs(placements, "profile", render_config, run_dir, "cuda")
+    if not files:
         return {}
-    if len(placed) > MAX_TARGETS:
-        raise UsageError(f"{placed[0].flag}: more than {MAX_TARGETS} profiles placed on devices")
-    files = []
-    for n, p in enumerate(placed):
-        cfg = run_dir / f"cuda-{n}.cfg"
-        devices = f"devices={','.join(p.specs)}\n" if p.specs else ""
-        cfg.write_text(render_config(p.profile) + devices)
-        files.append(str(cfg))
     lib = library or build().library
-    return {"LD_PRELOAD": preload_value(lib, os.environ.get("LD_PRELOAD")), CONFIG_VAR: ":".join(files),
+    return {"LD_PRELOAD": preload_value(lib, os.environ.get("LD_PRELOAD")), CONFIG_VAR: files,
             "CAPSHIM_STATUS_FILE": str(status_file), "CAPSHIM_QUIET": "1" if quiet else "0",
             "CAPSHIM_INHERIT": "1" if inherit else "0"}
 

@@ -37,12 +37,12 @@ from pathlib import Path
 
 from capshim import __version__, jsonread, paths, profiles
 from capshim import status as st
-from capshim.backends import Backend, answer_differences, run_probe, vkloader
+from capshim.backends import Backend, answer_differences, placed_configs, run_probe, vkloader
 from capshim.errors import EXIT_WORKLOAD, CapshimError, UsageError
 from capshim.native import build as nb
 from capshim.profiles import Profile, format_version
 from capshim.profiles.model import encode_device_name
-from capshim.profiles.targets import MAX_TARGETS, Device, Placement, normal_uuid
+from capshim.profiles.targets import Device, Placement, normal_uuid
 
 LAYER_APP = "VK_LAYER_CAPSHIM_app"
 LAYER_DEVICE = "VK_LAYER_CAPSHIM_device"
@@ -312,9 +312,8 @@ def launch_env(profile: Profile | None, simulate: Profile | None, status_file: P
 
 def launch_env_targeted(placements: list[Placement], status_file: Path, run_dir: Path,
                         quiet: bool = False) -> dict[str, str]:
-    """:func:`launch_env` for profiles placed on devices: per role one configuration per placement
-    (``vulkan-ROLE-N.cfg``: :func:`render_config` and its ``devices=`` line), the role's variable
-    listing them separated by ':' (at most 8: config.h CAPSHIM_MAX_CONFIGS).
+    """:func:`launch_env` for profiles placed on devices: each role's variable lists one
+    configuration per placement (:func:`capshim.backends.placed_configs`).
 
     Raises:
         UsageError: a profile whose api is not "vulkan", or more placements in a role than the layer takes.
@@ -325,18 +324,10 @@ def launch_env_targeted(placements: list[Placement], status_file: Path, run_dir:
         env["CAPSHIM_QUIET"] = "1"
     roles = []
     for role, placed_role in (("app", "profile"), ("device", "simulate")):
-        placed = [p for p in placements if p.role == placed_role]
-        if not placed:
-            continue
-        if len(placed) > MAX_TARGETS:
-            raise UsageError(f"{placed[0].flag}: more than {MAX_TARGETS} profiles placed on devices")
-        files = []
-        for n, p in enumerate(placed):
-            cfg = run_dir / f"vulkan-{role}-{n}.cfg"
-            cfg.write_text(render_config(p.profile) + (f"devices={','.join(p.specs)}\n" if p.specs else ""))
-            files.append(str(cfg))
-        env[ROLES[role][1]] = ":".join(files)
-        roles.append(role)
+        files = placed_configs(placements, placed_role, render_config, run_dir, f"vulkan-{role}")
+        if files:
+            env[ROLES[role][1]] = files
+            roles.append(role)
     if not roles:
         return {}
     env.update(vkloader.layer_env(os.environ, [str(b.manifest_dirs[r]) for r in roles],
