@@ -128,3 +128,21 @@ def test_targets_event_names_each_device_with_its_references():
     assert ev["event"] == "targets" and ev["devices"] == [
         {"index": 1, "uuid": targets.uuid_text(U1), "name": "NVIDIA H200 (stand-in 1)", "profile": "t4-class@1",
          "simulate": None}]
+
+
+def test_a_bench_arm_carries_the_same_spelling(monkeypatch):
+    from capshim import backends
+    from capshim.bench import arms
+
+    monkeypatch.setattr(type(backends.get("cuda")), "devices", lambda self: TWO)
+    a = arms.parse("mixed=profile:t4-class@0,profile:a100-class@1")
+    assert [(p.text, [d.index for d in p.devices]) for p in a.placements] == [("t4-class@0", [0]), ("a100-class@1", [1])]
+    assert a.profile.name == "t4-class" and a.simulate is None
+    assert [t["ref"] for t in a.spec()["targets"]] == ["profile:t4-class@0", "profile:a100-class@1"]
+    both = arms.parse("both=profile:t4-class@0,1")  # a device list is one item
+    assert [d.index for d in both.placements[0].devices] == [0, 1]
+    assert arms.parse("plain=profile:t4-class").placements is None
+    with pytest.raises(Exception, match=r"^--arm 'x=profile:t4-class@2': profile t4-class@2: no CUDA device 2"):
+        arms.parse("x=profile:t4-class@2")
+    with pytest.raises(Exception, match="is already given profile t4-class@1"):
+        arms.parse(f"x=profile:t4-class@1,profile:a100-class@{U1}")

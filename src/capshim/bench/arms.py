@@ -10,6 +10,8 @@ Spelling (``--arm NAME=SPEC``)::
     mine=profile:./my-profile.toml
     khr=simulate:roadmap.json#VP_KHR_roadmap_2022   a Khronos Vulkan Profiles file (below)
     aa=identity                  A/A: the app layer active, answering exactly the stock values
+    t4-on-1=profile:t4-class@1   on device 1 only (PROFILE@DEVICE[,DEVICE], index or UUID: docs/multi-gpu.md)
+    mixed=profile:t4-class@0,profile:a100-class@1   one profile per device
 
 ``profile:restore`` is resolved after a stock probe: a raise profile that
 answers the stock values the simulated profile lowered
@@ -41,7 +43,7 @@ from capshim import backends, profiles
 from capshim.contracts import names
 from capshim.contracts.suggest import closest
 from capshim.errors import UsageError
-from capshim.profiles import Profile, khronos, ondevice, roles
+from capshim.profiles import Profile, khronos, ondevice, roles, targets
 from capshim.profiles.catalog import KEYS
 
 RESTORE = "restore"
@@ -63,6 +65,10 @@ class Arm:
             profile is resolved from a stock probe.
         pending: role -> reference, when a Khronos file is among them: placed after the stock
             probe (:func:`resolve_pending`); None otherwise.
+        placements: the arm's profiles placed on devices (``profile:P@1``,
+            :func:`capshim.profiles.roles.place_targeted`), checked against the devices when the
+            arm is parsed; None for an arm without device targets (``profile``/``simulate`` are
+            then the first placed of each role).
     """
 
     name: str
@@ -71,6 +77,7 @@ class Arm:
     restore: bool = False
     identity: bool = False
     pending: dict | None = None
+    placements: list | None = None
 
     @property
     def shimmed(self) -> bool:
@@ -86,6 +93,10 @@ class Arm:
             return {"name": p.name, "source": p.source, "sha256": p.sha256, "direction": p.direction,
                     "api": p.api, "text": p.text}
         out = {"profile": desc(self.profile), "simulate": desc(self.simulate)}
+        if self.placements:
+            out["targets"] = [{"role": p.role, "ref": f"{p.flag}:{p.text}", "profile": desc(p.profile),
+                               "devices": [{"index": d.index, "uuid": targets.uuid_text(d.uuid) if d.uuid else None,
+                                            "name": d.name} for d in p.devices]} for p in self.placements]
         if self.identity:
             out["identity"] = True
         return out
@@ -114,8 +125,11 @@ def parse(option: str) -> Arm:
     if spec.strip() == IDENTITY:
         arm.identity = True
         return arm
+    items = _items(spec)
+    if _targeted(items):
+        return _parse_targeted(arm, items, option)
     refs: dict[str, str] = {}
-    for item in spec.split(","):
+    for item in items:
         role, sep, ref = item.partition(":")
         if not sep or role not in roles.ROLES or not ref:
             hint = closest(role, roles.ROLES) if sep and ref else None
@@ -144,6 +158,48 @@ def parse(option: str) -> Arm:
                          + backends.cannot_simulate(arm.simulate, "profile:"))
     if arm.profile is not None and arm.simulate is not None and arm.profile.api != arm.simulate.api:
         raise UsageError(f"--arm {option!r}: profile and simulate are for different APIs")
+    return arm
+
+
+def _items(spec: str) -> list[str]:
+    """The arm's ``role:P`` items; a piece without ':' after a targeted one continues its device
+    list (``profile:t4-class@0,1`` is one item)."""
+    out: list[str] = []
+    for piece in spec.split(","):
+        if out and ":" not in piece and "@" in out[-1]:
+            out[-1] += "," + piece
+        else:
+            out.append(piece)
+    return out
+
+
+def _targeted(items: list[str]) -> bool:
+    """Whether the arm names devices (a ``P@DEV`` reference, or a role given twice)."""
+    refs: dict[str, list[str]] = {}
+    for item in items:
+        role, sep, ref = item.partition(":")
+        if sep and role in roles.ROLES and ref and ref != RESTORE:
+            refs.setdefault(role, []).append(ref)
+    return roles.is_targeted(refs)
+
+
+def _parse_targeted(arm: Arm, items: list[str], option: str) -> Arm:
+    """An arm with device targets: every reference placed on its devices, checked against the
+    devices of its API now (one line naming the arm and the reference, exit 2)."""
+    refs: dict[str, list[str]] = {r: [] for r in roles.ROLES}
+    for item in items:
+        role, sep, ref = item.partition(":")
+        if not sep or role not in roles.ROLES or not ref or ref == RESTORE:
+            raise UsageError(f"--arm {option!r}: item {item!r} is not profile:P[@DEV] or simulate:P[@DEV] "
+                             "(profile:restore and identity take no device target)")
+        refs[role].append(ref)
+    try:
+        firsts, placed = roles.place_targeted(refs, {"profile": "profile:", "simulate": "simulate:"},
+                                              profiles.load, lambda api: backends.get(api).devices())
+        backends.for_profiles(firsts["profile"], firsts["simulate"])
+    except UsageError as exc:
+        raise UsageError(f"--arm {option!r}: {exc}") from None
+    arm.profile, arm.simulate, arm.placements = firsts["profile"], firsts["simulate"], placed
     return arm
 
 

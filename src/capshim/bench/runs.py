@@ -132,7 +132,7 @@ def make_launcher(arms: list[Arm], workload: Workload, work: Path, rng: random.R
             probe_dir = work / f"probe-{w.label(arm.name)}"
             try:
                 lc = launch.prepare(w.argv, arm.profile, arm.simulate, run_dir=probe_dir,
-                                    status_file=probe_dir / "status.jsonl")
+                                    status_file=probe_dir / "status.jsonl", placements=arm.placements)
             except launch.UsageError:  # the command cannot start: each of its runs records why
                 continue
             keys += [k for k in lc.env_delta if k not in keys]
@@ -188,7 +188,8 @@ def run_one(bundle: Bundle, arm: Arm, n: int, workload: Workload, timeout: float
     status_file = run_dir / "status.jsonl"
     t0 = time.monotonic()
     try:
-        lc = launch.prepare(workload.argv, arm.profile, arm.simulate, run_dir=run_dir, status_file=status_file)
+        lc = launch.prepare(workload.argv, arm.profile, arm.simulate, run_dir=run_dir, status_file=status_file,
+                            placements=arm.placements)
     except launch.UsageError as exc:  # the workload vanished or changed since the bench started
         return _not_started(bundle, arm, n, record, t0, str(exc), workload.argv, position=position,
                             workload=workload)
