@@ -146,3 +146,12 @@ def test_a_bench_arm_carries_the_same_spelling(monkeypatch):
         arms.parse("x=profile:t4-class@2")
     with pytest.raises(Exception, match="is already given profile t4-class@1"):
         arms.parse(f"x=profile:t4-class@1,profile:a100-class@{U1}")
+
+
+def test_a_study_refuses_a_device_target_in_one_line():
+    from capshim.errors import UsageError
+    from capshim.studies import ablate, common
+
+    for call in (lambda: ablate.load_lowering("t4-class@1"), lambda: common.load_profile("t4-class@1", "x")):
+        with pytest.raises(UsageError, match=r"^--profile t4-class@1: a study measures one profile on the device"):
+            call()

@@ -360,6 +360,7 @@ def load_lowering(ref: str) -> Profile:
             an invalid profile, or a raise profile (Metal's are all raise: not ablated yet).
     """
     looks_like_file = Path(ref).exists() or "/" in ref or ref.endswith(".toml")
+    common.refuse_targets(ref)
     if not looks_like_file and ref not in profiles.builtin_names():
         raise UsageError(f"--profile {ref}: no such profile file or built-in lowering profile"
                          f"{did_you_mean(ref, lowering_builtins())} (built-in: {', '.join(lowering_builtins())})")

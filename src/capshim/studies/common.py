@@ -41,7 +41,7 @@ from capshim.contracts.verdict import gate as verdict_gate
 from capshim.errors import EXIT_WORKLOAD, CapshimError, UsageError
 from capshim.evidence import study as seal
 from capshim.export.markdown import pipe_table
-from capshim.profiles import Profile
+from capshim.profiles import Profile, targets
 from capshim.profiles.catalog import KEYS
 from capshim.studies import defaults as study_defaults
 from capshim.summary import NOT_SHIM_STATES
@@ -140,12 +140,28 @@ def write_profile(path: Path, data: dict, comment: str | None = None) -> Profile
     return prof
 
 
+def refuse_targets(ref: str) -> None:
+    """A study's ``--profile P@DEV`` (:mod:`capshim.profiles.targets`): refused in one line; a study
+    measures its profile on the one device it probes.
+
+    Raises:
+        UsageError: ``ref`` names devices, or spells them wrong (names ``--profile`` and REF).
+    """
+    if targets.split(ref, "--profile")[1]:
+        raise UsageError(f"--profile {ref}: a study measures one profile on the device it probes; device targets "
+                         f"are taken by capshim run, probe and bench arms (capshim bench --arm NAME=profile:{ref}; "
+                         "docs/multi-gpu.md)")
+
+
 def load_profile(ref: str, needs: str, api: str | None = None) -> Profile:
     """The profile ``--profile REF`` names; when ``api`` is given it must be for that API (``needs`` says why).
 
     Raises:
-        UsageError: it does not load, or is for another API (names ``--profile`` and REF).
+        UsageError: it does not load, or is for another API (names ``--profile`` and REF); a device
+            target (``P@DEV``, :mod:`capshim.profiles.targets`): a study measures its profile on
+            the one device it probes.
     """
+    refuse_targets(ref)
     try:
         prof = profiles.load(ref)
     except profiles.ProfileError as exc:
