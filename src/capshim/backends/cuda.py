@@ -72,7 +72,7 @@ CONFIG_VAR = "CAPSHIM_CUDA_CONFIG"
 #: the status writer, the name rule, the fuzz driver that takes this folder's fuzz_keys.h).
 SOURCES = ["cuda_shim.c", "cuda_hooks.c", "cuda_resolve.c", "cuda_shim.h", "cuda_shim.map", "cuda_table.h", "cuda_probe.c",
            "standin_cuda.c", "standin_cuda.map", "standin_cudart.c", "standin_cudart13.map", "standin_cudart11.map",
-           "nvml_hooks.c", "standin_nvml.c", "fuzz_keys.h"]
+           "nvml_hooks.c", "cuda_devices.c", "standin_nvml.c", "fuzz_keys.h"]
 #: The NVML entry points the shim wraps (native/cuda/nvml_hooks.c; docs/cuda.md, NVML).
 NVML_EXPORTS = frozenset({"nvmlDeviceGetCudaComputeCapability", "nvmlDeviceGetName", "nvmlDeviceGetAttributes",
                           "nvmlDeviceGetAttributes_v2", "nvmlDeviceGetArchitecture"})
@@ -149,7 +149,7 @@ def _commands(cc: str, sanitize: bool = False) -> dict[str, list[str]]:
     defs = [] if sanitize else ["-Wl,-z,defs"]  # ASan's runtime is found at load time
     return {
         LIBRARY: [*lib, *defs, "-Wl,-Bsymbolic", "-Wl,--version-script=cuda_shim.map", "-o", LIBRARY, "cuda_shim.c", "cuda_hooks.c", "cuda_resolve.c",
-                  "nvml_hooks.c", "config.c", "status.c", "-ldl", "-lpthread"],
+                  "nvml_hooks.c", "cuda_devices.c", "config.c", "status.c", "-ldl", "-lpthread"],
         PROBE: [*common, "-o", PROBE, "cuda_probe.c", "status.c", "-ldl", "-lpthread"],
         FUZZ: [cc, "-std=gnu11", "-O1", "-g", *nb.WARNINGS, "-fsanitize=address,undefined",
                "-fno-sanitize-recover=all", "-o", FUZZ, "fuzz_config.c", "config.c"],

@@ -76,11 +76,6 @@ static int g_pinned;                /* the target of CAPSHIM_TARGET_PID: a fork(
 static pid_t g_pid;
 static struct capshim_config g_cfgs[CAPSHIM_MAX_CONFIGS]; /* idem */
 static size_t g_ncfg;
-/* The configuration this thread's current call lowers by (capshim_cuda_select), the device's
- * index (-1: known by UUID only) and UUID text ("" unknown). */
-static __thread const struct capshim_config *t_cfg;
-static __thread int t_device = -1;
-static __thread char t_uuid[40];
 static atomic_uint g_reached;      /* bit per entry point called */
 static atomic_uint g_substituted;  /* bit per entry point handed out in place of the real one */
 static atomic_int g_hooks_done;
@@ -337,6 +332,11 @@ static void init_once_fn(void) {
 
 void capshim_cuda_init(void) { (void)pthread_once(&init_once, init_once_fn); }
 
+const struct capshim_config *capshim_cuda_configs(size_t *n) {
+    *n = g_ncfg;
+    return g_cfgs;
+}
+
 int capshim_cuda_active(void) {
     capshim_cuda_init();
     return g_state == STATE_ACTIVE && !(g_pinned && getpid() != g_pid);
@@ -443,74 +443,6 @@ static void hooks_event(int first) {
     }
 }
 
-/* ---- the device a call is about --------------------------------------------------- */
-
-static int needs_uuid(void) {
-    for (size_t k = 0; k < g_ncfg; k++)
-        for (size_t d = 0; d < g_cfgs[k].ndevices; d++)
-            if (g_cfgs[k].devices[d].is_uuid) return 1;
-    return 0;
-}
-
-/* The UUID of CUDA device ordinal device from the real driver (cuDeviceGetUuid_v2, else
- * cuDeviceGetUuid, CUDA 13.0 cuda.h: CUresult (CUuuid *uuid, CUdevice dev), CUuuid 16 bytes; the
- * shim wraps neither). The CUdevice handle is taken to be the ordinal, as cuDeviceGet answers on
- * every driver capshim has run on. Cached per ordinal once known (a failure, before cuInit say, is
- * asked again next time); 0 when known. */
-static int device_uuid(int device, unsigned char *out) {
-    static unsigned char cache[CAPSHIM_DEVICE_INDEX_MAX + 1][CAPSHIM_UUID_BYTES];
-    static signed char known[CAPSHIM_DEVICE_INDEX_MAX + 1]; /* 1 known */
-    if (device < 0 || device > CAPSHIM_DEVICE_INDEX_MAX) return -1;
-    pthread_mutex_lock(&g_lock);
-    int k = known[device];
-    if (k == 1) memcpy(out, cache[device], CAPSHIM_UUID_BYTES);
-    pthread_mutex_unlock(&g_lock);
-    if (k == 1) return 0;
-    typedef capshim_cuerr (*uuid_fn)(unsigned char *, int);
-    uuid_fn fn = NULL;
-    void *h = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_NOLOAD);
-    if (h != NULL) {
-        fn = (uuid_fn)(uintptr_t)capshim_cuda_real_dlsym(h, "cuDeviceGetUuid_v2");
-        if (fn == NULL) fn = (uuid_fn)(uintptr_t)capshim_cuda_real_dlsym(h, "cuDeviceGetUuid");
-    }
-    unsigned char got[CAPSHIM_UUID_BYTES];
-    int ok = fn != NULL && fn(got, device) == CAPSHIM_CU_SUCCESS;
-    if (h != NULL) dlclose(h);
-    pthread_mutex_lock(&g_lock);
-    if (ok) {
-        known[device] = 1;
-        memcpy(cache[device], got, CAPSHIM_UUID_BYTES);
-    }
-    pthread_mutex_unlock(&g_lock);
-    if (ok) memcpy(out, got, CAPSHIM_UUID_BYTES);
-    return ok ? 0 : -1;
-}
-
-static int select_cfg(int device, const unsigned char *uuid) {
-    t_cfg = NULL;
-    t_device = device;
-    t_uuid[0] = '\0';
-    if (uuid != NULL) capshim_uuid_dashed(uuid, t_uuid, sizeof t_uuid);
-    for (size_t k = 0; k < g_ncfg; k++) {
-        const struct capshim_config *c = &g_cfgs[k];
-        if (capshim_config_names_device(c, device < 0 ? UINT32_MAX : (uint32_t)device, uuid)) {
-            t_cfg = c;
-            return 1;
-        }
-    }
-    return 0;
-}
-
-int capshim_cuda_select(int device) {
-    unsigned char uuid[CAPSHIM_UUID_BYTES];
-    int known = needs_uuid() && device_uuid(device, uuid) == 0;
-    return select_cfg(device, known ? uuid : NULL);
-}
-
-int capshim_cuda_select_uuid(const unsigned char *uuid) { return select_cfg(-1, uuid); }
-
-int capshim_cuda_targeted(void) { return g_ncfg > 0 && g_cfgs[0].ndevices > 0; }
-
 int capshim_cuda_enter(int entry) {
     int outer = t_depth == 0;
     t_depth++;
@@ -528,19 +460,8 @@ void capshim_cuda_leave(void) {
 
 /* ---- lowering ------------------------------------------------------------------ */
 
-/* The device a changed event is about: "device" (the ordinal the application sees), "uuid"
- * (when the shim read it) and "profile" (the configuration's profile name). */
-static void device_fields(struct capshim_json *j) {
-    if (t_cfg == NULL || t_cfg->ndevices == 0) return; /* every device: as before targets existed */
-    if (t_device >= 0) capshim_json_u64(j, "device", (uint64_t)t_device);
-    if (t_uuid[0] != '\0') capshim_json_str(j, "uuid", t_uuid);
-    if (t_cfg != NULL && t_cfg->profile[0] != '\0') capshim_json_str(j, "profile", t_cfg->profile);
-}
-
-static int targeted_device(void) { return t_cfg != NULL && t_cfg->ndevices > 0 ? t_device : -1; }
-
 static void changed(const char *query, const char *key, uint64_t stock, uint64_t reported) {
-    int device = targeted_device();
+    int device = capshim_cuda_targeted_device();
     pthread_mutex_lock(&g_lock);
     for (size_t i = 0; i < g_nchanges; i++) {
         struct change *c = &g_changes[i];
@@ -558,13 +479,14 @@ static void changed(const char *query, const char *key, uint64_t stock, uint64_t
     capshim_json_str(&j, "key", key);
     capshim_json_u64(&j, "stock", stock);
     capshim_json_u64(&j, "reported", reported);
-    device_fields(&j);
+    capshim_cuda_device_fields(&j);
     capshim_json_end_and_write(&j);
 }
 
 /* The configured value of key, or 0 with *set = 0. */
 static uint64_t cfg_value(const char *key, int *set) {
-    const struct capshim_value *v = t_cfg != NULL ? capshim_config_value(t_cfg, key) : NULL;
+    const struct capshim_config *c = capshim_cuda_current(); /* cuda_devices.c: this call's device */
+    const struct capshim_value *v = c != NULL ? capshim_config_value(c, key) : NULL;
     *set = v != NULL;
     return v != NULL ? v->value : 0;
 }
@@ -591,17 +513,19 @@ void capshim_cuda_lower_pair(const char *query, int *major, int *minor) {
 }
 
 size_t capshim_cuda_device_name_size(void) {
-    if (t_cfg == NULL) return 0;
-    return t_cfg->device_name[0] != '\0' ? strnlen(t_cfg->device_name, sizeof t_cfg->device_name) + 1 : 0;
+    const struct capshim_config *c = capshim_cuda_current();
+    if (c == NULL) return 0;
+    return c->device_name[0] != '\0' ? strnlen(c->device_name, sizeof c->device_name) + 1 : 0;
 }
 
 void capshim_cuda_lower_name(const char *query, char *name, size_t size) {
-    if (name == NULL || size == 0 || t_cfg == NULL || t_cfg->device_name[0] == '\0') return;
-    if (strncmp(name, t_cfg->device_name, size) == 0) return;
+    const struct capshim_config *cfg = capshim_cuda_current();
+    if (name == NULL || size == 0 || cfg == NULL || cfg->device_name[0] == '\0') return;
+    if (strncmp(name, cfg->device_name, size) == 0) return;
     static atomic_uint seen; /* one event per query, from a buffer the stock name fit in */
     unsigned bit = 1u << ((unsigned)capshim_cuda_entry_index(query) & 31u);
     if (strnlen(name, size) + 1 >= size || (atomic_fetch_or(&seen, bit) & bit)) {
-        snprintf(name, size, "%s", t_cfg->device_name);
+        snprintf(name, size, "%s", cfg->device_name);
         return;
     }
     struct capshim_json j;
@@ -611,10 +535,10 @@ void capshim_cuda_lower_name(const char *query, char *name, size_t size) {
     char stock[CAPSHIM_CUDA_NAME_SIZE];
     snprintf(stock, sizeof stock, "%.*s", (int)(size < sizeof stock ? size : sizeof stock) - 1, name);
     capshim_json_str(&j, "stock", stock);
-    capshim_json_str(&j, "reported", t_cfg->device_name);
-    device_fields(&j);
+    capshim_json_str(&j, "reported", cfg->device_name);
+    capshim_cuda_device_fields(&j);
     capshim_json_end_and_write(&j);
-    snprintf(name, size, "%s", t_cfg->device_name);
+    snprintf(name, size, "%s", cfg->device_name);
 }
 
 void capshim_cuda_lower_attribute(const char *query, int *value, int attr, int device, capshim_attr_fn real_attr) {

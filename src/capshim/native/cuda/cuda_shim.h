@@ -1,7 +1,7 @@
 /* capshim CUDA shim: what cuda_shim.c (state, configuration, events, lowering)
  * and cuda_hooks.c (the exported entry points and dlsym) share.
  *
- * No CUDA header is needed: the few types the shim touches are declared here
+ * cuda_devices.c chooses the configuration per device (devices=). No CUDA header is needed: the few types the shim touches are declared here
  * from CUDA 13.0 cuda_runtime_api.h / cuda.h (cudaError_t and CUresult are int
  * enums; 0 is success in both; cudaErrorSymbolNotFound and CUDA_ERROR_NOT_FOUND
  * are both 500).
@@ -115,6 +115,17 @@ int capshim_cuda_select(int device);
 int capshim_cuda_select_uuid(const unsigned char *uuid);
 /* Whether the configurations name their devices (devices=), so NVML must find its device's UUID. */
 int capshim_cuda_targeted(void);
+/* cuda_shim.c: the accepted configurations (n of them; 0 when inactive). */
+struct capshim_config;
+const struct capshim_config *capshim_cuda_configs(size_t *n);
+/* cuda_devices.c: the configuration chosen for this thread's current call, or NULL (stock). */
+const struct capshim_config *capshim_cuda_current(void);
+/* cuda_devices.c: the chosen device's index when its configuration names devices, else -1. */
+int capshim_cuda_targeted_device(void);
+struct capshim_json;
+/* cuda_devices.c: "device", "uuid", "profile" of the chosen device into a changed event (only
+ * when its configuration names devices). */
+void capshim_cuda_device_fields(struct capshim_json *j);
 void capshim_cuda_leave(void);
 
 /* Lowering, after a successful real call. query names the entry point. */
