@@ -197,7 +197,8 @@ def _beyond_device(backend, profile, simulate, device, status_file=None) -> tupl
                    "every device is probed and each says what was changed on it.")
 @click.option("--simulate", "simulate_ref", metavar="P[@DEV]", multiple=True,
               help="Vulkan: simulate a weaker device with this profile (P@DEV as --profile).")
-@click.option("--device", type=click.IntRange(0, 15), default=0, show_default=True, help="Vulkan physical device index.")
+@click.option("--device", type=click.IntRange(0, 15), default=0, show_default=True,
+              help="Vulkan physical device index (with P@DEV targets every device is probed).")
 @click.option("--compare", is_flag=True, help="Show stock and shimmed answers side by side.")
 @click.option("--all", "show_all", is_flag=True, help="With --compare: show unchanged rows too.")
 @json_option("JSON")
