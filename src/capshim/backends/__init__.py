@@ -25,10 +25,10 @@ from typing import TYPE_CHECKING
 from capshim import jsonread, status
 from capshim.contracts.suggest import did_you_mean
 from capshim.errors import EXIT_WORKLOAD, CapshimError, UsageError
-from capshim.profiles.targets import MAX_TARGETS, Device, Placement, on_device, uuid_text
 
 if TYPE_CHECKING:
     from capshim.profiles import Profile
+    from capshim.profiles.targets import Device, Placement
     from capshim.status import ShimState, StatusReport
 
 # API name (a profile's ``api``) -> the module that defines its BACKEND. The
@@ -173,6 +173,8 @@ class Backend(ABC):
         Raises:
             CapshimError: the devices cannot be listed (no driver).
         """
+        from capshim.profiles.targets import Device  # the profiles package only when targets are asked for
+
         return [Device(0, None, f"the {self.name} device")]
 
     def launch_env_targeted(self, placements: list[Placement], status_file: Path, run_dir: Path,
@@ -205,6 +207,8 @@ class Backend(ABC):
         Raises:
             CapshimError: a probe failed; UsageError: this API takes no device target.
         """
+        from capshim.profiles.targets import on_device, uuid_text
+
         out = []
         for d in devices:
             on = on_device(placements, d.index)
@@ -338,6 +342,8 @@ def placed_configs(placements: list[Placement], role: str, render, run_dir: Path
     Raises:
         UsageError: more placements than a shim takes (config.h: CAPSHIM_MAX_CONFIGS).
     """
+    from capshim.profiles.targets import MAX_TARGETS
+
     placed = [p for p in placements if p.role == role]
     if len(placed) > MAX_TARGETS:
         raise UsageError(f"{placed[0].flag}: more than {MAX_TARGETS} profiles placed on devices")
