@@ -43,6 +43,9 @@ EDGE = {
     "ext_too_long": (b"direction=lower\nextension.VK_" + b"A" * 300 + b"=0\n", "is not an extension name"),
     "big": (b"direction=lower\n" + b"#\n" * 40000, "larger than"),
     "utf8_comment": ("# café\ndirection=lower\n".encode(), "ok (0 values, 0 extensions)"),
+    "devices": (b"direction=lower\ndevices=0,uuid:6d65736132322e332e36000000000000\nshaderFloat16=0\n",
+                "ok (1 values, 0 extensions)"),
+    "devices_bad": (b"direction=lower\ndevices=0,uuid:6d65\n", "is not a device index 0..63"),
     "utf8_key": ("direction=lower\ncafé=1\n".encode(), "only printable ASCII"),
     "comment_control": (b"# a\x1b[31m\ndirection=lower\n", "invalid: line 1: byte 0x1b"),
     # profile= and deviceName= (issue 21: tooling info names the profile; device identity)
