@@ -69,6 +69,8 @@ def test_run_writes_the_targets_and_per_device_changes_to_the_status_file(env, t
                       str(b.probe), "--device", "1", env=env)
     assert out.returncode == 0, out.stderr
     assert json.loads(out.stdout)["capabilities"]["computeCapability"] == 75
+    said = " ".join(out.stderr.split())
+    assert f"capshim: cuda: device 1 ({UUID[1]}) under t4-class, changed 7 answers: " in said, said
     events = [json.loads(line) for line in status.read_text().splitlines()]
     (tgt,) = [e for e in events if e["event"] == "targets"]
     assert tgt["devices"] == [{"index": 1, "uuid": UUID[1], "name": "NVIDIA H200 (stand-in 1)",

@@ -16,6 +16,7 @@ from capshim.errors import EXIT_INERT, EXIT_WORKLOAD, CapshimError, UsageError
 from capshim.export import terminal
 from capshim.contracts import messages
 from capshim.profiles import targets
+from capshim.profiles.model import format_answer
 
 _API_NAMES = backends.names()
 
@@ -149,14 +150,32 @@ def run_cmd(profile_ref, simulate_ref, inherit, strict, quiet, status_file, forc
                 messages.emit("--strict: not starting the command: the profile answers beyond the device")
                 sys.exit(EXIT_INERT)
         rc = launch.run(lc)
-        bad = {n: s for n, s in lc.states().items() if s.state != "active"}
+        states = lc.states()
+        bad = {n: s for n, s in states.items() if s.state != "active"}
         for name, s in bad.items():
             messages.emit(f"{name} stayed {s.state}: {s.reason}")
+        for line in _device_lines(states, lc.backend.name if lc.backend else "") if placed and not quiet else []:
+            messages.emit(line)
     finally:
         lc.cleanup()
     if strict and bad and rc == 0:
         sys.exit(EXIT_INERT)
     sys.exit(rc)
+
+
+def _device_lines(states, api: str) -> list[str]:
+    """One line per shim and device a targeted run changed (:attr:`capshim.status.ShimState.devices`),
+    answers in the profiles' notation: ``cuda: device 1 (UUID) under t4-class, changed 7 answers:
+    computeCapability 9.0 -> 7.5, ...``."""
+    out = []
+    for name, s in states.items():
+        for index, rec in s.devices.items():
+            changed = [f"{k} {format_answer(api, k, a)} -> {format_answer(api, k, b)}"
+                       for k, (a, b) in rec["answered"].items()]
+            uuid = f" ({rec['uuid']})" if rec.get("uuid") else ""
+            out.append(f"{name}: device {index}{uuid} under {rec.get('profile') or '?'}, changed "
+                       + messages.summarise(changed, "answer"))
+    return out
 
 
 def _per_device(profile, simulate, placed, device: int = 0):
