@@ -147,6 +147,7 @@ def test_a_template_that_cannot_serve_raises(tmp_path):
         Template([sys.executable, "-c", "import sys; sys.exit(5)"], _env(), log, ready_timeout=60)
 
 
+@pytest.mark.slow
 def test_gpu_state_sees_a_vulkan_instance_and_the_template_has_none(tmp_path):
     """The check is real: a process that made a Vulkan call has the driver mapped; the worker's
     template (which imported cyllama) has not, before or after its children ran."""

@@ -236,21 +236,12 @@ def run_one(bundle: Bundle, arm: Arm, n: int, workload: Workload, timeout: float
     before = probe.snapshot() if probe else {}
     t0 = time.monotonic()
     with open(priv_out, "w+b") as out, open(priv_err, "w+b") as err:
-        forked = templates.run_forked(launcher, label, workload, exec_argv, env, out, err, timeout, stop, work)
-        if forked is not None:
-            rc, timed_out, stopped, pid, how = forked
-        else:
-            why_not = templates.fallback_note(launcher, label)
-            how = ("plain" if launcher.mode == "plain" else
-                   f"plain (template failed: {why_not})" if why_not else "plain (no template for this workload)")
-            try:
-                proc = subprocess.Popen(exec_argv, env=env, stdout=out, stderr=err, stdin=subprocess.DEVNULL,
-                                        start_new_session=True)
-            except OSError as exc:  # missing interpreter, not an executable format, a folder, deleted
-                return _not_started(bundle, arm, n, record, t0, launch.exec_failure(workload.argv[0], exc),
-                                    exec_argv, lc.env_delta, position=position, workload=workload)
-            rc, timed_out, stopped = _wait(proc, timeout, stop)
-            pid = proc.pid
+        try:
+            rc, timed_out, stopped, pid, how = _start(launcher, label, workload, exec_argv, env, out, err,
+                                                      timeout, stop, work)
+        except OSError as exc:  # missing interpreter, not an executable format, a folder, deleted
+            return _not_started(bundle, arm, n, record, t0, launch.exec_failure(workload.argv[0], exc),
+                                exec_argv, lc.env_delta, position=position, workload=workload)
         if stopped:
             left = launch.end_group(pid)
             if record:
@@ -294,6 +285,26 @@ def run_one(bundle: Bundle, arm: Arm, n: int, workload: Workload, timeout: float
                      tokens, error, exec_argv, recorded_delta, position[0], position[1],
                      {"before": before, "after": after} if probe else {}, dirty, control=workload.control,
                      left_processes=left, stderr_truncated=stderr_cut, launch=how)
+
+
+def _start(launcher: Launcher, label: str, workload: Workload, exec_argv: list[str], env: dict, out, err,
+           timeout: float, stop: Callable[[], str | None], work: Path) -> tuple[int, bool, str | None, int, str]:
+    """Start and wait for one run, forked from its template or as a plain process:
+    (returncode, timed out, stop signal name, pid, how it was launched: ``launch`` of the run).
+
+    Raises:
+        OSError: the plain process could not start.
+    """
+    forked = templates.run_forked(launcher, label, workload, exec_argv, env, out, err, timeout, stop, work)
+    if forked is not None:
+        return forked
+    why_not = templates.fallback_note(launcher, label)
+    how = ("plain" if launcher.mode == "plain" else
+           f"plain (template failed: {why_not})" if why_not else "plain (no template for this workload)")
+    proc = subprocess.Popen(exec_argv, env=env, stdout=out, stderr=err, stdin=subprocess.DEVNULL,
+                            start_new_session=True)
+    rc, timed_out, stopped = _wait(proc, timeout, stop)
+    return rc, timed_out, stopped, proc.pid, how
 
 
 def _failure(rc: int, timed_out: bool, timeout: float, sig: str | None, stderr: str) -> str | None:
