@@ -201,3 +201,52 @@ def test_phase_clock():
     ph.mark("imports")
     rec = ph.record()
     assert list(rec) == list(phases.PHASES) and rec["imports"] >= 0 and rec["measure"] is None
+
+
+@pytest.mark.slow
+def test_templated_worker_rows_match_a_plain_workers(tmp_path):
+    """The real worker, forked from its template: the same rows (keys, tests, token ids) as a plain
+    process, its own pid, its own Vulkan instance (the device line in its stderr), the phases."""
+    from capshim.bench import model
+    from capshim.bench.workloads import builtin
+
+    tiny = model.ensure_model("tiny")
+    argv = builtin.worker_command(tiny, n_prompt=32, n_gen=8, repetitions=1)
+    env = _env(**builtin.worker_env(), GGML_VK_VISIBLE_DEVICES="0")
+    plain = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=600)
+    assert plain.returncode == 0, plain.stderr[-2000:]
+    with open(tmp_path / "log", "wb") as log:
+        tpl = Template(argv, env, log, ready_timeout=300)
+        try:
+            assert tpl.gpu_state == [] and gpu_state(tpl.proc.pid) == []
+            out, err = _files(tmp_path, 0)
+            with out, err:
+                rc, timed_out, _why, pid = tpl.run(worker_flags(argv, templates.TEMPLATE_WORKERS[0]), env,
+                                                   out.fileno(), err.fileno(), 600)
+                out.seek(0)
+                err.seek(0)
+                forked, ferr = json.loads(out.read()), err.read().decode()
+            assert (rc, timed_out) == (0, False), ferr[-2000:]
+            assert gpu_state(tpl.proc.pid) == [], "the child's GPU state leaked into the template"
+        finally:
+            tpl.close()
+    rows = json.loads(plain.stdout)
+    assert [sorted(r) for r in forked] == [sorted(r) for r in rows]
+    assert [(r["n_prompt"], r["n_gen"]) for r in forked] == [(r["n_prompt"], r["n_gen"]) for r in rows]
+    assert forked[0]["capshim_output"]["token_ids"] == rows[0]["capshim_output"]["token_ids"]
+    assert forked[0]["capshim_phases"]["forked"] and not rows[0]["capshim_phases"]["forked"]
+    assert list(rows[0]["capshim_phases"]) == [*phases.PHASES, "forked"]
+    assert "ggml_vulkan: 0 = " in ferr and pid not in (tpl.proc.pid, os.getpid())
+
+
+def test_launch_mode_from_the_environment(monkeypatch):
+    from capshim.bench import runs
+    from capshim.errors import UsageError
+
+    monkeypatch.delenv(runs.LAUNCH_VAR, raising=False)
+    assert runs.launch_mode() == "plain"
+    monkeypatch.setenv(runs.LAUNCH_VAR, "template")
+    assert runs.launch_mode() == "template"
+    monkeypatch.setenv(runs.LAUNCH_VAR, "fork")
+    with pytest.raises(UsageError, match="CAPSHIM_BENCH_LAUNCH='fork': expected one of plain, template"):
+        runs.launch_mode()
