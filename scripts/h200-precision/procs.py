@@ -31,6 +31,7 @@ import random
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -151,8 +152,7 @@ def main() -> int:
     argv = [sys.executable, "-m", MODULE, "--model", a.model, "--n-prompt", "512", "--n-gen", str(a.n_gen),
             "--repetitions", str(a.repetitions), "--log-level", "info"]
     env = base_env()
-    tmp = Path(a.out).parent / "procs-tmp"
-    tmp.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix="procs-"))  # the runs' files and template logs: not in $OUT
     errdir = Path(a.stderr) if a.stderr else tmp
     errdir.mkdir(parents=True, exist_ok=True)
     templates = Templates(argv, env, tmp)

@@ -1,6 +1,6 @@
 """Tables from procs.py's lines: seconds per phase, the template-vs-plain A/A, the process effect.
 
-    python3 scripts/h200-precision/table.py PROCS.jsonl [--json OUT.json]
+    python3 scripts/h200-precision/table.py PROCS.jsonl [--json OUT.json] [--perf STDERR_DIR]
 
 1. Seconds per process and per phase (medians), plain vs template: where a process's time goes
    (``other`` = the parent's wall minus the worker's phases: exit, teardown, output).
@@ -12,6 +12,9 @@
    share of processes in the fast cluster, their median and sd; per template, its children's
    shares (children of one template share its host address layout); nvidia-smi's SM clock
    and temperature of fast vs slow processes.
+4. With ``--perf``: the perf-logger processes' per-op GPU times (GGML_VK_PERF_LOGGER's
+   ``NAME: N x T us = TOTAL us`` lines, summed over the process), fast vs slow processes:
+   which operations a slow process spends its extra time in.
 Standard library only.
 """
 
@@ -20,6 +23,8 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import re
+from pathlib import Path
 import random
 import statistics
 import sys
@@ -69,10 +74,50 @@ def aa(a: list[float], b: list[float], seed: int = 31) -> dict:
             "welch95": [round(math.exp(d - t * se), 4), round(math.exp(d + t * se), 4)]}
 
 
+PERF_LINE = re.compile(r"^(?P<op>.+?): (?P<n>\d+) x (?P<t>[\d.e+]+) us = (?P<total>[\d.e+]+) us")
+
+
+def perf_ops(text: str) -> dict[str, float]:
+    """Microseconds per operation (GGML_VK_PERF_LOGGER lines), summed over a process's graphs."""
+    ops: dict[str, float] = defaultdict(float)
+    for line in text.splitlines():
+        m = PERF_LINE.match(line)
+        if m:
+            ops[m.group("op")] += float(m.group("total"))
+    return ops
+
+
+def perf_table(folder: str, recs: list[dict], cut: float) -> dict:
+    """Per-op medians (us) of fast and slow perf-logger processes, largest difference first."""
+    byidx = {r.get("index"): r for r in recs}
+    groups: dict[str, list[dict]] = {"fast": [], "slow": []}
+    for f in sorted(Path(folder).glob("*-perf-logger.txt")):
+        r = byidx.get(int(f.name.split("-")[0]))
+        v = value(r) if r else None
+        if v:
+            groups["fast" if v > cut else "slow"].append(perf_ops(f.read_text(errors="replace")))
+    if not groups["fast"] or not groups["slow"]:
+        print(f"4. perf logger: {len(groups['fast'])} fast, {len(groups['slow'])} slow processes: no comparison")
+        return {}
+    ops = sorted({op for g in groups.values() for d in g for op in d})
+    rows = []
+    for op in ops:
+        f = statistics.median(d.get(op, 0.0) for d in groups["fast"])
+        s = statistics.median(d.get(op, 0.0) for d in groups["slow"])
+        rows.append((s - f, op, f, s))
+    rows.sort(reverse=True)
+    print(f"4. perf logger, {len(groups['fast'])} fast vs {len(groups['slow'])} slow processes: "
+          "per-op GPU us (median of the process sums), largest slow-minus-fast first")
+    for d, op, f, s in rows[:15]:
+        print(f"  {op[:70]:70} fast {f:>12,.0f}  slow {s:>12,.0f}  diff {d:>+10,.0f}")
+    return {op: {"fast_us": f, "slow_us": s} for _d, op, f, s in rows}
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("procs")
     ap.add_argument("--json")
+    ap.add_argument("--perf", help="folder of procs.py's stderr files (NNN-CONFIG.txt)")
     a = ap.parse_args()
     recs = [json.loads(line) for line in open(a.procs) if line.strip()]
     by = defaultdict(list)
@@ -143,6 +188,8 @@ def main() -> int:
                 print(f"  nvidia-smi {key} before: fast median {statistics.median(groups['fast'])}, "
                       f"slow median {statistics.median(groups['slow'])}")
                 out.setdefault("smi_fast_vs_slow", {})[key] = {g: statistics.median(x) for g, x in groups.items()}
+    if cut and a.perf:
+        out["perf_ops"] = perf_table(a.perf, recs, cut)
     seq = [(r.get("index"), r["config"], round(value(r) or 0)) for r in recs]
     out["sequence"] = seq
     if a.json:

@@ -250,3 +250,22 @@ def test_launch_mode_from_the_environment(monkeypatch):
     monkeypatch.setenv(runs.LAUNCH_VAR, "fork")
     with pytest.raises(UsageError, match="CAPSHIM_BENCH_LAUNCH='fork': expected one of plain, template"):
         runs.launch_mode()
+
+
+def test_h200_table_finds_two_clusters_and_an_aa_interval(tmp_path):
+    """scripts/h200-precision/table.py on made-up processes: a bulk and a cluster 5% faster."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("h200_table", REPO / "scripts" / "h200-precision" / "table.py")
+    table = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(table)
+    rng = random.Random(3)
+    vals = [rng.gauss(38000, 200) for _ in range(20)] + [rng.gauss(39900, 200) for _ in range(8)]
+    cut = table.split(vals)
+    assert 38600 < cut < 39400
+    same = table.aa(vals[::2], vals[1::2])
+    assert same["bootstrap95"][0] < 1 < same["bootstrap95"][1] and same["welch95"][0] < 1 < same["welch95"][1]
+    faster = table.aa([v * 1.1 for v in vals], vals)
+    assert faster["welch95"][0] > 1.05
+    text = "Vulkan Timings:\nADD: 3 x 10 us = 30 us\nMUL_MAT f16 m=1 n=2 k=3: 2 x 5.5e+01 us = 1.1e+02 us (1 GFLOPS/s)\n"
+    assert table.perf_ops(text + text) == {"ADD": 60.0, "MUL_MAT f16 m=1 n=2 k=3": 220.0}

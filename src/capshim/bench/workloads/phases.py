@@ -23,14 +23,16 @@ PHASES = ("python_start", "imports", "backend_init", "model_load", "context", "w
 
 def process_age() -> float | None:
     """Seconds since this process was created (exec or fork), from ``/proc/self/stat`` field 22
-    (start time in clock ticks since boot, proc(5)) and ``CLOCK_BOOTTIME``; None off Linux."""
+    (start time in clock ticks since boot, proc(5)) and ``CLOCK_BOOTTIME``; None off Linux or when
+    the two disagree (negative, or over an hour)."""
     try:
         with open("/proc/self/stat", "rb") as fh:
             fields = fh.read().rsplit(b")", 1)[1].split()
         start = int(fields[19]) / os.sysconf("SC_CLK_TCK")  # field 22, counted after "pid (comm)"
-        return time.clock_gettime(time.CLOCK_BOOTTIME) - start
+        age = time.clock_gettime(time.CLOCK_BOOTTIME) - start
     except (OSError, ValueError, IndexError, AttributeError):
         return None
+    return age if 0 <= age < 3600 else None  # another clock base (a sandbox's /proc): unknown
 
 
 class Phases(dict):
