@@ -269,3 +269,15 @@ def test_h200_table_finds_two_clusters_and_an_aa_interval(tmp_path):
     assert faster["welch95"][0] > 1.05
     text = "Vulkan Timings:\nADD: 3 x 10 us = 30 us\nMUL_MAT f16 m=1 n=2 k=3: 2 x 5.5e+01 us = 1.1e+02 us (1 GFLOPS/s)\n"
     assert table.perf_ops(text + text) == {"ADD": 60.0, "MUL_MAT f16 m=1 n=2 k=3": 220.0}
+
+
+def test_the_parent_going_away_ends_the_running_child_and_the_template(fake):
+    tpl, tmp = fake
+    out, err = _files(tmp, 0)
+    with out, err:
+        template._send(tpl.sock, {"args": ["hang"], "env": _env()}, [out.fileno(), err.fileno()])
+        pid = tpl._answer(60)["pid"]
+        tpl.sock.close()  # as when the bench dies: its end of the socket closes
+        assert _gone(pid), "the child outlived its parent bench"
+        assert _gone(tpl.proc.pid), "the template outlived its parent bench"
+    assert tpl.proc.wait(30) == 0

@@ -187,9 +187,55 @@ def serve(main, prepare) -> int:
             _child(main, sock, req, fds, me)
         for fd in fds:
             os.close(fd)
-        _send(sock, {"pid": pid})
-        _pid, status = os.waitpid(pid, 0)
-        _send(sock, {"status": status})
+        try:
+            _send(sock, {"pid": pid})
+            status = _wait_child(sock, pid)
+            if status is None:  # the parent is gone (EOF) or broke the protocol: the child goes too
+                return 0
+            _send(sock, {"status": status})
+        except OSError:  # the parent is gone
+            _end_child(pid)
+            return 0
+
+
+def kill_child(pid: int) -> None:
+    """SIGKILL a child and its group: the group exists once the child called setsid, which it
+    may not have yet, so the child itself is killed too."""
+    for kill in (os.killpg, os.kill):
+        try:
+            kill(pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+
+
+def _end_child(pid: int) -> int:
+    """Kill a child (:func:`kill_child`) and reap it; its wait status."""
+    kill_child(pid)
+    return os.waitpid(pid, 0)[1]
+
+
+def _wait_child(sock: socket.socket, pid: int) -> int | None:
+    """The child's wait status; None (the child killed) when the socket turns readable first: the
+    parent sends nothing while a child runs, so that is its end (EOF) or a broken protocol.
+    Sleeps on the child's pidfd and the socket (no wake-ups while the child measures); polls
+    every 50 ms where there is no pidfd (before Linux 5.3, some sandboxes)."""
+    try:
+        pidfd = os.pidfd_open(pid)
+    except (AttributeError, OSError):
+        pidfd = None
+    try:
+        while True:
+            done, status = os.waitpid(pid, os.WNOHANG)
+            if done:
+                return status
+            ready = select.select([sock] + ([pidfd] if pidfd is not None else []), [], [],
+                                  None if pidfd is not None else 0.05)[0]
+            if sock in ready:
+                _end_child(pid)
+                return None
+    finally:
+        if pidfd is not None:
+            os.close(pidfd)
 
 
 class TemplateError(Exception):
@@ -264,10 +310,7 @@ class Template:
             why = why or stop()
             if why or time.monotonic() > deadline:
                 timed_out = not why
-                try:
-                    os.killpg(pid, signal.SIGKILL)
-                except (ProcessLookupError, PermissionError):
-                    pass
+                kill_child(pid)
                 msg = self._answer(30.0)
                 return _returncode(msg.get("status", 0)), timed_out, why, pid
         msg = self._answer(None)
