@@ -281,3 +281,15 @@ def test_the_parent_going_away_ends_the_running_child_and_the_template(fake):
         assert _gone(pid), "the child outlived its parent bench"
         assert _gone(tpl.proc.pid), "the template outlived its parent bench"
     assert tpl.proc.wait(30) == 0
+
+
+def test_two_messages_in_one_read_are_both_delivered():
+    a, b = __import__("socket").socketpair()
+    with a, b:
+        a.sendall(b'{"pid": 5}\n{"status": 0}\n')
+        inbox = bytearray()
+        assert template._recv(b, inbox) == ({"pid": 5}, [])
+        assert inbox == b'{"status": 0}\n'
+        assert template._recv(b, inbox) == ({"status": 0}, [])
+        a.close()
+        assert template._recv(b, inbox) == (None, [])

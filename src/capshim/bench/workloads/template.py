@@ -79,11 +79,14 @@ def _send(sock: socket.socket, obj: dict, fds: list[int] | None = None) -> None:
         sock.sendall(data)
 
 
-def _recv(sock: socket.socket, want_fds: int = 0) -> tuple[dict | None, list[int]]:
-    """One newline-ended JSON message (and up to ``want_fds`` descriptors); (None, []) at EOF."""
-    buf = b""
+def _recv(sock: socket.socket, buf: bytearray, want_fds: int = 0) -> tuple[dict | None, list[int]]:
+    """One newline-ended JSON message (and up to ``want_fds`` descriptors); (None, []) at EOF.
+
+    ``buf`` holds what was read past the message (the next one's start: two answers can arrive
+    in one read when a child exits at once); pass the same one for every call on a socket.
+    """
     fds: list[int] = []
-    while not buf.endswith(b"\n"):
+    while b"\n" not in buf:
         if want_fds and not fds:
             data, got, _flags, _addr = socket.recv_fds(sock, MAX_MESSAGE, want_fds)
             fds = list(got)
@@ -96,7 +99,9 @@ def _recv(sock: socket.socket, want_fds: int = 0) -> tuple[dict | None, list[int
         buf += data
         if len(buf) > MAX_MESSAGE:
             raise ValueError("template message too long")
-    return json.loads(buf), fds
+    line, _, rest = bytes(buf).partition(b"\n")
+    buf[:] = rest
+    return json.loads(line), fds
 
 
 def _die_with_parent() -> None:
@@ -169,9 +174,10 @@ def serve(main, prepare) -> int:
         return 3
     _send(sock, {"ready": os.getpid(), "gpu_state": held})
     me = os.getpid()
+    inbox = bytearray()
     while True:
         try:
-            req, fds = _recv(sock, 2)
+            req, fds = _recv(sock, inbox, 2)
         except (OSError, ValueError) as exc:
             print(f"capshim-template: bad request: {exc}", file=sys.stderr, flush=True)
             return 1
@@ -254,6 +260,7 @@ class Template:
     def __init__(self, argv: list[str], env: dict[str, str], log, ready_timeout: float = 120.0):
         mine, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         self.sock = mine
+        self._inbox = bytearray()
         try:
             self.proc = subprocess.Popen(argv, env={**env, FD_VAR: str(theirs.fileno())}, stdout=log,
                                          stderr=log, stdin=subprocess.DEVNULL, pass_fds=(theirs.fileno(),),
@@ -271,16 +278,21 @@ class Template:
 
     def _answer(self, timeout: float | None) -> dict:
         """The next message; TemplateError on EOF, a bad message or no answer within ``timeout``."""
-        if timeout is not None and not select.select([self.sock], [], [], max(0.0, timeout))[0]:
+        if (timeout is not None and not self._pending()
+                and not select.select([self.sock], [], [], max(0.0, timeout))[0]):
             raise TemplateError(f"template gave no answer in {timeout:g} s")
         try:
-            msg, _ = _recv(self.sock)
+            msg, _ = _recv(self.sock, self._inbox)
         except (OSError, ValueError) as exc:
             raise TemplateError(f"template broke the protocol: {exc}") from None
         if msg is None:
             rc = self.proc.poll()
             raise TemplateError(f"template exited ({'running' if rc is None else rc})")
         return msg
+
+    def _pending(self) -> bool:
+        """Whether a whole message was already read (it arrived with the one before)."""
+        return b"\n" in self._inbox
 
     def alive(self) -> bool:
         return self.proc.poll() is None
@@ -305,7 +317,7 @@ class Template:
         deadline = time.monotonic() + timeout
         timed_out, why = False, None
         while True:
-            if select.select([self.sock], [], [], 0.1)[0]:
+            if self._pending() or select.select([self.sock], [], [], 0.1)[0]:
                 break
             why = why or stop()
             if why or time.monotonic() > deadline:
