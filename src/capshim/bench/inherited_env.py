@@ -72,6 +72,7 @@ NAMES: tuple[tuple[str, str], ...] = (
     ("LD_PRELOAD", "ld.so(8)"), ("LD_LIBRARY_PATH", "ld.so(8)"),
     ("DYLD_INSERT_LIBRARIES", "dyld(1)"), ("DYLD_LIBRARY_PATH", "dyld(1)"),
     ("DRI_PRIME", "Mesa docs/envvars.rst (GPU selection)"),
+    ("CAPSHIM_BENCH_LAUNCH", "capshim: plain or template launching of the runs (docs/processes.md)"),
 )
 #: A name whose value is not recorded (only the name, with :data:`REDACTED`).
 SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSW|CREDENTIAL|AUTH|COOKIE", re.IGNORECASE)

@@ -25,7 +25,7 @@ from typing import Callable
 
 from capshim import launch, paths
 from capshim.backends.vkloader import LIST_VARS
-from capshim.bench import attest, llamabench, telemetry
+from capshim.bench import attest, llamabench, telemetry, templates
 from capshim.bench.arms import Arm
 from capshim.bench.workloads.base import Workload
 from capshim.contracts import environ
@@ -59,6 +59,7 @@ class RunResult:
     control: str | None = None
     left_processes: int = 0
     stderr_truncated: int = 0
+    launch: str = "plain"
 
     def info(self) -> dict:
         """The ``runs`` entry of the arm in summary.json (``control_runs`` in metadata.json for a control)."""
@@ -66,7 +67,7 @@ class RunResult:
                 "signal": self.signal, "timed_out": self.timed_out, "seconds": round(self.seconds, 3),
                 "error": self.error, "shims": self.shim_states, "telemetry": self.telemetry,
                 "contaminated": self.contaminated, "excluded": self.excluded,
-                "left_processes": self.left_processes,
+                "left_processes": self.left_processes, "launch": self.launch,
                 **({"stderr_truncated_bytes": self.stderr_truncated} if self.stderr_truncated else {})}
 
 
@@ -84,15 +85,31 @@ def _env_size(env: dict[str, str]) -> int:
     return sum(len(os.fsencode(k)) + len(os.fsencode(v)) + 2 for k, v in env.items())
 
 
+#: How runs are launched (``CAPSHIM_BENCH_LAUNCH``): ``plain`` (default) execs a fresh process per
+#: run; ``template`` forks each run from a per-arm template process (docs/processes.md), for
+#: workloads whose command is ``python -m WORKER`` of a worker that serves templates.
+LAUNCH_MODES = ("plain", "template")
+LAUNCH_VAR = "CAPSHIM_BENCH_LAUNCH"
+
+
 @dataclass
 class Launcher:
     """Launches every arm the same way (module docstring): the same wrapper, the same variables,
     a padded environment. ``keys`` are the variables any arm sets; ``size`` the largest base
-    environment of any arm (bytes)."""
+    environment of any arm (bytes); ``mode`` one of :data:`LAUNCH_MODES`; ``templates`` the
+    live templates by run label (:mod:`capshim.bench.templates`)."""
 
     keys: list[str]
     size: int
     rng: random.Random
+    mode: str = "plain"
+    templates: dict = field(default_factory=dict)
+
+    def close(self) -> None:
+        """End every template (a no-op for plain launching)."""
+        from capshim.bench import templates
+
+        templates.close_all(self.templates)
 
     @staticmethod
     def neutral(key: str) -> str:
@@ -139,7 +156,19 @@ def make_launcher(arms: list[Arm], workload: Workload, work: Path, rng: random.R
             size = max(size, _env_size({**lc.env(), **w.env}))
     if "CAPSHIM_STATUS_FILE" not in keys:
         keys.append("CAPSHIM_STATUS_FILE")
-    return Launcher(keys, size, rng)
+    return Launcher(keys, size, rng, mode=launch_mode())
+
+
+def launch_mode() -> str:
+    """The launch mode from ``CAPSHIM_BENCH_LAUNCH`` (:data:`LAUNCH_MODES`; default ``plain``).
+
+    Raises:
+        UsageError: another value (names the variable and the choices).
+    """
+    mode = os.environ.get(LAUNCH_VAR) or "plain"
+    if mode not in LAUNCH_MODES:
+        raise launch.UsageError(f"{LAUNCH_VAR}={mode!r}: expected one of {', '.join(LAUNCH_MODES)}")
+    return mode
 
 
 def _stdout_path(bundle: Bundle, label: str, n: int, fh) -> Path:
@@ -209,14 +238,13 @@ def run_one(bundle: Bundle, arm: Arm, n: int, workload: Workload, timeout: float
     t0 = time.monotonic()
     with open(priv_out, "w+b") as out, open(priv_err, "w+b") as err:
         try:
-            proc = subprocess.Popen(exec_argv, env=env, stdout=out, stderr=err, stdin=subprocess.DEVNULL,
-                                    start_new_session=True)
+            rc, timed_out, stopped, pid, how = _start(launcher, label, workload, exec_argv, env, out, err,
+                                                      timeout, stop, work)
         except OSError as exc:  # missing interpreter, not an executable format, a folder, deleted
             return _not_started(bundle, arm, n, record, t0, launch.exec_failure(workload.argv[0], exc),
                                 exec_argv, lc.env_delta, position=position, workload=workload)
-        rc, timed_out, stopped = _wait(proc, timeout, stop)
         if stopped:
-            left = launch.end_group(proc.pid)
+            left = launch.end_group(pid)
             if record:
                 out_path = _stdout_path(bundle, label, n, out)
                 _copy_output(out, out_path)
@@ -225,10 +253,10 @@ def run_one(bundle: Bundle, arm: Arm, n: int, workload: Workload, timeout: float
             states = {name: s.to_dict() for name, s in lc.states().items()}
             return RunResult(arm.name, n, None, stopped, False, time.monotonic() - t0, [], {}, states, None,
                              f"interrupted ({stopped})", exec_argv, {}, position[0], position[1],
-                             control=workload.control, left_processes=left)
+                             control=workload.control, left_processes=left, launch=how)
         seconds = time.monotonic() - t0
         # what the workload left running in its session (a `( sleep 1000 ) &`): SIGTERM, grace, SIGKILL
-        left = launch.end_group(proc.pid)
+        left = launch.end_group(pid)
         if record:
             out_path = _stdout_path(bundle, label, n, out)
             _copy_output(out, out_path)
@@ -249,7 +277,7 @@ def run_one(bundle: Bundle, arm: Arm, n: int, workload: Workload, timeout: float
         except CapshimError as exc:
             error = str(exc)
     states = {name: s.to_dict() for name, s in lc.states().items()}
-    dirty = telemetry.contamination(before, after, {os.getpid(), proc.pid}) if probe else []
+    dirty = telemetry.contamination(before, after, {os.getpid(), pid, *templates.pids(launcher)}) if probe else []
     for rec in records:
         rec["round"], rec["position"], rec["contaminated"] = position[0], position[1], bool(dirty)
     recorded_delta = environ.record({k: (f"<{len(v)} bytes>" if k == PAD_VAR else v)
@@ -257,7 +285,27 @@ def run_one(bundle: Bundle, arm: Arm, n: int, workload: Workload, timeout: float
     return RunResult(arm.name, n, exit_code, sig, timed_out, seconds, records, attest.parse_path(stderr), states,
                      tokens, error, exec_argv, recorded_delta, position[0], position[1],
                      {"before": before, "after": after} if probe else {}, dirty, control=workload.control,
-                     left_processes=left, stderr_truncated=stderr_cut)
+                     left_processes=left, stderr_truncated=stderr_cut, launch=how)
+
+
+def _start(launcher: Launcher, label: str, workload: Workload, exec_argv: list[str], env: dict, out, err,
+           timeout: float, stop: Callable[[], str | None], work: Path) -> tuple[int, bool, str | None, int, str]:
+    """Start and wait for one run, forked from its template or as a plain process:
+    (returncode, timed out, stop signal name, pid, how it was launched: ``launch`` of the run).
+
+    Raises:
+        OSError: the plain process could not start.
+    """
+    forked = templates.run_forked(launcher, label, workload, exec_argv, env, out, err, timeout, stop, work)
+    if forked is not None:
+        return forked
+    why_not = templates.fallback_note(launcher, label)
+    how = ("plain" if launcher.mode == "plain" else
+           f"plain (template failed: {why_not})" if why_not else "plain (no template for this workload)")
+    proc = subprocess.Popen(exec_argv, env=env, stdout=out, stderr=err, stdin=subprocess.DEVNULL,
+                            start_new_session=True)
+    rc, timed_out, stopped = _wait(proc, timeout, stop)
+    return rc, timed_out, stopped, proc.pid, how
 
 
 def _failure(rc: int, timed_out: bool, timeout: float, sig: str | None, stderr: str) -> str | None:

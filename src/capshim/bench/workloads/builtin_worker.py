@@ -2,7 +2,8 @@
 
 The parent side (its command, environment and workload adapter) is
 :mod:`capshim.bench.workloads.builtin`; this module imports only the standard
-library (and cyllama, numpy inside the run), never the bench.
+library (and cyllama inside the run; no numpy: the logits are read through
+:mod:`array`, the same float32 bytes), never the bench.
 
 Run as ``python -m capshim.bench.workloads.builtin_worker --model PATH [--n-prompt 512]
 [--n-gen 128] [--repetitions 1] [--threads N] [--ngl 99] [--seed 0]
@@ -35,6 +36,12 @@ per-tensor, per-layer and per-graph-input lines).
 ``--log-level debug`` keeps llama.cpp's default logger, which writes every
 level.
 
+Each row also carries ``capshim_phases``: seconds of each phase of this process
+(:data:`PHASES`: interpreter start, imports, backend and Vulkan instance, model,
+context, warm-up pass, per-test warm-up, timed tests) and whether it was forked
+from a process template (:mod:`capshim.bench.workloads.template`,
+docs/processes.md); the same line goes to stderr as ``capshim-builtin: phases``.
+
 Exit codes (docs/contracts.md, "Exit codes"): 0 success; 1 the workload failed (model
 did not load, a decode failed); 2 bad usage (bad flag, missing model file).
 Errors are one line on stderr, ``capshim-builtin: error: ...``.
@@ -50,6 +57,12 @@ import statistics
 import sys
 import time
 from pathlib import Path
+
+from capshim.bench.workloads.logits import all_finite, argmax, float32s, top1_margin
+from capshim.bench.workloads.phases import FORKED_VAR, Phases, process_age
+
+#: perf_counter() when this module started running (the interpreter's start is before it).
+_T_MODULE = time.perf_counter()
 
 PROG = "capshim-builtin"
 EXIT_WORKLOAD = 1
@@ -325,29 +338,58 @@ def _stats(samples_ns: list[int], n_tokens: int) -> dict:
     }
 
 
+def import_cyllama():
+    """``cyllama.llama.llama_cpp`` (the binding), without running the ``cyllama`` package's
+    ``__init__`` when it can: that imports cyllama's high-level API (jinja2, its server; about
+    0.15 s on lavapipe's machine of 2 cores, 0.4 s on the H200), none of which the worker
+    uses. The package module is made from its spec without executing it, then the binding is
+    imported as usual (``cyllama.llama``'s own ``__init__`` runs: it sets native library paths).
+    Falls back to the plain import if that fails. Makes no GPU call (ggml's backends register
+    on their first use, :meth:`_Runner.__init__`).
+
+    Raises:
+        WorkerError: cyllama is not installed.
+    """
+    import importlib
+    import importlib.util
+
+    try:
+        if "cyllama" not in sys.modules:
+            spec = importlib.util.find_spec("cyllama")
+            if spec is not None and spec.loader is not None:
+                sys.modules["cyllama"] = importlib.util.module_from_spec(spec)
+        try:
+            return importlib.import_module("cyllama.llama.llama_cpp")
+        except ImportError:
+            for name in [m for m in sys.modules if m == "cyllama" or m.startswith("cyllama.")]:
+                del sys.modules[name]
+            return importlib.import_module("cyllama.llama.llama_cpp")
+    except ImportError as exc:
+        raise WorkerError(f"cannot import cyllama (pip install cyllama-vulkan): {exc}") from None
+
+
 class _Runner:
     """One loaded model and context, with the tests."""
 
-    def __init__(self, args: argparse.Namespace):
-        import numpy as np
-
-        self.np = np
+    def __init__(self, args: argparse.Namespace, phases: Phases | None = None):
         self.args = args
-        try:
-            import cyllama.llama.llama_cpp as cy
-        except ImportError as exc:
-            raise WorkerError(f"cannot import cyllama (pip install cyllama-vulkan): {exc}") from None
+        phases = phases if phases is not None else Phases()
+        self.phases = phases
+        cy = import_cyllama()
+        phases.mark("imports")
         self.cy = cy
         why = install_log_filter(cy, args.log_level)  # before the backends log anything
         if why:
             _note(f"llama.cpp's log is not filtered, every level is kept: {why}")
         cy.ggml_backend_load_all()  # prints the ggml_vulkan device lines to stderr
+        phases.mark("backend_init")
         mp = cy.LlamaModelParams()
         mp.n_gpu_layers = args.ngl
         try:
             self.model = _model_class(cy)(str(args.model), mp)
         except Exception as exc:
             raise WorkerError(f"llama.cpp could not load {args.model}: {exc}") from None
+        phases.mark("model_load")
         self.vocab = self.model.get_vocab()
         self.n_vocab = int(_get(self.vocab, "n_vocab"))
         bos = _get(self.vocab, "token_bos")
@@ -366,6 +408,7 @@ class _Runner:
             self.ctx = cy.LlamaContext(self.model, cp)
         except Exception as exc:
             raise WorkerError(f"llama.cpp could not create a context: {exc}") from None
+        phases.mark("context")
         self.flash_attn = int(_get(cp, "flash_attn_type", -1))
         self.n_batch, self.n_ubatch = int(cp.n_batch), int(cp.n_ubatch)
         self.prompt = prompt_tokens(args.n_prompt, self._token_range(), self.bos, args.seed)
@@ -392,7 +435,7 @@ class _Runner:
         lg = self.ctx.get_logits_ith(-1)
         if lg is None:
             raise WorkerError("llama.cpp returned no logits")
-        return self.np.asarray(lg, dtype=self.np.float32)
+        return lg if isinstance(lg, list) else float32s(lg)  # a list: exact float32 values, quick to scan
 
     def _perf(self) -> dict:
         self.ctx.synchronize()
@@ -409,7 +452,6 @@ class _Runner:
         Returns the capshim_output record: greedy token ids, SHA-256 of the
         float32 logits of every step, smallest top-1 minus top-2 logit.
         """
-        np = self.np
         self._clear()
         digest = hashlib.sha256()
         ids: list[int] = []
@@ -424,15 +466,13 @@ class _Runner:
         steps = max(self.args.n_gen, 1)
         for _ in range(steps):
             lg = self._logits()
-            if not np.all(np.isfinite(lg)):
-                digest.update(lg.tobytes())
+            digest.update(float32s(lg).tobytes())
+            if not all_finite(lg):
                 ids.append(-1)
                 margins.append(float("nan"))
             else:
-                digest.update(lg.tobytes())
-                top2 = np.partition(lg, -2)[-2:]
-                margins.append(float(top2[1] - top2[0]))
-                ids.append(int(np.argmax(lg)))
+                margins.append(top1_margin(lg))
+                ids.append(argmax(lg))
             self._decode([max(ids[-1], 0)], pos)  # also warms the single-token path
             pos += 1
         finite = [m for m in margins if m == m]
@@ -461,7 +501,7 @@ class _Runner:
         token = self.bos if self.bos is not None else 0
         for pos in range(self.args.n_gen):
             self._decode([token], pos)
-            token = int(self.np.argmax(self._logits()))
+            token = argmax(self._logits())
         after = self._perf()
         n = after["n_eval"] - before["n_eval"]
         if n != self.args.n_gen:
@@ -469,20 +509,23 @@ class _Runner:
         return int(round((after["t_eval_ms"] - before["t_eval_ms"]) * 1e6))
 
 
-def run(args: argparse.Namespace) -> list[dict]:
+def run(args: argparse.Namespace, phases: Phases | None = None) -> list[dict]:
     """Run the worker's passes and return the llama-bench rows (no printing).
 
     Raises:
         WorkerError: the model did not load or a decode failed.
     """
+    phases = phases if phases is not None else Phases()
     t0 = time.perf_counter()
-    r = _Runner(args)
+    r = _Runner(args, phases)
     cy = r.cy
     _note(f"model and context ready in {time.perf_counter() - t0:.2f} s")
     commit, number = _build_info(cy)
     cpu_info, gpu_info = _devices(cy)
     t1 = time.perf_counter()
+    phases.mark("context")
     output = r.correctness_pass()
+    phases.mark("warmup")
     _note(f"warm-up and correctness pass in {time.perf_counter() - t1:.2f} s, "
           f"top-1 margin >= {output['top1_margin_min']}")
     # Only what this worker measured or set (llama-bench's other fields, e.g. backends, type_k,
@@ -516,8 +559,10 @@ def run(args: argparse.Namespace) -> list[dict]:
             # timed pp512 repetition of every process was about 25% slower than the
             # rest (27-30k vs 36-39k tok/s), the correctness pass notwithstanding.
             fn()
+        phases.mark("test_warmup")
         test_time = _now()
         samples = [fn() for _ in range(args.repetitions)]
+        phases.mark("measure")
         name = f"pp{n_prompt}" if n_prompt else f"tg{n_gen}"
         _note(f"{name}: " + ", ".join(f"{(n_prompt + n_gen) * 1e9 / s:.2f}" for s in samples)
               + " tok/s")
@@ -526,14 +571,27 @@ def run(args: argparse.Namespace) -> list[dict]:
         rows.append({**common, "n_prompt": n_prompt, "n_gen": n_gen, "n_depth": 0,
                      "test_time": test_time, **_stats(samples, n_prompt + n_gen),
                      "capshim_output": output})
+    record = {**phases.record(), "forked": bool(os.environ.get(FORKED_VAR))}
+    _note("phases " + json.dumps(record))
+    for row in rows:
+        row["capshim_phases"] = record
     return rows
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None, phases: Phases | None = None) -> int:
     """Entry point: parse, run, print the JSON array on the real stdout.
+
+    Args:
+        argv: the flags (default ``sys.argv[1:]``).
+        phases: the phase clock (a template's child passes its own; default: started at this
+            module's import, ``python_start`` from the process's age).
 
     Returns the exit code (0, 1 or 2); argparse exits 2 itself on bad flags.
     """
+    if phases is None:
+        age = process_age()  # since the exec, or since the fork in a template's child
+        start = time.perf_counter() if os.environ.get(FORKED_VAR) else _T_MODULE
+        phases = Phases(start, None if age is None else max(0.0, age - (time.perf_counter() - start)))
     args = _parse_args(argv)
     if args.threads is None:
         try:
@@ -549,7 +607,7 @@ def main(argv: list[str] | None = None) -> int:
     real_stdout = os.dup(1)
     os.dup2(2, 1)
     try:
-        rows = run(args)
+        rows = run(args, phases)
     except WorkerError as exc:
         print(f"{PROG}: error: {exc}", file=sys.stderr)
         return exc.exit_code
@@ -571,4 +629,8 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
+    if os.environ.get("CAPSHIM_TEMPLATE_FD"):
+        from capshim.bench.workloads.template import serve
+
+        sys.exit(serve(main, import_cyllama))
     sys.exit(main())
