@@ -186,6 +186,8 @@ class Kind:
             checks' messages (``("its own network", "--network", "ms per inference")``).
         options: the options only this kind takes (``--network``; ``--shape``, ``--block``).
         build: ``build(request, cpu) -> Workload`` for a selectable kind (the plan calls it).
+        label: how ``capshim bench --help`` names the kind beside its defaults (the kind whose
+            name is its ``defaults`` row owns the row; "" for the others).
     """
 
     name: str
@@ -197,3 +199,4 @@ class Kind:
     problem: tuple[str, str, str] | None = None
     options: tuple[str, ...] = ()
     build: Callable | None = field(default=None, compare=False)
+    label: str = ""

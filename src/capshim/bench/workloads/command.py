@@ -346,4 +346,4 @@ def control_workload(value: str):
 
 
 #: Any command after ``--`` with ``--metric``: nothing says which device it ran on.
-KIND = Kind("command")
+KIND = Kind("command", label="a command")
