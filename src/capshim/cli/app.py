@@ -115,9 +115,6 @@ class _Group(SuggestingGroup):
 
 @click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="capshim")
-@click.option("--verbose", is_flag=True, expose_value=False, is_eager=True,
-              callback=lambda _ctx, _param, on: messages.set_verbose(on),
-              help="List every item of a long list in warnings and notes (default: the first few and a count).")
 def main():
     """Change, for one process only, the GPU capability answers it sees, and
     measure what that does.
