@@ -72,7 +72,7 @@ class SealGuard:
     """Holds Ctrl-C / SIGTERM / SIGHUP so that a bundle or study is always sealed.
 
     The first such signal prints that the bundle is being sealed and gives the
-    slow steps (analysis, report, chart: run inside :meth:`abortable`)
+    slow steps (report, chart: run inside :meth:`abortable`; the analysis is not one)
     :data:`SEAL_WAIT_S` seconds more; a second signal, or the end of that wait,
     interrupts the step that is running (:class:`StepInterrupted`, raised
     inside the step only) and the remaining slow steps are skipped. A signal
@@ -114,7 +114,7 @@ class SealGuard:
                 self._start_alarm()
                 raise StopRequested(signal.Signals(signum).name)
             messages.emit(f"{signal.Signals(signum).name} while sealing {self.what}: the seal is written "
-                          f"whatever happens; slow steps (analysis, report, chart) get {SEAL_WAIT_S:g} s more "
+                          f"whatever happens; slow steps (report, chart) get {SEAL_WAIT_S:g} s more "
                           "(signal again to skip them now)")
             self._start_alarm()
             return
