@@ -36,6 +36,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from capshim.contracts import bounded
 from capshim.contracts.numbers import AA_BAND_PCT
 from capshim.contracts.suggest import closest
 from capshim.contracts.verdict import UNRELIABLE, harness_check
@@ -130,6 +131,7 @@ def parse_spec(spec: str, unit: str | None = None, better: str | None = None, fl
     if kind == "json":
         _path_parts(arg, f"{flag} {spec!r}")
     if kind == "regex":
+        bounded.text(arg, f"{flag} regex:PATTERN")
         try:
             rx = re.compile(arg)
         except re.error as exc:

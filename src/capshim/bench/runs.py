@@ -237,11 +237,14 @@ def run_one(bundle: Bundle, arm: Arm, n: int, workload: Workload, timeout: float
     sig = signal.Signals(-rc).name if rc < 0 and -rc in signal.Signals._value2member_map_ else None
     exit_code = rc if rc >= 0 else None
     stdout = _read_output(out_path)
+    too_much = _cap_stderr(out_path, llamabench.MAX_OUTPUT_BYTES)  # the bundle keeps its head and tail
     stderr_cut = _cap_stderr(err_path)
     stderr = _read_output(err_path)
     records: list[dict] = []
     tokens = None
-    error = _failure(rc, timed_out, timeout, sig, stderr)
+    error = _failure(rc, timed_out, timeout, sig, stderr) or (
+        f"stdout: {too_much + llamabench.MAX_OUTPUT_BYTES} bytes, more than the {llamabench.MAX_OUTPUT_BYTES} "
+        "capshim reads of a run's output; not read (print less)" if too_much else None)
     if error is None:
         try:
             records, tokens = workload.parse(stdout, str(out_path), arm.name, n, stderr=stderr, seconds=seconds)
@@ -298,7 +301,8 @@ MAX_STDERR_KEEP = 32 << 20
 
 
 def _cap_stderr(path: Path, cap: int = MAX_STDERR_KEEP) -> int:
-    """Cut a run's stderr file over ``cap`` bytes down to its head and tail, in place, in bounded memory.
+    """Cut a run's stderr (or stdout) file over ``cap`` bytes down to its head and tail, in place, in
+    bounded memory.
 
     Returns:
         How many bytes were left out (0: the file was kept whole).
@@ -311,7 +315,8 @@ def _cap_stderr(path: Path, cap: int = MAX_STDERR_KEEP) -> int:
         return 0
     half = cap // 2
     cut = size - 2 * half
-    marker = (f"\n[capshim: {cut} bytes of this run's stderr left out here; the first and last "
+    what = "stdout" if path.name.endswith((".json", ".txt")) else "stderr"
+    marker = (f"\n[capshim: {cut} bytes of this run's {what} left out here; the first and last "
               f"{half} bytes are kept]\n").encode()
     with open(path, "r+b") as fh:
         src, dst = size - half, half

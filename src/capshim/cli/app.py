@@ -12,7 +12,7 @@ import click
 
 from capshim import __version__
 from capshim.cli.suggest import SuggestingGroup
-from capshim.contracts import messages
+from capshim.contracts import messages, signals
 from capshim.errors import EXIT_STORAGE, CapshimError
 
 
@@ -76,7 +76,9 @@ class _Group(SuggestingGroup):
     Its commands are loaded from :data:`COMMANDS` on first use (click's lazy
     subcommand pattern).
 
-    Its ``main`` (the ``capshim`` entry point) also turns a failed write to
+    Its ``main`` (the ``capshim`` entry point) holds :func:`capshim.contracts.signals.ends_on_signal`
+    around every command (a stop signal ends it within seconds, exit 128+N, one line), and turns a
+    failed write to
     stdout or stderr (``capshim profiles > /dev/full``, a closed pipe) into one
     line and an exit code instead of a traceback (:func:`_output_failed`).
     """
@@ -93,7 +95,8 @@ class _Group(SuggestingGroup):
     def main(self, *args, **kwargs):
         try:
             try:
-                return super().main(*args, **kwargs)
+                with signals.ends_on_signal():  # every command: a stop signal ends it within seconds
+                    return super().main(*args, **kwargs)
             finally:  # buffered output fails here, not in the interpreter's exit flush
                 for stream in (sys.stdout, sys.stderr):
                     if stream is not None:
@@ -104,6 +107,14 @@ class _Group(SuggestingGroup):
     def invoke(self, ctx):
         try:
             return super().invoke(ctx)
+        except KeyboardInterrupt as exc:  # a stop signal (signals.ends_on_signal): 128+N, no traceback
+            name = getattr(exc, "signal_name", "SIGINT")
+            try:
+                messages.emit(f"stopped ({name})")
+                sys.stderr.flush()
+            except OSError:
+                _to_devnull(sys.stderr)
+            ctx.exit(signals.exit_code(name))
         except CapshimError as exc:
             try:
                 messages.emit(str(exc))  # wrapped to the terminal, never mid-word

@@ -20,6 +20,7 @@ sealed at that moment (a nested guard is entered): then it only waits.
 from __future__ import annotations
 
 import contextlib
+import os
 import signal
 import threading
 import time
@@ -31,6 +32,107 @@ STOP_SIGNALS: tuple[signal.Signals, ...] = tuple(
 
 SEAL_WAIT_S = 10.0
 """Seconds the slow finalize steps get after the first stop signal."""
+
+STOP_GRACE_S = 5.0
+"""Seconds a command outside a seal has, after its first stop signal, to end by itself (its
+cleanup: a child's process group asked to stop, a temporary folder removed); then, or at a
+second signal, capshim kills the process groups it started (SIGKILL) and exits 128+N at once."""
+
+_groups: set[int] = set()
+
+
+def track_group(pgid: int) -> None:
+    """Name a process group capshim started (a child in its own session): killed if capshim must
+    end at once (:func:`ends_on_signal`)."""
+    _groups.add(pgid)
+
+
+def untrack_group(pgid: int) -> None:
+    """The group's leader was reaped: the number may be reused, so it is no longer killed."""
+    _groups.discard(pgid)
+
+
+def _end_now(signum: int, why: str) -> None:
+    """Kill the tracked process groups, say why on stderr, exit 128+N without cleanup."""
+    for pgid in list(_groups):
+        with contextlib.suppress(OSError):
+            os.killpg(pgid, signal.SIGKILL)
+    with contextlib.suppress(OSError, ValueError):
+        os.write(2, f"capshim: {signal.Signals(signum).name}: {why}; stopped now\n".encode())
+    os._exit(128 + signum)
+
+
+@contextlib.contextmanager
+def ends_on_signal():
+    """Held around every command (capshim's entry, :mod:`capshim.cli.app`): a stop signal ends it
+    within :data:`STOP_GRACE_S` seconds whatever it is doing, with exit 128+N and no traceback.
+
+    The first stop signal raises :class:`StopRequested` where the command is (a read, a wait, a
+    pattern: ``re`` checks for signals while it matches), so its cleanup runs and the entry exits
+    128+N. A watchdog thread learns of the signal through the interpreter's wakeup descriptor
+    (written by the C-level handler even while the main thread is inside a library call that
+    does not return, a database waiting on a lock): if capshim still runs :data:`STOP_GRACE_S`
+    seconds later, or at a second signal, it ends the process (:func:`_end_now`). A signal that
+    another handler took (a :class:`SealGuard` sealing a bundle, ``capshim run`` forwarding it to
+    its program) follows that handler's rule. A signal ignored when capshim started (``nohup``)
+    stays ignored. Only in the main thread.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    first: list[int] = []
+
+    def handler(signum, frame):
+        if first:
+            _end_now(first[0], "a second stop signal")
+        first.append(signum)
+        raise StopRequested(signal.Signals(signum).name)
+
+    old = {}
+    for sig in STOP_SIGNALS:
+        with contextlib.suppress(ValueError, OSError):
+            if signal.getsignal(sig) is not signal.SIG_IGN:
+                old[sig] = signal.signal(sig, handler)
+    rfd, wfd = os.pipe()
+    os.set_blocking(wfd, False)
+    try:
+        prev_fd = signal.set_wakeup_fd(wfd, warn_on_full_buffer=False)
+    except (ValueError, OSError):
+        prev_fd = None
+    if prev_fd is not None:
+        threading.Thread(target=_watchdog, args=(rfd, handler), name="capshim-stop", daemon=True).start()
+    try:
+        yield
+    finally:
+        if prev_fd is not None:
+            with contextlib.suppress(ValueError, OSError):
+                signal.set_wakeup_fd(prev_fd)
+        for sig, prev in old.items():
+            with contextlib.suppress(ValueError, OSError):
+                signal.signal(sig, prev if not first else signal.SIG_IGN)
+
+
+def _watchdog(rfd: int, handler) -> None:
+    """The thread of :func:`ends_on_signal`: reads signal numbers from the wakeup descriptor ``rfd``."""
+    import select
+
+    stops = {int(s) for s in STOP_SIGNALS}
+    first, deadline = None, None
+    while True:
+        wait = None if deadline is None else max(0.0, deadline - time.monotonic())
+        ready, _, _ = select.select([rfd], [], [], wait)
+        if ready:
+            for num in os.read(rfd, 64):
+                if num not in stops or signal.getsignal(num) is not handler:
+                    continue  # not a stop signal, or another handler's (a seal guard, capshim run)
+                if first is not None:
+                    _end_now(first, "a second stop signal")
+                first, deadline = num, time.monotonic() + STOP_GRACE_S
+        elif deadline is not None and time.monotonic() >= deadline:
+            if signal.getsignal(first) is not handler:  # a seal guard took over: its rule applies
+                deadline = time.monotonic() + STOP_GRACE_S
+                continue
+            _end_now(first, f"still busy {STOP_GRACE_S:g} s after the signal")
 
 
 def exit_code(name: str | int | None) -> int:
