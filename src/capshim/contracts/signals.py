@@ -107,9 +107,13 @@ def ends_on_signal():
         if prev_fd is not None:
             with contextlib.suppress(ValueError, OSError):
                 signal.set_wakeup_fd(prev_fd)
-        for sig, prev in old.items():
+        os.close(wfd)  # the watchdog reads the end of the pipe and stops
+        if prev_fd is None:
+            os.close(rfd)
+        for sig, prev in old.items():  # one that a guard left ignored (capshim is stopping) stays so
             with contextlib.suppress(ValueError, OSError):
-                signal.signal(sig, prev if not first else signal.SIG_IGN)
+                if signal.getsignal(sig) is handler:
+                    signal.signal(sig, prev if not first else signal.SIG_IGN)
 
 
 def _watchdog(rfd: int, handler) -> None:
@@ -122,7 +126,11 @@ def _watchdog(rfd: int, handler) -> None:
         wait = None if deadline is None else max(0.0, deadline - time.monotonic())
         ready, _, _ = select.select([rfd], [], [], wait)
         if ready:
-            for num in os.read(rfd, 64):
+            got = os.read(rfd, 64)
+            if not got:  # the command ended (ends_on_signal closed the pipe)
+                os.close(rfd)
+                return
+            for num in got:
                 if num not in stops or signal.getsignal(num) is not handler:
                     continue  # not a stop signal, or another handler's (a seal guard, capshim run)
                 if first is not None:

@@ -24,6 +24,7 @@ import sqlalchemy as sa
 
 from capshim import __version__, jsonread
 from capshim import summary as summary_contract
+from capshim.contracts import bounded
 from capshim.contracts.suggest import did_you_mean
 from capshim.db import schema as S
 from capshim.db.ingest import BundleRecord, read_bundle, signed_by
@@ -438,7 +439,7 @@ class Store:
         for key, value in (filters or {}).items():
             if value is None or value == "":
                 continue
-            value = str(value)
+            value = bounded.text(str(value), f"--{key} / {key}=" if key in FILTERS else "filter")
             if key not in FILTERS:
                 raise DbError(f"filter {key!r}: unknown{did_you_mean(key, FILTERS)}; use one of {', '.join(FILTERS)}")
             if key == "id":
@@ -492,7 +493,10 @@ class Store:
                     d += _dt.timedelta(days=1)
                 bound = d.strftime("%Y-%m-%dT00:00:00Z")
             else:
-                bound = _dt.datetime.fromisoformat(value.replace("Z", "+00:00")).strftime("%Y-%m-%dT%H:%M:%SZ")
+                when = _dt.datetime.fromisoformat(value.replace("Z", "+00:00"))
+                if when.tzinfo is not None:  # an offset (+05:30): the stored times are UTC
+                    when = when.astimezone(_dt.timezone.utc)
+                bound = when.strftime("%Y-%m-%dT%H:%M:%SZ")
         except ValueError:
             raise DbError(f"--{key} / {key}={value!r}: expected a date YYYY-MM-DD or an ISO time") from None
         c = S.bundles.c.created_utc

@@ -1,0 +1,172 @@
+"""Issue 29 item 5: what capshim reads from outside is bounded in size and time, and a stop signal
+ends every command within seconds whatever it is doing (capshim.contracts.bounded, signals)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from capshim.bench import metrics
+from capshim.bench.workloads.command import extract
+from capshim.contracts import bounded
+from capshim.errors import UsageError
+from tests.conftest import REPO, default_signals, run_capshim
+
+#: Every pathological input must be refused well within this (a loaded 2-core machine).
+LIMIT_S = 120
+
+
+def _one_line(stderr: str) -> str:
+    assert "Traceback" not in stderr, stderr[-2000:]
+    return " ".join(stderr.split())
+
+
+def test_a_backtracking_pattern_is_stopped_naming_it():
+    metric = metrics.parse_spec(r"regex:(a+)+$", better="lower")
+    t0 = time.monotonic()
+    with pytest.raises(UsageError, match=r"\(a\+\)\+\$' took more than 2 s on 30001 characters"):
+        extract(metric, "a" * 30000 + "!", "", 1.0, "raw/a-1.txt")
+    assert time.monotonic() - t0 < 30
+    linear = metrics.parse_spec(r"regex:took ([0-9.]+) s", better="lower")
+    assert extract(linear, "x" * (8 << 20) + "\ntook 1.5 s\n", "", 1.0, "raw/a-1.txt") == [1.5]
+
+
+def test_a_pattern_or_selection_of_huge_length_is_refused_before_it_is_parsed():
+    with pytest.raises(UsageError, match="at most 4096"):
+        metrics.parse_spec("regex:(" + "a" * 10000 + ")", better="lower")
+    with pytest.raises(UsageError, match="--since: 100000 characters"):
+        bounded.text("2" * 100000, "--since")
+
+
+@pytest.mark.parametrize("args", [
+    ("db", "list", "--since", "2" * 100000),
+    ("db", "list", "--device", "a*" * 50000, "--match", "glob"),
+    ("db", "show", "x" * 100000),
+    ("db", "compare", "name=" + "y" * 100000, "1"),
+])
+def test_a_selector_or_date_of_huge_length_is_one_line_exit_2(tmp_path, args):
+    r = run_capshim("--verbose", args[0], "--db", f"sqlite:///{tmp_path / 'r.db'}", *args[1:], timeout=LIMIT_S)
+    assert r.returncode == 2, r.stderr[-2000:]
+    assert "characters (at most 4096)" in _one_line(r.stderr)
+
+
+def test_a_date_with_an_offset_is_compared_in_utc():
+    from capshim.db.store import Store
+
+    cond = Store._date_cond("since", "2026-01-01T05:30:00+05:30")
+    assert cond.right.value == "2026-01-01T00:00:00Z"
+
+
+@pytest.fixture()
+def pathological(tmp_path):
+    """A FIFO, /dev/zero and a 2 GB sparse file, as profile, Khronos JSON and bundle inputs."""
+    fifo = tmp_path / "fifo.json"
+    os.mkfifo(fifo)
+    big = tmp_path / "big.json"
+    with open(big, "wb") as fh:
+        fh.truncate(2 << 30)
+    return {"fifo": str(fifo), "zero": "/dev/zero", "big": str(big)}
+
+
+@pytest.mark.parametrize("which", ["fifo", "zero", "big"])
+@pytest.mark.parametrize("cmd", [("profile", "check"), ("profile", "show"), ("report",), ("run", "--profile")])
+def test_a_fifo_dev_zero_or_sparse_2gb_input_is_refused_at_once(pathological, which, cmd):
+    path = pathological[which]
+    args = (*cmd, path, "--", "true") if cmd[0] == "run" else (*cmd, path)
+    t0 = time.monotonic()
+    r = run_capshim(*args, timeout=LIMIT_S)
+    assert time.monotonic() - t0 < LIMIT_S
+    assert r.returncode == 2, r.stderr[-2000:]
+    text = _one_line(r.stderr)
+    assert "not a regular file" in text or "larger than" in text, text
+
+
+@pytest.mark.slow
+def test_a_metric_command_writing_1_gb_fails_its_runs_naming_stdout(tmp_path):
+    script = tmp_path / "flood.sh"
+    script.write_text("#!/bin/sh\nhead -c 1073741824 /dev/zero\necho 'took 1.0 s'\n")
+    script.chmod(0o755)
+    r = run_capshim("bench", "--arm", "a=", "-r", "1", "--warmup", "0", "--metric", r"regex:took ([0-9.]+) s",
+                    "--better", "lower", "--out", str(tmp_path / "b"), "--", str(script), timeout=LIMIT_S * 3)
+    assert r.returncode == 1, r.stderr[-2000:]
+    assert "more than the 268435456 capshim reads" in _one_line(r.stderr + r.stdout)
+    kept = sum(p.stat().st_size for p in (tmp_path / "b" / "raw").iterdir())
+    assert kept < (300 << 20)  # head and tail of the 1 GB, not all of it
+
+
+def _locked_db(tmp_path: Path):
+    """A results store another process holds an exclusive lock on; returns (url, the locker)."""
+    db = tmp_path / "r.db"
+    assert run_capshim("db", "--db", f"sqlite:///{db}", "list", timeout=LIMIT_S).returncode == 0
+    locker = subprocess.Popen([sys.executable, "-c", "import sqlite3, sys, time\n"
+                               f"c = sqlite3.connect({str(db)!r}, isolation_level=None)\n"
+                               "c.execute('BEGIN EXCLUSIVE'); print('locked', flush=True); time.sleep(600)"],
+                              stdout=subprocess.PIPE, text=True)
+    assert locker.stdout.readline().strip() == "locked"
+    return db, locker
+
+
+def _blocked_on(db: Path, argv: list[str]) -> subprocess.Popen:
+    """capshim ``argv`` started, returned once it has the store open (its descriptor is the event)."""
+    env = dict(os.environ, PYTHONPATH=str(REPO / "src"))
+    proc = subprocess.Popen([sys.executable, "-m", "capshim.cli", *argv], env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, preexec_fn=default_signals)
+    deadline = time.monotonic() + LIMIT_S
+    while time.monotonic() < deadline and proc.poll() is None:
+        try:
+            if any(os.path.realpath(f"/proc/{proc.pid}/fd/{fd}") == str(db) for fd in os.listdir(f"/proc/{proc.pid}/fd")):
+                return proc
+        except OSError:
+            pass
+        time.sleep(0.05)
+    raise AssertionError(f"capshim never opened {db}: {proc.poll()}")
+
+
+@pytest.mark.skipif(not Path("/proc/self/fd").is_dir(), reason="needs /proc to see the store open")
+@pytest.mark.parametrize("sig, code, twice", [(signal.SIGINT, 130, False), (signal.SIGTERM, 143, False),
+                                             (signal.SIGTERM, 143, True)])
+def test_a_signal_ends_a_command_waiting_on_a_locked_store(tmp_path, sig, code, twice):
+    """sqlite waits for the lock inside a library call the signal's Python handler cannot enter: the
+    watchdog ends capshim STOP_GRACE_S seconds after the signal (at once after a second one)."""
+    db, locker = _locked_db(tmp_path)
+    try:
+        proc = _blocked_on(db, ["db", "--db", f"sqlite:///{db}", "list"])
+        t0 = time.monotonic()
+        proc.send_signal(sig)
+        if twice:
+            proc.send_signal(sig)
+        _, err = proc.communicate(timeout=LIMIT_S)
+        took = time.monotonic() - t0
+    finally:
+        locker.kill()
+        locker.wait()
+    assert proc.returncode == code, err
+    text = _one_line(err)
+    assert "stopped" in text and len(err.strip().splitlines()) == 1, err
+    assert took < 60  # STOP_GRACE_S (5 s) and a loaded machine's start-up, not the lock's wait
+
+
+def test_a_signal_ends_a_command_matching_a_backtracking_pattern(tmp_path):
+    """re checks for signals while it matches: SIGTERM during the match ends capshim with 143."""
+    code = ("import re, sys\nfrom capshim.cli.app import main\nfrom capshim.contracts import signals\n"
+            "with signals.ends_on_signal():\n"
+            "    try:\n"
+            "        print('matching', file=sys.stderr, flush=True)\n"
+            "        re.search(r'(a+)+$', 'a' * 60 + '!')\n"
+            "    except KeyboardInterrupt as exc:\n"
+            "        print('stopped', exc.signal_name, file=sys.stderr, flush=True)\n"
+            "        raise SystemExit(signals.exit_code(exc.signal_name))\n")
+    env = dict(os.environ, PYTHONPATH=str(REPO / "src"))
+    proc = subprocess.Popen([sys.executable, "-c", code], env=env, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=default_signals)
+    assert proc.stderr.readline().strip() == "matching"
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=LIMIT_S)
+    assert proc.returncode == 143 and "stopped SIGTERM" in err, err
