@@ -170,3 +170,37 @@ def test_a_signal_ends_a_command_matching_a_backtracking_pattern(tmp_path):
     proc.send_signal(signal.SIGTERM)
     _, err = proc.communicate(timeout=LIMIT_S)
     assert proc.returncode == 143 and "stopped SIGTERM" in err, err
+
+
+def test_a_tools_output_is_kept_to_the_limit_and_read_to_its_end():
+    r = bounded.run(["sh", "-c", "head -c 200000000 /dev/zero; echo done >&2"], limit=1 << 20, timeout=LIMIT_S)
+    assert r.returncode == 0 and len(r.stdout) == 1 << 20 and r.stderr == "done\n"
+    assert bounded.run(["cat"], input=b"abc", text=False, timeout=LIMIT_S).stdout == b"abc"
+    with pytest.raises(subprocess.TimeoutExpired):
+        bounded.run(["sh", "-c", "trap '' INT TERM; exec sleep 600"], timeout=1)
+
+
+def test_a_signal_ends_a_command_waiting_on_a_tool_that_ignores_signals(tmp_path):
+    """The tool (trapping SIGINT and SIGTERM) is killed and capshim exits 130; the tool's file is the
+    event that it runs."""
+    ready = tmp_path / "ready"
+    code = ("import sys\nfrom capshim.contracts import bounded, signals\n"
+            "with signals.ends_on_signal():\n"
+            "    try:\n"
+            f"        bounded.run(['sh', '-c', \"trap '' INT TERM; echo $$ > {ready}; exec sleep 600\"])\n"
+            "    except KeyboardInterrupt as exc:\n"
+            "        raise SystemExit(signals.exit_code(exc.signal_name))\n")
+    env = dict(os.environ, PYTHONPATH=str(REPO / "src"))
+    proc = subprocess.Popen([sys.executable, "-c", code], env=env, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=default_signals)
+    deadline = time.monotonic() + LIMIT_S
+    while not (ready.exists() and ready.read_text().strip()) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    tool = int(ready.read_text())
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=LIMIT_S)
+    assert proc.returncode == 130, err
+    with pytest.raises(ProcessLookupError):
+        for _ in range(200):  # reaped by capshim before it exited: gone, not a zombie of ours
+            os.kill(tool, 0)
+            time.sleep(0.05)

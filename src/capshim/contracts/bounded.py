@@ -14,6 +14,11 @@ FIFO or ``/dev/zero`` is refused before a read; :mod:`capshim.jsonread` and
   (``ITIMER_VIRTUAL``, ``SIGVTALRM``), which ``re`` notices while it matches (it checks for
   signals as it goes), and which the seal guard's wall-clock timer (``SIGALRM``) does not use.
 
+- a tool capshim runs and reads (its probes, ``nm``, ``git``, ``ssh-keygen``, the compiler,
+  ``sysctl``, ``codesign``) through :func:`run`: at most :data:`MAX_TOOL_OUTPUT` bytes of each
+  stream are kept (the rest is read and dropped, so the tool never blocks on a full pipe), a
+  time limit, and the tool killed when capshim is stopped by a signal.
+
 Past a limit: a :class:`~capshim.errors.UsageError` (exit 2) of one line naming the input.
 """
 
@@ -22,11 +27,12 @@ from __future__ import annotations
 import contextlib
 import re
 import signal
+import subprocess
 import threading
 
 from capshim.errors import UsageError
 
-__all__ = ["MAX_ARG_CHARS", "PATTERN_CPU_S", "text", "finditer"]
+__all__ = ["MAX_ARG_CHARS", "PATTERN_CPU_S", "MAX_TOOL_OUTPUT", "TOOL_TIMEOUT_S", "text", "finditer", "run"]
 
 MAX_ARG_CHARS = 4096
 """Characters a selection, filter value, date or pattern given on the command line may have (a
@@ -82,3 +88,79 @@ def finditer(rx: re.Pattern, subject: str, where: str) -> list[re.Match]:
     finally:
         with contextlib.suppress(ValueError, OSError):
             signal.signal(signal.SIGVTALRM, old)
+
+
+MAX_TOOL_OUTPUT = (64 << 20) + 1
+"""Bytes of a tool's stdout (and of its stderr) that :func:`run` keeps: one more than the JSON
+reader takes (:data:`capshim.jsonread.MAX_BYTES`, 64 MiB), so a probe that prints more is refused
+by it as too large rather than read in part."""
+
+TOOL_TIMEOUT_S = 600.0
+"""Seconds a tool may run when its caller gives no limit (a compiler building a shim takes tens)."""
+
+
+def _drain(stream, keep: list, limit: int) -> None:
+    """Read ``stream`` to its end, keeping its first ``limit`` bytes in ``keep`` (a thread)."""
+    total = 0
+    with contextlib.suppress(OSError, ValueError):
+        while True:
+            block = stream.read(1 << 16)
+            if not block:
+                break
+            if total < limit:
+                keep.append(block[:limit - total])
+            total += len(block)
+    keep.append(total)
+
+
+def run(cmd: list[str], *, timeout: float | None = TOOL_TIMEOUT_S, text: bool = True, input=None,
+        env: dict | None = None, cwd=None, limit: int = MAX_TOOL_OUTPUT) -> subprocess.CompletedProcess:
+    """``subprocess.run(cmd, capture_output=True)`` with each stream kept to ``limit`` bytes.
+
+    The tool stays in capshim's process group (a terminal's Ctrl-C reaches it; ``ssh-keygen`` can
+    still ask for a passphrase); when capshim is stopped (a KeyboardInterrupt, such as
+    :class:`capshim.contracts.signals.StopRequested`) or the time is up, it is killed (SIGKILL:
+    a tool that ignores signals cannot hold capshim).
+
+    Returns:
+        A CompletedProcess; ``stdout``/``stderr`` are str (``text``, UTF-8, invalid bytes
+        replaced) or bytes, at most ``limit`` bytes each.
+
+    Raises:
+        subprocess.TimeoutExpired: after ``timeout`` seconds (None: no limit), the tool killed.
+        OSError: the tool cannot be started.
+    """
+    proc = subprocess.Popen(cmd, stdin=subprocess.PIPE if input is not None else subprocess.DEVNULL,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, cwd=cwd)
+    outs: tuple[list, list] = ([], [])
+    readers = [threading.Thread(target=_drain, args=(s, k, limit), daemon=True)
+               for s, k in ((proc.stdout, outs[0]), (proc.stderr, outs[1]))]
+    for t in readers:
+        t.start()
+    try:
+        if input is not None:
+            with contextlib.suppress(BrokenPipeError, OSError):
+                proc.stdin.write(input.encode() if isinstance(input, str) else input)
+            with contextlib.suppress(OSError):
+                proc.stdin.close()
+        try:
+            proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+            raise subprocess.TimeoutExpired(cmd, timeout) from None
+    except BaseException:
+        with contextlib.suppress(OSError):
+            proc.kill()
+        proc.wait()
+        raise
+    finally:
+        for t in readers:
+            t.join(timeout=5)
+        for s in (proc.stdout, proc.stderr):
+            with contextlib.suppress(OSError):
+                s.close()
+    data = [b"".join(b for b in k if isinstance(b, bytes)) for k in outs]
+    if text:
+        data = [d.decode("utf-8", errors="replace") for d in data]
+    return subprocess.CompletedProcess(cmd, proc.returncode, data[0], data[1])

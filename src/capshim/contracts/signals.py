@@ -35,28 +35,13 @@ SEAL_WAIT_S = 10.0
 
 STOP_GRACE_S = 5.0
 """Seconds a command outside a seal has, after its first stop signal, to end by itself (its
-cleanup: a child's process group asked to stop, a temporary folder removed); then, or at a
-second signal, capshim kills the process groups it started (SIGKILL) and exits 128+N at once."""
-
-_groups: set[int] = set()
-
-
-def track_group(pgid: int) -> None:
-    """Name a process group capshim started (a child in its own session): killed if capshim must
-    end at once (:func:`ends_on_signal`)."""
-    _groups.add(pgid)
-
-
-def untrack_group(pgid: int) -> None:
-    """The group's leader was reaped: the number may be reused, so it is no longer killed."""
-    _groups.discard(pgid)
+cleanup: a tool killed, a temporary folder removed); then, or at a second signal, capshim exits
+128+N at once (:func:`ends_on_signal`). The children it starts in their own process group (a
+bench's runs, ``capshim run``'s program) are ended by the handlers that hold the signals then."""
 
 
 def _end_now(signum: int, why: str) -> None:
-    """Kill the tracked process groups, say why on stderr, exit 128+N without cleanup."""
-    for pgid in list(_groups):
-        with contextlib.suppress(OSError):
-            os.killpg(pgid, signal.SIGKILL)
+    """Say why on stderr and exit 128+N without cleanup."""
     with contextlib.suppress(OSError, ValueError):
         os.write(2, f"capshim: {signal.Signals(signum).name}: {why}; stopped now\n".encode())
     os._exit(128 + signum)

@@ -20,6 +20,7 @@ import subprocess
 import tempfile
 from pathlib import Path
 
+from capshim.contracts import bounded
 from capshim.errors import CapshimError, UsageError
 from capshim.evidence.files import EvidenceError
 
@@ -46,7 +47,7 @@ def _ssh_keygen() -> str:
 
 def _run(args: list[str], data: bytes, timeout: float | None = 60) -> subprocess.CompletedProcess:
     try:
-        return subprocess.run([_ssh_keygen(), *args], input=data, capture_output=True, timeout=timeout)
+        return bounded.run([_ssh_keygen(), *args], input=data, text=False, timeout=timeout)
     except subprocess.TimeoutExpired:
         raise SigningError(f"ssh-keygen {args[0]} {args[1]}: no answer in {timeout:.0f} s") from None
     except OSError as exc:

@@ -23,6 +23,7 @@ import sys
 import time
 from pathlib import Path
 
+from capshim.contracts import bounded
 from capshim import __version__, summary
 from capshim.bench import attest
 from capshim.contracts import folders, names
@@ -173,12 +174,11 @@ def capshim_source() -> dict:
     out = {"version": __version__, "commit": None, "dirty": None}
     here = Path(__file__).resolve().parent
     try:
-        commit = subprocess.run(["git", "-C", str(here), "rev-parse", "HEAD"], capture_output=True, text=True,
-                                timeout=10)
+        commit = bounded.run(["git", "-C", str(here), "rev-parse", "HEAD"], timeout=10)
         if commit.returncode == 0:
             out["commit"] = commit.stdout.strip()
-            st = subprocess.run(["git", "-C", str(here), "status", "--porcelain", "--untracked-files=no", "--", "."],
-                                capture_output=True, text=True, timeout=10)
+            st = bounded.run(["git", "-C", str(here), "status", "--porcelain", "--untracked-files=no", "--", "."],
+                             timeout=10)
             out["dirty"] = bool(st.stdout.strip()) if st.returncode == 0 else None
     except (OSError, subprocess.SubprocessError):
         pass
