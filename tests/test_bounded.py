@@ -57,6 +57,11 @@ def test_a_selector_or_date_of_huge_length_is_one_line_exit_2(tmp_path, args):
     assert "characters (at most 4096)" in _one_line(r.stderr)
 
 
+def test_a_store_url_of_huge_length_from_the_environment_is_one_line_exit_2(tmp_path):
+    r = run_capshim("db", "list", env={"CAPSHIM_DB": "sqlite:///" + "d/" * 50000}, timeout=LIMIT_S)
+    assert r.returncode == 2 and "CAPSHIM_DB: 100010 characters (at most 4096)" in _one_line(r.stderr), r.stderr
+
+
 def test_a_date_with_an_offset_is_compared_in_utc():
     from capshim.db.store import Store
 

@@ -94,6 +94,7 @@ def resolve_url(url: str | None) -> str:
     None gives :func:`default_url`.
 
     Raises:
+        UsageError (exit 2): longer than :data:`capshim.contracts.bounded.MAX_ARG_CHARS`.
         DbError (exit 2), naming ``--db`` or ``CAPSHIM_DB`` and the value: not a URL; another
             database or driver (capshim keeps results only in SQLite or PostgreSQL); a SQLite
             query option (``?timeout=...``, ``?uri=true``: capshim could not honour it) or an
@@ -103,6 +104,7 @@ def resolve_url(url: str | None) -> str:
     given = url
     url = url or default_url()
     flag = _flag(given)
+    bounded.text(url, flag)
     if "://" not in url:
         _check_sqlite_path(url, url, flag)
         return f"sqlite:///{Path(url).expanduser().resolve()}"
