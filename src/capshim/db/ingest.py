@@ -19,6 +19,7 @@ import csv
 import hashlib
 import math
 import os
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -231,6 +232,10 @@ def _require_verified(p: Path, problems: list[str], noun: str) -> None:
                       f"capshim evidence verify {p} lists {'them all' if len(problems) > 1 else 'it'})")
 
 
+MAX_CSV_BYTES = 256 << 20
+"""The largest results.csv read (a row per sample: millions of samples fit)."""
+
+
 def _read_samples(csv_path: Path) -> list[dict]:
     """The arm samples of ``results.csv`` (columns by name: ``arm, run, sample, test, tok_s``; others kept
     under ``extra``). ``tok_s`` is the value in the test's unit and must be a finite number.
@@ -240,7 +245,13 @@ def _read_samples(csv_path: Path) -> list[dict]:
     """
     samples = []
     try:
-        with open(csv_path, newline="", encoding="utf-8") as fh:
+        fd = os.open(csv_path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0))  # a FIFO: no wait
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or st.st_size > MAX_CSV_BYTES:
+            os.close(fd)
+            raise IngestError(f"{csv_path}: " + ("not a regular file" if not stat.S_ISREG(st.st_mode) else
+                                                 f"{st.st_size} bytes, over the {MAX_CSV_BYTES} read"))
+        with os.fdopen(fd, newline="", encoding="utf-8") as fh:
             for n, row in enumerate(csv.DictReader(fh), 2):
                 try:
                     value = float(row["tok_s"])
