@@ -209,3 +209,15 @@ def test_a_signal_ends_a_command_waiting_on_a_tool_that_ignores_signals(tmp_path
         for _ in range(200):  # reaped by capshim before it exited: gone, not a zombie of ours
             os.kill(tool, 0)
             time.sleep(0.05)
+
+
+def test_a_run_over_the_series_or_value_limit_fails_naming_it():
+    """The analysis is not cut short by a signal, so what it takes is bounded per run."""
+    many = metrics.parse_spec(r"regex:v=([0-9]+)", better="lower")
+    out = "v=1\n" * (metrics.MAX_RUN_SAMPLES + 5)
+    assert len(extract(many, out, "", 1.0, "raw/a-1.txt")) == metrics.MAX_RUN_SAMPLES + 1  # stops reading there
+    with pytest.raises(metrics.MetricError, match="more than 100000 values in one run"):
+        metrics.check_run_size([{"test": "t"}] * (metrics.MAX_RUN_SAMPLES + 1), "raw/a-1.txt")
+    with pytest.raises(metrics.MetricError, match=r"raw/a-1.json: 1001 tests \(series\) in one run, more than the 1000"):
+        metrics.check_run_size([{"test": f"pp{i}"} for i in range(1001)], "raw/a-1.json")
+    metrics.check_run_size([{"test": f"pp{i}"} for i in range(1000)], "raw/a-1.json")

@@ -25,7 +25,7 @@ from typing import Callable
 
 from capshim import launch, paths
 from capshim.backends.vkloader import LIST_VARS
-from capshim.bench import attest, llamabench, telemetry
+from capshim.bench import attest, llamabench, metrics, telemetry
 from capshim.bench.arms import Arm
 from capshim.bench.workloads.base import Workload
 from capshim.contracts import environ
@@ -240,16 +240,10 @@ def run_one(bundle: Bundle, arm: Arm, n: int, workload: Workload, timeout: float
     too_much = _cap_stderr(out_path, llamabench.MAX_OUTPUT_BYTES)  # the bundle keeps its head and tail
     stderr_cut = _cap_stderr(err_path)
     stderr = _read_output(err_path)
-    records: list[dict] = []
-    tokens = None
     error = _failure(rc, timed_out, timeout, sig, stderr) or (
         f"stdout: {too_much + llamabench.MAX_OUTPUT_BYTES} bytes, more than the {llamabench.MAX_OUTPUT_BYTES} "
         "capshim reads of a run's output; not read (print less)" if too_much else None)
-    if error is None:
-        try:
-            records, tokens = workload.parse(stdout, str(out_path), arm.name, n, stderr=stderr, seconds=seconds)
-        except CapshimError as exc:
-            error = str(exc)
+    records, tokens, error = _parse(workload, stdout, stderr, str(out_path), arm.name, n, seconds, error)
     states = {name: s.to_dict() for name, s in lc.states().items()}
     dirty = telemetry.contamination(before, after, {os.getpid(), proc.pid}) if probe else []
     for rec in records:
@@ -260,6 +254,21 @@ def run_one(bundle: Bundle, arm: Arm, n: int, workload: Workload, timeout: float
                      tokens, error, exec_argv, recorded_delta, position[0], position[1],
                      {"before": before, "after": after} if probe else {}, dirty, control=workload.control,
                      left_processes=left, stderr_truncated=stderr_cut)
+
+
+def _parse(workload: Workload, stdout: str, stderr: str, source: str, arm: str, n: int, seconds: float,
+           error: str | None) -> tuple[list[dict], object, str | None]:
+    """``(records, output fingerprint, error)`` of a finished run: nothing parsed when it failed
+    (``error``); the workload's records, within :func:`capshim.bench.metrics.check_run_size`'s
+    limits, else the error that names them."""
+    if error is not None:
+        return [], None, error
+    try:
+        records, tokens = workload.parse(stdout, source, arm, n, stderr=stderr, seconds=seconds)
+        metrics.check_run_size(records, source)
+    except CapshimError as exc:
+        return [], None, str(exc)
+    return records, tokens, None
 
 
 def _failure(rc: int, timed_out: bool, timeout: float, sig: str | None, stderr: str) -> str | None:

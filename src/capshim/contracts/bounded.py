@@ -25,6 +25,7 @@ Past a limit: a :class:`~capshim.errors.UsageError` (exit 2) of one line naming 
 from __future__ import annotations
 
 import contextlib
+import itertools
 import re
 import signal
 import subprocess
@@ -62,8 +63,9 @@ def _too_slow(signum, frame):
     raise _Slow()
 
 
-def finditer(rx: re.Pattern, subject: str, where: str) -> list[re.Match]:
-    """Every match of ``rx`` in ``subject``, within :data:`PATTERN_CPU_S` seconds of CPU time.
+def finditer(rx: re.Pattern, subject: str, where: str, most: int | None = None) -> list[re.Match]:
+    """Every match of ``rx`` in ``subject`` (the first ``most``), within :data:`PATTERN_CPU_S`
+    seconds of CPU time.
 
     The time limit holds in the main thread, where the signal handler runs (elsewhere the
     matches are found without one; capshim matches in its main thread).
@@ -73,12 +75,12 @@ def finditer(rx: re.Pattern, subject: str, where: str) -> list[re.Match]:
             input's length, and says why (backtracking).
     """
     if threading.current_thread() is not threading.main_thread() or not hasattr(signal, "setitimer"):
-        return list(rx.finditer(subject))
+        return list(itertools.islice(rx.finditer(subject), most))
     old = signal.signal(signal.SIGVTALRM, _too_slow)
     try:
         signal.setitimer(signal.ITIMER_VIRTUAL, PATTERN_CPU_S)
         try:
-            return list(rx.finditer(subject))
+            return list(itertools.islice(rx.finditer(subject), most))
         finally:
             signal.setitimer(signal.ITIMER_VIRTUAL, 0)
     except _Slow:

@@ -113,13 +113,16 @@ def extract(metric: metrics.Metric, stdout: str, stderr: str, seconds: float, so
     if metric.kind == "json":
         v = metrics.json_path(_find_json(stdout, where), metric.arg, where)
         vals = v if isinstance(v, list) else [v]
+        if len(vals) > metrics.MAX_RUN_SAMPLES:
+            raise metrics.MetricError(f"{where}: {metric.arg} holds {len(vals)} values, more than the "
+                                      f"{metrics.MAX_RUN_SAMPLES} capshim analyses of one run")
         if not vals:
             raise metrics.MetricError(f"{where}: {metric.arg} is an empty list")
         return [_number(x, f"{where}: {metric.arg}") for x in vals]
     rx = re.compile(metric.arg)
     found = []
     for text, name in ((stdout, "stdout"), (_without_shim_lines(stderr), "stderr")):
-        for m in bounded.finditer(rx, text, f"{where} ({name})"):
+        for m in bounded.finditer(rx, text, f"{where} ({name})", metrics.MAX_RUN_SAMPLES + 1 - len(found)):
             found.append(m.group(1))
     if not found:
         raise metrics.MetricError(f"{where}: the pattern matched nothing on stdout or stderr")
