@@ -93,6 +93,17 @@ def test_a_fifo_dev_zero_or_sparse_2gb_input_is_refused_at_once(pathological, wh
     assert "not a regular file" in text or "larger than" in text, text
 
 
+@pytest.mark.parametrize("which", ["fifo", "big"])
+def test_db_add_of_a_fifo_or_sparse_2gb_llama_bench_file_is_refused_before_hashing(tmp_path, pathological, which):
+    t0 = time.monotonic()
+    r = run_capshim("db", "--db", f"sqlite:///{tmp_path / 'r.db'}", "add", "--arm", f"a={pathological[which]}",
+                    timeout=LIMIT_S)
+    assert r.returncode == 2, r.stderr[-2000:]
+    text = _one_line(r.stderr)
+    assert ("not a regular file" if which == "fifo" else "2147483648 bytes, larger than the 268435456") in text, text
+    assert time.monotonic() - t0 < 60  # not hashed: 2 GB of SHA-256 took 12 s on the loaded machine
+
+
 @pytest.mark.slow
 def test_a_metric_command_writing_1_gb_fails_its_runs_naming_stdout(tmp_path):
     script = tmp_path / "flood.sh"

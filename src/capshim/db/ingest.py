@@ -431,8 +431,15 @@ def read_external(arm_specs: list[tuple[str, list[str]]], host: str | None = Non
     if host and Path(host).is_dir():  # a bundle read as input must verify (an edited host would be stored)
         evidence.require_verified(host, "--host")
     for f in files + ([Path(host)] if host and not Path(host).is_dir() else []):
-        if not f.is_file():
-            raise IngestError(f"{f}: no such file")
+        try:
+            st = os.stat(f)
+        except OSError as exc:
+            raise IngestError(f"{f}: {'no such file' if isinstance(exc, FileNotFoundError) else exc.strerror}") from None
+        if not stat.S_ISREG(st.st_mode):
+            raise IngestError(f"{f}: not a regular file (a FIFO, device or folder)")
+        if st.st_size > llamabench.MAX_OUTPUT_BYTES:  # checked before the file is hashed
+            raise IngestError(f"{f}: {st.st_size} bytes, larger than the {llamabench.MAX_OUTPUT_BYTES} a "
+                              "llama-bench file may have")
     sha = evidence.sha256_file
     manifest = "".join(f"{name}\t{sha(f)}\n" for name, fs in arm_specs for f in fs)
     if host:
