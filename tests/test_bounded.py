@@ -47,9 +47,9 @@ def test_a_pattern_or_selection_of_huge_length_is_refused_before_it_is_parsed():
 
 @pytest.mark.parametrize("args", [
     ("db", "list", "--since", "2" * 100000),
-    ("db", "list", "--device", "a*" * 50000, "--match", "glob"),
-    ("db", "show", "x" * 100000),
-    ("db", "compare", "name=" + "y" * 100000, "1"),
+    pytest.param(("db", "list", "--device", "a*" * 50000, "--match", "glob"), marks=pytest.mark.slow),
+    pytest.param(("db", "show", "x" * 100000), marks=pytest.mark.slow),
+    pytest.param(("db", "compare", "name=" + "y" * 100000, "1"), marks=pytest.mark.slow),
 ])
 def test_a_selector_or_date_of_huge_length_is_one_line_exit_2(tmp_path, args):
     r = run_capshim("--verbose", args[0], "--db", f"sqlite:///{tmp_path / 'r.db'}", *args[1:], timeout=LIMIT_S)
@@ -81,7 +81,8 @@ def pathological(tmp_path):
 
 
 @pytest.mark.parametrize("which", ["fifo", "zero", "big"])
-@pytest.mark.parametrize("cmd", [("profile", "check"), ("profile", "show"), ("report",), ("run", "--profile")])
+@pytest.mark.parametrize("cmd", [("profile", "check"), *(pytest.param(c, marks=pytest.mark.slow) for c in
+                                                        (("profile", "show"), ("report",), ("run", "--profile")))])
 def test_a_fifo_dev_zero_or_sparse_2gb_input_is_refused_at_once(pathological, which, cmd):
     path = pathological[which]
     args = (*cmd, path, "--", "true") if cmd[0] == "run" else (*cmd, path)
@@ -93,6 +94,7 @@ def test_a_fifo_dev_zero_or_sparse_2gb_input_is_refused_at_once(pathological, wh
     assert "not a regular file" in text or "larger than" in text, text
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("which", ["fifo", "big"])
 def test_db_add_of_a_fifo_or_sparse_2gb_llama_bench_file_is_refused_before_hashing(tmp_path, pathological, which):
     t0 = time.monotonic()
@@ -146,8 +148,9 @@ def _blocked_on(db: Path, argv: list[str]) -> subprocess.Popen:
 
 
 @pytest.mark.skipif(not Path("/proc/self/fd").is_dir(), reason="needs /proc to see the store open")
-@pytest.mark.parametrize("sig, code, twice", [(signal.SIGINT, 130, False), (signal.SIGTERM, 143, False),
-                                             (signal.SIGTERM, 143, True)])
+@pytest.mark.parametrize("sig, code, twice", [pytest.param(signal.SIGINT, 130, False, marks=pytest.mark.slow),
+                                             (signal.SIGTERM, 143, False),
+                                             pytest.param(signal.SIGTERM, 143, True, marks=pytest.mark.slow)])
 def test_a_signal_ends_a_command_waiting_on_a_locked_store(tmp_path, sig, code, twice):
     """sqlite waits for the lock inside a library call the signal's Python handler cannot enter: the
     watchdog ends capshim STOP_GRACE_S seconds after the signal (at once after a second one)."""
