@@ -1,9 +1,12 @@
 """Stop signals, their exit codes, and the guard that keeps a seal.
 
-Ctrl-C (SIGINT), SIGTERM and SIGHUP (the terminal closed) stop a bench, a
-study or ``capshim run``; capshim then exits 128 + the signal's number: 130,
-143 and 129 on Linux and macOS (POSIX leaves the numbers to the system; these
-are the values of ``signal.h`` on both).
+Ctrl-C (SIGINT), SIGTERM and SIGHUP (the terminal closed) stop every command
+within seconds, whatever it is doing; capshim then exits 128 + the signal's
+number: 130, 143 and 129 on Linux and macOS (POSIX leaves the numbers to the
+system; these are the values of ``signal.h`` on both). The one mechanism is
+:func:`ends_on_signal`, held by capshim's entry around every command; a bench,
+a study and ``capshim run`` hold the signals themselves while they run (below,
+and :mod:`capshim.launch`).
 
 :class:`SealGuard` is installed before the first run starts and stays until
 the seal is written: the first signal only records a stop request (the run in
