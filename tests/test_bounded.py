@@ -195,8 +195,10 @@ def test_a_tools_output_is_kept_to_the_limit_and_read_to_its_end():
     r = bounded.run(["sh", "-c", "head -c 200000000 /dev/zero; echo done >&2"], limit=1 << 20, timeout=LIMIT_S)
     assert r.returncode == 0 and len(r.stdout) == 1 << 20 and r.stderr == "done\n"
     assert bounded.run(["cat"], input=b"abc", text=False, timeout=LIMIT_S).stdout == b"abc"
-    with pytest.raises(subprocess.TimeoutExpired):
-        bounded.run(["sh", "-c", "trap '' INT TERM; exec sleep 600"], timeout=1)
+    t0 = time.monotonic()
+    with pytest.raises(subprocess.TimeoutExpired):  # its child holds the pipes: the group is killed
+        bounded.run(["sh", "-c", "trap '' INT TERM; sleep 600; echo never"], timeout=1)
+    assert time.monotonic() - t0 < 5.5  # not 1 s + the readers' 5 s wait for a pipe a survivor holds
 
 
 def test_a_signal_ends_a_command_waiting_on_a_tool_that_ignores_signals(tmp_path):

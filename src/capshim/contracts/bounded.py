@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import contextlib
 import itertools
+import os
 import re
 import signal
 import subprocess
@@ -116,13 +117,15 @@ def _drain(stream, keep: list, limit: int) -> None:
 
 
 def run(cmd: list[str], *, timeout: float | None = TOOL_TIMEOUT_S, text: bool = True, input=None,
-        env: dict | None = None, cwd=None, limit: int = MAX_TOOL_OUTPUT) -> subprocess.CompletedProcess:
+        env: dict | None = None, cwd=None, limit: int = MAX_TOOL_OUTPUT,
+        group: bool = True) -> subprocess.CompletedProcess:
     """``subprocess.run(cmd, capture_output=True)`` with each stream kept to ``limit`` bytes.
 
-    The tool stays in capshim's process group (a terminal's Ctrl-C reaches it; ``ssh-keygen`` can
-    still ask for a passphrase); when capshim is stopped (a KeyboardInterrupt, such as
-    :class:`capshim.contracts.signals.StopRequested`) or the time is up, it is killed (SIGKILL:
-    a tool that ignores signals cannot hold capshim).
+    With ``group`` the tool runs in a process group of its own, so that what it starts (a
+    compiler's passes) ends with it; without, it stays in capshim's (``ssh-keygen`` asking for a
+    passphrase on the terminal). When capshim is stopped (a KeyboardInterrupt, such as
+    :class:`capshim.contracts.signals.StopRequested`) or the time is up, the tool (its group) is
+    killed with SIGKILL: a tool that ignores signals cannot hold capshim.
 
     Returns:
         A CompletedProcess; ``stdout``/``stderr`` are str (``text``, UTF-8, invalid bytes
@@ -133,7 +136,15 @@ def run(cmd: list[str], *, timeout: float | None = TOOL_TIMEOUT_S, text: bool = 
         OSError: the tool cannot be started.
     """
     proc = subprocess.Popen(cmd, stdin=subprocess.PIPE if input is not None else subprocess.DEVNULL,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, cwd=cwd)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, cwd=cwd,
+                            process_group=0 if group else None)
+
+    def kill() -> None:
+        with contextlib.suppress(OSError):
+            if group:
+                os.killpg(proc.pid, signal.SIGKILL)
+            else:
+                proc.kill()
     outs: tuple[list, list] = ([], [])
     readers = [threading.Thread(target=_drain, args=(s, k, limit), daemon=True)
                for s, k in ((proc.stdout, outs[0]), (proc.stderr, outs[1]))]
@@ -148,12 +159,11 @@ def run(cmd: list[str], *, timeout: float | None = TOOL_TIMEOUT_S, text: bool = 
         try:
             proc.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
-            proc.kill()
+            kill()
             proc.wait()
             raise subprocess.TimeoutExpired(cmd, timeout) from None
     except BaseException:
-        with contextlib.suppress(OSError):
-            proc.kill()
+        kill()
         proc.wait()
         raise
     finally:

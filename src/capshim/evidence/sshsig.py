@@ -48,7 +48,8 @@ def _ssh_keygen() -> str:
 
 def _run(args: list[str], data: bytes, timeout: float | None = 60) -> subprocess.CompletedProcess:
     try:
-        return bounded.run([_ssh_keygen(), *args], input=data, text=False, timeout=timeout)
+        return bounded.run([_ssh_keygen(), *args], input=data, text=False, timeout=timeout,
+                           group=timeout is not None)  # signing may ask for a passphrase on the terminal
     except subprocess.TimeoutExpired:
         raise SigningError(f"ssh-keygen {args[0]} {args[1]}: no answer in {timeout:.0f} s") from None
     except OSError as exc:
