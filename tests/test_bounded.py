@@ -237,3 +237,13 @@ def test_a_run_over_the_series_or_value_limit_fails_naming_it():
     with pytest.raises(metrics.MetricError, match=r"raw/a-1.json: 1001 tests \(series\) in one run, more than the 1000"):
         metrics.check_run_size([{"test": f"pp{i}"} for i in range(1001)], "raw/a-1.json")
     metrics.check_run_size([{"test": f"pp{i}"} for i in range(1000)], "raw/a-1.json")
+
+
+def test_a_fifo_left_at_the_output_file_is_an_error_not_a_wait(tmp_path):
+    from capshim.bench.workloads.command import command_workload
+
+    target = tmp_path / "out.txt"
+    w = command_workload(["true"], metrics.parse_spec("wall"), check_output=True, output_file=target)
+    os.mkfifo(target)  # what a hostile run leaves where its output file should be
+    with pytest.raises(metrics.MetricError, match="out.txt: the run did not leave it readable: not a regular file"):
+        w.adapter.fingerprint("", "raw/a-1.txt")

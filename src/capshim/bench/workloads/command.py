@@ -20,7 +20,8 @@ import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from capshim.bench import metrics
+from capshim import paths
+from capshim.bench import llamabench, metrics
 from capshim.bench.workloads.base import OutputDigest, Workload
 from capshim.bench.workloads.base import Kind
 from capshim.bench.workloads.llama_bench import llama_bench_workload
@@ -224,7 +225,8 @@ class Adapter:
             return OutputDigest(stdout.encode("utf-8", errors="replace"), "stdout")
         if self.check == "file":
             try:
-                data = self.output_file.read_bytes()
+                # a regular file, at most what capshim reads of a run's output (a FIFO left there waits)
+                data = paths.read_limited(self.output_file, llamabench.MAX_OUTPUT_BYTES)
             except OSError as exc:
                 raise metrics.MetricError(f"--output-file {self.output_file}: the run did not leave it readable: "
                                   f"{exc.strerror or exc} ({source})") from None
