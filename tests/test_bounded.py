@@ -149,8 +149,8 @@ def _blocked_on(db: Path, argv: list[str]) -> subprocess.Popen:
 
 @pytest.mark.skipif(not Path("/proc/self/fd").is_dir(), reason="needs /proc to see the store open")
 @pytest.mark.parametrize("sig, code, twice", [pytest.param(signal.SIGINT, 130, False, marks=pytest.mark.slow),
-                                             (signal.SIGTERM, 143, False),
-                                             pytest.param(signal.SIGTERM, 143, True, marks=pytest.mark.slow)])
+                                             pytest.param(signal.SIGTERM, 143, False, marks=pytest.mark.slow),
+                                             (signal.SIGTERM, 143, True)])
 def test_a_signal_ends_a_command_waiting_on_a_locked_store(tmp_path, sig, code, twice):
     """sqlite waits for the lock inside a library call the signal's Python handler cannot enter: the
     watchdog ends capshim STOP_GRACE_S seconds after the signal (at once after a second one)."""
