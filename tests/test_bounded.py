@@ -172,22 +172,47 @@ def test_a_signal_ends_a_command_waiting_on_a_locked_store(tmp_path, sig, code, 
     assert took < 60  # STOP_GRACE_S (5 s) and a loaded machine's start-up, not the lock's wait
 
 
-def test_a_signal_ends_a_command_matching_a_backtracking_pattern(tmp_path):
-    """re checks for signals while it matches: SIGTERM during the match ends capshim with 143."""
-    code = ("import re, sys\nfrom capshim.cli.app import main\nfrom capshim.contracts import signals\n"
+#: Waits a command can be in: the statement that waits, after the setup it needs (``path`` is a FIFO
+#: or a file another process holds locked).
+WAITS = {
+    "pattern": "re.search(r'(a+)+$', 'a' * 60 + '!')",  # re checks for signals while it matches
+    "fifo": "open(path).read()",  # a FIFO no one writes: open(2) waits, EINTR runs the handler
+    "lock": "import fcntl; fcntl.flock(open(path, 'a'), fcntl.LOCK_EX)",  # the model cache's lock
+}
+
+
+@pytest.mark.parametrize("wait", list(WAITS))
+def test_a_signal_ends_a_command_in_each_kind_of_wait(tmp_path, wait):
+    """SIGTERM while the command waits ends it with 143 (its line on stderr is the event that it waits)."""
+    path = tmp_path / "x"
+    holder = None
+    if wait == "fifo":
+        os.mkfifo(path)
+    elif wait == "lock":
+        holder = subprocess.Popen([sys.executable, "-c", "import fcntl, sys, time\n"
+                                   f"f = open({str(path)!r}, 'a'); fcntl.flock(f, fcntl.LOCK_EX)\n"
+                                   "print('locked', flush=True); time.sleep(600)"], stdout=subprocess.PIPE, text=True)
+        assert holder.stdout.readline().strip() == "locked"
+    code = ("import re, sys\nfrom capshim.contracts import signals\n"
+            f"path = {str(path)!r}\n"
             "with signals.ends_on_signal():\n"
             "    try:\n"
-            "        print('matching', file=sys.stderr, flush=True)\n"
-            "        re.search(r'(a+)+$', 'a' * 60 + '!')\n"
+            "        print('waiting', file=sys.stderr, flush=True)\n"
+            f"        {WAITS[wait]}\n"
             "    except KeyboardInterrupt as exc:\n"
             "        print('stopped', exc.signal_name, file=sys.stderr, flush=True)\n"
             "        raise SystemExit(signals.exit_code(exc.signal_name))\n")
     env = dict(os.environ, PYTHONPATH=str(REPO / "src"))
-    proc = subprocess.Popen([sys.executable, "-c", code], env=env, stderr=subprocess.PIPE, text=True,
-                            preexec_fn=default_signals)
-    assert proc.stderr.readline().strip() == "matching"
-    proc.send_signal(signal.SIGTERM)
-    _, err = proc.communicate(timeout=LIMIT_S)
+    try:
+        proc = subprocess.Popen([sys.executable, "-c", code], env=env, stderr=subprocess.PIPE, text=True,
+                                preexec_fn=default_signals)
+        assert proc.stderr.readline().strip() == "waiting"
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=LIMIT_S)
+    finally:
+        if holder is not None:
+            holder.kill()
+            holder.wait()
     assert proc.returncode == 143 and "stopped SIGTERM" in err, err
 
 
