@@ -35,6 +35,9 @@ __all__ = ["Store", "DbError", "add_bundle", "default_url", "resolve_url", "SQLI
 
 #: Seconds a SQLite writer waits for another writer's lock before failing.
 SQLITE_BUSY_TIMEOUT_S = 120
+#: Seconds a PostgreSQL server may take to accept the connection (libpq's ``connect_timeout``;
+#: its default is to wait forever), unless the URL gives ``?connect_timeout=``.
+PG_CONNECT_TIMEOUT_S = 30
 #: An arbitrary constant naming capshim's migration lock (pg_advisory_xact_lock key).
 _PG_LOCK_KEY = 0x6361707368696D  # "capshim"
 
@@ -249,7 +252,9 @@ class Store:
                 conn.exec_driver_sql("BEGIN IMMEDIATE")
         else:
             try:
-                engine = sa.create_engine(u, pool_pre_ping=True, json_deserializer=_stored_json)
+                # a server that never answers: libpq waits forever unless the URL sets its own limit
+                limit = {} if "connect_timeout" in u.query else {"connect_timeout": PG_CONNECT_TIMEOUT_S}
+                engine = sa.create_engine(u, pool_pre_ping=True, json_deserializer=_stored_json, connect_args=limit)
             except Exception as exc:  # noqa: BLE001 - a missing driver, a bad option
                 raise DbError(f"{_flag(url)} {_safe(full)}: {exc}") from None
         st = cls(engine, full, url or default_url(), _flag(url))
