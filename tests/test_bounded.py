@@ -272,3 +272,20 @@ def test_a_fifo_left_at_the_output_file_is_an_error_not_a_wait(tmp_path):
     os.mkfifo(target)  # what a hostile run leaves where its output file should be
     with pytest.raises(metrics.MetricError, match="out.txt: the run did not leave it readable: not a regular file"):
         w.adapter.fingerprint("", "raw/a-1.txt")
+
+
+def test_a_postgresql_server_that_never_answers_is_an_error_within_the_connect_limit(monkeypatch):
+    """libpq waits forever by default; capshim gives it PG_CONNECT_TIMEOUT_S (here 2 s)."""
+    import socket
+
+    from capshim.db import store
+
+    monkeypatch.setattr(store, "PG_CONNECT_TIMEOUT_S", 2)
+    with socket.socket() as server:  # listens, never accepts: the client waits for the server's first bytes
+        server.bind(("127.0.0.1", 0))
+        server.listen(0)
+        port = server.getsockname()[1]
+        t0 = time.monotonic()
+        with pytest.raises(store.DbError, match="timeout expired"):
+            store.Store.open(f"postgresql://u@127.0.0.1:{port}/x")
+        assert time.monotonic() - t0 < 60
