@@ -47,7 +47,7 @@ def _end_now(signum: int, why: str) -> None:
     """Say why on stderr and exit 128+N without cleanup."""
     with contextlib.suppress(OSError, ValueError):
         os.write(2, f"capshim: {signal.Signals(signum).name}: {why}; stopped now\n".encode())
-    os._exit(128 + signum)
+    os._exit(exit_code(signum))
 
 
 @contextlib.contextmanager
