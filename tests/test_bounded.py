@@ -289,3 +289,15 @@ def test_a_postgresql_server_that_never_answers_is_an_error_within_the_connect_l
         with pytest.raises(store.DbError, match="timeout expired"):
             store.Store.open(f"postgresql://u@127.0.0.1:{port}/x")
         assert time.monotonic() - t0 < 60
+
+
+def test_an_output_of_millions_of_lines_is_fingerprinted_from_its_head():
+    """--check-output kept every line of a run's output as a string (256 MiB of empty lines: 268
+    million of them); now the first HEAD_LINES and a count."""
+    from capshim.bench.workloads.base import OutputDigest
+
+    many = OutputDigest(b"\n" * (64 << 20), "stdout")
+    assert many.n_lines == 64 << 20 and len(many.head) == OutputDigest.HEAD_LINES
+    a, b = OutputDigest(b"x\r\ny\nz", "stdout"), OutputDigest(b"x\ny\nw\n", "stdout")
+    assert (a.n_lines, b.n_lines) == (3, 3)
+    assert a.first_difference(b, "arm", "ref") == "stdout line 3: arm 'z', ref 'w'"
