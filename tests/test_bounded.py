@@ -301,3 +301,18 @@ def test_an_output_of_millions_of_lines_is_fingerprinted_from_its_head():
     a, b = OutputDigest(b"x\r\ny\nz", "stdout"), OutputDigest(b"x\ny\nw\n", "stdout")
     assert (a.n_lines, b.n_lines) == (3, 3)
     assert a.first_difference(b, "arm", "ref") == "stdout line 3: arm 'z', ref 'w'"
+
+
+def test_a_stop_while_the_options_are_parsed_is_the_same_exit(monkeypatch):
+    """click turns a KeyboardInterrupt outside the command into "Aborted!" and exit 1."""
+    from click.testing import CliRunner
+
+    from capshim.cli import app
+    from capshim.contracts import signals
+
+    def stop(*a, **k):
+        raise signals.StopRequested("SIGTERM")
+
+    monkeypatch.setattr(app.SuggestingGroup, "make_context", stop)
+    r = CliRunner().invoke(app.main, ["profiles"])
+    assert r.exit_code == 143 and "stopped (SIGTERM)" in r.output and "Aborted" not in r.output, r.output

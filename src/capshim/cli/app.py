@@ -48,6 +48,17 @@ def _to_devnull(stream) -> None:
         pass
 
 
+def _stopped(exc: KeyboardInterrupt):
+    """A stop signal ended the command: one line, exit 128+N (:func:`capshim.contracts.signals.exit_code`)."""
+    name = getattr(exc, "signal_name", "SIGINT")
+    try:
+        messages.emit(f"stopped ({name})")
+        sys.stderr.flush()
+    except OSError:
+        _to_devnull(sys.stderr)
+    sys.exit(signals.exit_code(name))
+
+
 #: Every command: name -> "module:attribute". A command's module is imported only when the
 #: command runs or its help is shown, so ``capshim run`` does not load the bench's statistics.
 COMMANDS = {
@@ -104,17 +115,17 @@ class _Group(SuggestingGroup):
         except OSError as exc:
             sys.exit(_output_failed(exc))
 
+    def make_context(self, *args, **kwargs):
+        try:  # a signal while the options are parsed: the same exit as in a command, not click's "Aborted!"
+            return super().make_context(*args, **kwargs)
+        except KeyboardInterrupt as exc:
+            _stopped(exc)
+
     def invoke(self, ctx):
         try:
             return super().invoke(ctx)
         except KeyboardInterrupt as exc:  # a stop signal (signals.ends_on_signal): 128+N, no traceback
-            name = getattr(exc, "signal_name", "SIGINT")
-            try:
-                messages.emit(f"stopped ({name})")
-                sys.stderr.flush()
-            except OSError:
-                _to_devnull(sys.stderr)
-            ctx.exit(signals.exit_code(name))
+            _stopped(exc)
         except CapshimError as exc:
             try:
                 messages.emit(str(exc))  # wrapped to the terminal, never mid-word
