@@ -169,3 +169,27 @@ def test_profile_check_and_evidence_verify_lines_fit_80_columns():
         assert lines[0].startswith(first), r.stdout
         assert all(line.startswith((*first, "  ", "not sealed:")) for line in lines), r.stdout
     assert "every nested bundle verifies" in " ".join(r.stdout.split())
+
+
+def test_verbose_is_one_option_taken_before_or_after_any_command(monkeypatch):
+    """``capshim --verbose CMD`` and ``capshim CMD --verbose`` (a group's command too) both turn it on;
+    one definition serves every command (cli.suggest.VERBOSE), and a command without it leaves it on."""
+    import click
+    from click.testing import CliRunner
+
+    from capshim.cli.app import main
+    from capshim.cli.suggest import VERBOSE
+
+    seen = []
+    monkeypatch.setattr(messages, "set_verbose", lambda on: seen.append(on))
+    for argv in (["--verbose", "profiles"], ["profiles", "--verbose"], ["profile", "show", "--verbose", "t4-class"],
+                 ["profile", "--verbose", "show", "t4-class"], ["db", "list", "--verbose", "--help"]):
+        seen.clear()
+        r = CliRunner().invoke(main, argv)
+        assert r.exit_code == 0, (argv, r.output)
+        assert seen == [True], argv
+    seen.clear()
+    assert CliRunner().invoke(main, ["profiles"]).exit_code == 0 and seen == []
+    for name in ("profiles", "bench", "db"):
+        cmd = main.get_command(click.Context(main), name)
+        assert [p for p in cmd.params if p.name == "verbose"] == [VERBOSE], name

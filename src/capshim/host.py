@@ -15,6 +15,7 @@ import shutil
 import subprocess
 import sys
 
+from capshim.contracts import bounded
 from capshim.contracts.suggest import did_you_mean
 from capshim.errors import EXIT_WORKLOAD, UsageError
 
@@ -65,7 +66,7 @@ def is_vm_guest(platform: str | None = None) -> bool | None:
     if (platform or sys.platform) != "darwin":
         return None
     try:
-        r = subprocess.run(["sysctl", "-n", "kern.hv_vmm_present"], capture_output=True, text=True, timeout=30)
+        r = bounded.run(["sysctl", "-n", "kern.hv_vmm_present"], timeout=30)
     except (OSError, subprocess.TimeoutExpired):
         return None
     return r.stdout.strip() == "1" if r.returncode == 0 else None
@@ -98,10 +99,10 @@ def run(action: str) -> dict:
     cmd = command(action)
     check_host()
     if action != "status":
-        r = subprocess.run(cmd, capture_output=True, text=True)
+        r = bounded.run(cmd)
         if r.returncode != 0 and action == "enable":
             raise UsageError(f"{' '.join(cmd)} failed: {r.stderr.strip()}", exit_code=EXIT_WORKLOAD)
-    r = subprocess.run(command("status"), capture_output=True, text=True)
+    r = bounded.run(command("status"))
     value = parse_value(r.returncode, r.stdout)
     shown = {True: "true", False: "false", None: "not set (default)"}[value]
     msg = f"{DOMAIN} {KEY} = {shown}"

@@ -24,6 +24,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from capshim.contracts import bounded
 from capshim.backends import metal
 from capshim.errors import EXIT_WORKLOAD, UsageError
 
@@ -207,7 +208,7 @@ def _refuse(action: str) -> None:
 
 
 def _run(cmd: list[str], check: bool = True) -> subprocess.CompletedProcess:
-    r = subprocess.run(cmd, capture_output=True, text=True)
+    r = bounded.run(cmd)
     if check and r.returncode != 0:
         raise UsageError(f"{' '.join(cmd)} failed (exit {r.returncode}): "
                          f"{(r.stderr or r.stdout).strip()}", exit_code=EXIT_WORKLOAD)

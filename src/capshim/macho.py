@@ -15,7 +15,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from capshim import paths
 from capshim.errors import UsageError
+
+MAX_BYTES = 1 << 30
+"""The largest Mach-O file read (a universal dylib or app binary is tens of MiB)."""
 
 __all__ = ["MachOFacts", "read", "c_name"]
 
@@ -101,7 +105,10 @@ def read(path: Path) -> list[MachOFacts]:
     path = Path(path)
     if not path.is_file():
         raise UsageError(f"{path}: no such file")
-    data = path.read_bytes()
+    try:
+        data = paths.read_limited(path, MAX_BYTES)
+    except OSError as exc:
+        raise UsageError(f"{path}: cannot read: {exc.strerror or exc}") from None
     fat = lief.MachO.parse(str(path)) if lief.is_macho(str(path)) else None
     if fat is None or fat.size == 0:
         raise UsageError(f"{path}: not a Mach-O file")

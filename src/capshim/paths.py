@@ -100,13 +100,19 @@ def content_key(files: list[Path], commands: list[list[str]] = (), length: int =
 
 
 def sha256_file(path: str | Path, chunk: int = 1 << 20) -> str:
-    """SHA-256 of a file's bytes as 64 lowercase hex digits.
+    """SHA-256 of a regular file's bytes as 64 lowercase hex digits.
+
+    Opened with ``O_NONBLOCK`` and checked with ``fstat`` first, like :func:`read_limited`: a FIFO
+    or a device (``/dev/zero``, endless) is refused before any read.
 
     Raises:
-        OSError: the file cannot be read.
+        OSError: the file cannot be read, or is not a regular file (``EINVAL``).
     """
     h = hashlib.sha256()
-    with open(path, "rb") as fh:
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0))
+    with os.fdopen(fd, "rb") as fh:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(errno.EINVAL, "not a regular file", str(path))
         for block in iter(lambda: fh.read(chunk), b""):
             h.update(block)
     return h.hexdigest()

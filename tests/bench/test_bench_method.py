@@ -14,7 +14,8 @@ import pytest
 
 from capshim import evidence, paths
 from capshim.bench import runner, runs, telemetry
-from capshim.bench.request import BenchRequest, defaults_for, help_default
+from capshim.bench.request import BenchRequest, defaults_for
+from capshim.bench.workloads.kinds import help_default
 from capshim.bench.workloads.llama_bench import LlamaBenchWorkload, llama_bench_workload
 from capshim.bench.arms import Arm
 from capshim.bench.plan import Plan
@@ -377,3 +378,20 @@ def test_a_profile_warning_is_said_once_naming_every_arm(monkeypatch, capsys):
     err = capsys.readouterr().err
     noop = [line for line in err.splitlines() if "change nothing" in line]
     assert len(noop) == 1 and noop[0].startswith("capshim: warning: arms a, b: simulate:builtin:vulkan-paravirt:")
+
+
+def test_help_default_names_the_kinds_of_the_registry(monkeypatch):
+    """bench --help names each kind that owns a DEFAULTS row by the registry's label; a kind added
+    to the registry (here: a stand-in owning the ncnn row) appears without an edit elsewhere."""
+    from dataclasses import replace
+
+    from capshim.bench.workloads import kinds
+
+    owners = [k for k in kinds._registry().values() if k.name == k.defaults]
+    assert {k.name for k in owners} == {kind for kind, _ in __import__("capshim.bench.request",
+                                                                     fromlist=["DEFAULTS"]).DEFAULTS}
+    text = help_default("processes")
+    assert all(k.label in text for k in owners)
+    fake = type("M", (), {"KIND": replace(kinds.ncnn.KIND, label="a stand-in kind")})
+    monkeypatch.setattr(kinds, "_MODULES", (*[m for m in kinds._MODULES if m is not kinds.ncnn], fake))
+    assert "a stand-in kind 10 (5 on a CPU device)" in help_default("processes")

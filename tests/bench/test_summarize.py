@@ -94,6 +94,40 @@ def test_a_signal_during_the_analysis_seals_the_full_summary(tmp_path, monkeypat
     assert sealed["host"]["name"] == "slow" and "finalize_failures" not in sealed
 
 
+def test_two_signals_during_the_analysis_seal_the_full_summary(tmp_path, monkeypatch):
+    """Issue 29: a second signal during the analysis sealed the empty summary. Both signals arrive
+    inside the analysis, each after the guard has taken the one before (its state is the event); the
+    grace is left as it is. The sealed summary is the uninterrupted one; only the presentation steps
+    (report, chart) may be recorded as skipped."""
+    real = analysis.analyze
+    said = {"n": 0}
+
+    def signalled(*a, **k):
+        said["n"] += 1
+        if said["n"] == 1:
+            guard = signals.SealGuard._active
+            os.kill(os.getpid(), signal.SIGINT)
+            assert guard.first is not None  # the guard took the first: sealing, slow steps get a grace
+            os.kill(os.getpid(), signal.SIGTERM)
+            assert guard.abort == "SIGTERM"  # and the second: the slow steps are to be skipped
+        return real(*a, **k)
+
+    monkeypatch.setattr(analysis, "analyze", signalled)
+    res, recipe = _bench(tmp_path, monkeypatch, "b", host_arm="slow")
+    assert said["n"] >= 1
+    assert isinstance(res, SystemExit) and res.code == 130  # the first signal's code, after the seal
+    assert evidence.verify(tmp_path / "b") == []
+    sealed = json.loads((tmp_path / "b" / "summary.json").read_text())
+    failures = sealed.pop("finalize_failures", [])
+    assert {f["step"] for f in failures} <= {"report", "chart"}, failures
+    assert all(f["error"] == "skipped: interrupted by SIGTERM" for f in failures)
+    monkeypatch.setattr(analysis, "analyze", real)
+    full = json.loads(evidence.strict_json({**recipe.summary(), "interrupted": False}))
+    assert sealed == full
+    _directed_and_clean(sealed)
+    assert sealed["host"]["name"] == "slow" and sealed["arms"]["fast"]["tests"]
+
+
 def test_an_analysis_that_raised_falls_back_to_the_same_recipe(tmp_path, monkeypatch):
     real = analysis.analyze
     calls = {"n": 0}

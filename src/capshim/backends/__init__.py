@@ -16,12 +16,12 @@ subclass and an instance of it named ``BACKEND``, plus one line in
 from __future__ import annotations
 
 import importlib
-import subprocess
 import sys
 from abc import ABC, abstractmethod
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from capshim.contracts import bounded
 from capshim import jsonread, status
 from capshim.contracts.suggest import did_you_mean
 from capshim.errors import EXIT_WORKLOAD, CapshimError, UsageError
@@ -314,7 +314,7 @@ def run_probe(cmd: list[str], env: dict[str, str], what: str, timeout: float = 3
     Raises:
         CapshimError: it printed no JSON (exit 1, with the end of its stderr).
     """
-    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout)
+    proc = bounded.run(cmd, env=env, timeout=timeout)
     try:
         return jsonread.loads(proc.stdout, f"{what}'s output"), proc.stderr
     except jsonread.JsonShapeError:

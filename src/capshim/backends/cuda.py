@@ -40,13 +40,13 @@ import os
 import platform
 import re
 import shutil
-import subprocess
 import sys
 import tempfile
 import urllib.parse
 from dataclasses import dataclass
 from pathlib import Path
 
+from capshim.contracts import bounded
 from capshim import paths, profiles, program
 from capshim import status as st
 from capshim.backends import Backend, answer_differences, placed_configs, run_probe
@@ -462,8 +462,7 @@ _ELF_MACHINES = {62: "x86_64", 183: "aarch64"}
 
 def _exports(library: Path) -> set[str]:
     """The dynamic symbols library defines, ``NAME@VERSION`` / ``NAME@@VERSION`` where versioned."""
-    nm = subprocess.run(["nm", "-D", "--defined-only", "--with-symbol-versions", str(library)],
-                        capture_output=True, text=True)
+    nm = bounded.run(["nm", "-D", "--defined-only", "--with-symbol-versions", str(library)])
     return {line.split()[-1] for line in nm.stdout.splitlines()
             if len(line.split()) >= 3 and line.split()[1] in "TtWw"}
 

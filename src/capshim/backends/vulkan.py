@@ -29,12 +29,12 @@ import os
 import platform
 import re
 import shutil
-import subprocess
 import sys
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from capshim.contracts import bounded
 from capshim import __version__, jsonread, paths, profiles
 from capshim import status as st
 from capshim.backends import Backend, answer_differences, placed_configs, run_probe, vkloader
@@ -201,7 +201,7 @@ def verify() -> list[dict]:
     arch = ELF_MACHINES.get(machine, f"e_machine {machine}")
     check("architecture", head[:4] == b"\x7fELF" and head[4] == 2 and arch == platform.machine(),
           f"{b.library.name}: ELF64 {arch} (host {platform.machine()})")
-    nm = subprocess.run(["nm", "-D", "--defined-only", str(b.library)], capture_output=True, text=True)
+    nm = bounded.run(["nm", "-D", "--defined-only", str(b.library)])
     names = {line.split()[-1] for line in nm.stdout.splitlines() if line.strip() and line.split()[1] in "TtWw"}
     check("exports", nm.returncode == 0 and names == EXPORTS,
           "exactly the six role entry points" if names == EXPORTS else f"unexpected: {sorted(names ^ EXPORTS)}")

@@ -36,13 +36,22 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from capshim.contracts import bounded
 from capshim.contracts.numbers import AA_BAND_PCT
 from capshim.contracts.suggest import closest
 from capshim.contracts.verdict import UNRELIABLE, harness_check
 from capshim.errors import CapshimError, UsageError
 
 __all__ = ["Metric", "MetricError", "parse_spec", "json_path", "annotate", "TOK_S", "CONTROL_SUFFIX",
-           "control_test"]
+           "control_test", "MAX_RUN_SAMPLES", "MAX_RUN_TESTS", "check_run_size"]
+
+#: The most values (samples) one run may yield, and the most tests (series): what the analysis of a
+#: bench takes in a bounded time (it is not cut short by a signal: docs/contracts.md). Measured:
+#: analysis.analyze of 2 arms x 3 processes x 3 samples takes 3.6 s for 2,000 series and 27.5 s for
+#: 20,000 on a loaded 2-core machine (at 12ade4d), hence 1,000 series; 100,000 values of one series take well
+#: under a second.
+MAX_RUN_SAMPLES = 100_000
+MAX_RUN_TESTS = 1000
 
 KINDS = ("wall", "json", "regex")
 DIRECTIONS = ("higher", "lower")
@@ -130,6 +139,7 @@ def parse_spec(spec: str, unit: str | None = None, better: str | None = None, fl
     if kind == "json":
         _path_parts(arg, f"{flag} {spec!r}")
     if kind == "regex":
+        bounded.text(arg, f"{flag} regex:PATTERN")
         try:
             rx = re.compile(arg)
         except re.error as exc:
@@ -272,3 +282,17 @@ def annotate(summary: dict, metrics: dict[str, Metric], controls: list[str] | No
                      f"a control whose 95% interval (below 5 processes: range) excludes 1.00x or leaves +-{AA_BAND_PCT:g}% "
                      "is flagged")
     return summary
+
+
+def check_run_size(records: list[dict], source: str) -> None:
+    """Refuse one run's analysis records over :data:`MAX_RUN_SAMPLES` values or :data:`MAX_RUN_TESTS` tests.
+
+    Raises:
+        MetricError: naming ``source`` (the run's stdout file) and the limit.
+    """
+    if len(records) > MAX_RUN_SAMPLES:
+        raise MetricError(f"{source}: more than {MAX_RUN_SAMPLES} values in one run (the most capshim analyses)")
+    tests = {r.get("test") for r in records}
+    if len(tests) > MAX_RUN_TESTS:
+        raise MetricError(f"{source}: {len(tests)} tests (series) in one run, more than the {MAX_RUN_TESTS} "
+                          "capshim analyses")

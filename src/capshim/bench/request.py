@@ -6,14 +6,15 @@
 (ablate, tune, kernels) build one too. Every default that depends on the
 workload or the device lives in :data:`DEFAULTS` (one row per workload and
 device class), and ``capshim bench --help`` reads its text from the same table
-(:func:`help_default`), so the help never disagrees with what runs.
+(:func:`capshim.bench.workloads.kinds.help_default`, which names the kinds from the workload
+registry), so the help never disagrees with what runs.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-__all__ = ["BenchRequest", "Defaults", "DEFAULTS", "defaults_for", "help_default", "N_PROMPT", "N_GEN",
+__all__ = ["BenchRequest", "Defaults", "DEFAULTS", "defaults_for", "N_PROMPT", "N_GEN",
            "TIMEOUT_S", "MODEL", "GPU_PRECISION"]
 
 #: Built-in llama.cpp workload: prompt and generated tokens (llama-bench's own defaults, -p 512 -n 128).
@@ -94,26 +95,6 @@ def defaults_for(kind: str, cpu: bool) -> Defaults:
     """The :data:`DEFAULTS` row of a workload kind (``builtin``, ``ncnn``, ``torch-sdpa``, ``command``) on a
     GPU or CPU device."""
     return DEFAULTS[(kind, "cpu" if cpu else "gpu")]
-
-
-def help_default(what: str) -> str:
-    """``[default: ...]`` text of a ``capshim bench`` option, read from :data:`DEFAULTS`.
-
-    Args:
-        what: ``processes`` (``-r``), ``process_reps``, ``warmup``, or the built-in workload's
-            ``n_prompt`` / ``n_gen``.
-    """
-    names = {"builtin": "the llama.cpp workload", "ncnn": "ncnn", "torch-sdpa": "torch-sdpa", "command": "a command"}
-    if what in ("n_prompt", "n_gen"):
-        gpu, cpu = (getattr(defaults_for("builtin", c), what) for c in (False, True))
-        return f"[default: {gpu}" + (f"; {cpu} on a CPU device" if cpu != gpu else "") + "]"
-    parts = []
-    for kind in ("command", "builtin", "ncnn", "torch-sdpa"):
-        gpu, cpu = (getattr(defaults_for(kind, c), what) for c in (False, True))
-        if gpu is None:
-            continue
-        parts.append(f"{names[kind]} {gpu}" + (f" ({cpu} on a CPU device)" if cpu != gpu else ""))
-    return f"[default: {'; '.join(parts)}]"
 
 
 @dataclass

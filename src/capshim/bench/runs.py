@@ -25,7 +25,7 @@ from typing import Callable
 
 from capshim import launch, paths
 from capshim.backends.vkloader import LIST_VARS
-from capshim.bench import attest, llamabench, telemetry, templates
+from capshim.bench import attest, llamabench, metrics, telemetry, templates
 from capshim.bench.arms import Arm
 from capshim.bench.workloads.base import Workload
 from capshim.contracts import environ
@@ -266,16 +266,13 @@ def run_one(bundle: Bundle, arm: Arm, n: int, workload: Workload, timeout: float
     sig = signal.Signals(-rc).name if rc < 0 and -rc in signal.Signals._value2member_map_ else None
     exit_code = rc if rc >= 0 else None
     stdout = _read_output(out_path)
+    too_much = _cap_stderr(out_path, llamabench.MAX_OUTPUT_BYTES)  # the bundle keeps its head and tail
     stderr_cut = _cap_stderr(err_path)
     stderr = _read_output(err_path)
-    records: list[dict] = []
-    tokens = None
-    error = _failure(rc, timed_out, timeout, sig, stderr)
-    if error is None:
-        try:
-            records, tokens = workload.parse(stdout, str(out_path), arm.name, n, stderr=stderr, seconds=seconds)
-        except CapshimError as exc:
-            error = str(exc)
+    error = _failure(rc, timed_out, timeout, sig, stderr) or (
+        f"stdout: {too_much + llamabench.MAX_OUTPUT_BYTES} bytes, more than the {llamabench.MAX_OUTPUT_BYTES} "
+        "capshim reads of a run's output; not read (print less)" if too_much else None)
+    records, tokens, error = _parse(workload, stdout, stderr, str(out_path), arm.name, n, seconds, error)
     states = {name: s.to_dict() for name, s in lc.states().items()}
     dirty = telemetry.contamination(before, after, {os.getpid(), pid, *templates.pids(launcher)}) if probe else []
     for rec in records:
@@ -306,6 +303,21 @@ def _start(launcher: Launcher, label: str, workload: Workload, exec_argv: list[s
                             start_new_session=True)
     rc, timed_out, stopped = _wait(proc, timeout, stop)
     return rc, timed_out, stopped, proc.pid, how
+
+
+def _parse(workload: Workload, stdout: str, stderr: str, source: str, arm: str, n: int, seconds: float,
+           error: str | None) -> tuple[list[dict], object, str | None]:
+    """``(records, output fingerprint, error)`` of a finished run: nothing parsed when it failed
+    (``error``); the workload's records, within :func:`capshim.bench.metrics.check_run_size`'s
+    limits, else the error that names them."""
+    if error is not None:
+        return [], None, error
+    try:
+        records, tokens = workload.parse(stdout, source, arm, n, stderr=stderr, seconds=seconds)
+        metrics.check_run_size(records, source)
+    except CapshimError as exc:
+        return [], None, str(exc)
+    return records, tokens, None
 
 
 def _failure(rc: int, timed_out: bool, timeout: float, sig: str | None, stderr: str) -> str | None:
@@ -347,7 +359,8 @@ MAX_STDERR_KEEP = 32 << 20
 
 
 def _cap_stderr(path: Path, cap: int = MAX_STDERR_KEEP) -> int:
-    """Cut a run's stderr file over ``cap`` bytes down to its head and tail, in place, in bounded memory.
+    """Cut a run's stderr (or stdout) file over ``cap`` bytes down to its head and tail, in place, in
+    bounded memory.
 
     Returns:
         How many bytes were left out (0: the file was kept whole).
@@ -360,7 +373,8 @@ def _cap_stderr(path: Path, cap: int = MAX_STDERR_KEEP) -> int:
         return 0
     half = cap // 2
     cut = size - 2 * half
-    marker = (f"\n[capshim: {cut} bytes of this run's stderr left out here; the first and last "
+    what = "stdout" if path.name.endswith((".json", ".txt")) else "stderr"
+    marker = (f"\n[capshim: {cut} bytes of this run's {what} left out here; the first and last "
               f"{half} bytes are kept]\n").encode()
     with open(path, "r+b") as fh:
         src, dst = size - half, half

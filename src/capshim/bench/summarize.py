@@ -194,7 +194,7 @@ def steps(recipe: Recipe, all_records: list[dict] | None = None, title: str | No
 
     The summary (``summary.json``): :meth:`Recipe.summary` with the host baseline (step
     ``"host baseline"``, when the recipe has one), else without it (``"analysis"``), else
-    :func:`empty_summary`. Then ``results.csv`` (one row per sample of ``all_records``,
+    :func:`empty_summary`; none of them is cut short by a stop signal. Then ``results.csv`` (one row per sample of ``all_records``,
     excluded runs included; never skipped), ``report.md`` and ``chart.png`` (none when
     nothing was measured).
 
@@ -211,10 +211,13 @@ def steps(recipe: Recipe, all_records: list[dict] | None = None, title: str | No
     rows = recipe.records if all_records is None else all_records
     states = {a: (v or {}).get("state") for a, v in recipe.arms.items()}
     out = []
+    # The summary steps are not slow steps: a stop signal (the first, a second, the end of the
+    # grace) waits for them, so a bench stopped while analysing seals the summary the full
+    # analysis writes. Their time is bounded by the records' (bounded metric output, run caps).
     if recipe.host_arm is not None or recipe.host is not None:
-        out.append(Step("host baseline", _finalize.SUMMARY, recipe.summary))
+        out.append(Step("host baseline", _finalize.SUMMARY, recipe.summary, slow=False))
     out += [
-        Step("analysis", _finalize.SUMMARY, lambda: recipe.summary(with_host=False)),
+        Step("analysis", _finalize.SUMMARY, lambda: recipe.summary(with_host=False), slow=False),
         Step("empty summary", _finalize.SUMMARY, lambda: empty_summary(recipe.arms, recipe.baseline), slow=False),
         Step("results.csv", "results.csv", lambda _s: _csv.serialize_records(rows, states), slow=False),
         Step("report", _finalize.REPORT, lambda s: _markdown.render([s], title=heading)),

@@ -12,7 +12,7 @@ import click
 
 from capshim import __version__
 from capshim.cli.suggest import SuggestingGroup
-from capshim.contracts import messages
+from capshim.contracts import messages, signals
 from capshim.errors import EXIT_STORAGE, CapshimError
 
 
@@ -48,6 +48,17 @@ def _to_devnull(stream) -> None:
         pass
 
 
+def _stopped(exc: KeyboardInterrupt):
+    """A stop signal ended the command: one line, exit 128+N (:func:`capshim.contracts.signals.exit_code`)."""
+    name = getattr(exc, "signal_name", "SIGINT")
+    try:
+        messages.emit(f"stopped ({name})")
+        sys.stderr.flush()
+    except OSError:
+        _to_devnull(sys.stderr)
+    sys.exit(signals.exit_code(name))
+
+
 #: Every command: name -> "module:attribute". A command's module is imported only when the
 #: command runs or its help is shown, so ``capshim run`` does not load the bench's statistics.
 COMMANDS = {
@@ -76,7 +87,9 @@ class _Group(SuggestingGroup):
     Its commands are loaded from :data:`COMMANDS` on first use (click's lazy
     subcommand pattern).
 
-    Its ``main`` (the ``capshim`` entry point) also turns a failed write to
+    Its ``main`` (the ``capshim`` entry point) holds :func:`capshim.contracts.signals.ends_on_signal`
+    around every command (a stop signal ends it within seconds, exit 128+N, one line), and turns a
+    failed write to
     stdout or stderr (``capshim profiles > /dev/full``, a closed pipe) into one
     line and an exit code instead of a traceback (:func:`_output_failed`).
     """
@@ -93,7 +106,8 @@ class _Group(SuggestingGroup):
     def main(self, *args, **kwargs):
         try:
             try:
-                return super().main(*args, **kwargs)
+                with signals.ends_on_signal():  # every command: a stop signal ends it within seconds
+                    return super().main(*args, **kwargs)
             finally:  # buffered output fails here, not in the interpreter's exit flush
                 for stream in (sys.stdout, sys.stderr):
                     if stream is not None:
@@ -101,9 +115,17 @@ class _Group(SuggestingGroup):
         except OSError as exc:
             sys.exit(_output_failed(exc))
 
+    def make_context(self, *args, **kwargs):
+        try:  # a signal while the options are parsed: the same exit as in a command, not click's "Aborted!"
+            return super().make_context(*args, **kwargs)
+        except KeyboardInterrupt as exc:
+            _stopped(exc)
+
     def invoke(self, ctx):
         try:
             return super().invoke(ctx)
+        except KeyboardInterrupt as exc:  # a stop signal (signals.ends_on_signal): 128+N, no traceback
+            _stopped(exc)
         except CapshimError as exc:
             try:
                 messages.emit(str(exc))  # wrapped to the terminal, never mid-word
@@ -115,9 +137,6 @@ class _Group(SuggestingGroup):
 
 @click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="capshim")
-@click.option("--verbose", is_flag=True, expose_value=False, is_eager=True,
-              callback=lambda _ctx, _param, on: messages.set_verbose(on),
-              help="List every item of a long list in warnings and notes (default: the first few and a count).")
 def main():
     """Change, for one process only, the GPU capability answers it sees, and
     measure what that does.

@@ -45,13 +45,13 @@ def _sign(bundle, key) -> None:
               help="Bare-metal host numbers measured elsewhere: a bundle or a llama-bench JSON file.")
 @click.option("--host-arm", metavar="NAME", help="An arm of this bench that plays the host (default: native).")
 @click.option("--repetitions", "-r", type=click.IntRange(1, 1000), default=None,
-              help="Recorded processes per arm (one round each) " + bench_request.help_default("processes") + ".")
+              help="Recorded processes per arm (one round each) " + kinds.help_default("processes") + ".")
 @click.option("--process-reps", type=click.IntRange(1, 1000), default=None,
               help="Built-in workload: timed repetitions inside each process, after its in-process warm-up; "
-                   "the process's median is one sample " + bench_request.help_default("process_reps") + ".")
+                   "the process's median is one sample " + kinds.help_default("process_reps") + ".")
 @click.option("--warmup", type=click.IntRange(0, 100), default=None,
               help="Unrecorded warm-up rounds (on a CPU device one fills Mesa's shader cache; on a GPU the "
-                   "built-in workload warms up in-process) " + bench_request.help_default("warmup") + ".")
+                   "built-in workload warms up in-process) " + kinds.help_default("warmup") + ".")
 @click.option("--aa", is_flag=True,
               help="Add the A/A arm 'aa': the app layer active, answering exactly the stock values "
                    "(also --arm NAME=identity). Its ratio to native is the harness's and the shim's own bias.")
@@ -75,9 +75,9 @@ def _sign(bundle, key) -> None:
               help=f"Built-in workload: a GGUF file, or a preset ({', '.join(MODEL_PRESETS)}) "
                    f"[default: {bench_request.MODEL}].")
 @click.option("--n-prompt", "-p", type=click.IntRange(1), default=None,
-              help="Built-in: prompt tokens (pp test) " + bench_request.help_default("n_prompt") + ".")
+              help="Built-in: prompt tokens (pp test) " + kinds.help_default("n_prompt") + ".")
 @click.option("--n-gen", "-n", type=click.IntRange(1), default=None,
-              help="Built-in: generated tokens (tg test) " + bench_request.help_default("n_gen") + ".")
+              help="Built-in: generated tokens (tg test) " + kinds.help_default("n_gen") + ".")
 @click.option("--check-output/--no-check-output", default=None,
               help="Compare every arm's output with the host/baseline arm's: generated token ids (llama.cpp), "
                    "the SHA-256 of stdout or --output-file (--metric), the network's output within 2% (ncnn), "

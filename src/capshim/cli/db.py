@@ -15,7 +15,7 @@ import importlib
 
 import click
 
-from capshim.cli.suggest import SuggestingGroup
+from capshim.cli.suggest import SuggestingGroup, with_verbose
 from capshim.db.terms import DB_HELP
 
 __all__ = ["db_grp", "COMMANDS", "GROUP_URL"]
@@ -36,7 +36,7 @@ class _LazyGroup(SuggestingGroup):
         if cmd_name not in COMMANDS:
             return None
         # the database layer loads only here, when a db command runs (see the module docstring)
-        return getattr(importlib.import_module("capshim.cli.db_commands"), f"db_{cmd_name}")
+        return with_verbose(getattr(importlib.import_module("capshim.cli.db_commands"), f"db_{cmd_name}"))
 
 
 @click.group("db", cls=_LazyGroup)

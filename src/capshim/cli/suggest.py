@@ -15,9 +15,10 @@ import shutil
 import click
 from click.exceptions import NoSuchCommand, NoSuchOption
 
+from capshim.contracts import messages
 from capshim.contracts.suggest import did_you_mean
 
-__all__ = ["Choice", "SuggestingGroup", "option_names", "resuggest", "unknown_option", "refuse_option_as_program"]
+__all__ = ["Choice", "SuggestingGroup", "VERBOSE", "with_verbose", "option_names", "resuggest", "unknown_option", "refuse_option_as_program"]
 
 
 def option_names(command: click.Command) -> list[str]:
@@ -60,8 +61,31 @@ def resuggest(exc: click.UsageError, group: click.Group | None = None,
     return new
 
 
+VERBOSE = click.Option(
+    ["--verbose"], is_flag=True, expose_value=False, is_eager=True,
+    callback=lambda _ctx, _param, on: messages.set_verbose(on) if on else None,
+    help="List every item of a long list in warnings and notes (default: the first few and a count).")
+"""``--verbose``, defined once: ``capshim --verbose CMD`` and ``capshim CMD --verbose`` (any
+command, any group) both turn it on (:class:`SuggestingGroup` gives it to every command it loads)."""
+
+
+def with_verbose(cmd):
+    """``cmd`` with :data:`VERBOSE` among its options (once); None stays None."""
+    if cmd is not None and not any(p.name == "verbose" for p in cmd.params):
+        cmd.params.append(VERBOSE)
+    return cmd
+
+
 class SuggestingGroup(click.Group):
-    """A click group whose unknown command or option errors suggest with :func:`resuggest`."""
+    """A click group whose unknown command or option errors suggest with :func:`resuggest`, and
+    whose every command (and the group itself) takes :data:`VERBOSE`."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        with_verbose(self)
+
+    def get_command(self, ctx, cmd_name):
+        return with_verbose(super().get_command(ctx, cmd_name))
 
     def resolve_command(self, ctx, args):
         try:

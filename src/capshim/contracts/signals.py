@@ -1,9 +1,12 @@
 """Stop signals, their exit codes, and the guard that keeps a seal.
 
-Ctrl-C (SIGINT), SIGTERM and SIGHUP (the terminal closed) stop a bench, a
-study or ``capshim run``; capshim then exits 128 + the signal's number: 130,
-143 and 129 on Linux and macOS (POSIX leaves the numbers to the system; these
-are the values of ``signal.h`` on both).
+Ctrl-C (SIGINT), SIGTERM and SIGHUP (the terminal closed) stop every command
+within seconds, whatever it is doing; capshim then exits 128 + the signal's
+number: 130, 143 and 129 on Linux and macOS (POSIX leaves the numbers to the
+system; these are the values of ``signal.h`` on both). The one mechanism is
+:func:`ends_on_signal`, held by capshim's entry around every command; a bench,
+a study and ``capshim run`` hold the signals themselves while they run (below,
+and :mod:`capshim.launch`).
 
 :class:`SealGuard` is installed before the first run starts and stays until
 the seal is written: the first signal only records a stop request (the run in
@@ -20,6 +23,7 @@ sealed at that moment (a nested guard is entered): then it only waits.
 from __future__ import annotations
 
 import contextlib
+import os
 import signal
 import threading
 import time
@@ -31,6 +35,100 @@ STOP_SIGNALS: tuple[signal.Signals, ...] = tuple(
 
 SEAL_WAIT_S = 10.0
 """Seconds the slow finalize steps get after the first stop signal."""
+
+STOP_GRACE_S = 5.0
+"""Seconds a command outside a seal has, after its first stop signal, to end by itself (its
+cleanup: a tool killed, a temporary folder removed); then, or at a second signal, capshim exits
+128+N at once (:func:`ends_on_signal`). The children it starts in their own process group (a
+bench's runs, ``capshim run``'s program) are ended by the handlers that hold the signals then."""
+
+
+def _end_now(signum: int, why: str) -> None:
+    """Say why on stderr and exit 128+N without cleanup."""
+    with contextlib.suppress(OSError, ValueError):
+        os.write(2, f"capshim: {signal.Signals(signum).name}: {why}; stopped now\n".encode())
+    os._exit(exit_code(signum))
+
+
+@contextlib.contextmanager
+def ends_on_signal():
+    """Held around every command (capshim's entry, :mod:`capshim.cli.app`): a stop signal ends it
+    within :data:`STOP_GRACE_S` seconds whatever it is doing, with exit 128+N and no traceback.
+
+    The first stop signal raises :class:`StopRequested` where the command is (a read, a wait, a
+    pattern: ``re`` checks for signals while it matches), so its cleanup runs and the entry exits
+    128+N. A watchdog thread learns of the signal through the interpreter's wakeup descriptor
+    (written by the C-level handler even while the main thread is inside a library call that
+    does not return, a database waiting on a lock): if capshim still runs :data:`STOP_GRACE_S`
+    seconds later, or at a second signal, it ends the process (:func:`_end_now`). A signal that
+    another handler took (a :class:`SealGuard` sealing a bundle, ``capshim run`` forwarding it to
+    its program) follows that handler's rule. A signal ignored when capshim started (``nohup``)
+    stays ignored. Only in the main thread.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    first: list[int] = []
+
+    def handler(signum, frame):
+        if first:
+            _end_now(first[0], "a second stop signal")
+        first.append(signum)
+        raise StopRequested(signal.Signals(signum).name)
+
+    old = {}
+    for sig in STOP_SIGNALS:
+        with contextlib.suppress(ValueError, OSError):
+            if signal.getsignal(sig) is not signal.SIG_IGN:
+                old[sig] = signal.signal(sig, handler)
+    rfd, wfd = os.pipe()
+    os.set_blocking(wfd, False)
+    try:
+        prev_fd = signal.set_wakeup_fd(wfd, warn_on_full_buffer=False)
+    except (ValueError, OSError):
+        prev_fd = None
+    if prev_fd is not None:
+        threading.Thread(target=_watchdog, args=(rfd, handler), name="capshim-stop", daemon=True).start()
+    try:
+        yield
+    finally:
+        if prev_fd is not None:
+            with contextlib.suppress(ValueError, OSError):
+                signal.set_wakeup_fd(prev_fd)
+        os.close(wfd)  # the watchdog reads the end of the pipe and stops
+        if prev_fd is None:
+            os.close(rfd)
+        for sig, prev in old.items():  # one that a guard left ignored (capshim is stopping) stays so
+            with contextlib.suppress(ValueError, OSError):
+                if signal.getsignal(sig) is handler:
+                    signal.signal(sig, prev if not first else signal.SIG_IGN)
+
+
+def _watchdog(rfd: int, handler) -> None:
+    """The thread of :func:`ends_on_signal`: reads signal numbers from the wakeup descriptor ``rfd``."""
+    import select
+
+    stops = {int(s) for s in STOP_SIGNALS}
+    first, deadline = None, None
+    while True:
+        wait = None if deadline is None else max(0.0, deadline - time.monotonic())
+        ready, _, _ = select.select([rfd], [], [], wait)
+        if ready:
+            got = os.read(rfd, 64)
+            if not got:  # the command ended (ends_on_signal closed the pipe)
+                os.close(rfd)
+                return
+            for num in got:
+                if num not in stops or signal.getsignal(num) is not handler:
+                    continue  # not a stop signal, or another handler's (a seal guard, capshim run)
+                if first is not None:
+                    _end_now(first, "a second stop signal")
+                first, deadline = num, time.monotonic() + STOP_GRACE_S
+        elif deadline is not None and time.monotonic() >= deadline:
+            if signal.getsignal(first) is not handler:  # a seal guard took over: its rule applies
+                deadline = time.monotonic() + STOP_GRACE_S
+                continue
+            _end_now(first, f"still busy {STOP_GRACE_S:g} s after the signal")
 
 
 def exit_code(name: str | int | None) -> int:
@@ -72,7 +170,7 @@ class SealGuard:
     """Holds Ctrl-C / SIGTERM / SIGHUP so that a bundle or study is always sealed.
 
     The first such signal prints that the bundle is being sealed and gives the
-    slow steps (analysis, report, chart: run inside :meth:`abortable`)
+    slow steps (report, chart: run inside :meth:`abortable`; the analysis is not one)
     :data:`SEAL_WAIT_S` seconds more; a second signal, or the end of that wait,
     interrupts the step that is running (:class:`StepInterrupted`, raised
     inside the step only) and the remaining slow steps are skipped. A signal
@@ -114,7 +212,7 @@ class SealGuard:
                 self._start_alarm()
                 raise StopRequested(signal.Signals(signum).name)
             messages.emit(f"{signal.Signals(signum).name} while sealing {self.what}: the seal is written "
-                          f"whatever happens; slow steps (analysis, report, chart) get {SEAL_WAIT_S:g} s more "
+                          f"whatever happens; slow steps (report, chart) get {SEAL_WAIT_S:g} s more "
                           "(signal again to skip them now)")
             self._start_alarm()
             return

@@ -19,6 +19,7 @@ import csv
 import hashlib
 import math
 import os
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -231,6 +232,10 @@ def _require_verified(p: Path, problems: list[str], noun: str) -> None:
                       f"capshim evidence verify {p} lists {'them all' if len(problems) > 1 else 'it'})")
 
 
+MAX_CSV_BYTES = 256 << 20
+"""The largest results.csv read (a row per sample: millions of samples fit)."""
+
+
 def _read_samples(csv_path: Path) -> list[dict]:
     """The arm samples of ``results.csv`` (columns by name: ``arm, run, sample, test, tok_s``; others kept
     under ``extra``). ``tok_s`` is the value in the test's unit and must be a finite number.
@@ -240,7 +245,13 @@ def _read_samples(csv_path: Path) -> list[dict]:
     """
     samples = []
     try:
-        with open(csv_path, newline="", encoding="utf-8") as fh:
+        fd = os.open(csv_path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0))  # a FIFO: no wait
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or st.st_size > MAX_CSV_BYTES:
+            os.close(fd)
+            raise IngestError(f"{csv_path}: " + ("not a regular file" if not stat.S_ISREG(st.st_mode) else
+                                                 f"{st.st_size} bytes, over the {MAX_CSV_BYTES} read"))
+        with os.fdopen(fd, newline="", encoding="utf-8") as fh:
             for n, row in enumerate(csv.DictReader(fh), 2):
                 try:
                     value = float(row["tok_s"])
@@ -420,8 +431,15 @@ def read_external(arm_specs: list[tuple[str, list[str]]], host: str | None = Non
     if host and Path(host).is_dir():  # a bundle read as input must verify (an edited host would be stored)
         evidence.require_verified(host, "--host")
     for f in files + ([Path(host)] if host and not Path(host).is_dir() else []):
-        if not f.is_file():
-            raise IngestError(f"{f}: no such file")
+        try:
+            st = os.stat(f)
+        except OSError as exc:
+            raise IngestError(f"{f}: {'no such file' if isinstance(exc, FileNotFoundError) else exc.strerror}") from None
+        if not stat.S_ISREG(st.st_mode):
+            raise IngestError(f"{f}: not a regular file (a FIFO, device or folder)")
+        if st.st_size > llamabench.MAX_OUTPUT_BYTES:  # checked before the file is hashed
+            raise IngestError(f"{f}: {st.st_size} bytes, larger than the {llamabench.MAX_OUTPUT_BYTES} a "
+                              "llama-bench file may have")
     sha = evidence.sha256_file
     manifest = "".join(f"{name}\t{sha(f)}\n" for name, fs in arm_specs for f in fs)
     if host:

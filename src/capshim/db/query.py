@@ -43,6 +43,7 @@ import math
 
 from capshim.bench import llamabench, metrics, summarize
 from capshim.bench.analysis import analyze
+from capshim.contracts import bounded
 from capshim.contracts import verdict as vd
 from capshim.contracts.suggest import did_you_mean
 from capshim.db.store import DbError, Store
@@ -64,7 +65,7 @@ def parse_selection(text: str, what: str = "selection") -> dict:
     Raises:
         DbError: an unknown key or an empty part (names it).
     """
-    text = (text or "").strip()
+    text = bounded.text((text or "").strip(), what)
     if not text:
         raise DbError(f"{what}: empty; give a bundle id, a name, or KEY=VALUE filters ({', '.join(FILTERS)})")
     if "=" not in text:

@@ -24,6 +24,7 @@ import sqlalchemy as sa
 
 from capshim import __version__, jsonread
 from capshim import summary as summary_contract
+from capshim.contracts import bounded
 from capshim.contracts.suggest import did_you_mean
 from capshim.db import schema as S
 from capshim.db.ingest import BundleRecord, read_bundle, signed_by
@@ -34,6 +35,9 @@ __all__ = ["Store", "DbError", "add_bundle", "default_url", "resolve_url", "SQLI
 
 #: Seconds a SQLite writer waits for another writer's lock before failing.
 SQLITE_BUSY_TIMEOUT_S = 120
+#: Seconds a PostgreSQL server may take to accept the connection (libpq's ``connect_timeout``;
+#: its default is to wait forever), unless the URL gives ``?connect_timeout=``.
+PG_CONNECT_TIMEOUT_S = 30
 #: An arbitrary constant naming capshim's migration lock (pg_advisory_xact_lock key).
 _PG_LOCK_KEY = 0x6361707368696D  # "capshim"
 
@@ -93,6 +97,7 @@ def resolve_url(url: str | None) -> str:
     None gives :func:`default_url`.
 
     Raises:
+        UsageError (exit 2): longer than :data:`capshim.contracts.bounded.MAX_ARG_CHARS`.
         DbError (exit 2), naming ``--db`` or ``CAPSHIM_DB`` and the value: not a URL; another
             database or driver (capshim keeps results only in SQLite or PostgreSQL); a SQLite
             query option (``?timeout=...``, ``?uri=true``: capshim could not honour it) or an
@@ -102,6 +107,7 @@ def resolve_url(url: str | None) -> str:
     given = url
     url = url or default_url()
     flag = _flag(given)
+    bounded.text(url, flag)
     if "://" not in url:
         _check_sqlite_path(url, url, flag)
         return f"sqlite:///{Path(url).expanduser().resolve()}"
@@ -246,7 +252,9 @@ class Store:
                 conn.exec_driver_sql("BEGIN IMMEDIATE")
         else:
             try:
-                engine = sa.create_engine(u, pool_pre_ping=True, json_deserializer=_stored_json)
+                # a server that never answers: libpq waits forever unless the URL sets its own limit
+                limit = {} if "connect_timeout" in u.query else {"connect_timeout": PG_CONNECT_TIMEOUT_S}
+                engine = sa.create_engine(u, pool_pre_ping=True, json_deserializer=_stored_json, connect_args=limit)
             except Exception as exc:  # noqa: BLE001 - a missing driver, a bad option
                 raise DbError(f"{_flag(url)} {_safe(full)}: {exc}") from None
         st = cls(engine, full, url or default_url(), _flag(url))
@@ -438,7 +446,7 @@ class Store:
         for key, value in (filters or {}).items():
             if value is None or value == "":
                 continue
-            value = str(value)
+            value = bounded.text(str(value), f"--{key} / {key}=" if key in FILTERS else "filter")
             if key not in FILTERS:
                 raise DbError(f"filter {key!r}: unknown{did_you_mean(key, FILTERS)}; use one of {', '.join(FILTERS)}")
             if key == "id":
@@ -492,7 +500,10 @@ class Store:
                     d += _dt.timedelta(days=1)
                 bound = d.strftime("%Y-%m-%dT00:00:00Z")
             else:
-                bound = _dt.datetime.fromisoformat(value.replace("Z", "+00:00")).strftime("%Y-%m-%dT%H:%M:%SZ")
+                when = _dt.datetime.fromisoformat(value.replace("Z", "+00:00"))
+                if when.tzinfo is not None:  # an offset (+05:30): the stored times are UTC
+                    when = when.astimezone(_dt.timezone.utc)
+                bound = when.strftime("%Y-%m-%dT%H:%M:%SZ")
         except ValueError:
             raise DbError(f"--{key} / {key}={value!r}: expected a date YYYY-MM-DD or an ISO time") from None
         c = S.bundles.c.created_utc

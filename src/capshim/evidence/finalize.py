@@ -48,8 +48,8 @@ class Step(NamedTuple):
             bytes (or str, written as UTF-8), or None for no file. ``report.md`` is written
             last, with the bundle's notes added (interrupted, chart, failures).
         make: the callable (see ``file``).
-        slow: True for an optional step a stop signal may cut short (analysis, report,
-            chart); False for data that are never skipped (results.csv).
+        slow: True for an optional step a stop signal may cut short (report, chart); False
+            for what is never skipped (the analysis that makes summary.json, results.csv).
     """
 
     name: str

@@ -20,6 +20,8 @@ import subprocess
 import tempfile
 from pathlib import Path
 
+from capshim import paths
+from capshim.contracts import bounded
 from capshim.errors import CapshimError, UsageError
 from capshim.evidence.files import EvidenceError
 
@@ -46,7 +48,8 @@ def _ssh_keygen() -> str:
 
 def _run(args: list[str], data: bytes, timeout: float | None = 60) -> subprocess.CompletedProcess:
     try:
-        return subprocess.run([_ssh_keygen(), *args], input=data, capture_output=True, timeout=timeout)
+        return bounded.run([_ssh_keygen(), *args], input=data, text=False, timeout=timeout,
+                           group=timeout is not None)  # signing may ask for a passphrase on the terminal
     except subprocess.TimeoutExpired:
         raise SigningError(f"ssh-keygen {args[0]} {args[1]}: no answer in {timeout:.0f} s") from None
     except OSError as exc:
@@ -153,7 +156,7 @@ def _ssh_copy(signers: Path):
     ssh-keygen 9.2 reads a blank line (LF or CRLF) as a signer line with no key ("missing key");
     a file written on Windows, or spaced out by blank lines, is read as its plain twin.
     """
-    data = signers.read_bytes()
+    data = _signers_bytes(signers)
     lines = data.replace(b"\r\n", b"\n").split(b"\n")
     last = len(lines) - 1  # the empty piece after a final newline is not a line
     plain = b"\n".join(b"#" if not x.strip() and (x or i != last) else x for i, x in enumerate(lines))
@@ -218,7 +221,7 @@ def _each_line_of_key(pae: bytes, blob: bytes, signers: Path):
     with _sig_file(blob) as f:
         r = _run(["-Y", "check-novalidate", "-n", NAMESPACE, "-s", f, "-Oprint-pubkey"], pae)
     key = [w for x in r.stdout.split(b"\n")[1:] for w in x.split()[1:2]]  # "TYPE BASE64" after "Good ..."
-    lines = signers.read_bytes().split(b"\n")
+    lines = _signers_bytes(signers).split(b"\n")
     hits = [i for i, x in enumerate(lines) if key and key[0] in x.split() and not x.lstrip().startswith(b"#")]
     if len(hits) < 2:
         return
@@ -262,6 +265,20 @@ def _principal_of(pae: bytes, blob: bytes, signers: Path, signed_utc: str | None
     return first or (None, None)
 
 
+SIGNERS_MAX_BYTES = 1 << 20
+"""The largest allowed-signers file read (a line per key: thousands of keys fit)."""
+
+
+def _signers_bytes(signers: Path) -> bytes:
+    """An allowed-signers file's bytes: a regular file of at most :data:`SIGNERS_MAX_BYTES`
+    (:func:`capshim.paths.read_limited`: a FIFO or device is refused before any read).
+
+    Raises:
+        OSError: not a regular file, larger, or unreadable.
+    """
+    return paths.read_limited(signers, SIGNERS_MAX_BYTES)
+
+
 def check_signers_file(signers: str | Path) -> Path:
     """``signers`` as a Path when it is a readable regular file with at least one signer line.
 
@@ -274,9 +291,10 @@ def check_signers_file(signers: str | Path) -> Path:
         if not stat.S_ISREG(st.st_mode):
             raise UsageError(f"--signers {p}: not a regular file (an allowed-signers file, as git's "
                              "gpg.ssh.allowedSignersFile)")
-        if st.st_size > 1 << 20:
-            raise UsageError(f"--signers {p}: {st.st_size} bytes, over the 1 MiB an allowed-signers file may have")
-        text = p.read_bytes().decode("utf-8")
+        if st.st_size > SIGNERS_MAX_BYTES:
+            raise UsageError(f"--signers {p}: {st.st_size} bytes, over the {SIGNERS_MAX_BYTES >> 20} MiB an "
+                             "allowed-signers file may have")
+        text = _signers_bytes(p).decode("utf-8")
     except OSError as exc:
         raise UsageError(f"--signers {p}: {exc.strerror or exc}") from None
     except UnicodeDecodeError as exc:

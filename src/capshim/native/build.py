@@ -17,10 +17,10 @@ import os
 import re
 import shlex
 import shutil
-import subprocess
 from importlib import resources
 from pathlib import Path
 
+from capshim.contracts import bounded
 from capshim import __version__, paths
 from capshim.errors import BuildError
 from capshim.contracts import messages
@@ -97,7 +97,7 @@ def run_compiler(cmd: list[str], cwd: Path | None = None) -> None:
     if shutil.which(cmd[0]) is None:
         raise BuildError(f"'{cmd[0]}' not found (install build-essential, or set CC); command: {shlex.join(cmd)}")
     try:
-        proc = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True)
+        proc = bounded.run(cmd, cwd=cwd)
     except OSError as exc:
         raise BuildError(f"cannot run {cmd[0]}: {exc.strerror} (command: {shlex.join(cmd)})") from None
     if proc.returncode != 0:

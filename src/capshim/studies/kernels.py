@@ -23,9 +23,10 @@ import sys
 import time
 from pathlib import Path
 
-from capshim import __version__, summary
+from capshim import __version__, paths, summary
 from capshim.bench import attest
-from capshim.contracts import folders, names
+from capshim.bench.runs import MAX_STDERR_KEEP
+from capshim.contracts import bounded, folders, names
 from capshim.errors import CapshimError, UsageError
 from capshim.evidence import sha256_file
 from capshim.studies import common
@@ -173,12 +174,11 @@ def capshim_source() -> dict:
     out = {"version": __version__, "commit": None, "dirty": None}
     here = Path(__file__).resolve().parent
     try:
-        commit = subprocess.run(["git", "-C", str(here), "rev-parse", "HEAD"], capture_output=True, text=True,
-                                timeout=10)
+        commit = bounded.run(["git", "-C", str(here), "rev-parse", "HEAD"], timeout=10)
         if commit.returncode == 0:
             out["commit"] = commit.stdout.strip()
-            st = subprocess.run(["git", "-C", str(here), "status", "--porcelain", "--untracked-files=no", "--", "."],
-                                capture_output=True, text=True, timeout=10)
+            st = bounded.run(["git", "-C", str(here), "status", "--porcelain", "--untracked-files=no", "--", "."],
+                             timeout=10)
             out["dirty"] = bool(st.stdout.strip()) if st.returncode == 0 else None
     except (OSError, subprocess.SubprocessError):
         pass
@@ -377,7 +377,8 @@ def _model_entry(ref: str, label: str, m: common.Measured, answers: list[Answers
     for a in answers:
         arm = m.summary["arms"].get(a.arm)
         path = m.bundle / "raw" / f"{names.run_stem(a.arm, 1)}.stderr"  # the one run (repetitions=1)
-        text = path.read_bytes().decode("utf-8", errors="replace") if path.is_file() else None
+        text = paths.read_limited(path, MAX_STDERR_KEEP + 4096, truncate=True).decode(
+            "utf-8", errors="replace") if path.is_file() else None  # capshim kept at most MAX_STDERR_KEEP
         fp = parse_stderr(text) if text is not None else Fingerprint()
         entry["answers"][a.arm] = {"state": (arm or {}).get("state", summary.FAILED),
                                    "stderr": str(path) if text is not None else None,

@@ -30,6 +30,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
+from capshim.contracts import bounded
 from capshim.backends import Backend
 from capshim.backends.metal.compile import (ARM64E_NOTE, CONFIG_VARIABLES, DENY_LIST, DYLIB_NAME, IS_MACOS,
                                           LUME_VARIABLES,
@@ -74,8 +75,8 @@ class MetalBackend(Backend):
         if shutil.which("gcc") is None:
             return "gcc not found: the Metal stand-in build needs gcc and gobjc"
         try:
-            r = subprocess.run(["gcc", "-x", "objective-c", "-fsyntax-only", "-"], input="#include <objc/runtime.h>\n",
-                               capture_output=True, text=True, timeout=60)
+            r = bounded.run(["gcc", "-x", "objective-c", "-fsyntax-only", "-"], input="#include <objc/runtime.h>\n",
+                              timeout=60)
         except (OSError, subprocess.TimeoutExpired) as exc:
             return f"gcc cannot compile Objective-C ({exc}); install gobjc"
         if r.returncode != 0:

@@ -4,10 +4,10 @@ exports, deny-list, checksums and behaviour."""
 from __future__ import annotations
 
 import os
-import subprocess
 import tempfile
 from pathlib import Path
 
+from capshim.contracts import bounded
 from capshim import macho, paths
 from capshim.errors import UsageError
 from capshim.profiles import parse
@@ -177,7 +177,7 @@ def inspect_macho(path: Path, kind: str = "shim") -> list[dict]:
 
 
 def _codesign_check(path: Path) -> dict:
-    r = subprocess.run(["codesign", "--verify", "--strict", str(path)], capture_output=True, text=True)
+    r = bounded.run(["codesign", "--verify", "--strict", str(path)])
     return _check("signature", "passed" if r.returncode == 0 else "failed",
                   "codesign --verify --strict " + ("ok" if r.returncode == 0 else r.stderr.strip()))
 
@@ -218,7 +218,7 @@ def verify(shim: Path | None = None) -> list[dict]:
     data = shim.read_bytes()
     checks: list[dict] = [_check("build", "passed", f"{shim}")]
     if IS_MACOS:
-        r = subprocess.run(["lipo", "-archs", str(shim)], capture_output=True, text=True)
+        r = bounded.run(["lipo", "-archs", str(shim)])
         archs = set(r.stdout.split())
         checks.append(_check("architectures", "passed" if {"arm64", "arm64e"} <= archs else "failed",
                              f"lipo -archs: {' '.join(sorted(archs)) or r.stderr.strip()}"))
@@ -228,7 +228,7 @@ def verify(shim: Path | None = None) -> list[dict]:
     else:
         checks.append(_check("architectures", SKIPPED, "lipo: arm64 + arm64e universal dylib"))
         checks.append(_check("signature", SKIPPED, "codesign --verify --strict"))
-        r = subprocess.run(["nm", "-D", "--defined-only", str(shim)], capture_output=True, text=True)
+        r = bounded.run(["nm", "-D", "--defined-only", str(shim)])
         syms = sorted(ln.split()[-1] for ln in r.stdout.splitlines() if ln.strip())
         allowed = {"MTLCreateSystemDefaultDevice", "MTLCopyAllDevices"}
         ok = r.returncode == 0 and set(syms) == allowed

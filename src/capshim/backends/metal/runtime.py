@@ -6,10 +6,10 @@ from __future__ import annotations
 import os
 import re
 import shutil
-import subprocess
 import tempfile
 from pathlib import Path
 
+from capshim.contracts import bounded
 from capshim import jsonread
 from capshim import status as shim_status
 from capshim.errors import EXIT_WORKLOAD, UsageError
@@ -118,7 +118,7 @@ def summarize_status(events: list[dict]) -> str:
 
 def _probe_once(probe_bin: Path, env: dict[str, str], framework: Path | None) -> dict:
     cmd = [str(probe_bin)] + (["--framework", str(framework)] if framework else [])
-    r = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=120)
+    r = bounded.run(cmd, env=env, timeout=120)
     try:
         last = r.stdout.strip().splitlines()[-1] if r.stdout.strip() else ""
         data = jsonread.loads(last, "the Metal probe's output") if last else {}
@@ -290,8 +290,7 @@ def warn_target(argv: list[str]) -> list[str]:
         if mode & 0o6000:
             out.append(f"{what}{t} is setuid/setgid: dyld ignores DYLD_INSERT_LIBRARIES for it")
         if IS_MACOS and shutil.which("codesign"):
-            r = subprocess.run(["codesign", "-d", "--verbose=2", "--entitlements", "-", t],
-                               capture_output=True, text=True)
+            r = bounded.run(["codesign", "-d", "--verbose=2", "--entitlements", "-", t])
             facts = parse_codesign(r.stdout + r.stderr)
             if facts["restrict"]:
                 out.append(f"{what}{t} is signed with the 'restrict' flag: dyld ignores DYLD_* for it")

@@ -38,9 +38,13 @@ class OutputDigest(str):
 
     def __new__(cls, data: bytes, what: str):
         self = super().__new__(cls, "sha256:" + hashlib.sha256(data).hexdigest())
-        lines = data.decode("utf-8", errors="replace").splitlines()
-        self.what, self.n_lines = what, len(lines)
-        self.head = tuple((line[:cls.LINE_CHARS], hash(line)) for line in lines[:cls.HEAD_LINES])
+        text = data.decode("utf-8", errors="replace")
+        # lines split at LF (a CR before it dropped), only the first HEAD_LINES of them: 256 MiB of
+        # empty lines would otherwise be 268 million strings
+        n_lines = text.count("\n") + (1 if text and not text.endswith("\n") else 0)
+        head = [x.removesuffix("\r") for x in text.split("\n", cls.HEAD_LINES)[:min(n_lines, cls.HEAD_LINES)]]
+        self.what, self.n_lines = what, n_lines
+        self.head = tuple((line[:cls.LINE_CHARS], hash(line)) for line in head)
         return self
 
     def first_difference(self, ref: "OutputDigest", arm: str, ref_arm: str) -> str:
@@ -186,6 +190,8 @@ class Kind:
             checks' messages (``("its own network", "--network", "ms per inference")``).
         options: the options only this kind takes (``--network``; ``--shape``, ``--block``).
         build: ``build(request, cpu) -> Workload`` for a selectable kind (the plan calls it).
+        label: how ``capshim bench --help`` names the kind beside its defaults (the kind whose
+            name is its ``defaults`` row owns the row; "" for the others).
     """
 
     name: str
@@ -197,3 +203,4 @@ class Kind:
     problem: tuple[str, str, str] | None = None
     options: tuple[str, ...] = ()
     build: Callable | None = field(default=None, compare=False)
+    label: str = ""

@@ -204,4 +204,4 @@ def builtin_workload(model: str, n_prompt: int, n_gen: int, check_output: bool,
 
 #: The built-in llama.cpp workload (no command, no ``--workload``): the API is the first that runs
 #: here (:func:`capshim.bench.plan.device_api`); its runs print llama.cpp's device line.
-KIND = Kind("builtin", defaults="builtin", attested=True, llama_cpp=True)
+KIND = Kind("builtin", defaults="builtin", attested=True, llama_cpp=True, label="the llama.cpp workload")

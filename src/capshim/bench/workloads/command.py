@@ -20,14 +20,21 @@ import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from capshim.bench import metrics
+from capshim import paths
+from capshim.bench import llamabench, metrics
 from capshim.bench.workloads.base import OutputDigest, Workload
 from capshim.bench.workloads.base import Kind
 from capshim.bench.workloads.llama_bench import llama_bench_workload
-from capshim.contracts import folders, names, numbers
+from capshim.contracts import bounded, folders, names, numbers
 from capshim.errors import UsageError
 
 __all__ = ["Adapter", "MetricWorkload", "extract", "same_output", "command_workload", "control_workload"]
+
+
+JSON_TRIES = 16
+"""Lines starting with ``{`` or ``[`` (from the last) tried as the start of a workload's JSON when
+its stdout is not one JSON value: each try may read to the end of the output, so the time to
+find it is bounded by this many reads of at most ``llamabench.MAX_OUTPUT_BYTES``."""
 
 
 def _find_json(text: str, where: str):
@@ -43,15 +50,20 @@ def _find_json(text: str, where: str):
     for line in lines:
         offsets.append(at)
         at += len(line) + 1
+    tries = 0
     for line, off in reversed(list(zip(lines, offsets))):
         s = line.lstrip()
         if s[:1] in ("{", "["):
+            tries += 1  # each try may read to the end of the output: at most JSON_TRIES of them
+            if tries > JSON_TRIES:
+                break
             try:
                 value, _ = dec.raw_decode(text, off + len(line) - len(s))
                 return value
             except (json.JSONDecodeError, RecursionError):  # a log line, or nested too deep: skip it
                 continue
-    raise metrics.MetricError(f"{where}: no JSON found on stdout")
+    raise metrics.MetricError(f"{where}: no JSON found on stdout" + (
+        f" (the last {JSON_TRIES} lines that start with {{ or [ tried)" if tries > JSON_TRIES else ""))
 
 
 def _number(v, where: str) -> float:
@@ -102,13 +114,16 @@ def extract(metric: metrics.Metric, stdout: str, stderr: str, seconds: float, so
     if metric.kind == "json":
         v = metrics.json_path(_find_json(stdout, where), metric.arg, where)
         vals = v if isinstance(v, list) else [v]
+        if len(vals) > metrics.MAX_RUN_SAMPLES:
+            raise metrics.MetricError(f"{where}: {metric.arg} holds {len(vals)} values, more than the "
+                                      f"{metrics.MAX_RUN_SAMPLES} capshim analyses of one run")
         if not vals:
             raise metrics.MetricError(f"{where}: {metric.arg} is an empty list")
         return [_number(x, f"{where}: {metric.arg}") for x in vals]
     rx = re.compile(metric.arg)
     found = []
-    for text in (stdout, _without_shim_lines(stderr)):
-        for m in rx.finditer(text):
+    for text, name in ((stdout, "stdout"), (_without_shim_lines(stderr), "stderr")):
+        for m in bounded.finditer(rx, text, f"{where} ({name})", metrics.MAX_RUN_SAMPLES + 1 - len(found)):
             found.append(m.group(1))
     if not found:
         raise metrics.MetricError(f"{where}: the pattern matched nothing on stdout or stderr")
@@ -210,7 +225,8 @@ class Adapter:
             return OutputDigest(stdout.encode("utf-8", errors="replace"), "stdout")
         if self.check == "file":
             try:
-                data = self.output_file.read_bytes()
+                # a regular file, at most what capshim reads of a run's output (a FIFO left there waits)
+                data = paths.read_limited(self.output_file, llamabench.MAX_OUTPUT_BYTES)
             except OSError as exc:
                 raise metrics.MetricError(f"--output-file {self.output_file}: the run did not leave it readable: "
                                   f"{exc.strerror or exc} ({source})") from None
@@ -346,4 +362,4 @@ def control_workload(value: str):
 
 
 #: Any command after ``--`` with ``--metric``: nothing says which device it ran on.
-KIND = Kind("command")
+KIND = Kind("command", label="a command")

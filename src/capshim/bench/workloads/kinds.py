@@ -8,10 +8,11 @@ A new kind of workload is one module in this package that declares its ``KIND`` 
 
 from __future__ import annotations
 
+from capshim.bench.request import defaults_for
 from capshim.bench.workloads import builtin, command, llama_bench, ncnn, torch_sdpa
 from capshim.bench.workloads.base import Kind
 
-__all__ = ["Kind", "get", "selectable", "attested", "llama_cpp"]
+__all__ = ["Kind", "get", "selectable", "attested", "llama_cpp", "help_default"]
 
 
 #: The workload modules, in the order ``--workload`` lists its choices; each declares ``KIND``.
@@ -42,3 +43,26 @@ def llama_cpp(name: str) -> bool:
     """Whether llama.cpp runs workloads of kind ``name``."""
     k = get(name)
     return bool(k and k.llama_cpp)
+
+
+def help_default(what: str) -> str:
+    """``[default: ...]`` text of a ``capshim bench`` option, read from
+    :data:`capshim.bench.request.DEFAULTS` for each kind of the registry that owns a row (its
+    name is its ``defaults`` row), named by its :attr:`Kind.label`, in registry order.
+
+    Args:
+        what: ``processes`` (``-r``), ``process_reps``, ``warmup``, or the built-in workload's
+            ``n_prompt`` / ``n_gen``.
+    """
+    if what in ("n_prompt", "n_gen"):
+        gpu, cpu = (getattr(defaults_for("builtin", c), what) for c in (False, True))
+        return f"[default: {gpu}" + (f"; {cpu} on a CPU device" if cpu != gpu else "") + "]"
+    parts = []
+    for kind in _registry().values():
+        if kind.name != kind.defaults:
+            continue
+        gpu, cpu = (getattr(defaults_for(kind.name, c), what) for c in (False, True))
+        if gpu is None:
+            continue
+        parts.append(f"{kind.label or kind.name} {gpu}" + (f" ({cpu} on a CPU device)" if cpu != gpu else ""))
+    return f"[default: {'; '.join(parts)}]"

@@ -69,4 +69,5 @@ def _build(req, cpu: bool):
 
 #: ``--workload ncnn``: a synthetic network through ncnn's Vulkan backend.
 KIND = Kind("ncnn", api="vulkan", defaults="ncnn", selectable=True, attested=True,
-            problem=("its own network", "--network", "ms per inference"), options=("--network",), build=_build)
+            problem=("its own network", "--network", "ms per inference"), options=("--network",), build=_build,
+            label="ncnn")

@@ -96,4 +96,4 @@ def _build(req, cpu: bool):
 #: ``--workload torch-sdpa``: PyTorch's scaled-dot-product attention on CUDA.
 KIND = Kind("torch-sdpa", api=API, defaults="torch-sdpa", selectable=True, attested=True,
             problem=("its own attention problem", "--shape", "TFLOP/s per call"), options=("--shape", "--block"),
-            build=_build)
+            build=_build, label="torch-sdpa")
