@@ -127,6 +127,18 @@ def resolve_url(url: str | None) -> str:
     return url
 
 
+def sqlite_file(url: str | None) -> str | None:
+    """The file of the store ``url`` names (:func:`resolve_url`) when it is SQLite, else None (a server).
+
+    A command that writes a file passes it to the output rule, so no output lands over the store.
+
+    Raises:
+        DbError: :func:`resolve_url`'s.
+    """
+    u = sa.engine.make_url(resolve_url(url))
+    return u.database if u.get_backend_name() == "sqlite" else None
+
+
 def _flag(given: str | None) -> str:
     """How the user named the store, for messages: ``--db``, or ``CAPSHIM_DB`` when it came from there."""
     return "CAPSHIM_DB" if not given and os.environ.get("CAPSHIM_DB") else "--db"
