@@ -429,8 +429,8 @@ def ablate(profile_ref: str = "vulkan-paravirt", by: str | None = None, out: Pat
         rows = table_rows(arms, m.summary)
         title = f"capshim ablate {lowering.name} — {device_label(device) or '?'}"  # a stand-in says so
         drawn = _chart_unless_stopped(guard, arms, m.summary, t, out / "ablation.png", title, notes)
-        (out / "ablation.md").write_text(f"# {title}\n\n" + common.markdown(rows, notes)
-                                         + ("\n![chart](ablation.png)\n" if drawn else ""), encoding="utf-8")
+        common.write_text(out / "ablation.md", f"# {title}\n\n" + common.markdown(rows, notes)
+                                         + ("\n![chart](ablation.png)\n" if drawn else ""))
         result = {
             "schema": "capshim-ablation/1", "profile": lowering.source, "by": by, "device": device,
             "cpu_device": common.is_cpu(device), "test": t, "rule": {"recover": recover, "lower_bound": lower_bound},
@@ -440,7 +440,7 @@ def ablate(profile_ref: str = "vulkan-paravirt", by: str | None = None, out: Pat
             "smallest": None if best is None else {"arm": best.name, "units": best.units, "profile": str(smallest_path)},
             "failed_runs": m.failed_runs, "elapsed_s": round(time.monotonic() - t0, 1),
         }
-        (out / "ablation.json").write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
+        common.write_text(out / "ablation.json", json.dumps(result, indent=2) + "\n")
         return result
 
 

@@ -362,8 +362,8 @@ def kernels(models: list[str] | tuple[str, ...] = (), profile_refs: list[str] | 
         for e in result["models"]:
             for a in e["answers"].values():
                 a["fingerprint"] = a["fingerprint"].to_dict()
-        (out / "kernels.json").write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
-        (out / "kernels.md").write_text(markdown(result), encoding="utf-8")
+        common.write_text(out / "kernels.json", json.dumps(result, indent=2) + "\n")
+        common.write_text(out / "kernels.md", markdown(result))
         return result
 
 
