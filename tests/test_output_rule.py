@@ -275,3 +275,17 @@ def test_a_verify_hint_in_an_error_runs_as_printed(tmp_path):
     assert code == 2, text
     hint = " ".join(text.split()).split("does not verify (", 1)[1].split("):", 1)[0]
     assert shlex.split(hint) == ["capshim", "evidence", "verify", str(odd)]
+
+
+def test_a_printed_command_is_never_wrapped_inside():
+    """A message wrapped at 80 columns moves a command for pasting whole to a line of its own."""
+    from capshim.contracts import messages
+
+    odd = "/data/" + "a long folder name " * 4 + "it's $HOME"
+    cmd = pasteable.command("capshim", "evidence", "verify", odd, "--signers", "FILE")
+    text = messages.format_message(f"sealed: {odd}/SHA256SUMS (check it: {cmd})", limit=80)
+    line = next(x for x in text.splitlines() if "capshim evidence verify" in x)
+    assert shlex.split(line.strip().removeprefix("(check it: ").removesuffix(")")) == \
+        ["capshim", "evidence", "verify", odd, "--signers", "FILE"]
+    short = pasteable.command("capshim", "evidence", "verify", "B")
+    assert messages.format_message(f"(check it: {short})", limit=80) == "capshim: (check it: capshim evidence verify B)"

@@ -222,7 +222,7 @@ def test_output_to_a_fifo_nobody_reads_is_an_error_at_once(store, tmp_path):
 def test_output_over_a_folder_is_refused_and_over_a_file_only_with_force(store, tmp_path):
     (tmp_path / "dir").mkdir()
     res = _cli("--db", store, "--format", "md", "-o", str(tmp_path / "dir"))
-    assert res.exit_code == 2 and "is a folder" in res.output
+    assert res.exit_code == 2 and "is a directory" in res.output
     old = tmp_path / "m.md"
     old.write_text("old page\n")
     res = _cli("--db", store, "--format", "md", "-o", str(old))  # replaced only when asked (--force)
