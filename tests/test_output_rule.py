@@ -289,3 +289,29 @@ def test_a_printed_command_is_never_wrapped_inside():
         ["capshim", "evidence", "verify", odd, "--signers", "FILE"]
     short = pasteable.command("capshim", "evidence", "verify", "B")
     assert messages.format_message(f"(check it: {short})", limit=80) == "capshim: (check it: capshim evidence verify B)"
+
+
+def test_status_file_and_seal_study_are_refused_inside_a_sealed_folder(tmp_path):
+    b = _sealed_bundle(tmp_path)
+    code, text = _cli("run", "--status-file", b / "s.jsonl", "--", "true")
+    assert code == 2 and "inside the sealed folder" in text and not (b / "s.jsonl").exists()
+    (b / "raw" / "sub").mkdir()  # a folder with no seal of its own, inside a sealed one
+    code, text = _cli("evidence", "seal-study", b / "raw" / "sub", "--kind", "ablate")
+    assert code == 2 and "inside the sealed folder" in text
+    assert not (b / "raw" / "sub" / "SHA256SUMS").exists()
+
+
+def test_a_run_output_copied_into_the_bundle_never_follows_a_link(tmp_path):
+    import tempfile
+
+    from capshim.bench import runs
+
+    victim = tmp_path / "victim"
+    victim.write_text("keep\n")
+    dst = tmp_path / "arm-1.stdout"
+    dst.symlink_to(victim)
+    with tempfile.TemporaryFile() as fh:
+        fh.write(b"output")
+        with pytest.raises(OSError):
+            runs._copy_output(fh, dst)
+    assert victim.read_text() == "keep\n"

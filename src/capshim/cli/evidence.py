@@ -6,6 +6,7 @@ from pathlib import Path
 
 import click
 
+from capshim.contracts import folders as folders_rule
 from capshim.contracts.pasteable import command as pasteable
 from capshim import evidence, folder_readme
 from capshim.cli.suggest import Choice, SuggestingGroup
@@ -127,6 +128,7 @@ def evidence_seal_study(folder, kind):
     from now on, not since the run.
     """
 
+    folders_rule.refuse_inside_sealed(folder, "evidence seal-study")  # the output rule: a sealed folder stays as sealed
     sums = seal.seal(folder, kind, sealed_after=True)
     click.echo(f"sealed: {sums} (check it: {pasteable('capshim', 'evidence', 'verify', folder)})")
 
