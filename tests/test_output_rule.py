@@ -315,3 +315,15 @@ def test_a_run_output_copied_into_the_bundle_never_follows_a_link(tmp_path):
         with pytest.raises(OSError):
             runs._copy_output(fh, dst)
     assert victim.read_text() == "keep\n"
+
+
+def test_launchagent_dry_run_commands_run_as_printed(tmp_path):
+    home = tmp_path / "h o'me $x"
+    home.mkdir()
+    r = CliRunner().invoke(main, ["launchagent", "install", "--profile", "metal-apple9", "--label", "com.x.y",
+                                  "--dry-run", "--", "/bin/true"], env={"HOME": str(home)})
+    assert r.exit_code == 0, r.output
+    lines = [x.removeprefix("#   ") for x in r.output.splitlines() if x.startswith("#   ")]
+    plist = str(home / "Library" / "LaunchAgents" / "com.x.y.plist")
+    assert shlex.split(lines[0]) == ["plutil", "-lint", plist]
+    assert shlex.split(lines[-1])[-1] == plist

@@ -140,7 +140,7 @@ def write_profile(path: Path, data: dict, comment: str | None = None) -> Profile
     return prof
 
 
-def write_text(path: Path, text: str) -> Path:
+def write_text(path: Path, text: str | bytes) -> Path:
     """A file of the study's own new folder, by the output rule (:func:`capshim.contracts.output.write_file`):
     whole or not at all, never through a link or into a FIFO; a full disk is exit 4 naming the file.
 
@@ -148,7 +148,7 @@ def write_text(path: Path, text: str) -> Path:
         UsageError: (exit 2) the rule refuses ``path`` (a link or FIFO put there while the study ran).
         CapshimError: (exit 4) the write failed, naming the file.
     """
-    return output.write_file(path, text.encode("utf-8"), replace=True)
+    return output.write_file(path, text if isinstance(text, bytes) else text.encode("utf-8"), replace=True)
 
 
 def load_profile(ref: str, needs: str, api: str | None = None) -> Profile:
