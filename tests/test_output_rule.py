@@ -327,3 +327,11 @@ def test_launchagent_dry_run_commands_run_as_printed(tmp_path):
     plist = str(home / "Library" / "LaunchAgents" / "com.x.y.plist")
     assert shlex.split(lines[0]) == ["plutil", "-lint", plist]
     assert shlex.split(lines[-1])[-1] == plist
+
+
+def test_a_results_store_inside_a_sealed_folder_is_refused(tmp_path):
+    b = _sealed_bundle(tmp_path)
+    before = sorted(p.name for p in b.iterdir())
+    code, text = _cli("db", "add", b, "--db", b / "r.sqlite")
+    assert code == 2 and "inside the sealed folder" in text
+    assert sorted(p.name for p in b.iterdir()) == before

@@ -24,6 +24,7 @@ import sqlalchemy as sa
 
 from capshim import __version__, jsonread
 from capshim import summary as summary_contract
+from capshim.contracts import folders
 from capshim.contracts.suggest import did_you_mean
 from capshim.db import schema as S
 from capshim.db.ingest import BundleRecord, read_bundle, signed_by
@@ -154,6 +155,10 @@ def _check_sqlite_path(path: str, url: str, flag: str) -> None:
     if path.startswith("file:") or "?" in path:
         raise DbError(f"{flag} {url}: SQLite URI-style names (file:..., ?mode=...) are not supported; "
                       "give a plain file path")
+    sealed = folders.sealed_above(Path(path).expanduser())
+    if sealed is not None:  # the output rule (contracts.output): SQLite writes the file and its journal
+        raise DbError(f"{flag} {url}: inside the sealed folder {sealed} (it has a {folders.SEAL_FILE}); "
+                      "keep the results store somewhere else")
     try:
         mode = os.stat(Path(path).expanduser()).st_mode
     except FileNotFoundError:
