@@ -335,3 +335,41 @@ def test_a_results_store_inside_a_sealed_folder_is_refused(tmp_path):
     code, text = _cli("db", "add", b, "--db", b / "r.sqlite")
     assert code == 2 and "inside the sealed folder" in text
     assert sorted(p.name for p in b.iterdir()) == before
+
+
+#: Modules that may write a file without contracts.output, and why: each writes only inside a folder
+#: capshim made for itself (a temporary or staging folder, the cache, a run's private files), never at a
+#: path a user named.
+OWN_FOLDERS_ONLY = {
+    "src/capshim/contracts/output.py": "the rule itself",
+    "src/capshim/paths.py": "atomic_write: the cache and a new bundle's own files (mkstemp + os.replace)",
+    "src/capshim/contracts/messages.py": "os.devnull in place of a failed standard stream",
+    "src/capshim/cli/app.py": "os.devnull in place of a closed standard stream",
+    "src/capshim/backends/vulkan.py": "the build's staging folder and a verify's temporary folder",
+    "src/capshim/backends/cuda.py": "the build's staging folder and a verify's temporary folder",
+    "src/capshim/backends/metal/compile.py": "the build's staging folder",
+    "src/capshim/evidence/sshsig.py": "ssh-keygen's input files in a TemporaryDirectory",
+    "src/capshim/bench/workloads/ncnn_worker.py": "the workload's synthetic network in its cache folder",
+    "src/capshim/bench/workloads/builtin_worker.py": "its own stdout descriptor",
+    "src/capshim/bench/runs.py": "a run's output copied into the bundle: O_NOFOLLOW, O_NONBLOCK, regular only",
+    "src/capshim/bench/llamacpp_build.py": "the llama-bench build's log and binary in the cache",
+    "src/capshim/launch.py": "--status-file: O_NOFOLLOW, O_NONBLOCK, regular only (the shims append to it)",
+    "src/capshim/beyond.py": "appends to that status file: O_NOFOLLOW, O_NONBLOCK, regular only",
+}
+_RAW_WRITE = __import__("re").compile(
+    r"\.write_text\(|\.write_bytes\(|open\([^)]*[\"'](?:w|a|x)b?\+?[\"']|shutil\.copy|os\.open\([^)]*O_(?:WRONLY|RDWR)"
+    r"|savefig\((?!buf)")
+
+
+def test_every_writer_goes_through_the_output_rule():
+    """The one way to write a file at a user's path is contracts.output: any other raw write is in a module
+    that OWN_FOLDERS_ONLY names with its reason (a new writer elsewhere fails here)."""
+    found = {}
+    for path in sorted((REPO / "src" / "capshim").rglob("*.py")):
+        rel = path.relative_to(REPO).as_posix()
+        for n, line in enumerate(path.read_text().splitlines(), 1):
+            if _RAW_WRITE.search(line) and not line.lstrip().startswith("#"):
+                found.setdefault(rel, []).append(f"{rel}:{n}: {line.strip()}")
+    stray = [x for rel, hits in found.items() if rel not in OWN_FOLDERS_ONLY for x in hits]
+    assert stray == [], "\n".join(stray)
+    assert set(found) >= {"src/capshim/paths.py", "src/capshim/bench/runs.py"}  # the scan finds writes

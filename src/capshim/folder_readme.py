@@ -17,7 +17,6 @@ Use::
 from __future__ import annotations
 
 import os
-import shlex
 import stat
 from pathlib import Path
 
@@ -72,7 +71,7 @@ def _command(meta: dict) -> str:
     argv = meta.get("command_line")
     if not isinstance(argv, list) or not argv or not all(isinstance(a, str) for a in argv):
         return "(not recorded)"
-    return shlex.join(["capshim", *argv[1:]])
+    return pasteable("capshim", *argv[1:])
 
 
 def _api_version(version) -> str:
@@ -146,7 +145,7 @@ def _own_study_facts(folder: Path, doc: dict) -> tuple[str, list[tuple[str, str]
     meta = _own_facts(doc)
     software = meta["software"] if isinstance(meta["software"], dict) else {}
     argv = meta["command_line"]
-    command = shlex.join(argv) if isinstance(argv, list) and all(isinstance(a, str) for a in argv) \
+    command = pasteable(*argv) if isinstance(argv, list) and all(isinstance(a, str) for a in argv) \
         else "(not recorded)"
     rows = [("command", f"`{command}`"), ("machine", str(meta["machine"] or "(not recorded)")),
             ("software", ", ".join(f"{k} {v}" for k, v in sorted(software.items())) or "(not recorded)"),

@@ -343,10 +343,10 @@ def chart(arms: list[ArmInfo], summary: dict, test: str, path: Path, title: str)
     ax.set_xlabel(f"{test}: ratio to native (median, 95% interval)")
     ax.set_title(title, fontsize=9)
     fig.tight_layout()
-    buf = io.BytesIO()  # written by the output rule (common.write_text): whole, never through a link
+    buf = io.BytesIO()  # written by the output rule (common.write_output): whole, never through a link
     fig.savefig(buf, format="png", dpi=110, metadata={"Software": None})
     plt.close(fig)
-    common.write_text(path, buf.getvalue())
+    common.write_output(path, buf.getvalue())
     return path
 
 
@@ -432,7 +432,7 @@ def ablate(profile_ref: str = "vulkan-paravirt", by: str | None = None, out: Pat
         rows = table_rows(arms, m.summary)
         title = f"capshim ablate {lowering.name} — {device_label(device) or '?'}"  # a stand-in says so
         drawn = _chart_unless_stopped(guard, arms, m.summary, t, out / "ablation.png", title, notes)
-        common.write_text(out / "ablation.md", f"# {title}\n\n" + common.markdown(rows, notes)
+        common.write_output(out / "ablation.md", f"# {title}\n\n" + common.markdown(rows, notes)
                                          + ("\n![chart](ablation.png)\n" if drawn else ""))
         result = {
             "schema": "capshim-ablation/1", "profile": lowering.source, "by": by, "device": device,
@@ -443,7 +443,7 @@ def ablate(profile_ref: str = "vulkan-paravirt", by: str | None = None, out: Pat
             "smallest": None if best is None else {"arm": best.name, "units": best.units, "profile": str(smallest_path)},
             "failed_runs": m.failed_runs, "elapsed_s": round(time.monotonic() - t0, 1),
         }
-        common.write_text(out / "ablation.json", json.dumps(result, indent=2) + "\n")
+        common.write_output(out / "ablation.json", json.dumps(result, indent=2) + "\n")
         return result
 
 

@@ -136,11 +136,11 @@ def write_profile(path: Path, data: dict, comment: str | None = None) -> Profile
         text = "".join(f"# {line}".rstrip() + "\n" for line in comment.splitlines()) + text
     prof = profiles.parse(text, str(path))
     path.parent.mkdir(parents=True, exist_ok=True)
-    write_text(path, text)
+    write_output(path, text)
     return prof
 
 
-def write_text(path: Path, text: str | bytes) -> Path:
+def write_output(path: Path, text: str | bytes) -> Path:
     """A file of the study's own new folder, by the output rule (:func:`capshim.contracts.output.write_file`):
     whole or not at all, never through a link or into a FIFO; a full disk is exit 4 naming the file.
 

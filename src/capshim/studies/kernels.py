@@ -17,7 +17,6 @@ import importlib
 import importlib.util
 import json
 import os
-import shlex
 import subprocess
 import sys
 import time
@@ -25,6 +24,7 @@ from pathlib import Path
 
 from capshim import __version__, summary
 from capshim.bench import attest
+from capshim.contracts import pasteable
 from capshim.contracts import folders, names
 from capshim.errors import CapshimError, UsageError
 from capshim.evidence import sha256_file
@@ -355,15 +355,15 @@ def kernels(models: list[str] | tuple[str, ...] = (), profile_refs: list[str] | 
             failed += m.failed_runs
             runs.append(_model_entry(ref, label, m, answers, types, expected, time.monotonic() - r0))
         result = analyse(runs, answers, device, added)
-        result.update({"schema": "capshim-kernels/3", "command": shlex.join(argv) if argv else None,
+        result.update({"schema": "capshim-kernels/3", "command": pasteable.command(*argv) if argv else None,
                        "capshim": capshim_source(), "ggml_env": inherited, "run_env": dict(PERF_ENV),
                        "n_prompt": n_prompt, "n_gen": n_gen, "expected_graphs": expected, "failed_runs": failed,
                        "elapsed_s": round(time.monotonic() - t0, 1), "out": str(out)})
         for e in result["models"]:
             for a in e["answers"].values():
                 a["fingerprint"] = a["fingerprint"].to_dict()
-        common.write_text(out / "kernels.json", json.dumps(result, indent=2) + "\n")
-        common.write_text(out / "kernels.md", markdown(result))
+        common.write_output(out / "kernels.json", json.dumps(result, indent=2) + "\n")
+        common.write_output(out / "kernels.md", markdown(result))
         return result
 
 
