@@ -80,18 +80,19 @@ def report_cmd(bundles, arm_opts, host_file, baseline, fmt, allow_mismatch, outp
         fmt = "html" if output.lower().endswith((".html", ".htm")) else "md"
     if output == "-":
         output = None
+    chart_flag = "--chart"
     if output and not chart and not Path(output).name.lower().endswith(".png"):  # a chart beside the file
-        chart = str(Path(output).with_suffix(".png"))
+        chart, chart_flag = str(Path(output).with_suffix(".png")), "the chart beside --output,"
     inputs = [*bundles, host_file, *(f for a in arm_opts for f in names.parse_named_files(a)[1])]
     rule = {"replace": force, "inputs": inputs}
-    for flag, target in (("--output", output), ("--chart", chart)):
+    for flag, target in (("--output", output), (chart_flag, chart)):
         if target:  # every refusal before anything is written (contracts.output)
             output_rule.check_file(target, flag, **rule)
     if output and chart and Path(output).absolute() == Path(chart).absolute():
         raise UsageError(f"--chart {chart}: the same file as --output; give another name")
     chart_ref = None
     if chart:  # written whole or not at all; a full disk is exit 4 naming the file
-        report.draw_chart(summaries, chart, labels, title=title, flag="--chart", **rule)
+        report.draw_chart(summaries, chart, labels, title=title, flag=chart_flag, **rule)
         chart_ref = (Path(chart).name if output and Path(chart).parent.resolve() == Path(output).parent.resolve()
                      else str(chart))
     if fmt == "md":
