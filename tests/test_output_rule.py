@@ -373,3 +373,18 @@ def test_every_writer_goes_through_the_output_rule():
     stray = [x for rel, hits in found.items() if rel not in OWN_FOLDERS_ONLY for x in hits]
     assert stray == [], "\n".join(stray)
     assert set(found) >= {"src/capshim/paths.py", "src/capshim/bench/runs.py"}  # the scan finds writes
+
+
+def test_a_model_hash_sidecar_is_never_written_into_a_sealed_folder(tmp_path):
+    from capshim import paths
+
+    b = _sealed_bundle(tmp_path)
+    model = b / "raw" / "m.gguf"
+    model.write_bytes(b"GGUF")  # (not sealed: the check is the sidecar's folder, not the model)
+    before = sorted(p.name for p in (b / "raw").iterdir())
+    assert len(paths.cached_sha256(model)) == 64
+    assert sorted(p.name for p in (b / "raw").iterdir()) == before
+    free = tmp_path / "m.gguf"
+    free.write_bytes(b"GGUF")
+    paths.cached_sha256(free)
+    assert (tmp_path / "m.gguf.sha256").is_file()

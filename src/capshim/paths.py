@@ -36,6 +36,7 @@ import stat
 import tempfile
 from pathlib import Path
 
+from capshim.contracts import folders
 from capshim.errors import EXIT_STORAGE, CapshimError
 
 __all__ = ["StorageError", "cache_root", "content_key", "sha256_file", "cached_sha256", "atomic_write",
@@ -124,7 +125,7 @@ def cached_sha256(path: str | Path, sidecar: bool = True) -> str:
     The digest is kept in memory and, with ``sidecar``, in ``<file>.sha256``
     next to it as JSON ``{"sha256", "size", "mtime_ns", "file"}``; a sidecar
     of another shape (an older plain-text one) is ignored and rewritten. An
-    unwritable folder just skips the sidecar.
+    unwritable folder, or one inside a sealed bundle or study, just skips the sidecar.
 
     Raises:
         OSError: the file cannot be read.
@@ -145,7 +146,7 @@ def cached_sha256(path: str | Path, sidecar: bool = True) -> str:
                 return cached["sha256"]
     digest = sha256_file(p)
     _MEMO[key] = digest
-    if sidecar:
+    if sidecar and folders.sealed_above(side) is None:  # never a new file in a sealed bundle (the output rule)
         record = {"sha256": digest, "size": st.st_size, "mtime_ns": st.st_mtime_ns, "file": p.name}
         with contextlib.suppress(OSError):
             atomic_write(side, json.dumps(record).encode(), fsync=False)
