@@ -354,7 +354,7 @@ def test_report_output_is_written_atomically_and_a_full_disk_is_exit_4(tmp_path,
     import errno
     import os
 
-    from capshim import paths
+    from capshim.contracts import output
 
     b = _sealed_bundle(tmp_path)
     out = tmp_path / "r.md"
@@ -366,13 +366,13 @@ def test_report_output_is_written_atomically_and_a_full_disk_is_exit_4(tmp_path,
             raise OSError(errno.ENOSPC, "No space left on device")
         return real(src, dst)
 
-    monkeypatch.setattr(paths.os, "replace", full)
-    r = CliRunner().invoke(main, ["report", str(b), "-o", str(out), "--format", "md"])
+    monkeypatch.setattr(output.os, "replace", full)
+    r = CliRunner().invoke(main, ["report", str(b), "-o", str(out), "--format", "md", "--force"])
     assert r.exit_code == 4, r.output
     assert f"{out}: cannot write: No space left on device" in r.output
     assert out.read_text() == "old\n" and sorted(p.name for p in tmp_path.iterdir()) == ["B", "r.md", "r.png"]
-    monkeypatch.setattr(paths.os, "replace", real)
-    r = CliRunner().invoke(main, ["report", str(b), "-o", str(out), "--format", "md"])
+    monkeypatch.setattr(output.os, "replace", real)
+    r = CliRunner().invoke(main, ["report", str(b), "-o", str(out), "--format", "md", "--force"])
     assert r.exit_code == 0 and "| vm-unlocked |" in out.read_text()
 
 
@@ -384,26 +384,25 @@ def test_report_refuses_a_link_into_a_sealed_bundle(tmp_path):
     link = tmp_path / "x.md"
     link.symlink_to(b / "report.md")
     r = CliRunner().invoke(main, ["report", str(b), "-o", str(link), "--chart", str(tmp_path / "c.png")])
-    assert r.exit_code == 2 and f"inside the sealed folder {b}" in r.output, r.output
+    assert r.exit_code == 2 and "is a symbolic link" in r.output, r.output  # never through a link
+    assert not (tmp_path / "c.png").exists()
     assert (b / "report.md").read_text() == "# as sealed\n" and evidence.verify(b) == []
 
 
-def test_report_into_a_fifo_writes_through_it_and_leaves_it_a_fifo(tmp_path):
-    """A device or FIFO named by -o (``/dev/stdout``) is written into, never replaced by a regular file."""
+def test_report_into_a_fifo_is_refused_and_leaves_it_a_fifo(tmp_path):
+    """The output rule (contracts.output): a FIFO named by -o is refused after lstat, never opened
+    (no reader needed for the test to end); -o - or no -o prints on stdout."""
     import os
     import stat
-    import threading
 
     b = _sealed_bundle(tmp_path)
     fifo = tmp_path / "out.md"
     os.mkfifo(fifo)
-    got = []
-    reader = threading.Thread(target=lambda: got.append(fifo.read_text()))
-    reader.start()
     r = CliRunner().invoke(main, ["report", str(b), "-o", str(fifo), "--format", "md"])
-    reader.join(60)
-    assert r.exit_code == 0, r.output
-    assert stat.S_ISFIFO(os.lstat(fifo).st_mode) and "| vm-unlocked |" in got[0]
+    assert r.exit_code == 2 and "is a FIFO" in r.output, r.output
+    assert stat.S_ISFIFO(os.lstat(fifo).st_mode) and not (tmp_path / "out.png").exists()
+    r = CliRunner().invoke(main, ["report", str(b), "-o", "-", "--format", "md"])
+    assert r.exit_code == 0 and "| vm-unlocked |" in r.output
 
 
 def test_report_of_a_study_folder_names_its_nested_bundles():
@@ -424,10 +423,10 @@ def test_report_output_to_an_unread_fifo_is_refused_and_no_chart_lands_beside_a_
     fifo = tmp_path / "ff"
     os.mkfifo(fifo)
     r = CliRunner().invoke(main, ["report", str(bundle), "-o", str(fifo)])  # nobody reads it
-    assert r.exit_code == 2 and "no process is reading" in r.output and not (tmp_path / "ff.png").exists()
+    assert r.exit_code == 2 and "is a FIFO" in r.output and not (tmp_path / "ff.png").exists()
     before = set(os.listdir("/dev"))
     r = CliRunner().invoke(main, ["report", str(bundle), "-o", "/dev/full"])
-    assert r.exit_code == 4 and "Traceback" not in r.output
+    assert r.exit_code == 2 and "is a device" in r.output and "Traceback" not in r.output
     assert set(os.listdir("/dev")) == before  # no /dev/full.png
 
 

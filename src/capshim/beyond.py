@@ -18,14 +18,16 @@ restore profile) gives nothing.
 
 from __future__ import annotations
 
+import errno
 import json
 import os
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from capshim.backends import Backend
 from capshim.contracts import messages
-from capshim.errors import CapshimError
+from capshim.errors import EXIT_STORAGE, EXIT_USAGE, CapshimError
 from capshim.profiles import Profile, answers_after, check_against_device
 from capshim.profiles.ondevice import GENERIC_EXTENSION_NOTE, Beyond, beyond_device
 
@@ -161,8 +163,15 @@ def write_events(status_file: Path, backend: Backend, findings: list[Finding]) -
     lines = "".join(json.dumps(ev, separators=(",", ":")) + "\n" for ev in events(backend, findings))
     if not lines:
         return
-    try:
-        with open(status_file, "a", encoding="utf-8") as fh:
-            fh.write(lines)
+    flags = os.O_WRONLY | os.O_APPEND | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NOCTTY", 0)
+    try:  # the status file as launch made it: a link or FIFO put in its place is refused, never waited on
+        fd = os.open(status_file, flags)
+        try:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                raise OSError(errno.EINVAL, "not a regular file")
+            os.write(fd, lines.encode("utf-8"))
+        finally:
+            os.close(fd)
     except OSError as exc:
-        raise CapshimError(f"status file {status_file}: cannot write: {exc.strerror}") from None
+        raise CapshimError(f"status file {status_file}: cannot write: {exc.strerror or exc}",
+                           EXIT_STORAGE if exc.errno in (errno.ENOSPC, errno.EDQUOT) else EXIT_USAGE) from None

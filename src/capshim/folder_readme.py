@@ -17,11 +17,12 @@ Use::
 from __future__ import annotations
 
 import os
-import shlex
 import stat
 from pathlib import Path
 
+from capshim.contracts.pasteable import command as pasteable
 from capshim import evidence, jsonread, paths, report, summary
+from capshim.contracts import output
 from capshim.evidence import EvidenceError, study
 
 __all__ = ["BEGIN", "END", "PLACEHOLDER", "render", "write", "stale", "hand_part", "generated_tables"]
@@ -60,7 +61,7 @@ def _verified(folder: Path) -> dict | None:
     is_study = study.is_study(folder)
     problems = study.verify(folder) if is_study else evidence.verify(folder)
     if problems:
-        raise EvidenceError(f"evidence readme {folder}: does not verify (capshim evidence verify {folder}): "
+        raise EvidenceError(f"evidence readme {folder}: does not verify ({pasteable('capshim', 'evidence', 'verify', folder)}): "
                             + "; ".join(problems[:5]))
     return study.read_study(folder) if is_study else None
 
@@ -70,7 +71,7 @@ def _command(meta: dict) -> str:
     argv = meta.get("command_line")
     if not isinstance(argv, list) or not argv or not all(isinstance(a, str) for a in argv):
         return "(not recorded)"
-    return shlex.join(["capshim", *argv[1:]])
+    return pasteable("capshim", *argv[1:])
 
 
 def _api_version(version) -> str:
@@ -144,7 +145,7 @@ def _own_study_facts(folder: Path, doc: dict) -> tuple[str, list[tuple[str, str]
     meta = _own_facts(doc)
     software = meta["software"] if isinstance(meta["software"], dict) else {}
     argv = meta["command_line"]
-    command = shlex.join(argv) if isinstance(argv, list) and all(isinstance(a, str) for a in argv) \
+    command = pasteable(*argv) if isinstance(argv, list) and all(isinstance(a, str) for a in argv) \
         else "(not recorded)"
     rows = [("command", f"`{command}`"), ("machine", str(meta["machine"] or "(not recorded)")),
             ("software", ", ".join(f"{k} {v}" for k, v in sorted(software.items())) or "(not recorded)"),
@@ -162,7 +163,7 @@ def generated_tables(folder: Path, doc: dict | None, shown: str) -> str:
         where = f"{shown}/{b}" if b else shown
         if b:
             parts.append(f"### {b}/\n")
-        parts.append(f"`capshim report {where} --format md`:\n")
+        parts.append(f"`{pasteable('capshim', 'report', where, '--format', 'md')}`:\n")
         parts.append(report.render_markdown([summary.load(folder / b if b else folder)]).rstrip("\n") + "\n")
     return "\n".join(parts)
 
@@ -225,11 +226,11 @@ def render(folder: Path, hand: str | None = None) -> str:
     what, facts = _facts(folder, doc)
     own = [f for f in _OWN_TABLES if (folder / f).is_file()]
     lines = [f"# {folder.absolute().name}", "",
-             f"<!-- Written by `capshim evidence readme {shown}`:",
+             f"<!-- Written by `{pasteable('capshim', 'evidence', 'readme', shown)}`:",
              "the facts and tables come from the sealed files; only the part between the",
              "\"by hand\" marks is kept when it is written again. -->", "",
              f"This folder is {what}, sealed by its SHA256SUMS. This README.md is documentation beside",
-             f"the data, outside the seal: `capshim evidence verify {shown}` checks the data and",
+             f"the data, outside the seal: `{pasteable('capshim', 'evidence', 'verify', shown)}` checks the data and",
              "names this file as not sealed." + _index_link(folder), "",
              "| | |", "|---|---|", *[f"| {k} | {v} |" for k, v in facts], "",
              "## What it shows", "", BEGIN, hand, END, "",
@@ -255,7 +256,7 @@ def stale(folder: Path) -> list[str]:
         return [f"{folder / evidence.DOC_FILE}: the \"by hand\" part is not written"]
     if text != render(folder):
         return [f"{folder / evidence.DOC_FILE}: differs from what `capshim evidence readme` writes now "
-                f"(a table or fact changed): write it again with capshim evidence readme {_shown(folder)}"]
+                f"(a table or fact changed): write it again with {pasteable('capshim', 'evidence', 'readme', _shown(folder))}"]
     return []
 
 
@@ -271,8 +272,6 @@ def write(folder: Path, hand: str | None = None) -> Path:
         raise EvidenceError(f"{folder / evidence.DOC_FILE}: {len(text)} bytes, over the "
                             f"{evidence.DOC_LIMIT // 1024} KiB a folder's documentation may have")
     target = folder / evidence.DOC_FILE
-    try:
-        paths.atomic_write(target, text)
-    except OSError as exc:
-        raise evidence.files.write_error(exc, str(target)) from None
-    return target
+    # the output rule (contracts.output): a file a sealed folder takes outside its seal, replaced whole,
+    # never through a link or into a FIFO; a failed write is exit 4 naming it and leaves the old file
+    return output.write_file(target, text, replace=True, sealed_ok=True)

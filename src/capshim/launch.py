@@ -30,6 +30,7 @@ from pathlib import Path
 
 from capshim import backends, program
 from capshim import status as st
+from capshim.contracts import folders
 from capshim.errors import CapshimError, UsageError
 from capshim.profiles import Profile, targets
 
@@ -192,6 +193,7 @@ def check_status_file(path: str, force: bool = False) -> Path:
     """
     p = Path(path)
     flag = f"--status-file {path}"
+    folders.refuse_inside_sealed(p, "--status-file")  # the output rule's: a sealed folder stays as sealed
     try:
         st = os.lstat(p)
     except FileNotFoundError:

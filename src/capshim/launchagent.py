@@ -26,6 +26,7 @@ from pathlib import Path
 
 from capshim.contracts import bounded
 from capshim.backends import metal
+from capshim.contracts import output
 from capshim.errors import EXIT_WORKLOAD, UsageError
 
 LABEL_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
@@ -246,8 +247,11 @@ def install(profile, label: str, argv: list[str], dry_run: bool = False) -> dict
     p["support"].mkdir(parents=True, exist_ok=True)
     p["stdout"].parent.mkdir(parents=True, exist_ok=True)
     p["plist"].parent.mkdir(parents=True, exist_ok=True)
-    shutil.copy2(arts["shim"], p["dylib"])
-    p["plist"].write_bytes(raw)
+    # the output rule (contracts.output): install's job is to replace its own plist and dylib copy, whole,
+    # never through a link a user or program left at those names
+    output.write_file(p["dylib"], Path(arts["shim"]).read_bytes(), "launchagent install", replace=True)
+    os.chmod(p["dylib"], 0o755)
+    output.write_file(p["plist"], raw, "launchagent install", replace=True)
     _run(cmds[0])
     _run(cmds[1], check=False)
     _run(cmds[2])

@@ -13,6 +13,9 @@ The rules (docs/paths.md says the same for users):
 * **Atomic publish** (:func:`atomic_write`, :func:`publish_dir`): write to a
   temporary name in the same folder, then ``rename``; a failed write (a full
   disk) removes the temporary file and raises :class:`StorageError` (exit 4).
+  These are for files inside folders capshim made (the cache, a new bundle);
+  a file at a path the user named goes through
+  :func:`capshim.contracts.output.write_file` (the output rule).
 * **SHA256SUMS** (:func:`write_sums`, :func:`check_sums`): the format of GNU
   ``sha256sum``: ``<64 hex>  <relative path>`` per line, sorted.
 * **Bounded reads** (:func:`read_limited`): readers of files that another
@@ -33,10 +36,11 @@ import stat
 import tempfile
 from pathlib import Path
 
+from capshim.contracts import folders
 from capshim.errors import EXIT_STORAGE, CapshimError
 
 __all__ = ["StorageError", "cache_root", "content_key", "sha256_file", "cached_sha256", "atomic_write",
-           "publish_dir", "new_tmp_dir", "write_output", "storage_error", "is_full_disk", "FULL_DISK", "write_sums", "sum_line",
+           "publish_dir", "new_tmp_dir", "storage_error", "is_full_disk", "FULL_DISK", "write_sums", "sum_line",
            "show_name", "read_sums", "check_sums", "verified_sums", "read_limited", "SUMS_NAME"]
 
 SUMS_NAME = "SHA256SUMS"
@@ -127,7 +131,7 @@ def cached_sha256(path: str | Path, sidecar: bool = True) -> str:
     The digest is kept in memory and, with ``sidecar``, in ``<file>.sha256``
     next to it as JSON ``{"sha256", "size", "mtime_ns", "file"}``; a sidecar
     of another shape (an older plain-text one) is ignored and rewritten. An
-    unwritable folder just skips the sidecar.
+    unwritable folder, or one inside a sealed bundle or study, just skips the sidecar.
 
     Raises:
         OSError: the file cannot be read.
@@ -148,7 +152,7 @@ def cached_sha256(path: str | Path, sidecar: bool = True) -> str:
                 return cached["sha256"]
     digest = sha256_file(p)
     _MEMO[key] = digest
-    if sidecar:
+    if sidecar and folders.sealed_above(side) is None:  # never a new file in a sealed bundle (the output rule)
         record = {"sha256": digest, "size": st.st_size, "mtime_ns": st.st_mtime_ns, "file": p.name}
         with contextlib.suppress(OSError):
             atomic_write(side, json.dumps(record).encode(), fsync=False)
@@ -188,51 +192,6 @@ def atomic_write(path: str | Path, data: bytes, *, fsync: bool = True) -> None:
         if isinstance(exc, OSError) and is_full_disk(exc):
             raise storage_error(exc, path, " (nothing partial was left)") from None
         raise
-
-
-def write_output(path: str | Path, data: bytes) -> Path:
-    """Write a file the user named (``report -o``, ``--chart``), replacing it in one step where that is safe.
-
-    A regular file (or a new one) is written with :func:`atomic_write`; through a
-    link, the file the link names is replaced (the link stays). An existing file that
-    is not a regular file (``/dev/stdout``, ``/dev/null``, a FIFO) is written straight
-    into: replacing it would put a regular file where a device was. A FIFO that no
-    process is reading is an error at once (ENXIO), never a wait.
-
-    Returns:
-        The path written (links resolved for regular files).
-
-    Raises:
-        StorageError: the disk is full (exit 4), naming ``path``; nothing partial is left
-            in a regular file.
-        OSError: another write error (no permission, a folder, a missing parent folder).
-    """
-    p = Path(path)
-    try:
-        mode = os.stat(p).st_mode
-    except FileNotFoundError:
-        mode = None
-    if mode is not None and not stat.S_ISREG(mode):
-        if stat.S_ISDIR(mode):
-            raise IsADirectoryError(errno.EISDIR, "is a folder", str(p))
-        try:
-            if stat.S_ISFIFO(mode):  # never block on a FIFO nobody reads: ENXIO at once instead
-                fd = os.open(p, os.O_WRONLY | os.O_NONBLOCK)
-                os.set_blocking(fd, True)
-            else:
-                fd = os.open(p, os.O_WRONLY)
-            with open(fd, "wb") as fh:
-                fh.write(data)
-        except OSError as exc:
-            if exc.errno == errno.ENXIO:
-                raise OSError(errno.ENXIO, "a FIFO that no process is reading", str(p)) from None
-            if is_full_disk(exc):
-                raise storage_error(exc, p) from None
-            raise
-        return p
-    real = p.resolve() if p.is_symlink() else p
-    atomic_write(real, data)
-    return real
 
 
 def _umask() -> int:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import html
 from pathlib import Path
 
-from capshim import paths
+from capshim.contracts import output
 from capshim.bench.analysis import (  # noqa: F401 (re-export)
     AnalysisError,
     analyze,
@@ -34,22 +34,21 @@ render_markdown = _markdown.render
 
 
 def draw_chart(summaries: list[dict], path: str | Path, labels: list[str] | None = None,
-               title: str | None = None) -> Path:
+               title: str | None = None, **rule) -> Path:
     """Write the chart of one or more summaries (:func:`capshim.export.chart.png`) as a PNG at ``path``.
 
-    Written with :func:`capshim.paths.write_output`: a regular file atomically (a reader
-    sees the old file or the new one), a device such as ``/dev/null`` straight.
+    Written by the output rule (:func:`capshim.contracts.output.write_file`; ``rule``: its
+    keywords, ``flag``, ``replace``, ``inputs`` ...): new or replaced only when asked, never
+    through a link or into a FIFO or device, whole or not at all.
 
     Returns:
         ``Path(path)``.
 
     Raises:
-        StorageError: the disk is full (exit 4), names the file; nothing partial is left.
-        OSError: another write error (no permission, a missing folder).
+        UsageError: (exit 2) the rule refuses ``path``.
+        CapshimError: (exit 4) the write failed (a full disk), naming the file; nothing partial is left.
     """
-    out = Path(path)
-    paths.write_output(out, _chart.png(summaries, labels, title))
-    return out
+    return output.write_file(path, _chart.png(summaries, labels, title), **rule)
 
 
 def render_html(summaries: list[dict], labels: list[str] | None = None, title: str | None = None,

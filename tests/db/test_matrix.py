@@ -209,8 +209,8 @@ def test_an_empty_store_or_not_a_database_is_one_line_and_exit_2(tmp_path):
 
 
 def test_output_to_a_fifo_nobody_reads_is_an_error_at_once(store, tmp_path):
-    """-o follows report -o's rule (paths.write_output): a FIFO with no reader is refused at once
-    (it used to block forever in open), a regular file is replaced in one step."""
+    """-o follows the output rule (contracts.output): a FIFO is refused at once, never opened
+    (it used to block forever in open)."""
     fifo = tmp_path / "m.md"
     os.mkfifo(fifo)
     r = subprocess.run([sys.executable, "-m", "capshim.cli", "db", "matrix", "--db", store, "--format", "md",
@@ -219,13 +219,15 @@ def test_output_to_a_fifo_nobody_reads_is_an_error_at_once(store, tmp_path):
     assert r.returncode == 2 and "FIFO" in r.stderr and "Traceback" not in r.stderr
 
 
-def test_output_over_a_folder_is_refused_and_over_a_file_replaces_it(store, tmp_path):
+def test_output_over_a_folder_is_refused_and_over_a_file_only_with_force(store, tmp_path):
     (tmp_path / "dir").mkdir()
     res = _cli("--db", store, "--format", "md", "-o", str(tmp_path / "dir"))
-    assert res.exit_code == 2 and "directory" in res.output
+    assert res.exit_code == 2 and "is a directory" in res.output
     old = tmp_path / "m.md"
     old.write_text("old page\n")
-    res = _cli("--db", store, "--format", "md", "-o", str(old))
+    res = _cli("--db", store, "--format", "md", "-o", str(old))  # replaced only when asked (--force)
+    assert res.exit_code == 2 and "exists; pass --force" in res.output and old.read_text() == "old page\n"
+    res = _cli("--db", store, "--format", "md", "-o", str(old), "--force")
     assert res.exit_code == 0 and old.read_text().startswith("# compatibility matrix")
 
 

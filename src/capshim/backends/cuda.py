@@ -47,6 +47,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from capshim.contracts import bounded
+from capshim.contracts import output
 from capshim import paths, profiles, program
 from capshim import status as st
 from capshim.backends import Backend, answer_differences, placed_configs, run_probe
@@ -257,7 +258,7 @@ def launch_env(profile: Profile | None, status_file: Path, run_dir: Path, inheri
     text = render_config(profile)
     lib = library or build().library
     cfg = run_dir / "cuda.cfg"
-    cfg.write_text(text)
+    output.write_file(cfg, text.encode(), replace=True, fsync=False)  # never through a link left there
     return {"LD_PRELOAD": preload_value(lib, os.environ.get("LD_PRELOAD")), CONFIG_VAR: str(cfg),
             "CAPSHIM_STATUS_FILE": str(status_file), "CAPSHIM_QUIET": "1" if quiet else "0",
             "CAPSHIM_INHERIT": "1" if inherit else "0"}

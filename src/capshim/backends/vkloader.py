@@ -82,6 +82,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from capshim.contracts import pasteable
 from capshim import jsonread
 
 #: The loader's list variables capshim extends for a shimmed process; a process without
@@ -327,7 +328,7 @@ def problems(environ: Mapping[str, str], folders: Sequence[str], layers: Sequenc
         if not o.active(environ):
             continue
         scope = f"for {', '.join(o.app_keys[:3])}" if o.app_keys else "for every program"
-        off = (f"run with {o.disable_env[0]}={o.disable_env[1]} (its disable_environment)" if o.disable_env
+        off = (f"run with {o.disable_env[0]}={pasteable.arg(o.disable_env[1])} (its disable_environment)" if o.disable_env
                else "remove the file")
         ours = [str(Path(f).resolve()) for f in folders]
         if o.override_paths and not all(f in {str(Path(p).resolve()) for p in o.override_paths} for f in ours):

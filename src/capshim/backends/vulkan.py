@@ -35,6 +35,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from capshim.contracts import bounded
+from capshim.contracts import output
 from capshim import __version__, jsonread, paths, profiles
 from capshim import status as st
 from capshim.backends import Backend, answer_differences, placed_configs, run_probe, vkloader
@@ -298,7 +299,8 @@ def launch_env(profile: Profile | None, simulate: Profile | None, status_file: P
             continue
         layer, var = ROLES[role]
         cfg = run_dir / f"vulkan-{role}.cfg"
-        cfg.write_text(render_config(prof))
+        # the run folder may be the workload's working folder: never through a link left there (contracts.output)
+        output.write_file(cfg, render_config(prof).encode(), replace=True, fsync=False)
         env[var] = str(cfg)
         roles.append(role)
     if not roles:

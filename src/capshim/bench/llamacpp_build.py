@@ -29,6 +29,7 @@ import tarfile
 import time
 from pathlib import Path
 
+from capshim.contracts import pasteable
 from capshim import paths
 from capshim.errors import BuildError
 from capshim.contracts import messages
@@ -69,7 +70,7 @@ def _run(cmd: list[str], cwd: Path | None = None, log: Path | None = None, say=_
     CMake's ``[ NN%]`` lines give the progress: ``say`` gets a line at each new tenth and at least
     every :data:`PROGRESS_EVERY_S` seconds (the build is minutes of silence otherwise).
     """
-    say("$ " + " ".join(cmd))
+    say("$ " + pasteable.command(*cmd))  # runs as printed, a path with a space included
     t0 = last = time.monotonic()
     shown = -10
     with open(log, "ab") if log else open(os.devnull, "wb") as fh:

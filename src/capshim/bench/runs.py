@@ -11,12 +11,14 @@ status file into the bundle and parses its output through the workload adapter.
 
 from __future__ import annotations
 
+import errno
 import os
 import random
 import re
 import select
 import shutil
 import signal
+import stat
 import subprocess
 import time
 from dataclasses import dataclass, field
@@ -185,7 +187,11 @@ def _copy_output(fh, dst: Path) -> None:
     private path (replaced it with a link, say), the bundle gets only what was written to it."""
     fh.flush()
     fh.seek(0)
-    with open(dst, "wb") as out:
+    # the bundle's own file: never through a link or into a FIFO planted at its name (contracts.output's rule)
+    fd = os.open(dst, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0), 0o644)
+    with open(fd, "wb") as out:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(errno.EINVAL, "not a regular file", str(dst))
         shutil.copyfileobj(fh, out, 1 << 20)
 
 

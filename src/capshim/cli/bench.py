@@ -6,6 +6,7 @@ import sys
 
 import click
 
+from capshim.contracts.pasteable import command as pasteable
 from capshim import evidence as _evidence
 from capshim.bench import plan, runner
 from capshim.bench import request as bench_request
@@ -185,7 +186,7 @@ def bench_cmd(arm_opts, baseline, host_baseline, host_arm, repetitions, process_
                 mechanism.print_cpu(result.summary, title, wide=wide, skip_notes=p.notes or ())
             else:
                 print_table([result.summary], title=title, wide=wide)
-        messages.emit(f"evidence bundle: {result.bundle} (check it: capshim evidence verify {result.bundle})",
+        messages.emit(f"evidence bundle: {result.bundle} (check it: {pasteable('capshim', 'evidence', 'verify', result.bundle)})",
                       prefix="")
         sealed_problems = _evidence.verify(result.bundle)  # the seal is checked, never assumed
         if guard.first or result.interrupted_by:

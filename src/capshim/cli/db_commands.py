@@ -13,7 +13,6 @@ from pathlib import Path
 
 import click
 
-from capshim import paths
 from capshim.cli.db import GROUP_URL
 from capshim.cli.suggest import Choice
 from capshim.cli.options import wide_option
@@ -27,6 +26,7 @@ from capshim.export import matrix as export_matrix
 from capshim.export import terminal
 from capshim.export.table import fmt_ratio
 from capshim.contracts import messages
+from capshim.contracts import output as out_rule
 
 
 def _db_option(f):
@@ -59,6 +59,13 @@ def _open(db_url: str | None):
     from capshim.db.store import Store
 
     return Store.open(_url(db_url))
+
+
+def _store_file(db_url: str | None) -> str | None:
+    """The SQLite file of the store this command opens (None: a server): an input of the output rule."""
+    from capshim.db.store import sqlite_file
+
+    return sqlite_file(_url(db_url))
 
 
 def _match_option(f):
@@ -360,13 +367,14 @@ def _trend_table(res: dict, limit: int | None) -> list:
 @click.option("--min-pct", type=FiniteFloat(0), metavar="PCT", help="Flag bundles where ARM is below PCT% of host.")
 @_threshold_option
 @click.option("--chart", type=click.Path(dir_okay=False), help="Write the trend chart (PNG) here.")
+@click.option("--force", is_flag=True, help="Replace an existing --chart file (in one step).")
 @click.option("--fail-on-regression", is_flag=True, help="Exit 1 when any point is flagged.")
 @_filter_options
 @_db_option
 @click.option("--json", "as_json", is_flag=True, help="Print the trend as JSON.")
 @wide_option
-def db_trend(arm, bundles, tests, min_pct, threshold, chart, fail_on_regression, db_url, as_json, match, wide,
-             **filters):
+def db_trend(arm, bundles, tests, min_pct, threshold, chart, force, fail_on_regression, db_url, as_json, match,
+             wide, **filters):
     """One arm's % of host over time: one row per stored bundle and test, oldest first.
 
     With BUNDLE folders (bundles or studies): only those (each verified and
@@ -384,8 +392,9 @@ def db_trend(arm, bundles, tests, min_pct, threshold, chart, fail_on_regression,
     """
     from capshim.db import query
 
-    if chart and not Path(chart).resolve().parent.is_dir():
-        raise UsageError(f"--chart {chart}: folder {Path(chart).parent} does not exist")
+    rule = {"flag": "--chart", "replace": force, "inputs": bundles, "store": _store_file(db_url)}
+    if chart:  # contracts.output: refused before anything is read or stored
+        out_rule.check_file(chart, **rule)
     records, failed = [], []
     for b in bundles:  # verify every one before storing any
         try:
@@ -401,10 +410,7 @@ def db_trend(arm, bundles, tests, min_pct, threshold, chart, fail_on_regression,
         res = query.trend(st, arm, filters, tests=list(tests) or None, min_pct=min_pct, threshold=threshold,
                           bundle_ids=ids, match=match)
     if chart:
-        try:
-            query.draw_trend(res, chart)
-        except OSError as exc:
-            raise UsageError(f"--chart {chart}: cannot write: {exc.strerror or exc}") from None
+        out_rule.write_file(chart, query.trend_png(res), **rule)
     if as_json:
         _json_out(res)
     else:
@@ -426,11 +432,12 @@ def db_trend(arm, bundles, tests, min_pct, threshold, chart, fail_on_regression,
               help="table: the terminal table; md: GitHub Markdown; html: one HTML page.")
 @click.option("-o", "--output", type=click.Path(dir_okay=False), metavar="FILE",
               help="Write the matrix (--format, or --json) to FILE instead of stdout.")
+@click.option("--force", is_flag=True, help="Replace an existing -o file (in one step).")
 @_filter_options
 @_db_option
 @click.option("--json", "as_json", is_flag=True, help="Print the matrix as JSON (every row, the verdicts' meanings).")
 @wide_option
-def db_matrix(arms, tests, threshold, fmt, output, match, db_url, as_json, wide, **filters):
+def db_matrix(arms, tests, threshold, fmt, output, force, match, db_url, as_json, wide, **filters):
     """The fleet's compatibility matrix: device x host OS x guest OS x workload build -> verdict.
 
     One row per stored bundle, shimmed arm (not the baseline, the host arm or
@@ -462,8 +469,11 @@ def db_matrix(arms, tests, threshold, fmt, output, match, db_url, as_json, wide,
 
     if as_json and fmt != "table":
         raise UsageError("--json and --format both say what to write: give one")
-    if output and not Path(output).resolve().parent.is_dir():
-        raise UsageError(f"-o {output}: folder {Path(output).parent} does not exist")
+    if output == "-":
+        output = None
+    rule = {"flag": "-o", "replace": force, "store": _store_file(db_url)}
+    if output:  # contracts.output: refused before the store is read
+        out_rule.check_file(output, **rule)
     with _open(db_url) as st:
         res = db_matrix_mod.matrix(st, filters, match=match, arms=list(arms) or None, tests=list(tests) or None,
                                    threshold=threshold)
@@ -483,8 +493,5 @@ def db_matrix(arms, tests, threshold, fmt, output, match, db_url, as_json, wide,
     if not output:
         click.echo(text, nl=False)
         return
-    try:  # report -o's rule: replaced in one step; a FIFO nobody reads is an error at once, never a wait
-        paths.write_output(output, text.encode("utf-8"))
-    except OSError as exc:
-        raise UsageError(f"-o {output}: cannot write: {exc.strerror or exc}") from None
+    out_rule.write_file(output, text.encode("utf-8"), **rule)  # contracts.output: whole or not at all
     click.echo(f"wrote {output} ({len(res['rows'])} rows)", err=True)

@@ -6,6 +6,8 @@ from pathlib import Path
 
 import click
 
+from capshim.contracts import folders as folders_rule
+from capshim.contracts.pasteable import command as pasteable
 from capshim import evidence, folder_readme
 from capshim.cli.suggest import Choice, SuggestingGroup
 from capshim.errors import EXIT_WORKLOAD, CapshimError
@@ -63,7 +65,7 @@ def evidence_verify(bundle, signers):
     allowed = [c for c in checks if c.principal]
     if signers is not None and not checks:
         messages.emit(f"{bundle}: sealed, not signed (--signers {signers} asks for a signature by an allowed "
-                      f"signer: capshim evidence sign {bundle} --key KEY)", prefix="")
+                      f"signer: {pasteable('capshim', 'evidence', 'sign', bundle, '--key', 'KEY')})", prefix="")
         raise SystemExit(EXIT_WORKLOAD)
     if signers is not None and not allowed:
         keys = ", ".join(c.who() for c in checks)
@@ -109,7 +111,7 @@ def evidence_sign(bundle, key):
 
     c = signing.sign(bundle, key)
     click.echo(messages.wrap_out(f"signed: {Path(bundle) / ATTESTATION_FILE} line {c.line} by {c.who()} "
-                                 f"(check it: capshim evidence verify {bundle} --signers FILE)"))
+                                 f"(check it: {pasteable('capshim', 'evidence', 'verify', bundle, '--signers', 'FILE')})"))
 
 
 @evidence_grp.command("seal-study")
@@ -126,8 +128,9 @@ def evidence_seal_study(folder, kind):
     from now on, not since the run.
     """
 
+    folders_rule.refuse_inside_sealed(folder, "evidence seal-study")  # the output rule: a sealed folder stays as sealed
     sums = seal.seal(folder, kind, sealed_after=True)
-    click.echo(f"sealed: {sums} (check it: capshim evidence verify {folder})")
+    click.echo(f"sealed: {sums} (check it: {pasteable('capshim', 'evidence', 'verify', folder)})")
 
 
 @evidence_grp.command("readme")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import click
 
+from capshim.contracts import pasteable
 from capshim import host, launchagent, profiles
 from capshim.cli.suggest import Choice, SuggestingGroup, refuse_option_as_program
 from capshim.contracts import messages
@@ -37,7 +38,7 @@ def launchagent_install(profile_ref, label, dry_run, argv):
         click.echo(res["plist"], nl=False)
         click.echo(f"# would write {res['path']} and run:", err=True)
         for cmd in res["commands"]:
-            click.echo("#   " + " ".join(cmd), err=True)
+            click.echo("#   " + pasteable.command(*cmd), err=True)  # runs as printed (a HOME with a space)
     else:
         click.echo(f"installed and loaded {res['path']}")
 

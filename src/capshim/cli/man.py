@@ -17,8 +17,9 @@ from pathlib import Path
 import click
 
 from capshim import __version__
+from capshim.contracts import folders, output, pasteable
 from capshim.contracts.suggest import did_you_mean
-from capshim.errors import CapshimError, UsageError
+from capshim.errors import EXIT_STORAGE, CapshimError, UsageError
 
 __all__ = ["man_cmd", "pages"]
 
@@ -101,15 +102,21 @@ def man_cmd(ctx, command, out):
         if command:
             raise UsageError("capshim man: give COMMAND or --out DIR, not both")
         folder = Path(out)
+        folders.check_out(out)  # not empty, not inside a sealed folder
+        if folder.is_symlink():
+            raise UsageError(f"--out {out}: is a symbolic link; capshim never writes through a link")
         try:
             folder.mkdir(parents=True, exist_ok=True)
-            written = 0
-            for path, text in pages(root):
-                (folder / (path.replace(" ", "-") + ".1")).write_text(text + "\n", encoding="utf-8")
-                written += 1
         except OSError as exc:
-            raise CapshimError(f"--out {out}: cannot write the man pages: {exc.strerror or exc}") from None
-        click.echo(f"man pages: {written} in {folder}  (read one: man -l {folder}/capshim.1)", err=True)
+            raise CapshimError(f"--out {out}: cannot create the folder: {exc.strerror or exc}",
+                               EXIT_STORAGE) from None
+        written = 0
+        for path, text in pages(root):  # capshim's own pages there are replaced, whole (contracts.output)
+            output.write_file(folder / (path.replace(" ", "-") + ".1"), (text + "\n").encode("utf-8"), "--out",
+                              replace=True)
+            written += 1
+        read = pasteable.command("man", "-l", folder / "capshim.1")
+        click.echo(f"man pages: {written} in {folder}  (read one: {read})", err=True)
         return
     wanted = " ".join(["capshim", *command])
     known = []

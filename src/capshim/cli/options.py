@@ -8,6 +8,7 @@ from capshim import backends, profiles
 from capshim.profiles import khronos, roles
 from capshim.bench import request as bench_request
 from capshim.bench.workloads.builtin import MODEL_PRESETS
+from capshim.contracts import output
 from capshim.contracts.numbers import FiniteFloat
 from capshim.errors import CapshimError
 from capshim.studies.defaults import help_text as study_default
@@ -145,20 +146,23 @@ def wide_option(f):
                              "($COLUMNS, or 80 columns when not a terminal).")(f)
 
 
-def write_new(out: str | None, text: str) -> None:
-    """``text`` to a new file ``out`` (an existing one is refused, exit 2), or to stdout when ``out``
-    is None or "-": how the profile commands write (capshim never overwrites a profile).
+def write_new(out: str | None, text: str, inputs=(), check_only: bool = False) -> None:
+    """``text`` to a new file ``out``, or to stdout when ``out`` is None or "-": how the profile
+    commands write (capshim never overwrites a profile). The output rule
+    (:mod:`capshim.contracts.output`): never an existing file, a link, a FIFO or device, a file
+    inside a sealed folder or one of ``inputs`` (the files the command reads); written whole or
+    not at all. ``check_only``: only say whether ``out`` may be written.
 
     Raises:
-        CapshimError: (exit 2) ``out`` exists or cannot be written, naming it.
+        UsageError: (exit 2) the rule refuses ``out``, naming it.
+        CapshimError: (exit 4) the write failed (a full disk), naming the file; nothing is left.
     """
     if out is None or out == "-":
-        click.echo(text, nl=not text.endswith("\n"))
+        if not check_only:
+            click.echo(text, nl=not text.endswith("\n"))
         return
-    try:
-        with open(out, "x", encoding="utf-8") as fh:
-            fh.write(text)
-    except FileExistsError:
-        raise CapshimError(f"-o {out}: exists; capshim does not overwrite a profile (remove it first)") from None
-    except OSError as exc:
-        raise CapshimError(f"-o {out}: cannot write: {exc.strerror}") from None
+    rule = {"replace_flag": None, "inputs": inputs}
+    if check_only:
+        output.check_file(out, "-o", **rule)
+    else:
+        output.write_file(out, text.encode("utf-8"), "-o", **rule)

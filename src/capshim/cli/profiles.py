@@ -7,6 +7,7 @@ from pathlib import Path
 
 import click
 
+from capshim.contracts.pasteable import command as pasteable
 from capshim import backends, beyond, profiles
 from capshim.cli import profiles_host
 from capshim.cli.options import json_option, khronos_parts, unsupported_summary
@@ -187,14 +188,14 @@ def profile_import(file, name, direction, out, device):
         raise UsageError(f"-o {out}: {file} splits into a lower and a raise profile, written as X-lower.toml "
                          "and X-raise.toml: give -o X.toml")
     names = [out] if len(parts) == 1 else [f"{stem}-{p.direction}.toml" for p in parts]
-    for path in names:  # all or nothing: a split import never leaves one half written
-        if Path(path).exists():
-            raise CapshimError(f"-o {out}: {path} exists; capshim does not overwrite a profile (remove it first)")
+    src = khronos.split_ref(file)[0]
+    for path in names:  # all or nothing: a split import never leaves one half written (contracts.output)
+        _write(path, "", inputs=[src], check_only=True)
     for p, path in zip(parts, names):
-        _write(path, profiles.to_toml(p))
+        _write(path, profiles.to_toml(p), inputs=[src])
         click.echo(f"wrote {path}: {p.direction}, {len(p.capabilities)} answers, {len(p.extensions)} extensions")
     if len(parts) == 2:
-        click.echo(f"one capshim profile has one direction: run with --simulate {names[0]} --profile {names[1]}")
+        click.echo(f"one capshim profile has one direction: run with {pasteable('--simulate', names[0], '--profile', names[1])}")
     for line in unsupported_summary(reading, shown=len(reading.unsupported)):
         messages.emit(line, "warning")
 
@@ -228,6 +229,8 @@ def profile_capture(out, fmt, from_file, device, direction):
         reads = "a Khronos profiles file" if named == "json" else "TOML"
         raise UsageError(f"-o {out}: capshim reads a .{named} file as {reads}, and --format {fmt} writes "
                          f"{fmt.upper()}: name it .{fmt}")
+    src = khronos.split_ref(from_file)[0] if from_file is not None else None
+    _write(out, "", inputs=[src], check_only=True)  # refused before the device is probed
     try:
         if from_file is not None:
             reading = khronos.read(from_file)
@@ -241,7 +244,7 @@ def profile_capture(out, fmt, from_file, device, direction):
                 else json.dumps(khronos.capture_reading(reading), indent=2) + "\n")
     except profiles.ProfileError as exc:
         raise CapshimError(str(exc)) from None
-    _write(out, text)
+    _write(out, text, inputs=[src])
     if out:
         click.echo(f"wrote {out}: {reading.label}, {len(reading.capabilities)} answers, "
                    f"{len(reading.extensions)} extensions ({fmt})", err=True)

@@ -96,12 +96,13 @@ def from_host_cmd(capture, out, name, with_name):
       capshim profile from-host m1-ultra.json -o host.toml
       capshim run --profile host.toml -- llama-bench ...    # in the guest
     """
+    write_new(out, "", inputs=[capture], check_only=True)  # refused before anything is read (contracts.output)
     cap = _capture(capture, "from-host")
     try:
         p = metalhost.profile_from_host(cap, name=name, with_name=with_name)
     except profiles.ProfileError as exc:
         raise CapshimError(str(exc)) from None
-    write_new(out, p.text)
+    write_new(out, p.text, inputs=[capture])
     if out and out != "-":
         click.echo(f"wrote {out}: {p.name}, " + ", ".join(f"{k} = {v}" for k, v in p.capabilities.items())
                    + (f", deviceName = {p.device_name!r}" if p.device_name else ""), err=True)

@@ -7,10 +7,12 @@ from pathlib import Path
 
 import click
 
-from capshim import evidence, jsonread, paths, report, summary
+from capshim.contracts.pasteable import command as pasteable
+from capshim import evidence, jsonread, report, summary
 from capshim.cli.suggest import Choice
 from capshim.cli.options import json_option, wide_option
-from capshim.contracts import folders, messages, names
+from capshim.contracts import messages, names
+from capshim.contracts import output as output_rule
 from capshim.errors import UsageError
 from capshim.evidence import study
 from capshim.export import csv as csv_export
@@ -30,10 +32,12 @@ from capshim.export import mechanism
               help="Compare files measured with different models or settings (rows marked) instead of exit 2.")
 @click.option("--output", "-o", type=click.Path(), help="Write the report to this file (and a chart beside it).")
 @click.option("--chart", type=click.Path(), help="Write the chart PNG to this path.")
+@click.option("--force", is_flag=True, help="Replace an existing --output or --chart file (in one step).")
 @json_option("the summary JSON (one summary, or a list)")
 @click.option("--title", help="Report title.")
 @wide_option
-def report_cmd(bundles, arm_opts, host_file, baseline, fmt, allow_mismatch, output, chart, as_json, title, wide):
+def report_cmd(bundles, arm_opts, host_file, baseline, fmt, allow_mismatch, output, chart, force, as_json, title,
+               wide):
     """Show the seed-style table of bundles (merged), or of llama-bench files made elsewhere.
 
     \b
@@ -56,8 +60,8 @@ def report_cmd(bundles, arm_opts, host_file, baseline, fmt, allow_mismatch, outp
         if Path(b).is_dir() and study.is_study(b):  # a study is not one bundle: name its nested ones
             nested = ", ".join(str(Path(b) / n) for n in sorted(e.name for e in Path(b).iterdir()
                                                                  if (e / "summary.json").is_file())[:3])
-            raise UsageError(f"report {b}: a study folder ({study.STUDY_FILE}), not one bundle: capshim evidence "
-                             f"verify {b} checks it whole; report its nested bundles (e.g. {nested})")
+            raise UsageError(f"report {b}: a study folder ({study.STUDY_FILE}), not one bundle: "
+                             f"{pasteable('capshim', 'evidence', 'verify', b)} checks it whole; report its nested bundles (e.g. {nested})")
         if Path(b).is_dir():
             evidence.require_verified(b, "report")
     if arm_opts:
@@ -74,24 +78,21 @@ def report_cmd(bundles, arm_opts, host_file, baseline, fmt, allow_mismatch, outp
         return
     if output and not fmt:
         fmt = "html" if output.lower().endswith((".html", ".htm")) else "md"
-    output_is_file = bool(output) and (not Path(output).exists() or Path(output).is_file())
-    if output and not chart and output_is_file:  # a chart beside a file, never beside /dev/stdout
-        chart = str(Path(output).with_suffix(".png"))
-    for flag, target in (("--output", output), ("--chart", chart)):
-        if not target:
-            continue
-        for where in dict.fromkeys([Path(target), Path(target).resolve()]):  # a link into a sealed folder too
-            folders.refuse_inside_sealed(where, flag)  # a sealed bundle or study stays as it was sealed
-        if not Path(target).parent.is_dir():
-            raise UsageError(f"{flag} {target}: folder {Path(target).parent} does not exist")
-        if Path(target).is_dir():
-            raise UsageError(f"{flag} {target}: is a folder; give a file name")
+    if output == "-":
+        output = None
+    chart_flag = "--chart"
+    if output and not chart and not Path(output).name.lower().endswith(".png"):  # a chart beside the file
+        chart, chart_flag = str(Path(output).with_suffix(".png")), "the chart beside --output,"
+    inputs = [*bundles, host_file, *(f for a in arm_opts for f in names.parse_named_files(a)[1])]
+    rule = {"replace": force, "inputs": inputs}
+    for flag, target in (("--output", output), (chart_flag, chart)):
+        if target:  # every refusal before anything is written (contracts.output)
+            output_rule.check_file(target, flag, **rule)
+    if output and chart and Path(output).absolute() == Path(chart).absolute():
+        raise UsageError(f"--chart {chart}: the same file as --output; give another name")
     chart_ref = None
-    if chart:
-        try:  # written atomically; a full disk is exit 4 naming the file (paths.StorageError)
-            report.draw_chart(summaries, chart, labels, title=title)
-        except OSError as exc:
-            raise UsageError(f"--chart {chart}: cannot write: {exc.strerror or exc}") from None
+    if chart:  # written whole or not at all; a full disk is exit 4 naming the file
+        report.draw_chart(summaries, chart, labels, title=title, flag=chart_flag, **rule)
         chart_ref = (Path(chart).name if output and Path(chart).parent.resolve() == Path(output).parent.resolve()
                      else str(chart))
     if fmt == "md":
@@ -122,10 +123,7 @@ def report_cmd(bundles, arm_opts, host_file, baseline, fmt, allow_mismatch, outp
         report.print_table(summaries, labels, title=title, wide=wide)
         return
     if output:
-        try:  # atomic: a reader sees the old file or the new one; a full disk is exit 4 naming the file
-            paths.write_output(output, text.encode("utf-8"))
-        except OSError as exc:
-            raise UsageError(f"--output {output}: cannot write: {exc.strerror or exc}") from None
+        output_rule.write_file(output, text.encode("utf-8"), "--output", **rule)
         click.echo(f"wrote {output}" + (f" and {chart}" if chart else ""), err=True)
     else:
         click.echo(text, nl=False)

@@ -8,6 +8,11 @@
   guard that keeps a bundle's seal through any order of signals.
 - :mod:`.folders`: output folders (new or empty, unique by default, never
   inside a sealed bundle or study).
+- :mod:`.output`: output files (new, or replaced only when asked; never
+  through a link, into a FIFO or device, inside a sealed folder or over an
+  input; whole or not at all; a failed write is exit 4 naming the file).
+- :mod:`.pasteable`: every command capshim prints for a user to paste,
+  quoted so it runs as printed.
 - :mod:`.environ`: environment variables whose bytes are not UTF-8.
 - :mod:`.tomlread`: every TOML text capshim reads (size, nesting depth, array
   length and table size bounded before any validator sees it).

@@ -12,6 +12,10 @@ The rules (issue 28, "Messages that fit"):
 - ``$CAPSHIM_MESSAGE_WIDTH`` (:data:`WIDTH_VAR`) overrides the width: a number of
   columns, or ``0`` for one line per message (a log read by a program; the test
   suite's existing assertions read messages that way).
+- **A printed command is never split.** A command for pasting
+  (:func:`capshim.contracts.pasteable.command`, registered with :func:`keep_whole`)
+  is one word to the wrapping: it moves whole to a line of its own, so it runs as
+  printed when that line is pasted.
 - **Long lists summarised.** :func:`summarise` names the first few items and counts
   the rest per kind (``64 extensions: VK_A, VK_B, VK_C and 61 more``);
   ``capshim --verbose`` (:func:`set_verbose`) lists every item.
@@ -24,6 +28,7 @@ Imports only the standard library.
 
 from __future__ import annotations
 
+import collections
 import os
 import shutil
 import sys
@@ -87,6 +92,20 @@ def width(stream=None) -> int | None:
     return max(MIN_WIDTH, _number(os.environ.get("COLUMNS")) or PIPE_WIDTH)
 
 
+_WHOLE: collections.deque = collections.deque(maxlen=256)
+_HELD = "\ue000"  # a private-use character: never in a message capshim writes
+
+
+def keep_whole(command: str) -> str:
+    """Register ``command`` (a line for pasting) so :func:`format_message` never wraps inside it; return it.
+
+    The last 256 commands are remembered (a process prints a few).
+    """
+    if " " in command and _HELD not in command and command not in _WHOLE:
+        _WHOLE.append(command)
+    return command
+
+
 def format_message(text: str, kind: str | None = None, limit: int | None | str = "auto",
                    prefix: str = "capshim: ") -> str:
     """One message as it is printed: ``capshim: KIND: text``, wrapped between words.
@@ -105,6 +124,11 @@ def format_message(text: str, kind: str | None = None, limit: int | None | str =
     """
     if limit == "auto":
         limit = width()
+    whole = [c for c in _WHOLE if c in str(text)] if limit is not None else []
+    if whole:  # a printed command is one word to textwrap: its spaces held as U+E000 while wrapping
+        for c in sorted(whole, key=len, reverse=True):
+            text = str(text).replace(c, c.replace(" ", _HELD))
+        return format_message(text, kind, limit, prefix).replace(_HELD, " ")
     head = prefix + (f"{kind}: " if kind else "")
     out = []
     for n, line in enumerate(str(text).split("\n")):

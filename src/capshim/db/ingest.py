@@ -23,6 +23,7 @@ import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from capshim.contracts.pasteable import command as pasteable
 from capshim import evidence, jsonread, paths
 from capshim import summary as summary_contract
 from capshim.bench import llamabench
@@ -229,7 +230,7 @@ def _require_verified(p: Path, problems: list[str], noun: str) -> None:
     first = problems[0] if len(problems[0]) <= 200 else problems[0][:197] + "..."
     more = f"{len(problems)} problems, the first" if len(problems) > 1 else "1 problem"
     raise IngestError(f"{p}: the {noun} does not verify, not stored ({more}: {first}; "
-                      f"capshim evidence verify {p} lists {'them all' if len(problems) > 1 else 'it'})")
+                      f"{pasteable('capshim', 'evidence', 'verify', p)} lists {'them all' if len(problems) > 1 else 'it'})")
 
 
 MAX_CSV_BYTES = 256 << 20

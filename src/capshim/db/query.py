@@ -39,6 +39,7 @@ the target precision of a bench (issue 10: ±2 points).
 
 from __future__ import annotations
 
+import io
 import math
 
 from capshim.bench import llamabench, metrics, summarize
@@ -50,7 +51,7 @@ from capshim.db.store import DbError, Store
 from capshim.db.terms import COMPARE_RULE, DEFAULT_THRESHOLD, FILTERS, TREND_RULE
 from capshim.summary import run_failed
 
-__all__ = ["parse_selection", "select", "compare", "trend", "draw_trend", "DEFAULT_THRESHOLD", "COMPARE_RULE", "TREND_RULE"]
+__all__ = ["parse_selection", "select", "compare", "trend", "trend_png", "DEFAULT_THRESHOLD", "COMPARE_RULE", "TREND_RULE"]
 
 
 
@@ -478,8 +479,8 @@ def trend(store: Store, arm: str, filters: dict | None = None, *, tests: list[st
             "all_above": None if min_pct is None else all(p["pct_of_host"] >= min_pct for p in points)}
 
 
-def draw_trend(tr: dict, path) -> None:
-    """Draw the trend as a PNG: % of host per bundle (95% interval bars), one line per test.
+def trend_png(tr: dict) -> bytes:
+    """The trend drawn as PNG bytes: % of host per bundle (95% interval bars), one line per test.
 
     Flagged points are drawn as red crosses; ``--min-pct`` as a dashed line.
     Uses matplotlib's Agg backend.
@@ -511,5 +512,7 @@ def draw_trend(tr: dict, path) -> None:
     ax.legend(fontsize=8)
     ax.margins(x=0.15)
     fig.tight_layout()
-    fig.savefig(path, dpi=110, metadata={"Software": None})
+    buf = io.BytesIO()  # the caller writes it by the output rule (contracts.output)
+    fig.savefig(buf, format="png", dpi=110, metadata={"Software": None})
     plt.close(fig)
+    return buf.getvalue()

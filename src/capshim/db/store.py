@@ -25,6 +25,7 @@ import sqlalchemy as sa
 from capshim import __version__, jsonread
 from capshim import summary as summary_contract
 from capshim.contracts import bounded
+from capshim.contracts import folders
 from capshim.contracts.suggest import did_you_mean
 from capshim.db import schema as S
 from capshim.db.ingest import BundleRecord, read_bundle, signed_by
@@ -133,6 +134,18 @@ def resolve_url(url: str | None) -> str:
     return url
 
 
+def sqlite_file(url: str | None) -> str | None:
+    """The file of the store ``url`` names (:func:`resolve_url`) when it is SQLite, else None (a server).
+
+    A command that writes a file passes it to the output rule, so no output lands over the store.
+
+    Raises:
+        DbError: :func:`resolve_url`'s.
+    """
+    u = sa.engine.make_url(resolve_url(url))
+    return u.database if u.get_backend_name() == "sqlite" else None
+
+
 def _flag(given: str | None) -> str:
     """How the user named the store, for messages: ``--db``, or ``CAPSHIM_DB`` when it came from there."""
     return "CAPSHIM_DB" if not given and os.environ.get("CAPSHIM_DB") else "--db"
@@ -148,6 +161,10 @@ def _check_sqlite_path(path: str, url: str, flag: str) -> None:
     if path.startswith("file:") or "?" in path:
         raise DbError(f"{flag} {url}: SQLite URI-style names (file:..., ?mode=...) are not supported; "
                       "give a plain file path")
+    sealed = folders.sealed_above(Path(path).expanduser())
+    if sealed is not None:  # the output rule (contracts.output): SQLite writes the file and its journal
+        raise DbError(f"{flag} {url}: inside the sealed folder {sealed} (it has a {folders.SEAL_FILE}); "
+                      "keep the results store somewhere else")
     try:
         mode = os.stat(Path(path).expanduser()).st_mode
     except FileNotFoundError:

@@ -47,9 +47,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from capshim import __version__, jsonread, paths
+from capshim.contracts import output
 from capshim.errors import EXIT_WORKLOAD, CapshimError, UsageError
-from capshim.evidence.files import (ATTESTATION_FILE, ATTESTATION_LIMIT, EvidenceError, sha256_file, utc_now,
-                                    write_error)
+from capshim.evidence.files import (ATTESTATION_FILE, ATTESTATION_LIMIT, EvidenceError, sha256_file, utc_now)
 from capshim.paths import SUMS_NAME
 from capshim.evidence.sshsig import NAMESPACE, SigningError  # noqa: F401  (re-exported: the module's API)
 from capshim.evidence.sshsig import (_check_novalidate, _check_with_signers, _sign_pae, _ssh_copy,
@@ -493,10 +493,9 @@ def sign(root: str | Path, key: str | Path) -> SignatureCheck:
     env.signatures[keyid] = Signature(keyid, blob.hex())
     old_text = (p / ATTESTATION_FILE).read_bytes() if envelopes else b""
     text = old_text + _jsonl(env.to_dict()).encode() + b"\n"
-    try:
-        paths.atomic_write(p / ATTESTATION_FILE, text)
-    except OSError as exc:
-        raise write_error(exc, f"{p / ATTESTATION_FILE}: cannot write") from None
+    # the output rule (contracts.output): the one file a sealed folder takes, replaced whole (the old lines and
+    # one more), never through a link or into a FIFO; a full disk is exit 4 and leaves the old file
+    output.write_file(p / ATTESTATION_FILE, text, replace=True, sealed_ok=True, inputs=[key])
     return SignatureCheck(len(envelopes) + 1, keyid, key_type, None, stmt["predicate"]["signed"]["utc"], None)
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from capshim.contracts.pasteable import command as pasteable
 from capshim import jsonread, paths
 from capshim.contracts import names
 from capshim.contracts.names import is_run_label
@@ -170,5 +171,5 @@ def require_verified(root: str | Path, what: str) -> Path:
         problems.insert(0, "summary.json: missing (not an evidence bundle)")
     if problems:
         shown = "; ".join(problems[:20]) + (f"; ... {len(problems) - 20} more" if len(problems) > 20 else "")
-        raise EvidenceError(f"{what} {p}: the bundle does not verify (capshim evidence verify {p}): {shown}")
+        raise EvidenceError(f"{what} {p}: the bundle does not verify ({pasteable('capshim', 'evidence', 'verify', p)}): {shown}")
     return p

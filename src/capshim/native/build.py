@@ -15,12 +15,12 @@ import contextlib
 import errno
 import os
 import re
-import shlex
 import shutil
 from importlib import resources
 from pathlib import Path
 
 from capshim.contracts import bounded
+from capshim.contracts import pasteable
 from capshim import __version__, paths
 from capshim.errors import BuildError
 from capshim.contracts import messages
@@ -95,17 +95,17 @@ def run_compiler(cmd: list[str], cwd: Path | None = None) -> None:
             the folder it was writing into (``cwd``).
     """
     if shutil.which(cmd[0]) is None:
-        raise BuildError(f"'{cmd[0]}' not found (install build-essential, or set CC); command: {shlex.join(cmd)}")
+        raise BuildError(f"'{cmd[0]}' not found (install build-essential, or set CC); command: {pasteable.command(*cmd)}")
     try:
         proc = bounded.run(cmd, cwd=cwd)
     except OSError as exc:
-        raise BuildError(f"cannot run {cmd[0]}: {exc.strerror} (command: {shlex.join(cmd)})") from None
+        raise BuildError(f"cannot run {cmd[0]}: {exc.strerror} (command: {pasteable.command(*cmd)})") from None
     if proc.returncode != 0:
         tail = (proc.stderr or proc.stdout).strip().splitlines()[-12:]
         if any(_NO_SPACE in line for line in tail):
             full = OSError(errno.ENOSPC, _NO_SPACE)
-            raise paths.storage_error(full, cwd or Path.cwd(), f"{_HINT}; command: {shlex.join(cmd)}")
-        raise BuildError(f"build failed (exit {proc.returncode}): {shlex.join(cmd)}\n" + "\n".join(tail))
+            raise paths.storage_error(full, cwd or Path.cwd(), f"{_HINT}; command: {pasteable.command(*cmd)}")
+        raise BuildError(f"build failed (exit {proc.returncode}): {pasteable.command(*cmd)}\n" + "\n".join(tail))
 
 
 @contextlib.contextmanager

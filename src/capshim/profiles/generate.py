@@ -18,6 +18,8 @@ import argparse
 import sys
 from pathlib import Path
 
+from capshim.contracts import output
+from capshim.errors import CapshimError
 from capshim.contracts import tomlread
 from capshim.profiles import registry
 from capshim.profiles.cudatable import render_cuda_docs, render_cuda_table_h
@@ -103,10 +105,13 @@ def main(argv: list[str] | None = None) -> int:
         if args.write:
             try:
                 path.parent.mkdir(parents=True, exist_ok=True)
-                path.write_text(text, encoding="utf-8")
+                output.write_file(path, text.encode("utf-8"), "--write", replace=True)  # contracts.output
             except OSError as e:
                 print(f"error: {path}: cannot write: {e.strerror or e}", file=sys.stderr)
                 return 2
+            except CapshimError as e:
+                print(f"error: {e}", file=sys.stderr)
+                return e.exit_code
             print(f"wrote {path}")
         else:
             stale.append(path)

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from capshim.contracts.pasteable import command as pasteable
 from capshim.contracts import messages
 from capshim.errors import UsageError
 from capshim.profiles import khronos
@@ -53,7 +54,7 @@ def unsupported_summary(reading: khronos.Reading, shown: int = 3) -> list[str]:
         names = messages.summarise([u.split(":", 1)[0] for u in reading.unsupported], first=shown, sep="; ")
         lines.append(f"{reading.source}: {len(reading.unsupported)} capabilities not answered by capshim "
                      f"(formats, queue families, video, structs without a capshim key): {names}; "
-                     f"'capshim profile show {reading.source}' lists each")
+                     f"'{pasteable('capshim', 'profile', 'show', reading.source)}' lists each")
     return lines
 
 

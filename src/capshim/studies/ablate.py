@@ -43,6 +43,7 @@ the A/A arm's interval excludes 1.00x in any test, the first note says so
 
 from __future__ import annotations
 
+import io
 import json
 import math
 import time
@@ -342,8 +343,10 @@ def chart(arms: list[ArmInfo], summary: dict, test: str, path: Path, title: str)
     ax.set_xlabel(f"{test}: ratio to native (median, 95% interval)")
     ax.set_title(title, fontsize=9)
     fig.tight_layout()
-    fig.savefig(path, dpi=110, metadata={"Software": None})
+    buf = io.BytesIO()  # written by the output rule (common.write_output): whole, never through a link
+    fig.savefig(buf, format="png", dpi=110, metadata={"Software": None})
     plt.close(fig)
+    common.write_output(path, buf.getvalue())
     return path
 
 
@@ -430,8 +433,8 @@ def ablate(profile_ref: str = "vulkan-paravirt", by: str | None = None, out: Pat
         rows = table_rows(arms, m.summary)
         title = f"capshim ablate {lowering.name} — {device_label(device) or '?'}"  # a stand-in says so
         drawn = _chart_unless_stopped(guard, arms, m.summary, t, out / "ablation.png", title, notes)
-        (out / "ablation.md").write_text(f"# {title}\n\n" + common.markdown(rows, notes)
-                                         + ("\n![chart](ablation.png)\n" if drawn else ""), encoding="utf-8")
+        common.write_output(out / "ablation.md", f"# {title}\n\n" + common.markdown(rows, notes)
+                                         + ("\n![chart](ablation.png)\n" if drawn else ""))
         result = {
             "schema": "capshim-ablation/1", "profile": lowering.source, "by": by, "device": device,
             "cpu_device": common.is_cpu(device), "test": t, "rule": {"recover": recover, "lower_bound": lower_bound},
@@ -441,7 +444,7 @@ def ablate(profile_ref: str = "vulkan-paravirt", by: str | None = None, out: Pat
             "smallest": None if best is None else {"arm": best.name, "units": best.units, "profile": str(smallest_path)},
             "failed_runs": m.failed_runs, "elapsed_s": round(time.monotonic() - t0, 1),
         }
-        (out / "ablation.json").write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
+        common.write_output(out / "ablation.json", json.dumps(result, indent=2) + "\n")
         return result
 
 

@@ -34,7 +34,7 @@ from capshim.bench import plan, runner
 from capshim.bench.llamabench import test_name
 from capshim.bench.request import BenchRequest
 from capshim.bench.workloads import builtin
-from capshim.contracts import folders, names, signals
+from capshim.contracts import folders, names, output, signals
 from capshim.contracts.suggest import did_you_mean
 from capshim.contracts.verdict import UNRELIABLE, harness_check, side
 from capshim.contracts.verdict import gate as verdict_gate
@@ -136,7 +136,7 @@ def write_profile(path: Path, data: dict, comment: str | None = None) -> Profile
         text = "".join(f"# {line}".rstrip() + "\n" for line in comment.splitlines()) + text
     prof = profiles.parse(text, str(path))
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text, encoding="utf-8")
+    write_output(path, text)
     return prof
 
 
@@ -151,6 +151,13 @@ def refuse_targets(ref: str) -> None:
         raise UsageError(f"--profile {ref}: a study measures one profile on the device it probes; device targets "
                          f"are taken by capshim run, probe and bench arms (capshim bench --arm NAME=profile:{ref}; "
                          "docs/multi-gpu.md)")
+def write_output(path: Path, text: str | bytes) -> Path:
+    """A file of the study's own new folder, by the output rule (:func:`capshim.contracts.output.write_file`):
+    whole or not at all, never through a link or into a FIFO; a full disk is exit 4 naming the file.
+
+        UsageError: (exit 2) the rule refuses ``path`` (a link or FIFO put there while the study ran).
+        CapshimError: (exit 4) the write failed, naming the file.
+    return output.write_file(path, text if isinstance(text, bytes) else text.encode("utf-8"), replace=True)
 
 
 def load_profile(ref: str, needs: str, api: str | None = None) -> Profile:

@@ -17,7 +17,6 @@ import importlib
 import importlib.util
 import json
 import os
-import shlex
 import subprocess
 import sys
 import time
@@ -26,7 +25,7 @@ from pathlib import Path
 from capshim import __version__, paths, summary
 from capshim.bench import attest
 from capshim.bench.runs import MAX_STDERR_KEEP
-from capshim.contracts import bounded, folders, names
+from capshim.contracts import bounded, folders, names, pasteable
 from capshim.errors import CapshimError, UsageError
 from capshim.evidence import sha256_file
 from capshim.studies import common
@@ -355,15 +354,15 @@ def kernels(models: list[str] | tuple[str, ...] = (), profile_refs: list[str] | 
             failed += m.failed_runs
             runs.append(_model_entry(ref, label, m, answers, types, expected, time.monotonic() - r0))
         result = analyse(runs, answers, device, added)
-        result.update({"schema": "capshim-kernels/3", "command": shlex.join(argv) if argv else None,
+        result.update({"schema": "capshim-kernels/3", "command": pasteable.command(*argv) if argv else None,
                        "capshim": capshim_source(), "ggml_env": inherited, "run_env": dict(PERF_ENV),
                        "n_prompt": n_prompt, "n_gen": n_gen, "expected_graphs": expected, "failed_runs": failed,
                        "elapsed_s": round(time.monotonic() - t0, 1), "out": str(out)})
         for e in result["models"]:
             for a in e["answers"].values():
                 a["fingerprint"] = a["fingerprint"].to_dict()
-        (out / "kernels.json").write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
-        (out / "kernels.md").write_text(markdown(result), encoding="utf-8")
+        common.write_output(out / "kernels.json", json.dumps(result, indent=2) + "\n")
+        common.write_output(out / "kernels.md", markdown(result))
         return result
 
 

@@ -442,8 +442,7 @@ def tune(out: Path | None = None, budget: int | None = None, model: str | None =
         notes = _notes(notes, s, cands, dims, budget_info, only, seed, confirm_runs if conf else None)
         if common.is_cpu(device):
             notes.append(common.CPU_NOTE)
-        (out / "tune.md").write_text(f"# capshim tune — {device_label(device)}\n\n" + common.markdown(rows, notes),
-                                     encoding="utf-8")
+        common.write_output(out / "tune.md", f"# capshim tune — {device_label(device)}\n\n" + common.markdown(rows, notes))
         outcome = conf.pop("outcome") if conf else "no candidate passed"
         tuned_path = conf.pop("tuned_profile") if conf else None
         result = {"schema": "capshim-tune/2", "out": str(out), "device": device, "cpu_device": common.is_cpu(device),
@@ -455,7 +454,7 @@ def tune(out: Path | None = None, budget: int | None = None, model: str | None =
                                  for n, c in cands.items()},
                   "stages": s.stages, "winner": s.best, "confirm": conf, "tuned_profile": tuned_path, "rows": rows,
                   "notes": notes, "failed_runs": s.failed_runs, "elapsed_s": round(time.monotonic() - t0, 1)}
-        (out / "tune.json").write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
+        common.write_output(out / "tune.json", json.dumps(result, indent=2) + "\n")
         return result
 
 

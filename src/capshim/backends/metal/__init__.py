@@ -31,6 +31,7 @@ import subprocess
 from pathlib import Path
 
 from capshim.contracts import bounded
+from capshim.contracts.pasteable import command as pasteable
 from capshim.backends import Backend
 from capshim.backends.metal.compile import (ARM64E_NOTE, CONFIG_VARIABLES, DENY_LIST, DYLIB_NAME, IS_MACOS,
                                           LUME_VARIABLES,
@@ -120,8 +121,8 @@ class MetalBackend(Backend):
                 lines.append(f"metal: {name}: " + ("; ".join(f"{c['check']}: {c['detail']}" for c in bad)
                                                    or f"{len(checks)} Mach-O checks passed"))
         lines.append(f"metal: note: {ARM64E_NOTE}")
-        lines.append(f"metal: check a dylib before copying it into a guest: "
-                     f"capshim verify --api metal --shim {arts['shim-arm64']}")
+        lines.append("metal: check a dylib before copying it into a guest: "
+                     + pasteable("capshim", "verify", "--api", "metal", "--shim", arts["shim-arm64"]))
         return lines, ok
 
     def run_warnings(self, profile, simulate, argv):
