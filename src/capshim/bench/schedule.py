@@ -33,7 +33,7 @@ from dataclasses import dataclass
 
 from capshim.contracts.numbers import MIN_PROCESSES
 
-__all__ = ["MINIMUM", "LEVEL", "Round", "first_rounds", "next_round"]
+__all__ = ["MINIMUM", "LEVEL", "CAP", "Round", "first_rounds", "next_round"]
 
 #: Processes per arm before the rule may leave an arm out: below it there is no interval at all.
 MINIMUM = MIN_PROCESSES
@@ -41,6 +41,10 @@ MINIMUM = MIN_PROCESSES
 #: and reported): the lowest level at which the simulated precision loop covered the truth at
 #: least 95% of the time in every model (docs/statistics.md).
 LEVEL = 0.97
+#: The most processes per arm for ``--precision`` without ``--max-runs`` (5 x ``-r`` when more): the
+#: simulated loop needs about 55 a side on average for +-1 point on the H200's pp512 values, and a cap
+#: of 60 stops 12% of those benches short of it (docs/statistics.md).
+CAP = 60
 
 
 @dataclass(frozen=True)
