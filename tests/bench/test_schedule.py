@@ -138,3 +138,10 @@ def test_the_simulated_loop_undercovers_at_95_and_covers_at_the_rule_level():
     assert rule["capped"] == 0.0 and rule["reached"] == 1.0
     fixed = sequential.run_procedure("normal", 0.01, 1000, minimum=10, cap=10, level=0.95, seed=3)
     assert 0.93 <= fixed["coverage"] <= 0.97 and fixed["capped"] == 1.0  # no stopping rule: nominal
+
+
+def test_the_table_says_the_level_of_a_loop_s_intervals():
+    from capshim.export.table import _precision_note
+    p = {"target": 2.0, "reached": True, "max_half_width": 1.9, "rounds": 9, "level": schedule.LEVEL}
+    assert "intervals at 97%" in _precision_note({"precision": p})
+    assert "intervals at" not in _precision_note({"precision": {**p, "level": 0.95}})

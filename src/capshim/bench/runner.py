@@ -412,7 +412,8 @@ def _finish(loop: _Rounds) -> BenchResult:
         state = loop.precision_state
         rounds = state["rounds"] if state is not None and not interrupted else \
             max((len(v) for v in results.values()), default=0)
-        prec = summarize.Precision(plan.precision, plan.cap, plan.precision_tests, rounds, interrupted=interrupted)
+        prec = summarize.Precision(plan.precision, plan.cap, plan.precision_tests, rounds, interrupted=interrupted,
+                                   level=schedule.LEVEL)
     recipe = summarize.Recipe(_records(results, plan.exclude_contaminated, controls), arm_info, plan.baseline,
                               host_arm=plan.host_arm, host=plan.host, aa_arm=plan.aa_arm, notes=list(plan.notes),
                               bench_warnings=list(loop.env_warnings), allow_mismatch=plan.allow_mismatch,

@@ -89,6 +89,7 @@ class Precision:
         rounds: recorded rounds so far.
         reached: the precision loop's last verdict (None: it never checked).
         interrupted: a stop signal or an error ended the runs.
+        level: the level the intervals were computed at (:data:`capshim.bench.schedule.LEVEL`).
     """
 
     target: float
@@ -97,15 +98,16 @@ class Precision:
     rounds: int = 0
     reached: bool | None = None
     interrupted: bool = False
+    level: float = 0.95
 
     def record(self, summary: dict) -> dict:
-        """``{"target", "reached", "max_half_width", "rounds", "cap", "tests", "stopped_by"}`` of ``summary``."""
+        """``{"target", "reached", "max_half_width", "rounds", "cap", "tests", "stopped_by", "level"}`` of ``summary``."""
         worst = widest(summary, self.tests)
         reached = worst is not None and worst <= self.target
         return {"target": self.target, "reached": reached, "max_half_width": worst, "rounds": self.rounds,
                 "cap": self.cap, "tests": list(self.tests) if self.tests else "all",
                 "stopped_by": ("target reached" if reached else "interrupted" if self.interrupted
-                               else f"--max-runs {self.cap} reached")}
+                               else f"--max-runs {self.cap} reached"), "level": self.level}
 
 
 @dataclass
