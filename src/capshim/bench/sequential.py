@@ -201,12 +201,16 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--arms", default="native,aa,vm-unlocked", help="arms pooled by the empirical model")
     ap.add_argument("--json", action="store_true")
     a = ap.parse_args(argv)
-    pool = coverage.empirical_pool(a.bundle / "summary.json", a.test, a.arms.split(",")) if a.bundle else None
-    scales = tuple(float(s) for s in a.scales.split(","))
-    rows = [run_procedure(m, float(t), a.benches, scales=scales, minimum=int(mn), cap=a.cap, level=float(lv),
-                          pool=pool)
-            for m in a.models.split(",") for t in a.targets.split(",") for mn in a.minimum.split(",")
-            for lv in a.level.split(",")]
+    try:
+        pool = coverage.empirical_pool(a.bundle / "summary.json", a.test, a.arms.split(",")) if a.bundle else None
+        scales = tuple(float(s) for s in a.scales.split(","))
+        rows = [run_procedure(m, float(t), a.benches, scales=scales, minimum=int(mn), cap=a.cap, level=float(lv),
+                              pool=pool)
+                for m in a.models.split(",") for t in a.targets.split(",") for mn in a.minimum.split(",")
+                for lv in a.level.split(",")]
+    except (ValueError, KeyError, OSError) as exc:  # a bad model, number, arm or bundle: one line, exit 2
+        print(f"python -m capshim.bench.sequential: {exc}", file=sys.stderr)
+        return 2
     if a.json:
         json.dump(rows, sys.stdout, indent=1)
         return 0
