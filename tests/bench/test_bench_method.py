@@ -317,6 +317,10 @@ def test_gpu_default_has_a_precision_target_that_user_options_override(monkeypat
     p = make(max_runs=20, seed=7, timeout=30.0, exclude_contaminated=True, allow_mismatch=True)
     assert (p.cap, p.seed, p.timeout, p.exclude_contaminated, p.allow_mismatch) == (20, 7, 30.0, True, True)
     assert isinstance(make().seed, int)  # drawn once, in the plan; the runner only reads it
+    # every workload kind has the one loop on a GPU: a --metric command, +-2 points on every test
+    p = make(command=("sh", "-c", "true"), metric="wall")
+    assert (p.precision, p.precision_tests, p.cap, p.repetitions) == (2.0, None, 20, 5)
+    assert make(command=("sh", "-c", "true"), metric="wall", repetitions=3).precision is None
 
 
 @pytest.mark.slow
