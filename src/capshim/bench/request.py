@@ -90,7 +90,7 @@ DEFAULTS: dict[tuple[str, str], Defaults] = {
     # spread far more than +-2 points. process_s: docs/bench.md (2 cores, shared, loaded).
     ("builtin", "cpu"): Defaults(3, 3, 1, False, True, None,
                                  "one round fills Mesa's shader cache; no speed effect is expected",
-                                 n_prompt=128, n_gen=32, process_s=(6.0, 16.0)),
+                                 n_prompt=128, n_gen=32, process_s=(5.0, 16.0)),
     # ncnn on the H200: 8 processes x 4 arms in 84 s (evidence/h200-ncnn-first-profile), about 2.6 s each.
     ("ncnn", "gpu"): Defaults(5, 10, 0, None, True, GPU_PRECISION_ANY, process_s=(2.0, 3.0)),
     ("ncnn", "cpu"): Defaults(5, 10, 0, None, True),
