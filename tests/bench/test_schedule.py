@@ -67,6 +67,7 @@ def test_narrow_arms_stop_wide_ones_run_to_the_cap_and_the_schedule_is_what_ran(
     loop, ex = _bench(tmp_path, monkeypatch)
     counts = {a: len(rs) for a, rs in loop.results.items()}
     assert counts == {"ref": 12, "steady": 5, "noisy": 12}  # steady: the minimum; noisy and ref: the cap
+    assert min(counts.values()) >= schedule.MINIMUM
     meta = loop.bundle.metadata
     recorded = [c for c in ex.calls if c[1] > 0]
     assert len(meta["schedule"]) == 12 == len(meta["schedule_reasons"])
