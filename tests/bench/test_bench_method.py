@@ -310,14 +310,18 @@ def test_gpu_default_has_a_precision_target_that_user_options_override(monkeypat
     monkeypatch.setattr(plan_mod.builtin, "builtin_workload", lambda *a, **k: LlamaBenchWorkload("builtin", ["true"]))
     make = lambda **kw: plan_mod.make_plan(BenchRequest(**kw), platform="linux")
     p = make()
-    assert (p.precision, p.precision_tests, p.cap) == (2.0, ["pp512"], 14)
+    assert (p.precision, p.precision_tests, p.cap, p.repetitions) == (2.0, ["pp512"], 24, 5)
     assert p.precision == defaults_for("builtin", cpu=False).precision[0]  # the one table
     assert make(repetitions=5).precision is None and make(repetitions=5).cap == 5  # -r is the user's choice
     p = make(precision=5.0)  # the user's target replaces the default's tests and cap
-    assert (p.precision, p.precision_tests, p.cap) == (5.0, None, 5 * p.repetitions)
+    assert (p.precision, p.precision_tests, p.cap) == (5.0, None, 60)  # 5 x -r, at least schedule.CAP
     p = make(max_runs=20, seed=7, timeout=30.0, exclude_contaminated=True, allow_mismatch=True)
     assert (p.cap, p.seed, p.timeout, p.exclude_contaminated, p.allow_mismatch) == (20, 7, 30.0, True, True)
     assert isinstance(make().seed, int)  # drawn once, in the plan; the runner only reads it
+    # every workload kind has the one loop on a GPU: a --metric command, +-2 points on every test
+    p = make(command=("sh", "-c", "true"), metric="wall")
+    assert (p.precision, p.precision_tests, p.cap, p.repetitions) == (2.0, None, 20, 5)
+    assert make(command=("sh", "-c", "true"), metric="wall", repetitions=3).precision is None
 
 
 @pytest.mark.slow
@@ -326,7 +330,8 @@ def test_bench_help_reads_its_defaults_from_the_one_table():
     text = " ".join(r.stdout.split())
     for what in ("processes", "process_reps", "warmup"):
         assert " ".join(help_default(what).split()) in text, what
-    assert "the llama.cpp workload 10 (3 on a CPU device)" in text
+    assert "the llama.cpp workload 5 (3 on a CPU device)" in text
+    assert "the llama.cpp workload: 4-8 s on a GPU" in text  # how long a process takes, from the same table
 
 
 @pytest.mark.slow

@@ -87,7 +87,7 @@ def _entry(by_process: list[list[float]]) -> dict:
 def analyze(records: list[dict], arms: dict, baseline: str, host: dict | None = None, *,
             allow_mismatch: bool = False, aa_arm: str | None = None, notes: list[str] | None = None,
             lower_is_better: frozenset[str] | set[str] = frozenset(),
-            bench_warnings: list[str] | None = None) -> dict:
+            bench_warnings: list[str] | None = None, confidence: float = 0.95) -> dict:
     """Compute the summary of one bench run (the content of ``summary.json``): typed values only.
 
     Args:
@@ -104,14 +104,14 @@ def analyze(records: list[dict], arms: dict, baseline: str, host: dict | None = 
             :func:`host_from_file`), or None.
         allow_mismatch: compare series whose configurations differ, marking them,
             instead of raising :class:`ComparabilityError`.
-        aa_arm: the A/A arm (shim active, stock answers): its ratio to the
-            unshimmed reference arm is reported under ``"aa"``.
+        aa_arm: the A/A arm (shim active, stock answers): its ratio to the unshimmed reference arm is under ``"aa"``.
         notes: sentences for the table notes (e.g. "no speed effect is expected on a CPU device").
         lower_is_better: tests whose metric is better when lower (seconds): the
             stability warnings read them that way (a slow first process is a high value).
         bench_warnings: warnings about the whole bench, not one arm (an inherited
             ``GGML_VK_DISABLE_*``, :func:`capshim.bench.inherited_env.warnings`): listed
             first under ``"warnings"`` with ``arm`` and ``test`` null, and as ``warning: ...`` notes.
+        confidence: the intervals' level (:func:`capshim.bench.stats.compare`; ``method.ci`` says it).
 
     Returns:
         ``{"schema", "baseline", "tests": [series], "method", "host": {...} | None,
@@ -161,7 +161,7 @@ def analyze(records: list[dict], arms: dict, baseline: str, host: dict | None = 
         for t in tests:
             if samples[name].get(t):
                 per_test[t] = _test_entry(name, t, samples, baseline, configs, mismatches, host, host_tests,
-                                          host_procs, lower_is_better)
+                                          host_procs, lower_is_better, confidence)
                 _drop_off_device(per_test[t], name, baseline, host, off)
                 all_warnings += [{"arm": name, "test": t, "warning": w} for w in per_test[t]["warnings"]]
         out_arms[name] = {"spec": arm.get("spec") or {}, "state": state, "path": arm.get("path") or {},
@@ -172,7 +172,7 @@ def analyze(records: list[dict], arms: dict, baseline: str, host: dict | None = 
         "schema": SCHEMA,
         "baseline": baseline,
         "tests": tests,
-        "method": dict(METHOD),
+        "method": {**METHOD, "ci": stats.ci_method(confidence)},
         "host": None if host is None else {
             "name": host.get("name", "host"),
             "source": host.get("source"),
@@ -180,7 +180,7 @@ def analyze(records: list[dict], arms: dict, baseline: str, host: dict | None = 
             "tests": host_tests,
         },
         "arms": out_arms,
-        "aa": _aa(aa_arm, arms, samples, tests, host, off),
+        "aa": _aa(aa_arm, arms, samples, tests, host, off, confidence),
         "warnings": all_warnings,
         "notes": [f"warning: {w}" for w in [*(bench_warnings or []), *off.values()]] + list(notes or []),
     }
@@ -251,7 +251,7 @@ def _arm_flags(name: str, arm: dict, baseline: str, base_path: dict, has_samples
 
 
 def _test_entry(name, t, samples, baseline, configs, mismatches, host, host_tests, host_procs,
-                lower_is_better) -> dict:
+                lower_is_better, confidence: float = 0.95) -> dict:
     """One arm's statistics of one test: stats, config, mismatches, warnings, speedup, % of host."""
     procs = list(samples[name][t].values())
     entry = {**_entry(procs), "config": _first_config(configs, name, t),
@@ -259,13 +259,13 @@ def _test_entry(name, t, samples, baseline, configs, mismatches, host, host_test
     entry["warnings"] = stats.stability_warnings(procs, higher_is_better=t not in lower_is_better)
     base_runs = samples[baseline].get(t)
     if base_runs and name != baseline:
-        entry["speedup"] = stats.compare(procs, list(base_runs.values()))
+        entry["speedup"] = stats.compare(procs, list(base_runs.values()), confidence=confidence)
     elif name == baseline:
         entry["speedup"] = {"value": 1.0, "ci95": None}
     if t in host_tests and host is not None and host.get("name") == name:
         entry["pct_of_host"] = {"value": 100.0, "ci95": None}  # the host arm against itself
     elif t in host_tests:
-        entry["pct_of_host"] = stats.compare(procs, host_procs[t], percent=True)
+        entry["pct_of_host"] = stats.compare(procs, host_procs[t], percent=True, confidence=confidence)
     return entry
 
 
@@ -314,7 +314,7 @@ def _check_comparable(tests, arms, baseline, configs, host, allow_mismatch) -> d
     return out
 
 
-def _aa(aa_arm, arms, samples, tests, host, off: dict | None = None) -> dict | None:
+def _aa(aa_arm, arms, samples, tests, host, off: dict | None = None, confidence: float = 0.95) -> dict | None:
     """The A/A arm against the unshimmed reference (the host arm, else the first arm without shims);
     no ratio when either did not run on the probed device (``off``)."""
     if not aa_arm or aa_arm not in arms:
@@ -331,7 +331,7 @@ def _aa(aa_arm, arms, samples, tests, host, off: dict | None = None) -> dict | N
     for t in tests:
         a, r = samples[aa_arm].get(t), samples[ref].get(t)
         if a and r:
-            out[t] = stats.compare(list(a.values()), list(r.values()))
+            out[t] = stats.compare(list(a.values()), list(r.values()), confidence=confidence)
     return {"arm": aa_arm, "reference": ref, "tests": out}
 
 

@@ -23,7 +23,7 @@ from pathlib import Path
 
 from capshim import backends, evidence, profiles
 from capshim.bench import arms as arms_mod
-from capshim.bench import inherited_env, metrics
+from capshim.bench import inherited_env, metrics, schedule
 from capshim.bench.analysis import host_from_file
 from capshim.bench.arms import Arm
 from capshim.bench.request import MODEL, TIMEOUT_S, BenchRequest, Defaults, defaults_for
@@ -94,11 +94,11 @@ class Plan:
 
     def __post_init__(self):
         """``cap``: ``repetitions`` without a target; with one, at least ``repetitions``, and
-        5 x ``repetitions`` when not given (0)."""
+        5 x ``repetitions`` or :data:`capshim.bench.schedule.CAP`, whichever is more, when not given (0)."""
         if self.precision is None:
             self.cap = self.repetitions
         else:
-            self.cap = max(self.repetitions, self.cap or 5 * self.repetitions)
+            self.cap = max(self.repetitions, self.cap or max(5 * self.repetitions, schedule.CAP))
 
 
 def pick_device(backend: backends.Backend, stock: dict) -> tuple[int, dict]:
@@ -195,10 +195,10 @@ def _precision(req: BenchRequest, d: Defaults) -> tuple[float | None, list[str] 
     if req.precision is not None:
         return req.precision, list(req.precision_tests) or None, req.max_runs
     n_prompt = req.n_prompt or d.n_prompt
-    if d.precision and req.repetitions is None and n_prompt:
+    if d.precision and req.repetitions is None:
         target, tests, cap = d.precision
-        return (target, list(req.precision_tests) or [f"pp{n_prompt}" if t == "pp512" else t for t in tests],
-                req.max_runs or cap)
+        tests = [f"pp{n_prompt}" if t == "pp512" and n_prompt else t for t in tests or ()]
+        return target, list(req.precision_tests) or tests or None, req.max_runs or cap
     return None, None, None
 
 

@@ -49,7 +49,7 @@ from rich.progress import (
 )
 
 from capshim import __version__, backends, paths
-from capshim.bench import analysis, attest, inherited_env, metrics, summarize, telemetry
+from capshim.bench import analysis, attest, inherited_env, metrics, schedule, summarize, telemetry
 from capshim.bench.arms import Arm
 from capshim.bench.plan import Plan
 from capshim.bench.runs import PAD_RANGE, PAD_VAR, RunResult, make_launcher, run_one
@@ -136,46 +136,53 @@ class _Rounds:
 
     def precision(self, recorded: int) -> dict:
         """The precision check after ``recorded`` rounds (:func:`capshim.bench.summarize.precision_check`
-        of the runs so far, every arm taken as native)."""
+        of the runs so far, every arm taken as native, the intervals at :data:`capshim.bench.schedule.LEVEL`)."""
         p = self.plan
         recipe = summarize.Recipe(_records(self.results, p.exclude_contaminated, self.control_results),
                                   {a.name: {"state": "native"} for a in p.arms}, p.baseline, host_arm=p.host_arm,
-                                  host=p.host, allow_mismatch=True, **_metric_options(p.workload))
+                                  host=p.host, allow_mismatch=True, confidence=schedule.LEVEL,
+                                  **_metric_options(p.workload))
         return summarize.precision_check(recipe, p.precision, recorded, p.cap, p.precision_tests)
 
-    def more(self, recorded: int) -> bool:
-        """Whether another recorded round is wanted after ``recorded`` rounds (the precision loop)."""
+    def more(self, recorded: int) -> schedule.Round | None:
+        """The next recorded round after ``recorded`` rounds, or None when enough: every arm in the
+        first ``repetitions`` rounds, then the precision loop's choice (:func:`capshim.bench.schedule.next_round`)."""
         p = self.plan
+        names = [a.name for a in p.arms]
         if recorded < p.repetitions:
-            return True
+            return schedule.first_rounds(names, p.repetitions)
         if p.precision is None:
-            return False
-        self.precision_state = self.precision(recorded)
-        if self.precision_state["reached"] or recorded >= p.cap:
-            return False
-        worst = self.precision_state["max_half_width"]
-        self.console.print(f"precision: widest half-width {'unknown' if worst is None else format(worst, '.2f')} "
-                           f"> {p.precision:g} points after {recorded} rounds: one more round")
-        return True
+            return None
+        self.precision_state = check = self.precision(recorded)
+        counts = {a: len(rs) for a, rs in self.results.items()}
+        reference = p.host_arm or (None if p.host is not None else p.baseline)
+        nxt = None if check["reached"] else schedule.next_round(check["comparisons"], counts, names, reference,
+                                                                 p.precision, p.cap)
+        if nxt is not None:
+            self.console.print(f"precision after {recorded} rounds: {nxt.reason}; next round: {', '.join(nxt.arms)}",
+                               markup=False, highlight=False)
+        return nxt
 
     def run(self, rng: random.Random, probe: telemetry.Telemetry) -> None:
         """Warm-up rounds, then recorded rounds until :meth:`more` says enough or a stop request."""
         p = self.plan
-        units = [(a, w) for a in p.arms for w in (p.workload, *p.workload.controls)]
+        kinds_ = (p.workload, *p.workload.controls)
+        every = [(a, w) for a in p.arms for w in kinds_]
         launcher = make_launcher(p.arms, p.workload, self.workdir, rng)
         progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                             TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn(), console=self.console,
                             transient=False)
         with progress:
-            task = progress.add_task("bench", total=len(units) * (p.warmup + p.repetitions))
+            task = progress.add_task("bench", total=len(every) * (p.warmup + p.repetitions))
             for rnd in range(p.warmup):
-                if not self.round(units, rnd + 1, False, launcher, rng, probe, progress, task):
+                if not self.round(every, rnd + 1, None, launcher, rng, probe, progress, task):
                     return
             recorded = 0
-            while self.more(recorded):
+            while (nxt := self.more(recorded)) is not None:
+                units = [(a, w) for a in p.arms if a.name in nxt.arms for w in kinds_]
                 if recorded >= p.repetitions:
                     progress.update(task, total=progress.tasks[0].total + len(units))
-                if not self.round(units, recorded + 1, True, launcher, rng, probe, progress, task):
+                if not self.round(units, recorded + 1, nxt.reason, launcher, rng, probe, progress, task):
                     return
                 recorded += 1
                 if p.precision is not None and p.precision_tests and not self.tests_checked:
@@ -186,43 +193,50 @@ class _Rounds:
                         self.bad_tests = check
                         return
 
-    def round(self, units, n: int, record: bool, launcher, rng, probe, progress, task) -> bool:
-        """One round in a fresh order; False when a stop request ended it."""
-        order = list(units)
-        rng.shuffle(order)  # one permutation of every (arm, workload) pair: the controls too
+    def round(self, units, n: int, reason: str | None, launcher, rng, probe, progress, task) -> bool:
+        """One round of ``units`` in a fresh order (recorded when ``reason`` says why it runs, else a
+        warm-up); False when a stop request ended it."""
+        order, record = list(units), reason is not None
+        rng.shuffle(order)  # one permutation of the round's (arm, workload) pairs: the controls too
         if record:
             self.bundle.metadata["schedule"].append([w.label(a.name) for a, w in order])
+            self.bundle.metadata["schedule_reasons"].append(reason)
         for pos, (arm, w) in enumerate(order, 1):
             if self.stop():
                 return False
             who = arm.name + (f" control {w.control}" if w.control else "")
-            reps = self.plan.repetitions
-            what = (f"{who} run {n}/{max(n, reps)}" if record else f"{who} warm-up {n}/{self.plan.warmup}")
+            run_no = len((self.control_results if w.control else self.results)[arm.name]) + 1
+            what = (f"{who} run {run_no} (round {n})" if record else f"{who} warm-up {n}/{self.plan.warmup}")
             progress.update(task, description=what)
-            res = run_one(self.bundle, arm, n, w, self.plan.timeout, self.workdir, record, launcher, probe,
-                          (n if record else 0, pos), stop=self.stop)
+            res = run_one(self.bundle, arm, run_no if record else n, w, self.plan.timeout, self.workdir, record,
+                          launcher, probe, (n if record else 0, pos), stop=self.stop)
             if record:
-                self.keep(arm, w, res, n, pos)
+                self.keep(arm, w, res, run_no, (n, pos))
             if res.error:
-                self.console.print(f"[yellow]{who} {'run ' + str(n) if record else 'warm-up'}: {res.error}[/]")
+                self.console.print(f"[yellow]{who} {'run ' + str(run_no) if record else 'warm-up'}: {res.error}[/]")
             progress.advance(task)
-            if res.contaminated and not self.busy_said:  # said once, not per run (issue 28)
-                self.busy_said = True
-                self.console.print(messages.format_message(
-                    f"the machine is busy ({'; '.join(res.contaminated)}): runs made while it is are marked "
-                    "contaminated and kept; the results after the runs say how many (this note is not repeated)",
-                    "note", messages.width(self.console.file)),
-                    markup=False, highlight=False, soft_wrap=True)
+            self.say_busy(res)
             if not self.console.is_terminal:  # no live bar in a log: one line per run
                 self.console.print(f"[{int(progress.tasks[0].completed)}/{int(progress.tasks[0].total)}] {what}: "
                                    f"{res.seconds:.1f} s" + (f" ({res.error})" if res.error else ""),
                                    markup=False, highlight=False)
         return not self.stop()
 
-    def keep(self, arm: Arm, w: Workload, res: RunResult, n: int, pos: int) -> None:
-        """Record one run: in the results, and in metadata.json (a control's runs only there)."""
+    def say_busy(self, res: RunResult) -> None:
+        """The busy-machine note, once a bench (issue 28), at the first contaminated run."""
+        if res.contaminated and not self.busy_said:
+            self.busy_said = True
+            self.console.print(messages.format_message(
+                f"the machine is busy ({'; '.join(res.contaminated)}): runs made while it is are marked "
+                "contaminated and kept; the results after the runs say how many (this note is not repeated)",
+                "note", messages.width(self.console.file)),
+                markup=False, highlight=False, soft_wrap=True)
+
+    def keep(self, arm: Arm, w: Workload, res: RunResult, n: int, at: tuple[int, int]) -> None:
+        """Record run ``n`` of an arm, made at ``at`` (round, position): in the results, and in
+        metadata.json (a control's runs only there)."""
         (self.control_results if w.control else self.results)[arm.name].append(res)
-        entry = {"run": n, "round": n, "position": pos, "exec_argv": res.exec_argv, "env_delta": res.env_delta,
+        entry = {"run": n, "round": at[0], "position": at[1], "exec_argv": res.exec_argv, "env_delta": res.env_delta,
                  "telemetry": res.telemetry, "contaminated": res.contaminated}
         if w.control:
             entry = {**res.info(), **entry}
@@ -332,6 +346,7 @@ def _metadata(plan: Plan) -> dict:
         "inherited_env": inherited_env.record(os.environ),
         "shims": _shim_hashes(arms),
         "schedule": [],
+        "schedule_reasons": [],
     }
     if workload.controls:
         meta["controls"] = {c.control: {"argv": c.argv, "metric": c.metric.to_dict()} for c in workload.controls}
@@ -397,11 +412,13 @@ def _finish(loop: _Rounds) -> BenchResult:
         state = loop.precision_state
         rounds = state["rounds"] if state is not None and not interrupted else \
             max((len(v) for v in results.values()), default=0)
-        prec = summarize.Precision(plan.precision, plan.cap, plan.precision_tests, rounds, interrupted=interrupted)
+        prec = summarize.Precision(plan.precision, plan.cap, plan.precision_tests, rounds, interrupted=interrupted,
+                                   level=schedule.LEVEL)
     recipe = summarize.Recipe(_records(results, plan.exclude_contaminated, controls), arm_info, plan.baseline,
                               host_arm=plan.host_arm, host=plan.host, aa_arm=plan.aa_arm, notes=list(plan.notes),
                               bench_warnings=list(loop.env_warnings), allow_mismatch=plan.allow_mismatch,
-                              precision=prec, **_metric_options(plan.workload))
+                              precision=prec, confidence=schedule.LEVEL if plan.precision is not None else 0.95,
+                              **_metric_options(plan.workload))
     heading = plan.title or "capshim bench"  # the device, a stand-in named as one (plan.title)
     summary = loop.bundle.finalize(summarize.steps(recipe, _records(results, False, controls), title=heading),
                                    interrupted=interrupted, metadata_update={"failed_runs": failed}, title=heading)

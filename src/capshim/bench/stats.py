@@ -42,7 +42,7 @@ import warnings
 from capshim.contracts.numbers import MIN_PROCESSES  # defined once: no interval, and no verdict, below it
 
 __all__ = ["describe", "process_values", "ratio", "ratio_ci", "compare", "stability_warnings", "half_width",
-           "SPREAD_DEFINITION", "CI_METHOD", "MIN_PROCESSES", "SPREAD_LIMIT_PCT",
+           "SPREAD_DEFINITION", "CI_METHOD", "ci_method", "MIN_PROCESSES", "SPREAD_LIMIT_PCT",
            "OUTLIER_Z", "SLOW_FIRST_FACTOR", "TRIM", "TRIM_FROM_PCT", "trim_for"]
 
 #: Spread of the process values above this (% of the median) is flagged (pyperf warns at 10%).
@@ -64,6 +64,15 @@ CI_METHOD = (f"95% Welch t interval of the ratio of geometric means of per-proce
              f"process (modified z > {OUTLIER_Z:g} and over {TRIM_FROM_PCT:g}% from the median) both sides' means "
              f"are {int(TRIM * 100)}% trimmed (Yuen); "
              f"fewer than {MIN_PROCESSES} processes on a side: no interval, the range of ratios instead")
+
+
+def ci_method(confidence: float = 0.95) -> str:
+    """:data:`CI_METHOD`, and at a level above 0.95 why (a bench whose precision loop chose when to stop)."""
+    if confidence == 0.95:
+        return CI_METHOD
+    return (f"{CI_METHOD}; computed at {100 * confidence:g}% because the precision loop stopped when the "
+            f"intervals looked narrow enough: at that level they still hold the truth at least 95% of the time "
+            f"(coverage simulation of the whole loop, docs/statistics.md)")
 
 
 def _clean(samples, what: str) -> np.ndarray:
@@ -266,7 +275,7 @@ def _finite_ratio(value: float) -> float:
     return value
 
 
-def compare(by_process, reference_by_process, *, percent: bool = False) -> dict:
+def compare(by_process, reference_by_process, *, percent: bool = False, confidence: float = 0.95) -> dict:
     """Ratio of the geometric means of per-process values, with its 95% interval or, below
     :data:`MIN_PROCESSES` processes on a side, the range and the reason.
 
@@ -274,6 +283,9 @@ def compare(by_process, reference_by_process, *, percent: bool = False) -> dict:
         by_process: the arm's samples, one list per process (tok/s, or seconds).
         reference_by_process: the baseline's (speedup) or host's (% of host), the same shape.
         percent: multiply by 100 (for "% of host").
+        confidence: the level ``ci95`` is computed at: 0.95, or higher where the bench's rounds
+            stopped when the intervals looked narrow enough, so that the interval still holds the
+            truth 95% of the time (:data:`capshim.bench.schedule.LEVEL`, docs/statistics.md).
 
     Returns:
         ``{"value": float, "ci95": [low, high] | None, "level": "process" | "range",
@@ -293,7 +305,7 @@ def compare(by_process, reference_by_process, *, percent: bool = False) -> dict:
     positive = pa.min() > 0 and pb.min() > 0
     if positive and pa.size >= MIN_PROCESSES and pb.size >= MIN_PROCESSES:
         out["value"] = _finite_ratio(ratio(pa, pb) * k)
-        ci = ratio_ci(pa, pb)
+        ci = ratio_ci(pa, pb, confidence=confidence)
         out["ci95"] = [ci[0] * k, ci[1] * k] if ci else None
         return out
     # too few processes for a mean to mean much: the ratio of the medians the tables show

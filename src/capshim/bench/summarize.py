@@ -89,6 +89,7 @@ class Precision:
         rounds: recorded rounds so far.
         reached: the precision loop's last verdict (None: it never checked).
         interrupted: a stop signal or an error ended the runs.
+        level: the level the intervals were computed at (:data:`capshim.bench.schedule.LEVEL`).
     """
 
     target: float
@@ -97,15 +98,16 @@ class Precision:
     rounds: int = 0
     reached: bool | None = None
     interrupted: bool = False
+    level: float = 0.95
 
     def record(self, summary: dict) -> dict:
-        """``{"target", "reached", "max_half_width", "rounds", "cap", "tests", "stopped_by"}`` of ``summary``."""
+        """``{"target", "reached", "max_half_width", "rounds", "cap", "tests", "stopped_by", "level"}`` of ``summary``."""
         worst = widest(summary, self.tests)
         reached = worst is not None and worst <= self.target
         return {"target": self.target, "reached": reached, "max_half_width": worst, "rounds": self.rounds,
                 "cap": self.cap, "tests": list(self.tests) if self.tests else "all",
                 "stopped_by": ("target reached" if reached else "interrupted" if self.interrupted
-                               else f"--max-runs {self.cap} reached")}
+                               else f"--max-runs {self.cap} reached"), "level": self.level}
 
 
 @dataclass
@@ -124,6 +126,8 @@ class Recipe:
         controls: the control workloads' names.
         aa_arm, notes, bench_warnings, allow_mismatch: as for ``analyze``.
         precision: the precision target's record, or None without a target.
+        confidence: the level of the intervals (:data:`capshim.bench.schedule.LEVEL` when the
+            precision loop decided when to stop, else 0.95; see docs/statistics.md).
         refused: set by :meth:`summary` when the configurations differ and mismatches were not
             allowed: the summary is then made with the rows marked and a ``refused:`` note, and
             the caller raises this error after the seal.
@@ -142,6 +146,7 @@ class Recipe:
     allow_mismatch: bool = False
     precision: Precision | None = None
     refused: analysis.ComparabilityError | None = None
+    confidence: float = 0.95
 
     def host_dict(self) -> dict | None:
         """The host baseline ``analyze`` takes: the host arm's (:func:`host_of_arm`), else ``host``."""
@@ -172,7 +177,7 @@ class Recipe:
         lower = {t for t, m in self.metric_tests.items() if m.better == "lower"}
         out = analysis.analyze(self.records, self.arms, self.baseline, host, allow_mismatch=allow_mismatch,
                                aa_arm=self.aa_arm, notes=notes, lower_is_better=lower,
-                               bench_warnings=self.bench_warnings)
+                               bench_warnings=self.bench_warnings, confidence=self.confidence)
         return metrics.annotate(out, self.metric_tests, self.controls) if self.metric_tests else out
 
 
@@ -241,16 +246,19 @@ def precision_check(recipe: Recipe, target: float, rounds: int, cap: int,
     """Whether every interval is at most ``target`` points wide (half-width) in ``recipe``'s summary.
 
     Returns:
-        ``{"target", "reached", "max_half_width", "rounds", "cap"}``, plus ``"unknown_tests"`` and
+        ``{"target", "reached", "max_half_width", "rounds", "cap", "comparisons"}`` (``comparisons``:
+        :func:`comparisons` of the summary, which :func:`capshim.bench.schedule.next_round` reads;
+        empty when the analysis failed), plus ``"unknown_tests"`` and
         ``"known_tests"`` when ``tests`` names a test the results do not have.
     """
     try:
         summary = recipe.summary()
     except CapshimError:
-        return {"target": target, "reached": False, "max_half_width": None, "rounds": rounds, "cap": cap}
+        return {"target": target, "reached": False, "max_half_width": None, "rounds": rounds, "cap": cap,
+                "comparisons": []}
     worst = widest(summary, tests)
     out = {"target": target, "reached": worst is not None and worst <= target, "max_half_width": worst,
-           "rounds": rounds, "cap": cap}
+           "rounds": rounds, "cap": cap, "comparisons": comparisons(summary, tests)}
     known = sorted({t for arm in summary["arms"].values() for t in arm["tests"]})
     unknown = [x for x in tests or [] if known and not any(t == x or t.split()[0] == x for t in known)]
     if unknown:

@@ -8,7 +8,7 @@ import click
 
 from capshim.contracts.pasteable import command as pasteable
 from capshim import evidence as _evidence
-from capshim.bench import plan, runner
+from capshim.bench import plan, runner, schedule
 from capshim.bench import request as bench_request
 from capshim.bench.stats import MIN_PROCESSES
 from capshim.bench.workloads.builtin import MODEL_PRESETS
@@ -46,7 +46,9 @@ def _sign(bundle, key) -> None:
               help="Bare-metal host numbers measured elsewhere: a bundle or a llama-bench JSON file.")
 @click.option("--host-arm", metavar="NAME", help="An arm of this bench that plays the host (default: native).")
 @click.option("--repetitions", "-r", type=click.IntRange(1, 1000), default=None,
-              help="Recorded processes per arm (one round each) " + kinds.help_default("processes") + ".")
+              help="Processes per arm that every arm runs, one round each, before --precision gives rounds only "
+                   "to the arms whose interval is still wide " + kinds.help_default("processes")
+                   + ". One process takes about: " + kinds.help_default("process_s") + ".")
 @click.option("--process-reps", type=click.IntRange(1, 1000), default=None,
               help="Built-in workload: timed repetitions inside each process, after its in-process warm-up; "
                    "the process's median is one sample " + kinds.help_default("process_reps") + ".")
@@ -59,12 +61,15 @@ def _sign(bundle, key) -> None:
 @click.option("--seed", type=click.IntRange(0, 2**32 - 1), default=None,
               help="Seed of the arm order per round and the environment padding [default: random, recorded].")
 @click.option("--precision", type=FiniteFloat(0, 100, min_open=True), default=None, metavar="PCT",
-              help="Add rounds until every interval's half-width is at most PCT points (% of host; "
-                   "without a host, percent of the speedup), or --max-runs is hit (then the table says so).")
+              help="Add rounds, each to the arms whose interval is wider than PCT points (% of host; without a "
+                   "host, percent of the speedup) and the host, until every interval is within PCT or --max-runs "
+                   f"is hit (then the table says so); the intervals are then computed at {100 * schedule.LEVEL:g}%, which keeps 95% "
+                   "coverage although the loop stops when they look narrow (docs/statistics.md) "
+                   + kinds.help_default("precision") + ".")
 @click.option("--precision-test", "precision_tests", multiple=True, metavar="TEST",
               help="With --precision: the test the target applies to, e.g. pp512 (repeatable) [default: every test].")
 @click.option("--max-runs", type=click.IntRange(1, 100000), default=None,
-              help="With --precision: the most processes per arm [default: 5 x --repetitions].")
+              help="With --precision: the most processes per arm [default: 5 x --repetitions, at least 60].")
 @click.option("--exclude-contaminated", is_flag=True,
               help="Leave runs whose telemetry shows contamination (load above the core count, another process "
                    "on the GPU, throttled clocks) out of the statistics; they stay listed and flagged.")

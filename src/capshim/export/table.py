@@ -124,10 +124,14 @@ def _precision_note(s: dict) -> str | None:
         return None
     worst = p.get("max_half_width")
     w = f"{worst:.2f}" if isinstance(worst, (int, float)) else "unknown"
+    level = p.get("level")
+    at = (f"; intervals at {100 * level:g}%, for 95% coverage although the rounds stopped when they looked "
+          f"narrow" if isinstance(level, (int, float)) and level != 0.95 else "")
     if p.get("reached"):
-        return f"precision: every interval's half-width <= {p['target']:g} points (widest {w}) after {p['rounds']} rounds"
+        return (f"precision: every interval's half-width <= {p['target']:g} points (widest {w}) after {p['rounds']} "
+                f"rounds{at}")
     return (f"precision NOT reached: widest half-width {w} points > {p['target']:g} after {p['rounds']} rounds "
-            f"({p.get('stopped_by', 'stopped')})")
+            f"({p.get('stopped_by', 'stopped')}){at}")
 
 
 def table(summaries: list[dict], labels: list[str] | None = None) -> dict:

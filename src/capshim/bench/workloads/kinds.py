@@ -51,18 +51,36 @@ def help_default(what: str) -> str:
     name is its ``defaults`` row), named by its :attr:`Kind.label`, in registry order.
 
     Args:
-        what: ``processes`` (``-r``), ``process_reps``, ``warmup``, or the built-in workload's
-            ``n_prompt`` / ``n_gen``.
+        what: ``processes`` (``-r``), ``process_reps``, ``warmup``, the built-in workload's
+            ``n_prompt`` / ``n_gen``, ``precision`` (the GPU targets) or ``process_s`` (seconds a
+            process takes, as measured: not a ``[default: ...]``).
     """
+    owners = [k for k in _registry().values() if k.name == k.defaults]
+    if what == "process_s":
+        return "; ".join(_duration(k) for k in owners if any(defaults_for(k.name, c).process_s for c in (False, True)))
+    if what == "precision":
+        gpu = [f"{k.label or k.name} +-{d.precision[0]:g} points, at most {d.precision[2]}" for k in owners
+               if (d := defaults_for(k.name, False)).precision]
+        return "[default on a GPU: " + "; ".join(gpu) + "; none on a CPU device]"
     if what in ("n_prompt", "n_gen"):
         gpu, cpu = (getattr(defaults_for("builtin", c), what) for c in (False, True))
         return f"[default: {gpu}" + (f"; {cpu} on a CPU device" if cpu != gpu else "") + "]"
     parts = []
-    for kind in _registry().values():
-        if kind.name != kind.defaults:
-            continue
+    for kind in owners:
         gpu, cpu = (getattr(defaults_for(kind.name, c), what) for c in (False, True))
         if gpu is None:
             continue
         parts.append(f"{kind.label or kind.name} {gpu}" + (f" ({cpu} on a CPU device)" if cpu != gpu else ""))
     return f"[default: {'; '.join(parts)}]"
+
+
+def _duration(kind: Kind) -> str:
+    """How long one process of ``kind`` takes on a GPU and on a CPU device, as its defaults rows record it."""
+    def span(d) -> str | None:
+        if not d.process_s:
+            return None
+        lo, hi = d.process_s
+        return f"{lo:g}" + (f"-{hi:g}" if hi != lo else "") + " s"
+    parts = [f"{s} on a {c}" for c, s in (("GPU", span(defaults_for(kind.name, False))),
+                                          ("CPU device", span(defaults_for(kind.name, True)))) if s]
+    return f"{kind.label or kind.name}: " + (", ".join(parts) if parts else "not measured")
