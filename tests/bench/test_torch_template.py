@@ -194,3 +194,17 @@ def test_the_bench_forks_torch_sdpa_runs_from_templates(tmp_path, monkeypatch):
     assert {n: a["state"] for n, a in arms.items()} == {"native": "native", "t4": "active"}
     assert {r["launch"] for a in arms.values() for r in a["runs"]} == {"template"}
     assert arms["t4"]["path"]["cuda"]["capability"] == "7.5" and arms["t4"]["output_check"] == "same output as native"
+
+
+def test_a_run_never_inherits_a_template_variable(monkeypatch):
+    """Set in a run's environment, CAPSHIM_TEMPLATE_FD would keep the CUDA shim stock in it."""
+    import random
+    from types import SimpleNamespace
+
+    from capshim.bench import runs
+
+    monkeypatch.setenv(template.FD_VAR, "7")
+    lc = SimpleNamespace(env_delta={"CAPSHIM_STATUS_FILE": "s.jsonl"}, argv=["prog"], exec_argv=["prog"])
+    exec_argv, env, _ = runs.Launcher(["CAPSHIM_STATUS_FILE"], 0, random.Random(0)).build(lc, {})
+    assert template.FD_VAR not in env and env["CAPSHIM_STATUS_FILE"] == "s.jsonl"
+    assert exec_argv[:3] == ["/bin/sh", "-c", launch.PID_WRAPPER]
