@@ -208,3 +208,25 @@ def test_a_run_never_inherits_a_template_variable(monkeypatch):
     exec_argv, env, _ = runs.Launcher(["CAPSHIM_STATUS_FILE"], 0, random.Random(0)).build(lc, {})
     assert template.FD_VAR not in env and env["CAPSHIM_STATUS_FILE"] == "s.jsonl"
     assert exec_argv[:3] == ["/bin/sh", "-c", launch.PID_WRAPPER]
+
+
+@pytest.mark.parametrize("mode", ["plain", "template"])
+def test_capshim_bench_with_the_real_shim_lowers_the_arm_either_way(cuda_build, tmp_path, mode):
+    """`capshim bench --workload torch-sdpa` end to end over the stand-in runtime: the real CUDA
+    backend and shim, each launch mode; the a100-class arm answers 8.0 in every process."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CAPSHIM_") and k != "LD_PRELOAD"}
+    env.update(cuda.standin_env(cuda_build))
+    env.update({"PYTHONPATH": os.pathsep.join([str(cuda_fake.SRC), str(cuda_fake.STANDIN)]),
+                "CAPSHIM_BENCH_LAUNCH": mode, "CAPSHIM_MESSAGE_WIDTH": "0"})
+    out = tmp_path / "b"
+    r = subprocess.run([sys.executable, "-m", "capshim.cli", "bench", "--workload", "torch-sdpa", "--arm", "native",
+                        "--arm", "a100-class", "--aa", "--shape", SMALL, "-r", "2", "--out", str(out)],
+                       env=env, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    s = json.loads((out / "summary.json").read_text())
+    arms = s["arms"]
+    assert {n: a["state"] for n, a in arms.items()} == {"native": "native", "a100-class": "active", "aa": "active"}
+    assert {n: a["path"]["cuda"]["capability"] for n, a in arms.items()} == \
+        {"native": "9.0", "a100-class": "8.0", "aa": "9.0"}
+    assert {r["launch"] for a in arms.values() for r in a["runs"]} == {mode}
+    assert arms["a100-class"]["output_check"] == "same output as native"
