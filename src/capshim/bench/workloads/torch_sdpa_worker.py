@@ -11,9 +11,9 @@ PyTorch picks its attention kernel from the compute capability the CUDA runtime 
 (``aten/src/ATen/native/transformers/cuda/sdp_utils.cpp``: flash and cuDNN attention need
 sm80+, memory-efficient sm50+, math always): the workload a lowered capability changes. The
 problem is ``torch.nn.functional.scaled_dot_product_attention`` on fp16 query, key and value
-of shape B x H x S x D (pseudo-random, seeded: :func:`hashed_uniform`); with ``--block`` a small transformer block around it
-(QKV projection, attention, output projection, residual, layer norm, a 4x GELU MLP) on
-B x S x (H*D). The process warms up (``--warmup`` calls, not timed), times ``--repetitions``
+of shape B x H x S x D (pseudo-random, seeded: :func:`hashed_uniform`); with ``--block`` a
+small transformer block around it (QKV projection, attention, output projection, residual,
+layer norm, a 4x GELU MLP) on B x S x (H*D). The process warms up (``--warmup`` calls, not timed), times ``--repetitions``
 calls (``time.perf_counter`` around the call and ``torch.cuda.synchronize()``), then runs one
 more call under ``torch.profiler`` (CUDA activity only: no CPU events, shapes or stacks) to see
 which kernels ran.
@@ -133,10 +133,11 @@ _UNIT = math.sqrt(12.0)
 
 
 def _mix32(x):
-    """lowbias32 of each element of ``x`` (int64 values in [0, 2^32)), in place where it can be.
+    """lowbias32 of ``x`` (a Python int, or each element of an int64 array, values in [0, 2^32)),
+    in place where it can be.
 
-    Works on any int64 array with Python's operators (a torch tensor on any device, a numpy
-    array): every product is masked to 32 bits, so an int64 product that wraps gives the same
+    Works with Python's operators on any int64 array (a torch tensor on any device, a numpy
+    array) as on an int: every product is masked to 32 bits, so an int64 product that wraps gives the same
     low bits everywhere."""
     x ^= x >> 16
     x = (x * _H1) & _M32
@@ -148,12 +149,7 @@ def _mix32(x):
 
 def stream_key(seed: int, index: int) -> int:
     """The 32-bit key of input tensor ``index`` (0, 1, 2, ...) of seed ``seed`` (Python ints)."""
-    x = ((seed & _M32) * 0x9E3779B9 + (index + 1) * 0x85EBCA6B) & _M32
-    x ^= x >> 16
-    x = (x * _H1) & _M32
-    x ^= x >> 15
-    x = (x * _H2) & _M32
-    return x ^ (x >> 16)
+    return _mix32(((seed & _M32) * 0x9E3779B9 + (index + 1) * 0x85EBCA6B) & _M32)
 
 
 def hashed_uniform(index_array, to_float32, key: int):
