@@ -129,7 +129,7 @@ class Launcher:
         delta.update(lc.env_delta)
         env = dict(os.environ)
         for var in ("CAPSHIM_TARGET_PID", "CAPSHIM_INHERIT", "CAPSHIM_VK_APP_CONFIG", "CAPSHIM_VK_DEVICE_CONFIG",
-                    PAD_VAR):
+                    templates.FD_VAR, PAD_VAR):  # a stray template variable would keep the CUDA shim stock
             env.pop(var, None)
         env.update(delta)
         env.update(workload_env)

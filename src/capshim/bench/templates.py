@@ -16,10 +16,10 @@ from __future__ import annotations
 import atexit
 from pathlib import Path
 
-from capshim.bench.workloads.template import Template, TemplateError, worker_flags
+from capshim.bench.workloads.template import FD_VAR, Template, TemplateError, worker_flags  # noqa: F401 (FD_VAR: runs.py)
 
 #: Workers whose ``__main__`` serves as a template (:func:`capshim.bench.workloads.template.serve`).
-TEMPLATE_WORKERS = ("capshim.bench.workloads.builtin_worker",)
+TEMPLATE_WORKERS = ("capshim.bench.workloads.builtin_worker", "capshim.bench.workloads.torch_sdpa_worker")
 #: Seconds a template may take to import before it counts as failed.
 READY_TIMEOUT_S = 120.0
 

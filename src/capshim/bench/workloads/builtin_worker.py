@@ -59,7 +59,7 @@ import time
 from pathlib import Path
 
 from capshim.bench.workloads.logits import all_finite, argmax, float32s, top1_margin
-from capshim.bench.workloads.phases import FORKED_VAR, Phases, process_age
+from capshim.bench.workloads.phases import FORKED_VAR, Phases, process_clock
 
 #: perf_counter() when this module started running (the interpreter's start is before it).
 _T_MODULE = time.perf_counter()
@@ -589,9 +589,7 @@ def main(argv: list[str] | None = None, phases: Phases | None = None) -> int:
     Returns the exit code (0, 1 or 2); argparse exits 2 itself on bad flags.
     """
     if phases is None:
-        age = process_age()  # since the exec, or since the fork in a template's child
-        start = time.perf_counter() if os.environ.get(FORKED_VAR) else _T_MODULE
-        phases = Phases(start, None if age is None else max(0.0, age - (time.perf_counter() - start)))
+        phases = process_clock(_T_MODULE)
     args = _parse_args(argv)
     if args.threads is None:
         try:

@@ -19,6 +19,14 @@ FORKED_VAR = "CAPSHIM_FORKED_FROM"
 #: untimed run), ``measure`` (the timed repetitions).
 PHASES = ("python_start", "imports", "backend_init", "model_load", "context", "warmup",
           "test_warmup", "measure")
+#: The torch-sdpa worker's phases (:mod:`capshim.bench.workloads.torch_sdpa_worker`):
+#: ``python_start`` as above, ``imports`` (the worker's modules and torch), ``cuda_init`` (the
+#: first CUDA call: ``torch.cuda.is_available()``, the device count, capability and name),
+#: ``inputs`` (making the input tensors on the device), ``warmup`` (the untimed calls),
+#: ``measure`` (the timed calls), ``profile`` (the one call under ``torch.profiler``),
+#: ``output`` (the correctness sample and the checksums).
+TORCH_PHASES = ("python_start", "imports", "cuda_init", "inputs", "warmup", "measure", "profile",
+                "output")
 
 
 def process_age() -> float | None:
@@ -36,12 +44,14 @@ def process_age() -> float | None:
 
 
 class Phases(dict):
-    """Seconds per phase (:data:`PHASES`), filled as the worker goes; ``mark(name)`` adds the
-    time since the previous mark to ``name``."""
+    """Seconds per phase (``names``: :data:`PHASES` by default), filled as the worker goes;
+    ``mark(name)`` adds the time since the previous mark (perf_counter seconds) to ``name``."""
 
-    def __init__(self, start: float | None = None, python_start: float | None = None):
+    def __init__(self, start: float | None = None, python_start: float | None = None,
+                 names: tuple[str, ...] = PHASES):
         super().__init__()
         self._last = time.perf_counter() if start is None else start
+        self.names = names
         self["python_start"] = python_start
 
     def mark(self, name: str) -> None:
@@ -50,4 +60,13 @@ class Phases(dict):
         self._last = now
 
     def record(self) -> dict:
-        return {k: (round(self[k], 4) if self.get(k) is not None else None) for k in PHASES}
+        return {k: (round(self[k], 4) if self.get(k) is not None else None) for k in self.names}
+
+
+def process_clock(module_start: float, names: tuple[str, ...] = PHASES) -> Phases:
+    """A worker's clock, started at ``module_start`` (perf_counter when the worker module began;
+    in a template's child, now: the fork), ``python_start`` from :func:`process_age` (None when
+    unknown)."""
+    age = process_age()  # since the exec, or since the fork in a template's child
+    start = time.perf_counter() if os.environ.get(FORKED_VAR) else module_start
+    return Phases(start, None if age is None else max(0.0, age - (time.perf_counter() - start)), names)

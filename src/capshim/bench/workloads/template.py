@@ -36,10 +36,13 @@ FD_VAR = "CAPSHIM_TEMPLATE_FD"
 MAX_MESSAGE = 1 << 20
 
 #: What a GPU API leaves in a process once it made a call: a Vulkan driver (an ICD loaded by
-#: the loader on vkCreateInstance or vkEnumerate*), NVIDIA's user-space driver or CUDA, or an
-#: open GPU device node. None of these may be in a template before it forks.
-GPU_LIBRARIES = re.compile(r"/(libvulkan_\w+|libnvidia-(glcore|eglcore|gpucomp|vulkan-producer)|"
-                           r"libGLX_nvidia|libcuda|libamdvlk|libcapshim_vk)[^/]*\.so")
+#: the loader on vkCreateInstance or vkEnumerate*), NVIDIA's user-space driver or CUDA's driver
+#: library (``libcuda.so``, which the runtime loads on its first call), or an open GPU device
+#: node. None of these may be in a template before it forks. CUDA's runtime and math libraries
+#: (``libcudart``, ``libcublas``, ``libcudnn``: what ``import torch`` maps) make no driver call
+#: until called, so they may be there.
+GPU_LIBRARIES = re.compile(r"/((libvulkan_\w+|libnvidia-(glcore|eglcore|gpucomp|vulkan-producer)|"
+                           r"libGLX_nvidia|libamdvlk|libcapshim_vk)[^/]*|libcuda)\.so")
 GPU_NODES = re.compile(r"^/dev/(dri/|nvidia|kfd)")
 
 

@@ -11,11 +11,20 @@ PyTorch picks its attention kernel from the compute capability the CUDA runtime 
 (``aten/src/ATen/native/transformers/cuda/sdp_utils.cpp``: flash and cuDNN attention need
 sm80+, memory-efficient sm50+, math always): the workload a lowered capability changes. The
 problem is ``torch.nn.functional.scaled_dot_product_attention`` on fp16 query, key and value
-of shape B x H x S x D (random, seeded); with ``--block`` a small transformer block around it
-(QKV projection, attention, output projection, residual, layer norm, a 4x GELU MLP) on
-B x S x (H*D). The process warms up (``--warmup`` calls, not timed), times ``--repetitions``
+of shape B x H x S x D (pseudo-random, seeded: :func:`hashed_uniform`); with ``--block`` a
+small transformer block around it (QKV projection, attention, output projection, residual,
+layer norm, a 4x GELU MLP) on B x S x (H*D). The process warms up (``--warmup`` calls, not timed), times ``--repetitions``
 calls (``time.perf_counter`` around the call and ``torch.cuda.synchronize()``), then runs one
-more call under ``torch.profiler`` (CUDA activity) to see which kernels ran.
+more call under ``torch.profiler`` (CUDA activity only: no CPU events, shapes or stacks) to see
+which kernels ran.
+
+Inputs: each element is a hash of its index, the seed and the tensor's number (:func:`hashed_uniform`:
+integer operations then one exact conversion, computed elementwise on the device), uniform on
+[-sqrt(3), sqrt(3)) (mean 0, variance 1, like the unit normal it replaces). Elementwise, so the
+same values whatever grid the device's kernels are launched with: PyTorch's CUDA random generator
+sizes its grid from the multiprocessor count, so on the GPU the same seed gave other numbers in an
+arm that lowers multiProcessorCount (seen on the H200: a100-class's output "differed" by 0.116 from
+native's); drawing 3 x 134M normals on the CPU instead cost seconds per process (issue 31).
 
 Throughput: attention FLOPs per call are ``4 * B * H * S^2 * D`` (the two matrix products
 Q K^T and P V, two FLOPs per multiply-add; softmax not counted: the convention of the
@@ -38,7 +47,10 @@ STDOUT gets exactly one JSON object::
      "kernels": [str, ...],             # CUDA kernel names the profiler saw in the profiled call
      "path": {"cuda": {...}},
      "output": [float, ...],            # OUTPUT_SAMPLES values of the output, evenly strided (float32)
-     "checksum": float, "abs_sum": float}
+     "checksum": float, "abs_sum": float,
+     "capshim_phases": {phase: float | None, ...}}  # seconds per phase (phases.TORCH_PHASES)
+
+and one phases line, ``capshim-torch-sdpa: phases {...}`` (the same object, plus ``forked``).
 
 Exit codes: 0 success; 1 the workload failed (no CUDA device, a non-finite output, a CUDA error
 such as out of memory: its first line); 2 bad
@@ -47,15 +59,21 @@ usage or torch not installed. Errors are one line on stderr, ``capshim-torch-sdp
 
 from __future__ import annotations
 
-import argparse
-import json
-import math
-import re
-import statistics
-import sys
 import time
 
-from capshim.bench import attest
+#: perf_counter() when this module started running (the interpreter's start is before it).
+_T_MODULE = time.perf_counter()
+
+import argparse  # noqa: E402 - after the clock's start
+import json  # noqa: E402
+import math  # noqa: E402
+import os  # noqa: E402
+import re  # noqa: E402
+import statistics  # noqa: E402
+import sys  # noqa: E402
+
+from capshim.bench import attest  # noqa: E402
+from capshim.bench.workloads.phases import FORKED_VAR, TORCH_PHASES, Phases, process_clock  # noqa: E402
 
 PROG = "capshim-torch-sdpa"
 MISSING = ("the torch-sdpa workload needs PyTorch with CUDA: pip install torch "
@@ -107,17 +125,68 @@ def flops_per_call(shape: tuple[int, int, int, int], block: bool) -> int:
     return flops
 
 
+#: 32-bit masks and the multipliers of the "lowbias32" integer hash (Chris Wellons, "Prospecting
+#: for Hash Functions", 2018: https://nullprogram.com/blog/2018/07/31/).
+_M32, _H1, _H2 = 0xFFFFFFFF, 0x7FEB352D, 0x846CA68B
+#: sqrt(12): a uniform on [-0.5, 0.5) times this has variance 1.
+_UNIT = math.sqrt(12.0)
+
+
+def _mix32(x):
+    """lowbias32 of ``x`` (a Python int, or each element of an int64 array, values in [0, 2^32)),
+    in place where it can be.
+
+    Works with Python's operators on any int64 array (a torch tensor on any device, a numpy
+    array) as on an int: every product is masked to 32 bits, so an int64 product that wraps gives the same
+    low bits everywhere."""
+    x ^= x >> 16
+    x = (x * _H1) & _M32
+    x ^= x >> 15
+    x = (x * _H2) & _M32
+    x ^= x >> 16
+    return x
+
+
+def stream_key(seed: int, index: int) -> int:
+    """The 32-bit key of input tensor ``index`` (0, 1, 2, ...) of seed ``seed`` (Python ints)."""
+    return _mix32(((seed & _M32) * 0x9E3779B9 + (index + 1) * 0x85EBCA6B) & _M32)
+
+
+def hashed_uniform(index_array, to_float32, key: int):
+    """Unit-variance uniform values on [-sqrt(3), sqrt(3)), one per element of ``index_array``.
+
+    Args:
+        index_array: int64 element indices (``torch.arange(n, dtype=torch.int64, device=...)``, or
+            a numpy ``arange``); overwritten. Fewer than 2^32 (:data:`MAX_ELEMENTS` is 2^31).
+        to_float32: converts an int64 array of values below 2^24 to float32 (exact).
+        key: :func:`stream_key` of the seed and the tensor.
+
+    Returns:
+        float32 values: the top 24 bits of ``lowbias32(lowbias32(i ^ key) + key)``, times 2^-24,
+        minus 0.5, times sqrt(12). Every step is an integer operation or one exactly rounded
+        float32 operation, so a GPU and a CPU give the same bits.
+    """
+    index_array ^= key
+    h = _mix32(index_array)
+    h = _mix32((h + key) & _M32)
+    u = to_float32(h >> 8)
+    return (u * (1.0 / (1 << 24)) - 0.5) * _UNIT
+
+
 def _make_call(torch, shape, block: bool, device: int, seed: int):
     """The timed function and the tensors it uses (kept alive by the closure)."""
     F = torch.nn.functional
     b, h, s, d = shape
-    # The inputs are drawn on the CPU and copied: PyTorch's CUDA generator sizes its grid from the
-    # multiprocessor count, so on the GPU the same seed gives other numbers in an arm that lowers
-    # multiProcessorCount (seen on the H200: a100-class's output "differed" by 0.116 from native's).
-    gen = torch.Generator().manual_seed(seed)
+    dev = f"cuda:{device}"
+    count = [0]
 
     def randn(*size):
-        return torch.randn(*size, generator=gen, dtype=torch.float32).to(dtype=torch.float16, device=f"cuda:{device}")
+        """The next input tensor, fp16 on the device (:func:`hashed_uniform`; not torch's RNG)."""
+        key = stream_key(seed, count[0])
+        count[0] += 1
+        idx = torch.arange(math.prod(size), dtype=torch.int64, device=dev)
+        vals = hashed_uniform(idx, lambda t: t.to(dtype=torch.float32), key)
+        return vals.to(dtype=torch.float16).reshape(*size)
 
     if not block:
         q, k, v = (randn(b, h, s, d) for _ in range(3))
@@ -142,7 +211,9 @@ def _one_field(text: str) -> str:
 
 def _kernels(torch, call) -> list[str]:
     """Names of the CUDA kernels one profiled call ran (torch.profiler, CUDA activity), in first-seen order."""
-    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as prof:
+    # CUDA activity only (no CPU op events), no shapes, stacks, memory or FLOPs: the least it records
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA], record_shapes=False,
+                                profile_memory=False, with_stack=False, with_flops=False) as prof:
         call()
         torch.cuda.synchronize()
     names: list[str] = []
@@ -152,9 +223,23 @@ def _kernels(torch, call) -> list[str]:
     return names
 
 
+def import_torch():
+    """``import torch`` (no CUDA call: torch initialises CUDA on its first use). Raises
+    WorkerError (exit 2) when it is not installed. A template's ``prepare``."""
+    try:
+        import torch  # heavy optional library: imported only in the child process
+    except ImportError:
+        raise WorkerError(MISSING, 2) from None
+    return torch
+
+
 def run(shape=DEFAULT_SHAPE, block: bool = False, warmup: int = 3, repetitions: int = 10, device: int = 0,
-        seed: int = 0) -> dict:
+        seed: int = 0, phases: Phases | None = None) -> dict:
     """Warm up, time ``repetitions`` calls, profile one, digest the output.
+
+    Args:
+        phases: the phase clock (:data:`capshim.bench.workloads.phases.TORCH_PHASES`); default
+            one started now.
 
     Returns:
         The JSON object described in the module docstring.
@@ -163,10 +248,9 @@ def run(shape=DEFAULT_SHAPE, block: bool = False, warmup: int = 3, repetitions: 
         WorkerError: torch missing (exit 2), no CUDA device or a bad ``--device`` (exit 1 / 2),
             a non-finite output (exit 1).
     """
-    try:
-        import torch  # heavy optional library: imported only in the child process
-    except ImportError:
-        raise WorkerError(MISSING, 2) from None
+    phases = phases if phases is not None else Phases(names=TORCH_PHASES)
+    torch = import_torch()
+    phases.mark("imports")
     if not torch.cuda.is_available():
         raise WorkerError("PyTorch sees no CUDA device (torch.cuda.is_available() is False)")
     count = torch.cuda.device_count()
@@ -174,18 +258,24 @@ def run(shape=DEFAULT_SHAPE, block: bool = False, warmup: int = 3, repetitions: 
         raise WorkerError(f"--device {device}: PyTorch sees {count} CUDA device(s) (0..{count - 1})", 2)
     major, minor = torch.cuda.get_device_capability(device)
     name = torch.cuda.get_device_name(device)
+    phases.mark("cuda_init")
     with torch.no_grad():
         call = _make_call(torch, shape, block, device, seed)
+        torch.cuda.synchronize()
+        phases.mark("inputs")
         for _ in range(warmup):
             call()
         torch.cuda.synchronize()
+        phases.mark("warmup")
         samples = []
         for _ in range(repetitions):
             t0 = time.perf_counter()
             call()
             torch.cuda.synchronize()
             samples.append((time.perf_counter() - t0) * 1000.0)
+        phases.mark("measure")
         kernels = _kernels(torch, call)
+        phases.mark("profile")
         flat = call().float().reshape(-1)
     n = flat.numel()
     step = max(1, n // OUTPUT_SAMPLES)
@@ -203,17 +293,26 @@ def run(shape=DEFAULT_SHAPE, block: bool = False, warmup: int = 3, repetitions: 
     line = f"torch-sdpa: device {device} = {_one_field(name)} | " + \
         " | ".join(f"{k}: {_one_field(v)}" for k, v in fields.items())
     print(line, file=sys.stderr, flush=True)
+    phases.mark("output")
+    record = phases.record()
+    print(f"{PROG}: phases " + json.dumps({**record, "forked": bool(os.environ.get(FORKED_VAR))}),
+          file=sys.stderr, flush=True)
     return {"workload": "torch-sdpa", "torch_version": torch_version, "cuda_version": cuda_version,
             "device": device, "device_name": name, "capability": [major, minor], "shape": list(shape),
             "block": block, "dtype": "float16", "flops_per_call": flops, "warmup": warmup,
             "repetitions": repetitions, "samples_ms": samples,
             "tflops": [flops / (ms / 1000.0) / 1e12 for ms in samples],
             "median_ms": statistics.median(samples), "sdpa_backend": backend, "kernels": kernels,
-            "path": attest.parse_path(line), "output": output, "checksum": checksum, "abs_sum": abs_sum}
+            "path": attest.parse_path(line), "output": output, "checksum": checksum, "abs_sum": abs_sum,
+            "capshim_phases": record}
 
 
-def main(argv: list[str] | None = None) -> int:
-    """Command-line entry: print the result JSON on stdout; return the exit code."""
+def main(argv: list[str] | None = None, phases: Phases | None = None) -> int:
+    """Command-line entry: print the result JSON on stdout; return the exit code.
+
+    ``phases``: the phase clock (a template's child passes none: started at the fork then);
+    default started at this module's import, ``python_start`` from the process's age."""
+    phases = phases if phases is not None else process_clock(_T_MODULE, TORCH_PHASES)
     ap = argparse.ArgumentParser(prog=PROG, description="Time PyTorch's scaled-dot-product attention on CUDA.")
     ap.add_argument("--shape", default="x".join(map(str, DEFAULT_SHAPE)),
                     help="BxHxSxD: batch, heads, sequence length, head dimension (default 8x32x4096x128)")
@@ -232,7 +331,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{PROG}: error: --warmup must be >= 0 and --repetitions >= 1", file=sys.stderr)
         return 2
     try:
-        result = run(shape, args.block, args.warmup, args.repetitions, args.device, args.seed)
+        result = run(shape, args.block, args.warmup, args.repetitions, args.device, args.seed, phases)
     except WorkerError as exc:
         print(f"{PROG}: error: {exc}", file=sys.stderr)
         return exc.exit_code
@@ -245,4 +344,8 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":  # pragma: no cover
+    if os.environ.get("CAPSHIM_TEMPLATE_FD"):
+        from capshim.bench.workloads.template import serve
+
+        sys.exit(serve(main, import_torch))
     sys.exit(main())

@@ -18,6 +18,11 @@
  *   CAPSHIM_CUDA_SUBSTITUTE=0  a diagnostic: the exported names alone; dlsym and the
  *                         entry-point getters hand out the real functions (to tell
  *                         which path a library's trouble comes from)
+ *   CAPSHIM_TEMPLATE_FD   set when a process template starts (capshim.bench.workloads.
+ *                         template): that process stays stock and decides nothing; each
+ *                         child it forks decides at its first entry point, from its own
+ *                         environment (its pid as CAPSHIM_TARGET_PID, its run's
+ *                         configuration and status file), as a plain process does at load
  *   CAPSHIM_INHERIT=1     ... unless this is set. Without it the target removes the
  *                         shim from LD_PRELOAD and the configuration variable
  *                         (env_scrubbed) when it reaches its first CUDA entry point,
@@ -74,6 +79,7 @@ static int g_inherit;
 static int g_no_substitute;         /* CAPSHIM_CUDA_SUBSTITUTE=0 */
 static int g_pinned;                /* the target of CAPSHIM_TARGET_PID: a fork()ed child stays stock */
 static pid_t g_pid;
+static pid_t g_template_pid;        /* loaded into a process template (CAPSHIM_TEMPLATE_FD): its pid */
 static struct capshim_config g_cfgs[CAPSHIM_MAX_CONFIGS]; /* idem */
 static size_t g_ncfg;
 static atomic_uint g_reached;      /* bit per entry point called */
@@ -338,11 +344,22 @@ const struct capshim_config *capshim_cuda_configs(size_t *n) {
 }
 
 int capshim_cuda_active(void) {
+    /* The template itself never decides (its children do, after the fork, from their own
+     * environment): it makes no CUDA call, and the bench checks that it loaded no libcuda. */
+    if (g_template_pid != 0 && getpid() == g_template_pid) return 0;
     capshim_cuda_init();
     return g_state == STATE_ACTIVE && !(g_pinned && getpid() != g_pid);
 }
 
-__attribute__((constructor)) static void capshim_cuda_load(void) { capshim_cuda_init(); }
+#define TEMPLATE_VAR "CAPSHIM_TEMPLATE_FD" /* capshim.bench.workloads.template.FD_VAR */
+
+__attribute__((constructor)) static void capshim_cuda_load(void) {
+    if (getenv(TEMPLATE_VAR) != NULL) {
+        g_template_pid = getpid(); /* the decision waits for a forked child's first entry point */
+        return;
+    }
+    capshim_cuda_init();
+}
 
 static void names_of(unsigned bits, const char **out, size_t *n) {
     *n = 0;
