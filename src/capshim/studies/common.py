@@ -151,12 +151,16 @@ def refuse_targets(ref: str) -> None:
         raise UsageError(f"--profile {ref}: a study measures one profile on the device it probes; device targets "
                          f"are taken by capshim run, probe and bench arms (capshim bench --arm NAME=profile:{ref}; "
                          "docs/multi-gpu.md)")
+
+
 def write_output(path: Path, text: str | bytes) -> Path:
     """A file of the study's own new folder, by the output rule (:func:`capshim.contracts.output.write_file`):
     whole or not at all, never through a link or into a FIFO; a full disk is exit 4 naming the file.
 
+    Raises:
         UsageError: (exit 2) the rule refuses ``path`` (a link or FIFO put there while the study ran).
         CapshimError: (exit 4) the write failed, naming the file.
+    """
     return output.write_file(path, text if isinstance(text, bytes) else text.encode("utf-8"), replace=True)
 
 
