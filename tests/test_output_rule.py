@@ -354,6 +354,7 @@ OWN_FOLDERS_ONLY = {
     "src/capshim/bench/runs.py": "a run's output copied into the bundle: O_NOFOLLOW, O_NONBLOCK, regular only",
     "src/capshim/bench/llamacpp_build.py": "the llama-bench build's log and binary in the cache",
     "src/capshim/launch.py": "--status-file: O_NOFOLLOW, O_NONBLOCK, regular only (the shims append to it)",
+    "src/capshim/bench/templates.py": "a template's log in the bench's own run folder",
     "src/capshim/beyond.py": "appends to that status file: O_NOFOLLOW, O_NONBLOCK, regular only",
 }
 _RAW_WRITE = __import__("re").compile(

@@ -399,4 +399,6 @@ def test_help_default_names_the_kinds_of_the_registry(monkeypatch):
     assert all(k.label in text for k in owners)
     fake = type("M", (), {"KIND": replace(kinds.ncnn.KIND, label="a stand-in kind")})
     monkeypatch.setattr(kinds, "_MODULES", (*[m for m in kinds._MODULES if m is not kinds.ncnn], fake))
-    assert "a stand-in kind 10 (5 on a CPU device)" in help_default("processes")
+    from capshim.bench.request import defaults_for
+    gpu, cpu = defaults_for("ncnn", False).processes, defaults_for("ncnn", True).processes
+    assert f"a stand-in kind {gpu}" + (f" ({cpu} on a CPU device)" if cpu != gpu else "") in help_default("processes")

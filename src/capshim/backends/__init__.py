@@ -21,7 +21,7 @@ from abc import ABC, abstractmethod
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from capshim.contracts import bounded
+from capshim.contracts import bounded, output
 from capshim import jsonread, status
 from capshim.contracts.suggest import did_you_mean
 from capshim.errors import EXIT_WORKLOAD, CapshimError, UsageError
@@ -350,7 +350,8 @@ def placed_configs(placements: list[Placement], role: str, render, run_dir: Path
     files = []
     for n, p in enumerate(placed):
         cfg = run_dir / f"{stem}-{n}.cfg"
-        cfg.write_text(render(p.profile) + (f"devices={','.join(p.specs)}\n" if p.specs else ""))
+        text = render(p.profile) + (f"devices={','.join(p.specs)}\n" if p.specs else "")
+        output.write_file(cfg, text.encode(), replace=True, fsync=False)  # never through a link left there
         files.append(str(cfg))
     return ":".join(files)
 
