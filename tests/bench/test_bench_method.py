@@ -313,8 +313,8 @@ def test_gpu_default_has_a_precision_target_that_user_options_override(monkeypat
     assert (p.precision, p.precision_tests, p.cap, p.repetitions) == (2.0, ["pp512"], 24, 5)
     assert p.precision == defaults_for("builtin", cpu=False).precision[0]  # the one table
     assert make(repetitions=5).precision is None and make(repetitions=5).cap == 5  # -r is the user's choice
-    p = make(precision=5.0)  # the user's target replaces the default's tests and cap
-    assert (p.precision, p.precision_tests, p.cap) == (5.0, None, 60)  # 5 x -r, at least schedule.CAP
+    p = make(precision=5.0)  # the user's target replaces the default's cap, keeps its test (pp512, not tg128)
+    assert (p.precision, p.precision_tests, p.cap) == (5.0, ["pp512"], 60)  # 5 x -r, at least schedule.CAP
     p = make(max_runs=20, seed=7, timeout=30.0, exclude_contaminated=True, allow_mismatch=True)
     assert (p.cap, p.seed, p.timeout, p.exclude_contaminated, p.allow_mismatch) == (20, 7, 30.0, True, True)
     assert isinstance(make().seed, int)  # drawn once, in the plan; the runner only reads it
@@ -370,6 +370,23 @@ def test_the_default_sizes_come_from_the_device_row_of_the_table(monkeypatch, de
     if device_type != "cpu":
         assert plan.precision_tests == ["pp64"]
     assert f"{sizes[0]}" in help_default("n_prompt") and f"{sizes[1]}" in help_default("n_gen")
+
+
+def test_an_explicit_precision_applies_to_the_workloads_own_test(monkeypatch):
+    """--precision 1 without --precision-test aims at pp512 on a GPU, as the default target does: the
+    H200 run of 2026-12-02 (evidence/h200-precision-1) ran 22 rounds to its time limit on tg128,
+    whose processes spread 15-37%, although every pp512 interval was near +-1. --precision-test wins;
+    on a CPU device, where the workload has no target of its own, it is every test."""
+    from capshim.bench import plan as plan_mod
+
+    monkeypatch.setattr(plan_mod.builtin, "builtin_workload", lambda *a, **k: LlamaBenchWorkload("builtin", ["true"]))
+    for device_type, want in (("discrete-gpu", ["pp512"]), ("cpu", None)):
+        monkeypatch.setattr(plan_mod, "_resolve_on_device",
+                            lambda arms, api, t=device_type: ({"name": "fake", "type": t}, {}, []))
+        plan = plan_mod.make_plan(BenchRequest(precision=1.0), platform="linux")
+        assert (plan.precision, plan.precision_tests) == (1.0, want), device_type
+        plan = plan_mod.make_plan(BenchRequest(precision=1.0, precision_tests=("tg128",)), platform="linux")
+        assert plan.precision_tests == ["tg128"]
 
 
 def test_a_profile_warning_is_said_once_naming_every_arm(monkeypatch, capsys):

@@ -67,7 +67,9 @@ def _sign(bundle, key) -> None:
                    "coverage although the loop stops when they look narrow (docs/statistics.md) "
                    + kinds.help_default("precision") + ".")
 @click.option("--precision-test", "precision_tests", multiple=True, metavar="TEST",
-              help="With --precision: the test the target applies to, e.g. pp512 (repeatable) [default: every test].")
+              help="With --precision: the test the target applies to, e.g. pp512 (repeatable) [default: the "
+                   "workload's own (built-in llama.cpp: pp<n-prompt>, not tg, whose processes spread far more), "
+                   "else every test].")
 @click.option("--max-runs", type=click.IntRange(1, 100000), default=None,
               help="With --precision: the most processes per arm [default: 5 x --repetitions, at least 60].")
 @click.option("--exclude-contaminated", is_flag=True,
