@@ -74,11 +74,12 @@ class Defaults:
 DEFAULTS: dict[tuple[str, str], Defaults] = {
     # GPU: every arm runs 5 rounds (below 5 processes there is no interval), then the precision loop
     # (capshim.bench.schedule) gives rounds to the arms whose pp interval is wider than +-2 points.
-    # A process took about 4 s on the H200 (evidence/h200-aa-geomean: 44 processes, 244 s of bench) to
-    # 6-8 s (issue 31: 1.5 s of it measured work).
+    # A process takes 3.6 s on the H200 through the bench with the cheaper worker (median of 32,
+    # evidence/h200-default-2min; 2.5 s with --process-reps 3, evidence/h200-precision-1-pp512);
+    # before it, about 4-8 s (evidence/h200-aa-geomean, issue 31).
     ("builtin", "gpu"): Defaults(5, 5, 0, True, True, GPU_PRECISION,
                                  "it warms up in-process, then more rounds until pp512 is +-2 points",
-                                 n_prompt=N_PROMPT, n_gen=N_GEN, process_s=(4.0, 8.0)),
+                                 n_prompt=N_PROMPT, n_gen=N_GEN, process_s=(2.5, 3.6)),
     # On lavapipe a process that compiles llama.cpp's shaders measures faster than one that loads
     # them from Mesa's disk cache (tiny, pp64, 2 cores, alternating runs: 287-532 vs 198-223 tok/s
     # on a loaded machine, 444-639 vs 335-401 on a quiet one), so one unrecorded round fills the
@@ -97,9 +98,9 @@ DEFAULTS: dict[tuple[str, str], Defaults] = {
     ("ncnn", "cpu"): Defaults(5, 10, 0, None, True),
     # torch-sdpa: each process warms up 3 calls in-process (cuDNN and flash pick their kernel on the
     # first call); 10 timed calls of the 8x32x4096x128 default take 35-870 ms on the H200 by backend;
-    # a process, PyTorch's import and CUDA's start included, about 11 s (evidence/h200-torch-sdpa:
-    # 15 processes, 165 s).
-    ("torch-sdpa", "gpu"): Defaults(5, 10, 0, None, True, GPU_PRECISION_ANY, process_s=(11.0, 11.0)),
+    # a process, PyTorch's import (3.5 s) and the profiler call (4.3 s) included, 9.0 s (median of 15,
+    # evidence/h200-torch-sdpa-phases; before the phase clock's cuts, about 11 s: evidence/h200-torch-sdpa).
+    ("torch-sdpa", "gpu"): Defaults(5, 10, 0, None, True, GPU_PRECISION_ANY, process_s=(9.0, 9.0)),
     ("torch-sdpa", "cpu"): Defaults(5, 5, 0, None, True),
     # a command's process takes what the command takes: no figure
     ("command", "gpu"): Defaults(5, None, 1, None, False, GPU_PRECISION_ANY),
