@@ -121,3 +121,18 @@ def test_cpu_output_of_a_metric_command_names_no_llama_path_and_no_speedup_legen
     s = _with_answers(BUNDLE)
     s["metrics"] = {"sdpa": {"kind": "json", "better": "higher"}}  # a workload measured through a metric, its path attested
     assert terminal.to_text(mechanism.render_cpu(s, "t", 80), 80).splitlines()[1] == mechanism.WORKLOAD_HEAD
+
+
+def test_an_arm_with_no_finished_run_is_not_said_to_have_run():
+    """A bench stopped before an arm's first run (a new user's Ctrl-C at 1.5 s): that arm's answers are
+    not known (not "the shim changed nothing"), the speed line does not say every arm ran, and with no
+    run at all there is no empty table."""
+    s = _with_answers(BUNDLE)
+    s["arms"]["vm-stock"]["runs"], s["arms"]["vm-stock"]["answers"] = [], {}
+    assert mechanism.answers_cell(s["arms"]["vm-stock"]) == "not known: no run finished"
+    text = " ".join(terminal.to_text(mechanism.render_cpu(s, "t", 80), 80).split())
+    assert mechanism.SPEED_LINE not in text and "no run of vm-stock finished" in text
+    for arm in s["arms"].values():
+        arm["runs"], arm["answers"], arm["tests"] = [], {}, {}
+    text = " ".join(terminal.to_text(mechanism.render_cpu(s, "t", 80), 80).split())
+    assert "No figures: no run finished." in text and "tok/s" not in text

@@ -446,6 +446,7 @@ def _check_outputs(arm_info: dict, arms: list[Arm], results: dict[str, list[RunR
         return
     ref_tokens = next((r.token_ids for r in results.get(ref, []) if r.token_ids is not None), None)
     what, differ = workload.output_noun
+    skipped: dict[str, list[str]] = {}  # why -> arms: one line each, not one per arm
     for arm in arms:
         toks = [r.token_ids for r in results[arm.name] if r.token_ids is not None]
         info = arm_info[arm.name]
@@ -453,8 +454,8 @@ def _check_outputs(arm_info: dict, arms: list[Arm], results: dict[str, list[RunR
             whose = f"reference arm {ref}" if ref_tokens is None else f"arm {arm.name}"
             none = "token ids" if what == "tokens" else "output"
             info["output_check"] = f"not checked: {whose} produced no {none}"
-            messages.emit(f"output check skipped for arm {arm.name}: {whose} produced no {none} "
-                          f"(no run finished with {'generated tokens' if what == 'tokens' else 'its output read'})")
+            skipped.setdefault(f"{whose} produced no {none} (no run finished with "
+                               f"{'generated tokens' if what == 'tokens' else 'its output read'})", []).append(arm.name)
             continue
         bad = next((t for t in toks if not workload.same_output(t, ref_tokens)), None)
         where = "" if bad is None else workload.difference(bad, ref_tokens, arm.name, ref)
@@ -462,6 +463,8 @@ def _check_outputs(arm_info: dict, arms: list[Arm], results: dict[str, list[RunR
             f"{what} {differ} from {ref}" + (f", {where}" if where else "")
         if bad is not None and info["state"] in ("native", "active"):
             info["state"] = "wrong-output"
+    for why, names in skipped.items():
+        messages.emit(f"output check skipped for arm{'s' if len(names) > 1 else ''} {', '.join(names)}: {why}")
 
 
 def _attest_device(info: dict, results: list[RunResult], arm: Arm, workload: Workload, bundle: Bundle) -> None:

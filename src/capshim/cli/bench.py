@@ -211,8 +211,13 @@ def bench_cmd(arm_opts, baseline, host_baseline, host_arm, repetitions, process_
         from capshim.db.store import add_bundle  # SQLAlchemy only with --db (capshim --help lists bench)
         bid, added = add_bundle(None if db_url == "default" else db_url, result.bundle)
         click.echo(f"results store: {'added' if added else 'already stored'} as #{bid}", err=True)
-    for name in result.non_shim_arms:
-        messages.emit(explain_arm(name, result.summary["arms"][name]))
+    lines = [explain_arm(name, result.summary["arms"][name]) for name in result.non_shim_arms]
+    idle = [n for n, line in zip(result.non_shim_arms, lines) if line == f"arm {n} failed: no run finished"]
+    if len(idle) > 1:  # one line for the arms a stop left without a run, not one each
+        lines = [line for n, line in zip(result.non_shim_arms, lines) if n not in idle]
+        lines.insert(0, f"arms {', '.join(idle)} failed: no run finished")
+    for line in lines:
+        messages.emit(line)
     if result.interrupted:
         sys.exit(signals.exit_code(result.interrupted_by))
     if strict and any(result.summary["arms"][a]["state"] in STRICT_STATES for a in result.non_shim_arms):

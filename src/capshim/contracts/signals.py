@@ -211,7 +211,7 @@ class SealGuard:
                               f"happens (signal again to skip the slow steps of the seal)")
                 self._start_alarm()
                 raise StopRequested(signal.Signals(signum).name)
-            messages.emit(f"{signal.Signals(signum).name} while sealing {self.what}: the seal is written "
+            messages.emit(f"{signal.Signals(signum).name}: stopping; {self.what} is sealed with what finished, "
                           f"whatever happens; slow steps (report, chart) get {SEAL_WAIT_S:g} s more "
                           "(signal again to skip them now)")
             self._start_alarm()

@@ -52,6 +52,8 @@ def answers_cell(arm: dict) -> str:
     answers = arm.get("answers") or {}
     spec = arm.get("spec") or {}
     if not answers:
+        if not arm.get("runs") and "runs" in arm:  # nothing attested it: an interrupted or failed arm
+            return "not known: no run finished"
         if not (spec.get("profile") or spec.get("simulate")):
             return "the device's own (no shim)"
         if "answers" not in arm:  # a summary written before the answers were recorded
@@ -153,11 +155,16 @@ def render_cpu(summary: dict, title: str | None = None, limit: int | None = None
     """
     parts: list = [Text(title, style="bold")] if title else []
     parts += _mechanism(summary, limit)
-    parts.append(Text(SPEED_LINE, style="bold"))
+    idle = [name for name, arm in summary["arms"].items() if "runs" in arm and not arm.get("runs")]
+    parts.append(Text(SPEED_LINE if not idle else
+                      f"On a CPU device speed is not the claim; no run of {', '.join(idle)} finished "
+                      "(the figures show the arms that ran).", style="bold"))
     busy = busy_line(summary)
     if busy:
         parts.append(Text(busy))
     tab = table([summary])
+    if not tab["rows"]:
+        return parts + [Text("No figures: no run finished.")]
     path_names = {c[0] for c in DISPLAY_COLUMNS}
     keep = [i for i, c in enumerate(tab["columns"])
             if not c.startswith(SPEED_COLUMNS) and c not in path_names and c != "notes"]
