@@ -211,12 +211,7 @@ def bench_cmd(arm_opts, baseline, host_baseline, host_arm, repetitions, process_
         from capshim.db.store import add_bundle  # SQLAlchemy only with --db (capshim --help lists bench)
         bid, added = add_bundle(None if db_url == "default" else db_url, result.bundle)
         click.echo(f"results store: {'added' if added else 'already stored'} as #{bid}", err=True)
-    lines = [explain_arm(name, result.summary["arms"][name]) for name in result.non_shim_arms]
-    idle = [n for n, line in zip(result.non_shim_arms, lines) if line == f"arm {n} failed: no run finished"]
-    if len(idle) > 1:  # one line for the arms a stop left without a run, not one each
-        lines = [line for n, line in zip(result.non_shim_arms, lines) if n not in idle]
-        lines.insert(0, f"arms {', '.join(idle)} failed: no run finished")
-    for line in lines:
+    for line in _not_results(result):
         messages.emit(line)
     if result.interrupted:
         sys.exit(signals.exit_code(result.interrupted_by))
@@ -229,3 +224,15 @@ def bench_cmd(arm_opts, baseline, host_baseline, host_arm, repetitions, process_
         for f in result.summary["finalize_failures"]:
             messages.emit(f"finalize step {f['step']} failed: {f['error']} (recorded in the bundle)")
         sys.exit(EXIT_FINALIZE)
+
+
+def _not_results(result) -> list[str]:
+    """One line per arm that is not a result (:func:`capshim.summary.explain_arm`); the arms a stop
+    left without a finished run share one line."""
+    names = result.non_shim_arms
+    lines = [explain_arm(name, result.summary["arms"][name]) for name in names]
+    idle = [n for n, line in zip(names, lines) if line == f"arm {n} failed: no run finished"]
+    if len(idle) < 2:
+        return lines
+    return [f"arms {', '.join(idle)} failed: no run finished"] + [
+        line for n, line in zip(names, lines) if n not in idle]
