@@ -21,7 +21,7 @@ from click.testing import CliRunner
 from capshim.cli import main
 from capshim.contracts import output, pasteable
 from capshim.errors import EXIT_STORAGE, EXIT_USAGE, CapshimError, UsageError
-from tests.conftest import REPO
+from tests.conftest import REPO, run_capshim
 from tests.test_report import _sealed_bundle
 
 CAPTURE = REPO / "tests" / "fixtures" / "metal"
@@ -389,3 +389,63 @@ def test_a_model_hash_sidecar_is_never_written_into_a_sealed_folder(tmp_path):
     free.write_bytes(b"GGUF")
     paths.cached_sha256(free)
     assert (tmp_path / "m.gguf.sha256").is_file()
+
+
+def test_a_users_sidecar_or_a_link_at_the_model_hash_name_is_left_alone(tmp_path):
+    """A hostile review: a bench rewrote a user's ``sha256sum`` file MODEL.sha256 as capshim's JSON and
+    replaced a link there. Only capshim's own sidecar is replaced; anything else is left as it is."""
+    from capshim import paths
+
+    model = tmp_path / "m.gguf"
+    model.write_bytes(b"GGUF" + b"\0" * 60)
+    side = tmp_path / "m.gguf.sha256"
+    mine = "0" * 64 + "  m.gguf\n"
+    side.write_text(mine)
+    digest = paths.cached_sha256(model)
+    assert side.read_text() == mine and len(digest) == 64
+    side.unlink()
+    keep = tmp_path / "keep.txt"
+    keep.write_text("theirs")
+    side.symlink_to(keep)
+    paths._MEMO.clear()
+    assert paths.cached_sha256(model) == digest
+    assert side.is_symlink() and keep.read_text() == "theirs"
+    side.unlink()
+    paths._MEMO.clear()
+    paths.cached_sha256(model)  # absent: written; ours: replaced when the file changes
+    assert json.loads(side.read_text())["sha256"] == digest
+    model.write_bytes(b"GGUF" + b"\1" * 60)
+    paths._MEMO.clear()
+    new = paths.cached_sha256(model)
+    assert new != digest and json.loads(side.read_text())["sha256"] == new
+
+
+def test_the_status_file_is_never_a_profile_or_the_program_it_runs(tmp_path):
+    """A hostile review: ``run --status-file my.toml --force`` emptied the profile the same command read,
+    and ``--status-file ./prog --force -- ./prog`` emptied the program. Both are inputs: exit 2, unchanged."""
+    prof = tmp_path / "my.toml"
+    prof.write_text((REPO / "src/capshim/profiles/builtin/vulkan-paravirt.toml").read_text()
+                    if (REPO / "src/capshim/profiles/builtin/vulkan-paravirt.toml").exists()
+                    else 'name="m"\napi="vulkan"\ndirection="lower"\nversion=1\ndescription="d"\n'
+                         "[capabilities]\nmaxComputeSharedMemorySize = 16384\n")
+    before = prof.read_bytes()
+    r = run_capshim("run", "--simulate", str(prof), "--status-file", str(prof), "--force", "--", "true")
+    assert r.returncode == 2 and "an input of this command" in r.stderr and prof.read_bytes() == before
+    prog = tmp_path / "prog"
+    prog.write_bytes(b"#!/bin/sh\nexit 0\n")
+    prog.chmod(0o755)
+    r = run_capshim("run", "--status-file", str(prog), "--force", "--", str(prog))
+    assert r.returncode == 2 and "an input of this command" in r.stderr
+    assert prog.read_bytes() == b"#!/bin/sh\nexit 0\n"
+
+
+def test_db_matrix_never_writes_sqlites_own_files_beside_the_store(tmp_path):
+    """A hostile review: ``db matrix --db s.db -o s.db-journal`` wrote the file, and SQLite deleted it
+    on the next open as a stale journal (over a hot one it would have replaced the rollback data)."""
+    from capshim.contracts import output
+
+    store = tmp_path / "s.db"
+    store.write_bytes(b"")
+    for suffix in output.SQLITE_SIDECARS:
+        with pytest.raises(UsageError, match="results store's"):
+            output.check_file(tmp_path / f"s.db{suffix}", "-o", store=store)

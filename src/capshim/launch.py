@@ -30,7 +30,7 @@ from pathlib import Path
 
 from capshim import backends, program
 from capshim import status as st
-from capshim.contracts import folders
+from capshim.contracts import folders, output
 from capshim.errors import CapshimError, UsageError
 from capshim.profiles import Profile, targets
 
@@ -178,12 +178,14 @@ def _fresh_status_file(path: Path) -> None:
         os.close(fd)
 
 
-def check_status_file(path: str, force: bool = False) -> Path:
+def check_status_file(path: str, force: bool = False, inputs: tuple = ()) -> Path:
     """Validate ``capshim run --status-file PATH`` before anything runs; create its folder.
 
     Rules: the path must not name a device (``/dev/null``, ``/dev/stdout``,
     ``/dev/zero``), a FIFO, a folder or a link; an existing regular file is
-    refused unless ``force`` (it would be emptied); a missing folder is created.
+    refused unless ``force`` (it would be emptied), and always when it is one of ``inputs`` (the
+    profile files, the program: :func:`capshim.contracts.output.refuse_inputs`); a missing folder
+    is created.
 
     Returns:
         The absolute path (the file is created empty by :func:`prepare`).
@@ -194,6 +196,7 @@ def check_status_file(path: str, force: bool = False) -> Path:
     p = Path(path)
     flag = f"--status-file {path}"
     folders.refuse_inside_sealed(p, "--status-file")  # the output rule's: a sealed folder stays as sealed
+    output.refuse_inputs(p, "--status-file", inputs)  # never over the profile or the program it runs
     try:
         st = os.lstat(p)
     except FileNotFoundError:

@@ -129,9 +129,11 @@ def cached_sha256(path: str | Path, sidecar: bool = True) -> str:
     """SHA-256 of a file, computed again only when its size or mtime changed.
 
     The digest is kept in memory and, with ``sidecar``, in ``<file>.sha256``
-    next to it as JSON ``{"sha256", "size", "mtime_ns", "file"}``; a sidecar
-    of another shape (an older plain-text one) is ignored and rewritten. An
-    unwritable folder, or one inside a sealed bundle or study, just skips the sidecar.
+    next to it as JSON ``{"sha256", "size", "mtime_ns", "file"}``. Only capshim's own sidecar is
+    ever replaced: a file of another shape there (a user's ``sha256sum`` output), a link, a FIFO or
+    anything but a regular file is left as it is and the sidecar skipped (the output rule: new, or
+    replaced only when it is ours). An unwritable folder, or one inside a sealed bundle or study,
+    just skips the sidecar.
 
     Raises:
         OSError: the file cannot be read.
@@ -152,11 +154,29 @@ def cached_sha256(path: str | Path, sidecar: bool = True) -> str:
                 return cached["sha256"]
     digest = sha256_file(p)
     _MEMO[key] = digest
-    if sidecar and folders.sealed_above(side) is None:  # never a new file in a sealed bundle (the output rule)
+    if sidecar and folders.sealed_above(side) is None and _sidecar_free(side):  # the output rule
         record = {"sha256": digest, "size": st.st_size, "mtime_ns": st.st_mtime_ns, "file": p.name}
         with contextlib.suppress(OSError):
             atomic_write(side, json.dumps(record).encode(), fsync=False)
     return digest
+
+
+def _sidecar_free(side: Path) -> bool:
+    """Whether ``side`` may be written: absent, or a regular file (not a link) holding capshim's own
+    sidecar JSON (the keys :func:`cached_sha256` writes)."""
+    try:
+        st = os.lstat(side)
+    except FileNotFoundError:
+        return True
+    except OSError:
+        return False
+    if not stat.S_ISREG(st.st_mode):
+        return False
+    try:
+        cached = json.loads(read_limited(side, 4096))
+    except (OSError, ValueError, RecursionError):
+        return False
+    return isinstance(cached, dict) and set(cached) == {"sha256", "size", "mtime_ns", "file"}
 
 
 def atomic_write(path: str | Path, data: bytes, *, fsync: bool = True) -> None:

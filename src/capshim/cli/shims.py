@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 import sys
 from pathlib import Path
 
@@ -133,7 +134,9 @@ def run_cmd(profile_ref, simulate_ref, inherit, strict, quiet, status_file, forc
     if argv and argv[0] == "--":
         argv = argv[1:]
     refuse_option_as_program(argv, click.get_current_context())  # --profle: a misspelt option, not a program
-    status_path = launch.check_status_file(status_file, force) if status_file else None
+    read = [getattr(x, "source", None) for x in (profile, simulate, *[p.profile for p in placed or ()])]
+    read.append(shutil.which(argv[0]) if argv else None)  # the program: never emptied by --force
+    status_path = launch.check_status_file(status_file, force, tuple(r for r in read if r)) if status_file else None
     if simulate is not None and simulate.direction == "raise":
         messages.emit(f"--simulate {simulate.source} is a 'raise' profile: it raises answers next "
                       "to the driver (simulate is meant to lower them)", "warning")

@@ -61,6 +61,11 @@ def write_error(exc: OSError, path: str | Path, flag: str = "") -> CapshimError:
                         "(nothing was written; an existing file is unchanged)", EXIT_STORAGE)
 
 
+#: The files SQLite keeps beside a database (https://www.sqlite.org/tempfiles.html: the rollback
+#: journal, the write-ahead log and its shared-memory index).
+SQLITE_SIDECARS = ("-journal", "-wal", "-shm")
+
+
 def same_file(a: os.stat_result, b: os.stat_result) -> bool:
     """Whether two ``stat`` results are one file (same device and inode)."""
     return (a.st_dev, a.st_ino) == (b.st_dev, b.st_ino)
@@ -79,6 +84,11 @@ def _refuse_inputs(path: Path, st: os.stat_result | None, flag: str, inputs: Ite
     named = [(str(p), "an input of this command") for p in inputs if p is not None and str(p) not in ("", "-")]
     if store is not None:
         named.append((str(store), "the results store"))
+        for suffix in SQLITE_SIDECARS:  # SQLite's own files beside the store: it deletes or replays them
+            side = Path(str(store) + suffix)
+            if side.parent.resolve() / side.name == real:
+                raise UsageError(f"{_name(flag, path)}: is the results store's {suffix[1:]} file (SQLite's own); "
+                                 "write the output somewhere else")
     for given, what in named:
         try:
             ist = os.stat(given)
@@ -88,6 +98,22 @@ def _refuse_inputs(path: Path, st: os.stat_result | None, flag: str, inputs: Ite
             raise UsageError(f"{_name(flag, path)}: is {given}, {what}; write the output somewhere else")
         if stat.S_ISDIR(ist.st_mode) and _inside(real, Path(given).resolve()):
             raise UsageError(f"{_name(flag, path)}: inside {given}, {what}; write the output somewhere else")
+
+
+def refuse_inputs(path: str | Path, flag: str, inputs: Iterable[str | Path | None]) -> None:
+    """The rule's "never over an input" alone, for a file not written whole (``run --status-file``,
+    which the shims append to): ``path`` may not be one of ``inputs`` (by device and inode) nor
+    inside one that is a folder.
+
+    Raises:
+        UsageError: (exit 2) naming ``flag``, the path and the input.
+    """
+    p = Path(path)
+    try:
+        st = os.stat(p)
+    except OSError:
+        st = None
+    _refuse_inputs(p, st, flag, inputs, None)
 
 
 def check_file(path: str | Path, flag: str = "", *, replace: bool = False, replace_flag: str | None = "--force",
