@@ -51,10 +51,11 @@ def test_model_hash_in_bundle_is_the_digest_not_the_json_sidecar(tmp_path):
     assert json.loads((tmp_path / "m.gguf.sha256").read_text())["sha256"] == want
     paths._MEMO.clear()
     assert runner._model_sha(m) == want
-    # a sidecar of another shape (old plain text, junk) is ignored and rewritten
+    # a sidecar of another shape (old plain text, junk, a user's file) is ignored and left as it is
     (tmp_path / "m.gguf.sha256").write_text('{"sha256": 5}')
     paths._MEMO.clear()
     assert runner._model_sha(m) == want
+    assert (tmp_path / "m.gguf.sha256").read_text() == '{"sha256": 5}'
 
 
 def test_a_sidecar_nested_deep_is_hashed_again_not_a_traceback(tmp_path):
@@ -64,7 +65,7 @@ def test_a_sidecar_nested_deep_is_hashed_again_not_a_traceback(tmp_path):
     (tmp_path / "m.gguf.sha256").write_text("[" * 4096)
     paths._MEMO.clear()
     assert paths.cached_sha256(m) == hashlib.sha256(m.read_bytes()).hexdigest()
-    assert json.loads((tmp_path / "m.gguf.sha256").read_text())["size"] == 104
+    assert (tmp_path / "m.gguf.sha256").read_text() == "[" * 4096  # not capshim's: left as it is
 
 
 def test_atomic_write_full_disk_leaves_nothing(tmp_path, monkeypatch):
