@@ -146,3 +146,20 @@ def test_the_table_says_the_level_of_a_loop_s_intervals():
     p = {"target": 2.0, "reached": True, "max_half_width": 1.9, "rounds": 9, "level": schedule.LEVEL}
     assert "intervals at 97%" in _precision_note({"precision": p})
     assert "intervals at" not in _precision_note({"precision": {**p, "level": 0.95}})
+
+
+def test_the_table_header_and_method_name_the_level_the_intervals_were_computed_at():
+    """A hostile review: intervals computed at 97% under the precision loop were headed "(95% CI)" and the
+    method line began "95% CI: 95% Welch". The committed H200 bundle made with the loop says 97%."""
+    import json
+
+    from capshim.bench import stats
+    from capshim.export.table import table
+    from tests.conftest import REPO
+
+    s = json.loads((REPO / "evidence/h200-default-2min/summary.json").read_text())
+    assert s["precision"]["level"] == 0.97
+    tab = table([s])
+    assert any(c.endswith("(97% CI)") for c in tab["columns"]) and not any("95% CI" in c for c in tab["columns"])
+    assert stats.ci_method(0.97).startswith("97% Welch") and "not 95%" in stats.ci_method(0.97)
+    assert stats.ci_method(0.95) == stats.CI_METHOD

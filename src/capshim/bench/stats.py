@@ -70,7 +70,8 @@ def ci_method(confidence: float = 0.95) -> str:
     """:data:`CI_METHOD`, and at a level above 0.95 why (a bench whose precision loop chose when to stop)."""
     if confidence == 0.95:
         return CI_METHOD
-    return (f"{CI_METHOD}; computed at {100 * confidence:g}% because the precision loop stopped when the "
+    level = f"{100 * confidence:g}%"
+    return (f"{CI_METHOD.replace('95% Welch', level + ' Welch', 1)}; {level}, not 95%, because the precision loop stopped when the "
             f"intervals looked narrow enough: at that level they still hold the truth at least 95% of the time "
             f"(coverage simulation of the whole loop, docs/statistics.md)")
 

@@ -134,6 +134,13 @@ def _precision_note(s: dict) -> str | None:
             f"({p.get('stopped_by', 'stopped')}){at}")
 
 
+
+def _level(summary: dict) -> str:
+    """The level its intervals were computed at, as a column header says it: ``95%``, or ``97%`` under
+    the precision loop (``summary["precision"]["level"]``, :data:`capshim.bench.schedule.LEVEL`)."""
+    level = (summary.get("precision") or {}).get("level")
+    return f"{100 * level:g}%" if isinstance(level, (int, float)) and 0 < level < 1 else "95%"
+
 def table(summaries: list[dict], labels: list[str] | None = None) -> dict:
     """Build the report table of one or more summaries.
 
@@ -169,7 +176,8 @@ def table(summaries: list[dict], labels: list[str] | None = None) -> dict:
     # "(95% CI)" only when an interval is shown: below 5 processes the cells give "(range a–b)" instead
     has_ci = any((e.get(k) or {}).get("ci95") for s in summaries for a in s["arms"].values()
                  for e in (a.get("tests") or {}).values() for k in ("speedup", "pct_of_host"))
-    ci = " (95% CI)" if has_ci else ""
+    levels = {_level(s) for s in summaries}
+    ci = f" ({'/'.join(sorted(levels))} CI)" if has_ci else ""
     columns[columns.index("speedup")] = (f"speedup vs {next(iter(baselines))}{ci}"
                                          if len(baselines) == 1 else f"speedup vs baseline{ci}")
     units = {t: m for s in summaries for t in s.get("tests") or [] if (m := other_metric([s], t))}
@@ -231,6 +239,6 @@ def table(summaries: list[dict], labels: list[str] | None = None) -> dict:
                 notes.append(pre + extra)
         notes += [pre + n for n in s.get("notes") or []]
         method = s.get("method") or {}
-        notes.append(f"{pre}{method.get('statistic', 'medians')}; 95% CI: {method.get('ci', '?')}; "
+        notes.append(f"{pre}{method.get('statistic', 'medians')}; {_level(s)} CI: {method.get('ci', '?')}; "
                      f"spread: {method.get('spread', '?')}")
     return {"columns": columns, "rows": rows, "notes": notes}
