@@ -449,3 +449,12 @@ def test_db_matrix_never_writes_sqlites_own_files_beside_the_store(tmp_path):
     for suffix in output.SQLITE_SIDECARS:
         with pytest.raises(UsageError, match="results store's"):
             output.check_file(tmp_path / f"s.db{suffix}", "-o", store=store)
+
+
+def test_an_output_file_inside_the_bundle_is_refused_before_any_run(tmp_path):
+    """A hostile review: ``--output-file e/res.txt --out e`` ran the whole bench, then failed the seal
+    (exit 5: a file planted in the bundle). It is refused first: exit 2, nothing run, no folder."""
+    out = tmp_path / "e"
+    r = run_capshim("bench", "--metric", "wall", "--check-output", "--output-file", str(out / "res.txt"),
+                    "--arm", "a=", "-r", "2", "--out", str(out), "--", "sh", "-c", f"echo 1 > {out}/res.txt")
+    assert r.returncode == 2 and "inside --out" in r.stderr and not out.exists()

@@ -152,6 +152,9 @@ def make_plan(req: BenchRequest, platform: str) -> Plan:
         raise UsageError("--model is for the built-in workload; a command after -- brings its own model")
     _check_workload_flags(argv, req.metric, req.unit, req.better, req.output_file, req.workload,
                           {"--network": req.network, "--shape": req.shape, "--block": req.block}, req.model)
+    if req.output_file and req.out and _inside(Path(req.output_file), Path(req.out)):
+        raise UsageError(f"--output-file {req.output_file}: inside --out {req.out}, the bundle capshim seals; "
+                         "let the runs write it somewhere else (capshim copies each run's copy into the bundle)")
     if req.workload == "torch-sdpa":
         torch_sdpa.shape_dims(req.shape)  # a bad shape is exit 2 before the device is probed
     api = device_api(arms, req.workload, bool(argv), platform)
@@ -333,6 +336,11 @@ def _workload(req: BenchRequest, cpu: bool, device: dict | None) -> tuple[Worklo
                                     d.check_output if req.check_output is None else req.check_output,
                                     req.process_reps or d.process_reps,
                                     warmup_run=d.warmup_run if req.warmup_run is None else req.warmup_run), d
+
+
+def _inside(path: Path, folder: Path) -> bool:
+    """Whether ``path`` lies inside ``folder`` (links in the folder part resolved), either may not exist yet."""
+    return path.absolute().parent.resolve().joinpath(path.name).is_relative_to(folder.absolute().resolve())
 
 
 def _check_workload_flags(argv, metric, unit, better, output_file, workload_name, given: dict, model) -> None:
