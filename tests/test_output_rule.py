@@ -458,3 +458,14 @@ def test_an_output_file_inside_the_bundle_is_refused_before_any_run(tmp_path):
     r = run_capshim("bench", "--metric", "wall", "--check-output", "--output-file", str(out / "res.txt"),
                     "--arm", "a=", "-r", "2", "--out", str(out), "--", "sh", "-c", f"echo 1 > {out}/res.txt")
     assert r.returncode == 2 and "inside --out" in r.stderr and not out.exists()
+
+
+def test_man_out_writes_every_page_or_none(tmp_path):
+    """A hostile review: a FIFO at one page's name stopped ``man --out`` after it had written the pages
+    before it, and the hint said "leave --out out to print on stdout". Every page is checked first."""
+    folder = tmp_path / "m"
+    folder.mkdir()
+    os.mkfifo(folder / "capshim-bench.1")
+    r = run_capshim("man", "--out", str(folder), timeout=120)
+    assert r.returncode == 2 and "is a FIFO" in r.stderr and "print on stdout" not in r.stderr
+    assert sorted(p.name for p in folder.iterdir()) == ["capshim-bench.1"]

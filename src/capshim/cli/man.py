@@ -110,10 +110,12 @@ def man_cmd(ctx, command, out):
         except OSError as exc:
             raise CapshimError(f"--out {out}: cannot create the folder: {exc.strerror or exc}",
                                EXIT_STORAGE) from None
+        todo = [(folder / (path.replace(" ", "-") + ".1"), text) for path, text in pages(root)]
+        for target, _ in todo:  # every page checked before any is written: all or none
+            output.check_file(target, "--out", replace=True)
         written = 0
-        for path, text in pages(root):  # capshim's own pages there are replaced, whole (contracts.output)
-            output.write_file(folder / (path.replace(" ", "-") + ".1"), (text + "\n").encode("utf-8"), "--out",
-                              replace=True)
+        for target, text in todo:  # capshim's own pages there are replaced, whole (contracts.output)
+            output.write_file(target, (text + "\n").encode("utf-8"), "--out", replace=True)
             written += 1
         read = pasteable.command("man", "-l", folder / "capshim.1")
         click.echo(f"man pages: {written} in {folder}  (read one: {read})", err=True)

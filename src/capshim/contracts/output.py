@@ -61,6 +61,8 @@ def write_error(exc: OSError, path: str | Path, flag: str = "") -> CapshimError:
                         "(nothing was written; an existing file is unchanged)", EXIT_STORAGE)
 
 
+#: The flags whose ``-`` means standard output (``report -o -``, ``db matrix -o -``).
+_STDOUT_FLAGS = ("-o", "--output")
 #: The files SQLite keeps beside a database (https://www.sqlite.org/tempfiles.html: the rollback
 #: journal, the write-ahead log and its shared-memory index).
 SQLITE_SIDECARS = ("-journal", "-wal", "-shm")
@@ -148,11 +150,11 @@ def check_file(path: str | Path, flag: str = "", *, replace: bool = False, repla
         raise UsageError(f"{_name(flag, p)}: {exc.strerror or exc}") from None
     if st is not None and stat.S_ISLNK(st.st_mode):
         raise UsageError(f"{_name(flag, p)}: is a symbolic link; capshim never writes through a link "
-                         "(name the file itself)")
+                         "(name the file itself" + (f"; {flag} - prints on stdout)" if flag in _STDOUT_FLAGS else ")"))
     if st is not None and not stat.S_ISREG(st.st_mode):
         kind = next((k for test, k in _KIND if test(st.st_mode)), "not a regular file")
         raise UsageError(f"{_name(flag, p)}: is {kind}; capshim writes only regular files"
-                         + ("" if kind == "a folder" else f" (leave {flag or 'it'} out to print on stdout)"))
+                         + (f" ({flag} - prints on stdout)" if flag in _STDOUT_FLAGS and kind != "a folder" else ""))
     if not sealed_ok:
         folders.refuse_inside_sealed(p, flag or "output")
     if not p.absolute().parent.is_dir():
