@@ -123,7 +123,7 @@ def builtin_workload_options(f):
 
 def timeout_option(f):
     """``--timeout S``: seconds one run may take (finite, at least 1)."""
-    return click.option("--timeout", type=FiniteFloat(1), default=bench_request.TIMEOUT_S, show_default=True,
+    return click.option("--timeout", type=FiniteFloat(1), default=bench_request.TIMEOUT_S, show_default=True, metavar="SECONDS",
                         help="Seconds one run may take.")(f)
 
 

@@ -59,7 +59,7 @@ def help_default(what: str) -> str:
     if what == "process_s":
         return "; ".join(_duration(k) for k in owners if any(defaults_for(k.name, c).process_s for c in (False, True)))
     if what == "precision":
-        gpu = [f"{k.label or k.name} +-{d.precision[0]:g} points, at most {d.precision[2]}" for k in owners
+        gpu = [f"{k.label or k.name} +-{d.precision[0]:g} points, at most {d.precision[2]} processes an arm" for k in owners
                if (d := defaults_for(k.name, False)).precision]
         return "[default on a GPU: " + "; ".join(gpu) + "; none on a CPU device]"
     if what in ("n_prompt", "n_gen"):
