@@ -176,8 +176,7 @@ def table(summaries: list[dict], labels: list[str] | None = None) -> dict:
     # "(95% CI)" only when an interval is shown: below 5 processes the cells give "(range a–b)" instead
     has_ci = any((e.get(k) or {}).get("ci95") for s in summaries for a in s["arms"].values()
                  for e in (a.get("tests") or {}).values() for k in ("speedup", "pct_of_host"))
-    levels = {_level(s) for s in summaries}
-    ci = f" ({'/'.join(sorted(levels))} CI)" if has_ci else ""
+    ci = f" ({'/'.join(sorted({_level(s) for s in summaries}))} CI)" if has_ci else ""
     columns[columns.index("speedup")] = (f"speedup vs {next(iter(baselines))}{ci}"
                                          if len(baselines) == 1 else f"speedup vs baseline{ci}")
     units = {t: m for s in summaries for t in s.get("tests") or [] if (m := other_metric([s], t))}
