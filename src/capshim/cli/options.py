@@ -97,8 +97,7 @@ def load_placed(profile_refs, simulate_refs, device: int = 0):
         p, s, lines = load_roles((refs["profile"] or [None])[0], (refs["simulate"] or [None])[0], device)
         return p, s, lines, None
     spell = {"profile": "--profile", "simulate": "--simulate"}
-    firsts, placed = roles.place_targeted(refs, spell, profiles.load,
-                                          lambda api: backends.get(api).devices())
+    firsts, placed = roles.place_targeted(refs, spell, profiles.load, backends.target_devices)
     backends.for_profiles(firsts["profile"], firsts["simulate"])
     return firsts["profile"], firsts["simulate"], [], placed
 
