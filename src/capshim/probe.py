@@ -75,8 +75,9 @@ def print_probe(out: dict, compare: bool = False, show_all: bool = False, consol
     a, b = backends.answer_rows(stock), backends.answer_rows(shimmed)
     keys = [k for k in list(a) + [k for k in b if k not in a] if k in diff or show_all]
     rows = [[k, _fmt(a.get(k), k), _fmt(b.get(k), k)] for k in keys]
-    terminal.emit(terminal.grid(("capability", "stock", "shimmed"), rows, limit, title="stock vs shimmed answers",
-                                styles=["bold yellow" if k in diff else None for k in keys]), limit)
+    if rows or placed is None:  # a device of a targeted probe with nothing to show: no empty table
+        terminal.emit(terminal.grid(("capability", "stock", "shimmed"), rows, limit, title="stock vs shimmed answers",
+                                    styles=["bold yellow" if k in diff else None for k in keys]), limit)
     if not diff:
         console.print("no answer differs")
     for name, s in shimmed.get("shim", {}).items():

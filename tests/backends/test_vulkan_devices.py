@@ -132,6 +132,7 @@ def test_probe_list_names_each_device(icds):
     assert out.returncode == 0, out.stderr
     lines = out.stdout.splitlines()
     assert [line.split(":")[0] for line in lines] == ["0", "1"] and all("llvmpipe" in line for line in lines), lines
+    assert all(line.endswith("[UUID shared: name it by index]") for line in lines), lines  # one driver twice
     out = run_capshim("probe", "--list", "--json", env={"VK_DRIVER_FILES": icds["one"]})
     (dev,) = json.loads(out.stdout)["devices"]
     assert dev["index"] == 0 and "llvmpipe" in dev["name"] and len(dev["uuid"]) == 36

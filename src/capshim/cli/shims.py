@@ -279,7 +279,8 @@ def probe_cmd(api, profile_ref, simulate_ref, device, compare, list_devices, sho
 
 def _list_devices(api: str | None, other: bool, as_json: bool) -> None:
     """``probe --list``: the devices :meth:`capshim.backends.Backend.devices` lists, one a line
-    (``0: NVIDIA H200 (ca950000-...)``), or ``{"api", "devices": [{"index", "name", "uuid"}]}``.
+    (``0: NVIDIA H200 (ca950000-...)``; a UUID several devices share is marked), or
+    ``{"api", "devices": [{"index", "name", "uuid"}]}``.
 
     Raises:
         UsageError: with a profile or --compare, or for an API with one device by nature (exit 2);
@@ -298,8 +299,9 @@ def _list_devices(api: str | None, other: bool, as_json: bool) -> None:
             {"index": d.index, "name": d.name, "uuid": targets.uuid_text(d.uuid) if d.uuid else None}
             for d in listed]}, indent=2))
         return
-    for d in listed:
-        click.echo(targets.device_line(d))
+    uuids = [d.uuid for d in listed if d.uuid]
+    for d in listed:  # a UUID two devices share names neither (targets.resolve refuses it)
+        click.echo(targets.device_line(d) + (" [UUID shared: name it by index]" if uuids.count(d.uuid) > 1 else ""))
 
 
 def _probe_targeted(be, profile, simulate, placed, compare, show_all, as_json, strict, wide):
