@@ -90,7 +90,8 @@ def load_placed(profile_refs, simulate_refs, device: int = 0):
 
     Raises:
         CapshimError: (exit 2) one line naming the flag and value: a bad profile, a target that
-            names no device, a device named twice, a target on an API with one device.
+            names no device, a device named twice, a target on an API with one device by nature
+            (Metal), devices that cannot be listed (no driver).
     """
     refs = {"profile": list(profile_refs or ()), "simulate": list(simulate_refs or ())}
     if not roles.is_targeted(refs):
