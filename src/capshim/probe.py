@@ -52,9 +52,11 @@ def _fmt(v: object, key: str = "") -> str:
 
 
 def print_probe(out: dict, compare: bool = False, show_all: bool = False, console: Console | None = None,
-                wide: bool = False) -> None:
+                wide: bool = False, placed: dict | None = None) -> None:
     """Print a probe result (or a comparison) as tables on stdout, fitted to the terminal
-    (:func:`capshim.export.terminal.width`; ``wide``: the full table)."""
+    (:func:`capshim.export.terminal.width`; ``wide``: the full table). ``placed``: this is one
+    device of a targeted probe (its entry: ``index``, ``profile``, ``simulate``): each shim's line
+    then speaks of that device only."""
     limit = terminal.width(wide)
     console = console or Console(width=limit or terminal.PIPE_WIDTH)
     if not compare:
@@ -73,14 +75,33 @@ def print_probe(out: dict, compare: bool = False, show_all: bool = False, consol
     a, b = backends.answer_rows(stock), backends.answer_rows(shimmed)
     keys = [k for k in list(a) + [k for k in b if k not in a] if k in diff or show_all]
     rows = [[k, _fmt(a.get(k), k), _fmt(b.get(k), k)] for k in keys]
-    terminal.emit(terminal.grid(("capability", "stock", "shimmed"), rows, limit, title="stock vs shimmed answers",
-                                styles=["bold yellow" if k in diff else None for k in keys]), limit)
+    if rows or placed is None:  # a device of a targeted probe with nothing to show: no empty table
+        terminal.emit(terminal.grid(("capability", "stock", "shimmed"), rows, limit, title="stock vs shimmed answers",
+                                    styles=["bold yellow" if k in diff else None for k in keys]), limit)
     if not diff:
         console.print("no answer differs")
     for name, s in shimmed.get("shim", {}).items():
         if s["state"] != "absent":  # the rows above counted apart from the shim's own count (per query)
-            shown = f"{len(diff)} answer(s) above differ; " if s["state"] == "active" else ""
-            console.print(escape(f"{name}: {s['state']} ({shown}{s['reason']})"))
+            console.print(escape(f"{name}: {_shim_line(s, len(diff), placed)}"))
+
+
+def _shim_line(s: dict, differ: int, placed: dict | None) -> str:
+    """What one shim did, after its table: the whole process's state, or, for one device of a
+    targeted probe (``placed``: its entry of :meth:`capshim.backends.Backend.probe_targeted`), what
+    it did on that device only (the state's ``devices`` record of its index)."""
+    if s["state"] != "active":
+        return f"{s['state']} ({s['reason']})"
+    shown = f"{differ} answer(s) above differ; "
+    if placed is None:
+        return f"active ({shown}{s['reason']})"
+    index = placed["index"]
+    if not placed.get("profile") and not placed.get("simulate"):
+        return f"stock: no profile targets device {index}"
+    rec = s.get("devices", {}).get(str(index))
+    if rec is None:
+        return f"active ({shown}it changed no answer on device {index})"
+    return (f"active ({shown}the shim changed {len(rec.get('answered', {}))} answer(s) on device {index}"
+            f"{' under ' + rec['profile'] if rec.get('profile') else ''})")
 
 
 def print_devices(out: dict, compare: bool = False, show_all: bool = False, console: Console | None = None,
@@ -96,4 +117,4 @@ def print_devices(out: dict, compare: bool = False, show_all: bool = False, cons
         uuid = f" ({entry['uuid']})" if entry.get("uuid") else ""
         console.print(escape(f"device {entry['index']}{uuid}: {', '.join(roles) if roles else 'stock (no profile)'}"))
         print_probe(entry if compare else entry["answers"], compare=compare, show_all=show_all, console=console,
-                    wide=wide)
+                    wide=wide, placed=entry)

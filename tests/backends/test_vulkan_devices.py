@@ -101,6 +101,7 @@ def test_run_writes_the_targets_event(icds, tmp_path, vk_build):
 @pytest.mark.parametrize("files, args, words", [
     ("one", ["--simulate", "vulkan-paravirt@1"], "--simulate vulkan-paravirt@1: this machine has 1 Vulkan device "
                                                  "(0: llvmpipe"),
+    ("one", ["--simulate", "vulkan-paravirt@1"], "drop '@1' (the profile then answers for device 0, as @0 does)"),
     ("two", ["--simulate", "vulkan-paravirt@2"], "no Vulkan device 2: this machine has 2 Vulkan devices"),
     ("two", ["--simulate", "vulkan-paravirt@6d657361-3232-2e33-2e36-000000000000"],
      "is shared by Vulkan devices 0, 1 (the same driver listed twice?): name the device by its index"),
@@ -112,3 +113,44 @@ def test_bad_targets_are_one_line_exit_2_and_nothing_runs(icds, tmp_path, files,
     assert out.returncode == EXIT_USAGE, out.stderr
     assert words in " ".join(out.stderr.split()), out.stderr
     assert out.stderr.count("capshim:") == 1 and not marker.exists()
+
+
+def test_one_device_takes_a_target_on_device_0_and_the_status_names_it(icds, tmp_path, vk_build):
+    status = tmp_path / "s.jsonl"
+    out = run_capshim("run", "--status-file", str(status), "--simulate", "vulkan-paravirt@0", "--",
+                      str(vk_build.probe), "--device", "0", env={"VK_DRIVER_FILES": icds["one"]})
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout)["capabilities"][SHARED] == 24576
+    events = [json.loads(line) for line in status.read_text().splitlines()]
+    (tgt,) = [e for e in events if e["event"] == "targets"]
+    assert [(d["index"], d["simulate"]) for d in tgt["devices"]] == [(0, "vulkan-paravirt@0")]
+    assert {e.get("device") for e in events if e["event"] == "changed"} == {0}
+
+
+def test_probe_list_names_each_device(icds):
+    out = run_capshim("probe", "--list", "--api", "vulkan", env={"VK_DRIVER_FILES": icds["two"]})
+    assert out.returncode == 0, out.stderr
+    lines = out.stdout.splitlines()
+    assert [line.split(":")[0] for line in lines] == ["0", "1"] and all("llvmpipe" in line for line in lines), lines
+    assert all(line.endswith("[UUID shared: name it by index]") for line in lines), lines  # one driver twice
+    out = run_capshim("probe", "--list", "--json", env={"VK_DRIVER_FILES": icds["one"]})
+    (dev,) = json.loads(out.stdout)["devices"]
+    assert dev["index"] == 0 and "llvmpipe" in dev["name"] and len(dev["uuid"]) == 36
+
+
+def test_the_same_icd_path_twice_is_one_device(icds):
+    # docs/multi-gpu.md: two devices take two copies of the ICD file, not one path listed twice
+    out = run_capshim("probe", "--list", "--api", "vulkan", "--json",
+                      env={"VK_DRIVER_FILES": f"{icds['one']}:{icds['one']}"})
+    assert out.returncode == 0, out.stderr
+    assert len(json.loads(out.stdout)["devices"]) == 1
+
+
+@pytest.mark.slow  # starts the probes of both devices, stock and shimmed
+def test_probe_compare_says_per_device_what_the_shim_did_there(icds):
+    out = run_capshim("probe", "--api", "vulkan", "--simulate", "vulkan-paravirt@1", "--compare",
+                      env={"VK_DRIVER_FILES": icds["two"]})
+    assert out.returncode == 0, out.stderr
+    first, second = " ".join(out.stdout.split()).split("device 1 (")
+    assert "VK_LAYER_CAPSHIM_device: stock: no profile targets device 0" in first and "recorded" not in first, first
+    assert "on device 1 under vulkan-paravirt" in second, second

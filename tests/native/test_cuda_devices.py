@@ -90,7 +90,7 @@ def test_run_writes_the_targets_and_per_device_changes_to_the_status_file(env, t
     (["--profile", "t4-class@1", "--profile", f"a100-class@{UUID[1]}"], {}, "is already given --profile t4-class@1"),
     (["--profile", "t4-class@0", "--profile", "t4-class"], {}, "--profile t4-class: targets every device"),
     (["--profile", "t4-class@1"], {"CAPSHIM_STANDIN_DEVICES": "1"},
-     "--profile t4-class@1: this machine has 1 CUDA device (0: NVIDIA H200"),
+     f"--profile t4-class@1: this machine has 1 CUDA device (0: NVIDIA H200 ({UUID[0]})); drop '@1'"),
     (["--profile", "t4-class@1"], {"CUDA_VISIBLE_DEVICES": f"GPU-{UUID[1]}"}, "this machine has 1 CUDA device"),
     (["--profile", "t4-class@x"], {}, "'x' is not a device index"),
     (["--simulate", "t4-class@1"], {}, "--simulate"),
@@ -129,3 +129,39 @@ def test_a_bad_list_of_configurations_leaves_every_device_stock_and_says_why(env
                           extra_env={**env, cuda.CONFIG_VAR: value, "CAPSHIM_QUIET": "1"})
         assert data["capabilities"]["computeCapability"] == 90
         assert data["shim"]["cuda"]["state"] == "invalid" and reason in data["shim"]["cuda"]["reason"]
+
+
+def test_one_device_takes_a_target_on_device_0_and_the_status_names_it(env, tmp_path):
+    # issue 32's one-GPU check: @0 works (the same answers as no target), @1 is refused by name (above)
+    b = cuda.build()
+    status = tmp_path / "s.jsonl"
+    out = run_capshim("run", "--status-file", str(status), "--profile", "t4-class@0", "--",
+                      str(b.probe), "--device", "0", env={**env, "CAPSHIM_STANDIN_DEVICES": "1"})
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout)["capabilities"]["computeCapability"] == 75
+    assert f"capshim: cuda: device 0 ({UUID[0]}) under t4-class, changed" in " ".join(out.stderr.split())
+    events = [json.loads(line) for line in status.read_text().splitlines()]
+    (tgt,) = [e for e in events if e["event"] == "targets"]
+    assert [(d["index"], d["profile"]) for d in tgt["devices"]] == [(0, "t4-class@0")]
+
+
+def test_probe_list_names_each_device_with_its_uuid(env):
+    out = run_capshim("probe", "--list", "--api", "cuda", env=env)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.splitlines() == [f"0: NVIDIA H200 ({UUID[0]})", f"1: NVIDIA H200 (stand-in 1) ({UUID[1]})"]
+    out = run_capshim("probe", "--list", "--api", "cuda", "--json", env={**env, "CUDA_VISIBLE_DEVICES": "1"})
+    assert json.loads(out.stdout) == {"api": "cuda", "devices": [
+        {"index": 0, "name": "NVIDIA H200 (stand-in 1)", "uuid": UUID[1]}]}
+    out = run_capshim("probe", "--list", "--api", "cuda", "--profile", "t4-class@1", env=env)
+    assert out.returncode == EXIT_USAGE and "--list: lists the devices only" in out.stderr
+
+
+@pytest.mark.slow  # starts the probes of both devices, stock and shimmed
+def test_probe_compare_says_per_device_what_the_shim_did_there(env):
+    out = run_capshim("probe", "--api", "cuda", "--profile", "t4-class@1", "--compare", env=env)
+    assert out.returncode == 0, out.stderr
+    text = " ".join(out.stdout.split())
+    first, second = text.split("device 1 (")
+    assert "device 0 (" in first and "stock (no profile)" in first
+    assert "cuda: stock: no profile targets device 0" in first and "recorded" not in first, first
+    assert "the shim changed 7 answer(s) on device 1 under t4-class" in second, second

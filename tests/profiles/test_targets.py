@@ -67,7 +67,7 @@ def test_resolve_places_each_reference_on_its_devices_and_writes_uuid_specs():
 @pytest.mark.parametrize("refs, devices, words", [
     (["t4-class@2"], TWO, "no CUDA device 2: this machine has 2 CUDA devices (0: NVIDIA H200"),
     ([f"t4-class@{'f' * 32}"], TWO, f"no CUDA device {'f' * 32}"),
-    (["t4-class@1"], TWO[:1], "this machine has 1 CUDA device (0: NVIDIA H200"),
+    (["t4-class@1"], TWO[:1], "t4-class@1: this machine has 1 CUDA device (0: NVIDIA H200"),
     (["t4-class@0", "a100-class@0"], TWO, "is already given --profile t4-class@0"),
     (["t4-class@1", f"a100-class@{U1}"], TWO, "is already given --profile t4-class@1"),  # index and UUID: one device
     ([f"t4-class@1,{U1}"], TWO, "device 1 named twice"),
@@ -142,10 +142,63 @@ def test_a_bench_arm_carries_the_same_spelling(monkeypatch):
     both = arms.parse("both=profile:t4-class@0,1")  # a device list is one item
     assert [d.index for d in both.placements[0].devices] == [0, 1]
     assert arms.parse("plain=profile:t4-class").placements is None
-    with pytest.raises(Exception, match=r"^--arm 'x=profile:t4-class@2': profile t4-class@2: no CUDA device 2"):
+    with pytest.raises(Exception, match=r"^--arm x=profile:t4-class@2: no CUDA device 2"):
         arms.parse("x=profile:t4-class@2")
-    with pytest.raises(Exception, match="is already given profile t4-class@1"):
+    with pytest.raises(Exception, match=r"^--arm x=profile:a100-class@.*is already given --arm x=profile:t4-class@1"):
         arms.parse(f"x=profile:t4-class@1,profile:a100-class@{U1}")
+
+
+@pytest.mark.parametrize("tail", ["01", "", "64", "x", "GPU-ca95", "0,0"])
+def test_a_bench_arm_spelling_error_starts_with_the_arm_and_reference(tail):
+    from capshim.bench import arms
+    from capshim.errors import EXIT_USAGE, UsageError
+
+    option = f"b=simulate:vulkan-paravirt@{tail}"
+    with pytest.raises(UsageError) as exc:
+        arms.parse(option)  # refused before any device is listed
+    assert str(exc.value).startswith(f"--arm {option}: ") and "\n" not in str(exc.value), str(exc.value)
+    assert exc.value.exit_code == EXIT_USAGE
+
+
+def test_one_device_takes_a_target_on_it_and_refuses_another_by_name():
+    (p,) = targets.resolve(_placed("t4-class@0"), TWO[:1], "CUDA")
+    assert p.devices == [TWO[0]] and p.specs == [f"uuid:{U0}"]
+    (p,) = targets.resolve(_placed(f"t4-class@GPU-{targets.uuid_text(U0)}"), TWO[:1], "CUDA")
+    assert p.devices == [TWO[0]]
+    with pytest.raises(TargetError) as exc:
+        targets.resolve(_placed("t4-class@1"), TWO[:1], "CUDA")
+    assert str(exc.value).startswith("--profile t4-class@1: this machine has 1 CUDA device (0: NVIDIA H200 (")
+    assert "drop '@1'" in str(exc.value) and "\n" not in str(exc.value)
+
+
+def test_an_api_with_one_device_by_nature_refuses_every_target():
+    spell = {"profile": "--profile", "simulate": "--simulate"}
+    with pytest.raises(TargetError, match=r"^--profile metal-apple9@0: Metal has one device per process: .*drop '@0'"):
+        roles.place_targeted({"profile": ["metal-apple9@0"]}, spell, profiles.load, lambda api: None)
+
+
+def test_devices_that_cannot_be_listed_refuse_the_target_with_exit_2():
+    from capshim.errors import EXIT_USAGE, CapshimError
+
+    def no_driver(api):
+        raise CapshimError("CUDA probe: no CUDA driver", exit_code=1)
+
+    spell = {"profile": "--profile", "simulate": "--simulate"}
+    with pytest.raises(TargetError) as exc:
+        roles.place_targeted({"profile": ["t4-class@1"]}, spell, profiles.load, no_driver)
+    msg = str(exc.value)
+    assert msg.startswith("--profile t4-class@1: CUDA probe: no CUDA driver; drop '@1', or run where the CUDA")
+    assert exc.value.exit_code == EXIT_USAGE
+
+
+def test_the_cli_keeps_the_flag_in_spelling_errors():
+    from click.testing import CliRunner
+
+    from capshim.cli import main
+    for tail in ("01", "", "64", "x", "GPU-ca95", "0,0"):
+        r = CliRunner().invoke(main, ["run", "--profile", f"t4-class@{tail}", "--", "true"])
+        assert r.exit_code == 2, r.output
+        assert f"capshim: --profile t4-class@{tail}: " in r.output, r.output
 
 
 def test_a_study_refuses_a_device_target_in_one_line():
@@ -155,3 +208,13 @@ def test_a_study_refuses_a_device_target_in_one_line():
     for call in (lambda: ablate.load_lowering("t4-class@1"), lambda: common.load_profile("t4-class@1", "x")):
         with pytest.raises(UsageError, match=r"^--profile t4-class@1: a study measures one profile on the device"):
             call()
+
+
+@pytest.mark.parametrize("ref, arm", [("vulkan-paravirt@1", "simulate:vulkan-paravirt@1"),
+                                      ("t4-class@1", "profile:t4-class@1")])
+def test_a_study_refusal_suggests_the_role_the_profile_takes(ref, arm):
+    from capshim.errors import UsageError
+    from capshim.studies import common
+
+    with pytest.raises(UsageError, match=f"capshim bench --arm NAME={arm};"):
+        common.refuse_targets(ref)

@@ -59,6 +59,9 @@ class Backend(ABC):
             (``capshim build --target``), see :meth:`cross_build`.
         verifies_files: whether :meth:`verify` can check a given built file
             (``capshim verify --shim FILE``).
+        device_targets: whether a process of this API may see several devices, so a profile
+            can be placed on some (``PROFILE@DEVICE``, :meth:`devices` lists them); False for
+            an API with one device by nature (Metal), which refuses every target.
     """
 
     name: str = ""
@@ -69,6 +72,7 @@ class Backend(ABC):
     added_extension_note: str | None = None
     cross_targets: tuple[str, ...] = ()
     verifies_files: bool = False
+    device_targets: bool = False
 
     def runs_here(self, platform: str | None = None) -> bool:
         """Whether the API really runs on ``platform`` (default ``sys.platform``)."""
@@ -258,6 +262,18 @@ def get(api: str) -> Backend:
         raise UsageError(f"api '{api}': no such backend{did_you_mean(api, REGISTRY)} "
                          f"(known: {', '.join(REGISTRY)})") from None
     return importlib.import_module(module).BACKEND
+
+
+def target_devices(api: str) -> list[Device] | None:
+    """The devices a ``PROFILE@DEVICE`` of ``api`` is checked against (:meth:`Backend.devices`),
+    or None for an API with one device by nature (:attr:`Backend.device_targets` False):
+    the ``devices_of`` of :func:`capshim.profiles.roles.place_targeted`.
+
+    Raises:
+        CapshimError: the devices cannot be listed (no driver).
+    """
+    be = get(api)
+    return be.devices() if be.device_targets else None
 
 
 def default_api(platform: str | None = None) -> str:

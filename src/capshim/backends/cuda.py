@@ -536,6 +536,7 @@ class CudaBackend(Backend):
     platforms = ("linux",)
     can_simulate = False
     tabular_probe = True
+    device_targets = True
 
     def unavailable(self) -> str | None:
         """The shim is an ELF library for LD_PRELOAD, built with a C compiler: Linux with gcc/cc."""

@@ -460,6 +460,7 @@ class VulkanBackend(Backend):
     platforms = ("linux",)
     can_simulate = True
     tabular_probe = True
+    device_targets = True
     # Measured on the Debian 12 loader (1.3.239) and lavapipe (issue 8's field
     # report, and tests/backends/test_backends.py): vkCreateDevice with such an
     # extension enabled succeeds, the extension is not there and its entry

@@ -193,9 +193,10 @@ def _parse_targeted(arm: Arm, items: list[str], option: str) -> Arm:
             raise UsageError(f"--arm {option!r}: item {item!r} is not profile:P[@DEV] or simulate:P[@DEV] "
                              "(profile:restore and identity take no device target)")
         refs[role].append(ref)
+    # each message starts with the arm and the reference: --arm b=simulate:vulkan-paravirt@01: ...
+    firsts, placed = roles.place_targeted(refs, {"profile": "profile:", "simulate": "simulate:"},
+                                          profiles.load, backends.target_devices, context=f"--arm {arm.name}=")
     try:
-        firsts, placed = roles.place_targeted(refs, {"profile": "profile:", "simulate": "simulate:"},
-                                              profiles.load, lambda api: backends.get(api).devices())
         backends.for_profiles(firsts["profile"], firsts["simulate"])
     except UsageError as exc:
         raise UsageError(f"--arm {option!r}: {exc}") from None

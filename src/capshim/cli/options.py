@@ -90,15 +90,15 @@ def load_placed(profile_refs, simulate_refs, device: int = 0):
 
     Raises:
         CapshimError: (exit 2) one line naming the flag and value: a bad profile, a target that
-            names no device, a device named twice, a target on an API with one device.
+            names no device, a device named twice, a target on an API with one device by nature
+            (Metal), devices that cannot be listed (no driver).
     """
     refs = {"profile": list(profile_refs or ()), "simulate": list(simulate_refs or ())}
     if not roles.is_targeted(refs):
         p, s, lines = load_roles((refs["profile"] or [None])[0], (refs["simulate"] or [None])[0], device)
         return p, s, lines, None
     spell = {"profile": "--profile", "simulate": "--simulate"}
-    firsts, placed = roles.place_targeted(refs, spell, profiles.load,
-                                          lambda api: backends.get(api).devices())
+    firsts, placed = roles.place_targeted(refs, spell, profiles.load, backends.target_devices)
     backends.for_profiles(firsts["profile"], firsts["simulate"])
     return firsts["profile"], firsts["simulate"], [], placed
 

@@ -222,11 +222,14 @@ def _beyond_device(backend, profile, simulate, device, status_file=None) -> tupl
 @click.option("--device", type=click.IntRange(0, 15), default=0, show_default=True,
               help="Vulkan physical device index (with P@DEV targets every device is probed).")
 @click.option("--compare", is_flag=True, help="Show stock and shimmed answers side by side.")
+@click.option("--list", "list_devices", is_flag=True,
+              help="List the devices of the API (--api vulkan or cuda; default: this platform's), one a "
+                   "line: index, name, UUID: what PROFILE@DEVICE takes (docs/multi-gpu.md).")
 @click.option("--all", "show_all", is_flag=True, help="With --compare: show unchanged rows too.")
 @json_option("JSON")
 @click.option("--strict", is_flag=True, help="Exit 3 when a raise profile answers beyond the device.")
 @wide_option
-def probe_cmd(api, profile_ref, simulate_ref, device, compare, show_all, as_json, strict, wide):
+def probe_cmd(api, profile_ref, simulate_ref, device, compare, list_devices, show_all, as_json, strict, wide):
     """Print the capability answers a process sees, stock or through shims.
 
     A raise profile that answers more than the device has gets one warning
@@ -243,7 +246,11 @@ def probe_cmd(api, profile_ref, simulate_ref, device, compare, show_all, as_json
       capshim probe --api vulkan --json
       capshim probe --compare --simulate vulkan-paravirt
       capshim probe --api metal --json > host.json
+      capshim probe --list --api cuda      # the devices P@DEV names
     """
+    if list_devices:
+        _list_devices(api, bool(profile_ref or simulate_ref or compare), as_json)
+        return
 
     profile, simulate, notes, placed = load_placed(profile_ref, simulate_ref, device)
     for note in notes:
@@ -271,6 +278,33 @@ def probe_cmd(api, profile_ref, simulate_ref, device, compare, show_all, as_json
         pr.print_probe(out, compare=compare, show_all=show_all, wide=wide)
     if strict and over:
         sys.exit(EXIT_INERT)
+
+
+def _list_devices(api: str | None, other: bool, as_json: bool) -> None:
+    """``probe --list``: the devices :meth:`capshim.backends.Backend.devices` lists, one a line
+    (``0: NVIDIA H200 (ca950000-...)``; a UUID several devices share is marked), or
+    ``{"api", "devices": [{"index", "name", "uuid"}]}``.
+
+    Raises:
+        UsageError: with a profile or --compare, or for an API with one device by nature (exit 2);
+            CapshimError: the devices cannot be listed (no driver, exit 1).
+    """
+    if other:
+        raise UsageError("--list: lists the devices only (drop --profile, --simulate and --compare)")
+    api = api or backends.default_api()
+    listed = backends.target_devices(api)
+    if listed is None:
+        able = " or ".join(f"--api {n}" for n in _API_NAMES if backends.get(n).device_targets)
+        raise UsageError(f"--list --api {api}: {api} has one device per process, so there is none to "
+                         f"name (devices are listed for {able})")
+    if as_json:
+        click.echo(json.dumps({"api": api, "devices": [
+            {"index": d.index, "name": d.name, "uuid": targets.uuid_text(d.uuid) if d.uuid else None}
+            for d in listed]}, indent=2))
+        return
+    uuids = [d.uuid for d in listed if d.uuid]
+    for d in listed:  # a UUID two devices share names neither (targets.resolve refuses it)
+        click.echo(targets.device_line(d) + (" [UUID shared: name it by index]" if uuids.count(d.uuid) > 1 else ""))
 
 
 def _probe_targeted(be, profile, simulate, placed, compare, show_all, as_json, strict, wide):

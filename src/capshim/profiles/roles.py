@@ -17,14 +17,15 @@ answers of the device (called only when a Khronos file is given, so TOML profile
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 
 from capshim.contracts.pasteable import command as pasteable
 from capshim.contracts import messages
-from capshim.errors import UsageError
+from capshim.errors import CapshimError, UsageError
 from capshim.profiles import khronos
 from capshim.profiles.model import Profile, ProfileError
-from capshim.profiles.targets import Device, Placement, resolve, split
+from capshim.profiles.targets import Device, Placement, TargetError, named, resolve, split
 
 __all__ = ["ROLES", "RoleError", "place_all", "place_targeted", "is_targeted", "unsupported_summary"]
 
@@ -40,9 +41,7 @@ class RoleError(UsageError):
     role is given too. The message starts with the role's spelling."""
 
 
-def _named(spell: str, ref: str) -> str:
-    """``--profile x.json`` or ``simulate:x.json``: a role's spelling with its reference."""
-    return f"{spell}{'' if spell.endswith(':') else ' '}{ref}"
+_named = named  # ``--profile x.json`` or ``simulate:x.json``: a role's spelling with its reference
 
 
 def unsupported_summary(reading: khronos.Reading, shown: int = 3) -> list[str]:
@@ -119,11 +118,12 @@ def place_all(refs: dict[str, str | None], spell: dict[str, str], stock: Callabl
 def is_targeted(refs: dict[str, list[str]]) -> bool:
     """Whether the references given per role need :func:`place_targeted`: a role given more than
     once, or a reference with a device target (``PROFILE@DEVICE``)."""
-    return any(len(r) > 1 or any(split(x, "")[1] for x in r) for r in refs.values())
+    return any(len(r) > 1 or any("@" in x and not os.path.isfile(x) for x in r) for r in refs.values())
 
 
 def place_targeted(refs: dict[str, list[str]], spell: dict[str, str], load: Callable[[str], Profile],
-                   devices_of: Callable[[str], list[Device]]) -> tuple[dict[str, Profile | None], list[Placement]]:
+                   devices_of: Callable[[str], list[Device] | None],
+                   context: str = "") -> tuple[dict[str, Profile | None], list[Placement]]:
     """Place references that name devices (``PROFILE@TARGET[,TARGET...]``,
     :mod:`capshim.profiles.targets`), checked against the devices before anything runs.
 
@@ -132,7 +132,10 @@ def place_targeted(refs: dict[str, list[str]], spell: dict[str, str], load: Call
         spell: role -> how the caller names it (``"--profile"``, ``"profile:"``).
         load: loads a built-in name or a TOML file (:func:`capshim.profiles.load`).
         devices_of: ``devices_of(api)`` -> the devices of that API (the backend's
-            ``devices()``), called once.
+            ``devices()``), or None for an API with one device by nature (Metal: every target
+            is refused); called once, only when a reference names a device.
+        context: what goes before each role's spelling in messages (``--arm b=``), so each
+            starts with the flag and value as the user wrote them.
 
     Returns:
         (role -> the first profile given for it or None: what picks the backend and the shims;
@@ -140,30 +143,40 @@ def place_targeted(refs: dict[str, list[str]], spell: dict[str, str], load: Call
 
     Raises:
         RoleError: a profile that fails to load, a Khronos file with a target, profiles of
-            different APIs; TargetError (a UsageError): what :func:`capshim.profiles.targets.split`
+            different APIs; TargetError: the devices cannot be listed (no driver: drop the target
+            or run where the devices are); TargetError (a UsageError): what :func:`capshim.profiles.targets.split`
             and :func:`~capshim.profiles.targets.resolve` refuse. Each one line naming the flag.
     """
     placements: list[Placement] = []
     for role in ROLES:
         flag = spell[role].rstrip(":")
         for ref in refs.get(role) or []:
-            base, targets = split(ref, flag)
+            label = _named(context + spell[role], ref)
+            base, targets = split(ref, context + spell[role])
             if khronos.is_khronos_ref(base):
-                raise RoleError(f"{_named(spell[role], ref)}: a Khronos profiles file cannot take a device target "
+                raise RoleError(f"{label}: a Khronos profiles file cannot take a device target "
                                 "or share its role (write one direction first: capshim profile import "
                                 "--direction lower|raise)")
             try:
                 prof = load(base)
             except ProfileError as exc:
-                raise RoleError(f"{_named(spell[role], ref)}: {exc}") from None
-            placements.append(Placement(role, flag, base, ref, targets, profile=prof))
+                raise RoleError(f"{label}: {exc}") from None
+            placements.append(Placement(role, flag, base, ref, targets, profile=prof, label=label))
     apis = {p.profile.api for p in placements}
     if len(apis) > 1:
         a, b = placements[0], next(p for p in placements if p.profile.api != placements[0].profile.api)
-        raise RoleError(f"{a.flag} {a.text} (api {a.profile.api}) and {b.flag} {b.text} (api {b.profile.api}) are "
+        raise RoleError(f"{a.where} (api {a.profile.api}) and {b.where} (api {b.profile.api}) are "
                         "for different APIs: one run shims one API")
     firsts = {role: next((p.profile for p in placements if p.role == role), None) for role in ROLES}
     if placements:
         api = placements[0].profile.api
-        resolve(placements, devices_of(api), API_WORDS.get(api, api))
+        word = API_WORDS.get(api, api)
+        aimed = next((p for p in placements if p.targets), None)
+        try:
+            devices = devices_of(api) if aimed is not None else []  # untargeted: refused as such
+        except CapshimError as exc:
+            drop = ",".join(t.text for t in aimed.targets)
+            raise TargetError(f"{aimed.where}: {exc}; drop '@{drop}', or run where the {word} devices are") \
+                from None
+        resolve(placements, devices or [], word, one_device=devices is None)
     return firsts, placements

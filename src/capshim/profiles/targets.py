@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 
 from capshim.errors import UsageError
 
-__all__ = ["targets_event", "normal_uuid", "Target", "Device", "Placement", "on_device", "targeted", "TargetError", "split", "resolve", "uuid_text", "device_line",
+__all__ = ["named", "targets_event", "normal_uuid", "Target", "Device", "Placement", "on_device", "targeted", "TargetError", "split", "resolve", "uuid_text", "device_line",
            "MAX_TARGETS"]
 
 #: Specs one configuration's ``devices=`` key holds and configurations one variable holds
@@ -100,6 +100,14 @@ class Placement:
 
     #: UUIDs several devices of this API share (the same driver listed twice): never a spec.
     shared_uuids: frozenset = frozenset()
+    #: How messages name this reference (``--profile t4-class@1``, ``--arm b=profile:t4-class@1``);
+    #: empty: ``flag`` and ``text``.
+    label: str = ""
+
+    @property
+    def where(self) -> str:
+        """The flag and value as a message about this reference starts."""
+        return self.label or named(self.flag, self.text)
 
     @property
     def specs(self) -> list[str]:
@@ -111,6 +119,12 @@ class Placement:
             return []
         return [f"uuid:{d.uuid}" if d.uuid and d.uuid not in self.shared_uuids else str(d.index)
                 for d in self.devices][:MAX_TARGETS]
+
+
+def named(flag: str, ref: str) -> str:
+    """``--profile t4-class@1`` or ``--arm b=simulate:t4-class@1``: a flag with its value, as a
+    message starts (no space after a spelling that ends in ``:`` or ``=``)."""
+    return f"{flag}{'' if flag.endswith((':', '=')) else ' '}{ref}"
 
 
 def normal_uuid(text: object) -> str | None:
@@ -138,7 +152,7 @@ def _target(text: str, flag: str, whole: str) -> Target:
     uuid = normal_uuid(text)
     if uuid is not None:
         return Target(text, uuid=uuid)
-    raise TargetError(f"{flag} {whole}: '{text}' is not a device index (0..{MAX_INDEX}, no leading zero) or "
+    raise TargetError(f"{named(flag, whole)}: '{text}' is not a device index (0..{MAX_INDEX}, no leading zero) or "
                       "a UUID (GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx, or 32 hex digits)")
 
 
@@ -146,6 +160,7 @@ def split(ref: str, flag: str) -> tuple[str, tuple[Target, ...]]:
     """``PROFILE@TARGET[,TARGET...]`` -> (PROFILE, targets); without ``@``: (ref, ()).
 
     The split is at the last ``@`` (a profile path may hold one; a target never does).
+    ``flag`` is how messages name the option (``--profile``, ``--arm b=simulate:``).
 
     Raises:
         TargetError: an empty profile or target list, a target that is neither an index nor a
@@ -155,18 +170,18 @@ def split(ref: str, flag: str) -> tuple[str, tuple[Target, ...]]:
         return ref, ()
     base, _, tail = ref.rpartition("@")
     if not base:
-        raise TargetError(f"{flag} {ref}: no profile before '@' (write PROFILE@DEVICE, e.g. t4-class@1)")
+        raise TargetError(f"{named(flag, ref)}: no profile before '@' (write PROFILE@DEVICE, e.g. t4-class@1)")
     parts = tail.split(",")
     if not tail or any(not p for p in parts):
-        raise TargetError(f"{flag} {ref}: an empty device after '@' (write PROFILE@DEVICE[,DEVICE...], "
+        raise TargetError(f"{named(flag, ref)}: an empty device after '@' (write PROFILE@DEVICE[,DEVICE...], "
                           "e.g. t4-class@1 or t4-class@0,1)")
     targets = tuple(_target(p, flag, ref) for p in parts)
     if len(targets) > MAX_TARGETS:
-        raise TargetError(f"{flag} {ref}: more than {MAX_TARGETS} devices")
+        raise TargetError(f"{named(flag, ref)}: more than {MAX_TARGETS} devices")
     seen: set[str] = set()
     for t in targets:
         if t.spec in seen:
-            raise TargetError(f"{flag} {ref}: device '{t.text}' given twice")
+            raise TargetError(f"{named(flag, ref)}: device '{t.text}' given twice")
         seen.add(t.spec)
     return base, targets
 
@@ -186,25 +201,32 @@ def _find(t: Target, devices: list[Device], where: str, api_word: str) -> Device
             raise TargetError(f"{where}: UUID {t.text} is shared by {api_word} devices "
                               f"{', '.join(str(d.index) for d in hit)} (the same driver listed twice?): "
                               "name the device by its index")
+    if not hit and len(devices) == 1:
+        raise TargetError(f"{where}: {_listing(devices, api_word)}; drop '@{t.text}' (the profile then "
+                          f"answers for device 0, as @0 does), or run where {api_word} device {t.text} is")
     if not hit:
         raise TargetError(f"{where}: no {api_word} device {t.text}: {_listing(devices, api_word)}")
     return hit[0]
 
 
-def resolve(placements: list[Placement], devices: list[Device], api_word: str) -> list[Placement]:
+def resolve(placements: list[Placement], devices: list[Device], api_word: str,
+            one_device: bool = False) -> list[Placement]:
     """Check the placements of one API against its devices; fill each one's ``devices``.
 
     Args:
         placements: every reference given, of every role, in the order given.
         devices: what the API lists (:class:`Device`), in index order.
         api_word: the API as messages name it ("Vulkan", "CUDA").
+        one_device: the API has one device by nature (Metal): every target is refused. A
+            Vulkan or CUDA machine with one device takes ``@0`` (or its UUID): the same
+            answers as no target, but the status and probe name device 0.
 
     Returns:
         ``placements``, each with its devices.
 
     Raises:
-        TargetError: one line naming the flag and value: a target on an API with one device, an
-            index or UUID that names no device (the devices listed), a UUID two devices share,
+        TargetError: one line naming the flag and value: a target on an API with one device by
+            nature, an index or UUID that names no device (the devices listed), a UUID two devices share,
             a role given both untargeted and targeted, a device named twice in one role (an index
             and the UUID of one device count as the same device).
     """
@@ -216,19 +238,19 @@ def resolve(placements: list[Placement], devices: list[Device], api_word: str) -
         if plain and len(group) > 1:
             other = next(p for p in group if p is not plain[0])
             flag = plain[0].flag
-            raise TargetError(f"{flag} {plain[0].text}: targets every device, and {other.flag} {other.text} is "
+            raise TargetError(f"{plain[0].where}: targets every device, and {other.where} is "
                               f"given too: give every {flag} a device (PROFILE@DEVICE), or one {flag} without '@'")
     owner: dict[tuple[str, int], Placement] = {}
     uuids = [d.uuid for d in devices if d.uuid]
     shared = frozenset(u for u in uuids if uuids.count(u) > 1)
     for p in placements:
-        where = f"{p.flag} {p.text}"
+        where = p.where
         if not p.targets:
             p.devices = list(devices)
             continue
-        if len(devices) == 1:
-            raise TargetError(f"{where}: {_listing(devices, api_word)}: a device target needs several; "
-                              f"drop '@{','.join(t.text for t in p.targets)}'")
+        if one_device:
+            raise TargetError(f"{where}: {api_word} has one device per process: a device target does not "
+                              f"apply; drop '@{','.join(t.text for t in p.targets)}'")
         p.devices = []
         p.shared_uuids = shared
         for t in p.targets:
@@ -237,8 +259,8 @@ def resolve(placements: list[Placement], devices: list[Device], api_word: str) -
             if before is p:
                 raise TargetError(f"{where}: device {d.index} named twice ('{t.text}' is {device_line(d)})")
             if before is not None:
-                raise TargetError(f"{where}: device {device_line(d)} is already given {before.flag} "
-                                  f"{before.text}: one profile per device and role")
+                raise TargetError(f"{where}: device {device_line(d)} is already given "
+                                  f"{before.where}: one profile per device and role")
             owner[(p.role, d.index)] = p
             p.devices.append(d)
     return placements

@@ -140,16 +140,29 @@ def write_profile(path: Path, data: dict, comment: str | None = None) -> Profile
     return prof
 
 
+def arm_role(prof: Profile) -> str:
+    """The bench-arm role a study gives ``prof``: ``simulate`` for a lowering profile of an API whose
+    shim has a device role (Vulkan: the simulated-GPU arms), else ``profile`` (a raise profile, or
+    a lower-only shim such as CUDA's, which lowers through its profile)."""
+    return "simulate" if prof.direction == "lower" and backends.get(prof.api).can_simulate else "profile"
+
+
 def refuse_targets(ref: str) -> None:
     """A study's ``--profile P@DEV`` (:mod:`capshim.profiles.targets`): refused in one line; a study
-    measures its profile on the one device it probes.
+    measures its profile on the one device it probes. The bench arm it suggests takes the role
+    :func:`arm_role` picks for the profile (``profile:`` when the profile does not load).
 
     Raises:
         UsageError: ``ref`` names devices, or spells them wrong (names ``--profile`` and REF).
     """
-    if targets.split(ref, "--profile")[1]:
+    base, aimed = targets.split(ref, "--profile")
+    if aimed:
+        try:
+            role = arm_role(profiles.load(base))
+        except CapshimError:
+            role = "profile"
         raise UsageError(f"--profile {ref}: a study measures one profile on the device it probes; device targets "
-                         f"are taken by capshim run, probe and bench arms (capshim bench --arm NAME=profile:{ref}; "
+                         f"are taken by capshim run, probe and bench arms (capshim bench --arm NAME={role}:{ref}; "
                          "docs/multi-gpu.md)")
 
 

@@ -111,7 +111,7 @@ def answers_for(profile_refs: list[str] | tuple[str, ...]) -> list[Answers]:
     for ref in profile_refs:
         prof = common.load_profile(ref, "kernels reads ggml-vulkan's perf logger (Vulkan only)", api=API)
         common.spec_path(ref, "--profile")
-        role = "simulate" if prof.direction == "lower" else "profile"
+        role = common.arm_role(prof)
         key = f"{role}:{prof.name}"
         if key in seen:
             raise UsageError(f"--profile {ref}: given twice ({seen[key]} is the same profile, {prof.name})")
