@@ -210,6 +210,17 @@ def test_a_run_never_inherits_a_template_variable(monkeypatch):
     assert exec_argv[:3] == ["/bin/sh", "-c", launch.PID_WRAPPER]
 
 
+def test_run_and_probe_never_inherit_a_template_variable(monkeypatch, tmp_path):
+    """`capshim run` (launch.prepare's environment) and `capshim probe --api cuda` (the probe's)
+    drop a stray CAPSHIM_TEMPLATE_FD as the bench does: one list (contracts.environ.NOT_INHERITED)."""
+    from capshim.contracts import environ
+
+    monkeypatch.setenv(template.FD_VAR, "7")
+    lc = launch.prepare(["true"], run_dir=tmp_path)
+    assert template.FD_VAR not in lc.env() and template.FD_VAR not in cuda.probe_env()
+    assert template.FD_VAR == environ.TEMPLATE_FD_VAR and template.FD_VAR in environ.NOT_INHERITED
+
+
 @pytest.mark.parametrize("mode", ["plain", "template"])
 def test_capshim_bench_with_the_real_shim_lowers_the_arm_either_way(cuda_build, tmp_path, mode):
     """`capshim bench --workload torch-sdpa` end to end over the stand-in runtime: the real CUDA

@@ -356,6 +356,14 @@ int capshim_cuda_active(void) {
 __attribute__((constructor)) static void capshim_cuda_load(void) {
     if (getenv(TEMPLATE_VAR) != NULL) {
         g_template_pid = getpid(); /* the decision waits for a forked child's first entry point */
+        /* Said all the same: a report must never call a loaded shim "never loaded" (a stray
+         * CAPSHIM_TEMPLATE_FD in a plain process keeps it stock: the event says why). */
+        struct capshim_json j;
+        event_begin(&j, "loaded");
+        capshim_json_str(&j, "process", capshim_process_name());
+        capshim_json_str(&j, "version", CAPSHIM_VERSION_STRING);
+        capshim_json_bool(&j, "template", 1);
+        capshim_json_end_and_write(&j);
         return;
     }
     capshim_cuda_init();
