@@ -363,7 +363,7 @@ __attribute__((constructor)) static void capshim_cuda_load(void) {
         capshim_json_str(&j, "process", capshim_process_name());
         capshim_json_str(&j, "version", CAPSHIM_VERSION_STRING);
         capshim_json_bool(&j, "template", 1);
-        capshim_json_end_and_write(&j);
+        capshim_json_end_and_write_now(&j); /* its forked children read their own status file */
         return;
     }
     capshim_cuda_init();
