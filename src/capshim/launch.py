@@ -30,7 +30,7 @@ from pathlib import Path
 
 from capshim import backends, program
 from capshim import status as st
-from capshim.contracts import folders, output
+from capshim.contracts import environ, folders, output
 from capshim.errors import CapshimError, UsageError
 from capshim.profiles import Profile, targets
 
@@ -66,10 +66,7 @@ class Launch:
 
     def env(self) -> dict[str, str]:
         """The full environment for the process: ours plus the delta."""
-        env = dict(os.environ)
-        for var in ("CAPSHIM_TARGET_PID", "CAPSHIM_INHERIT", "CAPSHIM_VK_APP_CONFIG", "CAPSHIM_VK_DEVICE_CONFIG",
-                    "CAPSHIM_CUDA_CONFIG"):
-            env.pop(var, None)
+        env = environ.child_base()  # a stray CAPSHIM_TEMPLATE_FD would keep the CUDA shim stock
         env.update(self.env_delta)
         return env
 

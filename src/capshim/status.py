@@ -181,6 +181,10 @@ def classify_events(events: list[dict]) -> ShimState:
     # A hooks event with an empty "installed" list (Metal: the private entry
     # point was missing and no device class has been patched) is not a hook.
     hooks = [e for e in events if e.get("event") == "hooks" and e.get("installed")]
+    if not hooks and all(e.get("template") for e in events if e.get("event") == "loaded"):
+        return ShimState(INERT, "loaded as a process template (CAPSHIM_TEMPLATE_FD is set in its environment): "
+                                "it stays stock and leaves the decision to processes it forks; unset "
+                                "CAPSHIM_TEMPLATE_FD" + note, changes)
     if not hooks:
         return ShimState(INERT, "loaded but installed no hooks (no instance/device was created through it)"
                          + note, changes)

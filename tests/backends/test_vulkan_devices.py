@@ -154,3 +154,27 @@ def test_probe_compare_says_per_device_what_the_shim_did_there(icds):
     first, second = " ".join(out.stdout.split()).split("device 1 (")
     assert "VK_LAYER_CAPSHIM_device: stock: no profile targets device 0" in first and "recorded" not in first, first
     assert "on device 1 under vulkan-paravirt" in second, second
+@pytest.mark.parametrize("order", ["uuid_first", "index_first"])
+def test_one_device_named_by_index_and_by_uuid_in_two_configurations_answers_stock(icds, reorder, tmp_path, order,
+                                                                                   monkeypatch):
+    """Review finding 2: one configuration names device 1 by its deviceUUID (the test layer's), another
+    by index 1. Both load (the load-time check compares specs of one kind); at selection the layer
+    finds both name device 1: stock answers there, one rejected config event naming both files."""
+    from capshim import profiles
+    from capshim.backends import vulkan
+
+    base = vulkan.render_config(profiles.load("vulkan-paravirt"))
+    by_uuid, by_index = tmp_path / "uuid.cfg", tmp_path / "index.cfg"
+    by_uuid.write_text(base + f"devices=uuid:{UUID[1].replace('-', '')}\n")
+    by_index.write_text(base + "devices=1\n")
+    value = f"{by_uuid}:{by_index}" if order == "uuid_first" else f"{by_index}:{by_uuid}"
+    for k, v in {"VK_DRIVER_FILES": icds["two"], **reorder, "CAPSHIM_TEST_REORDER": "0"}.items():
+        monkeypatch.setenv(k, v)  # the process's own: the launch adds capshim's layers to VK_INSTANCE_LAYERS
+    stock = vulkan.probe(device=1)
+    data = vulkan.probe(simulate=profiles.load("vulkan-paravirt"), device=1,
+                        extra_env={"CAPSHIM_VK_DEVICE_CONFIG": value})
+    assert data["capabilities"][SHARED] == stock["capabilities"][SHARED] == 32768
+    state = data["shim"][vulkan.LAYER_DEVICE]
+    assert state["state"] == "invalid", state
+    assert "a device named by two configurations: device 1" in state["reason"] and UUID[1] in state["reason"]
+    assert str(by_uuid) in state["reason"] and str(by_index) in state["reason"]

@@ -181,8 +181,11 @@ def test_a_forked_child_is_shimmed_like_a_plain_process(cuda_build, tmp_path, pr
         child_changes = {(e["key"], e["stock"], e["reported"]) for e in _events(tmp_path / "run-1.jsonl")
                          if e["event"] == "changed"}
         assert child_changes == plain_changes
-    # the template decided nothing: no event of the shim from it (nor from its sh wrapper)
-    assert _events(tmp_path / "template.jsonl") == []
+    # the template decided nothing: of the shim, only its `loaded` events in template mode (its own and its
+    # sh wrapper's), none in a run's status file (the children write theirs to their own)
+    tevents = _events(tmp_path / "template.jsonl")
+    assert all(e["event"] == "loaded" and e["template"] is True for e in tevents)
+    assert {e["pid"] for e in tevents} == ({tpl.proc.pid} if profile else set()) and len(tevents) == (2 if profile else 0)
 
 
 def test_the_bench_forks_torch_sdpa_runs_from_templates(tmp_path, monkeypatch):
@@ -210,6 +213,17 @@ def test_a_run_never_inherits_a_template_variable(monkeypatch):
     assert exec_argv[:3] == ["/bin/sh", "-c", launch.PID_WRAPPER]
 
 
+def test_run_and_probe_never_inherit_a_template_variable(monkeypatch, tmp_path):
+    """`capshim run` (launch.prepare's environment) and `capshim probe --api cuda` (the probe's)
+    drop a stray CAPSHIM_TEMPLATE_FD as the bench does: one list (contracts.environ.NOT_INHERITED)."""
+    from capshim.contracts import environ
+
+    monkeypatch.setenv(template.FD_VAR, "7")
+    lc = launch.prepare(["true"], run_dir=tmp_path)
+    assert template.FD_VAR not in lc.env() and template.FD_VAR not in cuda.probe_env()
+    assert template.FD_VAR == environ.TEMPLATE_FD_VAR and template.FD_VAR in environ.NOT_INHERITED
+
+
 @pytest.mark.parametrize("mode", ["plain", "template"])
 def test_capshim_bench_with_the_real_shim_lowers_the_arm_either_way(cuda_build, tmp_path, mode):
     """`capshim bench --workload torch-sdpa` end to end over the stand-in runtime: the real CUDA
@@ -230,3 +244,29 @@ def test_capshim_bench_with_the_real_shim_lowers_the_arm_either_way(cuda_build, 
         {"native": "9.0", "a100-class": "8.0", "aa": "9.0"}
     assert {r["launch"] for a in arms.values() for r in a["runs"]} == {mode}
     assert arms["a100-class"]["output_check"] == "same output as native"
+
+
+def test_multi_gpu_arms_are_judged_by_the_device_the_run_reported(cuda_build, tmp_path):
+    """Two stand-in devices; the worker runs on device 0 (review finding 1). An arm placing a100-class
+    on device 0 (t4-class on 1) answers 8.0 there and is active, not struck by the first placement's
+    7.5; an arm lowering only device 1 ran on a device it leaves stock: active, with a note, never
+    "the shim did not reach the application"."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CAPSHIM_") and k not in ("LD_PRELOAD",
+                                                                                             "CUDA_VISIBLE_DEVICES")}
+    env.update(cuda.standin_env(cuda_build))
+    env.update({"PYTHONPATH": os.pathsep.join([str(cuda_fake.SRC), str(cuda_fake.STANDIN)]),
+                "CAPSHIM_STANDIN_DEVICES": "2", "CAPSHIM_MESSAGE_WIDTH": "0"})
+    out = tmp_path / "b"
+    r = subprocess.run([sys.executable, "-m", "capshim.cli", "bench", "--workload", "torch-sdpa", "--arm", "native",
+                        "--arm", "x=profile:t4-class@1,profile:a100-class@0", "--arm", "y=profile:t4-class@1",
+                        "--shape", SMALL, "-r", "1", "--out", str(out)],
+                       env=env, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    assert "did not reach" not in r.stderr
+    arms = json.loads((out / "summary.json").read_text())["arms"]
+    assert {n: a["state"] for n, a in arms.items()} == {"native": "native", "x": "active", "y": "active"}
+    assert {n: a["path"]["cuda"]["capability"] for n, a in arms.items()} == {"native": "9.0", "x": "8.0", "y": "9.0"}
+    assert "reach_check" not in arms["x"] and "reach_note" not in arms["x"]
+    assert arms["y"]["reach_note"] == "ran on device 0, which this arm leaves stock" and "reach_check" not in arms["y"]
+    assert "ran on device 0, which this arm leaves stock" in arms["y"]["flags"]
+    assert not any("did not reach" in f or "path unchanged" in f for f in arms["y"]["flags"])

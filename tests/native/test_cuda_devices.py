@@ -165,3 +165,20 @@ def test_probe_compare_says_per_device_what_the_shim_did_there(env):
     assert "device 0 (" in first and "stock (no profile)" in first
     assert "cuda: stock: no profile targets device 0" in first and "recorded" not in first, first
     assert "the shim changed 7 answer(s) on device 1 under t4-class" in second, second
+@pytest.mark.parametrize("order", ["uuid_first", "index_first"])
+def test_one_device_named_by_index_and_by_uuid_in_two_configurations_answers_stock(env, tmp_path, order):
+    """Review finding 2: t4.cfg names device 1 by UUID, a100.cfg by index 1. Both configurations load
+    (the load-time check compares specs of one kind); at selection the shim finds both name device 1:
+    it answers stock there, one rejected config event names both files, no crash."""
+    from capshim import profiles
+
+    t4 = _cfg(tmp_path, "t4.cfg", "uuid:" + UUID[1].replace("-", ""))
+    a100 = tmp_path / "a100.cfg"
+    a100.write_text("direction=lower\nprofile=a100-class\ncomputeCapability=80\ndevices=1\n")
+    value = f"{t4}:{a100}" if order == "uuid_first" else f"{a100}:{t4}"
+    data = cuda.probe(profiles.load("t4-class"), device=1, extra_env={**env, cuda.CONFIG_VAR: value})
+    assert data["capabilities"]["computeCapability"] == 90
+    assert data["shim"]["cuda"]["state"] == "invalid", data["shim"]
+    reason = data["shim"]["cuda"]["reason"]
+    assert "a device named by two configurations: device 1" in reason and UUID[1] in reason
+    assert str(t4) in reason and str(a100) in reason and "it answers stock" in reason

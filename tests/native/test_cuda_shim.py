@@ -450,3 +450,32 @@ def test_a_struct_the_runtime_filled_already_lowered_is_not_a_layout_mismatch(h)
     # (libcudart.so.13 has no _v2: the stand-in's _v2 fills the 12 layout a 13 runtime never would)
     assert [e for e in r.of("layout_mismatch") if e["query"] == "cudaGetDeviceProperties"] == []
 
+
+
+def test_a_stray_template_variable_does_not_disable_run_or_probe(driver, tmp_path):
+    """CAPSHIM_TEMPLATE_FD in the user's environment (the bench's, for its process templates):
+    `capshim run` and `capshim probe` drop it, so the shim lowers as asked (review finding 3)."""
+    status = tmp_path / "s.jsonl"
+    p = run_capshim("run", "--profile", "t4-class", "--status-file", str(status), "--", str(driver), "direct",
+                    env={"LD_LIBRARY_PATH": str(cuda.build().standin), "CAPSHIM_TEMPLATE_FD": "7"})
+    assert p.returncode == 0, p.stderr
+    assert attrs([json.loads(x) for x in p.stdout.splitlines()][0])[75] == 7
+    assert "never loaded" not in p.stderr and "stayed" not in p.stderr
+    env = {**cuda.standin_env(cuda.build()), "CAPSHIM_TEMPLATE_FD": "7"}
+    p = run_capshim("probe", "--api", "cuda", "--profile", "t4-class", "--json", env=env)
+    assert p.returncode == 0, p.stderr
+    data = json.loads(p.stdout)
+    assert data["capabilities"]["computeCapability"] == 75 and data["shim"]["cuda"]["state"] == "active"
+
+
+def test_a_shim_loaded_in_template_mode_says_it_loaded(h):
+    """A process loaded with CAPSHIM_TEMPLATE_FD stays stock (it is a template: its forked children
+    decide), yet writes its `loaded` event; the report says why, never "never loaded"."""
+    from capshim import status as st
+
+    r = h.run(["direct"], T4_CFG, env={"CAPSHIM_TEMPLATE_FD": "7"})
+    assert r.rc == 0 and attrs(r.path("direct"))[75] == 9
+    (loaded,) = r.of("loaded")
+    assert loaded["template"] is True
+    state = st.classify_events(r.events)
+    assert state.state == "inert" and "process template" in state.reason and "never loaded" not in state.reason

@@ -46,7 +46,7 @@ import urllib.parse
 from dataclasses import dataclass
 from pathlib import Path
 
-from capshim.contracts import bounded
+from capshim.contracts import bounded, environ
 from capshim.contracts import output
 from capshim import paths, profiles, program
 from capshim import status as st
@@ -284,7 +284,7 @@ def launch_env_targeted(placements: list[Placement], status_file: Path, run_dir:
 def probe_env(b: CudaBuild | None = None) -> dict[str, str]:
     """The environment the probe runs in: this one without capshim's run variables, with the
     runtime :func:`find_runtime` names when ``CAPSHIM_CUDA_RUNTIME`` is not set."""
-    env = {k: v for k, v in os.environ.items() if k not in ("CAPSHIM_TARGET_PID", "CAPSHIM_INHERIT", CONFIG_VAR)}
+    env = environ.child_base()  # CONFIG_VAR and CAPSHIM_TEMPLATE_FD among them
     runtime = None if "CAPSHIM_CUDA_RUNTIME" in env else find_runtime()
     if runtime is not None:
         env["CAPSHIM_CUDA_RUNTIME"] = str(runtime)

@@ -34,7 +34,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from capshim.contracts import bounded
+from capshim.contracts import bounded, environ
 from capshim.contracts import output
 from capshim import __version__, jsonread, paths, profiles
 from capshim import status as st
@@ -345,8 +345,7 @@ def devices() -> list[Device]:
         CapshimError: no Vulkan driver (exit 1).
     """
     b = build()
-    env = {k: v for k, v in os.environ.items()
-           if k not in ("CAPSHIM_TARGET_PID", "CAPSHIM_VK_APP_CONFIG", "CAPSHIM_VK_DEVICE_CONFIG")}
+    env = environ.child_base()
     data, _ = run_probe([str(b.probe), "--list"], env, "the Vulkan probe")
     if "error" in data:
         raise CapshimError(f"Vulkan probe: {data['error']} (the devices cannot be listed; is a Vulkan driver "
@@ -424,9 +423,7 @@ def probe(profile: Profile | None = None, simulate: Profile | None = None, devic
     with tempfile.TemporaryDirectory(prefix="capshim-probe-") as td:
         tdp = Path(td)
         status_file = tdp / "status.jsonl"
-        env = dict(os.environ)
-        for var in ("CAPSHIM_TARGET_PID", "CAPSHIM_VK_APP_CONFIG", "CAPSHIM_VK_DEVICE_CONFIG"):
-            env.pop(var, None)
+        env = environ.child_base()
         if placements is not None:
             env.update(launch_env_targeted(placements, status_file, tdp, quiet=True))
         else:

@@ -117,8 +117,8 @@ def analyze(records: list[dict], arms: dict, baseline: str, host: dict | None = 
         ``{"schema", "baseline", "tests": [series], "method", "host": {...} | None,
         "arms": {name: {"spec", "state", "path", "runs", "shim_result", "answers" (:func:`capshim.bench.answers.arm_answers`), "path_unchanged",
         "output_check", "device_check" / "reach_check" (only for a cpu-backend or off-device arm / an arm
-        whose output shows the shim did not reach the application: why), "flags": [str],
-        "tests": {series: {"n" (samples), "processes", "repetitions" (median per process), "repetitions_range", "median" (median of the
+        whose output shows the shim did not reach the application: why), "reach_note" (runs on a device
+        the arm leaves stock), "flags": [str], "tests": {series: {"n" (samples), "processes", "repetitions" (median per process), "repetitions_range", "median" (median of the
         per-process medians), "mean", "stdev", "min", "max", "q25", "q75", "iqr",
         "spread_pct", "iqr_pct" (over per-process medians), "samples", "by_process",
         "config", "mismatch": [{"field", "value", "reference", "against"}], "warnings": [str],
@@ -188,7 +188,7 @@ def analyze(records: list[dict], arms: dict, baseline: str, host: dict | None = 
 
 def _checks(arm: dict) -> dict:
     """An arm's ``device_check`` / ``reach_check`` (why it is not a result), where it has one."""
-    return {k: arm[k] for k in ("device_check", "reach_check") if arm.get(k)}
+    return {k: arm[k] for k in ("device_check", "reach_check", "reach_note") if arm.get(k)}
 
 
 def _off_device(arms: dict) -> dict[str, str]:
@@ -237,8 +237,11 @@ def _arm_flags(name: str, arm: dict, baseline: str, base_path: dict, has_samples
                      + f"run {dirty[0].get('run')}: {', '.join(dirty[0]['contaminated'])}"
                      + (", ..." if len(dirty) > 1 else "") + ")"
                      + (f", {excluded} excluded" if excluded else ", kept (capshim bench --exclude-contaminated drops them)"))
+    if arm.get("reach_note"):  # a device the arm's placements leave stock: its runs answered stock by choice
+        flags.append(arm["reach_note"])
     unchanged = None
-    if state == "active" and name != baseline and not (arm.get("spec") or {}).get("identity"):
+    if state == "active" and name != baseline and not (arm.get("spec") or {}).get("identity") \
+            and not arm.get("reach_note"):
         unchanged = attest.same_path(path, base_path)
         if unchanged:
             flags.append("path unchanged: the shim was active but llama.cpp reported "

@@ -65,7 +65,7 @@ import re
 from capshim import summary
 
 __all__ = ["parse_path", "parse_ncnn", "parse_cuda", "SDPA_KERNELS", "sdpa_backend", "sdpa_kernel", "REACHES",
-           "unreached", "path_key", "same_path", "VULKAN_FORMATS", "names_device", "cpu_backend",
+           "unreached", "reach_devices", "path_key", "same_path", "VULKAN_FORMATS", "names_device", "cpu_backend",
            "device_state", "vulkan_failure", "OFF_DEVICE", "CPU_BACKEND"]
 
 _METAL = re.compile(r"^ggml_metal_\w*:\s+(?P<body>.*)$")
@@ -384,6 +384,16 @@ REACHES: tuple[tuple[str, str, str, object, object], ...] = (
     ("cuda", "capability", "computeCapability",
      lambda text: int(text.split(".")[0]) * 10 + int(text.split(".")[1]), lambda v: f"{v // 10}.{v % 10}"),
 )
+
+
+def reach_devices(path: dict) -> list[dict]:
+    """The devices a run's own path lines report for the backends of :data:`REACHES` (``"cuda"``,
+    ``"cuda:1"``, ...), each as a path of its own (``{"cuda": {"device": 1, ...}}``) that
+    :func:`unreached` reads: the device's ``device`` (its index as the application numbers it) and,
+    where the line gives one, ``uuid``. Empty when no line reports a device."""
+    backends = dict.fromkeys(b for b, *_ in REACHES)
+    return [{b: entry} for b in backends for key, entry in (path or {}).items()
+            if (key == b or key.startswith(f"{b}:")) and isinstance(entry, dict)]
 
 
 def unreached(path: dict, answers: dict[str, int]) -> str | None:

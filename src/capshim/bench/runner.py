@@ -60,6 +60,7 @@ from capshim.contracts.signals import SealGuard
 from capshim.contracts.suggest import did_you_mean
 from capshim.errors import CapshimError, UsageError
 from capshim.evidence import Bundle, sha256_file
+from capshim.profiles import targets
 from capshim.summary import NOT_SHIM_STATES, run_failed
 
 
@@ -511,16 +512,47 @@ def _attest_reach(info: dict, results: list[RunResult], arm: Arm) -> None:
     """Mark an arm inert when its runs' own output shows the shim did not reach the application:
     the profile lowered an answer the application reports unlowered (PyTorch's capability 9.0 under a
     7.5 profile: :func:`capshim.bench.attest.unreached`). Never a shim result, whatever the shim's
-    status events say; the runs keep ``reach`` (why) and the arm ``reach_check``."""
+    status events say; the runs keep ``reach`` (why) and the arm ``reach_check``.
+
+    Each run is judged by the device it reported (:func:`capshim.bench.attest.reach_devices`) against
+    the profile the arm places on that device (``profile:t4-class@1,profile:a100-class@0``); a device
+    no placement names answers stock by the arm's own choice: the run keeps ``reach`` and the arm
+    ``reach_note`` (``ran on device 0, which this arm leaves stock``), neither inert nor a shim failure."""
     if arm.profile is None or info["state"] not in ("active", "wrong-output"):
         return
-    bad = []
+    bad, stock = [], []
     for r, entry in zip(results, info["runs"]):
-        why = attest.unreached(r.path, arm.profile.capabilities) if run_failed(entry) is None else None
-        if why:
-            entry["reach"] = why
-            bad.append(why)
+        if run_failed(entry) is not None:
+            continue
+        for dev in attest.reach_devices(r.path):
+            seen = next(iter(dev.values()))
+            answers = _placed_answers(arm, seen)
+            if answers is None:
+                entry["reach"] = f"ran on device {seen.get('device', 0)}, which this arm leaves stock"
+                stock.append(entry["reach"])
+            elif why := attest.unreached(dev, answers):
+                entry["reach"] = why
+                bad.append(why)
+    for key, found in (("reach_note", stock), ("reach_check", bad)):
+        if found:
+            info[key] = f"{len(found)} of {len(info['runs'])} runs: {found[0]}" if len(found) < len(info["runs"]) \
+                else found[0]
     if bad:
         info["state"] = "inert"
-        info["reach_check"] = f"{len(bad)} of {len(info['runs'])} runs: {bad[0]}" if len(bad) < len(info["runs"]) \
-            else bad[0]
+
+
+def _placed_answers(arm: Arm, dev: dict) -> dict | None:
+    """The answers ``arm``'s profile role gives the device one run reported (``dev``: a path entry with
+    ``device``, its index, and where the line gives one ``uuid``), from the placement that names it
+    (by UUID when both sides have one, else by index); ``{}`` when only a device-role placement names
+    it; None when no placement names it (the arm leaves it stock). An arm without device targets
+    answers with its one profile everywhere."""
+    if not arm.placements:
+        return arm.profile.capabilities
+    uuid = targets.normal_uuid(dev.get("uuid"))
+    hits = [p for p in arm.placements
+            if any(d.uuid == uuid if uuid and d.uuid else d.index == dev.get("device", 0) for d in p.devices)]
+    if not hits:
+        return None
+    prof = next((p for p in hits if p.role == "profile"), None)
+    return prof.profile.capabilities if prof is not None else {}

@@ -127,10 +127,8 @@ class Launcher:
         """(exec_argv, full environment, recorded delta) of one run."""
         delta = {k: lc.env_delta.get(k, self.neutral(k)) for k in self.keys}
         delta.update(lc.env_delta)
-        env = dict(os.environ)
-        for var in ("CAPSHIM_TARGET_PID", "CAPSHIM_INHERIT", "CAPSHIM_VK_APP_CONFIG", "CAPSHIM_VK_DEVICE_CONFIG",
-                    templates.FD_VAR, PAD_VAR):  # a stray template variable would keep the CUDA shim stock
-            env.pop(var, None)
+        env = environ.child_base()  # a stray template variable would keep the CUDA shim stock
+        env.pop(PAD_VAR, None)
         env.update(delta)
         env.update(workload_env)
         target = self.size + 64 + self.rng.randrange(PAD_RANGE)

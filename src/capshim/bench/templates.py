@@ -16,7 +16,7 @@ from __future__ import annotations
 import atexit
 from pathlib import Path
 
-from capshim.bench.workloads.template import FD_VAR, Template, TemplateError, worker_flags  # noqa: F401 (FD_VAR: runs.py)
+from capshim.bench.workloads.template import Template, TemplateError, worker_flags
 
 #: Workers whose ``__main__`` serves as a template (:func:`capshim.bench.workloads.template.serve`).
 TEMPLATE_WORKERS = ("capshim.bench.workloads.builtin_worker", "capshim.bench.workloads.torch_sdpa_worker")

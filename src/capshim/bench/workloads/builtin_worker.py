@@ -60,6 +60,7 @@ from pathlib import Path
 
 from capshim.bench.workloads.logits import all_finite, argmax, float32s, top1_margin
 from capshim.bench.workloads.phases import FORKED_VAR, Phases, process_clock
+from capshim.contracts.environ import TEMPLATE_FD_VAR
 
 #: perf_counter() when this module started running (the interpreter's start is before it).
 _T_MODULE = time.perf_counter()
@@ -627,7 +628,7 @@ def main(argv: list[str] | None = None, phases: Phases | None = None) -> int:
 
 
 if __name__ == "__main__":
-    if os.environ.get("CAPSHIM_TEMPLATE_FD"):
+    if os.environ.get(TEMPLATE_FD_VAR):
         from capshim.bench.workloads.template import serve
 
         sys.exit(serve(main, import_cyllama))

@@ -29,9 +29,10 @@ import sys
 import time
 
 from capshim.bench.workloads.phases import FORKED_VAR
+from capshim.contracts.environ import TEMPLATE_FD_VAR
 
 #: The variable that makes a worker a template: the number of its socket descriptor.
-FD_VAR = "CAPSHIM_TEMPLATE_FD"
+FD_VAR = TEMPLATE_FD_VAR
 #: Largest request or answer (bytes): an argv and an environment.
 MAX_MESSAGE = 1 << 20
 

@@ -74,6 +74,7 @@ import sys  # noqa: E402
 
 from capshim.bench import attest  # noqa: E402
 from capshim.bench.workloads.phases import FORKED_VAR, TORCH_PHASES, Phases, process_clock  # noqa: E402
+from capshim.contracts.environ import TEMPLATE_FD_VAR  # noqa: E402
 
 PROG = "capshim-torch-sdpa"
 MISSING = ("the torch-sdpa workload needs PyTorch with CUDA: pip install torch "
@@ -344,7 +345,7 @@ def main(argv: list[str] | None = None, phases: Phases | None = None) -> int:
 
 
 if __name__ == "__main__":  # pragma: no cover
-    if os.environ.get("CAPSHIM_TEMPLATE_FD"):
+    if os.environ.get(TEMPLATE_FD_VAR):
         from capshim.bench.workloads.template import serve
 
         sys.exit(serve(main, import_torch))

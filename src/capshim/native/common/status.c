@@ -200,18 +200,24 @@ static void read_status_path(void) {
     if (p != NULL && strlen(p) < sizeof status_path) memcpy(status_path, p, strlen(p) + 1);
 }
 
+static void write_to(const char *path, const char *line, size_t len);
+
 static void write_line(const char *line, size_t len) {
     (void)pthread_once(&status_once, read_status_path);
-    if (status_path[0] == '\0' || atomic_load(&status_refused)) return;
+    write_to(status_path, line, len);
+}
+
+static void write_to(const char *path, const char *line, size_t len) {
+    if (path[0] == '\0' || atomic_load(&status_refused)) return;
     int saved = errno;
     char err[160];
-    int fd = open_regular(status_path, O_WRONLY | O_APPEND | O_CREAT, err, sizeof err);
+    int fd = open_regular(path, O_WRONLY | O_APPEND | O_CREAT, err, sizeof err);
     if (fd < 0) {
         /* A file that is not regular is refused for good, and said once. */
         if (fd == -2 && atomic_exchange(&status_refused, 1) == 0 && !quiet()) {
             char msg[PATH_MAX + 256];
             char esc[PATH_MAX];
-            capshim_status_escape(esc, sizeof esc, status_path);
+            capshim_status_escape(esc, sizeof esc, path);
             int n = snprintf(msg, sizeof msg, "capshim: status file %s refused: %s; no status is written\n", esc,
                              err);
             if (n > 0) {
@@ -230,7 +236,8 @@ static void write_line(const char *line, size_t len) {
     errno = saved;
 }
 
-void capshim_json_end_and_write(struct capshim_json *j) {
+/* Closes the line (a "truncated" event in place of one over the limit); 0 when it can be written. */
+static int finish(struct capshim_json *j) {
     close_line(j);
     if (j->overflow) {
         char original[sizeof j->event];
@@ -239,9 +246,18 @@ void capshim_json_end_and_write(struct capshim_json *j) {
         capshim_json_str(j, "original_event", original);
         capshim_json_u64(j, "line_max", CAPSHIM_STATUS_LINE_MAX);
         close_line(j);
-        if (j->overflow) return; /* only with a CAPSHIM_STATUS_LINE_MAX below ~300 bytes */
+        if (j->overflow) return -1; /* only with a CAPSHIM_STATUS_LINE_MAX below ~300 bytes */
     }
-    write_line(j->buf, j->len);
+    return 0;
+}
+
+void capshim_json_end_and_write(struct capshim_json *j) {
+    if (finish(j) == 0) write_line(j->buf, j->len);
+}
+
+void capshim_json_end_and_write_now(struct capshim_json *j) {
+    const char *p = getenv("CAPSHIM_STATUS_FILE");
+    if (finish(j) == 0 && p != NULL && strlen(p) < PATH_MAX) write_to(p, j->buf, j->len);
 }
 
 static char name[64];

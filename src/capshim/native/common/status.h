@@ -56,6 +56,9 @@ void capshim_json_str_array(struct capshim_json *j, const char *key, const char 
 void capshim_json_raw(struct capshim_json *j, const char *key, const char *raw_json);
 /* Closes the event and appends it (or its truncation event) to the file. */
 void capshim_json_end_and_write(struct capshim_json *j);
+/* As capshim_json_end_and_write, to the file CAPSHIM_STATUS_FILE names now, leaving the path the
+ * other events read once unread: a process template's event (the children it forks read their own). */
+void capshim_json_end_and_write_now(struct capshim_json *j);
 
 /* Escape s as JSON string content into out (NUL-terminated; stops, never
  * cutting an escape, when out is full). */

@@ -8,6 +8,7 @@
 #include <dlfcn.h>
 #include <pthread.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "config.h"
@@ -66,6 +67,21 @@ static int device_uuid(int device, unsigned char *out) {
     return ok ? 0 : -1;
 }
 
+/* Whether configuration c names the device: by the ordinal or UUID given, or (a device known by
+ * UUID only, NVML's) by an ordinal whose UUID the real driver says is that one. */
+static int names(const struct capshim_config *c, int device, const unsigned char *uuid) {
+    if (capshim_config_names_device(c, device < 0 ? UINT32_MAX : (uint32_t)device, uuid)) return 1;
+    unsigned char got[CAPSHIM_UUID_BYTES];
+    for (size_t d = 0; device < 0 && uuid != NULL && d < c->ndevices; d++)
+        if (!c->devices[d].is_uuid && device_uuid((int)c->devices[d].index, got) == 0 &&
+            memcmp(got, uuid, CAPSHIM_UUID_BYTES) == 0)
+            return 1;
+    return 0;
+}
+
+/* The one configuration naming the device; a device two configurations name (its index in one,
+ * its UUID in another: the load-time check compares specs of one kind only) answers stock, and
+ * the shim says so (capshim_cuda_clash): an invalid configuration for that device. */
 static int select_cfg(int device, const unsigned char *uuid) {
     t_cfg = NULL;
     t_device = device;
@@ -73,14 +89,24 @@ static int select_cfg(int device, const unsigned char *uuid) {
     if (uuid != NULL) capshim_uuid_dashed(uuid, t_uuid, sizeof t_uuid);
     size_t n = 0;
     const struct capshim_config *cfgs = capshim_cuda_configs(&n);
+    size_t first = n;
     for (size_t k = 0; k < n; k++) {
-        const struct capshim_config *c = &cfgs[k];
-        if (capshim_config_names_device(c, device < 0 ? UINT32_MAX : (uint32_t)device, uuid)) {
-            t_cfg = c;
-            return 1;
+        if (!names(&cfgs[k], device, uuid)) continue;
+        if (first == n) {
+            first = k;
+            continue;
         }
+        char text[64];
+        if (device >= 0)
+            snprintf(text, sizeof text, "%d%s%s%s", device, t_uuid[0] ? " (" : "", t_uuid, t_uuid[0] ? ")" : "");
+        else
+            snprintf(text, sizeof text, "%s", t_uuid);
+        capshim_cuda_clash(first, k, text);
+        return 0;
     }
-    return 0;
+    if (first == n) return 0;
+    t_cfg = &cfgs[first];
+    return 1;
 }
 
 int capshim_cuda_select(int device) {

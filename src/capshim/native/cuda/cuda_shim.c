@@ -81,6 +81,7 @@ static int g_pinned;                /* the target of CAPSHIM_TARGET_PID: a fork(
 static pid_t g_pid;
 static pid_t g_template_pid;        /* loaded into a process template (CAPSHIM_TEMPLATE_FD): its pid */
 static struct capshim_config g_cfgs[CAPSHIM_MAX_CONFIGS]; /* idem */
+static const char *g_paths[CAPSHIM_MAX_CONFIGS];           /* their files (read_config's list) */
 static size_t g_ncfg;
 static atomic_uint g_reached;      /* bit per entry point called */
 static atomic_uint g_substituted;  /* bit per entry point handed out in place of the real one */
@@ -182,6 +183,28 @@ static const char *clash(size_t k) {
     return NULL;
 }
 
+void capshim_cuda_clash(size_t a, size_t b, const char *device) {
+    static atomic_ullong said; /* bit per pair of configurations already reported */
+    unsigned long long bit = 1ull << (a * CAPSHIM_MAX_CONFIGS + b);
+    if (a >= g_ncfg || b >= g_ncfg || (atomic_fetch_or(&said, bit) & bit) != 0) return;
+    char reason[1024];
+    snprintf(reason, sizeof reason,
+             "a device named by two configurations: device %s by %s and by %s; it answers stock", device,
+             g_paths[a], g_paths[b]);
+    const char *both[2] = {g_paths[a], g_paths[b]};
+    struct capshim_json j;
+    event_begin(&j, "config");
+    capshim_json_bool(&j, "accepted", 0);
+    capshim_json_str(&j, "source", g_paths[b]);
+    capshim_json_str(&j, "reason", reason);
+    capshim_json_str_array(&j, "sources", both, 2);
+    capshim_json_str(&j, "device", device);
+    capshim_json_end_and_write(&j);
+    char line[1200];
+    snprintf(line, sizeof line, "capshim-cuda: %s[%ld]: %s\n", capshim_process_name(), (long)getpid(), reason);
+    stderr_line(line);
+}
+
 static void config_accepted(const char *path, const struct capshim_config *cfg) {
     struct capshim_json j;
     event_begin(&j, "config");
@@ -215,7 +238,7 @@ static int read_config(void) {
         return -1;
     }
     static char list[8192];
-    const char *paths[CAPSHIM_MAX_CONFIGS];
+    const char **paths = g_paths;
     char err[256];
     int n = capshim_config_paths(value, list, sizeof list, paths, err, sizeof err);
     if (n < 0) {
@@ -356,6 +379,14 @@ int capshim_cuda_active(void) {
 __attribute__((constructor)) static void capshim_cuda_load(void) {
     if (getenv(TEMPLATE_VAR) != NULL) {
         g_template_pid = getpid(); /* the decision waits for a forked child's first entry point */
+        /* Said all the same: a report must never call a loaded shim "never loaded" (a stray
+         * CAPSHIM_TEMPLATE_FD in a plain process keeps it stock: the event says why). */
+        struct capshim_json j;
+        event_begin(&j, "loaded");
+        capshim_json_str(&j, "process", capshim_process_name());
+        capshim_json_str(&j, "version", CAPSHIM_VERSION_STRING);
+        capshim_json_bool(&j, "template", 1);
+        capshim_json_end_and_write_now(&j); /* its forked children read their own status file */
         return;
     }
     capshim_cuda_init();

@@ -115,6 +115,10 @@ int capshim_cuda_select(int device);
 int capshim_cuda_select_uuid(const unsigned char *uuid);
 /* Whether the configurations name their devices (devices=), so NVML must find its device's UUID. */
 int capshim_cuda_targeted(void);
+/* cuda_shim.c: configurations a and b (a < b) both name one device (its index in one, its UUID in
+ * the other): a rejected config event naming both files and the device (text), and one stderr line,
+ * once per pair; cuda_devices.c leaves that device stock. */
+void capshim_cuda_clash(size_t a, size_t b, const char *device);
 /* cuda_shim.c: the accepted configurations (n of them; 0 when inactive). */
 struct capshim_config;
 const struct capshim_config *capshim_cuda_configs(size_t *n);

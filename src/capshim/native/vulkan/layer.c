@@ -5,10 +5,10 @@
 #include <string.h>
 
 struct role roles[NUM_ROLES] = {
-    {"VK_LAYER_CAPSHIM_device", "CAPSHIM_VK_DEVICE_CONFIG", PTHREAD_ONCE_INIT, 0, {{0}}, 0,
+    {"VK_LAYER_CAPSHIM_device", "CAPSHIM_VK_DEVICE_CONFIG", PTHREAD_ONCE_INIT, 0, {{0}}, 0, {NULL},
      PTHREAD_MUTEX_INITIALIZER, NULL, NULL, {{0}}, 0, 0, 0},
-    {"VK_LAYER_CAPSHIM_app", "CAPSHIM_VK_APP_CONFIG", PTHREAD_ONCE_INIT, 0, {{0}}, 0, PTHREAD_MUTEX_INITIALIZER,
-     NULL, NULL, {{0}}, 0, 0, 0},
+    {"VK_LAYER_CAPSHIM_app", "CAPSHIM_VK_APP_CONFIG", PTHREAD_ONCE_INIT, 0, {{0}}, 0, {NULL},
+     PTHREAD_MUTEX_INITIALIZER, NULL, NULL, {{0}}, 0, 0, 0},
 };
 
 /* ---------- bookkeeping ---------- */

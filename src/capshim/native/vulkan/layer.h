@@ -170,6 +170,7 @@ struct role {
     int state;
     struct capshim_config cfgs[CAPSHIM_MAX_CONFIGS];
     size_t ncfg;
+    const char *paths[CAPSHIM_MAX_CONFIGS]; /* the configurations' files (role_init's list) */
     pthread_mutex_t lock;
     struct link *instances;
     struct link *devices;
@@ -194,6 +195,10 @@ void banner(struct role *r);
 /* layer_devices.c: the configuration of role r that answers for pd, or NULL (pd answers stock);
  * it also notes pd's index and UUID for this thread's next events (device_fields). */
 const struct capshim_config *role_cfg(struct role *r, VkPhysicalDevice pd);
+/* layer_settings.c: configurations a and b (a < b) of r both name one device (its index in one, its
+ * UUID in the other): a rejected config event naming both files and the device (text), and one
+ * stderr line, once per pair; role_cfg leaves that device stock. */
+void config_clash_device(struct role *r, size_t a, size_t b, const char *device);
 /* layer_devices.c: "device", "uuid", "profile" of the device role_cfg last chose on this thread,
  * when c names its devices. */
 void device_fields(struct capshim_json *j, const struct capshim_config *c);

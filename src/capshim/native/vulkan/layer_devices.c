@@ -10,6 +10,7 @@
  */
 #include "layer.h"
 
+#include <stdio.h>
 #include <string.h>
 
 static __thread int t_index = -1;
@@ -85,9 +86,21 @@ const struct capshim_config *role_cfg(struct role *r, VkPhysicalDevice pd) {
     if (!found) return NULL;
     t_index = (int)index;
     if (have_uuid) capshim_uuid_dashed(uuid, t_uuid, sizeof t_uuid);
-    for (size_t k = 0; k < r->ncfg; k++)
-        if (capshim_config_names_device(&r->cfgs[k], index, have_uuid ? uuid : NULL)) return &r->cfgs[k];
-    return NULL;
+    /* The one configuration naming the device; two (its index in one, its UUID in another: the
+     * load-time check compares specs of one kind only) are an invalid configuration for it: stock. */
+    size_t first = r->ncfg;
+    for (size_t k = 0; k < r->ncfg; k++) {
+        if (!capshim_config_names_device(&r->cfgs[k], index, have_uuid ? uuid : NULL)) continue;
+        if (first == r->ncfg) {
+            first = k;
+            continue;
+        }
+        char text[64];
+        snprintf(text, sizeof text, "%u%s%s%s", index, t_uuid[0] ? " (" : "", t_uuid, t_uuid[0] ? ")" : "");
+        config_clash_device(r, first, k, text);
+        return NULL;
+    }
+    return first < r->ncfg ? &r->cfgs[first] : NULL;
 }
 
 void device_fields(struct capshim_json *j, const struct capshim_config *c) {

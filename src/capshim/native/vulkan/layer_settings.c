@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <stdatomic.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -91,6 +92,26 @@ static int config_clash(const struct capshim_config *cfgs, size_t k, size_t n, c
     return 0;
 }
 
+void config_clash_device(struct role *r, size_t a, size_t b, const char *device) {
+    static atomic_ullong said[NUM_ROLES]; /* bit per pair of configurations already reported */
+    unsigned long long bit = 1ull << (a * CAPSHIM_MAX_CONFIGS + b);
+    if (a >= r->ncfg || b >= r->ncfg || (atomic_fetch_or(&said[r == &roles[ROLE_APP]], bit) & bit) != 0) return;
+    char reason[1024];
+    snprintf(reason, sizeof reason, "a device named by two configurations: device %s by %s and by %s; it answers stock",
+             device, r->paths[a], r->paths[b]);
+    const char *both[2] = {r->paths[a], r->paths[b]};
+    struct capshim_json j;
+    capshim_json_begin(&j, "config", "vulkan", r->layer_name);
+    capshim_json_bool(&j, "accepted", 0);
+    capshim_json_str(&j, "source", r->paths[b]);
+    capshim_json_str(&j, "reason", reason);
+    capshim_json_str_array(&j, "sources", both, 2);
+    capshim_json_str(&j, "device", device);
+    capshim_json_end_and_write(&j);
+    if (getenv("CAPSHIM_QUIET") == NULL || strcmp(getenv("CAPSHIM_QUIET"), "1") != 0)
+        fprintf(stderr, "capshim-vulkan: %s: %s\n", r->layer_name, reason);
+}
+
 /* "devices": the specs of c's devices= key, when it has one. */
 static void config_devices(struct capshim_json *j, const struct capshim_config *c) {
     if (c->ndevices == 0) return;
@@ -133,7 +154,7 @@ static void role_init(struct role *r) {
     static char lists[NUM_ROLES][8192];
     static char buf[NUM_ROLES][CAPSHIM_CONFIG_MAX_BYTES + 1];
     int idx = r == &roles[ROLE_APP] ? ROLE_APP : ROLE_DEVICE;
-    const char *paths[CAPSHIM_MAX_CONFIGS];
+    const char **paths = r->paths;
     char err[256];
     int npaths = capshim_config_paths(value, lists[idx], sizeof lists[idx], paths, err, sizeof err);
     if (npaths < 0) {
