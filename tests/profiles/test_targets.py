@@ -218,3 +218,30 @@ def test_a_study_refusal_suggests_the_role_the_profile_takes(ref, arm):
 
     with pytest.raises(UsageError, match=f"capshim bench --arm NAME={arm};"):
         common.refuse_targets(ref)
+
+
+def test_a_uuid_has_all_four_dashes_or_none_and_gpu_in_any_case():
+    """A hostile review: ``@gpu-...`` was refused while ``@GPU-`` passed, and dashes in the wrong places
+    (``ca950000-00004000-...``) were accepted as a UUID."""
+    from capshim.profiles.targets import normal_uuid
+
+    want = "ca950000000040008000000000000001"
+    for text in ("GPU-ca950000-0000-4000-8000-000000000001", "gpu-CA950000-0000-4000-8000-000000000001",
+                 "ca950000-0000-4000-8000-000000000001", want):
+        assert normal_uuid(text) == want, text
+    for text in ("ca950000-00004000-8000000000000001", "GPU-" + want[:-1], "GPU--" + want):
+        assert normal_uuid(text) is None, text
+
+
+def test_a_file_named_like_a_target_spelling_is_refused_as_ambiguous(tmp_path, monkeypatch):
+    """A hostile review: a file ``t4-class@1`` in the folder silently replaced the spelling (another
+    profile, every device). A bare name that is both is refused; ``./t4-class@1`` is the file."""
+    from capshim.profiles.targets import TargetError, split
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "t4-class@1").write_text("x")
+    with pytest.raises(TargetError, match=r"--profile t4-class@1: both a file.*write \./t4-class@1"):
+        split("t4-class@1", "--profile")
+    assert split("./t4-class@1", "--profile") == ("./t4-class@1", ())
+    (tmp_path / "my@home.toml").write_text("x")  # '@' but no target after it: the file
+    assert split("my@home.toml", "--profile") == ("my@home.toml", ())

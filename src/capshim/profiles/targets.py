@@ -32,8 +32,10 @@ MAX_TARGETS = 8
 MAX_INDEX = 63
 
 _INDEX = re.compile(r"(0|[1-9][0-9]{0,1})")
-_UUID = re.compile(r"(?:GPU-)?([0-9a-fA-F]{8})-?([0-9a-fA-F]{4})-?([0-9a-fA-F]{4})-?([0-9a-fA-F]{4})-?"
-                   r"([0-9a-fA-F]{12})")
+#: A UUID: an optional ``GPU-`` (any case, as nvidia-smi -L prints it upper), then 8-4-4-4-12 hex
+#: digits with all four dashes, or 32 with none (a dash elsewhere is a typo, not a UUID).
+_UUID = re.compile(r"(?i:GPU-)?(?:([0-9a-fA-F]{8})-([0-9a-fA-F]{4})-([0-9a-fA-F]{4})-([0-9a-fA-F]{4})-"
+                   r"([0-9a-fA-F]{12})|([0-9a-fA-F]{32}))")
 
 
 class TargetError(UsageError):
@@ -131,7 +133,7 @@ def normal_uuid(text: object) -> str | None:
     """A UUID as a driver or the user spells it (``GPU-`` 8-4-4-4-12, or 32 hex digits) as 32
     lowercase hex digits; None when ``text`` is not one."""
     m = _UUID.fullmatch(text) if isinstance(text, str) else None
-    return "".join(m.groups()).lower() if m else None
+    return "".join(g for g in m.groups() if g).lower() if m else None
 
 
 def uuid_text(uuid: str | None) -> str:
@@ -166,7 +168,13 @@ def split(ref: str, flag: str) -> tuple[str, tuple[Target, ...]]:
         TargetError: an empty profile or target list, a target that is neither an index nor a
             UUID, one given twice, more than :data:`MAX_TARGETS`; the message names ``flag``.
     """
-    if "@" not in ref or os.path.isfile(ref):  # a profile file whose name holds '@'
+    if "@" not in ref:
+        return ref, ()
+    if os.path.isfile(ref):  # a profile file whose name holds '@'
+        base, _, tail = ref.rpartition("@")
+        if os.sep not in ref and base and tail and all(_INDEX.fullmatch(p) or normal_uuid(p) for p in tail.split(",")):
+            raise TargetError(f"{named(flag, ref)}: both a file in this folder and the profile {base} on device "
+                              f"{tail}: write ./{ref} for the file, or run elsewhere for the device target")
         return ref, ()
     base, _, tail = ref.rpartition("@")
     if not base:
