@@ -220,15 +220,16 @@ def test_db_add_of_every_evidence_folder_stores_bundles_and_studies(db_url):
     r = run_capshim("db", "add", "--db", db_url, *folders, timeout=600)
     assert r.returncode == 2 and "Traceback" not in r.stderr
     lines = r.stderr.splitlines()
-    unsealed = ("h200-cuda-shim-checks", "h200-process-effect", "profiles")  # experiments and profiles, not bundles
+    # experiments and profiles, not bundles
+    unsealed = ("h200-cuda-shim-checks", "h200-process-cost", "h200-process-effect", "profiles")
     assert lines == [f"capshim: not stored: {EVIDENCE / name}: not an evidence bundle or study folder "
-                     "(no SHA256SUMS)" for name in unsealed] + [lines[3]] and "3 not stored" in lines[3]
+                     "(no SHA256SUMS)" for name in unsealed] + [lines[4]] and "4 not stored" in lines[4]
     assert "planted" not in r.stderr
     with Store.open(db_url) as st:
         names = {b["name"] for b in st.select()}
     assert {"h200-ablate-tinyllama/bench", "h200-tune-tinyllama/confirm", "h200-tune-tinyllama/stage-0",
             "kernels-lavapipe-gemma3/bench-tinyllama-1.1b", "lavapipe-default", "h200-torch-sdpa"} <= names
-    assert len(names) == len(r.stdout.splitlines()) == 25
+    assert len(names) == len(r.stdout.splitlines()) == 29  # 25, and the four H200 bundles of 2026-12-02
 
 
 def _resealed(tmp_path, edit, name="lavapipe-default", file="summary.json"):
