@@ -145,3 +145,16 @@ def test_no_source_script_or_doc_names_a_maintainers_folder():
             if needle.search(line):
                 bad.append(f"{f.relative_to(REPO)}:{no}: {line.strip()[:120]}")
     assert bad == []
+
+
+def test_no_fixture_holds_this_machines_folders():
+    """Fixtures copied from a run here (a llama.cpp log) once kept the developer's checkout path
+    (``/work/...``): a user's clone has no such folder. Golden files of the committed evidence keep
+    the sealed bundles' own recorded ``--out`` paths (the GPU machine's), which are data, not ours."""
+    bad = []
+    for f in (REPO / "tests" / "fixtures").rglob("*"):
+        if not f.is_file() or "golden" in f.parts or f.suffix in (".gguf", ".png", ".so"):
+            continue
+        text = f.read_text(encoding="utf-8", errors="replace")
+        bad += [f"{f.relative_to(REPO)}: {p}" for p in ("/work/", "/home/") if p in text]
+    assert bad == []
