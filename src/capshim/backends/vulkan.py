@@ -290,21 +290,28 @@ def launch_env(profile: Profile | None, simulate: Profile | None, status_file: P
         BuildError / CapshimError: the layer cannot be built or does not load.
     """
     b = build()
-    env: dict[str, str] = {"CAPSHIM_STATUS_FILE": str(status_file)}
-    if quiet:
-        env["CAPSHIM_QUIET"] = "1"
-    roles = []
+    configs = {}
     for role, prof in (("app", profile), ("device", simulate)):
         if prof is None:
             continue
-        layer, var = ROLES[role]
         cfg = run_dir / f"vulkan-{role}.cfg"
         # the run folder may be the workload's working folder: never through a link left there (contracts.output)
         output.write_file(cfg, render_config(prof).encode(), replace=True, fsync=False)
-        env[var] = str(cfg)
-        roles.append(role)
-    if not roles:
+        configs[role] = str(cfg)
+    return _layers_env(b, configs, status_file, quiet)
+
+
+def _layers_env(b, configs: dict[str, str], status_file: Path, quiet: bool) -> dict[str, str]:
+    """The variables that enable the layers of ``configs`` (``{role: its configuration variable's
+    value}``, app role first): the status file, quiet, each role's variable and the loader's; ``{}``
+    when no role has one."""
+    if not configs:
         return {}
+    env: dict[str, str] = {"CAPSHIM_STATUS_FILE": str(status_file)}
+    if quiet:
+        env["CAPSHIM_QUIET"] = "1"
+    roles = [r for r in ("app", "device") if r in configs]
+    env.update({ROLES[r][1]: configs[r] for r in roles})
     # App role first in every list (module docstring: chain order); the loader's other
     # spellings (VK_LAYER_PATH, VK_LOADER_LAYERS_DISABLE) are handled by vkloader.layer_env.
     env.update(vkloader.layer_env(os.environ, [str(b.manifest_dirs[r]) for r in roles],
@@ -321,20 +328,9 @@ def launch_env_targeted(placements: list[Placement], status_file: Path, run_dir:
         UsageError: a profile whose api is not "vulkan", or more placements in a role than the layer takes.
     """
     b = build()
-    env: dict[str, str] = {"CAPSHIM_STATUS_FILE": str(status_file)}
-    if quiet:
-        env["CAPSHIM_QUIET"] = "1"
-    roles = []
-    for role, placed_role in (("app", "profile"), ("device", "simulate")):
-        files = placed_configs(placements, placed_role, render_config, run_dir, f"vulkan-{role}")
-        if files:
-            env[ROLES[role][1]] = files
-            roles.append(role)
-    if not roles:
-        return {}
-    env.update(vkloader.layer_env(os.environ, [str(b.manifest_dirs[r]) for r in roles],
-                                  [ROLES[r][0] for r in roles]))
-    return env
+    configs = {role: files for role, placed_role in (("app", "profile"), ("device", "simulate"))
+               if (files := placed_configs(placements, placed_role, render_config, run_dir, f"vulkan-{role}"))}
+    return _layers_env(b, configs, status_file, quiet)
 
 
 def devices() -> list[Device]:
