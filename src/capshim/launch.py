@@ -201,10 +201,8 @@ def check_status_file(path: str, force: bool = False, inputs: tuple = ()) -> Pat
     except OSError as exc:
         raise UsageError(f"{flag}: {exc.strerror}") from None
     if st is not None:
-        if stat.S_ISLNK(st.st_mode) or not stat.S_ISREG(st.st_mode):
-            kind = ("a link" if stat.S_ISLNK(st.st_mode) else "a folder" if stat.S_ISDIR(st.st_mode)
-                    else "a FIFO" if stat.S_ISFIFO(st.st_mode) else "a device or other special file")
-            raise UsageError(f"{flag}: is {kind}; the status file must be a regular file in a writable "
+        if not stat.S_ISREG(st.st_mode):  # lstat: a link is not one either
+            raise UsageError(f"{flag}: is {output.kind(st.st_mode)}; the status file must be a regular file in a writable "
                              "folder (the shims append JSON lines to it and capshim reads it back)")
         if not force:
             raise UsageError(f"{flag}: the file exists and would be emptied; remove it, choose another "

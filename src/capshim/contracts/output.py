@@ -44,6 +44,14 @@ _KIND = ((stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a device"), (stat.S_ISBLK, "
          (stat.S_ISSOCK, "a socket"), (stat.S_ISDIR, "a folder"))
 
 
+def kind(mode: int) -> str:
+    """What a file that is not a regular one is, as the rule's refusals say it (``a link``,
+    ``a FIFO``, ``a device``, ``a socket``, ``a folder``) from its ``lstat`` mode."""
+    if stat.S_ISLNK(mode):
+        return "a link"
+    return next((k for test, k in _KIND if test(mode)), "not a regular file")
+
+
 _NO_LINKS = {errno.EPERM, errno.ENOTSUP, errno.EOPNOTSUPP, errno.EMLINK, errno.EXDEV}
 
 
@@ -152,9 +160,9 @@ def check_file(path: str | Path, flag: str = "", *, replace: bool = False, repla
         raise UsageError(f"{_name(flag, p)}: is a symbolic link; capshim never writes through a link "
                          "(name the file itself" + (f"; {flag} - prints on stdout)" if flag in _STDOUT_FLAGS else ")"))
     if st is not None and not stat.S_ISREG(st.st_mode):
-        kind = next((k for test, k in _KIND if test(st.st_mode)), "not a regular file")
-        raise UsageError(f"{_name(flag, p)}: is {kind}; capshim writes only regular files"
-                         + (f" ({flag} - prints on stdout)" if flag in _STDOUT_FLAGS and kind != "a folder" else ""))
+        what = kind(st.st_mode)
+        raise UsageError(f"{_name(flag, p)}: is {what}; capshim writes only regular files"
+                         + (f" ({flag} - prints on stdout)" if flag in _STDOUT_FLAGS and what != "a folder" else ""))
     if not sealed_ok:
         folders.refuse_inside_sealed(p, flag or "output")
     if not p.absolute().parent.is_dir():
