@@ -187,6 +187,18 @@ int capshim_config_names_device(const struct capshim_config *cfg, uint32_t index
     return 0;
 }
 
+size_t capshim_device_specs(const struct capshim_config *cfg, char texts[][CAPSHIM_SPEC_TEXT_MAX],
+                            const char **specs) {
+    for (size_t i = 0; i < cfg->ndevices; i++) {
+        if (cfg->devices[i].is_uuid)
+            capshim_uuid_text(cfg->devices[i].uuid, texts[i], CAPSHIM_SPEC_TEXT_MAX);
+        else
+            snprintf(texts[i], CAPSHIM_SPEC_TEXT_MAX, "%u", cfg->devices[i].index);
+        specs[i] = texts[i];
+    }
+    return cfg->ndevices;
+}
+
 void capshim_uuid_text(const unsigned char *uuid, char *out, size_t outlen) {
     static const char hex[] = "0123456789abcdef";
     if (out == NULL || outlen < 6 + 2 * CAPSHIM_UUID_BYTES) {

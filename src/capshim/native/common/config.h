@@ -119,6 +119,12 @@ int capshim_config_names_device(const struct capshim_config *cfg, uint32_t index
 
 /* "uuid:" and 32 lowercase hex digits of uuid into out (at least 38 bytes). */
 void capshim_uuid_text(const unsigned char *uuid, char *out, size_t outlen);
+/* A devices= spec as text: its index, or capshim_uuid_text's spelling (NUL included). */
+#define CAPSHIM_SPEC_TEXT_MAX 40
+/* The specs of cfg's devices= key as text (the status events' "devices"): texts[i] holds spec i,
+ * specs[i] points at it; returns how many (0 without devices=). */
+size_t capshim_device_specs(const struct capshim_config *cfg, char texts[][CAPSHIM_SPEC_TEXT_MAX],
+                            const char **specs);
 /* uuid as 8-4-4-4-12 lowercase hex (as CUDA and nvidia-smi print it, without "GPU-") into out
  * (at least 37 bytes): the status events' "uuid". */
 void capshim_uuid_dashed(const unsigned char *uuid, char *out, size_t outlen);

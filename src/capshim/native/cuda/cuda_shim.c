@@ -214,18 +214,10 @@ static void config_accepted(const char *path, const struct capshim_config *cfg) 
     if (cfg->profile[0] != '\0') capshim_json_str(&j, "profile", cfg->profile);
     capshim_json_u64(&j, "values", cfg->nvalues);
     capshim_json_bool(&j, "device_name", cfg->device_name[0] != '\0');
-    if (cfg->ndevices > 0) {
-        char texts[CAPSHIM_MAX_DEVICE_SPECS][40];
-        const char *specs[CAPSHIM_MAX_DEVICE_SPECS];
-        for (size_t i = 0; i < cfg->ndevices; i++) {
-            if (cfg->devices[i].is_uuid)
-                capshim_uuid_text(cfg->devices[i].uuid, texts[i], sizeof texts[i]);
-            else
-                snprintf(texts[i], sizeof texts[i], "%u", cfg->devices[i].index);
-            specs[i] = texts[i];
-        }
-        capshim_json_str_array(&j, "devices", specs, cfg->ndevices);
-    }
+    char texts[CAPSHIM_MAX_DEVICE_SPECS][CAPSHIM_SPEC_TEXT_MAX];
+    const char *specs[CAPSHIM_MAX_DEVICE_SPECS];
+    size_t n = capshim_device_specs(cfg, texts, specs);
+    if (n > 0) capshim_json_str_array(&j, "devices", specs, n);
     capshim_json_end_and_write(&j);
 }
 

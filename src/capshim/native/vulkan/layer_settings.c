@@ -114,17 +114,10 @@ void config_clash_device(struct role *r, size_t a, size_t b, const char *device)
 
 /* "devices": the specs of c's devices= key, when it has one. */
 static void config_devices(struct capshim_json *j, const struct capshim_config *c) {
-    if (c->ndevices == 0) return;
-    char texts[CAPSHIM_MAX_DEVICE_SPECS][40];
+    char texts[CAPSHIM_MAX_DEVICE_SPECS][CAPSHIM_SPEC_TEXT_MAX];
     const char *specs[CAPSHIM_MAX_DEVICE_SPECS];
-    for (size_t i = 0; i < c->ndevices; i++) {
-        if (c->devices[i].is_uuid)
-            capshim_uuid_text(c->devices[i].uuid, texts[i], sizeof texts[i]);
-        else
-            snprintf(texts[i], sizeof texts[i], "%u", c->devices[i].index);
-        specs[i] = texts[i];
-    }
-    capshim_json_str_array(j, "devices", specs, c->ndevices);
+    size_t n = capshim_device_specs(c, texts, specs);
+    if (n > 0) capshim_json_str_array(j, "devices", specs, n);
 }
 
 static void role_init(struct role *r) {
